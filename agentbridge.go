@@ -1,0 +1,184 @@
+// Package agentbridge holds the vocabulary that every part of the bridge
+// speaks: session snapshots, lifecycle events, diagnostics and the
+// descriptions of sources and their harnesses. It depends on nothing but the
+// standard library; validation lives in package validate, the ordered state
+// in package hub, journal parsing in package sources and its sub-packages.
+//
+// The JSON shape of every type here is the external contract
+// (../shared/CONTRACT.md, openapi.yaml): field names must not change.
+package agentbridge
+
+// Status is where a session stands.
+type Status string
+
+// The session statuses of the contract.
+const (
+	StatusIdle    Status = "idle"    // known, no turn yet
+	StatusRunning Status = "running" // a turn is in progress
+	StatusWaiting Status = "waiting" // needs the user (approval, input)
+	StatusBlocked Status = "blocked" // cannot go on for another reason
+	StatusDone    Status = "done"    // the last turn ended; awaits the next prompt
+	StatusExited  Status = "exited"  // the process is gone
+)
+
+// Statuses lists every valid Status in display order.
+var Statuses = []Status{StatusIdle, StatusRunning, StatusWaiting, StatusBlocked, StatusDone, StatusExited}
+
+// LastTurn says how the last turn of a session ended.
+type LastTurn string
+
+// The last-turn values of the contract.
+const (
+	LastTurnCompleted LastTurn = "completed"
+	LastTurnFailed    LastTurn = "failed"
+	LastTurnCancelled LastTurn = "cancelled"
+)
+
+// Outcome is how a turn, tool or subagent ended, as events report it.
+type Outcome string
+
+// The outcomes of the contract.
+const (
+	OutcomeSuccess   Outcome = "success"
+	OutcomeError     Outcome = "error"
+	OutcomeCancelled Outcome = "cancelled"
+)
+
+// SubagentStatus is where a subagent stands.
+type SubagentStatus string
+
+// The subagent statuses of the contract.
+const (
+	SubagentRunning   SubagentStatus = "running"
+	SubagentCompleted SubagentStatus = "completed"
+	SubagentFailed    SubagentStatus = "failed"
+	SubagentCancelled SubagentStatus = "cancelled"
+)
+
+// Snapshot is the host's AgentSessionSnapshot: everything a client shows of
+// one session. It is a closed object. Zero values mean "absent": PID 0,
+// LastTurnEndedAt 0 and empty strings are omitted from JSON.
+type Snapshot struct {
+	ID              string     `json:"id"`
+	Harness         string     `json:"harness"`
+	PID             int        `json:"pid,omitempty"`
+	Cwd             string     `json:"cwd,omitempty"`
+	Title           string     `json:"title,omitempty"`
+	Model           string     `json:"model,omitempty"`
+	Status          Status     `json:"status"`
+	WaitingFor      string     `json:"waitingFor,omitempty"`
+	LastTurn        LastTurn   `json:"lastTurn,omitempty"`
+	LastTurnEndedAt int64      `json:"lastTurnEndedAt,omitempty"`
+	Subagents       []Subagent `json:"subagents,omitempty"`
+}
+
+// Clone returns a deep copy of s, so that a holder can change it freely.
+func (s Snapshot) Clone() Snapshot {
+	if s.Subagents != nil {
+		s.Subagents = append([]Subagent(nil), s.Subagents...)
+	}
+	return s
+}
+
+// Subagent is a child agent shown under its root session.
+type Subagent struct {
+	ID     string         `json:"id"`
+	Type   string         `json:"type,omitempty"`
+	Title  string         `json:"title,omitempty"`
+	Status SubagentStatus `json:"status"`
+}
+
+// EventKind names a lifecycle event.
+type EventKind string
+
+// The lifecycle event kinds of the contract (section 2).
+const (
+	KindSessionStarted  EventKind = "session.started"
+	KindAgentMetadata   EventKind = "agent.metadata"
+	KindTurnStarted     EventKind = "turn.started"
+	KindToolStarted     EventKind = "tool.started"
+	KindToolFinished    EventKind = "tool.finished"
+	KindWaitStarted     EventKind = "wait.started"
+	KindWaitFinished    EventKind = "wait.finished"
+	KindAgentDone       EventKind = "agent.done"
+	KindAgentExited     EventKind = "agent.exited"
+	KindSubagentStarted EventKind = "subagent.started"
+	KindSubagentDone    EventKind = "subagent.done"
+	KindSessionStopped  EventKind = "session.stopped"
+)
+
+// EventKinds lists every valid EventKind.
+var EventKinds = []EventKind{
+	KindSessionStarted, KindAgentMetadata, KindTurnStarted, KindToolStarted,
+	KindToolFinished, KindWaitStarted, KindWaitFinished, KindAgentDone,
+	KindAgentExited, KindSubagentStarted, KindSubagentDone, KindSessionStopped,
+}
+
+// Event is one lifecycle event. It is a flat union: which fields a kind may
+// carry is the validator's business (validate.Event), so that a source sets
+// only what its kind names and the JSON form stays the contract's. Zero
+// values are absent; ExitCode is a pointer because 0 is a real exit code.
+type Event struct {
+	Kind       EventKind `json:"kind"`
+	OccurredAt int64     `json:"occurredAt,omitempty"` // epoch ms, only when trustworthy
+
+	Title      string `json:"title,omitempty"`      // session.started, agent.metadata, subagent.started
+	Model      string `json:"model,omitempty"`      // session.started, agent.metadata
+	Cwd        string `json:"cwd,omitempty"`        // session.started
+	PID        int    `json:"pid,omitempty"`        // session.started
+	PromptText string `json:"promptText,omitempty"` // agent.metadata, turn.started
+	AgentID    string `json:"agentId,omitempty"`    // agent.metadata
+
+	TurnID  string  `json:"turnId,omitempty"`  // turn.started
+	ToolID  string  `json:"toolId,omitempty"`  // tool.started, tool.finished
+	Name    string  `json:"name,omitempty"`    // tool.started
+	Outcome Outcome `json:"outcome,omitempty"` // tool.finished, agent.done, subagent.done
+
+	WaitID string `json:"waitId,omitempty"` // wait.started, wait.finished
+	State  Status `json:"state,omitempty"`  // wait.started: waiting or blocked
+	Reason string `json:"reason,omitempty"` // wait.started, session.stopped
+
+	Summary  string `json:"summary,omitempty"`  // agent.done, subagent.done
+	ExitCode *int   `json:"exitCode,omitempty"` // agent.exited
+	Signal   string `json:"signal,omitempty"`   // agent.exited, e.g. "SIGKILL"
+
+	SubagentID    string `json:"subagentId,omitempty"`    // subagent.started, subagent.done
+	ParentAgentID string `json:"parentAgentId,omitempty"` // subagent.started
+	Type          string `json:"type,omitempty"`          // subagent.started
+}
+
+// Diagnostic is a typed problem a source reports: a kebab-case code and a
+// message that carries no file-system paths and no conversation content.
+type Diagnostic struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Harness is one agent kind a source can report, with its own switch.
+type Harness struct {
+	ID          string `json:"id"`
+	DisplayName string `json:"displayName"`
+}
+
+// Observation says how a source knows a thing: it reads it from the agent's
+// own records, infers it from indirect evidence, or cannot know it.
+type Observation string
+
+// The observation levels shown by GET /v1/sources.
+const (
+	Observed    Observation = "observed"
+	Inferred    Observation = "inferred"
+	Unavailable Observation = "unavailable"
+)
+
+// SourceInfo describes a source: its id, name, declared harnesses, the
+// environment variables it reads, and what it can observe, keyed by what is
+// observed ("waiting", "exited", "subagents", …).
+type SourceInfo struct {
+	ID                   string                 `json:"id"`
+	DisplayName          string                 `json:"displayName"`
+	Harnesses            []Harness              `json:"harnesses"`
+	EnvironmentVariables []string               `json:"environmentVariables"`
+	Observes             map[string]Observation `json:"observes,omitempty"`
+	Push                 bool                   `json:"push"` // takes POST /v1/sources/{id}/publish
+}
