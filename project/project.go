@@ -3,6 +3,162 @@
 // repository. It reads .git files and commondir itself; no git binary.
 package project
 
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// maxGitFile bounds what is read of a .git or commondir file; real ones hold
+// one short line.
+const maxGitFile = 4096
+
 // Contains reports whether cwd is root or below it, or inside a linked
 // worktree of the repository whose main worktree (or any worktree) is root.
-func Contains(root, cwd string) bool { panic("todo") }
+//
+// Both paths must be absolute and clean (as the contract requires of a
+// snapshot's cwd); anything else is false. The test is lexical first, then on
+// the paths with symbolic links resolved. Failing that, the repository of
+// each path is found by walking up to its nearest .git (a directory in the
+// main worktree, a "gitdir: …" file in a linked one, whose gitdir names the
+// shared repository in its commondir file). When both name the same
+// repository, cwd must sit at or below root's place in that worktree: with
+// root /repo/pkg, cwd /wt/feature/pkg/x belongs and /wt/feature/docs does
+// not. Missing or malformed files make the answer false, never an error.
+// Nothing is cached, so a worktree made or removed later is seen at once.
+func Contains(root, cwd string) bool {
+	if !valid(root) || !valid(cwd) {
+		return false
+	}
+	if within(root, cwd) {
+		return true
+	}
+	realRoot, realCwd := resolve(root), resolve(cwd)
+	if (realRoot != root || realCwd != cwd) && within(realRoot, realCwd) {
+		return true
+	}
+	rootRepo, ok := find(realRoot)
+	if !ok {
+		return false
+	}
+	cwdRepo, ok := find(realCwd)
+	if !ok || rootRepo.common != cwdRepo.common {
+		return false
+	}
+	return within(rootRepo.rel, cwdRepo.rel)
+}
+
+// valid reports whether p is an absolute, clean path without NUL.
+func valid(p string) bool {
+	return filepath.IsAbs(p) && filepath.Clean(p) == p && !strings.ContainsRune(p, 0)
+}
+
+// within reports whether p is dir or below it; both are clean, and either
+// both absolute or both relative to the same top ("." is the top itself).
+func within(dir, p string) bool {
+	switch {
+	case dir == p, dir == ".", dir == "/":
+		return true
+	default:
+		return strings.HasPrefix(p, dir+"/")
+	}
+}
+
+// resolve returns p with symbolic links resolved, or p itself when that
+// fails (the directory may be gone).
+func resolve(p string) string {
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return p
+	}
+	return r
+}
+
+// repo is where a path sits in a Git repository.
+type repo struct {
+	common string // the shared repository directory (main worktree's .git)
+	rel    string // the path relative to its worktree's top, "." for the top
+}
+
+// find walks up from dir to the nearest .git and names the repository it
+// belongs to.
+func find(dir string) (repo, bool) {
+	for top := dir; ; {
+		dotgit := filepath.Join(top, ".git")
+		if fi, err := os.Stat(dotgit); err == nil {
+			common, ok := commonDir(top, dotgit, fi.IsDir())
+			if !ok {
+				return repo{}, false
+			}
+			rel, err := filepath.Rel(top, dir)
+			if err != nil {
+				return repo{}, false
+			}
+			return repo{common: common, rel: rel}, true
+		}
+		parent := filepath.Dir(top)
+		if parent == top {
+			return repo{}, false
+		}
+		top = parent
+	}
+}
+
+// commonDir returns the shared repository directory of the worktree at top,
+// whose .git entry is dotgit: the entry itself when it is a directory, else
+// the gitdir its "gitdir: " line names, or that gitdir's commondir when it
+// has one (a linked worktree; a submodule's gitdir has none).
+func commonDir(top, dotgit string, isDir bool) (string, bool) {
+	if isDir {
+		return resolve(dotgit), true
+	}
+	line, ok := readLine(dotgit)
+	if !ok {
+		return "", false
+	}
+	gitdir, found := strings.CutPrefix(line, "gitdir:")
+	gitdir = strings.TrimSpace(gitdir)
+	if !found || gitdir == "" {
+		return "", false
+	}
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(top, gitdir)
+	}
+	gitdir = filepath.Clean(gitdir)
+	if fi, err := os.Stat(gitdir); err != nil || !fi.IsDir() {
+		return "", false
+	}
+	common := gitdir
+	if c, ok := readLine(filepath.Join(gitdir, "commondir")); ok && c != "" {
+		if filepath.IsAbs(c) {
+			common = filepath.Clean(c)
+		} else {
+			common = filepath.Join(gitdir, c)
+		}
+	}
+	return resolve(common), true
+}
+
+// readLine returns the first line of a small file, without its line end.
+func readLine(name string) (string, bool) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	buf := make([]byte, maxGitFile)
+	n, _ := f.Read(buf)
+	if n == 0 {
+		return "", false
+	}
+	b := buf[:n]
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	b = bytes.TrimRight(b, "\r")
+	if bytes.IndexByte(b, 0) >= 0 {
+		return "", false
+	}
+	return string(b), true
+}

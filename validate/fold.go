@@ -1,32 +1,316 @@
 package validate
 
-import "github.com/agentbridge/agentbridge"
+import (
+	"maps"
+
+	"github.com/agentbridge/agentbridge"
+)
 
 // Session is one session's state as the fold sees it: its snapshot plus the
 // waits, tools and subagents still open, tracked by id. It is the one place
 // where a lifecycle event becomes a snapshot change. A Session is not safe
 // for concurrent use.
+//
+// The fold (CONTRACT section 2), with the choices the contract leaves open:
+//
+//   - session.started: the session is known. Its status becomes idle when
+//     it was exited (a new process) or unset, and is kept otherwise (a
+//     source that re-reads a journal must not send a running session back
+//     to idle). Given title, model, cwd and pid replace the current ones.
+//   - agent.metadata: a given title or model replaces the current one;
+//     promptText becomes the title only while there is none (bounded to
+//     MaxTitle). agentId changes nothing shown.
+//   - turn.started: status running; open waits close (a new prompt
+//     supersedes a pending approval or question); promptText becomes the
+//     title while there is none. Open tools stay open.
+//   - tool.started: the tool opens; status running, unless a wait is open,
+//     in which case the latest open wait's state and reason stay shown.
+//   - tool.finished: the tool closes; nothing shown changes.
+//   - wait.started: the wait opens; status = state, waitingFor = reason
+//     (cleared when there is no reason).
+//   - wait.finished: the wait closes; when another is still open, the latest
+//     open one's state and reason are shown, else status running.
+//   - agent.done: status done; lastTurn completed / failed / cancelled from
+//     outcome success / error / cancelled; lastTurnEndedAt = occurredAt (0,
+//     i.e. absent, when the event has none: the hub may stamp occurredAt
+//     before applying); open waits and tools close. Running subagents are
+//     left as they are (background agents can outlive a turn).
+//   - agent.exited: status exited; open waits and tools close; running
+//     subagents become cancelled; waitingFor is cleared.
+//   - subagent.started: adds a running subagent with the event's type and
+//     title. When MaxSubagents are listed, the oldest finished one makes
+//     room; when all of them are running the event is rejected
+//     (invalid_array at $.subagentId).
+//   - subagent.done: the subagent's status from outcome (success →
+//     completed, error → failed, cancelled → cancelled).
+//   - session.stopped: Stopped reports true; the hub removes the session.
+//   - Events after exited fold as usual: turn.started, tool.started or
+//     wait.started bring the session back (a resumed process),
+//     session.started makes it idle.
+//
+// State rules of Apply: wait.finished, tool.finished and subagent.done for
+// an id that is not open (unknown, or already closed) are invalid_id at
+// $.waitId / $.toolId / $.subagentId; wait.started or tool.started for an
+// id already open and subagent.started for a listed id are duplicate; more
+// than MaxOpenWaits open waits or MaxOpenTools open tools are
+// invalid_array. The fold never reads a clock.
 type Session struct {
-	// unexported state; see Apply
+	snap    agentbridge.Snapshot
+	waits   []openWait          // open waits, oldest first
+	tools   map[string]struct{} // open tools
+	stopped bool
+}
+
+type openWait struct {
+	id     string
+	state  agentbridge.Status
+	reason string
 }
 
 // NewSession returns a session known by id and harness, status idle.
-func NewSession(id, harness string) *Session { panic("todo") }
+func NewSession(id, harness string) *Session {
+	return &Session{snap: agentbridge.Snapshot{ID: id, Harness: harness, Status: agentbridge.StatusIdle}}
+}
 
 // FromSnapshot returns a session that starts from a snapshot, with no open
 // waits, tools or subagents beyond those the snapshot lists as running.
-func FromSnapshot(s agentbridge.Snapshot) *Session { panic("todo") }
+// An empty status becomes idle.
+func FromSnapshot(s agentbridge.Snapshot) *Session {
+	s = s.Clone()
+	if s.Status == "" {
+		s.Status = agentbridge.StatusIdle
+	}
+	return &Session{snap: s}
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.snap.ID }
+
+// Harness returns the session's harness id.
+func (s *Session) Harness() string { return s.snap.Harness }
+
+// Snapshot returns a copy of the current snapshot.
+func (s *Session) Snapshot() agentbridge.Snapshot { return s.snap.Clone() }
+
+// Clone returns an independent copy of s.
+func (s *Session) Clone() *Session {
+	c := &Session{snap: s.snap.Clone(), stopped: s.stopped}
+	if len(s.waits) > 0 {
+		c.waits = append([]openWait(nil), s.waits...)
+	}
+	if len(s.tools) > 0 {
+		c.tools = maps.Clone(s.tools)
+	}
+	return c
+}
+
+// Stopped reports whether a session.stopped event ended the observation.
+func (s *Session) Stopped() bool { return s.stopped }
 
 // Apply checks e (Event's rules plus the state rules: wait.finished,
 // tool.finished and subagent.done need an open id, …) and, only when there
 // is no issue, folds it into the snapshot. The fold is deterministic.
-func (s *Session) Apply(e agentbridge.Event) []Issue { panic("todo") }
+func (s *Session) Apply(e agentbridge.Event) []Issue {
+	is := Event(e)
+	is = s.stateIssues(is, &e)
+	if len(is) > 0 {
+		return is
+	}
+	s.fold(&e)
+	return nil
+}
 
-// Snapshot returns a copy of the current snapshot.
-func (s *Session) Snapshot() agentbridge.Snapshot { panic("todo") }
+func (s *Session) waitIndex(id string) int {
+	for i := range s.waits {
+		if s.waits[i].id == id {
+			return i
+		}
+	}
+	return -1
+}
 
-// Clone returns an independent copy of s.
-func (s *Session) Clone() *Session { panic("todo") }
+func (s *Session) subagentIndex(id string) int {
+	for i := range s.snap.Subagents {
+		if s.snap.Subagents[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
 
-// Stopped reports whether a session.stopped event ended the observation.
-func (s *Session) Stopped() bool { panic("todo") }
+// evictable returns the index of the oldest finished subagent, or -1.
+func (s *Session) evictable() int {
+	for i := range s.snap.Subagents {
+		if s.snap.Subagents[i].Status != agentbridge.SubagentRunning {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *Session) stateIssues(is []Issue, e *agentbridge.Event) []Issue {
+	switch e.Kind {
+	case agentbridge.KindToolStarted:
+		if ValidID(e.ToolID) {
+			if _, open := s.tools[e.ToolID]; open {
+				is = append(is, newIssue("$.toolId", Duplicate, "names a tool that is already open"))
+			} else if len(s.tools) >= MaxOpenTools {
+				is = append(is, newIssue("$.toolId", InvalidArray, "would open more than %d tools at once", MaxOpenTools))
+			}
+		}
+	case agentbridge.KindToolFinished:
+		if ValidID(e.ToolID) {
+			if _, open := s.tools[e.ToolID]; !open {
+				is = append(is, newIssue("$.toolId", InvalidID, "must name an open tool (this one is unknown or already finished)"))
+			}
+		}
+	case agentbridge.KindWaitStarted:
+		if ValidID(e.WaitID) {
+			if s.waitIndex(e.WaitID) >= 0 {
+				is = append(is, newIssue("$.waitId", Duplicate, "names a wait that is already open"))
+			} else if len(s.waits) >= MaxOpenWaits {
+				is = append(is, newIssue("$.waitId", InvalidArray, "would open more than %d waits at once", MaxOpenWaits))
+			}
+		}
+	case agentbridge.KindWaitFinished:
+		if ValidID(e.WaitID) && s.waitIndex(e.WaitID) < 0 {
+			is = append(is, newIssue("$.waitId", InvalidID, "must name an open wait (this one is unknown or already finished)"))
+		}
+	case agentbridge.KindSubagentStarted:
+		if ValidID(e.SubagentID) {
+			if s.subagentIndex(e.SubagentID) >= 0 {
+				is = append(is, newIssue("$.subagentId", Duplicate, "names a subagent that is already listed"))
+			} else if len(s.snap.Subagents) >= MaxSubagents && s.evictable() < 0 {
+				is = append(is, newIssue("$.subagentId", InvalidArray, "would list more than %d running subagents", MaxSubagents))
+			}
+		}
+	case agentbridge.KindSubagentDone:
+		if ValidID(e.SubagentID) {
+			switch i := s.subagentIndex(e.SubagentID); {
+			case i < 0:
+				is = append(is, newIssue("$.subagentId", InvalidID, "must name a listed subagent (this one is unknown)"))
+			case s.snap.Subagents[i].Status != agentbridge.SubagentRunning:
+				is = append(is, newIssue("$.subagentId", InvalidID, "must name a running subagent (this one is already done)"))
+			}
+		}
+	}
+	return is
+}
+
+// setStatus sets the status and clears waitingFor unless the status is
+// waiting or blocked, so that the snapshot stays valid.
+func (s *Session) setStatus(st agentbridge.Status) {
+	s.snap.Status = st
+	if st != agentbridge.StatusWaiting && st != agentbridge.StatusBlocked {
+		s.snap.WaitingFor = ""
+	}
+}
+
+// showWaits shows the latest open wait, or running when none is open.
+func (s *Session) showWaits() {
+	if len(s.waits) == 0 {
+		s.setStatus(agentbridge.StatusRunning)
+		return
+	}
+	w := s.waits[len(s.waits)-1]
+	s.setStatus(w.state)
+	s.snap.WaitingFor = w.reason
+}
+
+func (s *Session) closeAll() {
+	s.waits = nil
+	s.tools = nil
+}
+
+func (s *Session) titleFromPrompt(prompt string) {
+	if s.snap.Title == "" && prompt != "" {
+		s.snap.Title = Bound(prompt, MaxTitle)
+	}
+}
+
+var lastTurnOf = map[agentbridge.Outcome]agentbridge.LastTurn{
+	agentbridge.OutcomeSuccess:   agentbridge.LastTurnCompleted,
+	agentbridge.OutcomeError:     agentbridge.LastTurnFailed,
+	agentbridge.OutcomeCancelled: agentbridge.LastTurnCancelled,
+}
+
+var subagentStatusOf = map[agentbridge.Outcome]agentbridge.SubagentStatus{
+	agentbridge.OutcomeSuccess:   agentbridge.SubagentCompleted,
+	agentbridge.OutcomeError:     agentbridge.SubagentFailed,
+	agentbridge.OutcomeCancelled: agentbridge.SubagentCancelled,
+}
+
+// fold applies a checked event.
+func (s *Session) fold(e *agentbridge.Event) {
+	switch e.Kind {
+	case agentbridge.KindSessionStarted:
+		if s.snap.Status == "" || s.snap.Status == agentbridge.StatusExited {
+			s.closeAll()
+			s.setStatus(agentbridge.StatusIdle)
+		}
+		setIf(&s.snap.Title, e.Title)
+		setIf(&s.snap.Model, e.Model)
+		setIf(&s.snap.Cwd, e.Cwd)
+		if e.PID != 0 {
+			s.snap.PID = e.PID
+		}
+	case agentbridge.KindAgentMetadata:
+		setIf(&s.snap.Title, e.Title)
+		setIf(&s.snap.Model, e.Model)
+		s.titleFromPrompt(e.PromptText)
+	case agentbridge.KindTurnStarted:
+		s.waits = nil
+		s.setStatus(agentbridge.StatusRunning)
+		s.titleFromPrompt(e.PromptText)
+	case agentbridge.KindToolStarted:
+		if s.tools == nil {
+			s.tools = make(map[string]struct{})
+		}
+		s.tools[e.ToolID] = struct{}{}
+		s.showWaits()
+	case agentbridge.KindToolFinished:
+		delete(s.tools, e.ToolID)
+	case agentbridge.KindWaitStarted:
+		s.waits = append(s.waits, openWait{e.WaitID, e.State, Bound(e.Reason, MaxWaitingFor)})
+		s.showWaits()
+	case agentbridge.KindWaitFinished:
+		i := s.waitIndex(e.WaitID)
+		s.waits = append(s.waits[:i], s.waits[i+1:]...)
+		s.showWaits()
+	case agentbridge.KindAgentDone:
+		s.closeAll()
+		s.setStatus(agentbridge.StatusDone)
+		s.snap.LastTurn = lastTurnOf[e.Outcome]
+		s.snap.LastTurnEndedAt = e.OccurredAt
+	case agentbridge.KindAgentExited:
+		s.closeAll()
+		s.setStatus(agentbridge.StatusExited)
+		for i := range s.snap.Subagents {
+			if s.snap.Subagents[i].Status == agentbridge.SubagentRunning {
+				s.snap.Subagents[i].Status = agentbridge.SubagentCancelled
+			}
+		}
+	case agentbridge.KindSubagentStarted:
+		subs := s.snap.Subagents
+		if len(subs) >= MaxSubagents {
+			i := s.evictable()
+			subs = append(subs[:i:i], subs[i+1:]...) // copy: never touch a shared array
+		}
+		s.snap.Subagents = append(subs, agentbridge.Subagent{
+			ID: e.SubagentID, Type: e.Type, Title: e.Title, Status: agentbridge.SubagentRunning,
+		})
+	case agentbridge.KindSubagentDone:
+		i := s.subagentIndex(e.SubagentID)
+		subs := append([]agentbridge.Subagent(nil), s.snap.Subagents...)
+		subs[i].Status = subagentStatusOf[e.Outcome]
+		s.snap.Subagents = subs
+	case agentbridge.KindSessionStopped:
+		s.stopped = true
+	}
+}
+
+func setIf(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}

@@ -1,24 +1,272 @@
 package validate
 
-import "github.com/agentbridge/agentbridge"
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/agentbridge/agentbridge"
+)
 
 // Bound is the bounded-text helper: it folds newlines and tabs to spaces,
 // drops other control characters and invalid UTF-8, and cuts s to at most
 // max characters on a character boundary, ending with "…" when it cut.
 // Producers use it on display text before publishing; identity values are
 // never bounded (they are rejected instead).
-func Bound(s string, max int) string { panic("todo") }
+//
+// In detail: a run of spaces, line breaks, tabs, vertical tabs, form feeds,
+// NEL and U+2028/U+2029 becomes one space; other control characters (Unicode Cc)
+// and bytes that are not UTF-8 are dropped; leading and trailing spaces are
+// trimmed. Characters are Unicode code points, and the result, "…"
+// included, has at most max of them (none when max ≤ 0). The result may be
+// empty; producers omit an empty field rather than publish it. The result
+// always passes the display-text rule (ValidText) when it is not empty.
+func Bound(s string, max int) string {
+	if max <= 0 {
+		return ""
+	}
+	if fastBounded(s, max) {
+		return s
+	}
+	var b strings.Builder
+	grow := len(s)
+	if max < grow/4 { // never max*4 for a huge max: it would overflow
+		grow = max*4 + ellipsisLen
+	}
+	b.Grow(grow)
+	n := 0 // runes written
+	pendingSpace := false
+	cut := false
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == utf8.RuneError && size == 1:
+			continue
+		case r == ' ' || isFoldedSpace(r):
+			pendingSpace = n > 0
+			continue
+		case unicode.IsControl(r):
+			continue
+		}
+		need := 1
+		if pendingSpace {
+			need = 2
+		}
+		if n+need > max {
+			cut = true
+			break
+		}
+		if pendingSpace {
+			b.WriteByte(' ')
+			n++
+			pendingSpace = false
+		}
+		b.WriteRune(r)
+		n++
+	}
+	if !cut {
+		return b.String()
+	}
+	// Make room for "…": drop runes from the end until n ≤ max-1, then drop
+	// a trailing space so the ellipsis sits against the last word.
+	out := b.String()
+	for n > max-1 {
+		_, size := utf8.DecodeLastRuneInString(out)
+		out = out[:len(out)-size]
+		n--
+	}
+	out = strings.TrimRight(out, " ")
+	return out + ellipsis
+}
+
+const (
+	ellipsis    = "…"
+	ellipsisLen = len(ellipsis)
+)
+
+// fastBounded reports whether s is printable ASCII without leading,
+// trailing or doubled spaces and at most max bytes: Bound returns it as is.
+func fastBounded(s string, max int) bool {
+	if len(s) > max {
+		return false
+	}
+	if len(s) > 0 && (s[0] == ' ' || s[len(s)-1] == ' ') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == ' ' && s[i+1] == ' ' {
+			return false
+		}
+	}
+	return true
+}
+
+func isFoldedSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', 0x85, 0x2028, 0x2029:
+		return true
+	}
+	return false
+}
+
+// Redacted is what Redact puts in place of a credential.
+const Redacted = "[redacted]"
+
+type redaction struct {
+	triggers []string // lower-case ASCII words, one of which every match holds
+	re       *regexp.Regexp
+	repl     string
+}
+
+func rule(triggers, re, repl string) redaction {
+	return redaction{strings.Fields(triggers), regexp.MustCompile(re), repl}
+}
+
+// redactions run in this order; each keeps what names the secret (a key,
+// "Bearer ", "Authorization: ") and replaces the secret itself. A rule
+// runs only when the text holds one of its trigger words, so text without
+// any costs one scan and no allocation.
+var redactions = []redaction{
+	// Private-key blocks, whole or cut (a lone BEGIN line takes the rest).
+	rule("-----begin", `-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-*(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-*|\z)`, Redacted),
+	// Authorization headers, with or without a scheme.
+	rule("authorization", `(?i)(\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token|digest|negotiate|bot)\s+)?[^\s"',;]+`, "${1}"+Redacted),
+	// Bearer tokens.
+	rule("bearer", `(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}`, "${1}"+Redacted),
+	// JWTs (header.payload[.signature]).
+	rule("eyj", `\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?`, Redacted),
+	// Anthropic (sk-ant-…) and OpenAI (sk-…, sk-proj-…) keys.
+	rule("sk-", `\bsk-[A-Za-z0-9_-]{20,}`, Redacted),
+	// GitHub tokens.
+	rule("ghp_ gho_ ghu_ ghs_ ghr_ github_pat_", `\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`, Redacted),
+	// AWS access key ids.
+	rule("akia asia abia acca", `\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{12,}\b`, Redacted),
+	// Slack tokens.
+	rule("xox xapp-", `\b(?:xox[abposre]|xapp)-[A-Za-z0-9-]{8,}`, Redacted),
+	// Google API keys.
+	rule("aiza", `\bAIza[0-9A-Za-z_-]{30,}`, Redacted),
+	// password=…, pwd: …, "passwd": "…" (any value; quotes are kept).
+	rule("pass pwd", `(?i)(\b(?:[a-z0-9]+[_.-])*(?:password|passwd|passphrase|pwd)["']?\s*[:=]\s*)(?:(")[^"]*"?|(')[^']*'?|[^\s"',;&})>]+)`, "${1}${2}${3}"+Redacted+"${2}${3}"),
+	// token=…, secret=…, api_key=…, aws_secret_access_key=… (values of 4+).
+	rule("token secret key credential", `(?i)(\b(?:[a-z0-9]+[_.-])*(?:token|secret|api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret|credentials?)["']?\s*[:=]\s*)(?:(")[^"]{4,}"?|(')[^']{4,}'?|[^\s"',;&})>]{4,})`, "${1}${2}${3}"+Redacted+"${2}${3}"),
+	// --password xyz, --token xyz.
+	rule("--", `(?i)(--(?:password|passwd|pass|token|secret|api-key|api_key|apikey|access-key|auth-token|client-secret)\s+)[^\s-]\S*`, "${1}"+Redacted),
+	// Credentials in URLs: scheme://user:secret@host.
+	rule("://", `(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@`, "${1}"+Redacted+"@"),
+}
+
+// trigger is one word of a rule, indexed by its first byte.
+type trigger struct {
+	word  string
+	rules uint32 // bit i: redactions[i]
+}
+
+var triggersByFirst = func() (t [256][]trigger) {
+	for i, r := range redactions {
+		for _, w := range r.triggers {
+			t[w[0]] = append(t[w[0]], trigger{w, 1 << i})
+		}
+	}
+	return t
+}()
 
 // Redact replaces text that looks like a credential (API keys of Anthropic,
-// OpenAI, GitHub, AWS, Slack; bearer tokens; private-key blocks;
-// password=/token=/secret= pairs; …) with "[redacted]".
-func Redact(s string) string { panic("todo") }
+// OpenAI, GitHub, AWS, Slack, Google; bearer tokens and Authorization
+// values; JWTs; private-key blocks; password=/token=/secret=/api_key= pairs,
+// whose key is kept; credentials in URLs) with "[redacted]". Text with
+// nothing that could start a credential is returned as is, without
+// allocating; Redact is idempotent.
+func Redact(s string) string {
+	rules := triggered(s)
+	if rules == 0 {
+		return s
+	}
+	for i, r := range redactions {
+		if rules&(1<<i) != 0 {
+			s = r.re.ReplaceAllString(s, r.repl)
+		}
+	}
+	return s
+}
 
-// RedactSnapshot redacts every display text of s in place.
-func RedactSnapshot(s *agentbridge.Snapshot) { panic("todo") }
+// triggered is Redact's cheap pre-check: one pass over s that returns the
+// set of rules whose trigger words (ASCII, case-insensitive) s holds.
+func triggered(s string) uint32 {
+	var rules uint32
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		for _, t := range triggersByFirst[c] {
+			if rules&t.rules == 0 && hasPrefixFold(s[i:], t.word) {
+				rules |= t.rules
+			}
+		}
+	}
+	return rules
+}
 
-// RedactEvent redacts every display text of e in place.
-func RedactEvent(e *agentbridge.Event) { panic("todo") }
+// mayHoldSecret reports whether Redact could change s.
+func mayHoldSecret(s string) bool { return triggered(s) != 0 }
+
+// hasPrefixFold reports whether s starts with the lower-case ASCII word w,
+// ignoring ASCII case.
+func hasPrefixFold(s, w string) bool {
+	if len(s) < len(w) {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != w[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// redactText redacts *s and, when that changed it, bounds it again to max
+// so that the field stays within its limit.
+func redactText(s *string, max int) {
+	if r := Redact(*s); r != *s {
+		*s = Bound(r, max)
+	}
+}
+
+// RedactSnapshot redacts every display text of s in place: title, model,
+// waitingFor and each subagent's type and title. A changed field is bounded
+// again to its limit. Ids and cwd are left alone.
+func RedactSnapshot(s *agentbridge.Snapshot) {
+	redactText(&s.Title, MaxTitle)
+	redactText(&s.Model, MaxModel)
+	redactText(&s.WaitingFor, MaxWaitingFor)
+	for i := range s.Subagents {
+		redactText(&s.Subagents[i].Type, MaxSubagentType)
+		redactText(&s.Subagents[i].Title, MaxTitle)
+	}
+}
+
+// RedactEvent redacts every display text of e in place: title, model,
+// promptText, name, reason, summary, signal and type. A changed field is
+// bounded again to its limit. Ids and cwd are left alone.
+func RedactEvent(e *agentbridge.Event) {
+	redactText(&e.Title, MaxTitle)
+	redactText(&e.Model, MaxModel)
+	redactText(&e.PromptText, MaxText)
+	redactText(&e.Name, MaxText)
+	redactText(&e.Reason, MaxText)
+	redactText(&e.Summary, MaxText)
+	redactText(&e.Signal, MaxSignal)
+	redactText(&e.Type, MaxSubagentType)
+}
 
 // RedactDiagnostic redacts the message of d in place.
-func RedactDiagnostic(d *agentbridge.Diagnostic) { panic("todo") }
+func RedactDiagnostic(d *agentbridge.Diagnostic) {
+	redactText(&d.Message, MaxDiagnosticText)
+}

@@ -6,10 +6,35 @@
 // ("$", "$.subagents[2].id"), a code and a message. A message never repeats
 // the offending value, so an issue can be shown or logged without leaking
 // prompt text or paths.
+//
+// Decisions the contract leaves open, fixed here:
+//
+//   - "Characters" are Unicode code points (runes); identity values, cwd and
+//     diagnostic codes are measured in bytes.
+//   - Display text is valid UTF-8 with no control character (Unicode
+//     category Cc: C0, DEL, C1); newlines and tabs are control characters.
+//     A display-text field that is present must not be empty.
+//   - Epoch-millisecond integers (lastTurnEndedAt, occurredAt) are
+//     0 ≤ v ≤ 2^53−1 (MaxEpochMillis), so that JavaScript reads them exactly.
+//   - exitCode is an integer in [MinExitCode, MaxExitCode]; signal is display
+//     text of at most MaxSignal characters; a subagent's type is display text
+//     of at most MaxSubagentType characters.
+//   - A JSON value of the wrong JSON type is invalid_type (a string "12" for
+//     pid, null for any field); a JSON number that is not an integer (1.5) or
+//     does not fit in 64 bits is invalid_integer. Integral numbers written
+//     with a fraction or exponent (1.0, 1e3) are integers, as in JavaScript.
+//   - waitingFor with a status other than waiting or blocked is
+//     invalid_string; a malformed source or harness id is invalid_id.
+//   - cwd is a POSIX path: it starts with "/" and equals its path.Clean form.
 package validate
 
 import (
-	"encoding/json"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentbridge/agentbridge"
 )
@@ -19,18 +44,39 @@ type Code string
 
 // The host's issue codes.
 const (
-	InvalidType       Code = "invalid_type"
-	InvalidString     Code = "invalid_string"
-	InvalidArray      Code = "invalid_array"
-	InvalidEnum       Code = "invalid_enum"
-	InvalidPath       Code = "invalid_path"
-	InvalidInteger    Code = "invalid_integer"
-	InvalidID         Code = "invalid_id"
-	UnknownField      Code = "unknown_field"
-	Duplicate         Code = "duplicate"
+	// InvalidType: a JSON value of the wrong type (object, array, string,
+	// number, …), or malformed JSON.
+	InvalidType Code = "invalid_type"
+	// InvalidString: display text that is empty, too long, not UTF-8 or
+	// carries control characters; a malformed diagnostic code or message.
+	InvalidString Code = "invalid_string"
+	// InvalidArray: an array with too many entries.
+	InvalidArray Code = "invalid_array"
+	// InvalidEnum: a value outside its enumeration (status, kind, outcome…).
+	InvalidEnum Code = "invalid_enum"
+	// InvalidPath: a cwd that is not absolute and clean, or too long.
+	InvalidPath Code = "invalid_path"
+	// InvalidInteger: a number that is not an integer or is out of range.
+	InvalidInteger Code = "invalid_integer"
+	// InvalidID: a malformed identity value, harness id, or a state rule on
+	// an id (an unknown or already closed wait, tool or subagent).
+	InvalidID Code = "invalid_id"
+	// UnknownField: a field a closed object or an event kind does not have.
+	UnknownField Code = "unknown_field"
+	// Duplicate: an id named twice where ids are unique, or a JSON key twice.
+	Duplicate Code = "duplicate"
+	// HarnessNotEnabled: a harness that is not declared and switched on.
 	HarnessNotEnabled Code = "harness_not_enabled"
-	MissingField      Code = "missing_field"
+	// MissingField: a required field is absent.
+	MissingField Code = "missing_field"
 )
+
+// Codes lists every issue code.
+var Codes = []Code{
+	InvalidType, InvalidString, InvalidArray, InvalidEnum, InvalidPath,
+	InvalidInteger, InvalidID, UnknownField, Duplicate, HarnessNotEnabled,
+	MissingField,
+}
 
 // Issue is one broken rule.
 type Issue struct {
@@ -38,6 +84,9 @@ type Issue struct {
 	Code    Code   `json:"code"`
 	Message string `json:"message"`
 }
+
+// String renders the issue as "path: code: message".
+func (i Issue) String() string { return i.Path + ": " + string(i.Code) + ": " + i.Message }
 
 // Bounds of the contract (the host's EXTENSION_LIMITS).
 const (
@@ -54,44 +103,598 @@ const (
 	MaxText           = 200 // characters: reasons, summaries, prompt text, names
 )
 
+// Bounds the contract leaves open, chosen here (see the package comment).
+const (
+	MaxHarnessBytes = 64        // source and harness ids: [a-z][a-z0-9-]{0,63}
+	MaxSubagentType = 128       // characters
+	MaxSignal       = 32        // characters, e.g. "SIGKILL"
+	MaxEpochMillis  = 1<<53 - 1 // lastTurnEndedAt, occurredAt
+	MinExitCode     = -(1 << 31)
+	MaxExitCode     = 1<<32 - 1 // Windows exit codes are unsigned 32-bit
+	MaxOpenWaits    = 64        // waits open at once in a Session
+	MaxOpenTools    = 1024      // tools open at once in a Session
+	MaxJSONDepth    = 64        // nesting Decode* accept
+)
+
 // Harnesses is the set of harness ids switched on for a source. A nil set
 // skips the harness check (the caller does not know the switches).
 type Harnesses map[string]bool
 
+// issue constructors, so that no check writes a raw literal.
+
+func newIssue(p string, c Code, format string, args ...any) Issue {
+	return Issue{Path: p, Code: c, Message: fmt.Sprintf(format, args...)}
+}
+
+func child(p, field string) string { return p + "." + field }
+
+func index(p string, i int) string { return p + "[" + strconv.Itoa(i) + "]" }
+
+// presence tells the checks which optional fields are present. A nil
+// *presence is the typed mode: a field is present when it is not its zero
+// value. Decode* fill one from the JSON keys, so that a present-but-empty
+// value is checked and a field whose JSON type was wrong (already reported)
+// is neither checked nor called missing.
+type presence struct {
+	m    map[string]fieldState
+	subs []*presence // subagents: one per element, nil for a non-object
+}
+
+type fieldState uint8
+
+const (
+	fieldAbsent fieldState = iota
+	fieldOK
+	fieldBad // present, but already reported (wrong JSON type, …)
+)
+
+func (p *presence) present(name string, nonZero bool) bool {
+	if p == nil {
+		return nonZero
+	}
+	return p.m[name] == fieldOK
+}
+
+func (p *presence) absent(name string, nonZero bool) bool {
+	if p == nil {
+		return !nonZero
+	}
+	return p.m[name] == fieldAbsent
+}
+
+func (p *presence) set(name string, st fieldState) {
+	if p.m == nil {
+		p.m = make(map[string]fieldState)
+	}
+	p.m[name] = st
+}
+
+// ---- value rules ----
+
+// ValidID reports whether s is an identity value: 1–128 bytes of
+// [A-Za-z0-9._:@-].
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > MaxIDBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '.' || c == '_' || c == ':' || c == '@' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidHarnessID reports whether s is a source or harness id: lowercase
+// [a-z][a-z0-9-]{0,63}, so that it sits in a URL path unescaped.
+func ValidHarnessID(s string) bool {
+	if len(s) == 0 || len(s) > MaxHarnessBytes || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidCwd reports whether s is an acceptable cwd: absolute, clean (no
+// "."/".."/empty segments, no trailing "/" except the root), no NUL, valid
+// UTF-8 and at most MaxCwdBytes bytes.
+func ValidCwd(s string) bool {
+	return len(s) > 0 && len(s) <= MaxCwdBytes && s[0] == '/' &&
+		strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) && path.Clean(s) == s
+}
+
+// textProblem says what is wrong with display text s bounded to max
+// characters, or "" when nothing is.
+func textProblem(s string, max int) string {
+	if s == "" {
+		return "must not be empty"
+	}
+	n := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return "must be valid UTF-8"
+		}
+		if unicode.IsControl(r) {
+			return "must not contain control characters (newlines, tabs, …); shorten it with the bounded-text helper"
+		}
+		n++
+		i += size
+	}
+	if n > max {
+		return fmt.Sprintf("must be at most %d characters; shorten it with the bounded-text helper", max)
+	}
+	return ""
+}
+
+// ValidText reports whether s is display text of at most max characters:
+// non-empty, valid UTF-8, no control characters.
+func ValidText(s string, max int) bool { return textProblem(s, max) == "" }
+
+// The check helpers take the parent path and the field name, and build the
+// field's path only for an issue: a clean value costs no allocation.
+
+func checkText(is []Issue, p, field, s string, max int) []Issue {
+	if msg := textProblem(s, max); msg != "" {
+		is = append(is, newIssue(child(p, field), InvalidString, "%s", msg))
+	}
+	return is
+}
+
+func checkID(is []Issue, p, field, s string) []Issue {
+	if !ValidID(s) {
+		is = append(is, newIssue(child(p, field), InvalidID, "must be 1-%d bytes of A-Z a-z 0-9 . _ : @ - (identity values are never shortened)", MaxIDBytes))
+	}
+	return is
+}
+
+func checkCwd(is []Issue, p, field, s string) []Issue {
+	if !ValidCwd(s) {
+		is = append(is, newIssue(child(p, field), InvalidPath, "must be an absolute, clean path (no . or .. or empty segments, no trailing /, no NUL) of at most %d bytes", MaxCwdBytes))
+	}
+	return is
+}
+
+func checkRange(is []Issue, p, field string, v, lo, hi int64) []Issue {
+	if v < lo || v > hi {
+		is = append(is, newIssue(child(p, field), InvalidInteger, "must be an integer from %d to %d", lo, hi))
+	}
+	return is
+}
+
+func enumIssue(p string, values ...string) Issue {
+	return newIssue(p, InvalidEnum, "must be one of: %s", strings.Join(values, ", "))
+}
+
+func missing(p, field string) Issue {
+	return newIssue(child(p, field), MissingField, "is required")
+}
+
+var (
+	statusNames      = []string{"idle", "running", "waiting", "blocked", "done", "exited"}
+	lastTurnNames    = []string{"completed", "failed", "cancelled"}
+	subStatusNames   = []string{"running", "completed", "failed", "cancelled"}
+	outcomeNames     = []string{"success", "error", "cancelled"}
+	waitStateNames   = []string{"waiting", "blocked"}
+	statusSet        = setOf(statusNames)
+	lastTurnSet      = setOf(lastTurnNames)
+	subStatusSet     = setOf(subStatusNames)
+	outcomeSet       = setOf(outcomeNames)
+	waitStateSet     = setOf(waitStateNames)
+	eventKindNames   []string
+	eventKindAllowed = map[agentbridge.EventKind]map[string]bool{} // field -> required
+)
+
+func setOf(names []string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+func init() {
+	spec := map[agentbridge.EventKind]string{
+		agentbridge.KindSessionStarted:  "title? model? cwd? pid?",
+		agentbridge.KindAgentMetadata:   "title? promptText? agentId? model?",
+		agentbridge.KindTurnStarted:     "turnId promptText?",
+		agentbridge.KindToolStarted:     "toolId name",
+		agentbridge.KindToolFinished:    "toolId outcome?",
+		agentbridge.KindWaitStarted:     "waitId state reason?",
+		agentbridge.KindWaitFinished:    "waitId",
+		agentbridge.KindAgentDone:       "outcome summary?",
+		agentbridge.KindAgentExited:     "exitCode? signal?",
+		agentbridge.KindSubagentStarted: "subagentId parentAgentId title? type?",
+		agentbridge.KindSubagentDone:    "subagentId outcome summary?",
+		agentbridge.KindSessionStopped:  "reason?",
+	}
+	for _, k := range agentbridge.EventKinds {
+		eventKindNames = append(eventKindNames, string(k))
+		m := map[string]bool{"occurredAt": false}
+		for _, f := range strings.Fields(spec[k]) {
+			name, optional := strings.CutSuffix(f, "?")
+			m[name] = !optional
+		}
+		eventKindAllowed[k] = m
+	}
+}
+
+// EventFields returns the fields an event of kind k may carry besides kind
+// and occurredAt, with whether each is required; nil for an unknown kind.
+func EventFields(k agentbridge.EventKind) map[string]bool {
+	m, ok := eventKindAllowed[k]
+	if !ok {
+		return nil
+	}
+	out := make(map[string]bool, len(m))
+	for f, req := range m {
+		if f != "occurredAt" {
+			out[f] = req
+		}
+	}
+	return out
+}
+
+// ---- snapshots ----
+
 // Snapshot checks a typed snapshot against every rule of CONTRACT section 1.
-func Snapshot(s agentbridge.Snapshot, enabled Harnesses) []Issue { panic("todo") }
+func Snapshot(s agentbridge.Snapshot, enabled Harnesses) []Issue {
+	return checkSnapshot(nil, "$", &s, enabled, nil, nil)
+}
+
+func checkSnapshot(is []Issue, p string, s *agentbridge.Snapshot, enabled Harnesses, pr *presence, subPr []*presence) []Issue {
+	if pr.present("id", s.ID != "") {
+		is = checkID(is, p, "id", s.ID)
+	} else if pr.absent("id", s.ID != "") {
+		is = append(is, missing(p, "id"))
+	}
+	if pr.present("harness", s.Harness != "") {
+		switch {
+		case !ValidHarnessID(s.Harness):
+			is = append(is, newIssue(child(p, "harness"), InvalidID, "must be a harness id: lowercase [a-z][a-z0-9-]{0,63}"))
+		case enabled != nil && !enabled[s.Harness]:
+			is = append(is, newIssue(child(p, "harness"), HarnessNotEnabled, "names a harness that is not declared or not switched on for this source"))
+		}
+	} else if pr.absent("harness", s.Harness != "") {
+		is = append(is, missing(p, "harness"))
+	}
+	if pr.present("pid", s.PID != 0) {
+		is = checkRange(is, p, "pid", int64(s.PID), 1, MaxPID)
+	}
+	if pr.present("cwd", s.Cwd != "") {
+		is = checkCwd(is, p, "cwd", s.Cwd)
+	}
+	if pr.present("title", s.Title != "") {
+		is = checkText(is, p, "title", s.Title, MaxTitle)
+	}
+	if pr.present("model", s.Model != "") {
+		is = checkText(is, p, "model", s.Model, MaxModel)
+	}
+	statusOK := false
+	if pr.present("status", s.Status != "") {
+		if statusSet[string(s.Status)] {
+			statusOK = true
+		} else {
+			is = append(is, enumIssue(child(p, "status"), statusNames...))
+		}
+	} else if pr.absent("status", s.Status != "") {
+		is = append(is, missing(p, "status"))
+	}
+	if pr.present("waitingFor", s.WaitingFor != "") {
+		is = checkText(is, p, "waitingFor", s.WaitingFor, MaxWaitingFor)
+		if statusOK && s.Status != agentbridge.StatusWaiting && s.Status != agentbridge.StatusBlocked {
+			is = append(is, newIssue(child(p, "waitingFor"), InvalidString, "is only allowed with status waiting or blocked"))
+		}
+	}
+	if pr.present("lastTurn", s.LastTurn != "") && !lastTurnSet[string(s.LastTurn)] {
+		is = append(is, enumIssue(child(p, "lastTurn"), lastTurnNames...))
+	}
+	if pr.present("lastTurnEndedAt", s.LastTurnEndedAt != 0) {
+		is = checkRange(is, p, "lastTurnEndedAt", s.LastTurnEndedAt, 0, MaxEpochMillis)
+	}
+	if pr.present("subagents", len(s.Subagents) != 0) {
+		sp := child(p, "subagents")
+		if len(s.Subagents) > MaxSubagents {
+			is = append(is, newIssue(sp, InvalidArray, "must have at most %d entries", MaxSubagents))
+		}
+		seen := make(map[string]bool, len(s.Subagents))
+		for i := range s.Subagents {
+			var spr *presence
+			if subPr != nil {
+				spr = subPr[i]
+				if spr == nil { // not an object: already reported
+					continue
+				}
+			}
+			ep := index(sp, i)
+			is = checkSubagent(is, ep, &s.Subagents[i], spr)
+			if id := s.Subagents[i].ID; id != "" && spr.present("id", true) {
+				if seen[id] {
+					is = append(is, newIssue(child(ep, "id"), Duplicate, "names a subagent id already listed"))
+				}
+				seen[id] = true
+			}
+		}
+	}
+	return is
+}
+
+func checkSubagent(is []Issue, p string, a *agentbridge.Subagent, pr *presence) []Issue {
+	if pr.present("id", a.ID != "") {
+		is = checkID(is, p, "id", a.ID)
+	} else if pr.absent("id", a.ID != "") {
+		is = append(is, missing(p, "id"))
+	}
+	if pr.present("type", a.Type != "") {
+		is = checkText(is, p, "type", a.Type, MaxSubagentType)
+	}
+	if pr.present("title", a.Title != "") {
+		is = checkText(is, p, "title", a.Title, MaxTitle)
+	}
+	if pr.present("status", a.Status != "") {
+		if !subStatusSet[string(a.Status)] {
+			is = append(is, enumIssue(child(p, "status"), subStatusNames...))
+		}
+	} else if pr.absent("status", a.Status != "") {
+		is = append(is, missing(p, "status"))
+	}
+	return is
+}
 
 // Reset checks the sessions of one reset: each snapshot, at most
 // MaxResetSessions, and no id twice (duplicate).
-func Reset(sessions []agentbridge.Snapshot, enabled Harnesses) []Issue { panic("todo") }
+func Reset(sessions []agentbridge.Snapshot, enabled Harnesses) []Issue {
+	return checkReset(nil, "$", sessions, enabled, nil)
+}
+
+func checkReset(is []Issue, p string, sessions []agentbridge.Snapshot, enabled Harnesses, prs []*presence) []Issue {
+	if len(sessions) > MaxResetSessions {
+		is = append(is, newIssue(p, InvalidArray, "must hold at most %d sessions; report the rest with upserts", MaxResetSessions))
+	}
+	seen := make(map[string]bool, len(sessions))
+	for i := range sessions {
+		ep := index(p, i)
+		if prs == nil {
+			is = checkSnapshot(is, ep, &sessions[i], enabled, nil, nil)
+		} else {
+			if prs[i] == nil { // not an object: already reported
+				continue
+			}
+			is = checkSnapshot(is, ep, &sessions[i], enabled, prs[i], prs[i].subs)
+		}
+		if id := sessions[i].ID; id != "" {
+			if seen[id] {
+				is = append(is, newIssue(child(ep, "id"), Duplicate, "names a session id already in this reset"))
+			}
+			seen[id] = true
+		}
+	}
+	return is
+}
+
+// ---- diagnostics ----
 
 // Diagnostic checks a diagnostic's code and message.
-func Diagnostic(d agentbridge.Diagnostic) []Issue { panic("todo") }
+func Diagnostic(d agentbridge.Diagnostic) []Issue { return checkDiagnostic(nil, "$", &d, nil) }
+
+// ValidDiagnosticCode reports whether s is lowercase kebab-case
+// ([a-z][a-z0-9]*(-[a-z0-9]+)*) of at most MaxDiagnosticCode bytes.
+func ValidDiagnosticCode(s string) bool {
+	if len(s) == 0 || len(s) > MaxDiagnosticCode || s[0] < 'a' || s[0] > 'z' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && s[i-1] != '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func checkDiagnostic(is []Issue, p string, d *agentbridge.Diagnostic, pr *presence) []Issue {
+	if pr.present("code", d.Code != "") {
+		if !ValidDiagnosticCode(d.Code) {
+			is = append(is, newIssue(child(p, "code"), InvalidString, "must be lowercase kebab-case (e.g. watch-failed) of at most %d characters", MaxDiagnosticCode))
+		}
+	} else if pr.absent("code", d.Code != "") {
+		is = append(is, missing(p, "code"))
+	}
+	if pr.present("message", d.Message != "") {
+		if msg := textProblem(d.Message, MaxDiagnosticText); msg != "" {
+			is = append(is, newIssue(child(p, "message"), InvalidString, "%s", msg))
+		} else if ContainsPath(d.Message) {
+			is = append(is, newIssue(child(p, "message"), InvalidString, "must not carry file-system paths"))
+		}
+	} else if pr.absent("message", d.Message != "") {
+		is = append(is, missing(p, "message"))
+	}
+	return is
+}
+
+// ContainsPath reports whether s holds a token that looks like a
+// file-system path: one that starts (at the start of s or after a space,
+// quote, bracket, "=", ":" or ",") with "/" followed by a path character,
+// "~/" or "~user/", a drive letter ("C:\", "C:/"), a UNC prefix ("\\"), or
+// "file:/". URLs ("https://host/x") are not paths.
+func ContainsPath(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if i > 0 && !isPathBoundary(s[i-1]) {
+			continue
+		}
+		rest := s[i:]
+		switch c := rest[0]; {
+		case c == '/':
+			if len(rest) > 1 && isPathChar(rest[1]) {
+				return true
+			}
+		case c == '~':
+			j := 1
+			for j < len(rest) && (rest[j] >= 'a' && rest[j] <= 'z' || rest[j] >= 'A' && rest[j] <= 'Z' || rest[j] >= '0' && rest[j] <= '9' || rest[j] == '_' || rest[j] == '-' || rest[j] == '.') {
+				j++
+			}
+			if j < len(rest) && (rest[j] == '/' || rest[j] == '\\') {
+				return true
+			}
+		case c == '\\':
+			if len(rest) > 2 && rest[1] == '\\' && isPathChar(rest[2]) {
+				return true
+			}
+		case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z':
+			if len(rest) > 2 && rest[1] == ':' && (rest[2] == '\\' || rest[2] == '/' && (len(rest) < 4 || rest[3] != '/')) {
+				return true
+			}
+			if len(rest) > 5 && strings.EqualFold(rest[:6], "file:/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isPathBoundary(c byte) bool {
+	switch c {
+	case ' ', '"', '\'', '`', '(', '[', '{', '<', '=', ':', ',', ';':
+		return true
+	}
+	return false
+}
+
+func isPathChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '.' || c == '_' || c == '-' || c == '~' || c == '@' || c == '+' || c >= 0x80
+}
+
+// ---- events ----
+
+// eventField is one field of the flat Event union: its JSON name, whether
+// it is set in a typed event, and its value rule.
+type eventField struct {
+	name  string
+	set   func(e *agentbridge.Event) bool
+	check func(is []Issue, p, name string, e *agentbridge.Event) []Issue
+}
+
+func textField(name string, max int, get func(e *agentbridge.Event) string) eventField {
+	return eventField{name,
+		func(e *agentbridge.Event) bool { return get(e) != "" },
+		func(is []Issue, p, name string, e *agentbridge.Event) []Issue {
+			return checkText(is, p, name, get(e), max)
+		}}
+}
+
+func idField(name string, get func(e *agentbridge.Event) string) eventField {
+	return eventField{name,
+		func(e *agentbridge.Event) bool { return get(e) != "" },
+		func(is []Issue, p, name string, e *agentbridge.Event) []Issue { return checkID(is, p, name, get(e)) }}
+}
+
+func enumField(name string, set map[string]bool, names []string, get func(e *agentbridge.Event) string) eventField {
+	return eventField{name,
+		func(e *agentbridge.Event) bool { return get(e) != "" },
+		func(is []Issue, p, name string, e *agentbridge.Event) []Issue {
+			if !set[get(e)] {
+				is = append(is, enumIssue(child(p, name), names...))
+			}
+			return is
+		}}
+}
+
+// eventFields lists every field of Event except kind, in JSON order.
+var eventFields = []eventField{
+	{"occurredAt", func(e *agentbridge.Event) bool { return e.OccurredAt != 0 },
+		func(is []Issue, p, name string, e *agentbridge.Event) []Issue {
+			return checkRange(is, p, name, e.OccurredAt, 0, MaxEpochMillis)
+		}},
+	textField("title", MaxTitle, func(e *agentbridge.Event) string { return e.Title }),
+	textField("model", MaxModel, func(e *agentbridge.Event) string { return e.Model }),
+	{"cwd", func(e *agentbridge.Event) bool { return e.Cwd != "" },
+		func(is []Issue, p, name string, e *agentbridge.Event) []Issue { return checkCwd(is, p, name, e.Cwd) }},
+	{"pid", func(e *agentbridge.Event) bool { return e.PID != 0 },
+		func(is []Issue, p, name string, e *agentbridge.Event) []Issue {
+			return checkRange(is, p, name, int64(e.PID), 1, MaxPID)
+		}},
+	textField("promptText", MaxText, func(e *agentbridge.Event) string { return e.PromptText }),
+	idField("agentId", func(e *agentbridge.Event) string { return e.AgentID }),
+	idField("turnId", func(e *agentbridge.Event) string { return e.TurnID }),
+	idField("toolId", func(e *agentbridge.Event) string { return e.ToolID }),
+	textField("name", MaxText, func(e *agentbridge.Event) string { return e.Name }),
+	enumField("outcome", outcomeSet, outcomeNames, func(e *agentbridge.Event) string { return string(e.Outcome) }),
+	idField("waitId", func(e *agentbridge.Event) string { return e.WaitID }),
+	enumField("state", waitStateSet, waitStateNames, func(e *agentbridge.Event) string { return string(e.State) }),
+	textField("reason", MaxText, func(e *agentbridge.Event) string { return e.Reason }),
+	textField("summary", MaxText, func(e *agentbridge.Event) string { return e.Summary }),
+	{"exitCode", func(e *agentbridge.Event) bool { return e.ExitCode != nil },
+		func(is []Issue, p, name string, e *agentbridge.Event) []Issue {
+			return checkRange(is, p, name, int64(*e.ExitCode), MinExitCode, MaxExitCode)
+		}},
+	textField("signal", MaxSignal, func(e *agentbridge.Event) string { return e.Signal }),
+	idField("subagentId", func(e *agentbridge.Event) string { return e.SubagentID }),
+	idField("parentAgentId", func(e *agentbridge.Event) string { return e.ParentAgentID }),
+	textField("type", MaxSubagentType, func(e *agentbridge.Event) string { return e.Type }),
+}
 
 // Event checks one lifecycle event on its own: kind, required and allowed
 // fields for the kind, ids, enums and text bounds. Rules that need the
 // session's state (an open wait id, say) are Session.Apply's.
-func Event(e agentbridge.Event) []Issue { panic("todo") }
+//
+// A field that is set but does not belong to the event's kind is
+// unknown_field; a required field that is not set is missing_field.
+func Event(e agentbridge.Event) []Issue { return checkEvent(nil, "$", &e, nil) }
 
-// DecodeSnapshot decodes raw JSON and checks it: besides Snapshot's rules it
-// reports invalid_type, unknown_field and missing_field. The snapshot is
-// only meaningful when no issue is returned.
-func DecodeSnapshot(raw json.RawMessage, enabled Harnesses) (agentbridge.Snapshot, []Issue) {
-	panic("todo")
+func checkEvent(is []Issue, p string, e *agentbridge.Event, pr *presence) []Issue {
+	var allowed map[string]bool
+	if pr.present("kind", e.Kind != "") {
+		var ok bool
+		if allowed, ok = eventKindAllowed[e.Kind]; !ok {
+			is = append(is, enumIssue(child(p, "kind"), eventKindNames...))
+		}
+	} else if pr.absent("kind", e.Kind != "") {
+		is = append(is, missing(p, "kind"))
+	}
+	for _, f := range eventFields {
+		set := f.set(e)
+		required, belongs := allowed[f.name]
+		if pr.present(f.name, set) {
+			if allowed != nil && !belongs {
+				is = append(is, newIssue(child(p, f.name), UnknownField, "is not a field of a %s event", e.Kind))
+				continue
+			}
+			is = f.check(is, p, f.name, e)
+		} else if required && pr.absent(f.name, set) {
+			is = append(is, newIssue(child(p, f.name), MissingField, "is required for a %s event", e.Kind))
+		}
+	}
+	return is
 }
 
-// DecodeReset decodes and checks a JSON array of snapshots.
-func DecodeReset(raw json.RawMessage, enabled Harnesses) ([]agentbridge.Snapshot, []Issue) {
-	panic("todo")
-}
-
-// DecodeDiagnostic decodes and checks a JSON diagnostic.
-func DecodeDiagnostic(raw json.RawMessage) (agentbridge.Diagnostic, []Issue) { panic("todo") }
-
-// DecodeEvent decodes and checks a JSON lifecycle event.
-func DecodeEvent(raw json.RawMessage) (agentbridge.Event, []Issue) { panic("todo") }
+// ---- nesting ----
 
 // Nest rewrites the paths of issues found in a nested value so that they
 // read from the outer document: Nest(is, "$[2].session") turns "$.id" into
-// "$[2].session.id".
-func Nest(issues []Issue, prefix string) []Issue { panic("todo") }
+// "$[2].session.id". It returns a new slice; issues is not changed.
+func Nest(issues []Issue, prefix string) []Issue {
+	if issues == nil {
+		return nil
+	}
+	out := make([]Issue, len(issues))
+	for i, is := range issues {
+		if rest, ok := strings.CutPrefix(is.Path, "$"); ok {
+			is.Path = prefix + rest
+		} else {
+			is.Path = prefix + "." + is.Path
+		}
+		out[i] = is
+	}
+	return out
+}

@@ -1,0 +1,46 @@
+# agentbridge — the commands a newcomer needs. `make help` lists them.
+GO      ?= go
+BIN     := bin/agentbridge
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+FUZZTIME ?= 10m
+
+.PHONY: help build run test lint gotest nodetest bench demo soak fuzz clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
+
+build: ## build bin/agentbridge
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentbridge
+
+run: build ## serve on 127.0.0.1:7391, watching the default agent homes
+	./$(BIN) serve
+
+demo: build ## replay bundled journals so sessions move without any agent installed
+	./$(BIN) demo
+
+test: lint gotest nodetest ## everything CI runs: vet, gofmt, go test -race (fuzz seeds, browser test), node tests
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+gotest:
+	$(GO) test -race -count=1 -timeout 10m ./...
+
+nodetest: build
+	AGENTBRIDGE_BIN=$(abspath $(BIN)) node --test web/test/
+	cd extensions/terminay && AGENTBRIDGE_BIN=$(abspath $(BIN)) node --test
+
+bench: ## benchmarks, each next to a baseline measured in the same run
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime=2x ./...
+
+fuzz: ## run every fuzz target for FUZZTIME (default 10m) each
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+clean:
+	rm -rf bin artifacts

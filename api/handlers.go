@@ -1,0 +1,415 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// SourcesResponse is the body of GET /v1/sources.
+type SourcesResponse struct {
+	Sources []hub.SourceState `json:"sources"`
+}
+
+// SessionsResponse is the body of GET /v1/sessions.
+type SessionsResponse struct {
+	Revision uint64      `json:"revision"`
+	Sessions []hub.Entry `json:"sessions"`
+}
+
+// DiagnosticsResponse is the body of GET /v1/diagnostics.
+type DiagnosticsResponse struct {
+	Diagnostics []hub.DiagnosticEntry `json:"diagnostics"`
+}
+
+// ValidationResult is the body of POST /v1/validate/{kind}.
+type ValidationResult struct {
+	Valid  bool             `json:"valid"`
+	Issues []validate.Issue `json:"issues"`
+}
+
+// PublishResult is the body of a successful publish: the hub's revision
+// once the operations are applied (their last record, or later).
+type PublishResult struct {
+	Revision uint64 `json:"revision"`
+}
+
+// HarnessSwitch is the body of POST /v1/sources/{source}/harnesses/{harness}.
+type HarnessSwitch struct {
+	Enabled *bool `json:"enabled"`
+}
+
+var (
+	sourceIDRule   = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
+	identityIDRule = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
+)
+
+func (s *Server) handleSources(w http.ResponseWriter, r *http.Request) {
+	if err := onlyParams(r); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	src := s.Hub.Sources()
+	if src == nil {
+		src = []hub.SourceState{}
+	}
+	s.writeJSON(w, http.StatusOK, SourcesResponse{Sources: src})
+}
+
+func (s *Server) handleSetHarness(w http.ResponseWriter, r *http.Request) {
+	source, harness := chi.URLParam(r, "source"), chi.URLParam(r, "harness")
+	if !sourceIDRule.MatchString(source) {
+		s.problem(w, r, errorf(http.StatusNotFound, "unknown-source", "no source has this id"))
+		return
+	}
+	if !sourceIDRule.MatchString(harness) {
+		s.problem(w, r, errorf(http.StatusNotFound, "unknown-harness", "the source declares no harness with this id"))
+		return
+	}
+	body, err := readJSON(r)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	var sw HarnessSwitch
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sw); err != nil || sw.Enabled == nil {
+		e := errorf(http.StatusUnprocessableEntity, "invalid-request", `the body must be {"enabled": true} or {"enabled": false}`)
+		e.Issues = harnessSwitchIssues(body)
+		s.problem(w, r, e)
+		return
+	}
+	st, err := s.Hub.SetHarness(source, harness, *sw.Enabled)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, st)
+}
+
+// harnessSwitchIssues explains what is wrong with a harness switch body.
+func harnessSwitchIssues(body []byte) []validate.Issue {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return []validate.Issue{{Path: "$", Code: validate.InvalidType, Message: "must be an object"}}
+	}
+	var is []validate.Issue
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if k != "enabled" {
+			is = append(is, validate.Issue{Path: fieldPath("$", k), Code: validate.UnknownField, Message: "unknown field"})
+		}
+	}
+	if v, ok := m["enabled"]; !ok {
+		is = append(is, validate.Issue{Path: "$.enabled", Code: validate.MissingField, Message: "required"})
+	} else if s := string(bytes.TrimSpace(v)); s != "true" && s != "false" {
+		is = append(is, validate.Issue{Path: "$.enabled", Code: validate.InvalidType, Message: "must be a boolean"})
+	}
+	return is
+}
+
+func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
+	f, err := parseFilter(r, "")
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	rev, entries := s.Hub.Sessions(f)
+	if entries == nil {
+		entries = []hub.Entry{}
+	}
+	s.writeJSON(w, http.StatusOK, SessionsResponse{Revision: rev, Sessions: entries})
+}
+
+func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
+	if err := onlyParams(r); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	source, id := chi.URLParam(r, "source"), chi.URLParam(r, "id")
+	if !sourceIDRule.MatchString(source) || !identityIDRule.MatchString(id) {
+		s.problem(w, r, errorf(http.StatusNotFound, "unknown-session", "no session with this source and id"))
+		return
+	}
+	e, ok := s.Hub.Session(source, id)
+	if !ok {
+		s.problem(w, r, errorf(http.StatusNotFound, "unknown-session", "no session with this source and id"))
+		return
+	}
+	s.writeJSON(w, http.StatusOK, e)
+}
+
+func (s *Server) handleDiagnostics(w http.ResponseWriter, r *http.Request) {
+	if err := onlyParams(r); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	d := s.Hub.Diagnostics()
+	if d == nil {
+		d = []hub.DiagnosticEntry{}
+	}
+	s.writeJSON(w, http.StatusOK, DiagnosticsResponse{Diagnostics: d})
+}
+
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	f, err := parseFilter(r, "since", "format")
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	if v := r.URL.Query().Get("since"); v != "" {
+		if _, err := strconv.ParseUint(v, 10, 64); err != nil {
+			s.problem(w, r, errorf(http.StatusBadRequest, "bad-query", "since must be a revision (a non-negative integer)"))
+			return
+		}
+	}
+	if v := r.URL.Query().Get("format"); v != "" && v != "ndjson" && v != "sse" {
+		s.problem(w, r, errorf(http.StatusBadRequest, "bad-query", "format must be ndjson or sse"))
+		return
+	}
+	s.Events.ServeEvents(w, r, f)
+}
+
+// validators decode and check one kind of value for POST /v1/validate/{kind}.
+var validators = map[string]func(raw json.RawMessage, hs validate.Harnesses) []validate.Issue{
+	"snapshot": func(raw json.RawMessage, hs validate.Harnesses) []validate.Issue {
+		_, is := validate.DecodeSnapshot(raw, hs)
+		return is
+	},
+	"reset": func(raw json.RawMessage, hs validate.Harnesses) []validate.Issue {
+		_, is := validate.DecodeReset(raw, hs)
+		return is
+	},
+	"diagnostic": func(raw json.RawMessage, _ validate.Harnesses) []validate.Issue {
+		_, is := validate.DecodeDiagnostic(raw)
+		return is
+	},
+	"event": func(raw json.RawMessage, _ validate.Harnesses) []validate.Issue {
+		_, is := validate.DecodeEvent(raw)
+		return is
+	},
+}
+
+// handleValidate answers POST /v1/validate/{kind}: 200 with every issue.
+// ?harnesses=a,b names the switched-on harnesses to check snapshots
+// against; without it the harness check is skipped; an empty list switches
+// every harness off.
+func (s *Server) handleValidate(kind string) http.HandlerFunc {
+	check := validators[kind]
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := onlyParams(r, "harnesses"); err != nil {
+			s.problem(w, r, err)
+			return
+		}
+		var hs validate.Harnesses // nil: the harness check is skipped
+		q := r.URL.Query()
+		if q.Has("harnesses") {
+			hs = validate.Harnesses{}
+			ids, err := idList(q, "harnesses", sourceIDRule)
+			if err != nil {
+				s.problem(w, r, err)
+				return
+			}
+			for _, id := range ids {
+				hs[id] = true
+			}
+		}
+		body, err := readJSON(r)
+		if err != nil {
+			s.problem(w, r, err)
+			return
+		}
+		issues := check(body, hs)
+		if issues == nil {
+			issues = []validate.Issue{}
+		}
+		s.writeJSON(w, http.StatusOK, ValidationResult{Valid: len(issues) == 0, Issues: issues})
+	}
+}
+
+func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request) {
+	source := chi.URLParam(r, "source")
+	if !sourceIDRule.MatchString(source) {
+		s.problem(w, r, errorf(http.StatusNotFound, "unknown-source", "no source has this id"))
+		return
+	}
+	if err := onlyParams(r); err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	body, err := readJSON(r)
+	if err != nil {
+		s.problem(w, r, err)
+		return
+	}
+	ops, single, issues := DecodeOps(body)
+	if len(issues) > 0 {
+		e := errorf(http.StatusUnprocessableEntity, "invalid-operation", "the operations were rejected; nothing was applied")
+		e.Issues = issues
+		s.problem(w, r, e)
+		return
+	}
+	if err := s.Hub.Publish(source, ops); err != nil {
+		var inv *hub.InvalidError
+		if single && errors.As(err, &inv) {
+			inv = &hub.InvalidError{Issues: unnestSingle(inv.Issues)}
+			err = inv
+		}
+		s.problem(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, PublishResult{Revision: s.Hub.Revision()})
+}
+
+// unnestSingle rewrites "$[0]…" paths to "$…" for a request that sent one
+// op object rather than an array.
+func unnestSingle(is []validate.Issue) []validate.Issue {
+	out := make([]validate.Issue, len(is))
+	for i, x := range is {
+		if rest, ok := strings.CutPrefix(x.Path, "$[0]"); ok {
+			x.Path = "$" + rest
+		}
+		out[i] = x
+	}
+	return out
+}
+
+// readJSON reads a request body (already limited by requireJSON) and checks
+// that it is one well-formed JSON value: 413 over the limit, 400 otherwise.
+func readJSON(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge()
+		}
+		return nil, errorf(http.StatusBadRequest, "invalid-json", "the body could not be read")
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, errorf(http.StatusBadRequest, "invalid-json", "the body is empty; send a JSON value")
+	}
+	if !json.Valid(b) {
+		return nil, errorf(http.StatusBadRequest, "invalid-json", "the body is not well-formed JSON: %s", syntaxDetail(b))
+	}
+	return b, nil
+}
+
+// syntaxDetail says where JSON breaks, without repeating the input.
+func syntaxDetail(b []byte) string {
+	var v any
+	err := json.Unmarshal(b, &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return "syntax error at byte " + strconv.FormatInt(se.Offset, 10)
+	}
+	return "unexpected end or trailing data"
+}
+
+// filterParams are the query parameters of the session filter.
+var filterParams = []string{"source", "harness", "status", "project", "ancestorPid"}
+
+// parseFilter reads the session filter from the query and refuses unknown
+// parameters (extra names the route also takes). Lists are comma-separated
+// and may also repeat the parameter.
+func parseFilter(r *http.Request, extra ...string) (hub.Filter, error) {
+	var f hub.Filter
+	if err := onlyParams(r, append(filterParams, extra...)...); err != nil {
+		return f, err
+	}
+	q := r.URL.Query()
+	var err error
+	if f.Sources, err = idList(q, "source", sourceIDRule); err != nil {
+		return f, err
+	}
+	if f.Harnesses, err = idList(q, "harness", sourceIDRule); err != nil {
+		return f, err
+	}
+	for _, st := range list(q, "status") {
+		if !validStatus(st) {
+			return f, errorf(http.StatusBadRequest, "bad-query", "status must be a comma list of idle, running, waiting, blocked, done, exited")
+		}
+		f.Statuses = append(f.Statuses, agentbridge.Status(st))
+	}
+	if q.Has("project") {
+		p := q.Get("project")
+		if len(q["project"]) > 1 || !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsRune(p, 0) || len(p) > validate.MaxCwdBytes {
+			return f, errorf(http.StatusBadRequest, "bad-query", "project must be one absolute, clean path")
+		}
+		f.Project = p
+	}
+	if q.Has("ancestorPid") {
+		n, err := strconv.Atoi(q.Get("ancestorPid"))
+		if len(q["ancestorPid"]) > 1 || err != nil || n < 1 || n > validate.MaxPID {
+			return f, errorf(http.StatusBadRequest, "bad-query", "ancestorPid must be one process id from 1 to %d", validate.MaxPID)
+		}
+		f.AncestorPID = n
+	}
+	return f, nil
+}
+
+func validStatus(s string) bool {
+	for _, v := range agentbridge.Statuses {
+		if string(v) == s {
+			return true
+		}
+	}
+	return false
+}
+
+// list splits every value of name on commas, dropping empty items.
+func list(q map[string][]string, name string) []string {
+	var out []string
+	for _, v := range q[name] {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func idList(q map[string][]string, name string, rule *regexp.Regexp) ([]string, error) {
+	ids := list(q, name)
+	for _, id := range ids {
+		if !rule.MatchString(id) {
+			return nil, errorf(http.StatusBadRequest, "bad-query", "%s must be a comma list of ids ([a-z][a-z0-9-]{0,63})", name)
+		}
+	}
+	return ids, nil
+}
+
+// onlyParams refuses query parameters other than allowed, so that a typo
+// ("stauts=running") is an error rather than a silently wider answer.
+func onlyParams(r *http.Request, allowed ...string) error {
+	for name := range r.URL.Query() {
+		ok := false
+		for _, a := range allowed {
+			if name == a {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			if len(allowed) == 0 {
+				return errorf(http.StatusBadRequest, "bad-query", "this route takes no query parameters")
+			}
+			return errorf(http.StatusBadRequest, "bad-query", "unknown query parameter; this route takes %s", strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// ProblemTypePrefix starts the type URI of every problem; the slug after
+// it (e.g. "not-found") names the kind of problem, as listed in openapi.yaml.
+const ProblemTypePrefix = "urn:agentbridge:problem:"
+
+// Problem is an RFC 9457 problem document. Issues is set when validation
+// failed.
+type Problem struct {
+	Type   string           `json:"type"`
+	Title  string           `json:"title"`
+	Status int              `json:"status"`
+	Detail string           `json:"detail"`
+	Issues []validate.Issue `json:"issues,omitempty"`
+}
+
+// Error is a failure with its HTTP form: the status, the problem slug and a
+// detail that is safe to show (no paths, prompt text or tokens).
+type Error struct {
+	Status int
+	Slug   string
+	Detail string
+	Issues []validate.Issue
+}
+
+func (e *Error) Error() string { return e.Slug + ": " + e.Detail }
+
+// errorf makes an *Error.
+func errorf(status int, slug, format string, a ...any) *Error {
+	return &Error{Status: status, Slug: slug, Detail: fmt.Sprintf(format, a...)}
+}
+
+// hubErrors maps the hub's sentinel errors to their HTTP form, in one place.
+var hubErrors = []struct {
+	err    error
+	status int
+	slug   string
+}{
+	{hub.ErrUnknownSource, http.StatusNotFound, "unknown-source"},
+	{hub.ErrUnknownHarness, http.StatusNotFound, "unknown-harness"},
+	{hub.ErrNotPush, http.StatusConflict, "not-a-push-source"},
+	{hub.ErrInvalid, http.StatusUnprocessableEntity, "invalid-operation"},
+}
+
+// titles are the problem titles by slug.
+var titles = map[string]string{
+	"bad-query":              "Bad query parameter",
+	"invalid-json":           "Malformed JSON",
+	"unsupported-media-type": "Unsupported media type",
+	"body-too-large":         "Request body too large",
+	"not-found":              "Not found",
+	"unknown-source":         "Unknown source",
+	"unknown-harness":        "Unknown harness",
+	"unknown-session":        "Unknown session",
+	"method-not-allowed":     "Method not allowed",
+	"unauthorized":           "Unauthorized",
+	"forbidden-host":         "Host not allowed",
+	"forbidden-origin":       "Cross-origin request refused",
+	"invalid-operation":      "Invalid operation",
+	"invalid-request":        "Invalid request",
+	"not-a-push-source":      "Not a push source",
+	"internal":               "Internal error",
+}
+
+// problem writes err as a problem document. An *Error is written as is; a
+// hub sentinel is mapped by hubErrors (its detail is the sentinel's text
+// without the package prefix); anything else is a 500 whose detail
+// reveals nothing, and is logged.
+func (s *Server) problem(w http.ResponseWriter, r *http.Request, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = s.fromHub(err)
+	}
+	if e == nil {
+		s.Logger.Error("internal error", "method", r.Method, "route", routePattern(r), "err", err)
+		e = errorf(http.StatusInternalServerError, "internal", "the bridge failed to answer; see its log")
+	}
+	writeProblem(w, e)
+}
+
+func (s *Server) fromHub(err error) *Error {
+	for _, m := range hubErrors {
+		if errors.Is(err, m.err) {
+			e := &Error{Status: m.status, Slug: m.slug, Detail: titles[m.slug]}
+			switch m.slug {
+			case "unknown-source":
+				e.Detail = "no source has this id"
+			case "unknown-harness":
+				e.Detail = "the source declares no harness with this id"
+			case "not-a-push-source":
+				e.Detail = "this source reports on its own and takes no published operations"
+			case "invalid-operation":
+				e.Detail = "the operations were rejected; nothing was applied"
+				var inv *hub.InvalidError
+				if errors.As(err, &inv) {
+					e.Issues = inv.Issues
+				}
+				if e.Issues == nil {
+					e.Issues = []validate.Issue{}
+				}
+			}
+			return e
+		}
+	}
+	return nil
+}
+
+func writeProblem(w http.ResponseWriter, e *Error) {
+	title := titles[e.Slug]
+	if title == "" {
+		title = http.StatusText(e.Status)
+	}
+	b, err := json.Marshal(Problem{Type: ProblemTypePrefix + e.Slug, Title: title, Status: e.Status, Detail: e.Detail, Issues: e.Issues})
+	if err != nil { // cannot happen: every field is plain data
+		b = []byte(`{"type":"urn:agentbridge:problem:internal","title":"Internal error","status":500,"detail":"encoding failed"}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Del("Content-Length")
+	w.WriteHeader(e.Status)
+	w.Write(append(b, '\n'))
+}
+
+// writeJSON writes v as the JSON body with status.
+func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.Logger.Error("encode response", "err", err)
+		writeProblem(w, errorf(http.StatusInternalServerError, "internal", "the bridge failed to encode its answer"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// handleNotFound answers unknown paths.
+func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, errorf(http.StatusNotFound, "not-found", "no route for this path"))
+}
+
+// handleMethodNotAllowed answers a known path with the wrong method.
+func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, errorf(http.StatusMethodNotAllowed, "method-not-allowed", "this path does not take %s", r.Method))
+}
+
+// recoverer turns a panic into a 500 problem and a log line. It re-panics
+// http.ErrAbortHandler, which ends the connection on purpose.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.Logger.Error("panic", "method", r.Method, "route", routePattern(r), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if r.Header.Get("Connection") != "Upgrade" {
+				writeProblem(w, errorf(http.StatusInternalServerError, "internal", "the bridge failed to answer; see its log"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

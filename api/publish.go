@@ -1,0 +1,167 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// opFields lists the fields each publish operation takes besides "op", and
+// which of them are required.
+var opFields = map[hub.OpKind]struct{ allowed, required []string }{
+	hub.OpReset:      {[]string{"sessions"}, []string{"sessions"}},
+	hub.OpUpsert:     {[]string{"session"}, []string{"session"}},
+	hub.OpRemove:     {[]string{"sessionId"}, []string{"sessionId"}},
+	hub.OpDiagnostic: {[]string{"diagnostic"}, []string{"diagnostic"}},
+	hub.OpEvent:      {[]string{"sessionId", "harness", "event"}, []string{"sessionId", "event"}},
+}
+
+// DecodeOps decodes the body of POST /v1/sources/{source}/publish: one op
+// object, or an array of them. It reports every issue, with paths from the
+// body's root ("$.session.id" for one op, "$[2].session.id" in an array);
+// the ops are only meaningful when there is none. single says the body was
+// one object. Harness switches are not checked here (the hub knows them).
+func DecodeOps(body []byte) (ops []hub.Op, single bool, issues []validate.Issue) {
+	body = bytes.TrimSpace(body)
+	switch {
+	case len(body) > 0 && body[0] == '{':
+		op, is := decodeOp(body, "$")
+		return []hub.Op{op}, true, is
+	case len(body) > 0 && body[0] == '[':
+		var elems []json.RawMessage
+		if err := json.Unmarshal(body, &elems); err != nil {
+			return nil, false, []validate.Issue{{Path: "$", Code: validate.InvalidType, Message: "malformed JSON"}}
+		}
+		ops = make([]hub.Op, len(elems))
+		for i, el := range elems {
+			var is []validate.Issue
+			ops[i], is = decodeOp(el, "$["+strconv.Itoa(i)+"]")
+			issues = append(issues, is...)
+		}
+		return ops, false, issues
+	}
+	return nil, false, []validate.Issue{{Path: "$", Code: validate.InvalidType, Message: "must be an operation object or an array of them"}}
+}
+
+type member struct {
+	key string
+	val json.RawMessage
+}
+
+// objectMembers reads a JSON object's members in order, keeping
+// duplicates; ok is false when raw is not an object.
+func objectMembers(raw []byte) ([]member, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	var ms []member
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		k, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		ms = append(ms, member{k, v})
+	}
+	return ms, true
+}
+
+func issue(path string, code validate.Code, msg string) validate.Issue {
+	return validate.Issue{Path: path, Code: code, Message: msg}
+}
+
+func fieldPath(p, key string) string { return p + "." + key }
+
+// decodeOp decodes one operation object found at path p.
+func decodeOp(raw []byte, p string) (hub.Op, []validate.Issue) {
+	var op hub.Op
+	ms, ok := objectMembers(raw)
+	if !ok {
+		return op, []validate.Issue{issue(p, validate.InvalidType, "must be an operation object")}
+	}
+	fields := map[string]json.RawMessage{}
+	var is []validate.Issue
+	for _, m := range ms {
+		if _, dup := fields[m.key]; dup {
+			is = append(is, issue(fieldPath(p, m.key), validate.Duplicate, "is given twice"))
+			continue
+		}
+		fields[m.key] = m.val
+	}
+	kindRaw, ok := fields["op"]
+	if !ok {
+		return op, append(is, issue(fieldPath(p, "op"), validate.MissingField, "is required"))
+	}
+	var kind string
+	if err := json.Unmarshal(kindRaw, &kind); err != nil || bytes.Equal(bytes.TrimSpace(kindRaw), []byte("null")) {
+		return op, append(is, issue(fieldPath(p, "op"), validate.InvalidType, "must be a string"))
+	}
+	spec, ok := opFields[hub.OpKind(kind)]
+	if !ok {
+		return op, append(is, issue(fieldPath(p, "op"), validate.InvalidEnum, "must be one of reset, upsert, remove, diagnostic, event"))
+	}
+	op.Op = hub.OpKind(kind)
+	for _, m := range ms {
+		if m.key != "op" && !slices.Contains(spec.allowed, m.key) {
+			is = append(is, issue(fieldPath(p, m.key), validate.UnknownField, "is not a field of a "+kind+" operation"))
+		}
+	}
+	for _, f := range spec.required {
+		if _, ok := fields[f]; !ok {
+			is = append(is, issue(fieldPath(p, f), validate.MissingField, "is required"))
+		}
+	}
+	if v, ok := fields["sessions"]; ok && op.Op == hub.OpReset {
+		if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '[' {
+			is = append(is, issue(fieldPath(p, "sessions"), validate.InvalidType, "must be an array of session snapshots"))
+		} else {
+			var more []validate.Issue
+			op.Sessions, more = validate.DecodeReset(v, nil)
+			is = append(is, validate.Nest(more, fieldPath(p, "sessions"))...)
+		}
+	}
+	if v, ok := fields["session"]; ok && op.Op == hub.OpUpsert {
+		var more []validate.Issue
+		op.Session, more = validate.DecodeSnapshot(v, nil)
+		is = append(is, validate.Nest(more, fieldPath(p, "session"))...)
+	}
+	if v, ok := fields["diagnostic"]; ok && op.Op == hub.OpDiagnostic {
+		var more []validate.Issue
+		op.Diagnostic, more = validate.DecodeDiagnostic(v)
+		is = append(is, validate.Nest(more, fieldPath(p, "diagnostic"))...)
+	}
+	if v, ok := fields["event"]; ok && op.Op == hub.OpEvent {
+		var more []validate.Issue
+		op.Event, more = validate.DecodeEvent(v)
+		is = append(is, validate.Nest(more, fieldPath(p, "event"))...)
+	}
+	if v, ok := fields["sessionId"]; ok && slices.Contains(spec.allowed, "sessionId") {
+		op.SessionID, is = decodeID(is, fieldPath(p, "sessionId"), v, identityIDRule.MatchString,
+			"must be 1 to 128 bytes of A-Z a-z 0-9 . _ : @ -")
+	}
+	if v, ok := fields["harness"]; ok && slices.Contains(spec.allowed, "harness") {
+		op.Harness, is = decodeID(is, fieldPath(p, "harness"), v, sourceIDRule.MatchString,
+			"must be a harness id: [a-z][a-z0-9-]{0,63}")
+	}
+	return op, is
+}
+
+func decodeID(is []validate.Issue, p string, raw json.RawMessage, ok func(string) bool, rule string) (string, []validate.Issue) {
+	var s string
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '"' || json.Unmarshal(t, &s) != nil {
+		return "", append(is, issue(p, validate.InvalidType, "must be a string"))
+	}
+	if !ok(s) {
+		return "", append(is, issue(p, validate.InvalidID, rule))
+	}
+	return s, is
+}

@@ -1,0 +1,203 @@
+// Package api is the bridge's HTTP surface (CONTRACT section 3): the /v1
+// REST routes, the stream route that it hands to the sse package, health,
+// metrics, the dashboard and the OpenAPI document, behind the security rules
+// of CONTRACT section 6 (Host allow-list, Origin policy, token).
+//
+// Server depends on the hub and the stream only through the small
+// interfaces declared here, so that its tests run against fakes.
+package api
+
+import (
+	"context"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/web"
+)
+
+// MaxBody is the largest request body accepted (1 MiB); larger ones get 413.
+const MaxBody = 1 << 20
+
+// Hub is the ordered state the API reads and changes (implemented by
+// *hub.Hub).
+type Hub interface {
+	// Sources lists every source with its harness switches.
+	Sources() []hub.SourceState
+	// SetHarness switches one harness and returns the source's new state;
+	// errors wrap hub.ErrUnknownSource or hub.ErrUnknownHarness.
+	SetHarness(source, harness string, enabled bool) (hub.SourceState, error)
+	// Sessions returns the sessions f selects and the revision they are at.
+	Sessions(f hub.Filter) (uint64, []hub.Entry)
+	// Session returns one session; false when there is none.
+	Session(source, id string) (hub.Entry, bool)
+	// Diagnostics returns the recent diagnostics, oldest first.
+	Diagnostics() []hub.DiagnosticEntry
+	// Publish applies ops to a push source, all or nothing. Errors wrap
+	// hub.ErrUnknownSource, hub.ErrNotPush or are an *hub.InvalidError
+	// with paths from the array ("$[i]…").
+	Publish(source string, ops []hub.Op) error
+	// Revision returns the current revision.
+	Revision() uint64
+}
+
+// Events serves GET /v1/events for the sessions f selects (implemented by
+// the sse package). It returns when the client goes away or r's context
+// ends.
+type Events interface {
+	ServeEvents(w http.ResponseWriter, r *http.Request, f hub.Filter)
+}
+
+// EventsFunc adapts a function to Events.
+type EventsFunc func(w http.ResponseWriter, r *http.Request, f hub.Filter)
+
+// ServeEvents calls fn.
+func (fn EventsFunc) ServeEvents(w http.ResponseWriter, r *http.Request, f hub.Filter) { fn(w, r, f) }
+
+// Server is the HTTP API. Set its fields, then call Handler once; the
+// fields must not change afterwards.
+type Server struct {
+	// Hub holds the state. Required.
+	Hub Hub
+	// Events serves the stream. Required.
+	Events Events
+	// Addr is the address actually listened on (host:port, after port 0 is
+	// resolved). Its port is the one the Host check accepts. Required.
+	Addr string
+	// Token is the bearer token; empty turns authentication off.
+	Token string
+	// AllowedHosts are Host names ("name" or "name:port") accepted besides
+	// localhost and loopback IPs; a name without a port takes Addr's port.
+	AllowedHosts []string
+	// AllowedOrigins are exact origins allowed cross-origin; they get CORS
+	// headers. Nil sends no CORS headers at all.
+	AllowedOrigins []string
+	// Gatherer is what GET /metrics exposes; nil exposes nothing but the
+	// process's Go metrics of an empty registry.
+	Gatherer prometheus.Gatherer
+	// Dashboard is the dashboard's file tree served at "/"; nil means
+	// web.FS().
+	Dashboard fs.FS
+	// OpenAPI is the document served at /openapi.yaml; nil means
+	// agentbridge.OpenAPI.
+	OpenAPI []byte
+	// Version is reported by GET /healthz.
+	Version string
+	// Logger receives internal errors and, at debug level, one line per
+	// request; nil discards.
+	Logger *slog.Logger
+
+	port     string
+	loopback bool
+}
+
+// Handler builds the router. Middleware order, outermost first: panic
+// recovery, request id, Host check; then per route group the Origin policy,
+// the token, and for POSTs cross-origin protection, content type and body
+// size.
+func (s *Server) Handler() http.Handler {
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.Dashboard == nil {
+		s.Dashboard = web.FS()
+	}
+	if s.OpenAPI == nil {
+		s.OpenAPI = agentbridge.OpenAPI
+	}
+	if s.Gatherer == nil {
+		s.Gatherer = prometheus.NewRegistry()
+	}
+	host, port, err := net.SplitHostPort(s.Addr)
+	if err != nil {
+		panic("api: Server.Addr must be host:port: " + err.Error())
+	}
+	if p, err := strconv.Atoi(port); err != nil || p <= 0 {
+		panic("api: Server.Addr needs the real port, not " + strconv.Quote(port))
+	}
+	s.port = port
+	s.loopback = isLoopbackName(host)
+
+	r := chi.NewRouter()
+	r.NotFound(s.handleNotFound)
+	r.MethodNotAllowed(s.handleMethodNotAllowed)
+	r.Use(s.recoverer, middleware.RequestID, s.logRequests, s.checkHost)
+
+	r.Get("/healthz", s.handleHealthz)
+	r.Get("/openapi.yaml", s.handleOpenAPI)
+	r.With(s.checkOrigin, s.authenticate).Get("/metrics", s.handleMetrics)
+
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.checkOrigin, s.cors, s.authenticate, middleware.NoCache)
+		r.Get("/sources", s.handleSources)
+		r.Get("/sessions", s.handleSessions)
+		r.Get("/sessions/{source}/{id}", s.handleSession)
+		r.Get("/diagnostics", s.handleDiagnostics)
+		r.Get("/events", s.handleEvents)
+		r.Group(func(r chi.Router) {
+			r.Use(s.crossOriginProtection(), s.requireJSON)
+			r.Post("/sources/{source}/harnesses/{harness}", s.handleSetHarness)
+			r.Post("/sources/{source}/publish", s.handlePublish)
+			for kind := range validators {
+				r.Post("/validate/"+kind, s.handleValidate(kind))
+			}
+		})
+	})
+
+	r.Get("/", s.handleDashboard)
+	r.Get("/*", s.handleDashboard)
+	return r
+}
+
+// Health is the body of GET /healthz.
+type Health struct {
+	Status  string `json:"status"` // always "ok"
+	Version string `json:"version,omitempty"`
+}
+
+// handleHealthz answers liveness without authentication.
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	s.writeJSON(w, http.StatusOK, Health{Status: "ok", Version: s.Version})
+}
+
+// handleOpenAPI serves the API's own description.
+func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Write(s.OpenAPI)
+}
+
+// handleMetrics serves Prometheus metrics (behind the token).
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.Logger.Handler(), slog.LevelError)}).ServeHTTP(w, r)
+}
+
+// logRequests logs each request at debug level (never the query: it may
+// carry the one-time token).
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.Logger.Enabled(r.Context(), slog.LevelDebug) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		start := time.Now()
+		next.ServeHTTP(ww, r)
+		s.Logger.LogAttrs(context.Background(), slog.LevelDebug, "request",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", ww.Status()), slog.Duration("took", time.Since(start)),
+			slog.String("id", middleware.GetReqID(r.Context())))
+	})
+}
+
+var _ Hub = (*hub.Hub)(nil)

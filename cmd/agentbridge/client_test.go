@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeBridge is an httptest server that records the requests it gets and
+// answers them with handler.
+type fakeBridge struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []*http.Request
+}
+
+func newFakeBridge(t *testing.T, handler http.HandlerFunc) *fakeBridge {
+	t.Helper()
+	fb := &fakeBridge{}
+	fb.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fb.mu.Lock()
+		fb.reqs = append(fb.reqs, r.Clone(context.Background()))
+		fb.mu.Unlock()
+		handler(w, r)
+	}))
+	t.Cleanup(fb.Close)
+	return fb
+}
+
+// addr is the server's host:port.
+func (fb *fakeBridge) addr() string { return strings.TrimPrefix(fb.URL, "http://") }
+
+// requests returns the requests so far.
+func (fb *fakeBridge) requests() []*http.Request {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	return append([]*http.Request(nil), fb.reqs...)
+}
+
+// testEnv is a clean environment: a home of its own, no AGENTBRIDGE_*
+// variables but those given.
+func testEnv(t *testing.T, extra ...string) []string {
+	t.Helper()
+	home := t.TempDir()
+	return append([]string{
+		"HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"XDG_STATE_HOME=" + filepath.Join(home, "state"),
+	}, extra...)
+}
+
+// freeAddr returns a loopback address where nothing listens.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func writeFile(t *testing.T, name, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDialAddr(t *testing.T) {
+	tests := []struct {
+		listen, want string
+		wantErr      bool
+	}{
+		{"127.0.0.1:7391", "127.0.0.1:7391", false},
+		{"localhost:8000", "localhost:8000", false},
+		{":7391", "127.0.0.1:7391", false},
+		{"0.0.0.0:7391", "127.0.0.1:7391", false},
+		{"[::]:7391", "[::1]:7391", false},
+		{"[::1]:7391", "[::1]:7391", false},
+		{"127.0.0.1:0", "", true},
+		{"127.0.0.1", "", true},
+		{"127.0.0.1:http", "", true},
+	}
+	for _, tt := range tests {
+		got, err := dialAddr(tt.listen)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("dialAddr(%q) = %q, %v; want %q, error %v", tt.listen, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// TestClientFindsBridgeAndToken checks each way of naming the address and
+// the token, and which wins.
+func TestClientFindsBridgeAndToken(t *testing.T) {
+	const fileToken = "file-token-0123456789abcdef"
+	const envToken = "env-token-0123456789abcdef"
+	fb := newFakeBridge(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"revision":1,"sessions":[]}`))
+	})
+	dead := freeAddr(t)
+	tests := []struct {
+		name      string
+		args      []string
+		env       []string
+		config    string // config.yaml contents
+		tokenFile bool
+		wantAuth  string
+	}{
+		{name: "--addr", args: []string{"--addr", fb.addr()}},
+		{name: "AGENTBRIDGE_ADDR", env: []string{"AGENTBRIDGE_ADDR=" + fb.addr()}},
+		{name: "config listen", config: "listen: " + fb.addr() + "\n"},
+		{name: "config addr wins over listen", config: "listen: " + dead + "\naddr: " + fb.addr() + "\n"},
+		{name: "AGENTBRIDGE_ADDR wins over config", env: []string{"AGENTBRIDGE_ADDR=" + fb.addr()}, config: "listen: " + dead + "\n"},
+		{name: "--addr wins over AGENTBRIDGE_ADDR", args: []string{"--addr", fb.addr()}, env: []string{"AGENTBRIDGE_ADDR=" + dead}},
+		{name: "token file", args: []string{"--addr", fb.addr()}, tokenFile: true, wantAuth: "Bearer " + fileToken},
+		{name: "AGENTBRIDGE_TOKEN wins over the file", args: []string{"--addr", fb.addr()}, env: []string{"AGENTBRIDGE_TOKEN=" + envToken}, tokenFile: true, wantAuth: "Bearer " + envToken},
+		{name: "token from config", args: []string{"--addr", fb.addr()}, config: "token: " + envToken + "\n", wantAuth: "Bearer " + envToken},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := testEnv(t, tt.env...)
+			home := envGet(env, "HOME")
+			if tt.config != "" {
+				writeFile(t, filepath.Join(home, "config", "agentbridge", "config.yaml"), tt.config, 0o600)
+			}
+			if tt.tokenFile {
+				writeFile(t, filepath.Join(home, "state", "agentbridge", "token"), fileToken+"\n", 0o600)
+			}
+			before := len(fb.requests())
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"--json"}, tt.args...)
+			if err := sessionsMain(t.Context(), args, env, &stdout, &stderr); err != nil {
+				t.Fatalf("sessions: %v (stderr %q)", err, stderr.String())
+			}
+			reqs := fb.requests()
+			if len(reqs) != before+1 {
+				t.Fatalf("the fake bridge got %d requests, want 1", len(reqs)-before)
+			}
+			if got := reqs[len(reqs)-1].Header.Get("Authorization"); got != tt.wantAuth {
+				t.Errorf("Authorization = %q, want %q", got, tt.wantAuth)
+			}
+		})
+	}
+}
+
+func TestClientErrors(t *testing.T) {
+	unauthorized := newFakeBridge(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"type":"about:blank","title":"Unauthorized","status":401}`))
+	})
+	badFilter := newFakeBridge(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(`{"type":"about:blank","title":"Bad filter","status":400,"detail":"status \"sleeping\" is not a session status"}`))
+	})
+	garbage := newFakeBridge(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`<html>`))
+	})
+	dead := freeAddr(t)
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"not running", []string{"--addr", dead}, nil,
+			"no agentbridge at " + dead + ": start it with `agentbridge serve`"},
+		{"no token", []string{"--addr", unauthorized.addr()}, nil,
+			"401 the bridge wants a token and none was found: set AGENTBRIDGE_TOKEN"},
+		{"wrong token", []string{"--addr", unauthorized.addr()}, []string{"AGENTBRIDGE_TOKEN=wrong-token-0123456789"},
+			"401 the bridge refused the token"},
+		{"problem", []string{"--addr", badFilter.addr(), "--status", "sleeping"}, nil,
+			`400 Bad filter: status "sleeping" is not a session status`},
+		{"not JSON", []string{"--addr", garbage.addr()}, nil, "bad answer to /v1/sessions"},
+		{"port 0", []string{"--addr", "127.0.0.1:0"}, nil, "has no port to dial"},
+		{"bad config", nil, []string{"AGENTBRIDGE_NOPE=1"}, "unknown environment variable AGENTBRIDGE_NOPE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := sessionsMain(t.Context(), tt.args, testEnv(t, tt.env...), &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "0123456789") {
+				t.Errorf("the error shows the token: %v", err)
+			}
+		})
+	}
+}
+
+// TestRunReportsNotRunning checks what a user sees through the command
+// dispatcher: one line and exit status 1.
+func TestRunReportsNotRunning(t *testing.T) {
+	dead := freeAddr(t)
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"sessions", "--addr", dead}, &stdout, &stderr); code != 1 {
+		t.Errorf("exit status %d, want 1", code)
+	}
+	want := "agentbridge sessions: no agentbridge at " + dead + ": start it with `agentbridge serve`\n"
+	if stderr.String() != want {
+		t.Errorf("stderr = %q, want %q", stderr.String(), want)
+	}
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/sources/example"
+	journals "github.com/agentbridge/agentbridge/testdata/example"
+)
+
+// Pace of the demo at --speed 1.
+const (
+	demoMinGap  = 500 * time.Millisecond // at least this between two records of a session
+	demoMaxGap  = 2 * time.Second        // at most this, however long the agent took
+	demoStagger = 4 * time.Second        // between the starts of two sessions
+	demoRest    = 15 * time.Second       // with --loop: before the journals are removed and replayed
+	demoLinger  = 30 * time.Second       // how long an exited session stays, unless --linger says otherwise
+)
+
+func init() {
+	register("demo", "replay the bundled example journals live, with no agent installed",
+		func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return demoMain(ctx, args, os.Environ(), stdout, stderr)
+		})
+}
+
+// demoMain serves like serve, with the example source reading a temporary
+// home into which the journals bundled from testdata/example are written
+// record by record, at a human pace. The other built-in sources are off.
+// It listens on a free loopback port unless --listen says otherwise.
+func demoMain(ctx context.Context, args, env []string, stdout, stderr io.Writer) error {
+	flags := pflag.NewFlagSet("demo", pflag.ContinueOnError)
+	config.RegisterFlags(flags)
+	speed := flags.Float64("speed", 1, "replay speed factor (2 = twice as fast)")
+	loop := flags.Bool("loop", false, "replay the journals again, and again, after a pause")
+	done, err := parseFlags(flags, args, stderr, "demo [flags]")
+	if done || err != nil {
+		return err
+	}
+	if flags.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", flags.Arg(0))
+	}
+	if !(*speed > 0) || math.IsInf(*speed, 0) {
+		return fmt.Errorf("--speed must be a positive number")
+	}
+	cfg, err := config.Load(flags, env)
+	if err != nil {
+		return err
+	}
+	home, err := os.MkdirTemp("", "agentbridge-demo-")
+	if err != nil {
+		return fmt.Errorf("demo home: %w", err)
+	}
+	defer os.RemoveAll(home)
+	dir := example.SessionsDir(home)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("demo home: %w", err)
+	}
+	cfg.ExampleAgentHome = home
+	on, off := true, false
+	cfg.Sources = map[string]config.SourceSwitch{
+		"example": {Enabled: &on}, "claude-code": {Enabled: &off}, "codex": {Enabled: &off},
+	}
+	if !flags.Changed("listen") {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	if !flags.Changed("linger") {
+		cfg.Linger = demoLinger
+	}
+
+	names, _ := bundledJournals(journals.Journals)
+	fmt.Fprintf(stdout, "agentbridge demo: replaying %d example sessions into %s (EXAMPLE_AGENT_HOME)\n", len(names), home)
+	fmt.Fprintln(stdout, "agentbridge demo: open the dashboard below, or follow the stream with curl -N (see README); Ctrl-C stops")
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := replayJournals(ctx, journals.Journals, dir, *speed, *loop); err == nil {
+			fmt.Fprintln(stdout, "agentbridge demo: every journal replayed; Ctrl-C stops")
+		}
+	})
+	err = serve(ctx, cfg, stdout, stderr)
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// bundledJournals lists the journals of fsys, sorted.
+func bundledJournals(fsys fs.FS) ([]string, error) {
+	names, err := fs.Glob(fsys, "*.jsonl")
+	slices.Sort(names)
+	return names, err
+}
+
+// replayJournals writes every journal of fsys into dir, each session
+// starting demoStagger after the previous one, each record after the gap
+// its timestamps show, kept between demoMinGap and demoMaxGap, all divided
+// by speed. Timestamps are rewritten to the time of writing. With loop it
+// then rests, removes the journals (their sessions stop) and starts over.
+// It returns ctx's error when ctx ends, nil when done.
+func replayJournals(ctx context.Context, fsys fs.FS, dir string, speed float64, loop bool) error {
+	names, err := bundledJournals(fsys)
+	if err != nil {
+		return fmt.Errorf("bundled journals: %w", err)
+	}
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / speed) }
+	for {
+		var wg sync.WaitGroup
+		errs := make([]error, len(names))
+		for i, name := range names {
+			wg.Go(func() {
+				errs[i] = replayOne(ctx, fsys, name, dir, scale(time.Duration(i)*demoStagger), scale)
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		if !loop {
+			return nil
+		}
+		if err := sleepCtx(ctx, scale(demoRest)); err != nil {
+			return err
+		}
+		for _, name := range names {
+			_ = os.Remove(filepath.Join(dir, name))
+		}
+		if err := sleepCtx(ctx, scale(demoMinGap*4)); err != nil {
+			return err
+		}
+	}
+}
+
+var tsField = regexp.MustCompile(`"ts":"[^"]*"`)
+
+// replayOne appends the records of one journal to dir/name at its pace.
+func replayOne(ctx context.Context, fsys fs.FS, name, dir string, start time.Duration, scale func(time.Duration) time.Duration) error {
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return fmt.Errorf("bundled journal: %w", err)
+	}
+	if err := sleepCtx(ctx, start); err != nil {
+		return err
+	}
+	var prev time.Time
+	for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		ts := recordTime(line)
+		if i > 0 {
+			gap := demoMinGap
+			if !ts.IsZero() && !prev.IsZero() {
+				gap = min(max(ts.Sub(prev), demoMinGap), demoMaxGap)
+			}
+			if err := sleepCtx(ctx, scale(gap)); err != nil {
+				return err
+			}
+		}
+		prev = ts
+		now := `"ts":"` + time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00") + `"`
+		line = tsField.ReplaceAllLiteralString(line, now)
+		if err := appendLine(filepath.Join(dir, name), line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordTime is the record's "ts", or zero.
+func recordTime(line string) time.Time {
+	m := tsField.FindString(line)
+	if m == "" {
+		return time.Time{}
+	}
+	t, _ := time.Parse(time.RFC3339Nano, strings.TrimSuffix(strings.TrimPrefix(m, `"ts":"`), `"`))
+	return t
+}
+
+// appendLine appends one record the way an agent does: one write of the
+// whole line.
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("demo journal: %w", err)
+	}
+	_, err = f.WriteString(line + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("demo journal: %w", err)
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

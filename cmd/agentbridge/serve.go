@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/pflag"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/api"
+	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/hub"
+)
+
+// Bounds of a clean shutdown.
+const (
+	shutdownGrace   = 5 * time.Second  // for in-flight requests to finish
+	sourcesGrace    = 10 * time.Second // for the sources to stop
+	readHeaderLimit = 10 * time.Second
+)
+
+// builtinSources are the ids of the sources buildSources may make; the
+// config's sources.<id> keys must name one of them.
+var builtinSources = []string{"claude-code", "codex", "example"}
+
+func init() {
+	register("serve", "serve the API, the event stream and the dashboard (the default)",
+		func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return serveMain(ctx, args, os.Environ(), stdout, stderr)
+		})
+}
+
+// serveMain is the serve subcommand with its environment injected.
+func serveMain(ctx context.Context, args, env []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	config.RegisterFlags(fs)
+	done, err := parseFlags(fs, args, stderr, "serve [flags]")
+	if done || err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	cfg, err := config.Load(fs, env)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, cfg, stdout, stderr)
+}
+
+// buildSources makes the built-in sources the configuration switches on.
+//
+// HOOK for the lead and the source engineers: construct sources/claudecode
+// (cfg.ClaudeConfigDir), sources/codex (cfg.CodexHome) and sources/example
+// (cfg.ExampleAgentHome; only when set) here, honouring
+// cfg.SourceEnabled(id), cfg.Window and cfg.Linger, and return them. Ids
+// must be among builtinSources.
+func buildSources(cfg *config.Config, log *slog.Logger) ([]hub.Source, error) {
+	var out []hub.Source
+	// TODO(lead): e.g.
+	//   if cfg.SourceEnabled("claude-code") { out = append(out, claudecode.New(claudecode.Options{...})) }
+	//   if cfg.SourceEnabled("codex") { out = append(out, codex.New(codex.Options{...})) }
+	//   if cfg.ExampleAgentHome != "" && cfg.SourceEnabled("example") { out = append(out, example.New(...)) }
+	return out, nil
+}
+
+// buildEvents makes the GET /v1/events handler.
+//
+// HOOK: wire the sse package here once it lands.
+func buildEvents(h *hub.Hub, cfg *config.Config, log *slog.Logger) api.Events {
+	return api.EventsFunc(func(w http.ResponseWriter, r *http.Request, f hub.Filter) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"type":"urn:agentbridge:problem:internal","title":"Internal error","status":503,"detail":"the stream is not built into this binary"}`+"\n")
+	})
+}
+
+// pushInfo turns a configured push source into the hub's description.
+func pushInfo(p config.PushSource) agentbridge.SourceInfo {
+	info := agentbridge.SourceInfo{ID: p.ID, DisplayName: p.DisplayName, EnvironmentVariables: []string{},
+		Harnesses: []agentbridge.Harness{}, Push: true}
+	if info.DisplayName == "" {
+		info.DisplayName = p.ID
+	}
+	for _, h := range p.Harnesses {
+		name := h.DisplayName
+		if name == "" {
+			name = h.ID
+		}
+		info.Harnesses = append(info.Harnesses, agentbridge.Harness{ID: h.ID, DisplayName: name})
+	}
+	return info
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// serve runs the bridge until ctx ends, then shuts it down: open streams
+// end (their context is ctx), in-flight requests get shutdownGrace, the
+// sources sourcesGrace. It prints the dashboard URL, with the token, once
+// to stdout; the token is never logged.
+func serve(parent context.Context, cfg *config.Config, stdout, stderr io.Writer) error {
+	ctx, stop := context.WithCancel(parent)
+	defer stop()
+	log := newLogger(stderr, cfg.LogLevel)
+	for id := range cfg.Sources {
+		if !slices.Contains(builtinSources, id) {
+			return fmt.Errorf("sources.%s: no built-in source has this id (known: %s)", id, strings.Join(builtinSources, ", "))
+		}
+	}
+	token, err := config.EnsureToken(cfg)
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	h := hub.New(hub.Options{Logger: log, Registry: reg})
+	srcs, err := buildSources(cfg, log)
+	if err != nil {
+		return err
+	}
+	for _, s := range srcs {
+		if err := h.Add(s); err != nil {
+			return err
+		}
+	}
+	for _, p := range cfg.Push {
+		if err := h.AddPush(pushInfo(p)); err != nil {
+			return fmt.Errorf("push source %s: %w", p.ID, err)
+		}
+	}
+
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	addr := ln.Addr().String()
+	a := &api.Server{
+		Hub: h, Events: buildEvents(h, cfg, log), Addr: addr, Token: token,
+		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
+		Gatherer: reg, Version: versionString(), Logger: log,
+	}
+	srv := &http.Server{
+		Handler:           a.Handler(),
+		ReadHeaderTimeout: readHeaderLimit,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		// No WriteTimeout: it would cut every event stream.
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+
+	hubDone := make(chan error, 1)
+	go func() { hubDone <- h.Run(ctx) }()
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- srv.Serve(ln) }()
+
+	log.Info("serving", "addr", addr, "auth", cfg.Auth, "sources", len(srcs), "push", len(cfg.Push), "version", versionString())
+	fmt.Fprintf(stdout, "agentbridge: dashboard at %s\n", dashboardURL(addr, token))
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-serveDone:
+		serveDone <- nil
+	}
+	stop() // ends the sources and every open stream
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(parent), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("requests still open at shutdown; closing them", "err", err)
+		srv.Close()
+	}
+	<-serveDone
+	select {
+	case <-hubDone:
+	case <-time.After(sourcesGrace):
+		log.Warn("sources did not stop in time")
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// dashboardURL is the URL to open: the listen address made dialable, with
+// the one-time ?token= when auth is on.
+func dashboardURL(addr, token string) string {
+	if d, err := dialAddr(addr); err == nil {
+		addr = d
+	}
+	u := "http://" + addr + "/"
+	if token != "" {
+		u += "?token=" + token
+	}
+	return u
+}

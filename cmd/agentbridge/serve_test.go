@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// logBuffer is a goroutine-safe buffer for serve's output.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *logBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *logBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServe runs serveMain in the background and returns the dashboard URL
+// it printed, a way to stop it, and its stderr.
+func startServe(t *testing.T, env []string, args ...string) (dashboard *url.URL, stop func() error, stderr *logBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	stderr = &logBuffer{}
+	errc := make(chan error, 1)
+	go func() {
+		err := serveMain(ctx, args, env, pw, stderr)
+		pw.CloseWithError(io.EOF)
+		errc <- err
+	}()
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		close(lines)
+	}()
+	stopped := false
+	stop = func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatalf("serve did not stop within 10s of cancel; stderr:\n%s", stderr)
+			return nil
+		}
+	}
+	t.Cleanup(func() { stop() })
+	select {
+	case line, ok := <-lines:
+		if !ok {
+			t.Fatalf("serve printed no URL; err %v; stderr:\n%s", <-errc, stderr)
+		}
+		raw, found := strings.CutPrefix(line, "agentbridge: dashboard at ")
+		if !found {
+			t.Fatalf("stdout line %q, want the dashboard URL", line)
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatalf("dashboard URL %q: %v", raw, err)
+		}
+		return u, stop, stderr
+	case <-time.After(10 * time.Second):
+		t.Fatalf("serve printed nothing within 10s; stderr:\n%s", stderr)
+	}
+	return nil, nil, nil
+}
+
+func TestServeAnswersAndShutsDown(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	env := []string{"HOME=" + home}
+	cfgDir := filepath.Join(home, ".config", "agentbridge")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	yaml := "push:\n  - id: example-push\n    displayName: Example Agent\n    harnesses:\n      - {id: example-agent, displayName: Example Agent}\n"
+	if err := os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u, stop, stderr := startServe(t, env, "--listen", "127.0.0.1:0")
+
+	if u.Port() == "0" || u.Hostname() != "127.0.0.1" {
+		t.Errorf("dashboard URL %s: want the real port on 127.0.0.1", u)
+	}
+	token := u.Query().Get("token")
+	b, err := os.ReadFile(filepath.Join(home, ".local/state/agentbridge/token"))
+	if err != nil {
+		t.Fatalf("token file: %v", err)
+	}
+	if token == "" || strings.TrimSpace(string(b)) != token {
+		t.Errorf("URL token %q, token file %q: want the same, non-empty", token, b)
+	}
+
+	base := "http://" + u.Host
+	get := func(path, tok string) (int, string) {
+		t.Helper()
+		r, _ := http.NewRequest("GET", base+path, nil)
+		if tok != "" {
+			r.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := get("/v1/sources", token); code != 200 || !strings.Contains(body, `"id":"example-push"`) {
+		t.Errorf("GET /v1/sources = %d %s; want 200 listing the push source", code, body)
+	}
+	if code, _ := get("/v1/sources", ""); code != 401 {
+		t.Errorf("GET /v1/sources without the token = %d, want 401", code)
+	}
+	if code, body := get("/healthz", ""); code != 200 || !strings.Contains(body, `"version"`) {
+		t.Errorf("GET /healthz = %d %s; want 200 with the version", code, body)
+	}
+	if code, body := get("/metrics", token); code != 200 || !strings.Contains(body, "go_goroutines") {
+		t.Errorf("GET /metrics = %d; want 200 with Go metrics (%.200s)", code, body)
+	}
+
+	// An open stream must not hold the shutdown up.
+	sreq, _ := http.NewRequest("GET", base+"/v1/events", nil)
+	sreq.Header.Set("Authorization", "Bearer "+token)
+	sresp, err := http.DefaultClient.Do(sreq)
+	if err != nil {
+		t.Fatalf("GET /v1/events: %v", err)
+	}
+	defer sresp.Body.Close()
+
+	if err := stop(); err != nil {
+		t.Errorf("serve returned %v after cancel, want nil", err)
+	}
+	io.Copy(io.Discard, sresp.Body) // ends: the stream was closed
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Errorf("server still answers after shutdown")
+	}
+	if strings.Contains(stderr.String(), token) {
+		t.Errorf("the token appears in the log:\n%s", stderr)
+	}
+}
+
+func TestServeReusesTheTokenAcrossRestarts(t *testing.T) {
+	t.Parallel()
+	env := []string{"HOME=" + t.TempDir()}
+	u1, stop, _ := startServe(t, env, "--listen=127.0.0.1:0")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	u2, stop2, _ := startServe(t, env, "--listen=127.0.0.1:0")
+	defer stop2()
+	if a, b := u1.Query().Get("token"), u2.Query().Get("token"); a == "" || a != b {
+		t.Errorf("tokens %q then %q: want one token reused", a, b)
+	}
+}
+
+func TestServeAuthNoneHasNoTokenInURL(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	u, stop, _ := startServe(t, []string{"HOME=" + home}, "--listen=127.0.0.1:0", "--auth=none")
+	defer stop()
+	if u.RawQuery != "" {
+		t.Errorf("URL %s carries a query with auth none", u)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".local/state/agentbridge/token")); err == nil {
+		t.Errorf("a token file was made with auth none")
+	}
+	resp, err := http.Get("http://" + u.Host + "/v1/sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("GET /v1/sessions with auth none = %d, want 200", resp.StatusCode)
+	}
+}
+
+func TestServeRefusesUnsafeSettings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"auth none on all interfaces", []string{"--listen=0.0.0.0:0", "--allow-remote", "--auth=none"}, nil, "auth none"},
+		{"non-loopback without the flag", []string{"--listen=0.0.0.0:0"}, nil, "allowRemote"},
+		{"auth none from the environment", []string{"--allow-remote"}, []string{"AGENTBRIDGE_LISTEN=[::]:0", "AGENTBRIDGE_AUTH=none"}, "auth none"},
+		{"unknown source switch", nil, []string{"AGENTBRIDGE_CONFIG=CFG"}, "sources.cursor"},
+		{"stray argument", []string{"now"}, nil, "unexpected argument"},
+		{"bad flag", []string{"--listen"}, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			cfg := filepath.Join(home, "c.yaml")
+			if err := os.WriteFile(cfg, []byte("listen: 127.0.0.1:0\nsources:\n  cursor: {enabled: false}\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			env := []string{"HOME=" + home}
+			for _, e := range tt.env {
+				env = append(env, strings.ReplaceAll(e, "CFG", cfg))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var out, errb logBuffer
+			err := serveMain(ctx, tt.args, env, &out, &errb)
+			if err == nil {
+				t.Fatalf("serveMain(%q) = nil, want an error", tt.args)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("serveMain(%q) = %v, want it to name %q", tt.args, err, tt.want)
+			}
+			if out.String() != "" {
+				t.Errorf("stdout %q: nothing should be printed when refusing to start", out.String())
+			}
+		})
+	}
+}
+
+func TestVersionString(t *testing.T) {
+	if v := versionString(); v == "" {
+		t.Errorf("versionString() is empty")
+	}
+	old := version
+	version = "v9.9.9"
+	defer func() { version = old }()
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"version"}, &out, io.Discard); code != 0 || out.String() != "agentbridge v9.9.9\n" {
+		t.Errorf("agentbridge version = %d %q, want 0 %q", code, out.String(), "agentbridge v9.9.9\n")
+	}
+}

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/google/go-cmp/cmp"
+)
+
+var tableNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func ago(d time.Duration) int64 { return tableNow.Add(-d).UnixMilli() }
+
+func TestWriteTable(t *testing.T) {
+	entries := []sessionEntry{
+		{"codex", agentbridge.Snapshot{ID: "c1", Harness: "codex", Status: "done", Title: "Refactor the parser", Cwd: "/home/u/src/parser", LastTurnEndedAt: ago(5 * time.Minute)}},
+		{"claude-code", agentbridge.Snapshot{ID: "a1", Harness: "claude-code", Status: "running", Title: "Fix tests", Cwd: "/home/u"}},
+		{"claude-code", agentbridge.Snapshot{ID: "a2", Harness: "claude-code", Status: "waiting", WaitingFor: "Approve", Title: "Deploy\x1b[31m now", Cwd: "/srv/app", LastTurnEndedAt: ago(3 * 24 * time.Hour)}},
+		{"codex", agentbridge.Snapshot{ID: "c2", Harness: "codex", Status: "done", Cwd: "/home/user2/x", LastTurnEndedAt: ago(30 * time.Second)}},
+		{"codex", agentbridge.Snapshot{ID: "c3", Harness: "codex", Status: "exited", Title: strings.Repeat("é", 70)}},
+	}
+	want := strings.Join([]string{
+		"HARNESS      STATUS   AGE  TITLE                                                         CWD",
+		"claude-code  waiting  3d   Deploy [31m now                                               /srv/app",
+		"claude-code  running  -    Fix tests                                                     ~",
+		"codex        done     30s  -                                                             /home/user2/x",
+		"codex        done     5m   Refactor the parser                                           ~/src/parser",
+		"codex        exited   -    " + strings.Repeat("é", 59) + "…  -",
+		"",
+	}, "\n")
+	var b bytes.Buffer
+	if err := writeTable(&b, entries, tableStyle{now: tableNow, home: "/home/u"}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("table (-want +got):\n%s", diff)
+	}
+	if strings.Contains(b.String(), "\x1b") {
+		t.Error("an escape sequence from a title reached the terminal")
+	}
+}
+
+func TestWriteTableColor(t *testing.T) {
+	entries := []sessionEntry{
+		{"codex", agentbridge.Snapshot{ID: "w", Harness: "codex", Status: "waiting"}},
+		{"codex", agentbridge.Snapshot{ID: "r", Harness: "codex", Status: "running"}},
+	}
+	var b bytes.Buffer
+	if err := writeTable(&b, entries, tableStyle{now: tableNow, color: true}); err != nil {
+		t.Fatal(err)
+	}
+	want := "HARNESS  STATUS   AGE  TITLE  CWD\n" +
+		"codex    \x1b[1;33mwaiting\x1b[0m  -    -      -\n" +
+		"codex    \x1b[32mrunning\x1b[0m  -    -      -\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("coloured table (-want +got):\n%s", diff)
+	}
+}
+
+func TestUseColor(t *testing.T) {
+	tests := []struct {
+		mode string
+		env  []string
+		want bool
+	}{
+		{"always", nil, true},
+		{"never", nil, false},
+		{"auto", nil, false}, // a buffer is not a terminal
+		{"always", []string{"NO_COLOR=1"}, true},
+	}
+	for _, tt := range tests {
+		got, err := useColor(tt.mode, &bytes.Buffer{}, tt.env)
+		if err != nil || got != tt.want {
+			t.Errorf("useColor(%q, %v) = %v, %v; want %v", tt.mode, tt.env, got, err, tt.want)
+		}
+	}
+	if _, err := useColor("sometimes", &bytes.Buffer{}, nil); err == nil {
+		t.Error("useColor(sometimes): want an error")
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if got, _ := useColor("auto", f, nil); got {
+		t.Error("a regular file was taken for a terminal")
+	}
+}
+
+func TestAge(t *testing.T) {
+	tests := []struct {
+		ms   int64
+		want string
+	}{
+		{0, ""},
+		{ago(0), "0s"},
+		{ago(59 * time.Second), "59s"},
+		{ago(61 * time.Second), "1m"},
+		{ago(90 * time.Minute), "1h"},
+		{ago(47 * time.Hour), "47h"},
+		{ago(49 * time.Hour), "2d"},
+		{ago(-time.Hour), "0s"}, // clock skew: never negative
+	}
+	for _, tt := range tests {
+		if got := age(tt.ms, tableNow); got != tt.want {
+			t.Errorf("age(%d) = %q, want %q", tt.ms, got, tt.want)
+		}
+	}
+}
+
+const listing = `{"revision":7,"sessions":[{"source":"codex","snapshot":{"id":"s1","harness":"codex","status":"running","title":"Fix tests","cwd":"/tmp/x"}}]}`
+
+// TestSessionsFilters checks that every filter flag reaches the query as
+// GET /v1/sessions names it.
+func TestSessionsFilters(t *testing.T) {
+	fb := newFakeBridge(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(listing))
+	})
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want url.Values
+	}{
+		{"none", nil, url.Values{}},
+		{"source", []string{"--source", "codex,claude-code"}, url.Values{"source": {"codex,claude-code"}}},
+		{"repeated harness", []string{"--harness", "codex", "--harness", "claude-code"}, url.Values{"harness": {"codex,claude-code"}}},
+		{"status", []string{"--status=waiting,blocked"}, url.Values{"status": {"waiting,blocked"}}},
+		{"project", []string{"--project", "/home/u/app"}, url.Values{"project": {"/home/u/app"}}},
+		{"relative project", []string{"--project", "."}, url.Values{"project": {wd}}},
+		{"ancestor pid", []string{"--ancestor-pid", "4242"}, url.Values{"ancestorPid": {"4242"}}},
+		{"all", []string{"--source", "codex", "--harness", "codex", "--status", "done", "--project", "/p", "--ancestor-pid", "1"},
+			url.Values{"source": {"codex"}, "harness": {"codex"}, "status": {"done"}, "project": {"/p"}, "ancestorPid": {"1"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"--addr", fb.addr()}, tt.args...)
+			if err := sessionsMain(t.Context(), args, testEnv(t), &stdout, &stderr); err != nil {
+				t.Fatalf("sessions: %v", err)
+			}
+			reqs := fb.requests()
+			r := reqs[len(reqs)-1]
+			if r.URL.Path != "/v1/sessions" {
+				t.Errorf("path = %s, want /v1/sessions", r.URL.Path)
+			}
+			if diff := cmp.Diff(tt.want, r.URL.Query()); diff != "" {
+				t.Errorf("query (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSessionsOutput(t *testing.T) {
+	fb := newFakeBridge(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("status") == "exited" {
+			w.Write([]byte(`{"revision":7,"sessions":[]}`))
+			return
+		}
+		w.Write([]byte(listing))
+	})
+	tests := []struct {
+		name       string
+		args       []string
+		wantStdout string
+		wantStderr string
+	}{
+		{"table", nil, "HARNESS  STATUS   AGE  TITLE      CWD\ncodex    running  -    Fix tests  /tmp/x\n", ""},
+		{"json", []string{"--json"}, `{
+  "revision": 7,
+  "sessions": [
+    {
+      "source": "codex",
+      "snapshot": {
+        "id": "s1",
+        "harness": "codex",
+        "status": "running",
+        "title": "Fix tests",
+        "cwd": "/tmp/x"
+      }
+    }
+  ]
+}
+`, ""},
+		{"empty", []string{"--status", "exited"}, "", "no sessions\n"},
+		{"empty json", []string{"--status", "exited", "--json"}, "{\n  \"revision\": 7,\n  \"sessions\": []\n}\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"--addr", fb.addr()}, tt.args...)
+			if err := sessionsMain(t.Context(), args, testEnv(t), &stdout, &stderr); err != nil {
+				t.Fatalf("sessions: %v", err)
+			}
+			if diff := cmp.Diff(tt.wantStdout, stdout.String()); diff != "" {
+				t.Errorf("stdout (-want +got):\n%s", diff)
+			}
+			if stderr.String() != tt.wantStderr {
+				t.Errorf("stderr = %q, want %q", stderr.String(), tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestSessionsFlagErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ancestor-pid", "-3"}, "not a process id"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--color", "sometimes"}, "--color"},
+	}
+	for _, tt := range tests {
+		var stdout, stderr bytes.Buffer
+		err := sessionsMain(t.Context(), append(tt.args, "--addr", freeAddr(t)), testEnv(t), &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("sessions %v: err = %v, want %q", tt.args, err, tt.want)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if err := sessionsMain(t.Context(), []string{"--nope"}, testEnv(t), &stdout, &stderr); err != errExit1 {
+		t.Errorf("unknown flag: err = %v, want errExit1", err)
+	}
+	if !strings.Contains(stderr.String(), "unknown flag: --nope") || !strings.Contains(stderr.String(), "--ancestor-pid") {
+		t.Errorf("unknown flag: stderr = %q, want the error and the usage", stderr.String())
+	}
+}

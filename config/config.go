@@ -1,0 +1,514 @@
+// Package config loads the bridge's settings in layers, later wins: built-in
+// defaults < the YAML file < AGENTBRIDGE_* environment variables < flags
+// (CONTRACT section 5). Unknown keys, in the file or the environment, are an
+// error that names the key. Load reads no globals: the flag set and the
+// environment are passed in, so that tests and the client subcommands can
+// load it the same way the server does.
+//
+// It also owns the bridge's token (Token, EnsureToken): the server makes and
+// keeps it, the client subcommands only read it.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/confmap"
+	envprovider "github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/posflag"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+)
+
+// DefaultListen is the address the bridge serves on when nothing else is
+// configured.
+const DefaultListen = "127.0.0.1:7391"
+
+// Auth modes.
+const (
+	AuthToken = "token" // every /v1 request needs the token (the default)
+	AuthNone  = "none"  // no token; refused on a non-loopback address
+)
+
+// Config is the bridge's settings after all layers are merged and checked.
+// The koanf tag of each field is its key in the YAML file.
+type Config struct {
+	// Listen is the host:port the server listens on. Port 0 picks a free one.
+	Listen string `koanf:"listen"`
+	// AllowRemote permits a listen address that is not loopback (auth must
+	// then be on).
+	AllowRemote bool `koanf:"allowRemote"`
+	// Auth is AuthToken or AuthNone.
+	Auth string `koanf:"auth"`
+	// Token is the bearer token; empty means: use (or make) TokenFile's.
+	Token string `koanf:"token"`
+	// TokenFile is where the generated token is kept (mode 0600).
+	TokenFile string `koanf:"tokenFile"`
+	// AllowedHosts are extra Host names ("name" or "name:port") the server
+	// answers to besides localhost and loopback IPs.
+	AllowedHosts []string `koanf:"allowedHosts"`
+	// AllowedOrigins are exact browser origins ("scheme://host[:port]")
+	// allowed to call the API cross-origin; they get CORS headers.
+	AllowedOrigins []string `koanf:"allowedOrigins"`
+	// Push declares the push sources, which take POST
+	// /v1/sources/{id}/publish.
+	Push []PushSource `koanf:"push"`
+	// Sources switches built-in sources by id (e.g. "codex"); absent means on.
+	Sources map[string]SourceSwitch `koanf:"sources"`
+	// Window is how far back journals are read at start (recent sessions).
+	Window time.Duration `koanf:"window"`
+	// Linger is how long an exited session stays listed.
+	Linger time.Duration `koanf:"linger"`
+	// Heartbeat is the idle interval of the stream's ": ping" comment.
+	Heartbeat time.Duration `koanf:"heartbeat"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `koanf:"logLevel"`
+	// ClaudeConfigDir is Claude Code's home (CLAUDE_CONFIG_DIR, ~/.claude).
+	ClaudeConfigDir string `koanf:"claudeConfigDir"`
+	// CodexHome is Codex's home (CODEX_HOME, ~/.codex).
+	CodexHome string `koanf:"codexHome"`
+	// ExampleAgentHome is the reference example agent's home
+	// (EXAMPLE_AGENT_HOME); empty turns the example source off.
+	ExampleAgentHome string `koanf:"exampleAgentHome"`
+	// Addr is the address the client subcommands dial (AGENTBRIDGE_ADDR);
+	// empty means Listen. The server ignores it.
+	Addr string `koanf:"addr"`
+
+	// File is the YAML file that was loaded, empty when none was.
+	File string `koanf:"-"`
+}
+
+// PushSource declares a push source.
+type PushSource struct {
+	ID          string        `koanf:"id"`
+	DisplayName string        `koanf:"displayName"`
+	Harnesses   []PushHarness `koanf:"harnesses"`
+}
+
+// PushHarness declares one harness of a push source.
+type PushHarness struct {
+	ID          string `koanf:"id"`
+	DisplayName string `koanf:"displayName"`
+}
+
+// SourceSwitch turns a built-in source on or off.
+type SourceSwitch struct {
+	Enabled *bool `koanf:"enabled"`
+}
+
+// SourceEnabled reports whether the built-in source id is switched on
+// (sources.<id>.enabled, default true).
+func (c *Config) SourceEnabled(id string) bool {
+	s, ok := c.Sources[id]
+	return !ok || s.Enabled == nil || *s.Enabled
+}
+
+// ClientAddr is the host:port a client subcommand dials: Addr when set,
+// else Listen.
+func (c *Config) ClientAddr() string {
+	if c.Addr != "" {
+		return c.Addr
+	}
+	return c.Listen
+}
+
+// envKeys maps every AGENTBRIDGE_* variable to its key. Variables outside
+// this map and envIgnored are an error.
+var envKeys = map[string]string{
+	"AGENTBRIDGE_LISTEN":          "listen",
+	"AGENTBRIDGE_ALLOW_REMOTE":    "allowRemote",
+	"AGENTBRIDGE_AUTH":            "auth",
+	"AGENTBRIDGE_TOKEN":           "token",
+	"AGENTBRIDGE_TOKEN_FILE":      "tokenFile",
+	"AGENTBRIDGE_ALLOWED_HOSTS":   "allowedHosts",
+	"AGENTBRIDGE_ALLOWED_ORIGINS": "allowedOrigins",
+	"AGENTBRIDGE_WINDOW":          "window",
+	"AGENTBRIDGE_LINGER":          "linger",
+	"AGENTBRIDGE_HEARTBEAT":       "heartbeat",
+	"AGENTBRIDGE_LOG_LEVEL":       "logLevel",
+	"AGENTBRIDGE_ADDR":            "addr",
+}
+
+// envIgnored are AGENTBRIDGE_* variables that are not settings: the config
+// file's path (read by Load itself) and the test harness's binary path.
+var envIgnored = map[string]bool{
+	"AGENTBRIDGE_CONFIG": true,
+	"AGENTBRIDGE_BIN":    true,
+}
+
+// flagKeys maps each flag Load understands to its key. Load reads only the
+// flags of this table that the given set defines and the user changed.
+var flagKeys = map[string]string{
+	"listen":             "listen",
+	"allow-remote":       "allowRemote",
+	"auth":               "auth",
+	"token-file":         "tokenFile",
+	"allowed-host":       "allowedHosts",
+	"allowed-origin":     "allowedOrigins",
+	"window":             "window",
+	"linger":             "linger",
+	"heartbeat":          "heartbeat",
+	"log-level":          "logLevel",
+	"claude-config-dir":  "claudeConfigDir",
+	"codex-home":         "codexHome",
+	"example-agent-home": "exampleAgentHome",
+	"addr":               "addr",
+}
+
+// RegisterFlags adds the server's flags to fs: --config, --listen,
+// --allow-remote, --auth, --token-file, --allowed-host, --allowed-origin,
+// --window, --linger, --heartbeat, --log-level and the agent homes. There is
+// deliberately no --token: a token in argv is visible to every local user.
+func RegisterFlags(fs *pflag.FlagSet) {
+	fs.String("config", "", "YAML config `file` (default $XDG_CONFIG_HOME/agentbridge/config.yaml when present)")
+	fs.String("listen", DefaultListen, "`host:port` to serve on (port 0 picks a free port)")
+	fs.Bool("allow-remote", false, "permit a non-loopback --listen address (needs --auth token)")
+	fs.String("auth", AuthToken, "authentication: token or none (none only on loopback)")
+	fs.String("token-file", "", "`file` that keeps the generated token (default $XDG_STATE_HOME/agentbridge/token)")
+	fs.StringSlice("allowed-host", nil, "extra Host `name` to answer to (repeatable)")
+	fs.StringSlice("allowed-origin", nil, "browser `origin` allowed cross-origin, e.g. https://app.example (repeatable)")
+	fs.Duration("window", 2*time.Hour, "how far back agent journals are read at start")
+	fs.Duration("linger", 10*time.Minute, "how long exited sessions stay listed")
+	fs.Duration("heartbeat", 15*time.Second, "idle interval of the stream's ping comment")
+	fs.String("log-level", "info", "log level: debug, info, warn or error")
+	fs.String("claude-config-dir", "", "Claude Code home (default $CLAUDE_CONFIG_DIR or ~/.claude)")
+	fs.String("codex-home", "", "Codex home (default $CODEX_HOME or ~/.codex)")
+	fs.String("example-agent-home", "", "example agent home (default $EXAMPLE_AGENT_HOME; unset = off)")
+}
+
+// environ is a KEY=VALUE environment as os.Environ returns it.
+type environ []string
+
+func (e environ) get(key string) string {
+	for i := len(e) - 1; i >= 0; i-- { // the last one wins, as in os.Getenv
+		if k, v, ok := strings.Cut(e[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// Load merges the layers and checks the result. fs holds the parsed
+// command-line flags (nil for none); only flags named as in RegisterFlags
+// are read, and only when the user set them. env is the environment
+// (os.Environ()); HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and the agents'
+// variables are read from it, never from the process.
+//
+// The YAML file is --config, else AGENTBRIDGE_CONFIG, else the default
+// path when it exists; a file named explicitly must exist.
+func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
+	e := environ(env)
+	k := koanf.New(".")
+
+	if err := k.Load(confmap.Provider(defaults(e), "."), nil); err != nil {
+		return nil, fmt.Errorf("load defaults: %w", err)
+	}
+
+	path, explicit := e.get("AGENTBRIDGE_CONFIG"), false
+	if path != "" {
+		explicit = true
+	}
+	if fs != nil {
+		if f := fs.Lookup("config"); f != nil && f.Changed {
+			path, explicit = f.Value.String(), true
+		}
+	}
+	if !explicit {
+		path = defaultConfigFile(e)
+	}
+	loaded := ""
+	if path != "" {
+		_, err := os.Stat(path)
+		switch {
+		case err == nil:
+			if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+				return nil, fmt.Errorf("config file %s: %w", path, err)
+			}
+			loaded = path
+		case explicit || !errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("config file: %w", err)
+		}
+	}
+
+	var unknownEnv []string
+	err := k.Load(envprovider.Provider(".", envprovider.Opt{
+		Prefix:      "AGENTBRIDGE_",
+		EnvironFunc: func() []string { return env },
+		TransformFunc: func(name, v string) (string, any) {
+			if envIgnored[name] {
+				return "", nil
+			}
+			key, ok := envKeys[name]
+			if !ok {
+				unknownEnv = append(unknownEnv, name)
+				return "", nil
+			}
+			if key == "allowedHosts" || key == "allowedOrigins" {
+				return key, splitList(v)
+			}
+			return key, v
+		},
+	}), nil)
+	if err != nil {
+		return nil, fmt.Errorf("load environment: %w", err)
+	}
+	if len(unknownEnv) > 0 {
+		slices.Sort(unknownEnv)
+		return nil, fmt.Errorf("unknown environment variable %s (known: %s)",
+			strings.Join(unknownEnv, ", "), strings.Join(knownEnv(), ", "))
+	}
+
+	if fs != nil {
+		err := k.Load(posflag.ProviderWithFlag(fs, ".", nil, func(f *pflag.Flag) (string, any) {
+			key, ok := flagKeys[f.Name]
+			if !ok {
+				return "", nil
+			}
+			return key, posflag.FlagVal(fs, f)
+		}), nil)
+		if err != nil {
+			return nil, fmt.Errorf("load flags: %w", err)
+		}
+	}
+
+	var c Config
+	dc := &mapstructure.DecoderConfig{
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			mapstructure.StringToTimeDurationHookFunc(),
+			mapstructure.StringToSliceHookFunc(","),
+			mapstructure.TextUnmarshallerHookFunc()),
+		WeaklyTypedInput: true,
+		ErrorUnused:      true,
+		TagName:          "koanf",
+	}
+	if err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{DecoderConfig: dc}); err != nil {
+		where := "config"
+		if loaded != "" {
+			where = "config file " + loaded
+		}
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	c.File = loaded
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func knownEnv() []string {
+	var names []string
+	for n := range envKeys {
+		names = append(names, n)
+	}
+	names = append(names, "AGENTBRIDGE_CONFIG")
+	slices.Sort(names)
+	return names
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// defaults is the bottom layer. The agent homes come from the agents' own
+// variables, as the agents themselves read them.
+func defaults(e environ) map[string]any {
+	home := e.get("HOME")
+	under := func(dir string) string {
+		if home == "" {
+			return ""
+		}
+		return filepath.Join(home, dir)
+	}
+	claude := e.get("CLAUDE_CONFIG_DIR")
+	if claude == "" {
+		claude = under(".claude")
+	}
+	codex := e.get("CODEX_HOME")
+	if codex == "" {
+		codex = under(".codex")
+	}
+	return map[string]any{
+		"listen":           DefaultListen,
+		"allowRemote":      false,
+		"auth":             AuthToken,
+		"token":            "",
+		"tokenFile":        defaultTokenFile(e),
+		"allowedHosts":     []string{},
+		"allowedOrigins":   []string{},
+		"window":           "2h",
+		"linger":           "10m",
+		"heartbeat":        "15s",
+		"logLevel":         "info",
+		"claudeConfigDir":  claude,
+		"codexHome":        codex,
+		"exampleAgentHome": e.get("EXAMPLE_AGENT_HOME"),
+		"addr":             "",
+	}
+}
+
+// defaultConfigFile is $XDG_CONFIG_HOME/agentbridge/config.yaml, or
+// ~/.config/agentbridge/config.yaml; empty when neither can be named.
+func defaultConfigFile(e environ) string {
+	if d := e.get("XDG_CONFIG_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "agentbridge", "config.yaml")
+	}
+	if h := e.get("HOME"); h != "" {
+		return filepath.Join(h, ".config", "agentbridge", "config.yaml")
+	}
+	return ""
+}
+
+// defaultTokenFile is $XDG_STATE_HOME/agentbridge/token, or
+// ~/.local/state/agentbridge/token; empty when neither can be named.
+func defaultTokenFile(e environ) string {
+	if d := e.get("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "agentbridge", "token")
+	}
+	if h := e.get("HOME"); h != "" {
+		return filepath.Join(h, ".local", "state", "agentbridge", "token")
+	}
+	return ""
+}
+
+// idRule is the contract's rule for source and harness ids.
+var idRule = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
+
+// ValidID reports whether s is a valid source or harness id.
+func ValidID(s string) bool { return idRule.MatchString(s) }
+
+// Validate checks every setting and returns all problems found, joined.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+
+	switch c.Auth {
+	case AuthToken, AuthNone:
+	default:
+		bad("auth: %q is not token or none", c.Auth)
+	}
+	loopback, err := ListenIsLoopback(c.Listen)
+	if err != nil {
+		bad("listen: %v", err)
+	} else if !loopback {
+		if c.Auth == AuthNone {
+			bad("listen: auth none is refused on the non-loopback address %s", c.Listen)
+		} else if !c.AllowRemote {
+			bad("listen: %s is not a loopback address; set allowRemote (--allow-remote) to serve on it", c.Listen)
+		}
+	}
+	if c.Token != "" {
+		if err := checkToken(c.Token); err != nil {
+			bad("token: %v", err)
+		}
+	}
+	if c.Auth == AuthToken && c.Token == "" && c.TokenFile == "" {
+		bad("tokenFile: cannot name a token file (HOME and XDG_STATE_HOME are unset); set token or tokenFile")
+	}
+	for _, h := range c.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/ \t@,?#") {
+			bad("allowedHosts: %q is not a host name", h)
+		}
+	}
+	for _, o := range c.AllowedOrigins {
+		if err := checkOrigin(o); err != nil {
+			bad("allowedOrigins: %q: %v", o, err)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+		min  time.Duration
+	}{{"window", c.Window, 0}, {"linger", c.Linger, 0}, {"heartbeat", c.Heartbeat, time.Second}} {
+		if d.v < d.min {
+			bad("%s: %v is below the minimum %v", d.name, d.v, d.min)
+		}
+	}
+	if c.Heartbeat > 15*time.Second {
+		bad("heartbeat: %v is above 15s (the contract's idle ping bound)", c.Heartbeat)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("logLevel: %q is not debug, info, warn or error", c.LogLevel)
+	}
+	seen := map[string]bool{}
+	for i, p := range c.Push {
+		if !ValidID(p.ID) {
+			bad("push[%d].id: %q is not a valid source id ([a-z][a-z0-9-]{0,63})", i, p.ID)
+		} else if seen[p.ID] {
+			bad("push[%d].id: %q is declared twice", i, p.ID)
+		}
+		seen[p.ID] = true
+		if len(p.Harnesses) == 0 {
+			bad("push[%d].harnesses: a push source needs at least one harness", i)
+		}
+		hs := map[string]bool{}
+		for j, h := range p.Harnesses {
+			if !ValidID(h.ID) {
+				bad("push[%d].harnesses[%d].id: %q is not a valid harness id ([a-z][a-z0-9-]{0,63})", i, j, h.ID)
+			} else if hs[h.ID] {
+				bad("push[%d].harnesses[%d].id: %q is declared twice", i, j, h.ID)
+			}
+			hs[h.ID] = true
+		}
+	}
+	for id := range c.Sources {
+		if !ValidID(id) {
+			bad("sources: %q is not a valid source id", id)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ListenIsLoopback reports whether the host:port address listens on
+// loopback only: "localhost" or a loopback IP. An empty host (all
+// interfaces) is not loopback.
+func ListenIsLoopback(addr string) (bool, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, fmt.Errorf("%q is not host:port: %w", addr, err)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return false, fmt.Errorf("%q: bad port", addr)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true, nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false, nil // empty (all interfaces), or a name that may resolve anywhere
+	}
+	return ip.IsLoopback(), nil
+}
+
+func checkOrigin(o string) error {
+	u, err := url.Parse(o)
+	if err != nil {
+		return errors.New("not a URL")
+	}
+	if u.Scheme == "" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return errors.New("want scheme://host[:port] with nothing after it")
+	}
+	if u.String() != o {
+		return errors.New("not in its canonical form")
+	}
+	return nil
+}

@@ -1,0 +1,308 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+)
+
+// setup returns a home directory and an environment pointing at it.
+func setup(t *testing.T, yaml string) (home string, env []string) {
+	t.Helper()
+	home = t.TempDir()
+	env = []string{"HOME=" + home}
+	if yaml != "" {
+		dir := filepath.Join(home, ".config", "agentbridge")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home, env
+}
+
+func flags(t *testing.T, args ...string) *pflag.FlagSet {
+	t.Helper()
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("Parse(%q): %v", args, err)
+	}
+	return fs
+}
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+	home, env := setup(t, "")
+	c, err := Load(flags(t), env)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := &Config{
+		Listen:          "127.0.0.1:7391",
+		Auth:            "token",
+		TokenFile:       filepath.Join(home, ".local/state/agentbridge/token"),
+		AllowedHosts:    []string{},
+		AllowedOrigins:  []string{},
+		Window:          2 * time.Hour,
+		Linger:          10 * time.Minute,
+		Heartbeat:       15 * time.Second,
+		LogLevel:        "info",
+		ClaudeConfigDir: filepath.Join(home, ".claude"),
+		CodexHome:       filepath.Join(home, ".codex"),
+	}
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("Load defaults mismatch (-want +got):\n%s", diff)
+	}
+	if !c.SourceEnabled("codex") {
+		t.Errorf("SourceEnabled(codex) = false by default, want true")
+	}
+}
+
+func TestLoadAgentHomesFromTheirVariables(t *testing.T) {
+	t.Parallel()
+	_, env := setup(t, "")
+	env = append(env, "CLAUDE_CONFIG_DIR=/srv/claude", "CODEX_HOME=/srv/codex",
+		"EXAMPLE_AGENT_HOME=/srv/example", "XDG_STATE_HOME=/srv/state")
+	c, err := Load(nil, env)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	got := []string{c.ClaudeConfigDir, c.CodexHome, c.ExampleAgentHome, c.TokenFile}
+	want := []string{"/srv/claude", "/srv/codex", "/srv/example", "/srv/state/agentbridge/token"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("agent homes mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// Each layer overrides the one before: defaults < file < env < flags.
+func TestLoadLayers(t *testing.T) {
+	t.Parallel()
+	const yaml = "listen: 127.0.0.1:1001\nwindow: 1h\nlogLevel: warn\nallowedHosts: [file.example]\n"
+	tests := []struct {
+		name       string
+		env        []string
+		args       []string
+		wantListen string
+		wantWindow time.Duration
+		wantHosts  []string
+	}{
+		{"file over defaults", nil, nil, "127.0.0.1:1001", time.Hour, []string{"file.example"}},
+		{"env over file", []string{"AGENTBRIDGE_LISTEN=127.0.0.1:1002", "AGENTBRIDGE_ALLOWED_HOSTS=a.example, b.example"}, nil,
+			"127.0.0.1:1002", time.Hour, []string{"a.example", "b.example"}},
+		{"flag over env", []string{"AGENTBRIDGE_LISTEN=127.0.0.1:1002", "AGENTBRIDGE_WINDOW=30m"},
+			[]string{"--listen=127.0.0.1:1003", "--allowed-host=c.example"}, "127.0.0.1:1003", 30 * time.Minute, []string{"c.example"}},
+		{"unchanged flag keeps the file's value", nil, []string{"--linger=1m"}, "127.0.0.1:1001", time.Hour, []string{"file.example"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, env := setup(t, yaml)
+			c, err := Load(flags(t, tt.args...), append(env, tt.env...))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if c.Listen != tt.wantListen || c.Window != tt.wantWindow || c.LogLevel != "warn" {
+				t.Errorf("Load: listen %q window %v logLevel %q, want %q %v warn", c.Listen, c.Window, c.LogLevel, tt.wantListen, tt.wantWindow)
+			}
+			if diff := cmp.Diff(tt.wantHosts, c.AllowedHosts); diff != "" {
+				t.Errorf("allowedHosts mismatch (-want +got):\n%s", diff)
+			}
+			if c.File == "" {
+				t.Errorf("Load: File empty, want the default config file")
+			}
+		})
+	}
+}
+
+func TestLoadPushAndSources(t *testing.T) {
+	t.Parallel()
+	_, env := setup(t, `
+push:
+  - id: example-push
+    displayName: Example Agent
+    harnesses:
+      - {id: example-agent, displayName: Example Agent}
+sources:
+  codex: {enabled: false}
+`)
+	c, err := Load(nil, env)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := []PushSource{{ID: "example-push", DisplayName: "Example Agent",
+		Harnesses: []PushHarness{{ID: "example-agent", DisplayName: "Example Agent"}}}}
+	if diff := cmp.Diff(want, c.Push); diff != "" {
+		t.Errorf("push mismatch (-want +got):\n%s", diff)
+	}
+	if c.SourceEnabled("codex") || !c.SourceEnabled("claude-code") {
+		t.Errorf("SourceEnabled: codex %v claude-code %v, want false true", c.SourceEnabled("codex"), c.SourceEnabled("claude-code"))
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		yaml string
+		env  []string
+		args []string
+		want []string // substrings of the error
+	}{
+		{"unknown file key", "listen: 127.0.0.1:1\nlistne: x\n", nil, nil, []string{"listne"}},
+		{"unknown nested key", "push:\n  - id: p\n    harnesses: [{id: h, colour: red}]\n", nil, nil, []string{"colour"}},
+		{"unknown env", "", []string{"AGENTBRIDGE_LISTN=x"}, nil, []string{"AGENTBRIDGE_LISTN"}},
+		{"bad auth", "", []string{"AGENTBRIDGE_AUTH=maybe"}, nil, []string{"auth", "maybe"}},
+		{"bad duration", "window: forever\n", nil, nil, []string{"window"}},
+		{"negative linger", "", nil, []string{"--linger=-1s"}, []string{"linger"}},
+		{"heartbeat above 15s", "heartbeat: 1m\n", nil, nil, []string{"heartbeat"}},
+		{"bad log level", "logLevel: loud\n", nil, nil, []string{"logLevel", "loud"}},
+		{"bad listen", "", nil, []string{"--listen=7391"}, []string{"listen"}},
+		{"non-loopback without allowRemote", "", nil, []string{"--listen=0.0.0.0:7391"}, []string{"allowRemote"}},
+		{"auth none on non-loopback", "", nil, []string{"--listen=0.0.0.0:7391", "--allow-remote", "--auth=none"}, []string{"auth none"}},
+		{"bad push id", "push:\n  - id: Example_Push\n    harnesses: [{id: h}]\n", nil, nil, []string{"push[0].id", "Example_Push"}},
+		{"push without harnesses", "push:\n  - id: p\n", nil, nil, []string{"push[0].harnesses"}},
+		{"duplicate harness", "push:\n  - id: p\n    harnesses: [{id: h}, {id: h}]\n", nil, nil, []string{"push[0].harnesses[1].id"}},
+		{"short token", "", []string{"AGENTBRIDGE_TOKEN=abc"}, nil, []string{"token"}},
+		{"bad origin", "allowedOrigins: [\"https://app.example/\"]\n", nil, nil, []string{"allowedOrigins"}},
+		{"explicit config missing", "", nil, []string{"--config=/nonexistent/agentbridge.yaml"}, []string{"config file"}},
+		{"env config missing", "", []string{"AGENTBRIDGE_CONFIG=/nonexistent/agentbridge.yaml"}, nil, []string{"config file"}},
+		{"bad yaml", "listen: [\n", nil, nil, []string{"config file"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, env := setup(t, tt.yaml)
+			_, err := Load(flags(t, tt.args...), append(env, tt.env...))
+			if err == nil {
+				t.Fatalf("Load = nil error, want one naming %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Load error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadRemoteAllowedWithToken(t *testing.T) {
+	t.Parallel()
+	_, env := setup(t, "")
+	c, err := Load(flags(t, "--listen=0.0.0.0:7391", "--allow-remote"), env)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if !c.AllowRemote {
+		t.Errorf("AllowRemote = false, want true")
+	}
+}
+
+func TestLoadIgnoresClientAndHarnessVariables(t *testing.T) {
+	t.Parallel()
+	_, env := setup(t, "")
+	c, err := Load(nil, append(env, "AGENTBRIDGE_ADDR=127.0.0.1:9999", "AGENTBRIDGE_BIN=/tmp/agentbridge"))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if c.Listen != DefaultListen || c.ClientAddr() != "127.0.0.1:9999" {
+		t.Errorf("Listen %q ClientAddr %q, want %q 127.0.0.1:9999", c.Listen, c.ClientAddr(), DefaultListen)
+	}
+}
+
+func TestEnsureTokenMakesPrivateFileAndReusesIt(t *testing.T) {
+	t.Parallel()
+	home, env := setup(t, "")
+	c, err := Load(nil, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Token(c); !errors.Is(err, ErrNoToken) {
+		t.Fatalf("Token before the server ran: err %v, want ErrNoToken", err)
+	}
+	if _, err := os.Stat(c.TokenFile); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Token created %s (err %v); clients must not create it", c.TokenFile, err)
+	}
+	t1, err := EnsureToken(c)
+	if err != nil {
+		t.Fatalf("EnsureToken: %v", err)
+	}
+	if len(t1) < 43 {
+		t.Errorf("token %d characters, want at least 43 (256 bits)", len(t1))
+	}
+	fi, err := os.Stat(c.TokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode %04o, want 0600", fi.Mode().Perm())
+	}
+	di, err := os.Stat(filepath.Join(home, ".local/state/agentbridge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if di.Mode().Perm() != 0o700 {
+		t.Errorf("token dir mode %04o, want 0700", di.Mode().Perm())
+	}
+	t2, err := EnsureToken(c)
+	if err != nil || t2 != t1 {
+		t.Errorf("EnsureToken again = %q, %v; want the same token", t2, err)
+	}
+	t3, err := Token(c)
+	if err != nil || t3 != t1 {
+		t.Errorf("Token = %q, %v; want the server's token", t3, err)
+	}
+
+	if err := os.Chmod(c.TokenFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureToken(c); err == nil || !strings.Contains(err.Error(), "0644") {
+		t.Errorf("EnsureToken with a world-readable file: err %v, want a mode error", err)
+	}
+}
+
+func TestTokenPrecedence(t *testing.T) {
+	t.Parallel()
+	_, env := setup(t, "")
+	c, err := Load(nil, append(env, "AGENTBRIDGE_TOKEN=env-token-0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []func(*Config) (string, error){Token, EnsureToken} {
+		if got, err := f(c); err != nil || got != "env-token-0123456789abcdef" {
+			t.Errorf("token = %q, %v; want the environment's", got, err)
+		}
+	}
+	if _, err := os.Stat(c.TokenFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a token file was written although AGENTBRIDGE_TOKEN is set")
+	}
+	c.Auth = AuthNone
+	if got, err := EnsureToken(c); err != nil || got != "" {
+		t.Errorf("EnsureToken with auth none = %q, %v; want empty", got, err)
+	}
+}
+
+func TestListenIsLoopback(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		addr string
+		want bool
+	}{
+		{"127.0.0.1:7391", true}, {"127.1.2.3:0", true}, {"[::1]:7391", true}, {"localhost:7391", true},
+		{"0.0.0.0:7391", false}, {":7391", false}, {"192.168.1.2:7391", false}, {"[::]:7391", false}, {"example.com:80", false},
+	}
+	for _, tt := range tests {
+		got, err := ListenIsLoopback(tt.addr)
+		if err != nil || got != tt.want {
+			t.Errorf("ListenIsLoopback(%q) = %v, %v; want %v", tt.addr, got, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,289 @@
+// The runtime against the real bridge (AGENTBRIDGE_BIN) and a recording fake
+// host: what Terminay would be shown, and every publication rule.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { createBridgeSource, contribution, MAX_RESET_SESSIONS } from '../src/extension.js';
+import { TestBridge, bridgeBinary, freeAddr, snap, waitFor } from '../testkit/bridge.js';
+import { FakeHost } from '../testkit/host.js';
+
+const HARNESSES = contribution.harnesses.map((/** @type {{ id: string }} */ h) => h.id);
+const skip = bridgeBinary() ? false : 'no agentbridge binary: run `make build` or set AGENTBRIDGE_BIN';
+const fast = { min: 20, max: 200 };
+
+/**
+ * Starts a bridge, cleaned up after the test.
+ * @param {import('node:test').TestContext} t
+ * @param {{ addr?: string, token?: string }} [opts]
+ */
+async function bridge(t, opts) {
+  const b = new TestBridge(opts);
+  t.after(() => b.close());
+  await b.start();
+  return b;
+}
+
+/**
+ * Starts the runtime for a fake host; the host is aborted after the test.
+ * @param {import('node:test').TestContext} t
+ * @param {{ addr: string, token: string }} b
+ * @param {readonly string[]} enabled
+ * @param {{ fetch?: typeof fetch }} [extra]
+ */
+async function run(t, b, enabled, extra = {}) {
+  const host = new FakeHost({ harnesses: HARNESSES, enabled });
+  /** @type {string[]} every path the runtime requested */
+  const requests = [];
+  const inner = extra.fetch ?? fetch;
+  /** @type {typeof fetch} */
+  const recording = (input, init) => {
+    requests.push(`${init?.method ?? 'GET'} ${new URL(String(input)).pathname}`);
+    return inner(input, init);
+  };
+  /** @type {() => void} */
+  let stopped = () => {};
+  const stoppedP = new Promise((resolve) => (stopped = () => resolve(undefined)));
+  const runtime = createBridgeSource({
+    harnesses: HARNESSES,
+    addr: b.addr,
+    token: b.token,
+    env: {},
+    backoff: fast,
+    connectTimeout: 5_000,
+    onStopped: stopped,
+    fetch: recording,
+  });
+  t.after(async () => {
+    host.abort();
+    await stoppedP;
+  });
+  await runtime.start(host.start);
+  return { host, stopped: stoppedP, requests };
+}
+
+/**
+ * What the host should show: the bridge's sessions of enabled harnesses.
+ * @param {TestBridge} b
+ * @param {readonly string[]} enabled
+ */
+async function expected(b, enabled) {
+  const all = await b.sessions();
+  return new Map([...all].filter(([, s]) => enabled.includes(s.harness)));
+}
+
+/**
+ * Waits until the host shows exactly what the bridge has.
+ * @param {FakeHost} host
+ * @param {TestBridge} b
+ */
+async function converged(host, b) {
+  /** @type {Map<string, any>} */
+  let want = new Map();
+  await waitFor(async () => {
+    want = await expected(b, host.enabled);
+    return JSON.stringify([...host.sessions].sort()) === JSON.stringify([...want].sort());
+  }, 'the host to show what the bridge has').catch((err) => {
+    assert.deepEqual(Object.fromEntries(host.sessions), Object.fromEntries(want), err.message);
+  });
+  assert.deepEqual(host.violations, []);
+}
+
+test('a reset after start, then the stream as upserts, removes and diagnostics', { skip }, async (t) => {
+  const b = await bridge(t);
+  await b.publish([{ op: 'reset', sessions: [snap('a'), snap('b', 'codex', { cwd: '/work/b' })] }]);
+  const { host, requests } = await run(t, b, ['example-agent', 'codex']);
+
+  assert.equal(host.calls[0].op, 'reset', 'the first call is the reset');
+  assert.deepEqual(
+    /** @type {any} */ (host.calls[0]).sessions.map((/** @type {any} */ s) => s.id).sort(),
+    ['a', 'b'],
+  );
+  await converged(host, b);
+
+  await b.publish([{ op: 'upsert', session: snap('c', 'example-agent', { status: 'waiting', waitingFor: 'Approve shell command' }) }]);
+  await waitFor(() => host.sessions.get('c')?.status === 'waiting', 'upsert of c');
+
+  await b.publish([{ op: 'remove', sessionId: 'a' }]);
+  await waitFor(() => !host.sessions.has('a'), 'remove of a');
+
+  // A lifecycle event reaches the host as the snapshot it produces, never as
+  // an event of its own.
+  await b.publish([{ op: 'event', sessionId: 'd', harness: 'example-agent', event: { kind: 'session.started', title: 'Fresh' } }]);
+  await b.publish([{ op: 'event', sessionId: 'd', event: { kind: 'turn.started', turnId: 't1' } }]);
+  await waitFor(() => host.sessions.get('d')?.status === 'running', 'the folded snapshot of d');
+  assert.equal(host.sessions.get('d').title, 'Fresh');
+
+  await b.publish([{ op: 'diagnostic', diagnostic: { code: 'watch-failed', message: 'the journal watch failed' } }]);
+  await waitFor(() => host.diagnostics('watch-failed').length === 1, 'the diagnostic');
+
+  await converged(host, b);
+  assert.equal(host.count('reset'), 1, 'no reset but the one after start');
+  assert.deepEqual(
+    requests.filter((r) => r.endsWith('/v1/sessions') || r.endsWith('/v1/events')),
+    ['GET /v1/sessions', 'GET /v1/events'],
+    'one listing and one stream: every change came through the stream',
+  );
+  for (const c of host.calls) assert.ok(['reset', 'upsert', 'remove', 'diagnostic'].includes(c.op));
+});
+
+test('more than 1,024 sessions: a full reset, then upserts for the rest', { skip }, async (t) => {
+  const b = await bridge(t);
+  const first = Array.from({ length: 1000 }, (_, i) => snap(`s${i}`));
+  const more = Array.from({ length: 300 }, (_, i) => ({ op: 'upsert', session: snap(`u${i}`, 'codex') }));
+  await b.publish([{ op: 'reset', sessions: first }, ...more]);
+  const { host } = await run(t, b, ['example-agent', 'codex']);
+
+  const reset = /** @type {any} */ (host.calls[0]);
+  assert.equal(reset.op, 'reset');
+  assert.equal(reset.sessions.length, MAX_RESET_SESSIONS);
+  assert.equal(host.calls.slice(1).filter((c) => c.op === 'upsert').length, 1300 - MAX_RESET_SESSIONS);
+  assert.equal(host.sessions.size, 1300);
+  await converged(host, b);
+
+  // A harness change resets again, under the same bound.
+  host.setEnabled(['example-agent']);
+  const second = /** @type {any} */ (host.calls.findLast((c) => c.op === 'reset'));
+  assert.equal(second.sessions.length, 1000);
+  assert.equal(host.sessions.size, 1000);
+  await converged(host, b);
+});
+
+test('a switched-off harness is never shown, and the switch reaches the bridge', { skip }, async (t) => {
+  const b = await bridge(t);
+  await b.publish([{ op: 'reset', sessions: [snap('e1'), snap('c1', 'codex')] }]);
+  const { host } = await run(t, b, ['example-agent']);
+
+  assert.deepEqual([...host.sessions.keys()], ['e1']);
+  await waitFor(async () => (await b.switches()).codex === false, 'codex switched off in the bridge');
+  assert.equal((await b.switches())['example-agent'], true);
+
+  // The user switches codex on: a reset at once, the bridge is told, and
+  // codex sessions published from then on are shown.
+  const before = host.count('reset');
+  host.setEnabled(['example-agent', 'codex']);
+  assert.equal(host.count('reset'), before + 1, 'a reset right after the change');
+  await waitFor(async () => (await b.switches()).codex === true, 'codex switched on in the bridge');
+  await b.publish([{ op: 'upsert', session: snap('c2', 'codex') }]);
+  await waitFor(() => host.sessions.has('c2'), 'the codex session');
+  await converged(host, b);
+
+  // And off again: its sessions go at once, nothing of it comes after.
+  host.setEnabled(['example-agent']);
+  assert.ok(![...host.sessions.values()].some((s) => s.harness === 'codex'));
+  await waitFor(async () => (await b.switches()).codex === false, 'codex switched off again');
+  await b.publish([{ op: 'upsert', session: snap('e2') }]);
+  await waitFor(() => host.sessions.has('e2'), 'the next example-agent session');
+  await converged(host, b);
+});
+
+test('resumes after the bridge restarts', { skip }, async (t) => {
+  const b = await bridge(t);
+  await b.publish([{ op: 'reset', sessions: [snap('old1'), snap('old2')] }]);
+  const { host } = await run(t, b, ['example-agent', 'codex']);
+  await converged(host, b);
+
+  await b.stop();
+  await b.start(); // same address and token; a new run knows nothing yet
+  await b.publish([{ op: 'reset', sessions: [snap('old2', 'example-agent', { status: 'done', lastTurn: 'completed' }), snap('new1', 'codex')] }]);
+  await converged(host, b);
+  assert.equal(host.sessions.get('old2').status, 'done');
+  assert.ok(!host.sessions.has('old1'), 'a session the new run does not know is removed');
+
+  // The stream is followed again: live changes keep coming.
+  await b.publish([{ op: 'upsert', session: snap('new2') }]);
+  await waitFor(() => host.sessions.has('new2'), 'a live upsert after the restart');
+  await converged(host, b);
+});
+
+test('no bridge at start: an empty reset and a diagnostic, then the sessions once it runs', { skip }, async (t) => {
+  const addr = await freeAddr();
+  const b = new TestBridge({ addr });
+  t.after(() => b.close());
+  const { host } = await run(t, b, ['example-agent']);
+  assert.deepEqual(host.calls[0], { op: 'reset', sessions: [] });
+  const diag = host.diagnostics('bridge-unavailable');
+  assert.equal(diag.length, 1);
+  assert.match(/** @type {any} */ (diag[0]).diagnostic.message, new RegExp(addr.replace(/\./g, '\\.')));
+
+  await b.start();
+  await b.publish([{ op: 'reset', sessions: [snap('late')] }]);
+  await waitFor(() => host.sessions.has('late'), 'the session of the bridge started late');
+  assert.equal(host.diagnostics('bridge-unavailable').length, 1, 'the outage is reported once');
+  await converged(host, b);
+});
+
+test('a wrong token is reported, not retried silently', { skip }, async (t) => {
+  const b = await bridge(t);
+  const { host } = await run(t, { addr: b.addr, token: 'wrong-token-0123456789' }, ['example-agent']);
+  assert.deepEqual(host.calls[0], { op: 'reset', sessions: [] });
+  const d = host.diagnostics('bridge-unauthorized');
+  assert.equal(d.length, 1);
+  assert.ok(!/** @type {any} */ (d[0]).diagnostic.message.includes('wrong-token'), 'the message does not show the token');
+});
+
+test('abort releases the stream and the subscription; later calls are ignored', { skip }, async (t) => {
+  const b = await bridge(t);
+  await b.publish([{ op: 'reset', sessions: [snap('a')] }]);
+  let open = 0;
+  /** @type {typeof fetch} */
+  const countingFetch = async (input, init) => {
+    const res = await fetch(input, init);
+    if (!res.body) return res;
+    open++;
+    let closed = false;
+    const close = () => {
+      if (!closed) {
+        closed = true;
+        open--;
+      }
+    };
+    const reader = res.body.getReader();
+    const body = new ReadableStream({
+      async pull(ctrl) {
+        try {
+          const { done, value } = await reader.read();
+          if (done) {
+            close();
+            ctrl.close();
+          } else ctrl.enqueue(value);
+        } catch (err) {
+          close();
+          ctrl.error(err);
+        }
+      },
+      async cancel(reason) {
+        close();
+        await reader.cancel(reason);
+      },
+    });
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+  const { host, stopped } = await run(t, b, ['example-agent'], { fetch: countingFetch });
+  await waitFor(() => open === 1, 'the stream to be the one open response');
+
+  host.abort();
+  await stopped;
+  assert.equal(open, 0, 'the stream is released');
+  assert.equal(host.listeners.size, 0, 'the harness subscription is disposed');
+  assert.equal(host.disposed, 1);
+
+  const calls = host.calls.length;
+  await b.publish([{ op: 'upsert', session: snap('after') }]);
+  host.setEnabled(['example-agent', 'codex']); // no listener is left to hear it
+  await new Promise((r) => setTimeout(r, 100)); // a stream still open would deliver by now
+  assert.equal(host.calls.length, calls, 'nothing is published after abort');
+  assert.equal(host.callsAfterAbort, 0, 'the runtime itself makes no calls after abort');
+});
+
+test('an already aborted signal: nothing is published', { skip }, async (t) => {
+  const b = await bridge(t);
+  const host = new FakeHost({ harnesses: HARNESSES, enabled: ['example-agent'] });
+  host.abort();
+  let stopped = false;
+  const runtime = createBridgeSource({ harnesses: HARNESSES, addr: b.addr, token: b.token, env: {}, onStopped: () => (stopped = true) });
+  await runtime.start(host.start);
+  assert.ok(stopped);
+  assert.equal(host.calls.length + host.callsAfterAbort, 0);
+  assert.equal(host.listeners.size, 0);
+});

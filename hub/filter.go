@@ -1,0 +1,189 @@
+package hub
+
+import (
+	"slices"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/proc"
+	"github.com/agentbridge/agentbridge/project"
+)
+
+func (f Filter) empty() bool {
+	return len(f.Sources) == 0 && len(f.Harnesses) == 0 && len(f.Statuses) == 0 && f.Project == "" && f.AncestorPID == 0
+}
+
+func (f Filter) sourceOK(id string) bool {
+	return len(f.Sources) == 0 || slices.Contains(f.Sources, id)
+}
+
+// maxCache bounds a matcher's memo of project and ancestry answers.
+const maxCache = 4096
+
+// matcher evaluates a Filter, remembering project and ancestry answers
+// (they read the file system and /proc) per cwd and pid. It is not safe for
+// concurrent use.
+type matcher struct {
+	f        Filter
+	procRoot string
+	proj     map[string]bool
+	anc      map[int]bool
+}
+
+func newMatcher(f Filter, procRoot string) *matcher {
+	return &matcher{f: f, procRoot: procRoot, proj: map[string]bool{}, anc: map[int]bool{}}
+}
+
+// match reports whether the session s of source selects under the filter.
+func (m *matcher) match(source string, s *agentbridge.Snapshot) bool {
+	f := m.f
+	if !f.sourceOK(source) {
+		return false
+	}
+	if len(f.Harnesses) > 0 && !slices.Contains(f.Harnesses, s.Harness) {
+		return false
+	}
+	if len(f.Statuses) > 0 && !slices.Contains(f.Statuses, s.Status) {
+		return false
+	}
+	if f.Project != "" {
+		if s.Cwd == "" {
+			return false
+		}
+		ok, seen := m.proj[s.Cwd]
+		if !seen {
+			ok = project.Contains(f.Project, s.Cwd)
+			if len(m.proj) >= maxCache {
+				clear(m.proj)
+			}
+			m.proj[s.Cwd] = ok
+		}
+		if !ok {
+			return false
+		}
+	}
+	if f.AncestorPID != 0 {
+		if s.PID == 0 {
+			return false
+		}
+		ok, seen := m.anc[s.PID]
+		if !seen {
+			ok = proc.Descends(m.procRoot, s.PID, f.AncestorPID)
+			if len(m.anc) >= maxCache {
+				clear(m.anc)
+			}
+			m.anc[s.PID] = ok
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// view is what one filtered subscriber has been shown: per source, whether
+// it knows exactly which sessions the client holds (after a reset) and
+// which ones it does (true) or does not (false) hold.
+type view struct {
+	m   *matcher
+	vis map[string]*shown
+}
+
+type shown struct {
+	known bool // after a reset: an id missing from ids is not held
+	ids   map[string]bool
+}
+
+func newView(f Filter, procRoot string) *view {
+	return &view{m: newMatcher(f, procRoot), vis: map[string]*shown{}}
+}
+
+func (v *view) src(id string) *shown {
+	s := v.vis[id]
+	if s == nil {
+		s = &shown{ids: map[string]bool{}}
+		v.vis[id] = s
+	}
+	return s
+}
+
+// mayHold reports whether the client may hold the session: it does, or
+// the view cannot know.
+func (s *shown) mayHold(id string) bool {
+	held, seen := s.ids[id]
+	return held || (!seen && !s.known)
+}
+
+// records turns a committed entry into what this subscriber sees.
+func (v *view) records(e *entry) []Record {
+	if !v.m.f.sourceOK(e.source) {
+		return nil
+	}
+	sh := v.src(e.source)
+	switch e.rec.Name {
+	case NameReset:
+		keep := make([]agentbridge.Snapshot, 0, len(e.sessions))
+		sh.known = true
+		clear(sh.ids)
+		for i := range e.sessions {
+			if v.m.match(e.source, &e.sessions[i]) {
+				keep = append(keep, e.sessions[i])
+				sh.ids[e.sessions[i].ID] = true
+			}
+		}
+		if len(keep) == len(e.sessions) {
+			return []Record{e.rec}
+		}
+		return []Record{{Rev: e.rec.Rev, Name: NameReset, Data: encode(resetData{Source: e.source, Sessions: keep})}}
+	case NameUpsert:
+		if v.m.match(e.source, e.snap) {
+			sh.ids[e.sessionID] = true
+			return []Record{e.rec}
+		}
+		if !sh.mayHold(e.sessionID) {
+			return nil
+		}
+		sh.forget(e.sessionID)
+		return []Record{{Rev: e.rec.Rev, Name: NameRemove, Data: encode(removeData{Source: e.source, SessionID: e.sessionID})}}
+	case NameRemove:
+		if !sh.mayHold(e.sessionID) {
+			return nil
+		}
+		sh.forget(e.sessionID)
+		return []Record{e.rec}
+	case NameLifecycle:
+		// Shown when the client holds the session, or will after the
+		// upsert that follows: a client filtered on "running" still learns
+		// that its session's agent finished.
+		if sh.mayHold(e.sessionID) || v.m.match(e.source, e.snap) {
+			return []Record{e.rec}
+		}
+		return nil
+	default: // diagnostic, harnesses
+		return []Record{e.rec}
+	}
+}
+
+// forget records that the client no longer holds id.
+func (s *shown) forget(id string) {
+	if s.known {
+		delete(s.ids, id)
+	} else {
+		s.ids[id] = false
+	}
+}
+
+// initial is the filtered form of a captured source state: a reset of the
+// first MaxResetSessions matching sessions, then upserts for the rest.
+func (v *view) initial(c capture) []Record {
+	sh := v.src(c.source)
+	sh.known = true
+	clear(sh.ids)
+	keep := make([]agentbridge.Snapshot, 0, len(c.sessions))
+	for i := range c.sessions {
+		if v.m.match(c.source, &c.sessions[i]) {
+			keep = append(keep, c.sessions[i])
+			sh.ids[c.sessions[i].ID] = true
+		}
+	}
+	return initialRecords(c.source, keep)
+}

@@ -1,0 +1,761 @@
+package hub
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+func TestRevisionsStartAtClockAndGrowByOne(t *testing.T) {
+	h := newHub(t, Options{})
+	if err := h.AddPush(info("p", "a")); err != nil {
+		t.Fatal(err)
+	}
+	start := uint64(t0.UnixMicro())
+	if got := h.Revision(); got != start {
+		t.Fatalf("Revision() = %d before any record, want the start time in µs %d", got, start)
+	}
+	sub := h.Subscribe(start, true, Filter{})
+	defer sub.Close()
+	err := h.Publish("p", []Op{
+		{Op: OpUpsert, Session: snap("s1", "a", agentbridge.StatusIdle)},
+		{Op: OpUpsert, Session: snap("s2", "a", agentbridge.StatusRunning)},
+		{Op: OpRemove, SessionID: "s1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := drain(t, sub, start+3)
+	want := []Record{
+		{Rev: start + 1, Name: NameUpsert, Data: []byte(`{"source":"p","snapshot":{"id":"s1","harness":"a","status":"idle"}}`)},
+		{Rev: start + 2, Name: NameUpsert, Data: []byte(`{"source":"p","snapshot":{"id":"s2","harness":"a","status":"running"}}`)},
+		{Rev: start + 3, Name: NameRemove, Data: []byte(`{"source":"p","sessionId":"s1"}`)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("records mismatch (-want +got):\n%s", diff)
+	}
+	if start+3 >= 1<<53 {
+		t.Errorf("revision %d does not fit a JavaScript number", start+3)
+	}
+}
+
+func TestPublishAllOrNothing(t *testing.T) {
+	long := strings.Repeat("x", 300)
+	tests := []struct {
+		name string
+		ops  []Op
+		want []string
+	}{
+		{"bad harness in upsert", []Op{
+			{Op: OpUpsert, Session: snap("s1", "a", agentbridge.StatusIdle)},
+			{Op: OpUpsert, Session: snap("s2", "nope", agentbridge.StatusIdle)},
+		}, []string{"$[1].session.harness harness_not_enabled"}},
+		{"every issue, not the first", []Op{
+			{Op: OpUpsert, Session: agentbridge.Snapshot{ID: "bad id", Harness: "a", Status: "sleeping"}},
+			{Op: OpDiagnostic, Diagnostic: agentbridge.Diagnostic{Code: "Bad_Code", Message: "m"}},
+		}, []string{"$[0].session.id invalid_id", "$[0].session.status invalid_enum", "$[1].diagnostic.code invalid_string"}},
+		{"wait.finished needs the wait the earlier op opened", []Op{
+			{Op: OpEvent, SessionID: "s1", Harness: "a", Event: agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w1", State: agentbridge.StatusWaiting}},
+			{Op: OpEvent, SessionID: "s1", Event: agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w2"}},
+			{Op: OpEvent, SessionID: "s1", Event: agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w1"}},
+			{Op: OpUpsert, Session: agentbridge.Snapshot{ID: "s3", Harness: "a", Status: agentbridge.StatusIdle, Title: long}},
+		}, []string{"$[1].event.waitId invalid_id", "$[3].session.title invalid_string"}},
+		{"event for a new session needs a harness", []Op{
+			{Op: OpEvent, SessionID: "s9", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted}},
+			{Op: OpEvent, SessionID: "s8", Harness: "off", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted}},
+		}, []string{"$[0].harness missing_field", "$[1].harness harness_not_enabled"}},
+		{"reset over the limit and duplicates", []Op{
+			{Op: OpReset, Sessions: []agentbridge.Snapshot{snap("d", "a", agentbridge.StatusIdle), snap("d", "a", agentbridge.StatusIdle)}},
+		}, []string{"$[0].sessions[1].id duplicate"}},
+		{"unknown op and bad remove id", []Op{
+			{Op: "patch"},
+			{Op: OpRemove, SessionID: ""},
+		}, []string{"$[0].op invalid_enum", "$[1].sessionId invalid_id"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHub(t, Options{})
+			in := info("p", "a", "off")
+			if err := h.AddPush(in); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.SetHarness("p", "off", false); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap("keep", "a", agentbridge.StatusDone)}}); err != nil {
+				t.Fatal(err)
+			}
+			rev0, before := h.Sessions(Filter{})
+			err := h.Publish("p", tt.ops)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Publish = %v, want ErrInvalid", err)
+			}
+			if diff := cmp.Diff(tt.want, issuePaths(t, err)); diff != "" {
+				t.Errorf("issues mismatch (-want +got):\n%s", diff)
+			}
+			rev1, after := h.Sessions(Filter{})
+			if rev1 != rev0 {
+				t.Errorf("revision moved from %d to %d on a rejected publish", rev0, rev1)
+			}
+			if diff := cmp.Diff(before, after); diff != "" {
+				t.Errorf("rejected publish changed the sessions (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPublishResetLimit(t *testing.T) {
+	h := newHub(t, Options{})
+	if err := h.AddPush(info("p", "a")); err != nil {
+		t.Fatal(err)
+	}
+	var many []agentbridge.Snapshot
+	for i := range validate.MaxResetSessions + 1 {
+		many = append(many, snap(fmt.Sprintf("s%d", i), "a", agentbridge.StatusIdle))
+	}
+	err := h.Publish("p", []Op{{Op: OpReset, Sessions: many}})
+	if diff := cmp.Diff([]string{"$[0].sessions invalid_array"}, issuePaths(t, err)); diff != "" {
+		t.Errorf("issues mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPublishErrors(t *testing.T) {
+	h := newHub(t, Options{})
+	f := newFake(info("run", "a"))
+	if err := h.Add(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Publish("run", nil); !errors.Is(err, ErrNotPush) {
+		t.Errorf("Publish to a running source = %v, want ErrNotPush", err)
+	}
+	if err := h.Publish("nope", nil); !errors.Is(err, ErrUnknownSource) {
+		t.Errorf("Publish to an unknown source = %v, want ErrUnknownSource", err)
+	}
+	if err := h.Add(f); err == nil {
+		t.Error("Add of a duplicate id succeeded")
+	}
+	if _, err := h.SetHarness("nope", "a", false); !errors.Is(err, ErrUnknownSource) {
+		t.Errorf("SetHarness(unknown source) = %v", err)
+	}
+	if _, err := h.SetHarness("run", "zz", false); !errors.Is(err, ErrUnknownHarness) {
+		t.Errorf("SetHarness(unknown harness) = %v", err)
+	}
+}
+
+func TestEventRecords(t *testing.T) {
+	h := newHub(t, Options{})
+	if err := h.AddPush(info("p", "a")); err != nil {
+		t.Fatal(err)
+	}
+	sub := h.Subscribe(h.Revision(), true, Filter{})
+	defer sub.Close()
+	ev := func(id, harness string, e agentbridge.Event) {
+		t.Helper()
+		if err := h.Publish("p", []Op{{Op: OpEvent, SessionID: id, Harness: harness, Event: e}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev("s1", "a", agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "Fix tests"})
+	ev("s1", "", agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "t1", Name: "Bash"})
+	ev("s1", "", agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: "t1"})
+	ev("s1", "", agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess})
+	ev("s1", "", agentbridge.Event{Kind: agentbridge.KindSessionStopped, Reason: "closed"})
+	ev("ghost", "a", agentbridge.Event{Kind: agentbridge.KindSessionStopped})
+	got := drain(t, sub, h.Revision())
+	want := []string{
+		"lifecycle", "upsert", // started: new session
+		"lifecycle", "upsert", // tool.started: idle → running
+		"lifecycle",           // tool.finished: nothing shown changes
+		"lifecycle", "upsert", // agent.done
+		"lifecycle", "remove", // session.stopped
+	}
+	if diff := cmp.Diff(want, names(got)); diff != "" {
+		t.Errorf("record names mismatch (-want +got):\n%s", diff)
+	}
+	var done upsertData
+	mustDecode(t, got[6], &done)
+	if done.Snapshot.LastTurnEndedAt != t0.UnixMilli() {
+		t.Errorf("agent.done without occurredAt: lastTurnEndedAt = %d, want the hub clock %d", done.Snapshot.LastTurnEndedAt, t0.UnixMilli())
+	}
+	var lc lifecycleData
+	mustDecode(t, got[5], &lc)
+	if lc.Event.OccurredAt != t0.UnixMilli() {
+		t.Errorf("stamped lifecycle event occurredAt = %d, want %d", lc.Event.OccurredAt, t0.UnixMilli())
+	}
+	if _, ok := h.Session("p", "s1"); ok {
+		t.Error("session.stopped left the session in place")
+	}
+}
+
+func TestRedactsBeforePublishing(t *testing.T) {
+	h := newHub(t, Options{})
+	if err := h.AddPush(info("p", "a")); err != nil {
+		t.Fatal(err)
+	}
+	secret := "sk-ant-api03-" + strings.Repeat("A", 40)
+	err := h.Publish("p", []Op{
+		{Op: OpEvent, SessionID: "s1", Harness: "a", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "use " + secret}},
+		{Op: OpDiagnostic, Diagnostic: agentbridge.Diagnostic{Code: "bad-key", Message: "key " + secret + " rejected"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := h.Subscribe(0, false, Filter{})
+	defer sub.Close()
+	e, _ := h.Session("p", "s1")
+	all, _ := json.Marshal([]any{e, h.Diagnostics(), sub.Initial})
+	if strings.Contains(string(all), secret) {
+		t.Errorf("a credential reached clients: %s", all)
+	}
+}
+
+func TestResetOverflowBecomesUpserts(t *testing.T) {
+	h := newHub(t, Options{})
+	f := newFake(info("run", "a"))
+	st := running(t, h, f)[0]
+	sub := h.Subscribe(h.Revision(), true, Filter{})
+	defer sub.Close()
+	var ss []*validate.Session
+	for i := range 1500 {
+		ss = append(ss, sessionOf(snap(fmt.Sprintf("s%04d", i), "a", agentbridge.StatusIdle)))
+	}
+	if err := st.Publisher.Reset(ss); err != nil {
+		t.Fatal(err)
+	}
+	got := drain(t, sub, h.Revision())
+	if len(got) != 1+476 || got[0].Name != NameReset {
+		t.Fatalf("got %d records starting with %q, want a reset and 476 upserts", len(got), got[0].Name)
+	}
+	var r resetData
+	mustDecode(t, got[0], &r)
+	if len(r.Sessions) != validate.MaxResetSessions {
+		t.Errorf("reset carries %d sessions, want %d", len(r.Sessions), validate.MaxResetSessions)
+	}
+	// A new client gets the same split.
+	fresh := h.Subscribe(0, false, Filter{})
+	defer fresh.Close()
+	if n := len(fresh.Initial); n != 477 {
+		t.Errorf("initial records = %d, want 477", n)
+	}
+	c := client{}
+	for _, r := range fresh.Initial {
+		c.apply(t, r)
+	}
+	if n := len(c["run"]); n != 1500 {
+		t.Errorf("client holds %d sessions, want 1500", n)
+	}
+}
+
+func TestSubscribeResume(t *testing.T) {
+	h := newHub(t, Options{RingSize: 8})
+	for _, id := range []string{"p", "q"} {
+		if err := h.AddPush(info(id, "a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := h.Revision()
+	up := func(i int) {
+		t.Helper()
+		if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap(fmt.Sprintf("s%d", i), "a", agentbridge.StatusIdle)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 4 {
+		up(i)
+	}
+	mid := h.Revision()
+	for i := 4; i < 10; i++ { // 10 records: the first two leave the ring
+		up(i)
+	}
+	// A client that dropped in the middle of its initial resets.
+	partial := h.Subscribe(0, false, Filter{})
+	partial.Close()
+	if len(partial.Initial) != 2 {
+		t.Fatalf("initial = %d records, want one reset per source", len(partial.Initial))
+	}
+	afterResets := partial.Initial[1].Rev
+	now := h.Revision()
+
+	tests := []struct {
+		name     string
+		since    uint64
+		hasSince bool
+		resumed  bool
+		first    uint64 // first replayed revision
+	}{
+		{"no cursor", 0, false, false, 0},
+		{"in the ring", mid, true, true, mid + 1},
+		{"at the head", now, true, true, 0},
+		{"evicted from the ring", start + 1, true, false, 0},
+		{"earlier run", start - 5_000_000, true, false, 0},
+		{"future", now + 1, true, false, 0},
+		{"inside a partial initial batch", partial.Initial[0].Rev, true, false, 0},
+		{"after a whole initial batch", afterResets, true, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sub := h.Subscribe(tt.since, tt.hasSince, Filter{})
+			defer sub.Close()
+			if sub.Resumed != tt.resumed {
+				t.Fatalf("Resumed = %v, want %v", sub.Resumed, tt.resumed)
+			}
+			if !tt.resumed {
+				if diff := cmp.Diff([]string{"reset", "reset"}, names(sub.Initial)); diff != "" {
+					t.Fatalf("initial mismatch (-want +got):\n%s", diff)
+				}
+				// Ids grow and never repeat, and all are above every
+				// revision the client could have seen before.
+				for i, r := range sub.Initial {
+					if r.Rev <= now || (i > 0 && r.Rev <= sub.Initial[i-1].Rev) {
+						t.Errorf("initial ids %d, %d: must grow past %d", sub.Initial[0].Rev, sub.Initial[1].Rev, now)
+					}
+				}
+				return
+			}
+			if tt.first == 0 {
+				if len(sub.Initial) != 0 {
+					t.Errorf("replay = %d records, want none", len(sub.Initial))
+				}
+				return
+			}
+			var revs []uint64
+			for _, r := range sub.Initial {
+				revs = append(revs, r.Rev)
+			}
+			var want []uint64
+			for r := tt.first; r <= start+10; r++ {
+				want = append(want, r)
+			}
+			if diff := cmp.Diff(want, revs); diff != "" {
+				t.Errorf("replayed revisions mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSlowSubscriberIsCutOff(t *testing.T) {
+	h := newHub(t, Options{QueueSize: 4, Registry: prometheus.NewRegistry()})
+	if err := h.AddPush(info("p", "a")); err != nil {
+		t.Fatal(err)
+	}
+	slow := h.Subscribe(0, false, Filter{})
+	defer slow.Close()
+	fast := h.Subscribe(0, false, Filter{})
+	defer fast.Close()
+	slowFiltered := h.Subscribe(0, false, Filter{Statuses: []agentbridge.Status{agentbridge.StatusRunning}})
+	defer slowFiltered.Close()
+
+	// The publisher goroutine reads each record back from the fast client
+	// before publishing the next, so only the slow ones fall behind; it
+	// finishing at all proves that nothing blocked it.
+	const n = 200
+	published := make(chan error, 1)
+	go func() {
+		for i := range n {
+			st := agentbridge.StatusIdle
+			if i%2 == 1 {
+				st = agentbridge.StatusRunning
+			}
+			if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap("s1", "a", st)}}); err != nil {
+				published <- err
+				return
+			}
+			select {
+			case <-fast.C:
+			case <-fast.Done:
+				published <- errors.New("the reading subscriber was cut off")
+				return
+			}
+		}
+		published <- nil
+	}()
+	select {
+	case err := <-published:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(wait):
+		t.Fatal("the publisher blocked on a slow subscriber")
+	}
+	for _, s := range []*Subscription{slow, slowFiltered} {
+		select {
+		case <-s.Done:
+		case <-time.After(wait):
+			t.Fatal("slow subscriber not cut off")
+		}
+		if !s.CutOff() {
+			t.Error("CutOff() = false for a subscriber that fell behind")
+		}
+	}
+	if fast.CutOff() {
+		t.Error("the reading subscriber was cut off")
+	}
+	if got := testutil.ToFloat64(h.met.cutoffs); got != 2 {
+		t.Errorf("cut-off counter = %v, want 2", got)
+	}
+}
+
+func TestFilteredStream(t *testing.T) {
+	h := newHub(t, Options{})
+	for _, id := range []string{"p", "q"} {
+		if err := h.AddPush(info(id, "a", "b")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub := func(src string, ops ...Op) {
+		t.Helper()
+		if err := h.Publish(src, ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub("p", Op{Op: OpUpsert, Session: snap("s1", "a", agentbridge.StatusRunning)},
+		Op{Op: OpUpsert, Session: snap("s2", "a", agentbridge.StatusIdle)},
+		Op{Op: OpUpsert, Session: snap("s3", "b", agentbridge.StatusRunning)})
+	pub("q", Op{Op: OpUpsert, Session: snap("s1", "a", agentbridge.StatusRunning)})
+
+	f := Filter{Sources: []string{"p"}, Harnesses: []string{"a"}, Statuses: []agentbridge.Status{agentbridge.StatusRunning}}
+	sub := h.Subscribe(0, false, f)
+	defer sub.Close()
+	c := client{}
+	for _, r := range sub.Initial {
+		c.apply(t, r)
+	}
+	want := []Entry{{Source: "p", Snapshot: snap("s1", "a", agentbridge.StatusRunning)}}
+	if diff := cmp.Diff(want, c.entries()); diff != "" {
+		t.Fatalf("initial filtered state mismatch (-want +got):\n%s", diff)
+	}
+
+	pub("p", Op{Op: OpEvent, SessionID: "s1", Event: agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess}})
+	pub("q", Op{Op: OpRemove, SessionID: "s1"})
+	pub("p", Op{Op: OpUpsert, Session: snap("s2", "a", agentbridge.StatusRunning)})
+	got := drain(t, sub, h.Revision())
+	for _, r := range got {
+		c.apply(t, r)
+	}
+	// agent.done takes s1 out of the filter: its event, then a remove; q is
+	// not selected; s2 comes in.
+	if diff := cmp.Diff([]string{"lifecycle", "remove", "upsert"}, names(got)); diff != "" {
+		t.Errorf("filtered records mismatch (-want +got):\n%s", diff)
+	}
+	_, list := h.Sessions(f)
+	if diff := cmp.Diff(list, c.entries()); diff != "" {
+		t.Errorf("filtered client differs from Sessions (-sessions +client):\n%s", diff)
+	}
+}
+
+func TestHarnessSwitchRunningSource(t *testing.T) {
+	h := newHub(t, Options{})
+	f := newFake(info("run", "a", "b"))
+	f.live = []*validate.Session{sessionOf(snap("s1", "a", agentbridge.StatusIdle)), sessionOf(snap("s2", "b", agentbridge.StatusIdle))}
+	st := running(t, h, f)[0]
+	if diff := cmp.Diff([]string{"a", "b"}, st.Enabled); diff != "" {
+		t.Fatalf("Start.Enabled mismatch:\n%s", diff)
+	}
+	if err := st.Publisher.Reset(f.live); err != nil {
+		t.Fatal(err)
+	}
+	sub := h.Subscribe(h.Revision(), true, Filter{})
+	defer sub.Close()
+
+	state, err := h.SetHarness("run", "b", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.Harnesses[1].Enabled {
+		t.Error("SetHarness answered b still enabled")
+	}
+	if _, ok := h.Session("run", "s2"); ok {
+		t.Error("the switched-off harness's session is still listed")
+	}
+	select {
+	case set := <-f.resets:
+		if diff := cmp.Diff([]string{"a"}, set); diff != "" {
+			t.Errorf("Changes value mismatch:\n%s", diff)
+		}
+	case <-time.After(wait):
+		t.Fatal("the source got no Changes value")
+	}
+	got := drain(t, sub, h.Revision())
+	if diff := cmp.Diff([]string{"remove", "harnesses", "reset"}, names(got)); diff != "" {
+		t.Errorf("records mismatch (-want +got):\n%s", diff)
+	}
+	var hr harnessesData
+	mustDecode(t, got[1], &hr)
+	if diff := cmp.Diff([]string{"a"}, hr.EnabledHarnesses); diff != "" {
+		t.Errorf("harnesses record mismatch:\n%s", diff)
+	}
+	err = st.Publisher.Upsert(sessionOf(snap("s2", "b", agentbridge.StatusRunning)))
+	if diff := cmp.Diff([]string{"$.harness harness_not_enabled"}, issuePaths(t, err)); diff != "" {
+		t.Errorf("upsert naming a switched-off harness (-want +got):\n%s", diff)
+	}
+	if _, err := h.SetHarness("run", "b", true); err != nil {
+		t.Fatal(err)
+	}
+	<-f.resets
+	if _, ok := h.Session("run", "s2"); !ok {
+		t.Error("switching back on did not report the live session again")
+	}
+}
+
+func TestHarnessSwitchPushSource(t *testing.T) {
+	h := newHub(t, Options{})
+	if err := h.AddPush(info("p", "a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Publish("p", []Op{{Op: OpReset, Sessions: []agentbridge.Snapshot{snap("s1", "a", agentbridge.StatusIdle), snap("s2", "b", agentbridge.StatusIdle)}}}); err != nil {
+		t.Fatal(err)
+	}
+	sub := h.Subscribe(h.Revision(), true, Filter{})
+	defer sub.Close()
+	if _, err := h.SetHarness("p", "b", false); err != nil {
+		t.Fatal(err)
+	}
+	got := drain(t, sub, h.Revision())
+	if diff := cmp.Diff([]string{"harnesses", "reset"}, names(got)); diff != "" {
+		t.Fatalf("records mismatch (-want +got):\n%s", diff)
+	}
+	var r resetData
+	mustDecode(t, got[1], &r)
+	if diff := cmp.Diff([]agentbridge.Snapshot{snap("s1", "a", agentbridge.StatusIdle)}, r.Sessions); diff != "" {
+		t.Errorf("reset mismatch (-want +got):\n%s", diff)
+	}
+	err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap("s3", "b", agentbridge.StatusIdle)}})
+	if diff := cmp.Diff([]string{"$[0].session.harness harness_not_enabled"}, issuePaths(t, err)); diff != "" {
+		t.Errorf("issues mismatch (-want +got):\n%s", diff)
+	}
+	st := h.Sources()
+	if st[0].Harnesses[1].Enabled || !st[0].Harnesses[0].Enabled || !st[0].Push {
+		t.Errorf("Sources() = %+v", st)
+	}
+}
+
+func TestFailingSourceIsRecorded(t *testing.T) {
+	h := newHub(t, Options{})
+	good := newFake(info("good", "a"))
+	bad := newFake(info("bad", "a"))
+	bad.err = errors.New("open /home/someone/.agent/x.jsonl: permission denied")
+	starts := running(t, h, good, bad)
+	if err := starts[0].Publisher.Upsert(sessionOf(snap("s1", "a", agentbridge.StatusIdle))); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(wait)
+	for {
+		d := h.Diagnostics()
+		if len(d) > 0 {
+			if d[0].Source != "bad" || d[0].Diagnostic.Code != "source-failed" || strings.Contains(d[0].Diagnostic.Message, "/") {
+				t.Errorf("diagnostic = %+v", d[0])
+			}
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatal("no diagnostic for the failed source")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if _, ok := h.Session("good", "s1"); !ok {
+		t.Error("the other source's session is gone")
+	}
+}
+
+func TestDiagnosticsBounded(t *testing.T) {
+	h := newHub(t, Options{})
+	if err := h.AddPush(info("p", "a")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range DefaultDiagnostics + 5 {
+		if err := h.Publish("p", []Op{{Op: OpDiagnostic, Diagnostic: agentbridge.Diagnostic{Code: "c", Message: fmt.Sprint(i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := h.Diagnostics()
+	if len(d) != DefaultDiagnostics || d[0].Diagnostic.Message != "5" || d[len(d)-1].Revision != h.Revision() {
+		t.Errorf("Diagnostics() = %d entries from %q, last rev %d (hub %d)", len(d), d[0].Diagnostic.Message, d[len(d)-1].Revision, h.Revision())
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := newHub(t, Options{Registry: reg})
+	if err := h.AddPush(info("p", "a")); err != nil {
+		t.Fatal(err)
+	}
+	sub := h.Subscribe(0, false, Filter{})
+	if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap("s1", "a", agentbridge.StatusRunning)}}); err != nil {
+		t.Fatal(err)
+	}
+	_ = h.Publish("p", []Op{{Op: OpRemove, SessionID: "bad id"}})
+	want := `
+# HELP agentbridge_publish_rejections_total Publish calls rejected by validation, by source.
+# TYPE agentbridge_publish_rejections_total counter
+agentbridge_publish_rejections_total{source="p"} 1
+# HELP agentbridge_records_published_total Stream records published, by event name.
+# TYPE agentbridge_records_published_total counter
+agentbridge_records_published_total{event="upsert"} 1
+# HELP agentbridge_stream_clients Stream clients connected.
+# TYPE agentbridge_stream_clients gauge
+agentbridge_stream_clients 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"agentbridge_publish_rejections_total", "agentbridge_records_published_total", "agentbridge_stream_clients"); err != nil {
+		t.Error(err)
+	}
+	sub.Close()
+	if got := testutil.ToFloat64(h.met.clients); got != 0 {
+		t.Errorf("clients after Close = %v", got)
+	}
+	n, err := testutil.GatherAndCount(reg, "agentbridge_sessions")
+	if err != nil || n != len(agentbridge.Statuses) {
+		t.Errorf("agentbridge_sessions series = %d (%v), want one per status", n, err)
+	}
+}
+
+// TestStreamFollowsSessions is the key property: a client that reads
+// Sessions at revision N and applies the stream from N in order holds
+// exactly what Sessions returns afterwards — unfiltered, filtered, and from
+// resets — through hundreds of random operations.
+func TestStreamFollowsSessions(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 99))
+			h := newHub(t, Options{RingSize: 100000, QueueSize: 100000})
+			f := newFake(info("run", "a", "b"))
+			st := running(t, h, f)[0]
+			if err := h.AddPush(info("zpush", "a", "b")); err == nil {
+				t.Fatal("AddPush after Run succeeded")
+			}
+
+			filters := []Filter{
+				{},
+				{Statuses: []agentbridge.Status{agentbridge.StatusRunning, agentbridge.StatusWaiting}},
+				{Harnesses: []string{"b"}},
+				{Sources: []string{"run"}, Statuses: []agentbridge.Status{agentbridge.StatusDone}},
+			}
+			type follower struct {
+				f   Filter
+				sub *Subscription
+				c   client
+			}
+			var fs []*follower
+			for _, flt := range filters {
+				rev, list := h.Sessions(flt)
+				sub := h.Subscribe(rev, true, flt)
+				t.Cleanup(sub.Close)
+				fs = append(fs, &follower{flt, sub, fromEntries(list)})
+				fresh := h.Subscribe(0, false, flt)
+				t.Cleanup(fresh.Close)
+				c := client{}
+				for _, r := range fresh.Initial {
+					c.apply(t, r)
+				}
+				fs = append(fs, &follower{flt, fresh, c})
+			}
+
+			ids := []string{"s1", "s2", "s3", "s4", "s5"}
+			statuses := agentbridge.Statuses
+			waits := map[string][]string{}
+			for i := range 400 {
+				id := ids[rng.IntN(len(ids))]
+				harness := []string{"a", "b"}[rng.IntN(2)]
+				var err error
+				switch rng.IntN(10) {
+				case 0:
+					var ss []*validate.Session
+					for _, sid := range ids[:rng.IntN(len(ids))] {
+						ss = append(ss, sessionOf(snap(sid, harness, statuses[rng.IntN(len(statuses))])))
+					}
+					err = st.Publisher.Reset(ss)
+					clear(waits)
+				case 1, 2:
+					err = st.Publisher.Upsert(sessionOf(snap(id, harness, statuses[rng.IntN(len(statuses))])))
+					delete(waits, id)
+				case 3:
+					err = st.Publisher.Remove(id)
+				case 4:
+					w := fmt.Sprint("w", i)
+					err = st.Publisher.Event(id, harness, agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: w, State: agentbridge.StatusWaiting, Reason: "approve"})
+					if err == nil {
+						waits[id] = append(waits[id], w)
+					}
+				case 5:
+					if ws := waits[id]; len(ws) > 0 {
+						err = st.Publisher.Event(id, harness, agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: ws[0]})
+						waits[id] = ws[1:]
+					}
+				case 6:
+					err = st.Publisher.Event(id, harness, agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess})
+					delete(waits, id)
+				case 7:
+					err = st.Publisher.Event(id, harness, agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: fmt.Sprint("t", i)})
+					delete(waits, id)
+				case 8:
+					err = st.Publisher.Event(id, harness, agentbridge.Event{Kind: agentbridge.KindSessionStopped})
+					delete(waits, id)
+				case 9:
+					err = st.Publisher.Diagnostic(agentbridge.Diagnostic{Code: "note", Message: "something"})
+				}
+				if err != nil && !errors.Is(err, ErrInvalid) {
+					t.Fatal(err)
+				}
+			}
+			// A diagnostic every follower sees marks the end.
+			if err := st.Publisher.Diagnostic(agentbridge.Diagnostic{Code: "end", Message: "end"}); err != nil {
+				t.Fatal(err)
+			}
+			rev := h.Revision()
+			for i, fl := range fs {
+				for _, r := range drain(t, fl.sub, rev) {
+					fl.c.apply(t, r)
+				}
+				_, want := h.Sessions(fl.f)
+				if diff := cmp.Diff(want, fl.c.entries()); diff != "" {
+					t.Errorf("follower %d (filter %+v) differs from Sessions (-sessions +client):\n%s", i, fl.f, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestSessionsSortedAndCopied(t *testing.T) {
+	h := newHub(t, Options{})
+	for _, id := range []string{"q", "p"} {
+		if err := h.AddPush(info(id, "a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub := agentbridge.Subagent{ID: "x", Status: agentbridge.SubagentRunning}
+	withSub := snap("b", "a", agentbridge.StatusRunning)
+	withSub.Subagents = []agentbridge.Subagent{sub}
+	for _, src := range []string{"q", "p"} {
+		if err := h.Publish(src, []Op{{Op: OpUpsert, Session: withSub}, {Op: OpUpsert, Session: snap("a", "a", agentbridge.StatusIdle)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, list := h.Sessions(Filter{})
+	var got []string
+	for _, e := range list {
+		got = append(got, e.Source+"/"+e.Snapshot.ID)
+	}
+	if diff := cmp.Diff([]string{"p/a", "p/b", "q/a", "q/b"}, got); diff != "" {
+		t.Errorf("order mismatch (-want +got):\n%s", diff)
+	}
+	list[1].Snapshot.Subagents[0].Status = agentbridge.SubagentFailed
+	if e, _ := h.Session("p", "b"); e.Snapshot.Subagents[0].Status != agentbridge.SubagentRunning {
+		t.Error("changing a returned snapshot changed the hub")
+	}
+	if !slices.Equal([]string{"q", "p"}, []string{h.Sources()[0].ID, h.Sources()[1].ID}) {
+		t.Error("Sources() not in the order added")
+	}
+}

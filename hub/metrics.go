@@ -1,0 +1,83 @@
+package hub
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentbridge/agentbridge"
+)
+
+// metrics are the hub's Prometheus instruments. They always exist, so the
+// hub never checks; they are registered only when Options.Registry is set.
+type metrics struct {
+	records    *prometheus.CounterVec
+	clients    prometheus.Gauge
+	cutoffs    prometheus.Counter
+	rejections *prometheus.CounterVec
+}
+
+func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		records: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentbridge_records_published_total",
+			Help: "Stream records published, by event name.",
+		}, []string{"event"}),
+		clients: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "agentbridge_stream_clients",
+			Help: "Stream clients connected.",
+		}),
+		cutoffs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "agentbridge_stream_clients_cut_off_total",
+			Help: "Stream clients cut off because they did not keep up.",
+		}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentbridge_publish_rejections_total",
+			Help: "Publish calls rejected by validation, by source.",
+		}, []string{"source"}),
+	}
+	if reg == nil {
+		return m
+	}
+	for _, c := range []prometheus.Collector{m.records, m.clients, m.cutoffs, m.rejections, sessionsCollector{h}} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				h.log.Warn("register hub metrics", "err", err)
+			}
+		}
+	}
+	return m
+}
+
+func (m *metrics) published(name string)  { m.records.WithLabelValues(name).Inc() }
+func (m *metrics) rejected(source string) { m.rejections.WithLabelValues(source).Inc() }
+
+var sessionsDesc = prometheus.NewDesc("agentbridge_sessions",
+	"Sessions known to the hub, by source and status.", []string{"source", "status"}, nil)
+
+// sessionsCollector counts sessions at scrape time.
+type sessionsCollector struct{ h *Hub }
+
+func (c sessionsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- sessionsDesc }
+
+func (c sessionsCollector) Collect(ch chan<- prometheus.Metric) {
+	type key struct {
+		source string
+		status agentbridge.Status
+	}
+	counts := map[key]int{}
+	c.h.mu.Lock()
+	order := append([]string(nil), c.h.order...)
+	for _, id := range order {
+		for _, ss := range c.h.sources[id].sessions {
+			counts[key{id, ss.snap.Status}]++
+		}
+	}
+	c.h.mu.Unlock()
+	for _, id := range order {
+		for _, st := range agentbridge.Statuses {
+			ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(counts[key{id, st}]), id, string(st))
+		}
+	}
+}

@@ -1,0 +1,442 @@
+package hub
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// Stream data shapes (CONTRACT section 4).
+type (
+	resetData struct {
+		Source   string                 `json:"source"`
+		Sessions []agentbridge.Snapshot `json:"sessions"`
+	}
+	upsertData struct {
+		Source   string               `json:"source"`
+		Snapshot agentbridge.Snapshot `json:"snapshot"`
+	}
+	removeData struct {
+		Source    string `json:"source"`
+		SessionID string `json:"sessionId"`
+	}
+	diagData struct {
+		Source     string                 `json:"source"`
+		Diagnostic agentbridge.Diagnostic `json:"diagnostic"`
+	}
+	lifecycleData struct {
+		Source    string            `json:"source"`
+		SessionID string            `json:"sessionId"`
+		Event     agentbridge.Event `json:"event"`
+	}
+	harnessesData struct {
+		Source           string   `json:"source"`
+		EnabledHarnesses []string `json:"enabledHarnesses"`
+	}
+)
+
+// encode renders one record's data: compact JSON on one line. The shapes
+// above cannot fail to marshal.
+func encode(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("hub: encode %T: %v", v, err))
+	}
+	return b
+}
+
+// txn is one atomic change to one source: an overlay over its sessions and
+// the records it will emit. Nothing is visible until commit.
+type txn struct {
+	h     *Hub
+	src   *source
+	over  map[string]*sess // nil value: removed
+	reset bool             // over is the whole new state
+	pend  []pending
+}
+
+type pending struct {
+	e    *entry
+	data any
+}
+
+func (h *Hub) begin(s *source) *txn { return &txn{h: h, src: s, over: map[string]*sess{}} }
+
+func (t *txn) get(id string) *sess {
+	if ss, ok := t.over[id]; ok || t.reset {
+		return ss
+	}
+	return t.src.sessions[id]
+}
+
+func (t *txn) add(e *entry, data any) { t.pend = append(t.pend, pending{e, data}) }
+
+func (t *txn) upsert(ss *sess) {
+	t.over[ss.snap.ID] = ss
+	snap := ss.snap
+	t.add(&entry{rec: Record{Name: NameUpsert}, source: t.src.info.ID, sessionID: snap.ID, snap: &snap},
+		upsertData{Source: t.src.info.ID, Snapshot: snap})
+}
+
+func (t *txn) remove(id string) {
+	if t.get(id) == nil {
+		return
+	}
+	if t.reset {
+		delete(t.over, id)
+	} else {
+		t.over[id] = nil
+	}
+	t.add(&entry{rec: Record{Name: NameRemove}, source: t.src.info.ID, sessionID: id},
+		removeData{Source: t.src.info.ID, SessionID: id})
+}
+
+// replaceAll makes items the source's whole state: a reset record with the
+// first validate.MaxResetSessions of them, then upserts for the rest.
+func (t *txn) replaceAll(keep map[string]*sess) {
+	items := make([]*sess, 0, len(keep))
+	for _, ss := range keep {
+		items = append(items, ss)
+	}
+	slices.SortFunc(items, func(a, b *sess) int {
+		if a.snap.ID < b.snap.ID {
+			return -1
+		}
+		return 1
+	})
+	t.replace(items)
+}
+
+func (t *txn) replace(items []*sess) {
+	t.over = make(map[string]*sess, len(items))
+	t.reset = true
+	head := items[:min(len(items), validate.MaxResetSessions)]
+	snaps := make([]agentbridge.Snapshot, len(head))
+	for i, ss := range head {
+		t.over[ss.snap.ID] = ss
+		snaps[i] = ss.snap
+	}
+	t.add(&entry{rec: Record{Name: NameReset}, source: t.src.info.ID, sessions: snaps},
+		resetData{Source: t.src.info.ID, Sessions: snaps})
+	for _, ss := range items[len(head):] {
+		t.upsert(ss)
+	}
+}
+
+// commit applies t to the hub: the state, then one record per pending
+// entry with the next revision, kept in the ring and handed to every
+// subscriber. h.mu must be held.
+func (h *Hub) commit(t *txn) {
+	s := t.src
+	if t.reset {
+		s.sessions = make(map[string]*sess, len(t.over))
+		for id, ss := range t.over {
+			if ss != nil {
+				s.sessions[id] = ss
+			}
+		}
+	} else {
+		for id, ss := range t.over {
+			if ss == nil {
+				delete(s.sessions, id)
+			} else {
+				s.sessions[id] = ss
+			}
+		}
+	}
+	if len(t.pend) == 0 {
+		return
+	}
+	s.ver++
+	for _, p := range t.pend {
+		h.rev++
+		e := p.e
+		e.rec.Rev = h.rev
+		e.rec.Data = encode(p.data)
+		if ev := h.ring.push(e); ev > h.floor {
+			h.floor = ev
+		}
+		if d, ok := p.data.(diagData); ok {
+			h.diags = append(h.diags, DiagnosticEntry{Source: s.info.ID, Revision: h.rev, Diagnostic: d.Diagnostic, At: h.now().UnixMilli()})
+			if n := len(h.diags) - DefaultDiagnostics; n > 0 {
+				h.diags = slices.Delete(h.diags, 0, n)
+			}
+		}
+		h.met.published(e.rec.Name)
+		h.deliver(e)
+	}
+	h.prunePartial()
+}
+
+// finish commits t unless there are issues.
+func (h *Hub) finish(t *txn, issues []validate.Issue) error {
+	if len(issues) > 0 {
+		h.met.rejected(t.src.info.ID)
+		return &InvalidError{Issues: issues}
+	}
+	h.commit(t)
+	return nil
+}
+
+// sessFromFold makes a session from a source's fold state: a private copy
+// with its snapshot redacted.
+func sessFromFold(f *validate.Session) *sess {
+	f = f.Clone()
+	snap := f.Snapshot()
+	validate.RedactSnapshot(&snap)
+	return &sess{fold: f, snap: snap}
+}
+
+func nest(issues []validate.Issue, prefix string) []validate.Issue {
+	if prefix == "$" || len(issues) == 0 {
+		return issues
+	}
+	return validate.Nest(issues, prefix)
+}
+
+// opReset validates and applies a reset. items carry redacted snapshots;
+// folds are made from the snapshots when nil (push). More than
+// MaxResetSessions are refused when strict (push: the contract's limit);
+// otherwise (a running source) the rest become upserts.
+func (t *txn) opReset(prefix string, items []*sess, strict bool) []validate.Issue {
+	snaps := make([]agentbridge.Snapshot, len(items))
+	for i, ss := range items {
+		snaps[i] = ss.snap
+	}
+	var issues []validate.Issue
+	if strict || len(snaps) <= validate.MaxResetSessions {
+		issues = validate.Reset(snaps, t.src.enabled)
+	} else {
+		issues = validate.Reset(snaps[:validate.MaxResetSessions], t.src.enabled)
+		seen := make(map[string]bool, len(snaps))
+		for _, s := range snaps[:validate.MaxResetSessions] {
+			seen[s.ID] = true
+		}
+		for i := validate.MaxResetSessions; i < len(snaps); i++ {
+			p := fmt.Sprintf("$[%d]", i)
+			issues = append(issues, validate.Nest(validate.Snapshot(snaps[i], t.src.enabled), p)...)
+			if seen[snaps[i].ID] {
+				issues = append(issues, validate.Issue{Path: p + ".id", Code: validate.Duplicate, Message: "session id appears twice in the reset"})
+			}
+			seen[snaps[i].ID] = true
+		}
+	}
+	if len(issues) > 0 {
+		return nest(issues, prefix)
+	}
+	for _, ss := range items {
+		if ss.fold == nil {
+			ss.fold = validate.FromSnapshot(ss.snap)
+		}
+	}
+	t.replace(items)
+	return nil
+}
+
+// opUpsert validates and applies one snapshot.
+func (t *txn) opUpsert(prefix string, ss *sess) []validate.Issue {
+	if issues := validate.Snapshot(ss.snap, t.src.enabled); len(issues) > 0 {
+		return nest(issues, prefix)
+	}
+	if ss.fold == nil {
+		ss.fold = validate.FromSnapshot(ss.snap)
+	}
+	if old := t.get(ss.snap.ID); old != nil && reflect.DeepEqual(old.snap, ss.snap) {
+		t.over[ss.snap.ID] = ss // new fold state, nothing a client sees changed
+		return nil
+	}
+	t.upsert(ss)
+	return nil
+}
+
+// idIssues checks a session id as an identity value.
+func idIssues(id, path string) []validate.Issue {
+	if validate.ValidID(id) {
+		return nil
+	}
+	return []validate.Issue{{Path: path, Code: validate.InvalidID, Message: "must be 1-128 bytes of A-Z a-z 0-9 . _ : @ -"}}
+}
+
+// opRemove forgets one session; an unknown id is a no-op.
+func (t *txn) opRemove(prefix, id string) []validate.Issue {
+	if issues := idIssues(id, prefix+".sessionId"); len(issues) > 0 {
+		return issues
+	}
+	t.remove(id)
+	return nil
+}
+
+// opDiagnostic validates and records a diagnostic.
+func (t *txn) opDiagnostic(prefix string, d agentbridge.Diagnostic) []validate.Issue {
+	validate.RedactDiagnostic(&d)
+	if issues := validate.Diagnostic(d); len(issues) > 0 {
+		return nest(issues, prefix)
+	}
+	t.add(&entry{rec: Record{Name: NameDiagnostic}, source: t.src.info.ID},
+		diagData{Source: t.src.info.ID, Diagnostic: d})
+	return nil
+}
+
+// opEvent folds one lifecycle event into a session, creating the session
+// when it is new. Issue paths read from the publish operation: prefix is the
+// operation ("$[2]" or "$"), so ".sessionId", ".harness" and ".event…".
+//
+// An agent.done without occurredAt is stamped with the hub's clock, so that
+// lastTurnEndedAt is always set. A session.stopped emits the lifecycle
+// record and then removes the session; one for a session the hub does not
+// know is a no-op. Every lifecycle event that changes the snapshot is
+// followed by an upsert record, so that a client applying only
+// reset/upsert/remove stays exact.
+func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validate.Issue {
+	validate.RedactEvent(&e)
+	if e.Kind == agentbridge.KindAgentDone && e.OccurredAt == 0 {
+		e.OccurredAt = t.h.now().UnixMilli()
+	}
+	old := t.get(id)
+	var fold *validate.Session
+	if old == nil {
+		issues := idIssues(id, prefix+".sessionId")
+		switch {
+		case harness == "":
+			issues = append(issues, validate.Issue{Path: prefix + ".harness", Code: validate.MissingField, Message: "harness is needed when the event makes a new session"})
+		case !t.src.enabled[harness]:
+			issues = append(issues, validate.Issue{Path: prefix + ".harness", Code: validate.HarnessNotEnabled, Message: "harness is not declared or not switched on for this source"})
+		}
+		if len(issues) > 0 {
+			return issues
+		}
+		fold = validate.NewSession(id, harness)
+	} else {
+		fold = old.fold.Clone()
+	}
+	if issues := fold.Apply(e); len(issues) > 0 {
+		return nest(issues, prefix+".event")
+	}
+	snap := fold.Snapshot()
+	validate.RedactSnapshot(&snap)
+	lc := func(at agentbridge.Snapshot) {
+		t.add(&entry{rec: Record{Name: NameLifecycle}, source: t.src.info.ID, sessionID: id, snap: &at},
+			lifecycleData{Source: t.src.info.ID, SessionID: id, Event: e})
+	}
+	if fold.Stopped() {
+		if old != nil {
+			lc(old.snap)
+			t.remove(id)
+		}
+		return nil
+	}
+	lc(snap)
+	ss := &sess{fold: fold, snap: snap}
+	if old != nil && reflect.DeepEqual(old.snap, snap) {
+		t.over[id] = ss
+		return nil
+	}
+	t.upsert(ss)
+	return nil
+}
+
+// publisher is the Publisher a running source gets.
+type publisher struct {
+	h   *Hub
+	src *source
+}
+
+// do runs one call atomically; calls after the source's context ended are
+// ignored, as the host does.
+func (p *publisher) do(op func(t *txn) []validate.Issue) error {
+	p.h.mu.Lock()
+	defer p.h.mu.Unlock()
+	if p.src.ctx.Err() != nil {
+		return nil
+	}
+	t := p.h.begin(p.src)
+	return p.h.finish(t, op(t))
+}
+
+func (p *publisher) Reset(sessions []*validate.Session) error {
+	return p.do(func(t *txn) []validate.Issue {
+		items := make([]*sess, len(sessions))
+		for i, s := range sessions {
+			if s == nil {
+				return []validate.Issue{{Path: fmt.Sprintf("$[%d]", i), Code: validate.InvalidType, Message: "session is missing"}}
+			}
+			items[i] = sessFromFold(s)
+		}
+		return t.opReset("$", items, false)
+	})
+}
+
+func (p *publisher) Upsert(s *validate.Session) error {
+	if s == nil {
+		return &InvalidError{Issues: []validate.Issue{{Path: "$", Code: validate.InvalidType, Message: "session is missing"}}}
+	}
+	return p.do(func(t *txn) []validate.Issue { return t.opUpsert("$", sessFromFold(s)) })
+}
+
+func (p *publisher) Event(sessionID, harness string, e agentbridge.Event) error {
+	return p.do(func(t *txn) []validate.Issue { return t.opEvent("$", sessionID, harness, e) })
+}
+
+func (p *publisher) Remove(sessionID string) error {
+	return p.do(func(t *txn) []validate.Issue { return t.opRemove("$", sessionID) })
+}
+
+func (p *publisher) Diagnostic(d agentbridge.Diagnostic) error {
+	return p.do(func(t *txn) []validate.Issue { return t.opDiagnostic("$", d) })
+}
+
+// Publish applies the operations of a push source in order, all or
+// nothing: every operation is checked against the state the earlier ones
+// leave, and when any issue arises nothing is applied and an *InvalidError
+// lists every issue, with paths from the array: "$[0].session.harness",
+// "$[2].event.waitId", "$[1].sessions[3].id". (A caller that accepted a
+// single object may rewrite the "$[0]" prefix to "$".) A reset may hold at
+// most validate.MaxResetSessions sessions. It fails with ErrUnknownSource
+// or ErrNotPush for a source that is not a push source.
+func (h *Hub) Publish(sourceID string, ops []Op) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.sources[sourceID]
+	if !ok {
+		return ErrUnknownSource
+	}
+	if s.run != nil || !s.info.Push {
+		return ErrNotPush
+	}
+	t := h.begin(s)
+	var issues []validate.Issue
+	for i, op := range ops {
+		p := fmt.Sprintf("$[%d]", i)
+		// Later operations are checked against the state the valid earlier
+		// ones leave; a rejected one changes nothing.
+		var got []validate.Issue
+		switch op.Op {
+		case OpReset:
+			items := make([]*sess, len(op.Sessions))
+			for j, sn := range op.Sessions {
+				sn = sn.Clone()
+				validate.RedactSnapshot(&sn)
+				items[j] = &sess{snap: sn}
+			}
+			got = t.opReset(p+".sessions", items, true)
+		case OpUpsert:
+			sn := op.Session.Clone()
+			validate.RedactSnapshot(&sn)
+			got = t.opUpsert(p+".session", &sess{snap: sn})
+		case OpRemove:
+			got = t.opRemove(p, op.SessionID)
+		case OpDiagnostic:
+			got = t.opDiagnostic(p+".diagnostic", op.Diagnostic)
+		case OpEvent:
+			got = t.opEvent(p, op.SessionID, op.Harness, op.Event)
+		default:
+			got = []validate.Issue{{Path: p + ".op", Code: validate.InvalidEnum, Message: "op must be one of reset, upsert, remove, diagnostic, event"}}
+		}
+		issues = append(issues, got...)
+	}
+	return h.finish(t, issues)
+}

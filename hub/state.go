@@ -1,0 +1,386 @@
+package hub
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// Defaults of Options.
+const (
+	DefaultRingSize    = 4096    // records kept for resuming clients
+	DefaultRingBytes   = 8 << 20 // encoded bytes kept for resuming clients
+	DefaultQueueSize   = 1024    // records queued per stream client before it is cut off
+	DefaultDiagnostics = 200     // recent diagnostics kept for GET /v1/diagnostics
+)
+
+// Options configure a Hub. The zero value is usable.
+type Options struct {
+	Logger    *slog.Logger          // nil: slog.Default()
+	RingSize  int                   // records kept for resume; 0: DefaultRingSize
+	RingBytes int                   // bytes kept for resume; 0: DefaultRingBytes
+	QueueSize int                   // live queue per subscriber; 0: DefaultQueueSize
+	Now       func() time.Time      // nil: time.Now
+	Registry  prometheus.Registerer // nil: no metrics registered
+	ProcRoot  string                // for the ancestorPid filter; "": "/proc"
+}
+
+// Hub is the ordered, validating state of every source: the sessions they
+// report, the harness switches, the recent diagnostics and the ring of
+// recent stream records. All methods are safe for concurrent use; none
+// blocks on a stream client.
+//
+// Revisions: one counter for the whole hub. It starts at the wall-clock
+// start time in microseconds (so it grows across restarts and stays below
+// 2^53) and grows by one per record. Subscribe may also reserve revisions
+// for the initial resets it hands out (see Subscribe), so consecutive
+// records can differ by more than one; revisions are never reused.
+type Hub struct {
+	log      *slog.Logger
+	now      func() time.Time
+	queue    int
+	procRoot string
+	met      *metrics
+
+	mu        sync.Mutex
+	start     uint64 // the revision before the first record of this run
+	rev       uint64
+	floor     uint64 // cursors at or below it cannot be replayed (evicted or from a partial initial batch)
+	partial   []revRange
+	ring      *ring
+	sources   map[string]*source
+	order     []string // source ids in the order added
+	diags     []DiagnosticEntry
+	subs      map[*Subscription]struct{}
+	running   bool
+	evictions int
+}
+
+// revRange is a closed range of revisions.
+type revRange struct{ lo, hi uint64 }
+
+// source is the hub's view of one source.
+type source struct {
+	info     agentbridge.SourceInfo
+	run      Source // nil for a push source
+	enabled  validate.Harnesses
+	sessions map[string]*sess
+	changes  chan []string // capacity 1: only the latest enabled set is kept
+	ctx      context.Context
+	ver      uint64 // bumped on every commit that touches the source
+	cache    *initCache
+}
+
+// sess is one session: the fold state and the (redacted, valid) snapshot
+// clients see.
+type sess struct {
+	fold *validate.Session
+	snap agentbridge.Snapshot
+}
+
+// New returns an empty hub.
+func New(o Options) *Hub {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.RingSize <= 0 {
+		o.RingSize = DefaultRingSize
+	}
+	if o.RingBytes <= 0 {
+		o.RingBytes = DefaultRingBytes
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = DefaultQueueSize
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ProcRoot == "" {
+		o.ProcRoot = "/proc"
+	}
+	start := uint64(o.Now().UnixMicro())
+	h := &Hub{
+		log:      o.Logger,
+		now:      o.Now,
+		queue:    o.QueueSize,
+		procRoot: o.ProcRoot,
+		start:    start,
+		rev:      start,
+		floor:    start,
+		ring:     newRing(o.RingSize, o.RingBytes),
+		sources:  map[string]*source{},
+		subs:     map[*Subscription]struct{}{},
+	}
+	h.met = newMetrics(h, o.Registry)
+	return h
+}
+
+// Add registers a source that reports by running. Every declared harness
+// starts switched on. It must be called before Run; ids are unique.
+func (h *Hub) Add(src Source) error {
+	return h.add(src.Info(), src)
+}
+
+// AddPush registers a push source declared in the configuration: it has no
+// Run and reports through Publish (POST /v1/sources/{id}/publish). Every
+// declared harness starts switched on.
+func (h *Hub) AddPush(info agentbridge.SourceInfo) error {
+	info.Push = true
+	return h.add(info, nil)
+}
+
+func (h *Hub) add(info agentbridge.SourceInfo, run Source) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.running {
+		return fmt.Errorf("hub: add source %q: the hub is already running", info.ID)
+	}
+	if _, ok := h.sources[info.ID]; ok {
+		return fmt.Errorf("hub: add source %q: duplicate id", info.ID)
+	}
+	if info.ID == "" {
+		return errors.New("hub: add source: empty id")
+	}
+	s := &source{
+		info:     info,
+		run:      run,
+		enabled:  validate.Harnesses{},
+		sessions: map[string]*sess{},
+		changes:  make(chan []string, 1),
+		ctx:      context.Background(),
+	}
+	for _, hr := range info.Harnesses {
+		s.enabled[hr.ID] = true
+	}
+	h.sources[info.ID] = s
+	h.order = append(h.order, info.ID)
+	return nil
+}
+
+// Run runs every added Source in its own goroutine until ctx ends, then
+// waits for all of them and returns nil. A source that returns an error is
+// logged, recorded as a diagnostic (code source-failed) and its sessions are
+// dropped with an empty reset, since nothing keeps them current any more;
+// the others carry on. Run may be called once.
+func (h *Hub) Run(ctx context.Context) error {
+	h.mu.Lock()
+	if h.running {
+		h.mu.Unlock()
+		return errors.New("hub: already running")
+	}
+	h.running = true
+	var runs []*source
+	for _, id := range h.order {
+		s := h.sources[id]
+		s.ctx = ctx
+		if s.run != nil {
+			runs = append(runs, s)
+		}
+	}
+	starts := make([]Start, len(runs))
+	for i, s := range runs {
+		starts[i] = Start{Enabled: s.enabledList(), Changes: s.changes, Publisher: &publisher{h: h, src: s}}
+	}
+	h.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for i, s := range runs {
+		wg.Go(func() {
+			err := s.run.Run(ctx, starts[i])
+			if err == nil || (ctx.Err() != nil && errors.Is(err, ctx.Err())) {
+				return
+			}
+			// The error text may name files; keep it out of the default level.
+			h.log.Warn("source stopped with an error", "source", s.info.ID)
+			h.log.Debug("source error", "source", s.info.ID, "err", err)
+			h.failed(s)
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// failed records that s stopped: a diagnostic and an empty reset.
+func (h *Hub) failed(s *source) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.begin(s)
+	t.add(&entry{rec: Record{Name: NameDiagnostic}, source: s.info.ID},
+		diagData{Source: s.info.ID, Diagnostic: agentbridge.Diagnostic{Code: "source-failed", Message: "the source stopped with an error; see the bridge log"}})
+	t.replaceAll(nil)
+	h.commit(t)
+}
+
+func (s *source) enabledList() []string {
+	out := []string{}
+	for _, hr := range s.info.Harnesses {
+		if s.enabled[hr.ID] {
+			out = append(out, hr.ID)
+		}
+	}
+	return out
+}
+
+func (s *source) state() SourceState {
+	st := SourceState{SourceInfo: s.info, Harnesses: make([]HarnessState, 0, len(s.info.Harnesses))}
+	st.SourceInfo.Harnesses = slices.Clone(s.info.Harnesses)
+	for _, hr := range s.info.Harnesses {
+		st.Harnesses = append(st.Harnesses, HarnessState{Harness: hr, Enabled: s.enabled[hr.ID]})
+	}
+	return st
+}
+
+// Sources returns every source with its harness switches, in the order
+// they were added.
+func (h *Hub) Sources() []SourceState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]SourceState, 0, len(h.order))
+	for _, id := range h.order {
+		out = append(out, h.sources[id].state())
+	}
+	return out
+}
+
+// Source returns one source with its harness switches.
+func (h *Hub) Source(id string) (SourceState, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.sources[id]
+	if !ok {
+		return SourceState{}, false
+	}
+	return s.state(), true
+}
+
+// SetHarness switches one harness of a source on or off and returns the
+// source's new state; it fails with ErrUnknownSource or ErrUnknownHarness.
+// When the switch changes, the hub at once drops the harness's sessions
+// (remove records), emits a harnesses record and hands the new enabled set
+// to the source through Start.Changes (never blocking: an unread older set
+// is replaced), so that the source re-sends a reset. For a push source the
+// hub emits that reset itself, with the sessions that remain.
+func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.sources[sourceID]
+	if !ok {
+		return SourceState{}, ErrUnknownSource
+	}
+	if _, ok := s.enabled[harness]; !ok {
+		return SourceState{}, ErrUnknownHarness
+	}
+	if s.enabled[harness] == enabled {
+		return s.state(), nil
+	}
+	s.enabled[harness] = enabled
+
+	t := h.begin(s)
+	var drop []string
+	if !enabled {
+		for id, ss := range s.sessions {
+			if ss.snap.Harness == harness {
+				drop = append(drop, id)
+			}
+		}
+		slices.Sort(drop)
+	}
+	if s.run != nil {
+		for _, id := range drop {
+			t.remove(id)
+		}
+	}
+	list := s.enabledList()
+	t.add(&entry{rec: Record{Name: NameHarnesses}, source: s.info.ID},
+		harnessesData{Source: s.info.ID, EnabledHarnesses: list})
+	if s.run == nil {
+		keep := map[string]*sess{}
+		for id, ss := range s.sessions {
+			if !slices.Contains(drop, id) {
+				keep[id] = ss
+			}
+		}
+		t.replaceAll(keep)
+	}
+	h.commit(t)
+
+	if s.run != nil && h.running {
+		select {
+		case <-s.changes: // replace an unread older set
+		default:
+		}
+		s.changes <- list // capacity 1 and only senders hold h.mu: never blocks
+	}
+	return s.state(), nil
+}
+
+// Sessions returns the revision and every session that f selects, sorted by
+// source then session id. Applying the stream from that revision on
+// (Subscribe with since = rev) keeps the list exact.
+func (h *Hub) Sessions(f Filter) (uint64, []Entry) {
+	h.mu.Lock()
+	rev := h.rev
+	all := make([]Entry, 0, 64)
+	for _, sid := range h.order {
+		if !f.sourceOK(sid) {
+			continue
+		}
+		for _, ss := range h.sources[sid].sessions {
+			all = append(all, Entry{Source: sid, Snapshot: ss.snap})
+		}
+	}
+	h.mu.Unlock()
+
+	m := newMatcher(f, h.procRoot)
+	out := all[:0]
+	for _, e := range all {
+		if m.match(e.Source, &e.Snapshot) {
+			e.Snapshot = e.Snapshot.Clone()
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b Entry) int {
+		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Snapshot.ID, b.Snapshot.ID))
+	})
+	return rev, out
+}
+
+// Session returns one session.
+func (h *Hub) Session(sourceID, id string) (Entry, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.sources[sourceID]
+	if !ok {
+		return Entry{}, false
+	}
+	ss, ok := s.sessions[id]
+	if !ok {
+		return Entry{}, false
+	}
+	return Entry{Source: sourceID, Snapshot: ss.snap.Clone()}, true
+}
+
+// Diagnostics returns the most recent diagnostics (at most
+// DefaultDiagnostics), oldest first.
+func (h *Hub) Diagnostics() []DiagnosticEntry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.diags)
+}
+
+// Revision returns the current revision: the state Sessions shows now.
+func (h *Hub) Revision() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.rev
+}

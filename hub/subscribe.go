@@ -1,0 +1,302 @@
+package hub
+
+import (
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// maxPartial bounds the remembered revision ranges of initial batches (see
+// Subscribe); forgetting one raises the replay floor instead, which is safe.
+const maxPartial = 4096
+
+// filteredOut is the capacity of a filtered subscription's output channel;
+// its input queue has Options.QueueSize slots.
+const filteredOut = 64
+
+// Subscription is one stream client's view of the hub. Send Initial first,
+// then every record from C, in order; stop when Done is closed. The caller
+// must call Close when done with it.
+type Subscription struct {
+	// Initial holds the records to send first, in order: either the replay
+	// of every record after the cursor (Resumed), or a reset for every
+	// source (with upserts after a reset for sessions beyond the first
+	// validate.MaxResetSessions).
+	Initial []Record
+	// Resumed reports whether Initial replays the records after the cursor
+	// rather than resetting.
+	Resumed bool
+	// C delivers the live records, in revision order. It is never closed.
+	C <-chan Record
+	// Done is closed when the subscription ends: after Close, or when the
+	// client fell behind by a whole queue and was cut off (see CutOff).
+	Done <-chan struct{}
+
+	h    *Hub
+	c    chan Record
+	raw  chan *entry // filtered only: entries waiting for the view
+	view *view       // nil: unfiltered
+	done chan struct{}
+	once sync.Once
+	cut  atomic.Bool
+	wg   sync.WaitGroup
+}
+
+// CutOff reports whether the subscription ended because its client did not
+// keep up. Such a client recovers by resuming from the last id it saw.
+func (s *Subscription) CutOff() bool { return s.cut.Load() }
+
+// Close ends the subscription; it is safe to call more than once and from
+// any goroutine.
+func (s *Subscription) Close() {
+	s.h.mu.Lock()
+	if _, ok := s.h.subs[s]; ok {
+		delete(s.h.subs, s)
+		s.h.met.clients.Dec()
+	}
+	s.h.mu.Unlock()
+	s.end()
+	s.wg.Wait()
+}
+
+func (s *Subscription) end() { s.once.Do(func() { close(s.done) }) }
+
+// Subscribe opens a stream view selected by f.
+//
+// When hasSince is true and the hub still holds every record after since
+// (since is from this run, not beyond the current revision, and not evicted
+// from the ring), Initial replays exactly those records. Otherwise — no
+// cursor, a cursor too old, from the future or from an earlier run —
+// Initial holds one reset per source with the state at the current
+// revision (sessions sorted by id), followed by upserts for sessions beyond
+// the first validate.MaxResetSessions of a source.
+//
+// Ids of initial resets: the hub reserves one fresh revision per initial
+// record, so the ids a client sees always grow and never repeat. The last
+// initial record carries the highest reserved revision; a cursor that names
+// any earlier one (a client dropped in the middle of its initial batch) is
+// not resumable and gets resets again, so no source's reset can be
+// skipped. The state does not change across the reserved revisions.
+//
+// A filtered subscription gets resets with only the matching sessions, an
+// upsert only for a matching session, a remove when a session it saw stops
+// matching, lifecycle records only for sessions it holds or that match
+// after the event (so the event that takes a session out of the filter is
+// still shown, before its remove), and diagnostic
+// and harnesses records of the sources it selects. When it resumes from a
+// cursor, the hub cannot know which sessions it saw, so a non-matching
+// upsert of a session it has not seen since becomes a remove (a no-op for
+// the client if it never had it). Unfiltered subscriptions share one
+// encoding per record.
+//
+// Live records are queued without blocking the hub; a subscriber that falls
+// Options.QueueSize records behind is cut off: Done closes and CutOff
+// reports true.
+func (h *Hub) Subscribe(since uint64, hasSince bool, f Filter) *Subscription {
+	filtered := !f.empty()
+	done := make(chan struct{})
+	s := &Subscription{h: h, done: done, Done: done}
+	if filtered {
+		s.raw = make(chan *entry, h.queue)
+		s.c = make(chan Record, filteredOut)
+		s.view = newView(f, h.procRoot)
+	} else {
+		s.c = make(chan Record, h.queue)
+	}
+	s.C = s.c
+
+	h.mu.Lock()
+	var replay []*entry
+	var captured []capture
+	var base, top uint64
+	if hasSince && h.resumable(since) {
+		s.Resumed = true
+		replay = h.ring.after(since)
+	} else {
+		captured, base, top = h.captureAll(f, filtered)
+	}
+	h.subs[s] = struct{}{}
+	h.met.clients.Inc()
+	h.mu.Unlock()
+
+	switch {
+	case s.Resumed && !filtered:
+		s.Initial = make([]Record, len(replay))
+		for i, e := range replay {
+			s.Initial[i] = e.rec
+		}
+	case s.Resumed:
+		for _, e := range replay {
+			s.Initial = append(s.Initial, s.view.records(e)...)
+		}
+	default:
+		for _, c := range captured {
+			if filtered {
+				s.Initial = append(s.Initial, s.view.initial(c)...)
+			} else {
+				s.Initial = append(s.Initial, c.recs...)
+			}
+		}
+		for i := range s.Initial {
+			s.Initial[i].Rev = base + 1 + uint64(i)
+		}
+		if n := len(s.Initial); n > 0 {
+			s.Initial[n-1].Rev = top
+		}
+	}
+	if filtered {
+		s.wg.Go(s.pump)
+	}
+	return s
+}
+
+// pump turns queued entries into this filtered subscriber's records.
+func (s *Subscription) pump() {
+	for {
+		select {
+		case <-s.done:
+			return
+		case e := <-s.raw:
+			for _, r := range s.view.records(e) {
+				select {
+				case s.c <- r:
+				case <-s.done:
+					return
+				}
+			}
+		}
+	}
+}
+
+// resumable reports whether every record after since is still in the ring.
+// h.mu must be held.
+func (h *Hub) resumable(since uint64) bool {
+	if since < h.floor || since > h.rev {
+		return false
+	}
+	i := sort.Search(len(h.partial), func(i int) bool { return h.partial[i].hi >= since })
+	return i == len(h.partial) || since < h.partial[i].lo
+}
+
+// prunePartial forgets initial-batch ranges that the floor already covers,
+// and the oldest ones beyond maxPartial (raising the floor). h.mu must be
+// held.
+func (h *Hub) prunePartial() {
+	i := 0
+	for i < len(h.partial) && h.partial[i].hi <= h.floor {
+		i++
+	}
+	if n := len(h.partial) - i - maxPartial; n > 0 {
+		i += n
+		h.floor = max(h.floor, h.partial[i-1].hi)
+	}
+	if i > 0 {
+		h.partial = slices.Delete(h.partial, 0, i)
+	}
+}
+
+// capture is one source's state as a new subscriber starts with it.
+type capture struct {
+	source   string
+	sessions []agentbridge.Snapshot // filtered subscribers: sorted by id
+	recs     []Record               // unfiltered subscribers: reset and overflow upserts, Rev unset
+}
+
+// initCache keeps the encoded initial records of a source for as long as
+// the source does not change, so that many clients connecting at once
+// share one encoding.
+type initCache struct {
+	ver  uint64
+	recs []Record
+}
+
+// captureAll takes every selected source's state and reserves one revision
+// per initial record: the records get base+1 … top. h.mu must be held.
+func (h *Hub) captureAll(f Filter, filtered bool) (out []capture, base, top uint64) {
+	k := 0
+	for _, id := range h.order {
+		if !f.sourceOK(id) {
+			continue
+		}
+		src := h.sources[id]
+		snaps := make([]agentbridge.Snapshot, 0, len(src.sessions))
+		for _, ss := range src.sessions {
+			snaps = append(snaps, ss.snap)
+		}
+		c := capture{source: id}
+		if filtered {
+			slices.SortFunc(snaps, bySessionID)
+			c.sessions = snaps
+		} else {
+			if src.cache == nil || src.cache.ver != src.ver {
+				slices.SortFunc(snaps, bySessionID)
+				src.cache = &initCache{ver: src.ver, recs: initialRecords(id, snaps)}
+			}
+			c.recs = src.cache.recs
+		}
+		k += 1 + max(0, len(src.sessions)-validate.MaxResetSessions)
+		out = append(out, c)
+	}
+	base = h.rev
+	h.rev += uint64(k)
+	top = h.rev
+	if k >= 2 {
+		h.partial = append(h.partial, revRange{base + 1, top - 1})
+		h.prunePartial()
+	}
+	return out, base, top
+}
+
+func bySessionID(a, b agentbridge.Snapshot) int {
+	switch {
+	case a.ID < b.ID:
+		return -1
+	case a.ID > b.ID:
+		return 1
+	}
+	return 0
+}
+
+// initialRecords encodes a reset of snaps (the first MaxResetSessions) and
+// upserts for the rest; revisions are left for the caller.
+func initialRecords(source string, snaps []agentbridge.Snapshot) []Record {
+	head := snaps[:min(len(snaps), validate.MaxResetSessions)]
+	out := []Record{{Name: NameReset, Data: encode(resetData{Source: source, Sessions: head})}}
+	for _, sn := range snaps[len(head):] {
+		out = append(out, Record{Name: NameUpsert, Data: encode(upsertData{Source: source, Snapshot: sn})})
+	}
+	return out
+}
+
+// deliver hands a committed entry to every subscriber without blocking;
+// one whose queue is full is cut off. h.mu must be held.
+func (h *Hub) deliver(e *entry) {
+	for s := range h.subs {
+		var ok bool
+		if s.view == nil {
+			select {
+			case s.c <- e.rec:
+				ok = true
+			default:
+			}
+		} else {
+			select {
+			case s.raw <- e:
+				ok = true
+			default:
+			}
+		}
+		if !ok {
+			delete(h.subs, s)
+			s.cut.Store(true)
+			s.end()
+			h.met.clients.Dec()
+			h.met.cutoffs.Inc()
+			h.log.Info("stream client cut off: it did not keep up")
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package proc
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// userHZ is the unit of Stat.StartTime: USER_HZ, 100 on every Linux
+// architecture the bridge runs on (sysconf(_SC_CLK_TCK)).
+const userHZ = 100
+
+var bootOnce = sync.OnceValues(func() (time.Time, error) { return readBoot(Root) })
+
+// StartedAt returns the wall-clock time at which the process of st started,
+// from the boot time in /proc/stat.
+func StartedAt(st Stat) (time.Time, error) {
+	boot, err := bootOnce()
+	if err != nil {
+		return time.Time{}, err
+	}
+	return boot.Add(time.Duration(st.StartTime) * time.Second / userHZ), nil
+}
+
+func readBoot(root string) (time.Time, error) {
+	f, err := os.Open(root + "/stat")
+	if err != nil {
+		return time.Time{}, fmt.Errorf("proc: boot time: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := bytes.CutPrefix(sc.Bytes(), []byte("btime ")); ok {
+			s, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("proc: boot time: %w", err)
+			}
+			return time.Unix(s, 0), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("proc: boot time: no btime in %s/stat", root)
+}

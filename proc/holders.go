@@ -1,0 +1,131 @@
+package proc
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Root is where the proc file system is mounted.
+const Root = "/proc"
+
+// FileKey names a file by device and inode, whatever path reaches it.
+type FileKey struct{ Dev, Ino uint64 }
+
+// KeyOf returns the key of a file from its FileInfo (from os.Stat, Lstat or
+// a DirEntry's Info); false when the info carries no inode.
+func KeyOf(info fs.FileInfo) (FileKey, bool) {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok || st == nil {
+		return FileKey{}, false
+	}
+	return FileKey{Dev: uint64(st.Dev), Ino: st.Ino}, true
+}
+
+// OpenFiles makes one pass over root/*/fd and returns, for each file some
+// other process holds open whose target path passes match (nil: every
+// path-named target), the pids holding it. The bridge's own process,
+// processes that end meanwhile and processes it may not inspect are
+// skipped. Its cost grows with the number of open descriptors on the
+// machine, so call it once per scan, never on a timer.
+func OpenFiles(root string, match func(target string) bool) (map[FileKey][]int, error) {
+	out := map[FileKey][]int{}
+	err := eachFD(root, func(pid int, link, target string) {
+		if match != nil && !match(target) {
+			return
+		}
+		fi, err := os.Stat(link)
+		if err != nil {
+			return
+		}
+		if k, ok := KeyOf(fi); ok {
+			if ps := out[k]; len(ps) == 0 || ps[len(ps)-1] != pid {
+				out[k] = append(ps, pid)
+			}
+		}
+	})
+	return out, err
+}
+
+// FindHolders returns the pids of the processes other than this one that
+// hold the file at path open, in ascending order, from one pass over
+// root/*/fd (run it once when a journal appears, not on a timer). A file
+// renamed since it was opened is still found: descriptors are compared by
+// device and inode.
+func FindHolders(root, path string) ([]int, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("proc: find holders: %w", err)
+	}
+	key, ok := KeyOf(fi)
+	if !ok {
+		return nil, nil
+	}
+	var pids []int
+	err = eachFD(root, func(pid int, link, target string) {
+		if len(pids) > 0 && pids[len(pids)-1] == pid {
+			return
+		}
+		fi, err := os.Stat(link)
+		if err != nil {
+			return
+		}
+		if k, ok := KeyOf(fi); ok && k == key {
+			pids = append(pids, pid)
+		}
+	})
+	return pids, err
+}
+
+// eachFD calls f for every descriptor of every other process whose target
+// is a path (not a socket, pipe or anonymous inode), pids in ascending
+// order. link is root/<pid>/fd/<n>; target what it points to.
+func eachFD(root string, f func(pid int, link, target string)) error {
+	d, err := os.Open(root)
+	if err != nil {
+		return fmt.Errorf("proc: list processes: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("proc: list processes: %w", err)
+	}
+	self := os.Getpid()
+	pids := make([]int, 0, len(names))
+	for _, n := range names {
+		if pid, err := strconv.Atoi(n); err == nil && pid > 0 && pid != self {
+			pids = append(pids, pid)
+		}
+	}
+	sortInts(pids)
+	for _, pid := range pids {
+		dir := filepath.Join(root, strconv.Itoa(pid), "fd")
+		fd, err := os.Open(dir)
+		if err != nil {
+			continue // gone, or not ours to inspect
+		}
+		fds, _ := fd.Readdirnames(-1)
+		fd.Close()
+		for _, n := range fds {
+			link := dir + "/" + n
+			target, err := os.Readlink(link)
+			if err != nil || !strings.HasPrefix(target, "/") {
+				continue
+			}
+			f(pid, link, target)
+		}
+	}
+	return nil
+}
+
+func sortInts(a []int) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j] < a[j-1]; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}

@@ -1,0 +1,475 @@
+package claudecode
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
+)
+
+// Diagnostic codes of this source (besides those of package sources).
+const (
+	codeInvalidRegistry = "invalid-registry-file" // a sessions/<pid>.json that is not a registry entry
+)
+
+// handler is the tailer's Handler for Claude Code: it owns the mappers, the
+// registry table and the subagent transcripts. All its methods run on the
+// tailer's goroutine.
+type handler struct {
+	*sources.Sessions
+	src      *Source
+	ss       *sources.Sessions
+	projects string
+	live     bool // the scan is over
+
+	sessions map[string]*session // by published session id
+	children map[string]*child   // by transcript path
+	pending  map[string][]*child // children waiting for their parent, by parent id
+	regs     map[int]*regProc    // live processes by pid
+	regOn    func(bool)          // starts or stops the registry watcher
+	enabled  bool
+}
+
+// session is one root session's mapper and binding.
+type session struct {
+	m       *Mapper
+	pid     int  // bound live process (registry), 0: none
+	hasFile bool // its transcript exists
+	exited  bool // the mapper was told the bound process exited
+}
+
+// regProc is one live process of the registry.
+type regProc struct {
+	entry RegistryEntry
+	state RegistryState
+	seq   int
+	id    string // published id of the session it writes
+}
+
+// child is one subagent transcript.
+type child struct {
+	kind    fileKind
+	parent  string // published parent session id
+	agentID string
+	meta    childMeta
+	track   *Mapper // follows the child's own turn end when it may own its subagent
+	ended   bool
+	outcome agentbridge.Outcome
+	endAt   int64
+	joined  bool
+	own     bool // the subagent was started from this transcript
+	subID   string
+}
+
+// childMeta is the .meta.json sidecar of a 2.1.2+ subagent transcript.
+type childMeta struct {
+	AgentType   string `json:"agentType"`
+	Description string `json:"description"`
+	ToolUseID   string `json:"toolUseId"`
+}
+
+func newHandler(src *Source, ss *sources.Sessions) *handler {
+	return &handler{
+		Sessions: ss, src: src, ss: ss, projects: src.projectsDir(),
+		sessions: map[string]*session{}, children: map[string]*child{},
+		pending: map[string][]*child{}, regs: map[int]*regProc{},
+		enabled: true,
+	}
+}
+
+// ---- tailer callbacks ----
+
+// Line implements sources.Handler.
+func (h *handler) Line(path string, line []byte) {
+	switch k, sid, agentID := classify(h.projects, path); k {
+	case rootFile:
+		h.rootLine(SessionID(sid), line)
+	case childFile, besideFile:
+		h.childLine(path, k, sid, agentID, line)
+	}
+}
+
+func (h *handler) rootLine(id string, line []byte) {
+	se := h.session(id)
+	se.hasFile = true
+	h.syncExit(id, se)
+	evs, err := se.m.Line(line)
+	if err != nil {
+		h.ss.BadLine(sources.CodeInvalidJSON)
+		return
+	}
+	h.publish(id, se, evs)
+}
+
+// Idle implements sources.Handler: subagent transcripts found in this wake
+// are joined now, after every transcript that changed was read (a new
+// subagents directory is walked before its parent's transcript is read).
+func (h *handler) Idle() {
+	if h.live {
+		for _, id := range sortedKeys(h.pending) {
+			if se := h.sessions[id]; se != nil && se.m.Started() {
+				h.joinPending(id)
+			}
+		}
+	}
+	h.ss.Idle()
+}
+
+// Truncated implements sources.Handler: the transcript is read again from
+// its start, into a fresh mapper.
+func (h *handler) Truncated(path string) {
+	switch k, sid, _ := classify(h.projects, path); k {
+	case rootFile:
+		id := SessionID(sid)
+		if se := h.sessions[id]; se != nil {
+			h.ss.Restart(id)
+			se.m = h.newMapper(id)
+			se.exited = false
+		}
+	case childFile, besideFile:
+		delete(h.children, path)
+	}
+}
+
+// Removed implements sources.Handler: a removed transcript ends its
+// session's observation.
+func (h *handler) Removed(path string) {
+	switch k, sid, _ := classify(h.projects, path); k {
+	case rootFile:
+		id := SessionID(sid)
+		if _, ok := h.sessions[id]; ok {
+			delete(h.sessions, id)
+			h.ss.Stop(id, "transcript removed")
+		}
+	case childFile, besideFile:
+		delete(h.children, path)
+	}
+}
+
+// Rescan implements sources.Handler: everything taken from files is
+// dropped; the registry table is kept (its watcher keeps it current).
+func (h *handler) Rescan() {
+	h.ss.Rescan()
+	h.live = false
+	clear(h.sessions)
+	clear(h.children)
+	clear(h.pending)
+}
+
+// ScanDone implements sources.Handler: it binds the sessions of live
+// processes, reports as exited the sessions no live process writes (when
+// this install keeps a registry), joins the subagent transcripts found,
+// and sends the reset.
+func (h *handler) ScanDone() {
+	if h.enabled {
+		for _, pid := range h.regPIDs() {
+			h.applyRegistry(h.regs[pid], "")
+		}
+		if h.registryExists() {
+			for _, id := range h.sessionIDs() {
+				se := h.sessions[id]
+				if se.pid == 0 && se.hasFile && !se.exited {
+					se.exited = true
+					h.publish(id, se, se.m.Exited(se.m.LastAt(), nil, ""))
+				}
+			}
+		}
+		for _, id := range sortedKeys(h.pending) {
+			if se := h.sessions[id]; se != nil && se.m.Started() {
+				h.joinPending(id)
+			}
+		}
+	}
+	h.live = true
+	h.ss.ScanDone()
+}
+
+// recent is the tailer's Recent: an old transcript is read at a scan when a
+// live process in the registry writes it.
+func (h *handler) recent(path string, _ fs.FileInfo) bool {
+	k, sid, _ := classify(h.projects, path)
+	if k != rootFile {
+		return false
+	}
+	id := SessionID(sid)
+	for _, rp := range h.regs {
+		if rp.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// switchHarnesses applies a new set of enabled harnesses: off releases the
+// transcript and registry watches and resets to nothing; on rebuilds.
+func (h *handler) switchHarnesses(t *sources.Tailer, set []string) {
+	on := slices.Contains(set, Harness)
+	if on == h.enabled {
+		h.ss.Reset()
+		return
+	}
+	h.enabled = on
+	if h.regOn != nil {
+		h.regOn(on)
+	}
+	if on {
+		t.SetRoots([]string{h.src.projectsDir()})
+	} else {
+		clear(h.regs)
+		t.SetRoots(nil)
+	}
+}
+
+// ---- sessions ----
+
+func (h *handler) newMapper(id string) *Mapper {
+	m := NewMapper(id, MapperOptions{InferWaits: true})
+	for _, pid := range h.regPIDs() {
+		if rp := h.regs[pid]; rp.id == id {
+			m = NewMapper(id, MapperOptions{InferWaits: rp.entry.Status == RegistryNone})
+			m.SetOrigin(pid, rp.entry.Cwd, rp.entry.StartedAt)
+		}
+	}
+	return m
+}
+
+func (h *handler) session(id string) *session {
+	se := h.sessions[id]
+	if se == nil {
+		se = &session{m: h.newMapper(id)}
+		h.sessions[id] = se
+	}
+	return se
+}
+
+// publish folds the events into the session (Sessions publishes them once
+// the scan is over). A session the bridge forgot (it stopped after
+// exiting) is restated first.
+func (h *handler) publish(id string, se *session, evs []agentbridge.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	if h.ss.Get(id) == nil && evs[0].Kind != agentbridge.KindSessionStarted {
+		h.ss.Event(id, Harness, se.m.Restate())
+	}
+	for _, e := range evs {
+		h.ss.Event(id, Harness, e)
+	}
+}
+
+// syncExit tells the mapper that its bound process exited when Sessions saw
+// it first (through the pidfd), so that it does not close tools and waits
+// the fold already closed.
+func (h *handler) syncExit(id string, se *session) {
+	if se.pid == 0 || se.exited {
+		return
+	}
+	if s := h.ss.Get(id); s != nil && s.Snapshot().Status == agentbridge.StatusExited {
+		se.exited = true
+		se.m.Exited(0, nil, "")
+	}
+}
+
+func (h *handler) sessionIDs() []string { return sortedKeys(h.sessions) }
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// ---- the registry ----
+
+func (h *handler) registryExists() bool {
+	fi, err := os.Stat(h.src.registryDir())
+	return err == nil && fi.IsDir()
+}
+
+func (h *handler) regPIDs() []int {
+	pids := make([]int, 0, len(h.regs))
+	for pid := range h.regs {
+		pids = append(pids, pid)
+	}
+	sort.Ints(pids)
+	return pids
+}
+
+// loadRegistry fills the registry table before the first scan.
+func (h *handler) loadRegistry(files []regFile) {
+	for _, f := range files {
+		h.registryFile(f)
+	}
+}
+
+// syncRegistry applies a full listing of the registry: processes whose file
+// is gone exit.
+func (h *handler) syncRegistry(files []regFile) {
+	if !h.enabled {
+		return
+	}
+	seen := map[int]bool{}
+	for _, f := range files {
+		seen[f.pid] = true
+		h.registryFile(f)
+	}
+	for _, pid := range h.regPIDs() {
+		if !seen[pid] {
+			h.registryFile(regFile{pid: pid})
+		}
+	}
+}
+
+// registryFile applies one registry file's new content; nil data means the
+// file was removed: the process exited (cleanly). A half-written file is
+// ignored: the last good state stays until the next write.
+func (h *handler) registryFile(f regFile) {
+	if !h.enabled {
+		return
+	}
+	rp := h.regs[f.pid]
+	if f.data == nil {
+		if rp == nil {
+			return
+		}
+		delete(h.regs, f.pid)
+		if se := h.sessions[rp.id]; se != nil && se.pid == f.pid && h.live {
+			h.exit(rp.id, se)
+		}
+		return
+	}
+	e, err := ParseRegistry(f.pid, f.data)
+	if errors.Is(err, ErrPartial) {
+		return
+	}
+	if err != nil {
+		h.ss.BadLine(codeInvalidRegistry)
+		return
+	}
+	if rp == nil {
+		rp = &regProc{}
+		h.regs[f.pid] = rp
+	}
+	prev := rp.id
+	rp.seq++
+	rp.state = nextWait(rp.state, e, rp.seq)
+	rp.entry = e
+	rp.id = SessionID(e.SessionID)
+	if h.live {
+		h.applyRegistry(rp, prev)
+	}
+}
+
+// exit reports the end of a session's process.
+func (h *handler) exit(id string, se *session) {
+	se.pid = 0
+	if se.exited {
+		return
+	}
+	se.exited = true
+	h.publish(id, se, se.m.Exited(0, nil, ""))
+}
+
+// applyRegistry binds a live process to the session it writes now and
+// applies its status. When the process moved to another transcript (/clear,
+// /resume), the session it left stops.
+func (h *handler) applyRegistry(rp *regProc, prev string) {
+	pid := rp.entry.PID
+	if prev != "" && prev != rp.id {
+		if old := h.sessions[prev]; old != nil && old.pid == pid {
+			old.pid = 0
+			old.exited = true
+			old.m.Exited(0, nil, "")
+			h.ss.Stop(prev, "the process moved to another session")
+		}
+	}
+	se := h.session(rp.id)
+	h.syncExit(rp.id, se)
+	if se.pid != pid {
+		se.pid, se.exited = pid, false
+		se.m.SetOrigin(pid, rp.entry.Cwd, rp.entry.StartedAt)
+		if se.m.Started() {
+			h.publish(rp.id, se, []agentbridge.Event{se.m.Restate()})
+		} else {
+			h.publish(rp.id, se, se.m.Start())
+		}
+	}
+	h.publish(rp.id, se, se.m.Registry(rp.state, rp.entry.Changed))
+}
+
+// ---- subagent transcripts ----
+
+func (h *handler) childLine(path string, k fileKind, parentSID, agentID string, line []byte) {
+	c := h.children[path]
+	if c == nil {
+		c = &child{kind: k, agentID: agentID}
+		h.children[path] = c
+		if k == besideFile {
+			// 2.0.x: the sidechain's records name the parent session; its
+			// lifecycle comes from the parent's Task tool, so the file is
+			// only kept from becoming a root session.
+			return
+		}
+		c.parent = SessionID(parentSID)
+		c.meta = readMeta(path)
+		if c.meta.ToolUseID == "" {
+			c.track = NewMapper(c.parent, MapperOptions{})
+		}
+		h.pending[c.parent] = append(h.pending[c.parent], c) // joined at Idle or ScanDone
+	}
+	if c.track == nil || c.ended {
+		return
+	}
+	evs, err := c.track.Line(line)
+	if err != nil {
+		return
+	}
+	for _, e := range evs {
+		if e.Kind == agentbridge.KindAgentDone {
+			c.ended, c.outcome, c.endAt = true, e.Outcome, e.OccurredAt
+		}
+	}
+	if c.ended && c.joined && c.own {
+		if se := h.sessions[c.parent]; se != nil {
+			h.publish(c.parent, se, se.m.ChildDone(c.subID, c.outcome, c.endAt))
+		}
+	}
+}
+
+// joinPending joins the waiting subagent transcripts of a started parent.
+func (h *handler) joinPending(parent string) {
+	se := h.sessions[parent]
+	list := h.pending[parent]
+	delete(h.pending, parent)
+	for _, c := range list {
+		if c.joined {
+			continue
+		}
+		c.joined = true
+		evs, subID, own := se.m.Child(c.agentID, c.meta.ToolUseID, c.meta.AgentType, c.meta.Description, 0)
+		c.subID, c.own = subID, own
+		h.publish(parent, se, evs)
+		if own && c.ended {
+			h.publish(parent, se, se.m.ChildDone(subID, c.outcome, c.endAt))
+		}
+	}
+}
+
+// readMeta reads a child transcript's .meta.json sidecar; a missing or
+// malformed one gives a zero childMeta.
+func readMeta(path string) childMeta {
+	var m childMeta
+	b, err := os.ReadFile(strings.TrimSuffix(path, ".jsonl") + ".meta.json")
+	if err == nil && len(b) < 1<<20 {
+		_ = json.Unmarshal(b, &m)
+	}
+	return m
+}

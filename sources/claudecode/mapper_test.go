@@ -1,0 +1,261 @@
+package claudecode
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// step is one input to a mapper in a rule test: a transcript line, or a
+// registry state when reg is set.
+type step struct {
+	line string
+	reg  *RegistryState
+}
+
+func lines(ls ...string) []step {
+	out := make([]step, len(ls))
+	for i, l := range ls {
+		out[i] = step{line: l}
+	}
+	return out
+}
+
+func regStep(st RegistryStatus, waitingFor, id string) step {
+	return step{reg: &RegistryState{Status: st, WaitingFor: waitingFor, WaitID: id}}
+}
+
+// run feeds steps to a fresh mapper and folds the events; it fails the test
+// on any event the fold rejects.
+func run(t *testing.T, infer bool, steps []step) (agentbridge.Snapshot, []agentbridge.Event) {
+	t.Helper()
+	m := NewMapper("s-1", MapperOptions{InferWaits: infer})
+	s := validate.NewSession("s-1", Harness)
+	var all []agentbridge.Event
+	fold := func(evs []agentbridge.Event) {
+		for _, e := range evs {
+			if is := s.Apply(e); len(is) > 0 {
+				t.Fatalf("fold rejects %s: %+v", e.Kind, is)
+			}
+			all = append(all, e)
+		}
+	}
+	for _, st := range steps {
+		if st.reg != nil {
+			fold(m.Registry(*st.reg, 0))
+			continue
+		}
+		evs, err := m.Line([]byte(st.line))
+		if err != nil && !errors.Is(err, ErrMalformed) {
+			t.Fatal(err)
+		}
+		fold(evs)
+	}
+	return s.Snapshot(), all
+}
+
+const sid = "s-1"
+
+func u(text string) string {
+	return rec(sid, 1, "user", fmt.Sprintf(`"promptId":"p-%d","message":{"role":"user","content":%q}`, len(text), text))
+}
+
+func TestMapperRules(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		infer    bool
+		steps    []step
+		status   agentbridge.Status
+		lastTurn agentbridge.LastTurn
+		title    string
+		waiting  string
+		subs     string // "id:status,…"
+	}{
+		{name: "a prompt starts a turn", steps: lines(u("fix the bug")),
+			status: agentbridge.StatusRunning, title: "fix the bug"},
+		{name: "turn_duration ends it", steps: lines(u("hi"), reply(sid, 2, "hello", ""), rec(sid, 3, "system", `"subtype":"turn_duration"`)),
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi"},
+		{name: "end_turn with no open tool ends it (versions without turn_duration)", steps: lines(u("hi"), reply(sid, 2, "hello", "end_turn")),
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi"},
+		{name: "end_turn with an open tool does not", steps: lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{}`), reply(sid, 3, "x", "end_turn")),
+			status: agentbridge.StatusRunning, title: "hi"},
+		{name: "interrupt marker cancels", steps: lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{}`),
+			rec(sid, 3, "user", `"message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}`)),
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCancelled, title: "hi"},
+		{name: "interrupt with the next prompt appended", steps: lines(u("hi"),
+			rec(sid, 3, "user", `"message":{"role":"user","content":"[Request interrupted by user] do this instead"}`)),
+			status: agentbridge.StatusRunning, lastTurn: agentbridge.LastTurnCancelled, title: "hi"},
+		{name: "API error record fails the turn", steps: lines(u("hi"),
+			rec(sid, 2, "assistant", `"isApiErrorMessage":true,"error":"authentication_failed","apiErrorStatus":401,"message":{"model":"<synthetic>","content":[{"type":"text","text":"Please run /login"}]}`)),
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnFailed, title: "hi"},
+		{name: "an api_error retry notice is not an end", steps: lines(u("hi"), rec(sid, 2, "system", `"subtype":"api_error","retryAttempt":1,"maxRetries":10`)),
+			status: agentbridge.StatusRunning, title: "hi"},
+		{name: "compaction is not a new turn", steps: lines(u("hi"), reply(sid, 2, "x", "end_turn"),
+			rec(sid, 3, "system", `"subtype":"compact_boundary","compactMetadata":{"trigger":"auto"}`),
+			rec(sid, 4, "user", `"isCompactSummary":true,"isVisibleInTranscriptOnly":true,"message":{"role":"user","content":"Summary of the conversation"}`)),
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi"},
+		{name: "slash commands, caveats, meta and reminders are not prompts", steps: lines(
+			rec(sid, 1, "user", `"message":{"role":"user","content":"<command-name>/model</command-name>"}`),
+			rec(sid, 2, "user", `"message":{"role":"user","content":"<local-command-stdout>ok</local-command-stdout>"}`),
+			rec(sid, 3, "user", `"message":{"role":"user","content":"Caveat: the messages below"}`),
+			rec(sid, 4, "user", `"isMeta":true,"message":{"role":"user","content":"Base directory for this skill"}`),
+			rec(sid, 5, "user", `"message":{"role":"user","content":"<system-reminder>x</system-reminder>"}`)),
+			status: agentbridge.StatusIdle},
+		{name: "title: custom-title beats ai-title beats summary beats prompt", steps: lines(u("the prompt"),
+			`{"type":"summary","summary":"a summary"}`, `{"type":"custom-title","customTitle":"mine"}`, `{"type":"ai-title","aiTitle":"the ai's"}`),
+			status: agentbridge.StatusRunning, title: "mine"},
+		{name: "title: ai-title beats summary", steps: lines(u("the prompt"), `{"type":"summary","summary":"a summary"}`, `{"type":"ai-title","aiTitle":"the ai's"}`),
+			status: agentbridge.StatusRunning, title: "the ai's"},
+		{name: "title: paths shortened, credentials redacted, bounded", steps: lines(u("deploy /home/alice/keys/prod.pem with sk-ant-api03-" + strings.Repeat("a", 90) + " " + strings.Repeat("x", 300))),
+			status: agentbridge.StatusRunning, title: "?"},
+		{name: "sidechain records (1.0 inline) are not the session's", steps: lines(u("hi"),
+			rec(sid, 2, "user", `"isSidechain":true,"message":{"role":"user","content":"subagent prompt"}`),
+			rec(sid, 3, "assistant", `"isSidechain":true,"message":{"model":"haiku","content":[{"type":"text","text":"x"}],"stop_reason":"end_turn"}`)),
+			status: agentbridge.StatusRunning, title: "hi"},
+		{name: "denied tool is cancelled, the turn goes on", steps: lines(u("hi"), toolUse(sid, 2, "t1", "Edit", `{}`),
+			toolResult(sid, 3, "t1", "The user doesn't want to proceed with this tool use. The tool use was rejected", true, `"User rejected tool use"`)),
+			status: agentbridge.StatusRunning, title: "hi"},
+		{name: "AskUserQuestion pending is inferred waiting", infer: true, steps: lines(u("ask me"), toolUse(sid, 2, "t1", "AskUserQuestion", `{"questions":[]}`)),
+			status: agentbridge.StatusWaiting, title: "ask me", waiting: "answer a question"},
+		{name: "ExitPlanMode pending is inferred waiting", infer: true, steps: lines(u("plan"), toolUse(sid, 2, "t1", "ExitPlanMode", `{"plan":"p"}`)),
+			status: agentbridge.StatusWaiting, title: "plan", waiting: "approve the plan"},
+		{name: "answered question: running again", infer: true, steps: lines(u("ask me"), toolUse(sid, 2, "t1", "AskUserQuestion", `{}`), toolResult(sid, 3, "t1", "User has answered", false, "")),
+			status: agentbridge.StatusRunning, title: "ask me"},
+		{name: "no inference without the option (a registry observes waits)", steps: lines(u("ask me"), toolUse(sid, 2, "t1", "AskUserQuestion", `{}`)),
+			status: agentbridge.StatusRunning, title: "ask me"},
+		{name: "registry waiting during a turn", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{}`)), regStep(RegistryWaiting, "approve Bash", "w1")),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "approve Bash"},
+		{name: "registry approved", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{}`)), regStep(RegistryWaiting, "approve Bash", "w1"), regStep(RegistryBusy, "", "")),
+			status: agentbridge.StatusRunning, title: "hi"},
+		{name: "registry status closes inferred waits", infer: true, steps: append(lines(u("q"), toolUse(sid, 2, "t1", "AskUserQuestion", `{}`)), regStep(RegistryBusy, "", "")),
+			status: agentbridge.StatusRunning, title: "q"},
+		{name: "registry waiting before the prompt opens with the turn", steps: append([]step{regStep(RegistryWaiting, "approve Bash", "w1")}, lines(u("hi"))...),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "approve Bash"},
+		{name: "registry waiting with no turn (a dialog at the prompt) is not shown", steps: append(lines(u("hi"), reply(sid, 2, "x", "end_turn")), regStep(RegistryWaiting, "dialog open", "w1")),
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi"},
+		{name: "subagent: Agent tool_use to tool_result status", steps: lines(u("go"),
+			toolUse(sid, 2, "ta", "Agent", `{"description":"Survey","subagent_type":"Explore"}`),
+			toolUse(sid, 3, "tb", "Task", `{"description":"Fail"}`),
+			toolUse(sid, 4, "tc", "Agent", `{"description":"Bg"}`),
+			toolResult(sid, 5, "ta", "done", false, `{"status":"completed","agentId":"a1"}`),
+			toolResult(sid, 6, "tb", "boom", true, `{"status":"failed"}`),
+			toolResult(sid, 7, "tc", "Async agent launched", false, `{"status":"async_launched","agentId":"a3"}`),
+			reply(sid, 8, "launched", "end_turn")),
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "go", subs: "ta:completed,tb:failed,tc:running"},
+		{name: "background subagent ends with its task-notification", steps: lines(u("go"),
+			toolUse(sid, 2, "tc", "Agent", `{"description":"Bg"}`),
+			toolResult(sid, 3, "tc", "Async agent launched", false, `{"status":"async_launched","agentId":"a3"}`),
+			reply(sid, 4, "launched", "end_turn"),
+			rec(sid, 5, "user", `"origin":{"kind":"task-notification"},"message":{"role":"user","content":"<task-notification>\n<task-id>a3</task-id>\n<tool-use-id>tc</tool-use-id>\n<status>completed</status>"}`)),
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "go", subs: "tc:completed"},
+		{name: "interrupted turn cancels its foreground subagent", steps: lines(u("go"),
+			toolUse(sid, 2, "ta", "Agent", `{"description":"Survey"}`),
+			rec(sid, 3, "user", `"message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}`)),
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCancelled, title: "go", subs: "ta:cancelled"},
+		{name: "malformed and unknown lines are skipped", steps: lines("{nope", "[1]", `{"type":"brand-new-type","x":1}`, `{"no":"type"}`, u("hi")),
+			status: agentbridge.StatusRunning, title: "hi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, _ := run(t, tc.infer, tc.steps)
+			if snap.Status != tc.status || snap.LastTurn != tc.lastTurn || snap.WaitingFor != tc.waiting {
+				t.Errorf("status %q lastTurn %q waitingFor %q; want %q %q %q", snap.Status, snap.LastTurn, snap.WaitingFor, tc.status, tc.lastTurn, tc.waiting)
+			}
+			if tc.title == "?" {
+				if strings.Contains(snap.Title, "alice") || strings.Contains(snap.Title, "sk-ant") || len([]rune(snap.Title)) > 200 {
+					t.Errorf("title leaks or is too long: %q", snap.Title)
+				}
+			} else if snap.Title != tc.title {
+				t.Errorf("title %q, want %q", snap.Title, tc.title)
+			}
+			var subs []string
+			for _, s := range snap.Subagents {
+				subs = append(subs, s.ID+":"+string(s.Status))
+			}
+			if got := strings.Join(subs, ","); got != tc.subs {
+				t.Errorf("subagents %q, want %q", got, tc.subs)
+			}
+		})
+	}
+}
+
+func TestMalformedLine(t *testing.T) {
+	m := NewMapper("s", MapperOptions{})
+	for _, l := range []string{"{not json", "[1,2]", `"str"`, "42", `{"type":"user","message":`} {
+		evs, err := m.Line([]byte(l))
+		if !errors.Is(err, ErrMalformed) || len(evs) != 0 {
+			t.Errorf("%q: events %v err %v; want no event and ErrMalformed", l, evs, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "json") && strings.Contains(err.Error(), l) {
+			t.Errorf("%q: the error quotes the line: %v", l, err)
+		}
+	}
+}
+
+func TestTurnIDsUnique(t *testing.T) {
+	// Two prompts that share a promptId (or carry an unusable one) still
+	// get distinct, valid turn ids.
+	_, evs := run(t, false, lines(
+		rec(sid, 1, "user", `"promptId":"same","message":{"role":"user","content":"one"}`), reply(sid, 2, "x", "end_turn"),
+		rec(sid, 3, "user", `"promptId":"same","message":{"role":"user","content":"two"}`), reply(sid, 4, "x", "end_turn"),
+		rec(sid, 5, "user", `"promptId":"[trimmed for fixture]","uuid":"also bad","message":{"role":"user","content":"three"}`)))
+	seen := map[string]bool{}
+	for _, e := range evs {
+		if e.Kind != agentbridge.KindTurnStarted {
+			continue
+		}
+		if seen[e.TurnID] || !validID(e.TurnID) {
+			t.Errorf("turn id %q repeated or invalid", e.TurnID)
+		}
+		seen[e.TurnID] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("%d turns, want 3", len(seen))
+	}
+}
+
+func TestSafeID(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"toolu_01FUU3kHfh1aksNtQQSYSuse", "toolu_01FUU3kHfh1aksNtQQSYSuse"},
+		{"5d7e0c1a-2b3c-4d5e-8f90-a1b2c3d4e5f6", "5d7e0c1a-2b3c-4d5e-8f90-a1b2c3d4e5f6"},
+		{"", ""},
+	} {
+		if got := safeID(tc.in); got != tc.want {
+			t.Errorf("safeID(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"[trimmed for fixture]", strings.Repeat("a", 129), "a b", "ü"} {
+		got := safeID(bad)
+		if !validID(got) || got == bad || safeID(bad) != got {
+			t.Errorf("safeID(%q) = %q: want a valid, stable, derived id", bad, got)
+		}
+	}
+}
+
+func TestScrubPaths(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"look at /home/alice/src/app.go please", "look at …/app.go please"},
+		{"run `ls /etc/passwd`", "run `ls …/passwd`"},
+		{"(/Users/bob/x/) and /tmp", "(…/x) and /tmp"},
+		{"see https://example.com/a/b", "see https://example.com/a/b"},
+		{"a/b/c relative", "a/b/c relative"},
+	} {
+		if got := scrubPaths(tc.in); got != tc.want {
+			t.Errorf("scrubPaths(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCleanCwd(t *testing.T) {
+	for in, want := range map[string]string{
+		"/work/proj": "/work/proj", "/work/proj/": "/work/proj", "/": "/",
+		"relative": "", `C:\Users\x`: "", "/a/../b": "", "/a//b": "", "/a/./b": "", "": "", "/a\x00b": "",
+	} {
+		if got := cleanCwd(in); got != want {
+			t.Errorf("cleanCwd(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package claudecode
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+)
+
+func TestInfo(t *testing.T) {
+	withReg := t.TempDir()
+	if err := os.Mkdir(filepath.Join(withReg, "sessions"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, dir string
+		waiting   agentbridge.Observation
+	}{
+		{"registry present", withReg, agentbridge.Observed},
+		{"no registry (older Claude Code)", t.TempDir(), agentbridge.Inferred},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info := New(Options{ConfigDir: tc.dir}).Info()
+			if info.ID != "claude-code" || info.DisplayName != "Claude Code" {
+				t.Errorf("id/name %q %q", info.ID, info.DisplayName)
+			}
+			if len(info.Harnesses) != 1 || info.Harnesses[0] != (agentbridge.Harness{ID: "claude-code", DisplayName: "Claude Code"}) {
+				t.Errorf("harnesses %+v", info.Harnesses)
+			}
+			if !slices.Equal(info.EnvironmentVariables, []string{"CLAUDE_CONFIG_DIR"}) {
+				t.Errorf("env %v", info.EnvironmentVariables)
+			}
+			want := map[string]agentbridge.Observation{"waiting": tc.waiting, "exited": agentbridge.Observed, "subagents": agentbridge.Observed}
+			for k, v := range want {
+				if info.Observes[k] != v {
+					t.Errorf("observes[%s] = %q, want %q", k, info.Observes[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaultConfigDir(t *testing.T) {
+	t.Setenv("CLAUDE_CONFIG_DIR", "/opt/claude")
+	if d, err := DefaultConfigDir(); err != nil || d != "/opt/claude" {
+		t.Errorf("with CLAUDE_CONFIG_DIR: %q %v", d, err)
+	}
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
+	t.Setenv("HOME", "/home/someone")
+	if d, err := DefaultConfigDir(); err != nil || d != "/home/someone/.claude" {
+		t.Errorf("default: %q %v", d, err)
+	}
+}
+
+// TestClearFollowsPID: /clear (or /resume) rewrites the registry's
+// sessionId; the process's live state moves to the new transcript and the
+// session it left is removed.
+func TestClearFollowsPID(t *testing.T) {
+	e := startLive(t, nil)
+	p := helper(t)
+	pid := p.Process.Pid
+	const a, b = "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
+	e.registry(pid, a, "idle", "", 1)
+	e.append(filepath.Join("projects", "-work-proj", a+".jsonl"), prompt(a, 1, "p-a", "first"), reply(a, 2, "ok", "end_turn"))
+	e.view.waitFor(t, "first session", a, status(agentbridge.StatusDone))
+
+	e.registry(pid, b, "idle", "", 2)
+	e.view.waitFor(t, "old session removed", a, func(_ agentbridge.Snapshot, found bool) bool { return !found })
+	s := e.view.waitFor(t, "new session bound", b, status(agentbridge.StatusIdle))
+	if s.PID != pid {
+		t.Errorf("new session pid %d, want %d", s.PID, pid)
+	}
+	e.append(filepath.Join("projects", "-work-proj", b+".jsonl"), prompt(b, 3, "p-b", "second"))
+	s = e.view.waitFor(t, "new transcript", b, status(agentbridge.StatusRunning))
+	if s.PID != pid || s.Title != "second" {
+		t.Errorf("new session %+v", s)
+	}
+}
+
+// TestRegistryRemovedExits: a clean exit removes the registry file.
+func TestRegistryRemovedExits(t *testing.T) {
+	e := startLive(t, nil)
+	p := helper(t)
+	pid := p.Process.Pid
+	const sid = "cccccccc-0000-4000-8000-000000000003"
+	e.registry(pid, sid, "busy", "", 1)
+	e.append(filepath.Join("projects", "-work-proj", sid+".jsonl"), prompt(sid, 1, "p", "go"),
+		toolUse(sid, 2, "toolu_x", "Agent", `{"description":"helper","subagent_type":"Explore"}`))
+	e.view.waitFor(t, "running with a subagent", sid, func(s agentbridge.Snapshot, ok bool) bool {
+		return ok && s.Status == agentbridge.StatusRunning && len(s.Subagents) == 1
+	})
+	if err := os.Remove(filepath.Join(e.dir, "sessions", fmt.Sprintf("%d.json", pid))); err != nil {
+		t.Fatal(err)
+	}
+	s := e.view.waitFor(t, "registry removed", sid, status(agentbridge.StatusExited))
+	if s.Subagents[0].Status != agentbridge.SubagentCancelled {
+		t.Errorf("subagent %q after exit, want cancelled", s.Subagents[0].Status)
+	}
+}
+
+// TestStartupScan: at start only recent transcripts and those of live
+// processes are read; a session no live process writes is reported exited
+// (and dropped when it ended long ago); subagent transcripts never become
+// root sessions; the bridge then sleeps (no wake-up without a change).
+func TestStartupScan(t *testing.T) {
+	p := helper(t)
+	pid := p.Process.Pid
+	const live, old, recent, dead = "11111111-0000-4000-8000-00000000000a", "22222222-0000-4000-8000-00000000000b",
+		"33333333-0000-4000-8000-00000000000c", "44444444-0000-4000-8000-00000000000d"
+	longAgo := time.Now().Add(-30 * 24 * time.Hour)
+	now := time.Now()
+	var src *Source
+	e := startLiveWith(t, func(dir string) {
+		proj := filepath.Join(dir, "projects", "-work-proj")
+		write := func(name string, mtime time.Time, lines ...string) {
+			p := filepath.Join(proj, name)
+			_ = os.MkdirAll(filepath.Dir(p), 0o755)
+			var b []byte
+			for _, l := range lines {
+				b = append(b, l+"\n"...)
+			}
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(p, mtime, mtime); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A live process writes an old transcript (a resumed session).
+		write(live+".jsonl", longAgo, prompt(live, 1, "p1", "resumed work"))
+		// Many old transcripts of finished sessions: never opened.
+		for i := range 50 {
+			write(fmt.Sprintf("%08d-0000-4000-8000-000000000000.jsonl", i), longAgo, prompt("x", 1, "p", "old"))
+		}
+		write(old+".jsonl", longAgo, prompt(old, 1, "p", "old"))
+		// A recent transcript whose process is gone, last written now.
+		write(recent+".jsonl", now, rec(recent, 1, "user", fmt.Sprintf(`"timestamp":%q,"message":{"role":"user","content":"just now"}`, now.UTC().Format(time.RFC3339Nano))))
+		// A recent file whose last record is from long ago: exited long ago.
+		write(dead+".jsonl", now, prompt(dead, 1, "p", "ancient"))
+		// Subagent transcripts, both layouts, are never root sessions.
+		write(filepath.Join(recent, "subagents", "agent-abc.jsonl"), now, rec(recent, 2, "user", `"isSidechain":true,"agentId":"abc","message":{"role":"user","content":"sub"}`))
+		write("agent-5f1e2d3c.jsonl", now, rec(recent, 3, "user", `"isSidechain":true,"message":{"role":"user","content":"sub"}`))
+		b := fmt.Sprintf(`{"pid":%d,"sessionId":%q,"cwd":"/work/proj","startedAt":%d,"status":"busy"}`, pid, live, time.Now().Add(-time.Second).UnixMilli())
+		if err := os.WriteFile(filepath.Join(dir, "sessions", fmt.Sprintf("%d.json", pid)), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}, &src)
+
+	s := e.view.waitFor(t, "live old transcript", live, status(agentbridge.StatusRunning))
+	if s.PID != pid || s.Title != "resumed work" {
+		t.Errorf("live session %+v", s)
+	}
+	s = e.view.waitFor(t, "recent transcript without a process", recent, status(agentbridge.StatusExited))
+	if s.PID != 0 {
+		t.Errorf("exited session has pid %d", s.PID)
+	}
+	e.view.mu.Lock()
+	ids := make([]string, 0, len(e.view.snaps))
+	for id := range e.view.snaps {
+		ids = append(ids, id)
+	}
+	e.view.mu.Unlock()
+	slices.Sort(ids)
+	if want := []string{live, recent}; !slices.Equal(ids, want) {
+		t.Errorf("sessions after the scan: %v, want %v", ids, want)
+	}
+	tl := src.tailer.Load()
+	if n := tl.Opens(); n > 6 {
+		t.Errorf("the scan opened %d transcripts; old ones must only be stat'ed", n)
+	}
+	before := tl.Wakes()
+	time.Sleep(300 * time.Millisecond)
+	if after := tl.Wakes(); after != before {
+		t.Errorf("the source woke %d times while nothing changed", after-before)
+	}
+}
+
+// TestHarnessSwitch: switching the harness off empties the source and
+// releases its watches; on again reports the live sessions again.
+func TestHarnessSwitch(t *testing.T) {
+	e := startLive(t, nil)
+	const sid = "dddddddd-0000-4000-8000-000000000004"
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	e.append(filepath.Join("projects", "-p", sid+".jsonl"), rec(sid, 1, "user", fmt.Sprintf(`"timestamp":%q,"message":{"role":"user","content":"hello"}`, now)))
+	e.view.waitFor(t, "session seen", sid, func(_ agentbridge.Snapshot, ok bool) bool { return ok })
+	if _, err := e.hub.SetHarness(SourceID, Harness, false); err != nil {
+		t.Fatal(err)
+	}
+	e.view.waitFor(t, "switched off", sid, func(_ agentbridge.Snapshot, ok bool) bool { return !ok })
+	if _, err := e.hub.SetHarness(SourceID, Harness, true); err != nil {
+		t.Fatal(err)
+	}
+	e.view.waitFor(t, "switched on", sid, func(_ agentbridge.Snapshot, ok bool) bool { return ok })
+}

@@ -1,0 +1,328 @@
+package codex
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sse"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// stream follows GET /v1/events?format=ndjson and applies it, as a client
+// would, to the codex source's sessions.
+type stream struct {
+	mu       sync.Mutex
+	sessions map[string]*validate.Session
+	resets   int
+	changed  chan struct{}
+	err      error
+}
+
+func openStream(t *testing.T, url string) *stream {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url+"?format=ndjson", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET events: %s", resp.Status)
+	}
+	s := &stream{sessions: map[string]*validate.Session{}, changed: make(chan struct{}, 1)}
+	done := make(chan struct{})
+	t.Cleanup(func() { resp.Body.Close(); <-done })
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if len(sc.Bytes()) == 0 {
+				continue // heartbeat
+			}
+			s.apply(sc.Bytes())
+		}
+	}()
+	return s
+}
+
+func (s *stream) apply(line []byte) {
+	var rec struct {
+		Event string `json:"event"`
+		Data  struct {
+			Source    string                 `json:"source"`
+			Sessions  []agentbridge.Snapshot `json:"sessions"`
+			Snapshot  agentbridge.Snapshot   `json:"snapshot"`
+			SessionID string                 `json:"sessionId"`
+			Event     agentbridge.Event      `json:"event"`
+		} `json:"data"`
+	}
+	s.mu.Lock()
+	defer func() {
+		s.mu.Unlock()
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}()
+	if err := json.Unmarshal(line, &rec); err != nil {
+		s.err = fmt.Errorf("stream line %q: %w", line, err)
+		return
+	}
+	if rec.Data.Source != ID {
+		return
+	}
+	d := rec.Data
+	switch rec.Event {
+	case hub.NameReset:
+		s.resets++
+		clear(s.sessions)
+		for _, snap := range d.Sessions {
+			s.sessions[snap.ID] = validate.FromSnapshot(snap)
+		}
+	case hub.NameUpsert:
+		s.sessions[d.Snapshot.ID] = validate.FromSnapshot(d.Snapshot)
+	case hub.NameRemove:
+		delete(s.sessions, d.SessionID)
+	case hub.NameLifecycle:
+		ss := s.sessions[d.SessionID]
+		if ss == nil {
+			ss = validate.NewSession(d.SessionID, Harness)
+			s.sessions[d.SessionID] = ss
+		}
+		// a tool opened before an upsert is unknown to a snapshot-based
+		// session; its finish changes nothing shown, so issues are ignored
+		ss.Apply(d.Event)
+		if ss.Stopped() {
+			delete(s.sessions, d.SessionID)
+		}
+	}
+}
+
+// waitFor waits (up to 10 s) until cond holds for the sessions the stream
+// has delivered; it fails with what and the last state otherwise.
+func (s *stream) waitFor(t *testing.T, what string, cond func(map[string]agentbridge.Snapshot) bool) map[string]agentbridge.Snapshot {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		s.mu.Lock()
+		snaps := map[string]agentbridge.Snapshot{}
+		for id, ss := range s.sessions {
+			snaps[id] = ss.Snapshot()
+		}
+		err, resets := s.err, s.resets
+		s.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resets > 0 && cond(snaps) {
+			return snaps
+		}
+		select {
+		case <-s.changed:
+		case <-deadline:
+			t.Fatalf("%s: not reached within 10s; sessions: %+v", what, snaps)
+		}
+	}
+}
+
+// holdOpen starts a helper process holding path open (an extra fd), as
+// Codex holds its rollout; it is killed at the end of the test at the
+// latest.
+func holdOpen(t *testing.T, path string) *exec.Cmd {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command("sleep", "600")
+	cmd.ExtraFiles = []*os.File{f}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+type rolloutFile struct {
+	t *testing.T
+	f *os.File
+}
+
+func createRollout(t *testing.T, path string) *rolloutFile {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return &rolloutFile{t, f}
+}
+
+// add appends records, each {"timestamp", "type", "payload"} with the
+// current time.
+func (r *rolloutFile) add(records ...string) {
+	r.t.Helper()
+	ts := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	for _, rec := range records {
+		if _, err := fmt.Fprintf(r.f, `{"timestamp":%q,%s}`+"\n", ts, rec); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// TestLive runs the source on a temporary CODEX_HOME behind the real hub
+// and event stream, and checks what a client of GET /v1/events sees after
+// each step of a Codex session's life.
+func TestLive(t *testing.T) {
+	if _, err := exec.LookPath("sleep"); err != nil {
+		t.Skip("needs sleep(1)")
+	}
+	home := t.TempDir()
+	cwd := t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	h := hub.New(hub.Options{Logger: log})
+	if err := h.Add(New(Options{Home: home, Linger: -1, Logger: log})); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- h.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	srv := httptest.NewServer(sse.New(h, sse.Options{Logger: log}))
+	t.Cleanup(srv.Close)
+	st := openStream(t, srv.URL)
+
+	const (
+		parent = "019f6249-055d-76d3-b381-cd9d3eb99189"
+		child  = "019f624a-cc95-7c50-b9fa-1db381270b73"
+		other  = "019f624b-cc95-7c50-b9fa-1db381270b74"
+	)
+	st.waitFor(t, "initial reset", func(m map[string]agentbridge.Snapshot) bool { return len(m) == 0 })
+
+	// 1. A date folder appears with a rollout that a process holds open.
+	day1 := filepath.Join(home, "sessions", "2026", "11", "30")
+	ppath := filepath.Join(day1, "rollout-2026-11-30T08-00-00-"+parent+".jsonl")
+	p := createRollout(t, ppath)
+	helper := holdOpen(t, ppath)
+	p.add(`"type":"session_meta","payload":{"id":"` + parent + `","cwd":` + mustJSON(cwd) + `,"cli_version":"0.130.0","source":"cli","base_instructions":{"text":"long instructions"}}`)
+	st.waitFor(t, "session known, idle, bound to its process", func(m map[string]agentbridge.Snapshot) bool {
+		s, ok := m[parent]
+		return ok && s.Status == agentbridge.StatusIdle && s.PID == helper.Process.Pid && s.Cwd == cwd
+	})
+
+	// 2. A turn starts.
+	p.add(`"type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}`,
+		`"type":"turn_context","payload":{"turn_id":"t1","cwd":`+mustJSON(cwd)+`,"approval_policy":"never","model":"gpt-5.5"}`,
+		`"type":"event_msg","payload":{"type":"user_message","message":"Add a test for the parser in `+cwd+`/parse.go"}`,
+		`"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{}","call_id":"call_1"}`)
+	st.waitFor(t, "running, titled, with its model", func(m map[string]agentbridge.Snapshot) bool {
+		s := m[parent]
+		return s.Status == agentbridge.StatusRunning && s.Title == "Add a test for the parser in …/parse.go" && s.Model == "gpt-5.5"
+	})
+
+	// 3. The turn completes; a second one is interrupted.
+	p.add(`"type":"response_item","payload":{"type":"function_call_output","call_id":"call_1","output":"Process exited with code 0"}`,
+		`"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"done"}`)
+	st.waitFor(t, "done, completed", func(m map[string]agentbridge.Snapshot) bool {
+		s := m[parent]
+		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCompleted
+	})
+	p.add(`"type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}`)
+	st.waitFor(t, "running again", func(m map[string]agentbridge.Snapshot) bool { return m[parent].Status == agentbridge.StatusRunning })
+	p.add(`"type":"event_msg","payload":{"type":"turn_aborted","turn_id":"t2","reason":"interrupted"}`)
+	st.waitFor(t, "done, cancelled", func(m map[string]agentbridge.Snapshot) bool {
+		s := m[parent]
+		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCancelled
+	})
+
+	// 4. A subagent thread, in a new date folder, is folded into its parent.
+	day2 := filepath.Join(home, "sessions", "2026", "12", "01")
+	c := createRollout(t, filepath.Join(day2, "rollout-2026-12-01T00-00-01-"+child+".jsonl"))
+	c.add(`"type":"session_meta","payload":{"id":"` + child + `","source":{"subagent":{"thread_spawn":{"parent_thread_id":"` + parent + `","depth":1,"agent_nickname":"Euclid","agent_role":"explorer"}}}}`)
+	c.add(`"type":"event_msg","payload":{"type":"task_started","turn_id":"c1"}`)
+	st.waitFor(t, "subagent running under its parent", func(m map[string]agentbridge.Snapshot) bool {
+		s := m[parent]
+		_, asRoot := m[child]
+		return !asRoot && len(s.Subagents) == 1 && s.Subagents[0] == agentbridge.Subagent{ID: child, Type: "explorer", Title: "Euclid", Status: agentbridge.SubagentRunning}
+	})
+	c.add(`"type":"event_msg","payload":{"type":"task_complete","turn_id":"c1","last_agent_message":"ok"}`)
+	st.waitFor(t, "subagent completed", func(m map[string]agentbridge.Snapshot) bool {
+		s := m[parent]
+		_, asRoot := m[child]
+		return !asRoot && len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentCompleted
+	})
+	before := st.waitFor(t, "state before compression", func(map[string]agentbridge.Snapshot) bool { return true })[parent]
+
+	// 5. The rollout is compressed in place: the same session, unchanged.
+	// Another rollout appearing later (and sorting after it) is the
+	// barrier that shows the rename was handled.
+	if err := os.Rename(ppath, ppath+".zst"); err != nil {
+		t.Fatal(err)
+	}
+	o := createRollout(t, filepath.Join(day2, "rollout-2026-12-01T00-00-02-"+other+".jsonl"))
+	o.add(`"type":"session_meta","payload":{"id":"` + other + `","source":"exec"}`)
+	after := st.waitFor(t, "barrier session known", func(m map[string]agentbridge.Snapshot) bool { _, ok := m[other]; return ok })
+	if got, ok := after[parent]; !ok {
+		t.Fatal("the session was removed when its rollout was compressed")
+	} else if !equalSnap(got, before) {
+		t.Fatalf("after compression:\n%+v\nwant the same as before:\n%+v", got, before)
+	}
+
+	// 6. The thread is named in session_index.jsonl.
+	if err := os.WriteFile(filepath.Join(home, "session_index.jsonl"),
+		[]byte(`{"id":"`+parent+`","thread_name":"Parser tests","updated_at":"2026-11-30T08:10:00Z"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st.waitFor(t, "titled from the session index", func(m map[string]agentbridge.Snapshot) bool { return m[parent].Title == "Parser tests" })
+
+	// 7. The process dies: exited.
+	if err := helper.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	helper.Wait()
+	final := st.waitFor(t, "exited", func(m map[string]agentbridge.Snapshot) bool { return m[parent].Status == agentbridge.StatusExited })
+	if s := final[parent]; s.LastTurn != agentbridge.LastTurnCancelled || len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentCompleted {
+		t.Errorf("exited session %+v lost its last turn or subagents", s)
+	}
+	// What the stream built is what the hub holds.
+	_, entries := h.Sessions(hub.Filter{Sources: []string{ID}})
+	for _, e := range entries {
+		if !equalSnap(e.Snapshot, final[e.Snapshot.ID]) {
+			t.Errorf("hub has %+v, stream built %+v", e.Snapshot, final[e.Snapshot.ID])
+		}
+	}
+	if len(entries) != len(final) {
+		t.Errorf("hub has %d sessions, stream built %d", len(entries), len(final))
+	}
+}
+
+func equalSnap(a, b agentbridge.Snapshot) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func mustJSON(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,93 @@
+package codex
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sse"
+)
+
+// TestScanAtStart starts the source on a home that already has rollouts:
+// one older than the scan window but held open by a process (read, bound
+// to it), one recent that no process holds (its Codex is gone: exited),
+// one old and not held (not read at all).
+func TestScanAtStart(t *testing.T) {
+	home := t.TempDir()
+	day := filepath.Join(home, "sessions", "2026", "11", "29")
+	const (
+		held   = "019e0000-0000-7000-8000-0000000000a1"
+		recent = "019e0000-0000-7000-8000-0000000000a2"
+		old    = "019e0000-0000-7000-8000-0000000000a3"
+	)
+	write := func(id string, age time.Duration) string {
+		path := filepath.Join(day, "rollout-2026-11-29T10-00-00-"+id+".jsonl")
+		r := createRollout(t, path)
+		r.add(`"type":"session_meta","payload":{"id":"`+id+`","cwd":"/srv/x","source":"cli"}`,
+			`"type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}`)
+		mt := time.Now().Add(-age)
+		if err := os.Chtimes(path, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	helper := holdOpen(t, write(held, 5*time.Hour))
+	write(recent, time.Minute)
+	write(old, 5*time.Hour)
+
+	log := slog.New(slog.DiscardHandler)
+	h := hub.New(hub.Options{Logger: log})
+	if err := h.Add(New(Options{Home: home, Logger: log})); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- h.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	srv := httptest.NewServer(sse.New(h, sse.Options{Logger: log}))
+	t.Cleanup(srv.Close)
+	s := openStream(t, srv.URL)
+	got := s.waitFor(t, "initial state", func(m map[string]agentbridge.Snapshot) bool { return len(m) >= 2 })
+	if len(got) != 2 {
+		t.Errorf("sessions %v, want the held and the recent rollout only", got)
+	}
+	if s := got[held]; s.Status != agentbridge.StatusRunning || s.PID != helper.Process.Pid {
+		t.Errorf("held rollout: %+v, want running with pid %d", s, helper.Process.Pid)
+	}
+	if s := got[recent]; s.Status != agentbridge.StatusExited || s.PID != 0 {
+		t.Errorf("recent rollout nobody holds: %+v, want exited", s)
+	}
+}
+
+func TestInfo(t *testing.T) {
+	info := New(Options{}).Info()
+	if info.ID != "codex" || info.DisplayName != "Codex" || len(info.Harnesses) != 1 ||
+		info.Harnesses[0] != (agentbridge.Harness{ID: "codex", DisplayName: "Codex"}) ||
+		len(info.EnvironmentVariables) != 1 || info.EnvironmentVariables[0] != "CODEX_HOME" || info.Push {
+		t.Errorf("Info() = %+v", info)
+	}
+	want := map[string]agentbridge.Observation{"waiting": agentbridge.Unavailable, "exited": agentbridge.Observed, "subagents": agentbridge.Observed}
+	for k, v := range want {
+		if info.Observes[k] != v {
+			t.Errorf("observes[%s] = %q, want %q", k, info.Observes[k], v)
+		}
+	}
+}
+
+func TestDefaultHome(t *testing.T) {
+	t.Setenv(EnvHome, "/opt/codex-home/")
+	if h, err := DefaultHome(); err != nil || h != "/opt/codex-home" {
+		t.Errorf("DefaultHome() with CODEX_HOME = %q, %v", h, err)
+	}
+	t.Setenv(EnvHome, "")
+	t.Setenv("HOME", "/home/someone")
+	if h, err := DefaultHome(); err != nil || h != "/home/someone/.codex" {
+		t.Errorf("DefaultHome() without CODEX_HOME = %q, %v", h, err)
+	}
+}

@@ -1,0 +1,364 @@
+// Package codex is the session source for OpenAI's Codex CLI. It follows
+// the rollout journals under $CODEX_HOME/sessions/YYYY/MM/DD/ (new date
+// folders included), the thread names in $CODEX_HOME/session_index.jsonl,
+// and the process holding each rollout open, and reports one session per
+// root thread; subagent threads are folded into their root's session.
+//
+// What is mapped, and how (see Rollout and Engine for the details):
+//
+//   - session_meta starts a session: id (the thread id), cwd, and the
+//     subagent link (source.subagent.thread_spawn.parent_thread_id, or the
+//     top-level parent_thread_id); turn_context gives the model.
+//   - task_started / task_complete / turn_aborted delimit turns: complete
+//     with an error is failed, aborted is cancelled (budget_limited:
+//     failed). Rollouts older than those records get inferred turns.
+//   - function, custom tool, local shell and tool search calls are tools by
+//     call_id, closed by their outputs; a web search call is one finished
+//     tool. Outcomes come from exit codes where the records give one.
+//   - Titles: the thread name (session_index.jsonl, thread_name_updated),
+//     else the first user message, redacted, paths cut, ≤ 200 characters.
+//     No other conversation content is ever published.
+//   - The process: Codex writes no pid file; the process holding the
+//     rollout open when it appears (one pass over /proc/*/fd) is the
+//     session's, watched with a pidfd (agent.exited when it ends). A
+//     rollout compressed to .jsonl.zst is the same session.
+//   - Waiting for approval is never persisted by Codex: it is not reported
+//     (Info says waiting is unavailable).
+package codex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
+	"github.com/agentbridge/agentbridge/sources"
+)
+
+// The source's identity.
+const (
+	ID          = "codex"
+	DisplayName = "Codex"
+	Harness     = "codex"
+	EnvHome     = "CODEX_HOME"
+)
+
+// Options configures a Source. The zero value watches the default home.
+type Options struct {
+	// Home is the Codex home. Empty means $CODEX_HOME, else ~/.codex
+	// (DefaultHome).
+	Home string
+	// Linger is how long an exited session stays before it is removed:
+	// 0 means sources.DefaultLinger, negative keeps it while its rollout
+	// exists.
+	Linger time.Duration
+	// Window: at a scan, rollouts last written longer ago are read only
+	// when a process holds them open. 0 means sources.DefaultWindow.
+	Window time.Duration
+	// Logger gets debug lines (with paths); nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultHome returns $CODEX_HOME when set, else ~/.codex.
+func DefaultHome() (string, error) {
+	if h := os.Getenv(EnvHome); h != "" {
+		return filepath.Clean(h), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("codex home: %w", err)
+	}
+	return filepath.Join(home, ".codex"), nil
+}
+
+// Source reports Codex sessions; it implements hub.Source.
+type Source struct {
+	opt Options
+}
+
+// New returns a Source for opt. It touches nothing until Run.
+func New(opt Options) *Source {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Source{opt: opt}
+}
+
+// Info describes the source.
+func (s *Source) Info() agentbridge.SourceInfo {
+	return agentbridge.SourceInfo{
+		ID:                   ID,
+		DisplayName:          DisplayName,
+		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
+		EnvironmentVariables: []string{EnvHome},
+		Observes: map[string]agentbridge.Observation{
+			"waiting":   agentbridge.Unavailable, // approvals are never persisted
+			"exited":    agentbridge.Observed,    // through the process holding the rollout
+			"subagents": agentbridge.Observed,    // subagent threads' own rollouts
+		},
+	}
+}
+
+// Run follows the Codex home until ctx ends (hub.Source).
+func (s *Source) Run(ctx context.Context, st hub.Start) error {
+	home := s.opt.Home
+	if home == "" {
+		var err error
+		if home, err = DefaultHome(); err != nil {
+			return err
+		}
+	}
+	home = filepath.Clean(home)
+	h := &handler{
+		home:     home,
+		sessions: filepath.Join(home, "sessions"),
+		index:    filepath.Join(home, "session_index.jsonl"),
+		eng:      NewEngine(),
+		seen:     map[string]bool{},
+		dirty:    map[string]bool{},
+		log:      s.opt.Logger,
+	}
+	cfg := sources.FollowConfig{
+		Tail: sources.TailConfig{
+			Roots:  []string{home},
+			Match:  h.match,
+			Dirs:   h.dirs,
+			Window: s.opt.Window,
+			Recent: h.recent,
+			Logger: s.opt.Logger,
+		},
+		Linger: s.opt.Linger,
+		Logger: s.opt.Logger,
+	}
+	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
+		h.Sessions = ss
+		return h
+	})
+}
+
+// handler is the tailer's Handler: it feeds rollout lines to the engine
+// and the engine's events to the shared Sessions. Everything runs on the
+// tailer's goroutine.
+type handler struct {
+	*sources.Sessions
+	home, sessions, index string
+	eng                   *Engine
+	seen                  map[string]bool // rollout paths read since the last rescan
+	dirty                 map[string]bool // rollout paths with lines since their last flush
+	held                  map[proc.FileKey][]int
+	heldDone              bool
+	log                   *slog.Logger
+}
+
+func (h *handler) match(p string) bool {
+	if p == h.index {
+		return true
+	}
+	base := filepath.Base(p)
+	return strings.HasPrefix(p, h.sessions+"/") && strings.HasPrefix(base, "rollout-") && strings.HasSuffix(base, ".jsonl")
+}
+
+func (h *handler) dirs(p string) bool {
+	return p == h.sessions || strings.HasPrefix(p, h.sessions+"/")
+}
+
+// recent reads the session index whatever its age, and old rollouts that
+// a process still holds open.
+func (h *handler) recent(p string, info fs.FileInfo) bool {
+	if p == h.index {
+		return true
+	}
+	return h.Sessions != nil && h.HeldOpen(p, info)
+}
+
+// Line implements sources.Handler.
+func (h *handler) Line(path string, line []byte) {
+	if path == h.index {
+		id, name, ok := parseIndexLine(line)
+		if !ok {
+			h.BadLine(sources.CodeInvalidRecord)
+			return
+		}
+		h.publish(h.eng.SetName(id, name))
+		return
+	}
+	key := keyOf(path)
+	if !h.seen[path] {
+		h.seen[path] = true
+		if id, root, ok := h.eng.Thread(key); ok && root {
+			h.Restart(id) // the same rollout again (e.g. decompressed)
+		}
+		h.eng.Open(key, h.holder(path))
+	} else if id, root, ok := h.eng.Thread(key); ok && root && h.Get(id) == nil {
+		// the session lingered out after its process exited, and the
+		// rollout goes on (a resumed thread): announce it again
+		h.publish(h.eng.Restate(key, h.holder(path)))
+	}
+	h.dirty[path] = true
+	h.publish(h.eng.Line(key, line))
+	if h.eng.Bad() {
+		h.BadLine(sources.CodeInvalidJSON)
+	}
+}
+
+// Truncated implements sources.Handler: the rollout is read again.
+func (h *handler) Truncated(path string) {
+	if path == h.index {
+		return // the names read again overwrite the ones kept
+	}
+	key := keyOf(path)
+	if id, root, ok := h.eng.Thread(key); ok && root {
+		h.Restart(id)
+	}
+	delete(h.seen, path)
+	delete(h.dirty, path)
+}
+
+// Removed implements sources.Handler. A rollout compressed in place
+// (rollout-….jsonl → rollout-….jsonl.zst) is the same session and keeps its
+// state; any other removal stops the session.
+func (h *handler) Removed(path string) {
+	if path == h.index {
+		return
+	}
+	delete(h.seen, path)
+	delete(h.dirty, path)
+	if _, err := os.Stat(path + ".zst"); err == nil {
+		h.log.Debug("rollout compressed: same session", "path", path)
+		return
+	}
+	h.publish(h.eng.Close(keyOf(path)))
+}
+
+// Rescan implements sources.Handler.
+func (h *handler) Rescan() {
+	h.eng.Reset()
+	clear(h.seen)
+	clear(h.dirty)
+	h.held, h.heldDone = nil, false
+	h.Sessions.Rescan()
+}
+
+// ScanDone implements sources.Handler: rollouts read at the scan are
+// flushed, and the root sessions no process holds open are exited (their
+// Codex is gone: it holds a live rollout open), before the reset.
+func (h *handler) ScanDone() {
+	for path := range h.dirty {
+		key := keyOf(path)
+		h.publish(h.eng.Flush(key))
+		if id, root, ok := h.eng.Thread(key); ok && root && h.eng.pid(key) == 0 {
+			ev := agentbridge.Event{Kind: agentbridge.KindAgentExited}
+			if fi, err := os.Stat(path); err == nil {
+				ev.OccurredAt = fi.ModTime().UnixMilli()
+			}
+			h.Event(id, Harness, ev)
+		}
+	}
+	clear(h.dirty)
+	h.held, h.heldDone = nil, false
+	h.Sessions.ScanDone()
+}
+
+// Idle implements sources.Handler: the rollouts read since the last wake
+// have been read to their end for now.
+func (h *handler) Idle() {
+	for path := range h.dirty {
+		h.publish(h.eng.Flush(keyOf(path)))
+	}
+	clear(h.dirty)
+	h.Sessions.Idle()
+}
+
+// publish folds the engine's events into the sessions. A subagent.done
+// for a subagent the fold already ended (its root exited) is dropped
+// quietly.
+func (h *handler) publish(pubs []Pub) {
+	for _, p := range pubs {
+		if p.Event.Kind == agentbridge.KindSubagentDone && !h.subagentRunning(p.Session, p.Event.SubagentID) {
+			continue
+		}
+		h.Event(p.Session, Harness, p.Event)
+	}
+}
+
+func (h *handler) subagentRunning(session, id string) bool {
+	s := h.Get(session)
+	if s == nil {
+		return false
+	}
+	for _, sa := range s.Snapshot().Subagents {
+		if sa.ID == id {
+			return sa.Status == agentbridge.SubagentRunning
+		}
+	}
+	return false
+}
+
+// holder returns the process holding the rollout open, or 0: the only
+// holder, or among several the one named like Codex. During a scan one
+// pass over /proc serves every rollout; afterwards each new rollout costs
+// one pass, once.
+func (h *handler) holder(path string) int {
+	var pids []int
+	if !h.Live() {
+		if !h.heldDone {
+			h.heldDone = true
+			held, err := proc.OpenFiles(proc.Root, func(target string) bool {
+				return strings.Contains(target, "/rollout-")
+			})
+			if err != nil {
+				h.log.Debug("cannot list open files", "err", err)
+			}
+			h.held = held
+		}
+		if fi, err := os.Stat(path); err == nil {
+			if k, ok := proc.KeyOf(fi); ok {
+				pids = h.held[k]
+			}
+		}
+	} else {
+		var err error
+		pids, err = proc.FindHolders(proc.Root, path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			h.log.Debug("cannot find the rollout's process", "path", path, "err", err)
+		}
+	}
+	return pickHolder(pids)
+}
+
+// pickHolder chooses the session's process among the holders of its
+// rollout: the only one, or the only one whose command name mentions codex.
+func pickHolder(pids []int) int {
+	if len(pids) == 1 {
+		return pids[0]
+	}
+	found := 0
+	for _, pid := range pids {
+		b, err := os.ReadFile(filepath.Join(proc.Root, fmt.Sprint(pid), "comm"))
+		if err == nil && strings.Contains(strings.ToLower(string(b)), "codex") {
+			if found != 0 {
+				return 0
+			}
+			found = pid
+		}
+	}
+	return found
+}
+
+// keyOf is the engine key of a rollout path: its file name without
+// ".jsonl" or ".jsonl.zst", so that compressing a rollout in place keeps
+// its key.
+func keyOf(path string) string {
+	name := filepath.Base(path)
+	return strings.TrimSuffix(strings.TrimSuffix(name, ".zst"), ".jsonl")
+}
+
+var _ hub.Source = (*Source)(nil)

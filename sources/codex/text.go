@@ -1,0 +1,94 @@
+package codex
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// maxTitleScan bounds how much of a prompt is looked at to make a title:
+// a title is at most validate.MaxTitle characters, so the rest of a long
+// pasted prompt is never needed (4 bytes per character, plus slack for
+// the whitespace that Bound folds and the paths that shorten).
+const maxTitleScan = 4096
+
+// title turns conversation text (a prompt or a thread name) into display
+// text that may be published: credentials redacted, absolute paths cut to
+// their last element, bounded to validate.MaxTitle characters. It returns ""
+// when nothing printable is left.
+func title(s string) string {
+	if len(s) > maxTitleScan {
+		s = s[:maxTitleScan] // Bound repairs a cut character
+	}
+	// redact the whole text (a credential must be seen whole), bound it
+	// (which folds every kind of space to ' '), then cut the paths, which
+	// never makes text longer
+	return strings.TrimSpace(scrubPaths(validate.Bound(validate.Redact(s), validate.MaxTitle)))
+}
+
+// displayName bounds a short label from a record (a tool name, an agent
+// role or nickname) for publishing.
+func displayName(s string) string {
+	if len(s) > maxTitleScan {
+		s = s[:maxTitleScan]
+	}
+	return strings.TrimSpace(scrubPaths(validate.Bound(validate.Redact(s), validate.MaxText)))
+}
+
+// scrubPaths replaces every absolute (or home-relative) path in s with "…/"
+// and its last element, so that display text never carries a file-system
+// path: "fix /home/u/repo/main.go" becomes "fix …/main.go".
+func scrubPaths(s string) string {
+	if !strings.ContainsRune(s, '/') {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	i := 0
+	for i < len(s) {
+		start := i
+		// a path starts at "/" or "~/" at the start of s or after a
+		// separator (space, quote, bracket, '=' or ':')
+		// ("//" is a URL's authority or a comment, not a path)
+		if (s[i] == '/' || (s[i] == '~' && i+1 < len(s) && s[i+1] == '/')) && (i == 0 || isPathBoundary(s[i-1])) &&
+			!(s[i] == '/' && i+1 < len(s) && s[i+1] == '/') {
+			j := i
+			for j < len(s) && !isPathEnd(s[j]) {
+				j++
+			}
+			p := s[start:j]
+			if strings.Count(p, "/") >= 2 || (len(p) > 1 && p[0] == '~') {
+				base := filepath.Base(strings.TrimRight(p, "/"))
+				if base == "/" || base == "." || base == "~" {
+					base = ""
+				}
+				b.WriteString("…/")
+				b.WriteString(base)
+			} else {
+				b.WriteString(p)
+			}
+			i = j
+			continue
+		}
+		b.WriteByte(s[i])
+		i++
+	}
+	return b.String()
+}
+
+func isPathBoundary(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '"', '\'', '`', '(', '[', '{', '<', '=', ':', ',':
+		return true
+	}
+	return false
+}
+
+func isPathEnd(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '"', '\'', '`', ')', ']', '}', '>', ',', ';':
+		return true
+	}
+	return false
+}

@@ -1,0 +1,40 @@
+// Package sources holds what every file-based session source shares: the
+// Tailer, which follows the journal files under one or more directory trees
+// with fsnotify, and Sessions, which keeps a source's per-session state,
+// publishes it through a hub.Publisher and binds sessions to processes. The
+// sources themselves live in sub-packages (example, claudecode, codex) and
+// only map their journal records to lifecycle events.
+//
+// # The shape of a source
+//
+// A source's Run builds a Sessions and a Tailer whose Handler is a small
+// type that embeds *Sessions (which supplies Rescan, ScanDone, Idle and
+// Diagnostic) and adds Line, Truncated and Removed:
+//
+//	type handler struct{ *sources.Sessions }
+//
+//	func (h handler) Line(path string, line []byte) {
+//		// decode only the fields needed; h.Event(id, harness, ev) per event;
+//		// h.BadLine(sources.CodeInvalidJSON) when the line is not JSON
+//	}
+//	func (h handler) Truncated(path string) { h.Restart(idOf(path)) }
+//	func (h handler) Removed(path string)   { h.Stop(idOf(path), "journal removed") }
+//
+//	func (s *Source) Run(ctx context.Context, st hub.Start) error {
+//		return sources.Follow(ctx, st, sources.FollowConfig{...}, func(ss *sources.Sessions) sources.Handler {
+//			return handler{ss}
+//		})
+//	}
+//
+// Follow runs everything on one goroutine: every Handler call, every
+// Sessions method and every function given to Tailer.Post run there, one at
+// a time, so a source needs no locks.
+//
+// # Never polling
+//
+// Nothing here wakes on a timer while the bridge is idle. Files are read
+// when fsnotify reports a change, from the stored offset to EOF, and read
+// again if more arrived meanwhile (bursts coalesce, the first event is not
+// delayed). Process exits come from pidfds (package proc). The only timers
+// are one-shot: an exited session lingers for Linger, then stops.
+package sources

@@ -1,0 +1,130 @@
+// Package example is the reference session source: the "Example Agent" of
+// the host's extension docs. Its agent writes one JSON-lines journal per
+// session at $EXAMPLE_AGENT_HOME/sessions/<id>.jsonl with the records of
+// publish-lifecycle-events (session, prompt, tool_started, approval_needed,
+// approval_resolved, complete) plus tool_finished, subagent_started,
+// subagent_done and exit. It is the model every other file-based source
+// copies: a pure mapping from a record to an event (record.go), and a
+// Handler that embeds *sources.Sessions (this file).
+//
+// Journal record fields (all optional unless said):
+//
+//	{"type":"session","ts":RFC3339,"title","model","cwd","pid"}
+//	{"type":"prompt","turnId"(required),"text"}
+//	{"type":"tool_started","toolId"(required),"name"}
+//	{"type":"tool_finished","toolId"(required),"ok","cancelled"}
+//	{"type":"approval_needed","requestId"(required),"reason"}
+//	{"type":"approval_resolved","requestId"(required)}
+//	{"type":"complete","ok","cancelled","summary"}
+//	{"type":"subagent_started","subagentId"(required),"parentId","title","agentType"}
+//	{"type":"subagent_done","subagentId"(required),"ok","cancelled","summary"}
+//	{"type":"exit","code","signal"}
+//
+// The session id is the file name's stem. Every record may carry "ts",
+// which becomes occurredAt. Unknown record types are ignored.
+package example
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sources"
+)
+
+// The source's identity.
+const (
+	ID          = "example"
+	DisplayName = "Example Agent"
+	Harness     = "example-agent"
+	EnvHome     = "EXAMPLE_AGENT_HOME"
+)
+
+// Config configures the source.
+type Config struct {
+	// Home is the agent's home ($EXAMPLE_AGENT_HOME); journals are at
+	// Home/sessions/<id>.jsonl.
+	Home string
+	// Window: journals last written longer ago are not read at start
+	// (sources.TailConfig.Window); zero means sources.DefaultWindow.
+	Window time.Duration
+	// Linger: how long an exited session stays (sources.NewSessions).
+	Linger time.Duration
+	// Logger gets debug lines; nil discards.
+	Logger *slog.Logger
+}
+
+// Source reports the Example Agent's sessions. It implements hub.Source.
+type Source struct{ cfg Config }
+
+// New returns the source for cfg; it touches nothing until Run.
+func New(cfg Config) *Source { return &Source{cfg: cfg} }
+
+// SessionsDir returns where the agent under home keeps its journals.
+func SessionsDir(home string) string { return filepath.Join(home, "sessions") }
+
+// Info describes the source.
+func (s *Source) Info() agentbridge.SourceInfo {
+	return agentbridge.SourceInfo{
+		ID:                   ID,
+		DisplayName:          DisplayName,
+		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
+		EnvironmentVariables: []string{EnvHome},
+		Observes: map[string]agentbridge.Observation{
+			"waiting":   agentbridge.Observed, // approval_needed records
+			"exited":    agentbridge.Observed, // exit records, and the journal's process through a pidfd
+			"subagents": agentbridge.Observed,
+			"tools":     agentbridge.Observed,
+		},
+	}
+}
+
+// Run follows the journals until ctx ends (see hub.Source).
+func (s *Source) Run(ctx context.Context, st hub.Start) error {
+	dir := SessionsDir(s.cfg.Home)
+	return sources.Follow(ctx, st, sources.FollowConfig{
+		Tail: sources.TailConfig{
+			Roots:  []string{dir},
+			Match:  isJournal,
+			Dirs:   func(string) bool { return false }, // journals sit directly in sessions/
+			Window: s.cfg.Window,
+		},
+		Linger: s.cfg.Linger,
+		Logger: s.cfg.Logger,
+	}, func(ss *sources.Sessions) sources.Handler { return handler{ss} })
+}
+
+// isJournal picks <id>.jsonl files whose stem is a valid session id.
+func isJournal(path string) bool {
+	return strings.HasSuffix(path, ".jsonl") && sources.ValidID(sources.Stem(path, ".jsonl"))
+}
+
+// handler maps journal lines to events; Sessions does the rest.
+type handler struct{ *sources.Sessions }
+
+// Line maps one record and folds its event into the file's session.
+func (h handler) Line(path string, line []byte) {
+	id := sources.Stem(path, ".jsonl")
+	e, ok, code := mapRecord(id, line)
+	if !ok {
+		if code != "" {
+			h.BadLine(code)
+		}
+		return
+	}
+	if h.Event(id, Harness, e) && e.Kind == agentbridge.KindSessionStarted && e.PID == 0 {
+		h.BindHolder(id, path) // the agent may hold its journal open
+	}
+}
+
+// Truncated drops the session's state: its journal is read again.
+func (h handler) Truncated(path string) { h.Restart(sources.Stem(path, ".jsonl")) }
+
+// Removed ends the session: its journal is gone.
+func (h handler) Removed(path string) { h.Stop(sources.Stem(path, ".jsonl"), "journal removed") }
+
+var _ hub.Source = (*Source)(nil)

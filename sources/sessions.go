@@ -1,0 +1,581 @@
+package sources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// DefaultLinger is how long an exited session stays before it stops.
+const DefaultLinger = 10 * time.Minute
+
+// reuseSlack is how much later than a session's start its bound process may
+// have started before the pid is taken as reused by another process.
+const reuseSlack = 5 * time.Second
+
+// Sessions keeps the sessions one source reports, folded with
+// validate.Session, and publishes them through the hub.Publisher:
+//
+//   - between Rescan and ScanDone (a scan) events are only folded; ScanDone
+//     publishes one reset of every session of an enabled harness;
+//   - afterwards each event is published as it is folded, as a lifecycle
+//     event (the hub folds it the same way);
+//   - a session of a switched-off harness is kept but not published; a
+//     harness switch sends a fresh reset (Follow does this);
+//   - a session bound to a process (BindPID, BindHolder, or session.started
+//     with a pid) gets agent.exited when the process ends, observed with a
+//     pidfd; an exited session lingers for Linger, then stops.
+//
+// Events that the fold rejects are dropped and counted; lines a source
+// could not use are counted with BadLine; the counts become one diagnostic
+// per code at Idle, without paths or content. Text is redacted
+// (validate.RedactEvent) before it is folded.
+//
+// Sessions implements Rescan, ScanDone, Idle and Diagnostic of Handler, so
+// a source's handler embeds *Sessions and adds Line, Truncated and Removed.
+// All methods must be called on the source's goroutine (the Tailer's Run
+// goroutine under Follow); it is not safe for concurrent use.
+type Sessions struct {
+	pub     hub.Publisher
+	enabled map[string]bool
+	linger  time.Duration
+	log     *slog.Logger
+	post    func(func())
+	ctx     context.Context
+	now     func() time.Time
+
+	m       map[string]*entry
+	live    bool                     // a reset was sent; publish events as they come
+	dirty   map[string]bool          // sessions to upsert at Idle
+	bad     map[string]int           // skipped lines/events by diagnostic code
+	why     map[string]bool          // issue codes behind CodeInvalidEvent
+	held    map[proc.FileKey][]int   // open files of other processes, cached for one scan
+	heldErr bool                     // the /proc scan failed this scan
+	timers  map[*time.Timer]struct{} // linger timers, stopped at Rescan
+}
+
+// entry is one session and what binds it to a process.
+type entry struct {
+	s        *validate.Session
+	harness  string
+	since    time.Time // when the session started, as its records tell (zero: unknown)
+	pid      int
+	unwatch  context.CancelFunc
+	exitedAt time.Time
+	timer    *time.Timer
+}
+
+// NewSessions returns an empty Sessions publishing to pub, with the
+// harnesses in enabled switched on. post runs a function on the source's
+// goroutine (Tailer.Post); ctx bounds the process watches and timers.
+// linger is how long an exited session stays: 0 means DefaultLinger,
+// negative keeps it until its journal goes away. Follow calls this for you.
+func NewSessions(ctx context.Context, pub hub.Publisher, enabled []string, linger time.Duration, post func(func()), log *slog.Logger) *Sessions {
+	if linger == 0 {
+		linger = DefaultLinger
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ss := &Sessions{
+		pub: pub, linger: linger, log: log, post: post, ctx: ctx, now: time.Now,
+		m: map[string]*entry{}, dirty: map[string]bool{}, bad: map[string]int{},
+		why: map[string]bool{}, timers: map[*time.Timer]struct{}{},
+	}
+	ss.setEnabled(enabled)
+	return ss
+}
+
+// Enabled reports whether harness is switched on.
+func (ss *Sessions) Enabled(harness string) bool { return ss.enabled[harness] }
+
+// Live reports whether the scan is over and events are published as they
+// come (false between Rescan and ScanDone).
+func (ss *Sessions) Live() bool { return ss.live }
+
+// Get returns the session's state, or nil when it is unknown. Do not
+// Apply events to it directly; use Event.
+func (ss *Sessions) Get(id string) *validate.Session {
+	if e := ss.m[id]; e != nil {
+		return e.s
+	}
+	return nil
+}
+
+// IDs returns the ids of the known sessions, sorted.
+func (ss *Sessions) IDs() []string {
+	ids := make([]string, 0, len(ss.m))
+	for id := range ss.m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Event folds e into session id of harness (creating the session, status
+// idle, when it is new) and publishes it when the scan is over and the
+// harness is on. It reports whether the fold accepted it; a rejected event
+// changes nothing and is counted under CodeInvalidEvent.
+//
+// session.started with a pid binds the session to that process (BindPID);
+// session.started's OccurredAt guards against pid reuse. agent.exited
+// starts the linger; session.stopped forgets the session.
+func (ss *Sessions) Event(id, harness string, e agentbridge.Event) bool {
+	validate.RedactEvent(&e)
+	en := ss.m[id]
+	if en == nil {
+		en = &entry{s: validate.NewSession(id, harness), harness: harness}
+		ss.m[id] = en
+	}
+	if issues := en.s.Apply(e); len(issues) > 0 {
+		ss.bad[CodeInvalidEvent]++
+		for _, is := range issues {
+			ss.why[string(is.Code)] = true
+		}
+		ss.log.Debug("event rejected by the fold", "session", id, "kind", e.Kind, "issues", issues)
+		return false
+	}
+	ss.publish(id, en, e)
+	switch e.Kind {
+	case agentbridge.KindSessionStarted:
+		if e.OccurredAt > 0 {
+			en.since = time.UnixMilli(e.OccurredAt)
+		}
+		if e.PID > 0 {
+			ss.BindPID(id, e.PID)
+		}
+	case agentbridge.KindAgentExited:
+		ss.unwatch(en)
+		at := ss.now()
+		if e.OccurredAt > 0 {
+			at = time.UnixMilli(e.OccurredAt)
+		}
+		ss.startLinger(id, en, at)
+	case agentbridge.KindSessionStopped:
+		ss.drop(id, en)
+	}
+	return true
+}
+
+// publish sends a folded event to the hub when it should see it; a session
+// being rebuilt (Restart) is upserted at Idle instead.
+func (ss *Sessions) publish(id string, en *entry, e agentbridge.Event) {
+	if !ss.live || !ss.enabled[en.harness] {
+		return
+	}
+	if ss.dirty[id] {
+		if e.Kind == agentbridge.KindSessionStopped {
+			delete(ss.dirty, id)
+			ss.removeFromHub(id)
+		}
+		return
+	}
+	if err := ss.pub.Event(id, en.harness, e); err != nil {
+		ss.log.Debug("hub refused an event; upserting the session instead", "session", id, "kind", e.Kind, "err", err)
+		if e.Kind == agentbridge.KindSessionStopped {
+			ss.removeFromHub(id)
+			return
+		}
+		ss.dirty[id] = true
+	}
+}
+
+func (ss *Sessions) removeFromHub(id string) {
+	if err := ss.pub.Remove(id); err != nil {
+		ss.log.Debug("hub refused a remove", "session", id, "err", err)
+	}
+}
+
+// Restart drops what the session's journal said so far, because the
+// journal is read again from the start (Handler.Truncated). The session
+// keeps its id, harness and process binding; the events that follow
+// rebuild it and it is upserted whole at Idle.
+func (ss *Sessions) Restart(id string) {
+	en := ss.m[id]
+	if en == nil {
+		return
+	}
+	if en.timer != nil {
+		en.timer.Stop()
+		delete(ss.timers, en.timer)
+		en.timer = nil
+	}
+	en.exitedAt = time.Time{}
+	en.s = validate.NewSession(id, en.harness)
+	if ss.live {
+		ss.dirty[id] = true
+	}
+}
+
+// Stop ends the observation of a session (its journal went away): it
+// publishes session.stopped with reason, which makes the hub remove it, and
+// forgets it. Unknown ids are ignored.
+func (ss *Sessions) Stop(id, reason string) {
+	en := ss.m[id]
+	if en == nil {
+		return
+	}
+	if !ss.Event(id, en.harness, agentbridge.Event{Kind: agentbridge.KindSessionStopped, Reason: reason}) {
+		ss.drop(id, en) // the fold refused it: still forget the session
+		if ss.live && ss.enabled[en.harness] {
+			ss.removeFromHub(id)
+		}
+	}
+}
+
+// drop forgets a session and its process watch and timer.
+func (ss *Sessions) drop(id string, en *entry) {
+	ss.unwatch(en)
+	if en.timer != nil {
+		en.timer.Stop()
+		delete(ss.timers, en.timer)
+	}
+	delete(ss.m, id)
+	delete(ss.dirty, id)
+}
+
+// BindPID binds the session to process pid and reports agent.exited when
+// it ends (observed with a pidfd, no polling). When the process is already
+// gone, or pid names a process that started well after the session did
+// (pid reuse), the session exits at once. Binding the same pid again does
+// nothing; a session that has exited is not bound again.
+func (ss *Sessions) BindPID(id string, pid int) {
+	en := ss.m[id]
+	if en == nil || pid <= 0 || en.pid == pid || !en.exitedAt.IsZero() {
+		return
+	}
+	ss.unwatch(en)
+	en.pid = pid
+	st, err := proc.ReadStat(proc.Root, pid)
+	if err == nil && !en.since.IsZero() {
+		if at, serr := proc.StartedAt(st); serr == nil && at.After(en.since.Add(reuseSlack)) {
+			ss.log.Debug("pid reused by a later process", "session", id, "pid", pid)
+			err = proc.ErrNoProcess
+		}
+	}
+	if err == nil {
+		ctx, cancel := context.WithCancel(ss.ctx)
+		err = proc.Watch(ctx, pid, st.StartTime, func() {
+			ss.post(func() { ss.processExited(id, en) })
+		})
+		if err == nil {
+			en.unwatch = cancel
+			return
+		}
+		cancel()
+	}
+	if errors.Is(err, proc.ErrNoProcess) {
+		ss.processExited(id, en)
+		return
+	}
+	ss.log.Debug("cannot watch process", "session", id, "pid", pid, "err", err)
+}
+
+// processExited reports agent.exited for a session whose process ended,
+// unless the session changed meanwhile.
+func (ss *Sessions) processExited(id string, en *entry) {
+	if ss.m[id] != en || !en.exitedAt.IsZero() {
+		return
+	}
+	en.unwatch = nil
+	ss.Event(id, en.harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
+}
+
+// BindHolder binds the session to the process holding its journal open
+// (found through /proc/*/fd), if exactly one other process does. Call it
+// once when a journal's session first appears; during a scan one pass over
+// /proc serves every journal.
+func (ss *Sessions) BindHolder(id, path string) {
+	en := ss.m[id]
+	if en == nil || en.pid != 0 || !en.exitedAt.IsZero() {
+		return
+	}
+	var pids []int
+	if !ss.live {
+		if fi, err := statKey(path); err == nil {
+			pids = ss.heldFiles()[fi]
+		}
+	} else {
+		var err error
+		pids, err = proc.FindHolders(proc.Root, path)
+		if err != nil {
+			ss.log.Debug("cannot find the journal's process", "session", id, "err", err)
+		}
+	}
+	ss.log.Debug("journal holders", "session", id, "pids", pids)
+	if len(pids) == 1 {
+		ss.BindPID(id, pids[0])
+	}
+}
+
+// HeldOpen reports whether another process holds the file open. It is the
+// default TailConfig.Recent under Follow: an old journal whose agent is
+// still running is read at the scan. One pass over /proc serves a scan.
+func (ss *Sessions) HeldOpen(path string, info fs.FileInfo) bool {
+	k, ok := proc.KeyOf(info)
+	return ok && len(ss.heldFiles()[k]) > 0
+}
+
+func (ss *Sessions) heldFiles() map[proc.FileKey][]int {
+	if ss.held == nil && !ss.heldErr {
+		held, err := proc.OpenFiles(proc.Root, func(target string) bool {
+			return strings.HasSuffix(target, ".jsonl")
+		})
+		if err != nil {
+			ss.log.Debug("cannot list open files", "err", err)
+			ss.heldErr = true
+		}
+		ss.held = held
+	}
+	return ss.held
+}
+
+func (ss *Sessions) unwatch(en *entry) {
+	if en.unwatch != nil {
+		en.unwatch()
+		en.unwatch = nil
+	}
+}
+
+// startLinger stops an exited session Linger after its exit.
+func (ss *Sessions) startLinger(id string, en *entry, at time.Time) {
+	en.exitedAt = at
+	if ss.linger < 0 {
+		return
+	}
+	left := at.Add(ss.linger).Sub(ss.now())
+	if left <= 0 {
+		if !ss.live {
+			ss.drop(id, en) // exited long ago: not worth a reset entry
+			return
+		}
+		left = 0
+	}
+	var tm *time.Timer
+	tm = time.AfterFunc(left, func() {
+		ss.post(func() {
+			if _, ok := ss.timers[tm]; !ok || ss.m[id] != en {
+				return
+			}
+			delete(ss.timers, tm)
+			en.timer = nil
+			ss.Stop(id, "process exited")
+		})
+	})
+	en.timer = tm
+	ss.timers[tm] = struct{}{}
+}
+
+// BadLine counts a journal line the source skipped (CodeInvalidJSON,
+// CodeInvalidRecord, or a code of its own); Idle reports the count.
+func (ss *Sessions) BadLine(code string) { ss.bad[code]++ }
+
+// Rescan implements Handler: it forgets every session, process watch and
+// timer; events are folded without publishing until ScanDone.
+func (ss *Sessions) Rescan() {
+	for id, en := range ss.m {
+		ss.drop(id, en)
+	}
+	for tm := range ss.timers {
+		tm.Stop()
+	}
+	clear(ss.timers)
+	clear(ss.dirty)
+	ss.live = false
+	ss.held, ss.heldErr = nil, false
+}
+
+// ScanDone implements Handler: it publishes the reset of every session of
+// an enabled harness, then publishes events as they come.
+func (ss *Sessions) ScanDone() {
+	ss.held, ss.heldErr = nil, false
+	ss.live = true
+	ss.Reset()
+}
+
+// Reset publishes a reset of every known session of an enabled harness
+// (sorted by id) and clears pending upserts. Follow calls it after a
+// harness switch that keeps the same roots.
+func (ss *Sessions) Reset() {
+	clear(ss.dirty)
+	list := make([]*validate.Session, 0, len(ss.m))
+	for _, id := range ss.IDs() {
+		if en := ss.m[id]; ss.enabled[en.harness] {
+			list = append(list, en.s)
+		}
+	}
+	if err := ss.pub.Reset(list); err != nil {
+		ss.log.Error("hub refused a source reset", "err", err)
+		ss.Diagnostic(agentbridge.Diagnostic{Code: CodeReset, Message: "the hub refused this source's reset; its sessions may be out of date"})
+	}
+}
+
+// Idle implements Handler: it upserts restarted sessions and reports the
+// counts of skipped lines and rejected events.
+func (ss *Sessions) Idle() {
+	if len(ss.dirty) > 0 {
+		ids := make([]string, 0, len(ss.dirty))
+		for id := range ss.dirty {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		clear(ss.dirty)
+		for _, id := range ids {
+			en := ss.m[id]
+			if en == nil || !ss.enabled[en.harness] {
+				continue
+			}
+			if err := ss.pub.Upsert(en.s); err != nil {
+				ss.log.Debug("hub refused an upsert", "session", id, "err", err)
+				ss.bad[CodePublishRefused]++
+			}
+		}
+	}
+	if len(ss.bad) == 0 {
+		return
+	}
+	codes := make([]string, 0, len(ss.bad))
+	for c := range ss.bad {
+		codes = append(codes, c)
+	}
+	sort.Strings(codes)
+	for _, c := range codes {
+		ss.Diagnostic(agentbridge.Diagnostic{Code: c, Message: badMessage(c, ss.bad[c], ss.why)})
+	}
+	clear(ss.bad)
+	clear(ss.why)
+}
+
+func badMessage(code string, n int, why map[string]bool) string {
+	switch code {
+	case CodeInvalidJSON:
+		return fmt.Sprintf("skipped %s that %s not JSON objects", lines(n), are(n))
+	case CodeInvalidRecord:
+		return fmt.Sprintf("skipped %s whose records have unusable fields", lines(n))
+	case CodeInvalidEvent:
+		codes := make([]string, 0, len(why))
+		for c := range why {
+			codes = append(codes, c)
+		}
+		sort.Strings(codes)
+		return fmt.Sprintf("dropped %d lifecycle event(s) that broke the contract's rules (%s)", n, strings.Join(codes, ", "))
+	case CodePublishRefused:
+		return fmt.Sprintf("the hub refused %d session update(s)", n)
+	}
+	return fmt.Sprintf("skipped %s (%s)", lines(n), code)
+}
+
+// Diagnostic implements Handler: it publishes d (redacted) to the hub.
+func (ss *Sessions) Diagnostic(d agentbridge.Diagnostic) {
+	validate.RedactDiagnostic(&d)
+	if err := ss.pub.Diagnostic(d); err != nil {
+		ss.log.Error("hub refused a diagnostic", "code", d.Code, "err", err)
+	}
+}
+
+func (ss *Sessions) setEnabled(set []string) {
+	ss.enabled = make(map[string]bool, len(set))
+	for _, h := range set {
+		ss.enabled[h] = true
+	}
+}
+
+// FollowConfig configures Follow.
+type FollowConfig struct {
+	// Tail says what to follow. When Tail.Recent is nil it defaults to
+	// Sessions.HeldOpen (an old journal held open by a process is read).
+	Tail TailConfig
+	// RootsFor returns the roots to follow for a set of enabled harnesses;
+	// nil follows Tail.Roots while any harness is on and nothing (no
+	// watches at all) while all are off.
+	RootsFor func(enabled []string) []string
+	// Linger is how long an exited session stays (see NewSessions).
+	Linger time.Duration
+	// Logger gets debug lines (with paths) and errors (without).
+	Logger *slog.Logger
+}
+
+// Follow runs a file-based source until ctx ends, then returns nil: it
+// builds a Sessions publishing to st.Publisher, the source's Handler from
+// newHandler, and a Tailer over the roots of the enabled harnesses, and
+// runs them on the calling goroutine. A set from st.Changes switches
+// harnesses: when it changes the roots, the tailer rebuilds (Rescan, scan,
+// ScanDone, which sends the reset); otherwise a reset is sent at once.
+func Follow(ctx context.Context, st hub.Start, cfg FollowConfig, newHandler func(*Sessions) Handler) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rootsFor := cfg.RootsFor
+	if rootsFor == nil {
+		rootsFor = func(enabled []string) []string {
+			if len(enabled) == 0 {
+				return nil
+			}
+			return cfg.Tail.Roots
+		}
+	}
+	var t *Tailer
+	ss := NewSessions(ctx, st.Publisher, st.Enabled, cfg.Linger, func(f func()) { t.Post(f) }, cfg.Logger)
+	tc := cfg.Tail
+	tc.Roots = rootsFor(st.Enabled)
+	if tc.Recent == nil {
+		tc.Recent = ss.HeldOpen
+	}
+	if tc.Logger == nil {
+		tc.Logger = cfg.Logger
+	}
+	t = NewTailer(tc, newHandler(ss))
+	roots := tc.Roots
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	if st.Changes != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case set, ok := <-st.Changes:
+					if !ok {
+						return
+					}
+					set = slices.Clone(set)
+					t.Post(func() {
+						ss.setEnabled(set)
+						if next := rootsFor(set); !slices.Equal(next, roots) {
+							roots = next
+							t.SetRoots(next)
+							return
+						}
+						ss.Reset()
+					})
+				}
+			}
+		}()
+	}
+	return t.Run(ctx)
+}
+
+func statKey(path string) (proc.FileKey, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return proc.FileKey{}, err
+	}
+	k, _ := proc.KeyOf(fi)
+	return k, nil
+}

@@ -1,0 +1,800 @@
+package sources
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/agentbridge/agentbridge"
+)
+
+// Defaults of TailConfig.
+const (
+	DefaultWindow  = 2 * time.Hour // journals written longer ago are only stat'ed at a scan
+	DefaultMaxLine = 8 << 20       // longer lines are skipped with CodeLineTooLong
+	readChunk      = 256 << 10     // one read(2); lines are delivered from it without copying
+)
+
+// Diagnostic codes the tailer and Sessions report. Messages never carry a
+// path or file content.
+const (
+	CodeLineTooLong    = "line-too-long"          // a line over MaxLine was skipped; the file is still followed
+	CodeInvalidUTF8    = "invalid-utf8"           // lines that are not UTF-8 were skipped
+	CodeInvalidJSON    = "invalid-json"           // lines that are not JSON objects were skipped (BadLine)
+	CodeInvalidRecord  = "invalid-record"         // records with unusable fields were skipped (BadLine)
+	CodeInvalidEvent   = "invalid-event"          // events the fold rejected were dropped
+	CodePermission     = "permission-denied"      // a directory or journal cannot be read
+	CodeWatchLimit     = "inotify-watch-limit"    // fs.inotify.max_user_watches reached
+	CodeInstanceLimit  = "inotify-instance-limit" // fs.inotify.max_user_instances reached
+	CodeEventsLost     = "file-events-lost"       // inotify queue overflow: rescanned everything
+	CodeReadError      = "read-error"             // a journal or directory could not be read
+	CodeRootNotDir     = "root-not-directory"     // a configured root is not a directory
+	CodeWatchError     = "watch-error"            // fsnotify failed otherwise: rescanned everything
+	CodeReset          = "reset-failed"           // the hub refused a reset (a bug: logged too)
+	CodePublishRefused = "publish-refused"        // the hub refused an event or upsert
+)
+
+// Handler receives what a Tailer finds. Every method is called on the
+// goroutine running Tailer.Run, one call at a time, never concurrently with
+// another Handler call or a function given to Tailer.Post.
+type Handler interface {
+	// Line is one complete line of the file at path, without its '\n'.
+	// Lines are delivered in file order, each exactly once, whole, even
+	// when the writer split it across several writes. Empty lines and lines
+	// that are not valid UTF-8 (CodeInvalidUTF8) or longer than MaxLine
+	// (CodeLineTooLong) are not delivered. line is only valid during the
+	// call (it points into a reused buffer): decode or copy what you keep.
+	Line(path string, line []byte)
+	// Truncated says the file at path was truncated or replaced by another
+	// file (a different inode, e.g. renamed over it). The tailer reads it
+	// again from offset 0 right after this call: drop what the file told
+	// you so far (Sessions.Restart).
+	Truncated(path string)
+	// Removed says the file at path is gone: deleted, renamed away, or its
+	// directory went away. Nothing more comes from it unless a file appears
+	// at path again, which is then read from offset 0 like a new file.
+	Removed(path string)
+	// Rescan says every file is about to be delivered again from offset 0:
+	// drop all state taken from files. It is called before the first scan
+	// of Run, after SetRoots, and when the watches are rebuilt after lost
+	// events (inotify overflow) or a vanished root. ScanDone follows once
+	// the scan has read every recent file to EOF.
+	Rescan()
+	// ScanDone says the scan that Rescan announced is complete: every file
+	// modified within Window (or for which Recent said yes) was read to
+	// EOF. Send a full reset now; after it, report changes as they come.
+	ScanDone()
+	// Idle is called whenever the tailer has handled everything pending and
+	// is about to sleep: the place to flush batched work (diagnostic counts,
+	// upserts of restarted sessions).
+	Idle()
+	// Diagnostic reports a typed problem with the watches or the files. The
+	// message carries no path and no file content.
+	Diagnostic(d agentbridge.Diagnostic)
+}
+
+// TailConfig says what a Tailer follows.
+type TailConfig struct {
+	// Roots are directory trees to follow, recursively; directories that
+	// appear later are watched too (and walked right after the watch is
+	// added, so nothing created in between is missed). A root that does not
+	// exist yet is waited for by watching its nearest existing ancestor; a
+	// root that vanishes makes the tailer rebuild (Rescan … ScanDone).
+	Roots []string
+	// Match picks the regular files to follow by path; nil follows files
+	// whose name ends in ".jsonl".
+	Match func(path string) bool
+	// Dirs picks the subdirectories to descend into (roots always are);
+	// nil descends into all. Symbolic links are never followed below a root.
+	Dirs func(path string) bool
+	// Window: at a scan, a file last modified longer ago than Window is only
+	// stat'ed, never opened, and is picked up (read from offset 0) when it
+	// is written again. Zero means DefaultWindow; negative reads every file.
+	// Files that appear or change after the scan are always read.
+	Window time.Duration
+	// Recent, when set, is asked at a scan about each file older than
+	// Window; true reads it anyway (e.g. a live process holds it open). It
+	// runs on the tailer's goroutine and should be cheap.
+	Recent func(path string, info fs.FileInfo) bool
+	// MaxLine bounds a line in bytes; zero means DefaultMaxLine.
+	MaxLine int
+	// Logger logs at debug level only (paths included); nil discards.
+	Logger *slog.Logger
+}
+
+// Tailer follows journal files under directory trees with fsnotify (one
+// inotify instance, watches on directories only) and hands their complete
+// lines to a Handler. It keeps, per file, an offset and a partial-line
+// buffer; it reads from one reusable buffer and passes lines without
+// copying them. It never polls: a Tailer with nothing changing makes no
+// system calls and runs no timer.
+//
+// Create it with NewTailer, then call Run once. Post and Wakes are safe from
+// any goroutine; SetRoots only from the Run goroutine (a Handler call or a
+// posted function).
+type Tailer struct {
+	cfg  TailConfig
+	h    Handler
+	log  *slog.Logger
+	wake chan struct{} // capacity 1: "something is pending"
+
+	mu     sync.Mutex
+	posted []func()
+	in     *inbox // the live watcher's pending events
+
+	// state owned by the Run goroutine
+	roots   []string
+	w       *fsnotify.Watcher
+	stopW   func() // ends the current watcher's drain goroutine
+	dirs    map[string]struct{}
+	files   map[string]*file
+	waiting map[string][]string // watched ancestor → missing roots under it
+	said    map[string]bool     // once-per-scan diagnostics already given
+	buf     []byte
+	bad     map[string]int // per-batch counts of skipped lines by code
+	now     time.Time      // time of the current scan
+	running bool
+
+	wakes atomic.Uint64
+	opens atomic.Uint64
+}
+
+// file is what the tailer keeps per followed file.
+type file struct {
+	dev, ino uint64
+	off      int64  // bytes consumed (delivered, skipped or buffered in part)
+	part     []byte // the incomplete last line
+	skip     bool   // inside an over-long line: drop bytes up to the next '\n'
+}
+
+// inbox collects a watcher's events between wakes; bursts for one path
+// coalesce into one entry.
+type inbox struct {
+	paths map[string]fsnotify.Op
+	lost  bool  // ErrEventOverflow
+	err   error // another watcher error
+}
+
+// NewTailer returns a Tailer following cfg.Roots for h. It touches nothing
+// until Run.
+func NewTailer(cfg TailConfig, h Handler) *Tailer {
+	if cfg.Match == nil {
+		cfg.Match = func(p string) bool { return strings.HasSuffix(p, ".jsonl") }
+	}
+	if cfg.Window == 0 {
+		cfg.Window = DefaultWindow
+	}
+	if cfg.MaxLine <= 0 {
+		cfg.MaxLine = DefaultMaxLine
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Tailer{
+		cfg:   cfg,
+		h:     h,
+		log:   log,
+		wake:  make(chan struct{}, 1),
+		roots: append([]string(nil), cfg.Roots...),
+	}
+}
+
+// Run scans the roots (Rescan, the lines of every recent file, ScanDone)
+// and then follows them until ctx ends; it returns nil then, after
+// releasing every watch. All Handler calls and posted functions run on the
+// goroutine that calls Run. Run returns an error only when it cannot start.
+func (t *Tailer) Run(ctx context.Context) error {
+	t.buf = make([]byte, readChunk)
+	t.running = true
+	defer func() {
+		t.closeWatcher()
+		t.mu.Lock()
+		t.running = false
+		t.posted = nil
+		t.mu.Unlock()
+	}()
+	t.rebuild()
+	for {
+		t.flushBad()
+		t.h.Idle()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.wake:
+		}
+		t.wakes.Add(1)
+		t.mu.Lock()
+		posted := t.posted
+		t.posted = nil
+		in := t.in
+		var paths map[string]fsnotify.Op
+		var lost bool
+		var werr error
+		if in != nil {
+			paths, lost, werr = in.paths, in.lost, in.err
+			in.paths, in.lost, in.err = nil, false, nil
+		}
+		t.mu.Unlock()
+
+		for _, f := range posted {
+			f()
+		}
+		switch {
+		case lost:
+			t.log.Debug("inotify queue overflow: rebuilding watches")
+			t.diag(CodeEventsLost, "file events were lost (inotify queue overflow); every journal is read again")
+			t.rebuild()
+			continue
+		case werr != nil:
+			t.log.Debug("watcher error: rebuilding watches", "err", werr)
+			t.diag(CodeWatchError, "file watching failed ("+errnoText(werr)+"); every journal is read again")
+			t.rebuild()
+			continue
+		}
+		if len(paths) == 0 {
+			continue
+		}
+		names := make([]string, 0, len(paths))
+		for p := range paths {
+			names = append(names, p)
+		}
+		sort.Strings(names) // parents before children
+		for _, p := range names {
+			if t.handle(p, paths[p]) {
+				break // rebuilt: the scan covered the rest
+			}
+		}
+	}
+}
+
+// Post runs f on the Run goroutine, after the Handler call in progress (if
+// any). It never blocks; functions posted after Run returned are dropped.
+// Use it to bring results of other goroutines (a process exit, a timer, a
+// harness switch) into the source's single goroutine.
+func (t *Tailer) Post(f func()) {
+	t.mu.Lock()
+	t.posted = append(t.posted, f)
+	t.mu.Unlock()
+	t.signal()
+}
+
+// SetRoots replaces the followed roots and rebuilds: Rescan, a scan of the
+// new roots, ScanDone. nil or empty roots release every watch (used when a
+// source's harnesses are all switched off). Call it only from the Run
+// goroutine.
+func (t *Tailer) SetRoots(roots []string) {
+	t.roots = append([]string(nil), roots...)
+	if t.running {
+		t.rebuild()
+	}
+}
+
+// Wakes counts how often Run woke up since it started: the idle test's
+// witness that nothing polls.
+func (t *Tailer) Wakes() uint64 { return t.wakes.Load() }
+
+// Opens counts the journal files Run opened since it started.
+func (t *Tailer) Opens() uint64 { return t.opens.Load() }
+
+func (t *Tailer) signal() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// rebuild drops every watch and all file state, makes a new watcher and
+// scans the roots: Rescan, lines, ScanDone.
+func (t *Tailer) rebuild() {
+	t.closeWatcher()
+	t.dirs = map[string]struct{}{}
+	t.files = map[string]*file{}
+	t.waiting = map[string][]string{}
+	t.said = map[string]bool{}
+	t.h.Rescan()
+	if len(t.roots) > 0 {
+		if err := t.openWatcher(); err != nil {
+			t.watchErr(err)
+		} else {
+			t.now = time.Now()
+			for _, r := range t.roots {
+				t.setupRoot(filepath.Clean(r))
+			}
+		}
+	}
+	t.flushBad()
+	t.h.ScanDone()
+}
+
+func (t *Tailer) openWatcher() error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	in := &inbox{}
+	t.mu.Lock()
+	t.in = in
+	t.mu.Unlock()
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go t.drain(w, in, done, finished)
+	t.w = w
+	t.stopW = func() {
+		close(done)
+		w.Close()
+		<-finished
+	}
+	return nil
+}
+
+func (t *Tailer) closeWatcher() {
+	if t.w == nil {
+		return
+	}
+	t.stopW()
+	t.w, t.stopW = nil, nil
+	t.mu.Lock()
+	t.in = nil
+	t.mu.Unlock()
+}
+
+// drain empties the watcher's channels promptly (the kernel queue is what
+// overflows otherwise) into in, and wakes Run. It ends when done closes or
+// the watcher is closed.
+func (t *Tailer) drain(w *fsnotify.Watcher, in *inbox, done <-chan struct{}, finished chan<- struct{}) {
+	defer close(finished)
+	for {
+		select {
+		case <-done:
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			t.mu.Lock()
+			if in.paths == nil {
+				in.paths = map[string]fsnotify.Op{}
+			}
+			in.paths[ev.Name] |= ev.Op
+			t.mu.Unlock()
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			t.mu.Lock()
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				in.lost = true
+			} else if in.err == nil {
+				in.err = err
+			}
+			t.mu.Unlock()
+		}
+		t.signal()
+	}
+}
+
+// setupRoot watches and scans root, or waits for it to appear.
+func (t *Tailer) setupRoot(root string) {
+	fi, err := os.Stat(root)
+	switch {
+	case err == nil && fi.IsDir():
+		t.addTree(root)
+	case err == nil:
+		t.diagOnce(CodeRootNotDir, "a configured journal root is not a directory; its sessions are not reported")
+	case errors.Is(err, fs.ErrNotExist):
+		t.waitFor(root)
+	default:
+		t.fsErr(err, "a journal root cannot be read")
+	}
+}
+
+// waitFor watches the nearest existing ancestor of a missing root.
+func (t *Tailer) waitFor(root string) {
+	for a := filepath.Dir(root); ; a = filepath.Dir(a) {
+		if fi, err := os.Stat(a); err == nil && fi.IsDir() {
+			if _, watched := t.waiting[a]; !watched {
+				if _, dir := t.dirs[a]; !dir {
+					if err := t.w.Add(a); err != nil {
+						t.watchErr(err)
+						return
+					}
+				}
+			}
+			t.waiting[a] = append(t.waiting[a], root)
+			t.log.Debug("waiting for journal root", "root", root, "watching", a)
+			return
+		}
+		if a == filepath.Dir(a) {
+			return
+		}
+	}
+}
+
+// addTree watches dir, then walks it (so nothing created before the watch
+// took is missed), following files and descending into subdirectories.
+// Files older than the window are only stat'ed, at a scan and in a
+// directory that appears later alike.
+func (t *Tailer) addTree(dir string) {
+	if _, ok := t.dirs[dir]; ok {
+		return
+	}
+	if err := t.w.Add(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		t.watchErr(err)
+		return
+	}
+	t.dirs[dir] = struct{}{}
+	d, err := os.Open(dir)
+	if err != nil {
+		t.fsErr(err, "a journal directory cannot be read")
+		return
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		t.fsErr(err, "a journal directory cannot be read")
+	}
+	for _, e := range entries {
+		p := dir + "/" + e.Name()
+		switch {
+		case e.IsDir():
+			if t.cfg.Dirs == nil || t.cfg.Dirs(p) {
+				t.addTree(p)
+			}
+		case e.Type().IsRegular() && t.cfg.Match(p):
+			if _, ok := t.files[p]; ok {
+				continue
+			}
+			if t.cfg.Window > 0 {
+				info, err := e.Info()
+				if err != nil {
+					continue // gone meanwhile
+				}
+				if info.ModTime().Before(t.now.Add(-t.cfg.Window)) && (t.cfg.Recent == nil || !t.cfg.Recent(p, info)) {
+					continue // old: picked up when written again
+				}
+			}
+			f := &file{}
+			t.files[p] = f
+			t.read(p, f)
+		}
+	}
+}
+
+// handle acts on the coalesced events of one path, treating the file
+// system as the truth and the events as hints. It reports whether it
+// rebuilt everything.
+func (t *Tailer) handle(p string, op fsnotify.Op) bool {
+	if roots, ok := t.waiting[filepath.Dir(p)]; ok {
+		t.recheckWaiting(filepath.Dir(p), roots)
+	}
+	if _, ok := t.dirs[p]; ok {
+		if op.Has(fsnotify.Remove) || op.Has(fsnotify.Rename) {
+			return t.dirGone(p)
+		}
+		return false
+	}
+	if _, ok := t.waiting[p]; ok && (op.Has(fsnotify.Remove) || op.Has(fsnotify.Rename)) {
+		t.log.Debug("watched ancestor of a missing root vanished: rebuilding")
+		t.rebuild()
+		return true
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		if _, ok := t.files[p]; ok {
+			delete(t.files, p)
+			t.h.Removed(p)
+		}
+		return false
+	}
+	switch {
+	case fi.IsDir():
+		parent := filepath.Dir(p)
+		if _, ok := t.dirs[parent]; ok && (t.cfg.Dirs == nil || t.cfg.Dirs(p)) {
+			t.now = time.Now()
+			t.addTree(p)
+		}
+	case fi.Mode().IsRegular() && t.cfg.Match(p):
+		f := t.files[p]
+		if f == nil {
+			if op == fsnotify.Chmod {
+				return false
+			}
+			if _, ok := t.dirs[filepath.Dir(p)]; !ok {
+				return false
+			}
+			f = &file{}
+			t.files[p] = f
+		}
+		t.read(p, f)
+	default:
+		if _, ok := t.files[p]; ok { // a journal replaced by something else
+			delete(t.files, p)
+			t.h.Removed(p)
+		}
+	}
+	return false
+}
+
+// dirGone forgets a directory that vanished or was replaced, with its
+// subdirectories and files; a vanished root rebuilds everything. A
+// directory that exists again at the path is watched and walked anew.
+func (t *Tailer) dirGone(dir string) bool {
+	for _, r := range t.roots {
+		if filepath.Clean(r) == dir {
+			t.log.Debug("journal root vanished or was replaced: rebuilding", "root", dir)
+			t.rebuild()
+			return true
+		}
+	}
+	prefix := dir + "/"
+	for d := range t.dirs {
+		if d == dir || strings.HasPrefix(d, prefix) {
+			delete(t.dirs, d)
+			_ = t.w.Remove(d) // often gone already with its inode
+		}
+	}
+	var gone []string
+	for p := range t.files {
+		if strings.HasPrefix(p, prefix) {
+			gone = append(gone, p)
+		}
+	}
+	sort.Strings(gone)
+	for _, p := range gone {
+		delete(t.files, p)
+		t.h.Removed(p)
+	}
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
+		if _, ok := t.dirs[filepath.Dir(dir)]; ok {
+			t.now = time.Now()
+			t.addTree(dir)
+		}
+	}
+	return false
+}
+
+// recheckWaiting sets up the missing roots under a watched ancestor once
+// something changed in it.
+func (t *Tailer) recheckWaiting(anc string, roots []string) {
+	delete(t.waiting, anc)
+	if _, dir := t.dirs[anc]; !dir {
+		_ = t.w.Remove(anc)
+	}
+	for _, r := range roots {
+		t.now = time.Now()
+		t.setupRoot(r)
+	}
+}
+
+// read reads the file from its offset to EOF and delivers its complete
+// lines. A smaller size than the offset (truncation) or another inode at
+// the path (replacement) reads it again from 0 after Truncated.
+func (t *Tailer) read(p string, f *file) {
+	fd, err := os.Open(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			delete(t.files, p)
+			if f.ino != 0 {
+				t.h.Removed(p)
+			}
+			return
+		}
+		t.fsErr(err, "a journal cannot be read")
+		return
+	}
+	defer fd.Close()
+	t.opens.Add(1)
+	fi, err := fd.Stat()
+	if err != nil {
+		t.fsErr(err, "a journal cannot be read")
+		return
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	var dev, ino uint64
+	if st != nil {
+		dev, ino = uint64(st.Dev), st.Ino
+	}
+	if f.ino != 0 && (dev != f.dev || ino != f.ino || fi.Size() < f.off) {
+		t.log.Debug("journal truncated or replaced", "path", p)
+		*f = file{}
+		t.h.Truncated(p)
+	}
+	f.dev, f.ino = dev, ino
+	if fi.Size() == f.off {
+		return
+	}
+	for {
+		n, err := fd.ReadAt(t.buf, f.off)
+		if n > 0 {
+			f.off += int64(n)
+			t.split(p, f, t.buf[:n])
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.fsErr(err, "a journal cannot be read")
+			}
+			return
+		}
+	}
+}
+
+// split delivers the complete lines of data, joining the file's partial
+// line, and keeps the new trailing fragment.
+func (t *Tailer) split(p string, f *file, data []byte) {
+	max := t.cfg.MaxLine
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			if f.skip {
+				return
+			}
+			if len(f.part)+len(data) > max {
+				t.tooLong(f)
+				return
+			}
+			f.part = append(f.part, data...)
+			return
+		}
+		line := data[:i]
+		data = data[i+1:]
+		if f.skip {
+			f.skip = false
+			continue
+		}
+		if len(f.part) > 0 {
+			if len(f.part)+len(line) > max {
+				t.tooLong(f)
+				f.skip = false
+				continue
+			}
+			f.part = append(f.part, line...)
+			line = f.part
+			t.deliver(p, line)
+			if cap(f.part) > 64<<10 {
+				f.part = nil // don't keep a big buffer per file
+			} else {
+				f.part = f.part[:0]
+			}
+			continue
+		}
+		if len(line) > max {
+			t.tooLong(f)
+			f.skip = false
+			continue
+		}
+		t.deliver(p, line)
+	}
+}
+
+func (t *Tailer) tooLong(f *file) {
+	f.part = nil
+	f.skip = true
+	t.count(CodeLineTooLong)
+}
+
+func (t *Tailer) deliver(p string, line []byte) {
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	if len(line) == 0 {
+		return
+	}
+	if !utf8.Valid(line) {
+		t.count(CodeInvalidUTF8)
+		return
+	}
+	t.h.Line(p, line)
+}
+
+func (t *Tailer) count(code string) {
+	if t.bad == nil {
+		t.bad = map[string]int{}
+	}
+	t.bad[code]++
+}
+
+// flushBad turns the skipped-line counts of a batch into one diagnostic per
+// code.
+func (t *Tailer) flushBad() {
+	if len(t.bad) == 0 {
+		return
+	}
+	codes := make([]string, 0, len(t.bad))
+	for c := range t.bad {
+		codes = append(codes, c)
+	}
+	sort.Strings(codes)
+	for _, c := range codes {
+		n := t.bad[c]
+		switch c {
+		case CodeLineTooLong:
+			t.diag(c, fmt.Sprintf("skipped %s over %d MiB; the journal is still followed", lines(n), t.cfg.MaxLine>>20))
+		case CodeInvalidUTF8:
+			t.diag(c, fmt.Sprintf("skipped %s that %s not valid UTF-8", lines(n), are(n)))
+		}
+	}
+	clear(t.bad)
+}
+
+func lines(n int) string {
+	if n == 1 {
+		return "1 journal line"
+	}
+	return fmt.Sprintf("%d journal lines", n)
+}
+
+func are(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
+func (t *Tailer) diag(code, msg string) {
+	t.h.Diagnostic(agentbridge.Diagnostic{Code: code, Message: msg})
+}
+
+func (t *Tailer) diagOnce(code, msg string) {
+	if t.said[code] {
+		return
+	}
+	t.said[code] = true
+	t.diag(code, msg)
+}
+
+// watchErr reports a failure to create a watcher or add a watch; the
+// inotify limits name their sysctl.
+func (t *Tailer) watchErr(err error) {
+	t.log.Debug("watch failed", "err", err)
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		t.diagOnce(CodeWatchLimit, "the inotify watch limit is reached, so some journal directories are not followed; raise the sysctl fs.inotify.max_user_watches (e.g. sysctl -w fs.inotify.max_user_watches=524288)")
+	case errors.Is(err, syscall.EMFILE):
+		t.diagOnce(CodeInstanceLimit, "the inotify instance limit is reached, so journals are not followed; raise the sysctl fs.inotify.max_user_instances (e.g. sysctl -w fs.inotify.max_user_instances=1024)")
+	case errors.Is(err, fs.ErrPermission):
+		t.diagOnce(CodePermission, "a journal directory cannot be watched (permission denied); its sessions are not reported")
+	default:
+		t.diagOnce(CodeWatchError, "a journal directory cannot be watched ("+errnoText(err)+")")
+	}
+}
+
+// fsErr reports a failure to read a directory or journal without its path.
+func (t *Tailer) fsErr(err error, what string) {
+	t.log.Debug(what, "err", err)
+	if errors.Is(err, fs.ErrPermission) {
+		t.diagOnce(CodePermission, what+" (permission denied); its sessions are not reported")
+		return
+	}
+	t.diagOnce(CodeReadError, what+" ("+errnoText(err)+")")
+}
+
+// errnoText names an error without the path an *fs.PathError carries.
+func errnoText(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	if errors.Is(err, fsnotify.ErrEventOverflow) {
+		return "event queue overflow"
+	}
+	return "unexpected error"
+}

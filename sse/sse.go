@@ -1,0 +1,374 @@
+// Package sse serves the hub's record stream, GET /v1/events (CONTRACT
+// section 4): as Server-Sent Events through r3labs/sse, or as JSON lines.
+//
+// Wire format. Every event has `id:` = the hub revision, `event:` = the
+// record name and one `data:` line of compact JSON. The first event also
+// carries `retry: 3000`. While idle, a comment line `: ping` is sent every
+// Options.Heartbeat (15 s). With `?format=ndjson` or
+// `Accept: application/x-ndjson` the same records come as lines
+// `{"id":N,"event":"…","data":{…}}`, and the heartbeat is an empty line,
+// which line readers should skip.
+//
+// Resume. The cursor is the Last-Event-ID header, else the `since` query
+// parameter (EventSource cannot set headers on its first connect); a value
+// that is not a decimal revision counts as no cursor. See hub.Subscribe for
+// when the cursor is honoured and when the stream starts with resets, and
+// for the ids of initial resets.
+//
+// Use of r3labs/sse (see notes/hub.md §1.9): AutoReplay and AutoStream are
+// off, every connection gets its own r3 stream (one slow client cannot hold
+// up another), the Last-Event-ID header is removed before r3 sees it, the
+// pump waits for r3's OnSubscribe before publishing, live records go in with
+// TryPublish, every write has its own deadline, and a stream is removed only
+// after r3's handler has returned.
+package sse
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	r3 "github.com/r3labs/sse/v2"
+
+	"github.com/agentbridge/agentbridge/hub"
+)
+
+// Defaults of Options.
+const (
+	DefaultHeartbeat    = 15 * time.Second
+	DefaultWriteTimeout = 10 * time.Second
+	DefaultRetry        = 3 * time.Second
+	DefaultBufferSize   = 1024
+)
+
+// Hub is what the stream needs of the hub.
+type Hub interface {
+	Subscribe(since uint64, hasSince bool, f hub.Filter) *hub.Subscription
+}
+
+// Options configure a Handler. The zero value is usable.
+type Options struct {
+	Logger       *slog.Logger  // nil: slog.Default()
+	Heartbeat    time.Duration // idle comment interval; 0: DefaultHeartbeat
+	WriteTimeout time.Duration // deadline of each write to a client; 0: DefaultWriteTimeout
+	Retry        time.Duration // reconnect delay sent with the first event; 0: DefaultRetry
+	BufferSize   int           // events queued in a connection's r3 stream; 0: DefaultBufferSize
+}
+
+// Handler serves the stream. It is an http.Handler for the unfiltered
+// stream; Serve takes a filter.
+type Handler struct {
+	hub   Hub
+	o     Options
+	log   *slog.Logger
+	srv   *r3.Server
+	next  atomic.Uint64
+	conns sync.Map // r3 stream id → *conn
+	retry []byte
+}
+
+// conn is one SSE connection's rendezvous with r3's OnSubscribe.
+type conn struct {
+	ready chan struct{}
+	once  sync.Once
+}
+
+// New returns a Handler that streams from h.
+func New(h Hub, o Options) *Handler {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.Retry <= 0 {
+		o.Retry = DefaultRetry
+	}
+	if o.BufferSize <= 0 {
+		o.BufferSize = DefaultBufferSize
+	}
+	s := &Handler{hub: h, o: o, log: o.Logger, retry: []byte(strconv.FormatInt(o.Retry.Milliseconds(), 10))}
+	s.srv = r3.NewWithCallback(s.subscribed, nil)
+	s.srv.AutoReplay = false
+	s.srv.AutoStream = false
+	s.srv.BufferSize = o.BufferSize
+	s.srv.Headers = map[string]string{
+		"Cache-Control":     "no-store",
+		"X-Accel-Buffering": "no",
+	}
+	return s
+}
+
+func (s *Handler) subscribed(id string, _ *r3.Subscriber) {
+	if c, ok := s.conns.Load(id); ok {
+		c := c.(*conn)
+		c.once.Do(func() { close(c.ready) })
+	}
+}
+
+// Cursor returns the resume cursor of a stream request: the Last-Event-ID
+// header, else the `since` query parameter. ok is false when there is none
+// or it is not a decimal revision (such a request starts with resets).
+func Cursor(r *http.Request) (since uint64, ok bool) {
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("since")
+	}
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// WantsNDJSON reports whether a stream request asks for JSON lines:
+// `?format=ndjson` or an Accept header naming application/x-ndjson.
+func WantsNDJSON(r *http.Request) bool {
+	if r.URL.Query().Get("format") == "ndjson" {
+		return true
+	}
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "application/x-ndjson" {
+			return true
+		}
+	}
+	return false
+}
+
+// ServeHTTP serves the unfiltered stream.
+func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.Serve(w, r, hub.Filter{}) }
+
+// Serve serves the stream of the sessions f selects, resuming from the
+// request's cursor (see Cursor), as SSE or JSON lines (see WantsNDJSON). It
+// returns when the client goes away, when the client is cut off for not
+// keeping up (it then reconnects and resumes), or when the request's context
+// ends — the server's base context included, so cancelling it ends every
+// open stream.
+func (s *Handler) Serve(w http.ResponseWriter, r *http.Request, f hub.Filter) {
+	since, ok := Cursor(r)
+	sub := s.hub.Subscribe(since, ok, f)
+	defer sub.Close()
+	if WantsNDJSON(r) {
+		s.serveLines(w, r, sub)
+		return
+	}
+	s.serveSSE(w, r, sub)
+}
+
+func (s *Handler) serveSSE(w http.ResponseWriter, r *http.Request, sub *hub.Subscription) {
+	id := strconv.FormatUint(s.next.Add(1), 10)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	c := &conn{ready: make(chan struct{})}
+	s.conns.Store(id, c)
+	defer s.conns.Delete(id)
+	s.srv.CreateStream(id)
+
+	dw := newDeadlineWriter(w, s.o.WriteTimeout, cancel)
+	r3req := r.Clone(ctx)
+	r3req.URL.RawQuery = "stream=" + id
+	r3req.Header.Del("Last-Event-ID") // ours, parsed above; r3 would 400 on a non-number
+
+	var wg sync.WaitGroup
+	wg.Go(func() { s.pump(ctx, cancel, id, c, sub) })
+	s.srv.ServeHTTP(dw, r3req)
+	cancel()
+	wg.Wait()
+	// Only now: removing a stream while r3's handler runs leaks its
+	// goroutine (notes/hub.md §1.5).
+	s.srv.RemoveStream(id)
+}
+
+// pump moves records from the subscription into the connection's r3
+// stream. It owns the decision to cut the client off: it cancels ctx, which
+// r3 takes as a disconnect.
+func (s *Handler) pump(ctx context.Context, cancel context.CancelFunc, id string, c *conn, sub *hub.Subscription) {
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return
+	}
+	first := true
+	event := func(rec hub.Record) *r3.Event {
+		ev := &r3.Event{ID: []byte(strconv.FormatUint(rec.Rev, 10)), Event: []byte(rec.Name), Data: rec.Data}
+		if first {
+			ev.Retry = s.retry
+			first = false
+		}
+		return ev
+	}
+	// The initial batch may be longer than any buffer: publish it blocking.
+	// A stuck client still cannot hold this forever: its writes time out
+	// and r3 drains the stream.
+	for _, rec := range sub.Initial {
+		if ctx.Err() != nil {
+			return
+		}
+		s.srv.Publish(id, event(rec))
+	}
+	hb := time.NewTimer(s.o.Heartbeat)
+	defer hb.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.Done:
+			s.log.Info("stream client cut off: it did not keep up")
+			cancel()
+			return
+		case rec := <-sub.C:
+			if !s.srv.TryPublish(id, event(rec)) {
+				s.log.Info("stream client cut off: it did not keep up")
+				cancel()
+				return
+			}
+			hb.Reset(s.o.Heartbeat)
+		case <-hb.C:
+			if !s.srv.TryPublish(id, &r3.Event{Comment: []byte("ping")}) {
+				cancel()
+				return
+			}
+			hb.Reset(s.o.Heartbeat)
+		}
+	}
+}
+
+// serveLines writes the JSON-lines form directly, with the same semantics.
+func (s *Handler) serveLines(w http.ResponseWriter, r *http.Request, sub *hub.Subscription) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	h := w.Header()
+	h.Set("Content-Type", "application/x-ndjson")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	dw := newDeadlineWriter(w, s.o.WriteTimeout, cancel)
+	dw.WriteHeader(http.StatusOK)
+	if dw.Flush(); dw.failed.Load() {
+		return
+	}
+	var buf bytes.Buffer
+	line := func(rec hub.Record) {
+		buf.WriteString(`{"id":`)
+		buf.WriteString(strconv.FormatUint(rec.Rev, 10))
+		buf.WriteString(`,"event":"`)
+		buf.WriteString(rec.Name) // a fixed set of plain names
+		buf.WriteString(`","data":`)
+		buf.Write(rec.Data)
+		buf.WriteString("}\n")
+	}
+	write := func() bool {
+		_, err := dw.Write(buf.Bytes())
+		buf.Reset()
+		if err == nil {
+			dw.Flush()
+		}
+		return err == nil && !dw.failed.Load()
+	}
+	for i, rec := range sub.Initial {
+		line(rec)
+		if (buf.Len() >= 32<<10 || i == len(sub.Initial)-1) && !write() {
+			return
+		}
+	}
+	hb := time.NewTimer(s.o.Heartbeat)
+	defer hb.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.Done:
+			s.log.Info("stream client cut off: it did not keep up")
+			return
+		case rec := <-sub.C:
+			line(rec)
+		drain: // batch what is already queued into one write
+			for buf.Len() < 32<<10 {
+				select {
+				case rec := <-sub.C:
+					line(rec)
+				default:
+					break drain
+				}
+			}
+			if !write() {
+				return
+			}
+			hb.Reset(s.o.Heartbeat)
+		case <-hb.C:
+			buf.WriteByte('\n')
+			if !write() {
+				return
+			}
+			hb.Reset(s.o.Heartbeat)
+		}
+	}
+}
+
+var errWriteFailed = errors.New("sse: an earlier write to the client failed")
+
+// deadlineWriter gives every write to the client its own deadline, so that
+// a peer that stops reading fails the write instead of blocking r3's
+// handler (and, through it, r3's stream) for good. After a failure every
+// write fails at once and onFail (cancelling the connection) has run.
+// It keeps Flush and Unwrap.
+type deadlineWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	onFail  func()
+	failed  atomic.Bool
+}
+
+func newDeadlineWriter(w http.ResponseWriter, timeout time.Duration, onFail func()) *deadlineWriter {
+	return &deadlineWriter{w: w, rc: http.NewResponseController(w), timeout: timeout, onFail: onFail}
+}
+
+func (d *deadlineWriter) Header() http.Header { return d.w.Header() }
+
+func (d *deadlineWriter) WriteHeader(code int) { d.w.WriteHeader(code) }
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	if d.failed.Load() {
+		return 0, errWriteFailed
+	}
+	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) // unsupported: no deadline
+	n, err := d.w.Write(p)
+	if err != nil {
+		d.fail()
+	}
+	return n, err
+}
+
+func (d *deadlineWriter) Flush() {
+	if d.failed.Load() {
+		return
+	}
+	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
+	if err := d.rc.Flush(); err != nil {
+		d.fail()
+	}
+}
+
+func (d *deadlineWriter) fail() {
+	if d.failed.CompareAndSwap(false, true) {
+		d.onFail()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.w }

@@ -1,0 +1,82 @@
+package validate
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestEveryCodeIsTested checks that the tables of this package hold, for
+// every entry point, at least one case for every code it can produce.
+func TestEveryCodeIsTested(t *testing.T) {
+	t.Parallel()
+	all := func(except ...Code) []Code {
+		var out []Code
+		for _, c := range Codes {
+			if !slices.Contains(except, c) {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	seen := map[string]map[Code]bool{}
+	note := func(entry string, want []pc) {
+		if seen[entry] == nil {
+			seen[entry] = map[Code]bool{}
+		}
+		for _, w := range want {
+			seen[entry][w.Code] = true
+		}
+	}
+	for _, c := range snapshotCases {
+		note("Snapshot", c.want)
+	}
+	for _, c := range resetCases {
+		note("Reset", c.want)
+	}
+	for _, c := range diagnosticCases {
+		note("Diagnostic", c.want)
+	}
+	for _, c := range eventCases {
+		note("Event", c.want)
+	}
+	for _, c := range decodeSnapshotCases {
+		note("DecodeSnapshot", c.want)
+	}
+	for _, c := range decodeResetCases {
+		note("DecodeReset", c.want)
+	}
+	for _, c := range decodeDiagnosticCases {
+		note("DecodeDiagnostic", c.want)
+	}
+	for _, c := range decodeEventCases {
+		note("DecodeEvent", c.want)
+	}
+	for _, c := range foldCases {
+		for _, st := range c.steps {
+			note("Session.Apply", st.want)
+		}
+	}
+	note("Session.Apply", iss("$.waitId", "invalid_array")) // TestFoldLimits
+
+	// What each entry point can produce. Typed checks never see JSON, so
+	// they report no invalid_type, and a typed snapshot has no unknown
+	// field; events and diagnostics have no arrays and no harness.
+	want := map[string][]Code{
+		"Snapshot":         all(InvalidType, UnknownField),
+		"Reset":            all(InvalidType, UnknownField),
+		"Diagnostic":       {InvalidString, MissingField},
+		"Event":            all(InvalidType, InvalidArray, Duplicate, HarnessNotEnabled),
+		"DecodeSnapshot":   all(),
+		"DecodeReset":      all(),
+		"DecodeDiagnostic": {InvalidType, InvalidString, UnknownField, Duplicate, MissingField},
+		"DecodeEvent":      all(InvalidArray, HarnessNotEnabled),
+		"Session.Apply":    all(InvalidType, HarnessNotEnabled),
+	}
+	for entry, codes := range want {
+		for _, c := range codes {
+			if !seen[entry][c] {
+				t.Errorf("no test case expects %s from %s", c, entry)
+			}
+		}
+	}
+}

@@ -1,0 +1,458 @@
+package validate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"math/big"
+	"strconv"
+
+	"github.com/agentbridge/agentbridge"
+)
+
+// DecodeSnapshot decodes raw JSON and checks it: besides Snapshot's rules it
+// reports invalid_type, unknown_field and missing_field. The snapshot is
+// only meaningful when no issue is returned.
+func DecodeSnapshot(raw json.RawMessage, enabled Harnesses) (agentbridge.Snapshot, []Issue) {
+	var s agentbridge.Snapshot
+	n, is := parseJSON(raw)
+	if is != nil {
+		return s, is
+	}
+	var pr *presence
+	pr, is = decodeSnapshot(is, "$", n, &s)
+	if pr == nil {
+		return s, is
+	}
+	return s, checkSnapshot(is, "$", &s, enabled, pr, pr.subs)
+}
+
+// DecodeReset decodes and checks a JSON array of snapshots. It also takes
+// the reset's stream form, an object {"sessions": [...]}; paths then read
+// "$.sessions[i]".
+func DecodeReset(raw json.RawMessage, enabled Harnesses) ([]agentbridge.Snapshot, []Issue) {
+	n, is := parseJSON(raw)
+	if is != nil {
+		return nil, is
+	}
+	p := "$"
+	if n.kind == kindObject {
+		var arr *node
+		for i, m := range n.members {
+			switch {
+			case m.key == "sessions" && arr == nil:
+				arr = &n.members[i].val
+			case m.key == "sessions":
+				is = append(is, newIssue(keyPath(p, m.key), Duplicate, "is given twice"))
+			default:
+				is = append(is, newIssue(keyPath(p, m.key), UnknownField, "is not a field of a reset"))
+			}
+		}
+		if arr == nil {
+			return nil, append(is, missing(p, "sessions"))
+		}
+		n, p = arr, child(p, "sessions")
+	}
+	if n.kind != kindArray {
+		return nil, append(is, typeIssue(p, "an array of session snapshots", n))
+	}
+	sessions := make([]agentbridge.Snapshot, len(n.elems))
+	prs := make([]*presence, len(n.elems))
+	for i := range n.elems {
+		prs[i], is = decodeSnapshot(is, index(p, i), &n.elems[i], &sessions[i])
+	}
+	return sessions, checkReset(is, p, sessions, enabled, prs)
+}
+
+// DecodeDiagnostic decodes and checks a JSON diagnostic.
+func DecodeDiagnostic(raw json.RawMessage) (agentbridge.Diagnostic, []Issue) {
+	var d agentbridge.Diagnostic
+	n, is := parseJSON(raw)
+	if is != nil {
+		return d, is
+	}
+	if n.kind != kindObject {
+		return d, append(is, typeIssue("$", "an object", n))
+	}
+	var pr presence
+	is = eachMember(is, "$", n, func(is []Issue, key string, v *node) ([]Issue, bool) {
+		switch key {
+		case "code":
+			return decodeString(is, "$", key, v, &d.Code, &pr), true
+		case "message":
+			return decodeString(is, "$", key, v, &d.Message, &pr), true
+		}
+		return is, false
+	}, "a diagnostic")
+	return d, checkDiagnostic(is, "$", &d, &pr)
+}
+
+// DecodeEvent decodes and checks a JSON lifecycle event.
+func DecodeEvent(raw json.RawMessage) (agentbridge.Event, []Issue) {
+	var e agentbridge.Event
+	n, is := parseJSON(raw)
+	if is != nil {
+		return e, is
+	}
+	if n.kind != kindObject {
+		return e, append(is, typeIssue("$", "an object", n))
+	}
+	var pr presence
+	is = eachMember(is, "$", n, func(is []Issue, key string, v *node) ([]Issue, bool) {
+		var kind string
+		switch key {
+		case "kind":
+			is = decodeString(is, "$", key, v, &kind, &pr)
+			e.Kind = agentbridge.EventKind(kind)
+		case "occurredAt":
+			is = decodeInt(is, "$", key, v, &e.OccurredAt, &pr)
+		case "pid":
+			var pid int64
+			is = decodeInt(is, "$", key, v, &pid, &pr)
+			e.PID = toInt(pid)
+		case "exitCode":
+			var code int64
+			is = decodeInt(is, "$", key, v, &code, &pr)
+			if pr.m[key] == fieldOK {
+				c := toInt(code)
+				e.ExitCode = &c
+			}
+		default:
+			dst := eventStringField(&e, key)
+			if dst == nil {
+				return is, false
+			}
+			is = decodeString(is, "$", key, v, dst, &pr)
+		}
+		return is, true
+	}, "an event")
+	return e, checkEvent(is, "$", &e, &pr)
+}
+
+func eventStringField(e *agentbridge.Event, key string) *string {
+	switch key {
+	case "title":
+		return &e.Title
+	case "model":
+		return &e.Model
+	case "cwd":
+		return &e.Cwd
+	case "promptText":
+		return &e.PromptText
+	case "agentId":
+		return &e.AgentID
+	case "turnId":
+		return &e.TurnID
+	case "toolId":
+		return &e.ToolID
+	case "name":
+		return &e.Name
+	case "outcome":
+		return (*string)(&e.Outcome)
+	case "waitId":
+		return &e.WaitID
+	case "state":
+		return (*string)(&e.State)
+	case "reason":
+		return &e.Reason
+	case "summary":
+		return &e.Summary
+	case "signal":
+		return &e.Signal
+	case "subagentId":
+		return &e.SubagentID
+	case "parentAgentId":
+		return &e.ParentAgentID
+	case "type":
+		return &e.Type
+	}
+	return nil
+}
+
+// decodeSnapshot fills s from the object n; it returns nil presence when n
+// is not an object (reported).
+func decodeSnapshot(is []Issue, p string, n *node, s *agentbridge.Snapshot) (*presence, []Issue) {
+	if n.kind != kindObject {
+		return nil, append(is, typeIssue(p, "an object (a session snapshot)", n))
+	}
+	pr := &presence{}
+	is = eachMember(is, p, n, func(is []Issue, key string, v *node) ([]Issue, bool) {
+		switch key {
+		case "id":
+			is = decodeString(is, p, key, v, &s.ID, pr)
+		case "harness":
+			is = decodeString(is, p, key, v, &s.Harness, pr)
+		case "pid":
+			var pid int64
+			is = decodeInt(is, p, key, v, &pid, pr)
+			s.PID = toInt(pid)
+		case "cwd":
+			is = decodeString(is, p, key, v, &s.Cwd, pr)
+		case "title":
+			is = decodeString(is, p, key, v, &s.Title, pr)
+		case "model":
+			is = decodeString(is, p, key, v, &s.Model, pr)
+		case "status":
+			is = decodeString(is, p, key, v, (*string)(&s.Status), pr)
+		case "waitingFor":
+			is = decodeString(is, p, key, v, &s.WaitingFor, pr)
+		case "lastTurn":
+			is = decodeString(is, p, key, v, (*string)(&s.LastTurn), pr)
+		case "lastTurnEndedAt":
+			is = decodeInt(is, p, key, v, &s.LastTurnEndedAt, pr)
+		case "subagents":
+			sp := child(p, key)
+			if v.kind != kindArray {
+				pr.set(key, fieldBad)
+				return append(is, typeIssue(sp, "an array", v)), true
+			}
+			pr.set(key, fieldOK)
+			s.Subagents = make([]agentbridge.Subagent, len(v.elems))
+			pr.subs = make([]*presence, len(v.elems))
+			for i := range v.elems {
+				pr.subs[i], is = decodeSubagent(is, index(sp, i), &v.elems[i], &s.Subagents[i])
+			}
+		default:
+			return is, false
+		}
+		return is, true
+	}, "a session snapshot")
+	return pr, is
+}
+
+func decodeSubagent(is []Issue, p string, n *node, a *agentbridge.Subagent) (*presence, []Issue) {
+	if n.kind != kindObject {
+		return nil, append(is, typeIssue(p, "an object (a subagent)", n))
+	}
+	pr := &presence{}
+	is = eachMember(is, p, n, func(is []Issue, key string, v *node) ([]Issue, bool) {
+		switch key {
+		case "id":
+			return decodeString(is, p, key, v, &a.ID, pr), true
+		case "type":
+			return decodeString(is, p, key, v, &a.Type, pr), true
+		case "title":
+			return decodeString(is, p, key, v, &a.Title, pr), true
+		case "status":
+			return decodeString(is, p, key, v, (*string)(&a.Status), pr), true
+		}
+		return is, false
+	}, "a subagent")
+	return pr, is
+}
+
+// eachMember calls f for every member of the object n, reporting a key
+// given twice (duplicate) and the keys f does not know (unknown_field).
+func eachMember(is []Issue, p string, n *node, f func(is []Issue, key string, v *node) ([]Issue, bool), what string) []Issue {
+	var seen map[string]bool
+	if len(n.members) > 1 {
+		seen = make(map[string]bool, len(n.members))
+	}
+	for i := range n.members {
+		m := &n.members[i]
+		if seen != nil {
+			if seen[m.key] {
+				is = append(is, newIssue(keyPath(p, m.key), Duplicate, "is given twice"))
+				continue
+			}
+			seen[m.key] = true
+		}
+		var known bool
+		if is, known = f(is, m.key, &m.val); !known {
+			is = append(is, newIssue(keyPath(p, m.key), UnknownField, "is not a field of %s", what))
+		}
+	}
+	return is
+}
+
+// keyPath is the path of an object member whose key came from the input:
+// p.key for a plain key (1–64 bytes of [A-Za-z0-9_$-]), else p["key"] with
+// the key bounded to 64 characters and quoted, so that a path stays short
+// and printable whatever the input holds.
+func keyPath(p, key string) string {
+	plain := len(key) > 0 && len(key) <= 64
+	for i := 0; plain && i < len(key); i++ {
+		c := key[i]
+		plain = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$' || c == '-'
+	}
+	if plain {
+		return child(p, key)
+	}
+	return p + "[" + strconv.Quote(Bound(key, 64)) + "]"
+}
+
+func decodeString(is []Issue, p, key string, v *node, dst *string, pr *presence) []Issue {
+	if v.kind != kindString {
+		pr.set(key, fieldBad)
+		return append(is, typeIssue(child(p, key), "a string", v))
+	}
+	pr.set(key, fieldOK)
+	*dst = v.str
+	return is
+}
+
+func decodeInt(is []Issue, p, key string, v *node, dst *int64, pr *presence) []Issue {
+	if v.kind != kindNumber {
+		pr.set(key, fieldBad)
+		return append(is, typeIssue(child(p, key), "an integer", v))
+	}
+	n, ok := parseInteger(v.str)
+	if !ok {
+		pr.set(key, fieldBad)
+		return append(is, newIssue(child(p, key), InvalidInteger, "must be a whole number within 64 bits"))
+	}
+	pr.set(key, fieldOK)
+	*dst = n
+	return is
+}
+
+// parseInteger parses a JSON number that denotes an integer, also when it
+// is written with a fraction or an exponent (1.0, 1e3), as JavaScript reads
+// it. It fails on non-integers and on values outside int64.
+func parseInteger(s string) (int64, bool) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, true
+	}
+	if len(s) > 400 { // keep big.Float's work bounded
+		return 0, false
+	}
+	f, _, err := big.ParseFloat(s, 10, 256, big.ToNearestEven)
+	if err != nil || !f.IsInt() {
+		return 0, false
+	}
+	n, acc := f.Int64()
+	if acc != big.Exact {
+		return 0, false
+	}
+	return n, true
+}
+
+// toInt converts n to int; a value int cannot hold (on 32-bit platforms)
+// becomes math.MinInt, which every range check rejects.
+func toInt(n int64) int {
+	if int64(int(n)) != n {
+		return math.MinInt
+	}
+	return int(n)
+}
+
+func typeIssue(p, want string, got *node) Issue {
+	return newIssue(p, InvalidType, "must be %s, not %s", want, kindNames[got.kind])
+}
+
+// ---- a generic JSON value that keeps key order and repeated keys ----
+
+type nodeKind uint8
+
+const (
+	kindNull nodeKind = iota
+	kindBool
+	kindNumber
+	kindString
+	kindArray
+	kindObject
+)
+
+var kindNames = [...]string{"null", "a boolean", "a number", "a string", "an array", "an object"}
+
+type node struct {
+	kind    nodeKind
+	str     string // string value, or the number's literal
+	elems   []node
+	members []member
+}
+
+type member struct {
+	key string
+	val node
+}
+
+var errTooDeep = errors.New("too deep")
+
+// parseJSON reads exactly one JSON value from raw. Malformed JSON is one
+// invalid_type issue at "$".
+func parseJSON(raw []byte) (*node, []Issue) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	n, err := parseValue(dec, 0)
+	if err == nil {
+		if _, err2 := dec.Token(); err2 != io.EOF {
+			err = errors.New("trailing data after the JSON value")
+		}
+	}
+	if err != nil {
+		return nil, []Issue{newIssue("$", InvalidType, "%s", malformedMessage(raw, err))}
+	}
+	return &n, nil
+}
+
+func malformedMessage(raw []byte, err error) string {
+	var syn *json.SyntaxError
+	switch {
+	case len(bytes.TrimSpace(raw)) == 0:
+		return "malformed JSON: the body is empty"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "malformed JSON: unexpected end of input"
+	case errors.Is(err, errTooDeep):
+		return "malformed JSON: nested deeper than " + strconv.Itoa(MaxJSONDepth) + " levels"
+	case errors.As(err, &syn):
+		return "malformed JSON at byte offset " + strconv.FormatInt(syn.Offset, 10) + ": " + syn.Error()
+	}
+	return "malformed JSON: " + err.Error()
+}
+
+func parseValue(dec *json.Decoder, depth int) (node, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return node{}, err
+	}
+	switch t := tok.(type) {
+	case nil:
+		return node{kind: kindNull}, nil
+	case bool:
+		return node{kind: kindBool}, nil
+	case json.Number:
+		return node{kind: kindNumber, str: string(t)}, nil
+	case string:
+		return node{kind: kindString, str: t}, nil
+	case json.Delim:
+		if depth >= MaxJSONDepth {
+			return node{}, errTooDeep
+		}
+		switch t {
+		case '[':
+			n := node{kind: kindArray}
+			for dec.More() {
+				v, err := parseValue(dec, depth+1)
+				if err != nil {
+					return node{}, err
+				}
+				n.elems = append(n.elems, v)
+			}
+			_, err := dec.Token() // ']'
+			return n, err
+		case '{':
+			n := node{kind: kindObject}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return node{}, err
+				}
+				key, _ := kt.(string)
+				v, err := parseValue(dec, depth+1)
+				if err != nil {
+					return node{}, err
+				}
+				n.members = append(n.members, member{key, v})
+			}
+			_, err := dec.Token() // '}'
+			return n, err
+		}
+	}
+	return node{}, errors.New("unexpected token")
+}

@@ -1,0 +1,200 @@
+package validate
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// Seed corpora live in testdata/fuzz/<Name>/; plain go test runs them.
+
+var knownCodes = setOf(func() []string {
+	var out []string
+	for _, c := range Codes {
+		out = append(out, string(c))
+	}
+	return out
+}())
+
+// checkWellFormed asserts the form of every issue: a path from "$", a code
+// of the contract and a message.
+func checkWellFormed(tb testing.TB, call string, is []Issue) {
+	tb.Helper()
+	for _, i := range is {
+		if !strings.HasPrefix(i.Path, "$") || !knownCodes[string(i.Code)] || i.Message == "" {
+			tb.Fatalf("%s: malformed issue %+v", call, i)
+		}
+	}
+}
+
+func FuzzDecodeSnapshot(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, is := DecodeSnapshot(data, nil)
+		checkWellFormed(t, "DecodeSnapshot", is)
+		if len(is) > 0 {
+			return
+		}
+		if typed := Snapshot(s, nil); len(typed) != 0 {
+			t.Fatalf("DecodeSnapshot accepted what Snapshot rejects: %v", typed)
+		}
+		raw, err := json.Marshal(s)
+		if err != nil {
+			t.Fatalf("marshal: %v", err)
+		}
+		s2, is2 := DecodeSnapshot(raw, Harnesses{s.Harness: true})
+		if len(is2) != 0 {
+			t.Fatalf("re-encoded snapshot %s rejected: %v", raw, is2)
+		}
+		if diff := cmp.Diff(s, s2, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("round trip mismatch (-first +second):\n%s", diff)
+		}
+	})
+}
+
+func FuzzDecodeReset(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ss, is := DecodeReset(data, nil)
+		checkWellFormed(t, "DecodeReset", is)
+		if len(is) > 0 {
+			return
+		}
+		if typed := Reset(ss, nil); len(typed) != 0 {
+			t.Fatalf("DecodeReset accepted what Reset rejects: %v", typed)
+		}
+		raw, err := json.Marshal(ss)
+		if err != nil {
+			t.Fatalf("marshal: %v", err)
+		}
+		ss2, is2 := DecodeReset(raw, nil)
+		if len(is2) != 0 {
+			t.Fatalf("re-encoded reset %s rejected: %v", raw, is2)
+		}
+		if diff := cmp.Diff(ss, ss2, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("round trip mismatch (-first +second):\n%s", diff)
+		}
+	})
+}
+
+func FuzzDecodeDiagnostic(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, is := DecodeDiagnostic(data)
+		checkWellFormed(t, "DecodeDiagnostic", is)
+		if len(is) > 0 {
+			return
+		}
+		if typed := Diagnostic(d); len(typed) != 0 {
+			t.Fatalf("DecodeDiagnostic accepted what Diagnostic rejects: %v", typed)
+		}
+		raw, _ := json.Marshal(d)
+		if d2, is2 := DecodeDiagnostic(raw); len(is2) != 0 || d2 != d {
+			t.Fatalf("round trip of %s: %+v, %v", raw, d2, is2)
+		}
+		r := d
+		RedactDiagnostic(&r)
+		if is := Diagnostic(r); len(is) != 0 {
+			t.Fatalf("RedactDiagnostic made %+v invalid: %v", r, is)
+		}
+	})
+}
+
+func FuzzDecodeEvent(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, is := DecodeEvent(data)
+		checkWellFormed(t, "DecodeEvent", is)
+		if len(is) > 0 {
+			return
+		}
+		if typed := Event(e); len(typed) != 0 {
+			t.Fatalf("DecodeEvent accepted what Event rejects: %v", typed)
+		}
+		raw, err := json.Marshal(e)
+		if err != nil {
+			t.Fatalf("marshal: %v", err)
+		}
+		e2, is2 := DecodeEvent(raw)
+		if len(is2) != 0 {
+			t.Fatalf("re-encoded event %s rejected: %v", raw, is2)
+		}
+		if diff := cmp.Diff(e, e2); diff != "" {
+			t.Fatalf("round trip mismatch (-first +second):\n%s", diff)
+		}
+		r := e
+		RedactEvent(&r)
+		if is := Event(r); len(is) != 0 {
+			t.Fatalf("RedactEvent made %+v invalid: %v", r, is)
+		}
+	})
+}
+
+// FuzzFold applies a sequence of JSON events, one per line, to a new
+// session: a rejected event changes nothing, and the snapshot always
+// passes Snapshot.
+func FuzzFold(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := NewSession("sess-1", "example-agent")
+		for line := range bytes.SplitSeq(data, []byte("\n")) {
+			e, is := DecodeEvent(line)
+			if len(is) > 0 {
+				continue
+			}
+			before := s.Clone()
+			is = s.Apply(e)
+			checkWellFormed(t, "Apply", is)
+			if len(is) > 0 {
+				if diff := cmp.Diff(before, s, sessionCmp, cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("rejected %s changed the session:\n%s", line, diff)
+				}
+				continue
+			}
+			if is := Snapshot(s.Snapshot(), nil); len(is) != 0 {
+				t.Fatalf("after %s the snapshot %+v is invalid: %v", line, s.Snapshot(), is)
+			}
+			snap := s.Snapshot()
+			RedactSnapshot(&snap)
+			if is := Snapshot(snap, nil); len(is) != 0 {
+				t.Fatalf("RedactSnapshot made %+v invalid: %v", snap, is)
+			}
+		}
+	})
+}
+
+func FuzzBound(f *testing.F) {
+	f.Fuzz(func(t *testing.T, s string, max int) {
+		if got := Bound(s, math.MaxInt); got != Bound(s, len(s)+1) {
+			t.Fatalf("Bound(%q, MaxInt) = %q, want no cut", s, got)
+		}
+		if got := Bound(s, math.MinInt); got != "" {
+			t.Fatalf("Bound(%q, MinInt) = %q, want empty", s, got)
+		}
+		max = max%1100 - 50 // keep max small, negatives included
+		checkBounded(t, s, max, Bound(s, max))
+	})
+}
+
+func FuzzRedact(f *testing.F) {
+	f.Fuzz(func(t *testing.T, s string) {
+		r := Redact(s)
+		if utf8.ValidString(s) && !utf8.ValidString(r) {
+			t.Fatalf("Redact(%q) = %q: not valid UTF-8", s, r)
+		}
+		if !mayHoldSecret(s) && r != s {
+			t.Fatalf("Redact changed %q without a trigger word", s)
+		}
+		if again := Redact(r); again != r {
+			t.Fatalf("Redact is not idempotent: %q -> %q -> %q", s, r, again)
+		}
+		var ev agentbridge.Event
+		ev.Kind, ev.Summary = agentbridge.KindAgentDone, Bound(s, MaxText)
+		RedactEvent(&ev)
+		if ev.Summary != "" && !ValidText(ev.Summary, MaxText) {
+			t.Fatalf("RedactEvent made the summary invalid: %q", ev.Summary)
+		}
+	})
+}

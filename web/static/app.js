@@ -1,0 +1,580 @@
+// app.js — the dashboard page. It renders what AgentBridgeClient holds and
+// never speaks the protocol itself. Text from agents (titles, reasons,
+// diagnostics) only ever goes into the DOM through textContent.
+
+import { AgentBridgeClient, STATUSES } from './agentbridge-client.js';
+import {
+  STATUS_INFO,
+  countByStatus,
+  filterSessions,
+  formatAgo,
+  formatDuration,
+  groupByProject,
+  needsYou,
+  subagentSummary,
+} from './view.js';
+
+const $ = (id) => document.getElementById(id);
+
+/** Creates an element; string and number children become text nodes. */
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k === 'text') el.textContent = v;
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+/** Puts exactly `nodes` into `parent`, in order, moving only what must move. */
+function reconcile(parent, nodes, from = 0) {
+  let i = from;
+  for (const n of nodes) {
+    const at = parent.children[i];
+    if (at !== n) parent.insertBefore(n, at ?? null);
+    i++;
+  }
+  while (parent.children.length > i) parent.lastElementChild.remove();
+}
+
+// ---- token hygiene: the bridge trades ?token= for a cookie and redirects;
+// should a token still be in the address bar, take it out of history.
+{
+  const u = new URL(location.href);
+  if (u.searchParams.has('token')) {
+    u.searchParams.delete('token');
+    history.replaceState(null, '', u);
+  }
+}
+
+// ---- filters, kept across reloads ----
+const FILTER_KEY = 'agentbridge.filters.v1';
+const filters = { statuses: new Set(), harnesses: new Set() };
+try {
+  const saved = JSON.parse(localStorage.getItem(FILTER_KEY) || '{}');
+  for (const s of saved.statuses ?? []) if (STATUSES.includes(s)) filters.statuses.add(s);
+  for (const x of saved.harnesses ?? []) if (typeof x === 'string') filters.harnesses.add(x);
+} catch {
+  /* storage unavailable or corrupt: start unfiltered */
+}
+function saveFilters() {
+  try {
+    localStorage.setItem(FILTER_KEY, JSON.stringify({ statuses: [...filters.statuses], harnesses: [...filters.harnesses] }));
+  } catch {
+    /* ignore */
+  }
+}
+
+const client = new AgentBridgeClient();
+let state = client.state;
+let frame = 0;
+const pending = new Map(); // "source/harness" → true while its switch POST runs
+const openSubs = new Set(); // session keys whose subagent tree is open
+const rows = new Map(); // session key → {sig, tr}
+const groupsEl = new Map(); // cwd → tbody
+const lastStatus = new Map(); // session key → status, for announcements
+
+function scheduleRender() {
+  if (!frame) frame = requestAnimationFrame(render);
+}
+
+client.subscribe((s, change) => {
+  state = s;
+  announce(change);
+  scheduleRender();
+});
+
+// ---- announcements for screen readers: a session starts needing you ----
+function announce(change) {
+  if (change.type === 'upsert') {
+    const entry = state.sessions.find((x) => x.source === change.source && x.snapshot.id === change.sessionId);
+    if (!entry) return;
+    const prev = lastStatus.get(entry.key);
+    const st = entry.snapshot.status;
+    lastStatus.set(entry.key, st);
+    if (prev !== st && needsYou(st)) {
+      const who = entry.snapshot.title || entry.snapshot.id;
+      say(`${who} is ${st}${entry.snapshot.waitingFor ? `: ${entry.snapshot.waitingFor}` : ''}`);
+    }
+  } else if (change.type === 'reset') {
+    for (const e of state.sessions) lastStatus.set(e.key, e.snapshot.status);
+  } else if (change.type === 'harnesses') {
+    const src = state.sources.find((x) => x.id === change.source);
+    for (const hh of src?.harnesses ?? []) {
+      const k = `${src.id}/${hh.id}`;
+      if (pending.has(k)) {
+        pending.delete(k);
+        say(`${hh.displayName} switched ${hh.enabled ? 'on' : 'off'}`);
+      }
+    }
+  }
+}
+function say(text) {
+  const el = $('announce');
+  el.textContent = '';
+  setTimeout(() => (el.textContent = text), 50);
+}
+let alertTimer = 0;
+function alertUser(text) {
+  const el = $('alert');
+  el.textContent = text;
+  el.hidden = false;
+  clearTimeout(alertTimer);
+  alertTimer = setTimeout(() => (el.hidden = true), 6000);
+}
+
+// ---- rendering ----
+function harnessLabel(source, harnessId) {
+  const src = state.sources.find((x) => x.id === source);
+  return src?.harnesses.find((x) => x.id === harnessId)?.displayName ?? harnessId;
+}
+
+function statusBadge(status, extraClass = '') {
+  const info = STATUS_INFO[status] ?? { label: status, hint: '' };
+  return h(
+    'span',
+    { class: `status s-${status} ${extraClass}`, title: info.hint },
+    h('span', { class: `glyph g-${status}`, 'aria-hidden': 'true' }),
+    info.label,
+  );
+}
+
+function render() {
+  frame = 0;
+  renderConnection();
+  renderFilters();
+  renderSessions();
+  renderHarnesses();
+  renderDiagnostics();
+  tick();
+}
+
+function renderConnection() {
+  const c = state.connection;
+  const conn = $('conn');
+  const words = {
+    idle: 'Starting…',
+    connecting: 'Connecting…',
+    live: 'Live',
+    reconnecting: 'Reconnecting…',
+    unauthorized: 'Not signed in',
+    closed: 'Disconnected',
+  };
+  if (conn.dataset.state !== c.state) {
+    conn.dataset.state = c.state;
+    $('conn-text').textContent = words[c.state] ?? c.state;
+  }
+  $('conn-retry').hidden = c.state !== 'reconnecting';
+  const offline = c.state !== 'live' && state.sessions.length > 0;
+  $('stale').hidden = !offline;
+  $('table').classList.toggle('dim', offline);
+}
+
+function chip(key, label, pressed, count, onClick, glyph) {
+  const b = h(
+    'button',
+    { type: 'button', class: 'chip', 'aria-pressed': String(pressed), 'data-key': key, onclick: onClick },
+    glyph ? h('span', { class: `glyph g-${glyph}`, 'aria-hidden': 'true' }) : null,
+    h('span', { class: 'label', text: label }),
+    h('span', { class: 'n', text: String(count) }),
+  );
+  return b;
+}
+
+/** Updates a chip in place (keeps focus) or makes it. */
+function upsertChip(cache, key, label, pressed, count, onClick, glyph) {
+  let b = cache.get(key);
+  if (!b) {
+    b = chip(key, label, pressed, count, onClick, glyph);
+    cache.set(key, b);
+  }
+  b.setAttribute('aria-pressed', String(pressed));
+  b.querySelector('.label').textContent = label;
+  b.querySelector('.n').textContent = String(count);
+  b.setAttribute('aria-label', `${label}: ${count} session${count === 1 ? '' : 's'}${pressed ? ', shown' : ''}`);
+  return b;
+}
+
+const statusChips = new Map();
+const harnessChips = new Map();
+function toggle(set, key) {
+  set.has(key) ? set.delete(key) : set.add(key);
+  saveFilters();
+  scheduleRender();
+}
+
+function renderFilters() {
+  const byHarness = filterSessions(state.sessions, { harnesses: filters.harnesses });
+  const counts = countByStatus(byHarness);
+  reconcile(
+    $('f-status'),
+    STATUSES.map((st) =>
+      upsertChip(statusChips, st, STATUS_INFO[st].label, filters.statuses.has(st), counts[st], () => toggle(filters.statuses, st), st),
+    ),
+  );
+
+  const byStatus = filterSessions(state.sessions, { statuses: filters.statuses });
+  const hcount = new Map();
+  for (const s of byStatus) {
+    const k = `${s.source}/${s.snapshot.harness}`;
+    hcount.set(k, (hcount.get(k) ?? 0) + 1);
+  }
+  const keys = new Map(); // key → label
+  for (const src of state.sources) for (const hh of src.harnesses) if (hh.enabled) keys.set(`${src.id}/${hh.id}`, hh.displayName);
+  for (const s of state.sessions) {
+    const k = `${s.source}/${s.snapshot.harness}`;
+    if (!keys.has(k)) keys.set(k, harnessLabel(s.source, s.snapshot.harness));
+  }
+  for (const k of filters.harnesses) if (!keys.has(k)) keys.set(k, k.split('/')[1]);
+  const labels = [...keys.values()];
+  const chips = [...keys].map(([k, label]) => {
+    const dup = labels.filter((l) => l === label).length > 1;
+    return upsertChip(harnessChips, k, dup ? `${label} (${k.split('/')[0]})` : label, filters.harnesses.has(k), hcount.get(k) ?? 0, () =>
+      toggle(filters.harnesses, k),
+    );
+  });
+  reconcile($('f-harness'), chips);
+  $('f-clear').hidden = filters.statuses.size === 0 && filters.harnesses.size === 0;
+
+  // header summary
+  const all = countByStatus(state.sessions);
+  const sum = $('summary');
+  const parts = [h('strong', { text: String(state.sessions.length) }), ` session${state.sessions.length === 1 ? '' : 's'}`];
+  for (const st of ['waiting', 'blocked']) {
+    if (all[st]) parts.push(' · ', h('span', { class: `hot ${st}`, text: `${all[st]} ${st}` }));
+  }
+  if (all.running) parts.push(` · ${all.running} running`);
+  sum.replaceChildren(...parts);
+  const attention = all.waiting + all.blocked;
+  document.title = attention ? `(${attention}) agentbridge` : 'agentbridge';
+}
+
+function sessionSig(s) {
+  return JSON.stringify([s.snapshot, s.since, s.sinceExact, s.lastEvent?.kind, s.lastEvent?.name, harnessLabel(s.source, s.snapshot.harness)]);
+}
+
+function sessionRow(s) {
+  const snap = s.snapshot;
+  const st = snap.status;
+  const attn = needsYou(st);
+  const untitled = !snap.title;
+
+  const sessionCell = h(
+    'td',
+    { class: 'cell-session' },
+    h('div', { class: `title${untitled ? ' untitled' : ''}`, text: snap.title || snap.id }),
+  );
+  const meta = [];
+  if (!untitled) meta.push(h('span', { class: 'mono', text: snap.id }));
+  if (s.lastEvent && st === 'running') {
+    const what = s.lastEvent.kind === 'tool.started' && s.lastEvent.name ? `tool ${s.lastEvent.name}` : s.lastEvent.kind;
+    meta.push(h('span', { text: what }));
+  }
+  if (meta.length) sessionCell.append(h('div', { class: 'meta' }, meta.flatMap((m, i) => (i ? [' · ', m] : [m]))));
+  if (attn) {
+    sessionCell.append(
+      h(
+        'p',
+        { class: 'reason' },
+        h('span', { class: 'lead', text: st === 'waiting' ? 'Waiting for: ' : 'Blocked: ' }),
+        snap.waitingFor || (st === 'waiting' ? 'your input' : 'no reason given'),
+      ),
+    );
+  }
+  if (snap.subagents?.length) {
+    const sum = subagentSummary(snap.subagents);
+    const words = [`${sum.total} subagent${sum.total === 1 ? '' : 's'}`];
+    if (sum.running) words.push(`${sum.running} running`);
+    if (sum.failed) words.push(`${sum.failed} failed`);
+    const details = h(
+      'details',
+      { class: 'subs', open: openSubs.has(s.key) },
+      h('summary', { text: words.join(' · ') }),
+      h(
+        'ul',
+        { class: 'tree', 'aria-label': 'Subagents' },
+        snap.subagents.map((a) =>
+          h(
+            'li',
+            {},
+            h('span', { class: `st st-${a.status}` }, h('span', { class: `glyph g-${a.status}`, 'aria-hidden': 'true' }), a.status),
+            a.type ? h('span', { class: 'sub-type', text: a.type }) : null,
+            h('span', { class: 'sub-title', text: a.title || a.id }),
+          ),
+        ),
+      ),
+    );
+    details.addEventListener('toggle', () => (details.open ? openSubs.add(s.key) : openSubs.delete(s.key)));
+    sessionCell.append(details);
+  }
+
+  const sinceTitle = s.sinceExact
+    ? `${st} since ${new Date(s.since).toLocaleString()}`
+    : `${st} at least since ${new Date(s.since).toLocaleString()} (when this page first saw it; the bridge does not say when it began)`;
+  const forCell = h(
+    'td',
+    { class: 'num cell-for' },
+    h('time', { datetime: new Date(s.since).toISOString(), title: sinceTitle, 'data-since': s.since, 'data-exact': s.sinceExact ? '1' : '0' }),
+  );
+
+  let turnCell;
+  if (snap.lastTurn) {
+    const glyph = snap.lastTurn;
+    turnCell = h(
+      'td',
+      { 'data-label': 'Last turn' },
+      h('span', { class: `outcome o-${snap.lastTurn}` }, h('span', { class: `glyph g-${glyph}`, 'aria-hidden': 'true' }), snap.lastTurn),
+      snap.lastTurnEndedAt
+        ? h('time', { class: 'ago', datetime: new Date(snap.lastTurnEndedAt).toISOString(), 'data-ago': snap.lastTurnEndedAt, title: new Date(snap.lastTurnEndedAt).toLocaleString() })
+        : null,
+    );
+  } else {
+    turnCell = h('td', { class: 'cell-noturn' }, h('span', { class: 'none', text: '—', 'aria-label': 'none' }));
+  }
+
+  return h(
+    'tr',
+    { class: `row st-${st}${attn ? ' attn' : ''}`, 'data-key': s.key, 'data-session': snap.id, 'data-status': st, 'data-harness': snap.harness },
+    h('td', {}, statusBadge(st)),
+    sessionCell,
+    h('td', { 'data-label': 'Harness', text: harnessLabel(s.source, snap.harness) }),
+    snap.model ? h('td', { class: 'cell-model', 'data-label': 'Model', text: snap.model }) : h('td', { class: 'cell-model' }, h('span', { class: 'none', text: '—' })),
+    forCell,
+    turnCell,
+    snap.pid ? h('td', { class: 'num mono cell-pid', 'data-label': 'PID', text: String(snap.pid) }) : h('td', { class: 'cell-pid' }, h('span', { class: 'none', text: '—' })),
+  );
+}
+
+function renderSessions() {
+  const table = $('table');
+  const visible = filterSessions(state.sessions, filters);
+  const groups = groupByProject(visible);
+  const seen = new Set();
+  const bodies = groups.map((g) => {
+    let tb = groupsEl.get(g.cwd);
+    if (!tb) {
+      tb = h('tbody', { 'data-cwd': g.cwd });
+      tb.append(h('tr', { class: 'group' }, h('th', { colspan: '7', scope: 'rowgroup' })));
+      groupsEl.set(g.cwd, tb);
+    }
+    const counts = [`${g.sessions.length} session${g.sessions.length === 1 ? '' : 's'}`];
+    const hot = [];
+    for (const st of ['waiting', 'blocked']) if (g.counts[st]) hot.push(h('span', { class: `hot ${st}`, text: `${g.counts[st]} ${st}` }));
+    tb.firstElementChild.firstElementChild.replaceChildren(
+      h('span', { class: 'name', text: g.name }),
+      g.cwd && g.cwd !== '/' ? h('span', { class: 'path', text: g.cwd }) : null,
+      h('span', { class: 'gcounts' }, ...hot.flatMap((x) => [x, ' · ']), counts[0]),
+    );
+    const trs = g.sessions.map((s) => {
+      seen.add(s.key);
+      const sig = sessionSig(s);
+      let r = rows.get(s.key);
+      if (!r || r.sig !== sig) {
+        r = { sig, tr: sessionRow(s) };
+        rows.set(s.key, r);
+      }
+      return r.tr;
+    });
+    reconcile(tb, trs, 1);
+    return tb;
+  });
+  for (const k of rows.keys()) if (!seen.has(k)) rows.delete(k);
+  for (const [cwd, tb] of groupsEl) if (!groups.some((g) => g.cwd === cwd)) groupsEl.delete(cwd);
+  reconcile(table, [table.tHead, ...bodies]);
+  table.hidden = groups.length === 0;
+
+  const empty = $('empty');
+  const c = state.connection.state;
+  if (groups.length) {
+    empty.hidden = true;
+  } else {
+    empty.hidden = false;
+    if (c === 'unauthorized') {
+      empty.replaceChildren(
+        h('strong', { text: 'This page needs the bridge’s token.' }),
+        'Open the dashboard URL that ',
+        h('code', { text: 'agentbridge serve' }),
+        ' printed (it ends in ',
+        h('code', { text: '?token=…' }),
+        '). The bridge trades the token for a cookie and removes it from the address bar.',
+      );
+    } else if (state.sessions.length) {
+      empty.replaceChildren(
+        h('strong', { text: 'No sessions match the filters.' }),
+        h('button', { type: 'button', class: 'link', onclick: clearFilters, text: 'Clear filters' }),
+      );
+    } else if (c === 'live') {
+      empty.replaceChildren(
+        h('strong', { text: 'No agent sessions right now.' }),
+        'Start Claude Code, Codex or another agent and it shows up here, live. To try it without one, run ',
+        h('code', { text: 'agentbridge demo' }),
+        '.',
+      );
+    } else {
+      empty.replaceChildren(h('strong', { text: c === 'reconnecting' ? 'Waiting for the bridge…' : 'Connecting to the bridge…' }));
+    }
+  }
+}
+
+const switchRows = new Map(); // "source/harness" → {row, btn}
+const sourceBlocks = new Map(); // source id → element
+function renderHarnesses() {
+  const counts = new Map();
+  for (const s of state.sessions) {
+    const k = `${s.source}/${s.snapshot.harness}`;
+    counts.set(k, (counts.get(k) ?? 0) + 1);
+  }
+  const blocks = state.sources.map((src) => {
+    let block = sourceBlocks.get(src.id);
+    if (!block) {
+      block = h('div', { class: 'source', 'data-source': src.id }, h('h3', {}, h('span'), h('span', { class: 'src-id' })), h('p', { class: 'observes' }), h('div', { class: 'hlist' }));
+      sourceBlocks.set(src.id, block);
+    }
+    const [head, obs, list] = block.children;
+    head.firstChild.textContent = src.displayName;
+    head.lastChild.textContent = src.push ? `${src.id} · push` : src.id;
+    const notes = Object.entries(src.observes ?? {})
+      .filter(([, v]) => v !== 'observed')
+      .map(([k, v]) => `${k}: ${v}`);
+    obs.textContent = notes.length ? notes.join(' · ') : '';
+    obs.hidden = notes.length === 0;
+    const items = src.harnesses.map((hh) => {
+      const k = `${src.id}/${hh.id}`;
+      let r = switchRows.get(k);
+      if (!r) {
+        const labelId = `h-${src.id}-${hh.id}`;
+        const btn = h(
+          'button',
+          { type: 'button', class: 'switch', role: 'switch', 'aria-labelledby': labelId, 'data-source': src.id, 'data-harness': hh.id },
+          h('span', { class: 'state' }),
+          h('span', { class: 'track', 'aria-hidden': 'true' }, h('span', { class: 'thumb' })),
+        );
+        btn.addEventListener('click', () => flip(src.id, hh.id, btn));
+        const row = h('div', { class: 'hrow' }, h('div', { class: 'hname' }, h('span', { class: 'hn', id: labelId }), h('span', { class: 'hs' })), btn);
+        r = { row, btn };
+        switchRows.set(k, r);
+      }
+      r.row.querySelector('.hn').textContent = hh.displayName;
+      const n = counts.get(k) ?? 0;
+      r.row.querySelector('.hs').textContent = hh.enabled ? `${n} session${n === 1 ? '' : 's'}` : 'not watched';
+      r.btn.setAttribute('aria-checked', String(hh.enabled));
+      r.btn.querySelector('.state').textContent = hh.enabled ? 'On' : 'Off';
+      const busy = pending.has(k);
+      r.btn.setAttribute('aria-busy', String(busy));
+      return r.row;
+    });
+    reconcile(list, items);
+    return block;
+  });
+  const root = $('harnesses');
+  reconcile(root, blocks);
+  if (!blocks.length) root.replaceChildren(h('p', { class: 'panel-note', text: state.connection.state === 'live' ? 'No sources.' : '…' }));
+}
+
+async function flip(source, harness, btn) {
+  const k = `${source}/${harness}`;
+  if (pending.has(k)) return;
+  const on = btn.getAttribute('aria-checked') !== 'true';
+  pending.set(k, true);
+  scheduleRender();
+  try {
+    await client.setHarness(source, harness, on);
+  } catch (err) {
+    pending.delete(k);
+    alertUser(`Could not switch ${harnessLabel(source, harness)} ${on ? 'on' : 'off'}: ${err.message}`);
+  }
+  // The harnesses event that follows clears `pending`; this is the fallback
+  // when the stream is down.
+  setTimeout(() => {
+    if (pending.delete(k)) scheduleRender();
+  }, 5000);
+  scheduleRender();
+}
+
+const diagItems = new Map(); // "source/revision" → li
+function renderDiagnostics() {
+  const list = state.diagnostics.slice().reverse();
+  const items = list.map((d) => {
+    const k = `${d.source}/${d.revision}/${d.diagnostic.code}`;
+    let li = diagItems.get(k);
+    if (!li) {
+      const at = new Date(d.at);
+      li = h(
+        'li',
+        {},
+        h(
+          'div',
+          { class: 'dhead' },
+          h('span', { class: 'dcode', text: d.diagnostic.code }),
+          h('span', { class: 'dsrc', text: d.source }),
+          h('time', { datetime: at.toISOString(), title: at.toLocaleString(), text: at.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false }) }),
+        ),
+        h('p', { class: 'dmsg', text: d.diagnostic.message }),
+      );
+      diagItems.set(k, li);
+    }
+    return li;
+  });
+  const keep = new Set(items);
+  for (const [k, li] of diagItems) if (!keep.has(li)) diagItems.delete(k);
+  reconcile($('diagnostics'), items);
+  $('diagnostics-empty').hidden = items.length > 0;
+  $('diagnostics-count').textContent = items.length ? `(${items.length})` : '';
+}
+
+// ---- the 1 s clock: relative times, the retry countdown, wake-up ----
+let lastTick = Date.now();
+function tick() {
+  const now = Date.now();
+  for (const el of document.querySelectorAll('time[data-since]')) {
+    const d = formatDuration(now - Number(el.dataset.since));
+    el.textContent = el.dataset.exact === '1' ? d : `≥ ${d}`;
+  }
+  for (const el of document.querySelectorAll('time[data-ago]')) el.textContent = formatAgo(now - Number(el.dataset.ago));
+  const c = state.connection;
+  const detail = $('conn-detail');
+  if (c.state === 'reconnecting' && c.retryAt) {
+    const secs = Math.max(0, Math.ceil((c.retryAt - now) / 1000));
+    detail.textContent = secs > 0 ? `retry in ${secs}s` : 'retrying…';
+  } else if (c.state === 'live' && state.revision !== null) {
+    detail.textContent = '';
+  } else {
+    detail.textContent = '';
+  }
+}
+setInterval(() => {
+  const now = Date.now();
+  // A jump of the clock means the machine slept: resume at once.
+  if (now - lastTick > 10000) client.checkAlive(0);
+  lastTick = now;
+  tick();
+}, 1000);
+
+function clearFilters() {
+  filters.statuses.clear();
+  filters.harnesses.clear();
+  saveFilters();
+  scheduleRender();
+}
+
+$('f-clear').addEventListener('click', clearFilters);
+$('conn-retry').addEventListener('click', () => client.reconnect());
+window.addEventListener('online', () => client.checkAlive(0));
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState === 'visible') client.checkAlive();
+});
+window.addEventListener('pageshow', (e) => {
+  if (e.persisted) client.reconnect();
+});
+
+// Exposed for the browser test and for curious users in the console.
+window.agentbridge = { client };
+client.start();
+scheduleRender();
