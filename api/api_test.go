@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -526,5 +527,32 @@ func TestPanicIsAProblem(t *testing.T) {
 	resp, _ = f.do(t, req{path: "/healthz"})
 	if resp.StatusCode != 200 {
 		t.Errorf("server did not survive a panic: %d", resp.StatusCode)
+	}
+}
+
+func TestBodyLimitsWithoutLength(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	post := func(body io.Reader, ctype string) (*http.Response, []byte) {
+		t.Helper()
+		r, _ := http.NewRequest("POST", f.ts.URL+"/v1/validate/diagnostic", body)
+		r.Header.Set("Authorization", "Bearer "+testToken)
+		r.Header.Set("Content-Type", ctype)
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	// A chunked body (no Content-Length) over the limit is cut off with 413.
+	chunked := io.MultiReader(strings.NewReader(`{"code":"x","message":"`), strings.NewReader(strings.Repeat("a", MaxBody)), strings.NewReader(`"}`))
+	resp, body := post(struct{ io.Reader }{chunked}, "application/json")
+	problemOf(t, resp, body, 413)
+	// Media type parameters are fine.
+	resp, body = post(strings.NewReader(`{"code":"x","message":"y"}`), "application/json; charset=utf-8")
+	if resp.StatusCode != 200 {
+		t.Errorf("application/json; charset=utf-8: %d, want 200 (%s)", resp.StatusCode, body)
 	}
 }

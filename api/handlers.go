@@ -181,7 +181,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, errorf(http.StatusBadRequest, "bad-query", "format must be ndjson or sse"))
 		return
 	}
-	s.Events.ServeEvents(w, r, f)
+	s.Events.Serve(w, r, f)
 }
 
 // validators decode and check one kind of value for POST /v1/validate/{kind}.

@@ -123,7 +123,7 @@ type fakeEvents struct {
 	filter hub.Filter
 }
 
-func (e *fakeEvents) ServeEvents(w http.ResponseWriter, r *http.Request, f hub.Filter) {
+func (e *fakeEvents) Serve(w http.ResponseWriter, r *http.Request, f hub.Filter) {
 	e.mu.Lock()
 	e.filter = f
 	e.mu.Unlock()

@@ -34,6 +34,7 @@ type Error struct {
 	Issues []validate.Issue
 }
 
+// Error returns the slug and the detail.
 func (e *Error) Error() string { return e.Slug + ": " + e.Detail }
 
 // errorf makes an *Error.

@@ -52,17 +52,16 @@ type Hub interface {
 }
 
 // Events serves GET /v1/events for the sessions f selects (implemented by
-// the sse package). It returns when the client goes away or r's context
-// ends.
+// *sse.Handler). It returns when the client goes away or r's context ends.
 type Events interface {
-	ServeEvents(w http.ResponseWriter, r *http.Request, f hub.Filter)
+	Serve(w http.ResponseWriter, r *http.Request, f hub.Filter)
 }
 
 // EventsFunc adapts a function to Events.
 type EventsFunc func(w http.ResponseWriter, r *http.Request, f hub.Filter)
 
-// ServeEvents calls fn.
-func (fn EventsFunc) ServeEvents(w http.ResponseWriter, r *http.Request, f hub.Filter) { fn(w, r, f) }
+// Serve calls fn.
+func (fn EventsFunc) Serve(w http.ResponseWriter, r *http.Request, f hub.Filter) { fn(w, r, f) }
 
 // Server is the HTTP API. Set its fields, then call Handler once; the
 // fields must not change afterwards.

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -286,6 +287,7 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 	var c Config
 	dc := &mapstructure.DecoderConfig{
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			durationNeedsUnit,
 			mapstructure.StringToTimeDurationHookFunc(),
 			mapstructure.StringToSliceHookFunc(","),
 			mapstructure.TextUnmarshallerHookFunc()),
@@ -298,13 +300,32 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 		if loaded != "" {
 			where = "config file " + loaded
 		}
-		return nil, fmt.Errorf("%s: %w", where, err)
+		msg := strings.NewReplacer("'' has invalid keys: ", "unknown key: ", "' has invalid keys: ", "' has an unknown key: ").Replace(err.Error())
+		return nil, fmt.Errorf("%s: %s", where, msg)
 	}
 	c.File = loaded
+	for _, home := range []*string{&c.ClaudeConfigDir, &c.CodexHome, &c.ExampleAgentHome, &c.TokenFile} {
+		if *home != "" && !filepath.IsAbs(*home) {
+			abs, err := filepath.Abs(*home)
+			if err != nil {
+				return nil, fmt.Errorf("make %q absolute: %w", *home, err)
+			}
+			*home = abs
+		}
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// durationNeedsUnit refuses a bare number for a duration ("window: 7200"
+// would otherwise mean 7200 ns).
+func durationNeedsUnit(from, to reflect.Type, data any) (any, error) {
+	if to == reflect.TypeFor[time.Duration]() && from != to && from.Kind() != reflect.String {
+		return nil, fmt.Errorf("%v is not a duration; give a unit, e.g. 90s, 10m or 2h", data)
+	}
+	return data, nil
 }
 
 func knownEnv() []string {

@@ -157,11 +157,12 @@ func TestLoadErrors(t *testing.T) {
 		args []string
 		want []string // substrings of the error
 	}{
-		{"unknown file key", "listen: 127.0.0.1:1\nlistne: x\n", nil, nil, []string{"listne"}},
+		{"unknown file key", "listen: 127.0.0.1:1\nlistne: x\n", nil, nil, []string{"unknown key", "listne"}},
 		{"unknown nested key", "push:\n  - id: p\n    harnesses: [{id: h, colour: red}]\n", nil, nil, []string{"colour"}},
 		{"unknown env", "", []string{"AGENTBRIDGE_LISTN=x"}, nil, []string{"AGENTBRIDGE_LISTN"}},
 		{"bad auth", "", []string{"AGENTBRIDGE_AUTH=maybe"}, nil, []string{"auth", "maybe"}},
 		{"bad duration", "window: forever\n", nil, nil, []string{"window"}},
+		{"duration without unit", "linger: 600\n", nil, nil, []string{"linger", "unit"}},
 		{"negative linger", "", nil, []string{"--linger=-1s"}, []string{"linger"}},
 		{"heartbeat above 15s", "heartbeat: 1m\n", nil, nil, []string{"heartbeat"}},
 		{"bad log level", "logLevel: loud\n", nil, nil, []string{"logLevel", "loud"}},

@@ -93,7 +93,7 @@ func newTab(t *testing.T) context.Context {
 // waitJS waits until the expression is truthy in the page.
 func waitJS(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(15*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
 		var state string
 		state, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#conn')?.textContent + ' | ' + document.querySelector('main')?.innerText`))
 		t.Fatalf("waiting for %s: %v\npage: %s", what, err, state)

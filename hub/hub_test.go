@@ -1,13 +1,17 @@
 package hub
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -758,4 +762,179 @@ func TestSessionsSortedAndCopied(t *testing.T) {
 	if !slices.Equal([]string{"q", "p"}, []string{h.Sources()[0].ID, h.Sources()[1].ID}) {
 		t.Error("Sources() not in the order added")
 	}
+}
+
+// fakeProc writes /proc/<pid>/stat files for a process tree (pid → parent).
+func fakeProc(t *testing.T, parents map[int]int) string {
+	t.Helper()
+	root := t.TempDir()
+	for pid, ppid := range parents {
+		dir := filepath.Join(root, fmt.Sprint(pid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		line := fmt.Sprintf("%d (agent) S %d 1 1 0 -1 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n", pid, ppid)
+		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func TestProjectAndAncestorFilters(t *testing.T) {
+	tmp := t.TempDir()
+	proj := filepath.Join(tmp, "proj")
+	// 10 is a terminal; 20 runs under it, 30 does not.
+	h := newHub(t, Options{ProcRoot: fakeProc(t, map[int]int{1: 0, 10: 1, 11: 10, 20: 11, 30: 1})})
+	if err := h.AddPush(info("p", "a")); err != nil {
+		t.Fatal(err)
+	}
+	with := func(id, cwd string, pid int) agentbridge.Snapshot {
+		s := snap(id, "a", agentbridge.StatusRunning)
+		s.Cwd, s.PID = cwd, pid
+		return s
+	}
+	err := h.Publish("p", []Op{{Op: OpReset, Sessions: []agentbridge.Snapshot{
+		with("in-root", proj, 20),
+		with("below", filepath.Join(proj, "pkg", "x"), 30),
+		with("sibling", proj+"-other", 20),
+		with("no-cwd", "", 0),
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		f    Filter
+		want []string
+	}{
+		{"project", Filter{Project: proj}, []string{"below", "in-root"}},
+		{"ancestor", Filter{AncestorPID: 10}, []string{"in-root", "sibling"}},
+		{"both", Filter{Project: proj, AncestorPID: 10}, []string{"in-root"}},
+		{"ancestor is the process itself", Filter{AncestorPID: 30}, []string{"below"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, list := h.Sessions(tt.f)
+			var got []string
+			for _, e := range list {
+				got = append(got, e.Snapshot.ID)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Sessions mismatch (-want +got):\n%s", diff)
+			}
+			sub := h.Subscribe(0, false, tt.f)
+			defer sub.Close()
+			c := client{}
+			for _, r := range sub.Initial {
+				c.apply(t, r)
+			}
+			if diff := cmp.Diff(list, c.entries()); diff != "" {
+				t.Errorf("stream resets differ from Sessions (-sessions +stream):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRingCaps(t *testing.T) {
+	rec := func(rev uint64, size int) *entry {
+		return &entry{rec: Record{Rev: rev, Data: make([]byte, size)}}
+	}
+	tests := []struct {
+		name       string
+		count, max int
+		sizes      []int
+		keep       []uint64
+		evicted    uint64
+	}{
+		{"under both caps", 4, 100, []int{10, 10}, []uint64{1, 2}, 0},
+		{"count cap", 2, 100, []int{10, 10, 10}, []uint64{2, 3}, 1},
+		{"bytes cap", 10, 25, []int{10, 10, 10}, []uint64{2, 3}, 1},
+		{"one over-large record stays", 10, 5, []int{3, 50}, []uint64{2}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRing(tt.count, tt.max)
+			var ev uint64
+			for i, n := range tt.sizes {
+				if e := r.push(rec(uint64(i+1), n)); e > ev {
+					ev = e
+				}
+			}
+			var got []uint64
+			for _, e := range r.after(0) {
+				got = append(got, e.rec.Rev)
+			}
+			if diff := cmp.Diff(tt.keep, got); diff != "" || ev != tt.evicted {
+				t.Errorf("kept %v (evicted up to %d), want %v (%d)", got, ev, tt.keep, tt.evicted)
+			}
+		})
+	}
+}
+
+func TestHarnessSwitchBeforeRun(t *testing.T) {
+	h := newHub(t, Options{})
+	f := newFake(info("run", "a", "b"))
+	if err := h.Add(f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.SetHarness("run", "a", false); err != nil {
+		t.Fatal(err)
+	}
+	st := runningAdded(t, h, f)
+	if diff := cmp.Diff([]string{"b"}, st.Enabled); diff != "" {
+		t.Errorf("Start.Enabled mismatch (-want +got):\n%s", diff)
+	}
+	select {
+	case set := <-st.Changes:
+		t.Errorf("a switch made before Run reached Changes: %v", set)
+	default:
+	}
+}
+
+// runningAdded runs h, whose source f is already added.
+func runningAdded(t *testing.T, h *Hub, f *fakeSource) Start {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case st := <-f.started:
+		return st
+	case <-time.After(wait):
+		t.Fatal("source not started")
+	}
+	return Start{}
+}
+
+func TestRunWaitsForContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHub(t, Options{})
+		if err := h.AddPush(info("p", "a")); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- h.Run(ctx) }()
+		synctest.Wait() // Run is running or has returned
+		select {
+		case <-done:
+			t.Fatal("Run returned before its context ended")
+		default:
+		}
+		cancel()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run = %v", err)
+			}
+		default:
+			t.Fatal("Run did not return after its context ended")
+		}
+		if err := h.Run(t.Context()); err == nil {
+			t.Error("a second Run succeeded")
+		}
+	})
 }

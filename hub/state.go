@@ -206,6 +206,7 @@ func (h *Hub) Run(ctx context.Context) error {
 			h.failed(s)
 		})
 	}
+	<-ctx.Done()
 	wg.Wait()
 	return nil
 }

@@ -63,6 +63,15 @@ func (s *Subscription) Close() {
 	s.wg.Wait()
 }
 
+// Overflow ends the subscription as cut off, for a consumer that could not
+// keep up further down the line (the HTTP layer's own buffer): Done closes,
+// CutOff reports true and the hub counts it. Call Close as well.
+func (s *Subscription) Overflow() {
+	s.h.mu.Lock()
+	s.h.cutOff(s)
+	s.h.mu.Unlock()
+}
+
 func (s *Subscription) end() { s.once.Do(func() { close(s.done) }) }
 
 // Subscribe opens a stream view selected by f.
@@ -291,12 +300,20 @@ func (h *Hub) deliver(e *entry) {
 			}
 		}
 		if !ok {
-			delete(h.subs, s)
-			s.cut.Store(true)
-			s.end()
-			h.met.clients.Dec()
-			h.met.cutoffs.Inc()
-			h.log.Info("stream client cut off: it did not keep up")
+			h.cutOff(s)
 		}
 	}
+}
+
+// cutOff ends a subscriber that did not keep up. h.mu must be held.
+func (h *Hub) cutOff(s *Subscription) {
+	if _, ok := h.subs[s]; !ok {
+		return
+	}
+	delete(h.subs, s)
+	s.cut.Store(true)
+	s.end()
+	h.met.clients.Dec()
+	h.met.cutoffs.Inc()
+	h.log.Debug("stream client cut off: it did not keep up")
 }

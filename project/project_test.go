@@ -249,3 +249,22 @@ func TestContainsRealGit(t *testing.T) {
 		t.Error("another repository counted as the same")
 	}
 }
+
+// BenchmarkContains measures the three paths a filter takes: a cwd below
+// the root (lexical, the baseline), one in a linked worktree (reads .git
+// files), and one in no repository (walks up to /).
+func BenchmarkContains(b *testing.B) {
+	base := layout(b, gitTree)
+	root := filepath.Join(base, "repo")
+	for _, bb := range []struct{ name, cwd string }{
+		{"below-root", filepath.Join(base, "repo/pkg/a")},
+		{"linked-worktree", filepath.Join(base, "wt/feat/pkg/a/deep")},
+		{"no-repository", filepath.Join(base, "plain/a")},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			for b.Loop() {
+				Contains(root, bb.cwd)
+			}
+		})
+	}
+}

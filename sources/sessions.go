@@ -379,6 +379,17 @@ func (ss *Sessions) startLinger(id string, en *entry, at time.Time) {
 	ss.timers[tm] = struct{}{}
 }
 
+// close stops the linger timers and process watches when the source ends.
+func (ss *Sessions) close() {
+	for tm := range ss.timers {
+		tm.Stop()
+	}
+	clear(ss.timers)
+	for _, en := range ss.m {
+		ss.unwatch(en)
+	}
+}
+
 // BadLine counts a journal line the source skipped (CodeInvalidJSON,
 // CodeInvalidRecord, or a code of its own); Idle reports the count.
 func (ss *Sessions) BadLine(code string) { ss.bad[code]++ }
@@ -568,7 +579,9 @@ func Follow(ctx context.Context, st hub.Start, cfg FollowConfig, newHandler func
 			}
 		}()
 	}
-	return t.Run(ctx)
+	err := t.Run(ctx)
+	ss.close()
+	return err
 }
 
 func statKey(path string) (proc.FileKey, error) {

@@ -135,6 +135,7 @@ type Tailer struct {
 
 	mu     sync.Mutex
 	posted []func()
+	ended  bool   // Run returned: Post drops
 	in     *inbox // the live watcher's pending events
 
 	// state owned by the Run goroutine
@@ -206,6 +207,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 		t.closeWatcher()
 		t.mu.Lock()
 		t.running = false
+		t.ended = true
 		t.posted = nil
 		t.mu.Unlock()
 	}()
@@ -269,6 +271,10 @@ func (t *Tailer) Run(ctx context.Context) error {
 // harness switch) into the source's single goroutine.
 func (t *Tailer) Post(f func()) {
 	t.mu.Lock()
+	if t.ended {
+		t.mu.Unlock()
+		return
+	}
 	t.posted = append(t.posted, f)
 	t.mu.Unlock()
 	t.signal()
@@ -483,7 +489,7 @@ func (t *Tailer) addTree(dir string) {
 // system as the truth and the events as hints. It reports whether it
 // rebuilt everything.
 func (t *Tailer) handle(p string, op fsnotify.Op) bool {
-	if roots, ok := t.waiting[filepath.Dir(p)]; ok {
+	if roots, ok := t.waiting[filepath.Dir(p)]; ok && leadsTo(p, roots) {
 		t.recheckWaiting(filepath.Dir(p), roots)
 	}
 	if _, ok := t.dirs[p]; ok {
@@ -513,11 +519,11 @@ func (t *Tailer) handle(p string, op fsnotify.Op) bool {
 			t.addTree(p)
 		}
 	case fi.Mode().IsRegular() && t.cfg.Match(p):
+		if op == fsnotify.Chmod {
+			return false // attributes only: nothing to read
+		}
 		f := t.files[p]
 		if f == nil {
-			if op == fsnotify.Chmod {
-				return false
-			}
 			if _, ok := t.dirs[filepath.Dir(p)]; !ok {
 				return false
 			}
@@ -567,6 +573,16 @@ func (t *Tailer) dirGone(dir string) bool {
 		if _, ok := t.dirs[filepath.Dir(dir)]; ok {
 			t.now = time.Now()
 			t.addTree(dir)
+		}
+	}
+	return false
+}
+
+// leadsTo reports whether p is one of roots or an ancestor of one.
+func leadsTo(p string, roots []string) bool {
+	for _, r := range roots {
+		if r == p || strings.HasPrefix(r, p+"/") {
+			return true
 		}
 	}
 	return false

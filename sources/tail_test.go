@@ -528,3 +528,35 @@ func runUnprivileged(t *testing.T, name string) {
 	}
 	t.Logf("passed as user nobody")
 }
+
+// TestTailerWatchLimitNamesTheSysctl: inotify's limits surface as errnos
+// from inotify_add_watch / inotify_init; the diagnostic names the sysctl to
+// raise and carries no path.
+func TestTailerWatchLimitNamesTheSysctl(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		err      error
+		code     string
+		mentions string
+	}{
+		{&os.PathError{Op: "inotify_add_watch", Path: "/home/u/.claude/projects/x", Err: syscall.ENOSPC}, CodeWatchLimit, "fs.inotify.max_user_watches"},
+		{fmt.Errorf("fsnotify: %w", syscall.EMFILE), CodeInstanceLimit, "fs.inotify.max_user_instances"},
+		{&os.PathError{Op: "inotify_add_watch", Path: "/home/u/x", Err: syscall.EACCES}, CodePermission, "permission denied"},
+		{&os.PathError{Op: "inotify_add_watch", Path: "/home/u/x", Err: syscall.EIO}, CodeWatchError, "input/output error"},
+	}
+	for _, tt := range tests {
+		rec := newRecorder()
+		tl := NewTailer(TailConfig{}, rec)
+		tl.said = map[string]bool{}
+		tl.watchErr(tt.err)
+		tl.watchErr(tt.err) // once per scan, not once per directory
+		if len(rec.diags) != 1 {
+			t.Errorf("watchErr(%v) gave %d diagnostics, want 1", tt.err, len(rec.diags))
+			continue
+		}
+		d := rec.diags[0]
+		if d.Code != tt.code || !strings.Contains(d.Message, tt.mentions) || strings.Contains(d.Message, "/home") {
+			t.Errorf("watchErr(%v) = %+v, want code %s mentioning %q and no path", tt.err, d, tt.code, tt.mentions)
+		}
+	}
+}

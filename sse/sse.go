@@ -234,6 +234,7 @@ func (s *Handler) pump(ctx context.Context, cancel context.CancelFunc, id string
 		case rec := <-sub.C:
 			if !s.srv.TryPublish(id, event(rec)) {
 				s.log.Info("stream client cut off: it did not keep up")
+				sub.Overflow()
 				cancel()
 				return
 			}
@@ -332,6 +333,19 @@ type deadlineWriter struct {
 	timeout time.Duration
 	onFail  func()
 	failed  atomic.Bool
+	set     time.Time // when the deadline was last moved; only the writing goroutine uses it
+}
+
+// extend moves the write deadline to now+timeout. It skips the call while
+// the current deadline is still at least three quarters of the timeout
+// away, which saves a timer update on every one of r3's small writes.
+func (d *deadlineWriter) extend() {
+	now := time.Now()
+	if now.Sub(d.set) < d.timeout/4 {
+		return
+	}
+	d.set = now
+	_ = d.rc.SetWriteDeadline(now.Add(d.timeout)) // unsupported: no deadline
 }
 
 func newDeadlineWriter(w http.ResponseWriter, timeout time.Duration, onFail func()) *deadlineWriter {
@@ -346,7 +360,7 @@ func (d *deadlineWriter) Write(p []byte) (int, error) {
 	if d.failed.Load() {
 		return 0, errWriteFailed
 	}
-	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) // unsupported: no deadline
+	d.extend()
 	n, err := d.w.Write(p)
 	if err != nil {
 		d.fail()
@@ -358,7 +372,7 @@ func (d *deadlineWriter) Flush() {
 	if d.failed.Load() {
 		return
 	}
-	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
+	d.extend()
 	if err := d.rc.Flush(); err != nil {
 		d.fail()
 	}

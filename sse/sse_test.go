@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,7 +88,7 @@ func TestResumeReplaysExactly(t *testing.T) {
 			s := open(t, fx.srv.URL, nil)
 			s.next(t)
 			s.next(t)
-			rev := fx.upsert(t, "p", "s1", agentbridge.StatusIdle)
+			rev := fx.upsert(t, "p", "s1", agentbridge.StatusExited)
 			last := s.until(t, rev)[0]
 			s.close()
 
@@ -276,7 +277,7 @@ func TestFilteredServe(t *testing.T) {
 	hd := New(h, Options{})
 	f := hub.Filter{Statuses: []agentbridge.Status{agentbridge.StatusRunning}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hd.Serve(w, r, f) }))
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the stream's own cleanup closes it
 	pub := func(st agentbridge.Status) {
 		t.Helper()
 		if err := h.Publish("p", []hub.Op{{Op: hub.OpUpsert, Session: agentbridge.Snapshot{ID: "s1", Harness: "a", Status: st}}}); err != nil {
@@ -367,10 +368,16 @@ func TestSlowClientCutOff(t *testing.T) {
 	case <-time.After(3 * wait):
 		t.Fatal("the publisher did not finish")
 	}
-	// The server ends the slow connection: reading it reaches EOF.
+	// The server ends the slow client's response: reading it reaches the
+	// end (the chunked terminator, or the connection closing when a write
+	// failed), never the read deadline.
 	conn.SetReadDeadline(time.Now().Add(wait))
-	if _, err := io.Copy(io.Discard, conn); err != nil {
-		t.Errorf("slow connection did not end cleanly: %v", err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("slow client's response did not end: %v", err)
 	}
 }
 
@@ -478,5 +485,49 @@ func TestWantsNDJSON(t *testing.T) {
 		if got := WantsNDJSON(r); got != tt.want {
 			t.Errorf("WantsNDJSON(%q, Accept %q) = %v, want %v", tt.query, tt.accept, got, tt.want)
 		}
+	}
+}
+
+// TestNoGoroutineLeak: streams that end (the client leaves, or the server's
+// base context ends) leave no goroutine behind — r3's handler watcher
+// included, which leaks when a stream is removed too early.
+func TestNoGoroutineLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	func() {
+		h := hub.New(hub.Options{})
+		if err := h.AddPush(agentbridge.SourceInfo{ID: "p", Harnesses: []agentbridge.Harness{{ID: "a"}}}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		srv := httptest.NewUnstartedServer(New(h, Options{}))
+		srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
+		srv.Start()
+		defer srv.Close()
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		for i := range 20 {
+			q := []string{"", "?format=ndjson"}[i%2]
+			resp, err := (&http.Client{Transport: tr}).Get(srv.URL + q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+				t.Fatal(err)
+			}
+			if i < 10 {
+				resp.Body.Close() // the client leaves
+			} else {
+				defer resp.Body.Close()
+			}
+		}
+		cancel() // the rest end with the server
+	}()
+	deadline := time.Now().Add(wait)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"io"
 	"math"
-	"math/big"
 	"strconv"
+	"strings"
 
 	"github.com/agentbridge/agentbridge"
 )
@@ -309,21 +309,48 @@ func decodeInt(is []Issue, p, key string, v *node, dst *int64, pr *presence) []I
 }
 
 // parseInteger parses a JSON number that denotes an integer, also when it
-// is written with a fraction or an exponent (1.0, 1e3), as JavaScript reads
-// it. It fails on non-integers and on values outside int64.
+// is written with a fraction or an exponent (1.0, 1e3, 120e-1), as
+// JavaScript reads it. The check is exact (decimal), so 1e-400 and
+// 1.0000000000000000000001 are not integers. It fails on values outside
+// int64. s is a JSON number as the decoder delivers it.
 func parseInteger(s string) (int64, bool) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return n, true
 	}
-	if len(s) > 400 { // keep big.Float's work bounded
+	sign := ""
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
+	}
+	mant, expPart, hasExp := strings.Cut(strings.ToLower(s), "e")
+	exp := 0
+	if hasExp {
+		var err error
+		if exp, err = strconv.Atoi(expPart); err != nil {
+			// Out of range: huge either way; the sign says which.
+			exp = 1 << 30
+			if strings.HasPrefix(expPart, "-") {
+				exp = -exp
+			}
+		}
+	}
+	intPart, fracPart, _ := strings.Cut(mant, ".")
+	digits, point := intPart+fracPart, len(intPart)+exp
+	for len(digits) > 0 && digits[0] == '0' {
+		digits, point = digits[1:], point-1
+	}
+	if digits == "" {
+		return 0, true
+	}
+	// The value is 0.digits × 10^point, digits[0] not 0.
+	if point <= 0 || point > 19 {
+		return 0, false // a fraction, or beyond int64
+	}
+	cut := min(point, len(digits))
+	if strings.Trim(digits[cut:], "0") != "" {
 		return 0, false
 	}
-	f, _, err := big.ParseFloat(s, 10, 256, big.ToNearestEven)
-	if err != nil || !f.IsInt() {
-		return 0, false
-	}
-	n, acc := f.Int64()
-	if acc != big.Exact {
+	n, err := strconv.ParseInt(sign+digits[:cut]+strings.Repeat("0", point-cut), 10, 64)
+	if err != nil {
 		return 0, false
 	}
 	return n, true

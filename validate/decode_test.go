@@ -253,3 +253,45 @@ func TestMalformedMessageIsClear(t *testing.T) {
 		}
 	}
 }
+
+func TestParseInteger(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"-0", 0, true},
+		{"42", 42, true},
+		{"-7", -7, true},
+		{"1.0", 1, true},
+		{"1.000", 1, true},
+		{"1e3", 1000, true},
+		{"1E+3", 1000, true},
+		{"120e-1", 12, true},
+		{"0.5e1", 5, true},
+		{"0e99999999999999999999", 0, true},
+		{"0.0", 0, true},
+		{"9223372036854775807", 9223372036854775807, true},
+		{"9223372036854775807.0", 9223372036854775807, true},
+		{"-9223372036854775808e0", -9223372036854775808, true},
+		{"1.5", 0, false},
+		{"12.25", 0, false},
+		{"1e-1", 0, false},
+		{"1e-999999999", 0, false},
+		{"1e-99999999999999999999", 0, false},
+		{"1.0000000000000000000000000000000000000000000000000000000000000000000000000000001", 0, false},
+		{"9223372036854775808", 0, false},
+		{"9223372036854775808.0", 0, false},
+		{"1e19", 0, false},
+		{"1e999999999", 0, false},
+		{"1e99999999999999999999", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := parseInteger(tt.in)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("parseInteger(%q) = %d, %v, want %d, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -139,7 +139,8 @@ var redactions = []redaction{
 	// JWTs (header.payload[.signature]).
 	rule("eyj", `\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?`, Redacted),
 	// Anthropic (sk-ant-…) and OpenAI (sk-…, sk-proj-…) keys.
-	rule("sk-", `\bsk-[A-Za-z0-9_-]{20,}`, Redacted),
+	// A prefixed key is caught even when cut short by Bound.
+	rule("sk-", `\bsk-(?:(?:ant|proj|svcacct|admin)-[A-Za-z0-9_-]{4,}|[A-Za-z0-9_-]{20,})`, Redacted),
 	// GitHub tokens.
 	rule("ghp_ gho_ ghu_ ghs_ ghr_ github_pat_", `\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`, Redacted),
 	// AWS access key ids.

@@ -80,6 +80,7 @@ var secretCases = []secretCase{
 		"sk-ant-api03-AbCdEf0123456789", "export ANTHROPIC_API_KEY=[redacted] && claude"},
 	{"anthropic key in prose", "my key is sk-ant-api03-AbCdEf0123456789AbCdEf0123456789 ok?",
 		"AbCdEf0123456789AbCdEf", "my key is [redacted] ok?"},
+	{"anthropic key cut by Bound", "key sk-ant-api03-AbCdEf…", "AbCdEf", "key [redacted]…"},
 	{"openai key", "use sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78 for the call",
 		"sk-proj-Ab12Cd34", "use [redacted] for the call"},
 	{"openai legacy key", "OPENAI=sk-1234567890abcdefghijABCDEFGHIJ1234567890abcdef",

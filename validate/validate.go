@@ -22,10 +22,22 @@
 //   - A JSON value of the wrong JSON type is invalid_type (a string "12" for
 //     pid, null for any field); a JSON number that is not an integer (1.5) or
 //     does not fit in 64 bits is invalid_integer. Integral numbers written
-//     with a fraction or exponent (1.0, 1e3) are integers, as in JavaScript.
+//     with a fraction or exponent (1.0, 1e3) are integers, as in JavaScript
+//     (the check is exact and decimal: 1e-400 is not an integer).
 //   - waitingFor with a status other than waiting or blocked is
 //     invalid_string; a malformed source or harness id is invalid_id.
 //   - cwd is a POSIX path: it starts with "/" and equals its path.Clean form.
+//   - A diagnostic message carries no path: see ContainsPath for what counts
+//     as one (URLs do not).
+//   - Decode*: malformed JSON (or nesting deeper than MaxJSONDepth, or data
+//     after the value) is one invalid_type issue at "$" whose message starts
+//     with "malformed JSON". A key given twice is duplicate at its path. A
+//     key that is not a plain name (1–64 bytes of [A-Za-z0-9_$-]) is shown
+//     as $["key"], bounded and quoted. JSON-level issues (types, unknown and
+//     repeated keys) come first in document order, then the rule issues in
+//     field order; the order is deterministic.
+//   - DecodeReset takes an array of snapshots, or the stream's form
+//     {"sessions": [...]} (paths then read "$.sessions[i]").
 package validate
 
 import (

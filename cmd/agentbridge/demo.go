@@ -45,7 +45,7 @@ func demoMain(ctx context.Context, args, env []string, stdout, stderr io.Writer)
 	flags := pflag.NewFlagSet("demo", pflag.ContinueOnError)
 	config.RegisterFlags(flags)
 	speed := flags.Float64("speed", 1, "replay speed factor (2 = twice as fast)")
-	loop := flags.Bool("loop", false, "replay the journals again, and again, after a pause")
+	loop := flags.Bool("loop", true, "after a pause, remove the journals (their sessions stop) and replay them again; --loop=false replays once")
 	done, err := parseFlags(flags, args, stderr, "demo [flags]")
 	if done || err != nil {
 		return err

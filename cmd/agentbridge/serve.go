@@ -21,6 +21,10 @@ import (
 	"github.com/agentbridge/agentbridge/api"
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sources/claudecode"
+	"github.com/agentbridge/agentbridge/sources/codex"
+	"github.com/agentbridge/agentbridge/sources/example"
+	"github.com/agentbridge/agentbridge/sse"
 )
 
 // Bounds of a clean shutdown.
@@ -32,7 +36,7 @@ const (
 
 // builtinSources are the ids of the sources buildSources may make; the
 // config's sources.<id> keys must name one of them.
-var builtinSources = []string{"claude-code", "codex", "example"}
+var builtinSources = []string{claudecode.SourceID, codex.ID, example.ID}
 
 func init() {
 	register("serve", "serve the API, the event stream and the dashboard (the default)",
@@ -59,31 +63,35 @@ func serveMain(ctx context.Context, args, env []string, stdout, stderr io.Writer
 	return serve(ctx, cfg, stdout, stderr)
 }
 
-// buildSources makes the built-in sources the configuration switches on.
-//
-// HOOK for the lead and the source engineers: construct sources/claudecode
-// (cfg.ClaudeConfigDir), sources/codex (cfg.CodexHome) and sources/example
-// (cfg.ExampleAgentHome; only when set) here, honouring
-// cfg.SourceEnabled(id), cfg.Window and cfg.Linger, and return them. Ids
-// must be among builtinSources.
-func buildSources(cfg *config.Config, log *slog.Logger) ([]hub.Source, error) {
+// buildSources makes the built-in sources the configuration switches on
+// (sources.<id>.enabled, default on): Claude Code (claudeConfigDir), Codex
+// (codexHome) and the reference example agent (exampleAgentHome; off
+// unless set). An agent home that could not be named (no HOME) leaves its
+// source out with a warning. New built-in sources are added here and to
+// builtinSources.
+func buildSources(cfg *config.Config, log *slog.Logger) []hub.Source {
 	var out []hub.Source
-	// TODO(lead): e.g.
-	//   if cfg.SourceEnabled("claude-code") { out = append(out, claudecode.New(claudecode.Options{...})) }
-	//   if cfg.SourceEnabled("codex") { out = append(out, codex.New(codex.Options{...})) }
-	//   if cfg.ExampleAgentHome != "" && cfg.SourceEnabled("example") { out = append(out, example.New(...)) }
-	return out, nil
-}
-
-// buildEvents makes the GET /v1/events handler.
-//
-// HOOK: wire the sse package here once it lands.
-func buildEvents(h *hub.Hub, cfg *config.Config, log *slog.Logger) api.Events {
-	return api.EventsFunc(func(w http.ResponseWriter, r *http.Request, f hub.Filter) {
-		w.Header().Set("Content-Type", "application/problem+json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		io.WriteString(w, `{"type":"urn:agentbridge:problem:internal","title":"Internal error","status":503,"detail":"the stream is not built into this binary"}`+"\n")
-	})
+	on := func(id, home string) bool {
+		if !cfg.SourceEnabled(id) {
+			log.Info("source switched off by configuration", "source", id)
+			return false
+		}
+		if home == "" {
+			log.Warn("source left out: its home directory is unknown (set HOME or the agent's variable)", "source", id)
+			return false
+		}
+		return true
+	}
+	if on(claudecode.SourceID, cfg.ClaudeConfigDir) {
+		out = append(out, claudecode.New(claudecode.Options{ConfigDir: cfg.ClaudeConfigDir, Window: cfg.Window, Linger: cfg.Linger, Logger: log}))
+	}
+	if on(codex.ID, cfg.CodexHome) {
+		out = append(out, codex.New(codex.Options{Home: cfg.CodexHome, Window: cfg.Window, Linger: cfg.Linger, Logger: log}))
+	}
+	if cfg.ExampleAgentHome != "" && on(example.ID, cfg.ExampleAgentHome) {
+		out = append(out, example.New(example.Config{Home: cfg.ExampleAgentHome, Window: cfg.Window, Linger: cfg.Linger, Logger: log}))
+	}
+	return out
 }
 
 // pushInfo turns a configured push source into the hub's description.
@@ -132,10 +140,7 @@ func serve(parent context.Context, cfg *config.Config, stdout, stderr io.Writer)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h := hub.New(hub.Options{Logger: log, Registry: reg})
-	srcs, err := buildSources(cfg, log)
-	if err != nil {
-		return err
-	}
+	srcs := buildSources(cfg, log)
 	for _, s := range srcs {
 		if err := h.Add(s); err != nil {
 			return err
@@ -154,7 +159,7 @@ func serve(parent context.Context, cfg *config.Config, stdout, stderr io.Writer)
 	}
 	addr := ln.Addr().String()
 	a := &api.Server{
-		Hub: h, Events: buildEvents(h, cfg, log), Addr: addr, Token: token,
+		Hub: h, Events: sse.New(h, sse.Options{Logger: log, Heartbeat: cfg.Heartbeat}), Addr: addr, Token: token,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
 		Gatherer: reg, Version: versionString(), Logger: log,
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -155,6 +156,15 @@ func TestServeAnswersAndShutsDown(t *testing.T) {
 		t.Fatalf("GET /v1/events: %v", err)
 	}
 	defer sresp.Body.Close()
+	if ct := sresp.Header.Get("Content-Type"); sresp.StatusCode != 200 || !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("GET /v1/events = %d %s, want 200 text/event-stream", sresp.StatusCode, ct)
+	}
+	sc := bufio.NewScanner(sresp.Body)
+	for sc.Scan() && sc.Text() != "event: reset" {
+	}
+	if sc.Text() != "event: reset" {
+		t.Fatalf("the stream did not start with a reset: %v", sc.Err())
+	}
 
 	if err := stop(); err != nil {
 		t.Errorf("serve returned %v after cancel, want nil", err)
@@ -257,5 +267,58 @@ func TestVersionString(t *testing.T) {
 	var out bytes.Buffer
 	if code := run(context.Background(), []string{"version"}, &out, io.Discard); code != 0 || out.String() != "agentbridge v9.9.9\n" {
 		t.Errorf("agentbridge version = %d %q, want 0 %q", code, out.String(), "agentbridge v9.9.9\n")
+	}
+}
+
+func TestServeBuildsTheConfiguredSources(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  []string
+		want []string // source ids, in order
+	}{
+		{"defaults", nil, []string{"claude-code", "codex"}},
+		{"example agent home set", []string{"EXAMPLE_AGENT_HOME=@EXDIR@"}, []string{"claude-code", "codex", "example"}},
+		{"codex switched off", []string{"AGENTBRIDGE_CONFIG=CFG"}, []string{"claude-code", "test-push"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			cfg := filepath.Join(home, "c.yaml")
+			yaml := "sources:\n  codex: {enabled: false}\npush:\n  - id: test-push\n    harnesses: [{id: h}]\n"
+			if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			env := []string{"HOME=" + home}
+			for _, e := range tt.env {
+				e = strings.ReplaceAll(e, "CFG", cfg)
+				env = append(env, strings.ReplaceAll(e, "@EXDIR@", filepath.Join(home, "example")))
+			}
+			u, stop, _ := startServe(t, env, "--listen=127.0.0.1:0")
+			defer stop()
+			req, _ := http.NewRequest("GET", "http://"+u.Host+"/v1/sources", nil)
+			req.Header.Set("Authorization", "Bearer "+u.Query().Get("token"))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var body struct {
+				Sources []struct {
+					ID string `json:"id"`
+				} `json:"sources"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range body.Sources {
+				got = append(got, s.ID)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("sources %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -188,6 +188,7 @@ func (h *handler) ScanDone() {
 	}
 	h.live = true
 	h.ss.ScanDone()
+	h.src.scans.Add(1)
 }
 
 // recent is the tailer's Recent: an old transcript is read at a scan when a
@@ -337,6 +338,7 @@ func (h *handler) registryFile(f regFile) {
 	}
 	rp := h.regs[f.pid]
 	if f.data == nil {
+		h.src.o.Logger.Debug("registry file removed", "pid", f.pid, "known", rp != nil)
 		if rp == nil {
 			return
 		}
@@ -347,6 +349,7 @@ func (h *handler) registryFile(f regFile) {
 		return
 	}
 	e, err := ParseRegistry(f.pid, f.data)
+	h.src.o.Logger.Debug("registry file", "pid", f.pid, "live", h.live, "err", err, "session", e.SessionID, "status", e.Status)
 	if errors.Is(err, ErrPartial) {
 		return
 	}

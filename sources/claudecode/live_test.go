@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -171,7 +172,11 @@ func startLiveWith(t *testing.T, prepare func(dir string), srcOut **Source) *liv
 		prepare(dir)
 	}
 	h := hub.New(hub.Options{})
-	src := New(Options{ConfigDir: dir})
+	o := Options{ConfigDir: dir}
+	if os.Getenv("CCDEBUG") != "" {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	src := New(o)
 	if srcOut != nil {
 		*srcOut = src
 	}
@@ -186,6 +191,12 @@ func startLiveWith(t *testing.T, prepare func(dir string), srcOut **Source) *liv
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); src.scans.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the source did not finish its first scan")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	v := &streamView{changed: make(chan struct{}, 1), snaps: map[string]agentbridge.Snapshot{}}
 	readDone := make(chan struct{})

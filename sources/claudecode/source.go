@@ -52,6 +52,7 @@ type Source struct {
 	o      Options
 	info   agentbridge.SourceInfo
 	tailer atomic.Pointer[sources.Tailer] // the running tailer, for tests
+	scans  atomic.Int64                   // completed scans, for tests
 }
 
 var _ hub.Source = (*Source)(nil)

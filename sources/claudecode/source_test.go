@@ -66,7 +66,9 @@ func TestClearFollowsPID(t *testing.T) {
 	const a, b = "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
 	e.registry(pid, a, "idle", "", 1)
 	e.append(filepath.Join("projects", "-work-proj", a+".jsonl"), prompt(a, 1, "p-a", "first"), reply(a, 2, "ok", "end_turn"))
-	e.view.waitFor(t, "first session", a, status(agentbridge.StatusDone))
+	e.view.waitFor(t, "first session", a, func(s agentbridge.Snapshot, ok bool) bool {
+		return ok && s.Status == agentbridge.StatusDone && s.PID == pid
+	})
 
 	e.registry(pid, b, "idle", "", 2)
 	e.view.waitFor(t, "old session removed", a, func(_ agentbridge.Snapshot, found bool) bool { return !found })
@@ -172,7 +174,17 @@ func TestStartupScan(t *testing.T) {
 	if n := tl.Opens(); n > 6 {
 		t.Errorf("the scan opened %d transcripts; old ones must only be stat'ed", n)
 	}
+	// Let the start settle (the registry watcher's first read), then
+	// watch a quiet interval.
 	before := tl.Wakes()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		n := tl.Wakes()
+		if n == before {
+			break
+		}
+		before = n
+	}
 	time.Sleep(300 * time.Millisecond)
 	if after := tl.Wakes(); after != before {
 		t.Errorf("the source woke %d times while nothing changed", after-before)

@@ -182,7 +182,13 @@ func createRollout(t *testing.T, path string) *rolloutFile {
 // current time.
 func (r *rolloutFile) add(records ...string) {
 	r.t.Helper()
-	ts := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	r.addAt(time.Now(), records...)
+}
+
+// addAt appends records written at a given time.
+func (r *rolloutFile) addAt(at time.Time, records ...string) {
+	r.t.Helper()
+	ts := at.UTC().Format("2006-01-02T15:04:05.000Z")
 	for _, rec := range records {
 		if _, err := fmt.Fprintf(r.f, `{"timestamp":%q,%s}`+"\n", ts, rec); err != nil {
 			r.t.Fatal(err)

@@ -353,3 +353,33 @@ func TestEngineSubagentNeverRoot(t *testing.T) {
 		t.Errorf("after the parent's rollout went away: %+v, want no session", snaps)
 	}
 }
+
+func TestEngineBadLines(t *testing.T) {
+	e := NewEngine()
+	for _, tt := range []struct {
+		line string
+		bad  bool
+	}{
+		{metaLine, false},
+		{`not json`, true},
+		{`{"type": broken`, true},
+		{`[1,2]`, true},
+		{`{"record_type":"state"}`, false},
+	} {
+		e.Line("k", []byte(tt.line))
+		if e.Bad() != tt.bad {
+			t.Errorf("Line(%q): Bad() = %v, want %v", tt.line, e.Bad(), tt.bad)
+		}
+	}
+}
+
+func TestKeyOf(t *testing.T) {
+	for _, p := range []string{
+		"/h/sessions/2026/11/30/rollout-2026-11-30T08-00-00-019f6249-055d-76d3-b381-cd9d3eb99189.jsonl",
+		"/h/sessions/2026/11/30/rollout-2026-11-30T08-00-00-019f6249-055d-76d3-b381-cd9d3eb99189.jsonl.zst",
+	} {
+		if got := keyOf(p); got != "rollout-2026-11-30T08-00-00-019f6249-055d-76d3-b381-cd9d3eb99189" {
+			t.Errorf("keyOf(%q) = %q: a compressed rollout must keep its key", p, got)
+		}
+	}
+}

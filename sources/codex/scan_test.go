@@ -17,7 +17,8 @@ import (
 // TestScanAtStart starts the source on a home that already has rollouts:
 // one older than the scan window but held open by a process (read, bound
 // to it), one recent that no process holds (its Codex is gone: exited),
-// one old and not held (not read at all).
+// one old and not held (not read at all). The held one was written hours
+// before its process started, as a resumed thread is.
 func TestScanAtStart(t *testing.T) {
 	home := t.TempDir()
 	day := filepath.Join(home, "sessions", "2026", "11", "29")
@@ -29,7 +30,9 @@ func TestScanAtStart(t *testing.T) {
 	write := func(id string, age time.Duration) string {
 		path := filepath.Join(day, "rollout-2026-11-29T10-00-00-"+id+".jsonl")
 		r := createRollout(t, path)
-		r.add(`"type":"session_meta","payload":{"id":"`+id+`","cwd":"/srv/x","source":"cli"}`,
+		// written long before the process that holds it now started (a
+		// resumed thread): that is not a reused pid
+		r.addAt(time.Now().Add(-age), `"type":"session_meta","payload":{"id":"`+id+`","cwd":"/srv/x","source":"cli"}`,
 			`"type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}`)
 		mt := time.Now().Add(-age)
 		if err := os.Chtimes(path, mt, mt); err != nil {
@@ -63,6 +66,14 @@ func TestScanAtStart(t *testing.T) {
 	if s := got[recent]; s.Status != agentbridge.StatusExited || s.PID != 0 {
 		t.Errorf("recent rollout nobody holds: %+v, want exited", s)
 	}
+	// the held one is watched: its process ending makes it exited
+	if err := helper.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	helper.Wait()
+	s.waitFor(t, "held rollout's process exited", func(m map[string]agentbridge.Snapshot) bool {
+		return m[held].Status == agentbridge.StatusExited
+	})
 }
 
 func TestInfo(t *testing.T) {

@@ -95,7 +95,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		},
 		Linger: s.cfg.Linger,
 		Logger: s.cfg.Logger,
-	}, func(ss *sources.Sessions) sources.Handler { return handler{ss} })
+	}, func(ss *sources.Sessions) sources.Handler { return &handler{Sessions: ss} })
 }
 
 // isJournal picks <id>.jsonl files whose stem is a valid session id.
@@ -103,13 +103,17 @@ func isJournal(path string) bool {
 	return strings.HasSuffix(path, ".jsonl") && sources.ValidID(sources.Stem(path, ".jsonl"))
 }
 
-// handler maps journal lines to events; Sessions does the rest.
-type handler struct{ *sources.Sessions }
+// handler maps journal lines to events; Sessions does the rest. It runs on
+// the source's goroutine only.
+type handler struct {
+	*sources.Sessions
+	rec record // scratch for mapRecord
+}
 
 // Line maps one record and folds its event into the file's session.
-func (h handler) Line(path string, line []byte) {
+func (h *handler) Line(path string, line []byte) {
 	id := sources.Stem(path, ".jsonl")
-	e, ok, code := mapRecord(id, line)
+	e, ok, code := mapRecord(id, line, &h.rec)
 	if !ok {
 		if code != "" {
 			h.BadLine(code)
@@ -122,9 +126,9 @@ func (h handler) Line(path string, line []byte) {
 }
 
 // Truncated drops the session's state: its journal is read again.
-func (h handler) Truncated(path string) { h.Restart(sources.Stem(path, ".jsonl")) }
+func (h *handler) Truncated(path string) { h.Restart(sources.Stem(path, ".jsonl")) }
 
 // Removed ends the session: its journal is gone.
-func (h handler) Removed(path string) { h.Stop(sources.Stem(path, ".jsonl"), "journal removed") }
+func (h *handler) Removed(path string) { h.Stop(sources.Stem(path, ".jsonl"), "journal removed") }
 
 var _ hub.Source = (*Source)(nil)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -162,6 +161,24 @@ func TestSourceFollowsJournals(t *testing.T) {
 		{"an event the fold rejects is dropped with a diagnostic", func() {
 			writeFile(t, filepath.Join(dir, "9a7c3e05-subagents.jsonl"), `{"type":"approval_resolved","requestId":"never-opened"}`+"\n")
 		}, func(h *sourcestest.Hub) bool { return hasDiag(h, sources.CodeInvalidEvent) }},
+		{"binary junk and a 10 MiB line change nothing but give diagnostics", func() {
+			p := filepath.Join(dir, "e81d4b77-exit.jsonl")
+			writeFile(t, p, "\x00\xff\xfe junk \x80\n"+strings.Repeat("x", 10<<20)+"\n")
+		}, func(h *sourcestest.Hub) bool {
+			return hasDiag(h, sources.CodeInvalidUTF8) && hasDiag(h, sources.CodeLineTooLong) &&
+				has(h, "e81d4b77-exit", func(s agentbridge.Snapshot) bool { return cmp.Equal(s, goldenSnapshot(t, "e81d4b77-exit")) })
+		}},
+		{"a truncated journal starts its session over", func() {
+			p := filepath.Join(dir, "e81d4b77-exit.jsonl")
+			if err := os.Truncate(p, 0); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, p, `{"type":"session","title":"Again"}`+"\n"+`{"type":"prompt","turnId":"t9"}`+"\n")
+		}, func(h *sourcestest.Hub) bool {
+			return has(h, "e81d4b77-exit", func(s agentbridge.Snapshot) bool {
+				return s.Title == "Again" && s.Status == agentbridge.StatusRunning && s.LastTurn == ""
+			})
+		}},
 		{"switching the harness off resets to nothing", func() { changes <- []string{} }, func(h *sourcestest.Hub) bool {
 			return h.Resets() == 2 && len(h.Snapshots()) == 0
 		}},
@@ -193,9 +210,11 @@ func startChild(t *testing.T, stdin *os.File) *exec.Cmd {
 
 // TestSourceProcessExit binds sessions to processes (by the pid in the
 // session record, or by the process holding the journal open) and reports
-// their exit, then stops them after the linger.
+// their exit, then stops them after the linger. It runs alone: a child
+// forked by another test holds every open file of the test process for a
+// moment (until its exec), which would make a journal look held by two
+// processes.
 func TestSourceProcessExit(t *testing.T) {
-	t.Parallel()
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	tests := []struct {
 		name   string
@@ -214,7 +233,6 @@ func TestSourceProcessExit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			home := t.TempDir()
 			dir := SessionsDir(home)
 			if err := os.Mkdir(dir, 0o755); err != nil {
@@ -235,7 +253,7 @@ func TestSourceProcessExit(t *testing.T) {
 			if tt.before {
 				writeFile(t, p, tt.record(child.Process.Pid)+"\n")
 			}
-			h, _ := run(t, Config{Home: home, Linger: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+			h, _ := run(t, Config{Home: home, Linger: 200 * time.Millisecond})
 			if !tt.before {
 				writeFile(t, p, tt.record(child.Process.Pid)+"\n")
 			}
@@ -254,14 +272,13 @@ func TestSourceProcessExit(t *testing.T) {
 // TestSourcePidReuse: the pid in the record names a process that started
 // well after the session did, so it is not the agent: the session exits.
 func TestSourcePidReuse(t *testing.T) {
-	t.Parallel()
 	home := t.TempDir()
 	dir := SessionsDir(home)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	child := startChild(t, nil)
-	h, _ := run(t, Config{Home: home, Linger: -1, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	h, _ := run(t, Config{Home: home, Linger: -1})
 	long := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)
 	writeFile(t, filepath.Join(dir, "s1.jsonl"), fmt.Sprintf(`{"type":"session","ts":%q,"pid":%d}`+"\n", long, child.Process.Pid))
 	h.WaitFor(t, "the session to exit", func(h *sourcestest.Hub) bool {

@@ -33,7 +33,7 @@ func replay(t *testing.T, id string, data []byte) golden {
 	g := golden{Events: []agentbridge.Event{}}
 	s := validate.NewSession(id, Harness)
 	for i, line := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
-		e, ok, code := mapRecord(id, line)
+		e, ok, code := mapRecord(id, line, nil)
 		if code != "" {
 			t.Fatalf("line %d: skipped with %s", i+1, code)
 		}

@@ -1,10 +1,11 @@
 package example
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"time"
+
+	json "github.com/go-json-experiment/json"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
@@ -12,7 +13,9 @@ import (
 )
 
 // record holds the fields of a journal line that the mapping reads; every
-// other field is skipped by the decoder.
+// other field is skipped by the decoder (go-json-experiment/json: one pass,
+// about twice as fast as encoding/json into a struct, and several times
+// faster than into a map).
 type record struct {
 	Type string `json:"type"`
 	TS   string `json:"ts"` // RFC 3339; the agent's own clock, so trusted
@@ -57,12 +60,19 @@ type record struct {
 // does not use (kept for forward compatibility), sources.CodeInvalidJSON
 // for a line that is not a JSON object, and sources.CodeInvalidRecord for a
 // known record without a usable id.
-func mapRecord(id string, line []byte) (e agentbridge.Event, ok bool, code string) {
+//
+// r is scratch space, reused across calls to save an allocation per line;
+// nil allocates one.
+func mapRecord(id string, line []byte, r *record) (e agentbridge.Event, ok bool, code string) {
 	if len(line) == 0 || line[0] != '{' {
 		return e, false, sources.CodeInvalidJSON
 	}
-	var r record
-	if err := json.Unmarshal(line, &r); err != nil {
+	if r == nil {
+		r = new(record)
+	} else {
+		*r = record{}
+	}
+	if err := json.Unmarshal(line, r); err != nil {
 		return e, false, sources.CodeInvalidJSON
 	}
 	switch r.Type {

@@ -256,6 +256,27 @@ function renderFilters() {
   document.title = attention ? `(${attention}) agentbridge` : 'agentbridge';
 }
 
+/** Words for the latest lifecycle event of a running session, if telling. */
+function activityWords(ev) {
+  if (!ev) return null;
+  switch (ev.kind) {
+    case 'tool.started':
+      return ev.name ? `tool: ${ev.name}` : 'using a tool';
+    case 'tool.finished':
+      return 'tool finished';
+    case 'turn.started':
+      return 'turn started';
+    case 'subagent.started':
+      return 'subagent started';
+    case 'subagent.done':
+      return 'subagent finished';
+    case 'wait.finished':
+      return 'resumed';
+    default:
+      return null;
+  }
+}
+
 function sessionSig(s) {
   return JSON.stringify([s.snapshot, s.since, s.sinceExact, s.lastEvent?.kind, s.lastEvent?.name, harnessLabel(s.source, s.snapshot.harness)]);
 }
@@ -273,10 +294,8 @@ function sessionRow(s) {
   );
   const meta = [];
   if (!untitled) meta.push(h('span', { class: 'mono', text: snap.id }));
-  if (s.lastEvent && st === 'running') {
-    const what = s.lastEvent.kind === 'tool.started' && s.lastEvent.name ? `tool ${s.lastEvent.name}` : s.lastEvent.kind;
-    meta.push(h('span', { text: what }));
-  }
+  const activity = st === 'running' ? activityWords(s.lastEvent) : null;
+  if (activity) meta.push(h('span', { class: 'activity', text: activity }));
   if (meta.length) sessionCell.append(h('div', { class: 'meta' }, meta.flatMap((m, i) => (i ? [' · ', m] : [m]))));
   if (attn) {
     sessionCell.append(

@@ -2,8 +2,12 @@
 // agentbridge CLI does, and reads its event stream as JSON lines.
 
 import { readFileSync, statSync } from 'node:fs';
+import http from 'node:http';
 import { homedir } from 'node:os';
 import { join, isAbsolute } from 'node:path';
+
+/** The longest stream line accepted (a reset of 1,024 large snapshots fits). */
+const MAX_LINE = 64 << 20;
 
 /** The address the bridge listens on when nothing else is configured. */
 export const DEFAULT_ADDR = '127.0.0.1:7391';
@@ -13,7 +17,8 @@ export const DEFAULT_ADDR = '127.0.0.1:7391';
  * @property {string} [addr] host:port of the bridge (default: AGENTBRIDGE_ADDR, else 127.0.0.1:7391)
  * @property {string} [token] bearer token (default: AGENTBRIDGE_TOKEN, else the bridge's token file)
  * @property {Record<string, string | undefined>} [env] environment to read (default: process.env)
- * @property {typeof fetch} [fetch] fetch implementation (default: the global one)
+ * @property {typeof fetch} [fetch] fetch implementation for the JSON requests (default: the global one)
+ * @property {(request: string) => void} [trace] told "METHOD /path" of every request (for tests)
  */
 
 /**
@@ -75,6 +80,7 @@ export class Bridge {
     this.env = env;
     this.fixedToken = options.token;
     this.fetch = options.fetch ?? globalThis.fetch;
+    this.trace = options.trace;
   }
 
   /** @returns {Record<string, string>} */
@@ -104,6 +110,7 @@ export class Bridge {
       headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(opts.body);
     }
+    this.trace?.(`${method} ${path.split('?')[0]}`);
     const res = await this.fetch(this.base + path, init);
     if (!res.ok) {
       let detail = '';
@@ -166,39 +173,59 @@ export class Bridge {
   /**
    * Follows the event stream after revision since, calling onEvent for each
    * event in order, until the stream ends (resolves) or fails or signal
-   * aborts (rejects).
+   * aborts (rejects). The stream has a connection of its own (node:http, not
+   * fetch), so that an abort closes its socket at once and the bridge sees
+   * the client leave.
    * @param {number} since
    * @param {(ev: StreamEvent) => void} onEvent
    * @param {AbortSignal} signal
    * @param {() => void} [opened] called once the bridge answers with the stream
+   * @returns {Promise<void>}
    */
-  async follow(since, onEvent, signal, opened) {
+  follow(since, onEvent, signal, opened) {
     const q = new URLSearchParams({ format: 'ndjson' });
     if (since > 0) q.set('since', String(since));
-    const res = await this.request('GET', `/v1/events?${q}`, { signal, accept: 'application/x-ndjson' });
-    if (!res.body) throw new Error('agentbridge sent no stream');
-    opened?.();
-    const reader = res.body.getReader();
-    const decoder = new TextDecoder();
-    let buf = '';
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        buf += decoder.decode(value, { stream: true });
-        let nl;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, nl).trim();
-          buf = buf.slice(nl + 1);
-          if (line === '') continue;
-          onEvent(parseLine(line));
+    const path = `/v1/events?${q}`;
+    this.trace?.(`GET ${path.split('?')[0]}`);
+    return new Promise((resolve, reject) => {
+      const headers = { ...this.headers(), Accept: 'application/x-ndjson' };
+      const req = http.get(new URL(this.base + path), { headers, signal, agent: false }, (res) => {
+        if (res.statusCode !== 200) {
+          const status = res.statusCode ?? 0;
+          res.resume();
+          req.destroy();
+          reject(new BridgeHTTPError(status, `agentbridge answered ${status}`));
+          return;
         }
-      }
-    } finally {
-      // Releases the connection whether the stream ended, failed or was
-      // aborted.
-      reader.cancel().catch(() => {});
-    }
+        opened?.();
+        res.setEncoding('utf8');
+        let buf = '';
+        /** @param {unknown} err */
+        const fail = (err) => {
+          req.destroy();
+          reject(err);
+        };
+        res.on('data', (/** @type {string} */ chunk) => {
+          buf += chunk;
+          let nl;
+          while ((nl = buf.indexOf('\n')) >= 0) {
+            const line = buf.slice(0, nl).trim();
+            buf = buf.slice(nl + 1);
+            if (line === '') continue;
+            try {
+              onEvent(parseLine(line));
+            } catch (err) {
+              fail(err);
+              return;
+            }
+          }
+          if (buf.length > MAX_LINE) fail(new Error('agentbridge sent an over-long stream line'));
+        });
+        res.on('error', reject);
+        res.on('close', () => (res.complete ? resolve() : reject(new Error('the stream from agentbridge broke off'))));
+      });
+      req.on('error', reject);
+    });
   }
 }
 

@@ -74,8 +74,6 @@ class Follower {
     /** @type {Map<string, string>} what the host holds: session id -> JSON of the snapshot */
     this.published = new Map();
     this.resetDone = false;
-    /** the last stream revision applied; 0 before the first listing */
-    this.revision = 0;
     /** the outage being reported, so that it is reported once */
     this.outage = '';
     /** @type {Promise<void>} the switches being posted */
@@ -159,7 +157,6 @@ class Follower {
       }
     }
     this.replace(next);
-    this.revision = Math.max(this.revision, list.revision);
     listed();
     await this.bridge.follow(list.revision, (ev) => this.apply(ev), this.signal, streaming);
   }
@@ -186,7 +183,6 @@ class Follower {
    */
   apply(ev) {
     if (this.signal.aborted) return;
-    this.revision = ev.id;
     const d = ev.data ?? {};
     switch (ev.event) {
       case 'reset': {
@@ -224,7 +220,7 @@ class Follower {
       }
       case 'diagnostic':
         if (d.diagnostic && typeof d.diagnostic.code === 'string' && typeof d.diagnostic.message === 'string') {
-          this.publisher.diagnostic({ code: d.diagnostic.code, message: d.diagnostic.message });
+          this.call(() => this.publisher.diagnostic({ code: d.diagnostic.code, message: d.diagnostic.message }));
         }
         return;
       default:
@@ -253,10 +249,28 @@ class Follower {
     if (want === have) return;
     if (want === undefined) {
       this.published.delete(id);
-      this.publisher.remove(id);
-    } else {
+      this.call(() => this.publisher.remove(id));
+    } else if (this.call(() => this.publisher.upsert(/** @type {any} */ (e).snapshot))) {
       this.published.set(id, want);
-      this.publisher.upsert(/** @type {any} */ (e).snapshot);
+    } else {
+      this.published.delete(id);
+    }
+  }
+
+  /**
+   * Makes one publisher call. A call the host refuses by throwing is logged
+   * and does not stop the stream.
+   * @param {() => void} fn
+   * @returns {boolean} whether the host took it
+   */
+  call(fn) {
+    if (this.signal.aborted) return false;
+    try {
+      fn();
+      return true;
+    } catch (err) {
+      this.log(err);
+      return false;
     }
   }
 
@@ -268,8 +282,10 @@ class Follower {
     if (this.signal.aborted) return;
     const all = [...this.entries.values()].map((e) => e.snapshot).filter((s) => this.visible(s));
     this.published = new Map(all.map((s) => [s.id, JSON.stringify(s)]));
-    this.publisher.reset(all.slice(0, MAX_RESET_SESSIONS));
-    for (const s of all.slice(MAX_RESET_SESSIONS)) this.publisher.upsert(s);
+    if (!this.call(() => this.publisher.reset(all.slice(0, MAX_RESET_SESSIONS)))) this.published.clear();
+    for (const s of all.slice(MAX_RESET_SESSIONS)) {
+      if (!this.call(() => this.publisher.upsert(s))) this.published.delete(s.id);
+    }
     this.resetDone = true;
   }
 
@@ -323,7 +339,7 @@ class Follower {
     if (this.outage === code) return;
     this.outage = code;
     this.log(err);
-    if (!this.signal.aborted) this.publisher.diagnostic({ code, message });
+    this.call(() => this.publisher.diagnostic({ code, message }));
   }
 
   /** The bridge answers again. */

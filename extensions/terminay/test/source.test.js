@@ -29,18 +29,11 @@ async function bridge(t, opts) {
  * @param {import('node:test').TestContext} t
  * @param {{ addr: string, token: string }} b
  * @param {readonly string[]} enabled
- * @param {{ fetch?: typeof fetch }} [extra]
  */
-async function run(t, b, enabled, extra = {}) {
+async function run(t, b, enabled) {
   const host = new FakeHost({ harnesses: HARNESSES, enabled });
-  /** @type {string[]} every path the runtime requested */
+  /** @type {string[]} every request the runtime made */
   const requests = [];
-  const inner = extra.fetch ?? fetch;
-  /** @type {typeof fetch} */
-  const recording = (input, init) => {
-    requests.push(`${init?.method ?? 'GET'} ${new URL(String(input)).pathname}`);
-    return inner(input, init);
-  };
   /** @type {() => void} */
   let stopped = () => {};
   const stoppedP = new Promise((resolve) => (stopped = () => resolve(undefined)));
@@ -52,7 +45,7 @@ async function run(t, b, enabled, extra = {}) {
     backoff: fast,
     connectTimeout: 5_000,
     onStopped: stopped,
-    fetch: recording,
+    trace: (r) => requests.push(r),
   });
   t.after(async () => {
     host.abort();
@@ -222,49 +215,32 @@ test('a wrong token is reported, not retried silently', { skip }, async (t) => {
   assert.ok(!/** @type {any} */ (d[0]).diagnostic.message.includes('wrong-token'), 'the message does not show the token');
 });
 
+test('a snapshot the host refuses does not stop the stream', { skip }, async (t) => {
+  const b = await bridge(t);
+  const { host, requests } = await run(t, b, ['example-agent']);
+  host.refuse.add('bad');
+  await b.publish([{ op: 'upsert', session: snap('bad') }]);
+  await b.publish([{ op: 'upsert', session: snap('good') }]);
+  await waitFor(() => host.sessions.has('good'), 'the session after the refused one');
+  assert.ok(!host.sessions.has('bad'));
+  assert.equal(requests.filter((r) => r === 'GET /v1/events').length, 1, 'the stream was not reconnected');
+
+  // Once the host takes it, the next change of that session is published.
+  host.refuse.clear();
+  await b.publish([{ op: 'upsert', session: snap('bad', 'example-agent', { status: 'done' }) }]);
+  await waitFor(() => host.sessions.get('bad')?.status === 'done', 'the session once the host takes it');
+  assert.deepEqual(host.violations, []);
+});
+
 test('abort releases the stream and the subscription; later calls are ignored', { skip }, async (t) => {
   const b = await bridge(t);
   await b.publish([{ op: 'reset', sessions: [snap('a')] }]);
-  let open = 0;
-  /** @type {typeof fetch} */
-  const countingFetch = async (input, init) => {
-    const res = await fetch(input, init);
-    if (!res.body) return res;
-    open++;
-    let closed = false;
-    const close = () => {
-      if (!closed) {
-        closed = true;
-        open--;
-      }
-    };
-    const reader = res.body.getReader();
-    const body = new ReadableStream({
-      async pull(ctrl) {
-        try {
-          const { done, value } = await reader.read();
-          if (done) {
-            close();
-            ctrl.close();
-          } else ctrl.enqueue(value);
-        } catch (err) {
-          close();
-          ctrl.error(err);
-        }
-      },
-      async cancel(reason) {
-        close();
-        await reader.cancel(reason);
-      },
-    });
-    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
-  };
-  const { host, stopped } = await run(t, b, ['example-agent'], { fetch: countingFetch });
-  await waitFor(() => open === 1, 'the stream to be the one open response');
+  const { host, stopped } = await run(t, b, ['example-agent']);
+  await waitFor(async () => (await b.metric('agentbridge_stream_clients')) === 1, 'the bridge to see the stream');
 
   host.abort();
   await stopped;
-  assert.equal(open, 0, 'the stream is released');
+  await waitFor(async () => (await b.metric('agentbridge_stream_clients')) === 0, 'the bridge to see the stream closed');
   assert.equal(host.listeners.size, 0, 'the harness subscription is disposed');
   assert.equal(host.disposed, 1);
 

@@ -168,6 +168,19 @@ export class TestBridge {
     return new Map(body.sessions.map((/** @type {any} */ e) => [e.snapshot.id, e.snapshot]));
   }
 
+  /**
+   * The value of a metric without labels, from GET /metrics.
+   * @param {string} name
+   */
+  async metric(name) {
+    const res = await fetch(`http://${this.addr}/metrics`, { headers: { Authorization: `Bearer ${this.token}` } });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`GET /metrics: ${res.status} ${text}`);
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    if (!line) throw new Error(`no metric ${name}`);
+    return Number(line.slice(name.length + 1));
+  }
+
   /** The push source's harness switches, by harness id. */
   async switches() {
     const body = await this.api('GET', '/v1/sources');

@@ -31,6 +31,8 @@ export class FakeHost {
     this.callsAfterAbort = 0;
     /** calls since the last harness change that must begin with a reset */
     this.needReset = true;
+    /** @type {Set<string>} session ids whose upsert the host refuses by throwing */
+    this.refuse = new Set();
   }
 
   /** @param {any} s */
@@ -74,6 +76,7 @@ export class FakeHost {
       },
       /** @param {any} s */
       upsert: (s) => {
+        if (this.refuse.has(s?.id)) throw new Error(`the host refuses ${s.id}`);
         if (!this.record({ op: 'upsert', session: s })) return;
         this.check(s);
         this.sessions.set(s.id, structuredClone(s));

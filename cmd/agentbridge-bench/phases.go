@@ -1,0 +1,836 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	r3 "github.com/r3labs/sse/v2"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sse"
+)
+
+// row is one line of the results table.
+type row struct {
+	Measure  string `json:"measure"`
+	Bridge   string `json:"bridge"`
+	Baseline string `json:"baseline"`
+	Ratio    string `json:"ratio"`
+	Target   string `json:"target"`
+	Verdict  string `json:"verdict"`
+}
+
+func verdict(ok bool, miss string) string {
+	if ok {
+		return "met"
+	}
+	return "missed: " + miss
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// ---- cold start ----
+
+// listTree lists every journal under root with its metadata (ReadDir and
+// a stat per entry): what `ls -lR` does.
+func listTree(root string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			if _, err := d.Info(); err == nil {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// decodeTree decodes every line of every journal under root once with
+// plain encoding/json: what a naive tool does at start.
+func decodeTree(root string) (files int, bytesRead int64, err error) {
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files++
+		bytesRead += int64(len(data))
+		return decodeLines(data)
+	})
+	return files, bytesRead, err
+}
+
+// decodeLines is the plain decode: every line into an `any`.
+func decodeLines(data []byte) error {
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		line := data
+		if i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(line, &v); err != nil {
+			return fmt.Errorf("plain decode: %w", err)
+		}
+	}
+	return nil
+}
+
+// coldStart starts the bridge over the corpus until every source sent its
+// reset.
+func coldStart(c *corpus) (time.Duration, map[string]int, error) {
+	t0 := time.Now()
+	b, err := startBridge(c, 0)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer b.stop()
+	if err := b.ready(5 * time.Minute); err != nil {
+		return 0, nil, err
+	}
+	return time.Since(t0), b.sessions, nil
+}
+
+func phaseCold(cfg *config, c *corpus) ([]row, error) {
+	// Warm the page cache for every contender alike.
+	if _, _, err := decodeTree(c.Root); err != nil {
+		return nil, err
+	}
+	var list, dec, bridge []time.Duration
+	var sessions map[string]int
+	for range cfg.Repeat {
+		t0 := time.Now()
+		n, err := listTree(c.Root)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, time.Since(t0))
+		if n != c.Old+c.Recent {
+			return nil, fmt.Errorf("listed %d journals, want %d", n, c.Old+c.Recent)
+		}
+		d, s, err := coldStart(c)
+		if err != nil {
+			return nil, err
+		}
+		bridge, sessions = append(bridge, d), s
+	}
+	for range max(1, cfg.Repeat/2) {
+		t0 := time.Now()
+		if _, _, err := decodeTree(c.Root); err != nil {
+			return nil, err
+		}
+		dec = append(dec, time.Since(t0))
+	}
+	if got := sessions["claude-code"] + sessions["codex"]; got != c.Recent {
+		return nil, fmt.Errorf("the bridge reported %d sessions at start, want the %d recent ones", got, c.Recent)
+	}
+	mb, ml, md := median(bridge), median(list), median(dec)
+	what := fmt.Sprintf("%d old + %d recent journals, %.0f MiB", c.Old, c.Recent, float64(c.Bytes)/(1<<20))
+	r := float64(mb) / float64(md)
+	return []row{
+		{Measure: "cold start to ready (" + what + ") vs decoding all once", Bridge: ms(mb), Baseline: ms(md) + " (encoding/json, every line)",
+			Ratio: fmt.Sprintf("%.3f×", r), Target: "≤ 0.1×", Verdict: verdict(r <= 0.1, fmt.Sprintf("%.2f× the target", r/0.1))},
+		{Measure: "cold start to ready vs listing the tree", Bridge: ms(mb), Baseline: ms(ml) + " (ReadDir + stat)",
+			Ratio: fmt.Sprintf("%.1f×", float64(mb)/float64(ml)), Target: "—", Verdict: "—"},
+	}, nil
+}
+
+// ---- ingest ----
+
+func phaseIngest(cfg *config, root string) ([]row, error) {
+	var rows []row
+	for _, kind := range []string{kindClaude, kindCodex} {
+		r, err := ingestOne(cfg, root, kind)
+		if err != nil {
+			return nil, fmt.Errorf("ingest %s: %w", kind, err)
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func ingestOne(cfg *config, root, kind string) (row, error) {
+	dir, err := os.MkdirTemp(root, "ingest-")
+	if err != nil {
+		return row{}, fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	c := &corpus{Root: dir, ClaudeDir: filepath.Join(dir, "claude"), CodexHome: filepath.Join(dir, "codex")}
+	for _, d := range []string{filepath.Join(c.ClaudeDir, "projects", "-home-bench-ingest"), filepath.Join(c.CodexHome, "sessions", "2026", "11", "30")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return row{}, fmt.Errorf("make dirs: %w", err)
+		}
+	}
+	id := sessionUUID(kind, 999999)
+	marker := "bench-ingest-end-" + kind
+	data, err := longJournal(kind, id, cfg.IngestMB<<20, marker)
+	if err != nil {
+		return row{}, err
+	}
+	p := filepath.Join(c.ClaudeDir, "projects", "-home-bench-ingest", id+".jsonl")
+	if kind == kindCodex {
+		p = filepath.Join(c.CodexHome, "sessions", "2026", "11", "30", "rollout-2026-11-30T10-00-00-"+id+".jsonl")
+	}
+	mbs := func(d time.Duration) float64 { return float64(len(data)) / (1 << 20) / d.Seconds() }
+
+	var base, br, cpu, baseCPU []time.Duration
+	var records int
+	for range cfg.Repeat {
+		t0, c0 := time.Now(), cpuTime()
+		if err := decodeLines(data); err != nil {
+			return row{}, err
+		}
+		base = append(base, time.Since(t0))
+		baseCPU = append(baseCPU, cpuTime()-c0)
+
+		b, err := startBridge(c, 1<<17)
+		if err != nil {
+			return row{}, err
+		}
+		if err := b.ready(time.Minute); err != nil {
+			b.stop()
+			return row{}, err
+		}
+		t0, c0 = time.Now(), cpuTime()
+
+		if err := appendChunks(p, data, 1<<20); err != nil {
+			b.stop()
+			return row{}, err
+		}
+		at, n, err := b.waitFor([]byte(marker), 5*time.Minute)
+		b.stop()
+		if err != nil {
+			return row{}, err
+		}
+		br = append(br, at.Sub(t0))
+		cpu = append(cpu, cpuTime()-c0)
+		records = n
+		if err := os.Remove(p); err != nil {
+			return row{}, fmt.Errorf("remove journal: %w", err)
+		}
+	}
+	mb, mbase := mbs(median(br)), mbs(median(base))
+	r := mb / mbase
+	name := "Claude Code transcript"
+	if kind == kindCodex {
+		name = "Codex rollout"
+	}
+	return row{
+		Measure:  fmt.Sprintf("ingest of one live %s (%.0f MiB, %d stream records)", name, float64(len(data))/(1<<20), records),
+		Bridge:   fmt.Sprintf("%.0f MB/s (%.0f MB per CPU-second)", mb, mbs(median(cpu))),
+		Baseline: fmt.Sprintf("%.0f MB/s (%.0f MB per CPU-second; encoding/json per line)", mbase, mbs(median(baseCPU))),
+		Ratio:    fmt.Sprintf("%.2f× (CPU: %.2f×)", r, mbs(median(cpu))/mbs(median(baseCPU))), Target: "≥ 2×", Verdict: verdict(r >= 2, fmt.Sprintf("%.0f%% of the target", 100*r/2)),
+	}, nil
+}
+
+// appendChunks creates p and appends data in chunks, as a live writer does.
+func appendChunks(p string, data []byte, chunk int) error {
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open journal: %w", err)
+	}
+	for len(data) > 0 {
+		n := min(chunk, len(data))
+		if _, err := f.Write(data[:n]); err != nil {
+			f.Close()
+			return fmt.Errorf("append: %w", err)
+		}
+		data = data[n:]
+	}
+	return f.Close()
+}
+
+// ---- append → stream latency ----
+
+// latencies sends n prompts to a journal, every gap on average, and returns
+// the time from each append to its arrival (seen reports arrivals).
+type seen struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func newSeen(n int) *seen { return &seen{at: make([]time.Time, n)} }
+
+// mark records the arrival of every marker "bench-latency-<i>" in data.
+func (s *seen) mark(data []byte) {
+	now := time.Now()
+	for {
+		i := bytes.Index(data, []byte("bench-latency-"))
+		if i < 0 {
+			return
+		}
+		data = data[i+len("bench-latency-"):]
+		j := 0
+		for j < len(data) && data[j] >= '0' && data[j] <= '9' {
+			j++
+		}
+		k, err := strconv.Atoi(string(data[:j]))
+		s.mu.Lock()
+		if err == nil && k >= 0 && k < len(s.at) && s.at[k].IsZero() {
+			s.at[k] = now
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (s *seen) all() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.at {
+		if t.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// drive appends n prompt lines to p with jittered gaps and returns the
+// latency of each once every one arrived (or the timeout passed).
+func drive(p, session string, n int, gap time.Duration, s *seen) ([]time.Duration, error) {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	defer f.Close()
+	sent := make([]time.Time, n)
+	for i := range n {
+		line := promptLine(session, "bench-latency-"+strconv.Itoa(i), 1_000_000+i)
+		sent[i] = time.Now()
+		if _, err := f.Write(line); err != nil {
+			return nil, fmt.Errorf("append: %w", err)
+		}
+		time.Sleep(gap/2 + rand.N(gap))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.all() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	var out []time.Duration
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, t := range s.at {
+		if t.IsZero() {
+			return nil, fmt.Errorf("append %d never arrived", i)
+		}
+		out = append(out, t.Sub(sent[i]))
+	}
+	return out, nil
+}
+
+func pct(ds []time.Duration, q float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(q * float64(len(s)-1))
+	return s[i]
+}
+
+func phaseLatency(cfg *config, root string) ([]row, error) {
+	dir, err := os.MkdirTemp(root, "latency-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	// Baseline: a bare fsnotify reader of the same kind of file.
+	bare, err := bareLatency(cfg, dir)
+	if err != nil {
+		return nil, err
+	}
+
+	c, err := generate(filepath.Join(dir, "corpus"), 0, 20, 64<<20)
+	if err != nil {
+		return nil, err
+	}
+	b, err := startBridge(c, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer b.stop()
+	if err := b.ready(time.Minute); err != nil {
+		return nil, err
+	}
+	url := b.serve(sse.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cl, err := dial(ctx, loopbackClient(), url+"/")
+	if err != nil {
+		return nil, err
+	}
+	s := newSeen(cfg.Appends)
+	go cl.read(func(_ uint64, data []byte) { s.mark(data) })
+	<-cl.ready
+	p := c.journalPath(kindClaude, 0)
+	lat, err := drive(p, sessionUUID(kindClaude, 0), cfg.Appends, cfg.AppendGap, s)
+	if err != nil {
+		return nil, err
+	}
+	p50, p99, mx := pct(lat, 0.5), pct(lat, 0.99), pct(lat, 1)
+	b50, b99, bmx := pct(bare, 0.5), pct(bare, 0.99), pct(bare, 1)
+	r := float64(p99) / float64(b99)
+	return []row{{
+		Measure:  fmt.Sprintf("append → stream latency, p50 / p99 / max (%d appends, ~%v apart, SSE over loopback)", cfg.Appends, cfg.AppendGap),
+		Bridge:   ms(p50) + " / " + ms(p99) + " / " + ms(mx),
+		Baseline: ms(b50) + " / " + ms(b99) + " / " + ms(bmx) + " (bare fsnotify reader)",
+		Ratio:    fmt.Sprintf("%.1f× (p99)", r),
+		Target:   "p99 ≤ 10 ms",
+		Verdict:  verdict(p99 <= 10*time.Millisecond, fmt.Sprintf("p99 %.1f ms over", float64((p99-10*time.Millisecond).Microseconds())/1000)),
+	}}, nil
+}
+
+// bareLatency is the baseline: fsnotify on the directory, read from the
+// last offset to EOF on every write event.
+func bareLatency(cfg *config, dir string) ([]time.Duration, error) {
+	bd := filepath.Join(dir, "bare")
+	if err := os.MkdirAll(bd, 0o755); err != nil {
+		return nil, fmt.Errorf("make dir: %w", err)
+	}
+	p := filepath.Join(bd, "journal.jsonl")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		return nil, fmt.Errorf("make journal: %w", err)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("fsnotify: %w", err)
+	}
+	if err := w.Add(bd); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("fsnotify: %w", err)
+	}
+	s := newSeen(cfg.Appends)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f, err := os.Open(p)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		buf := make([]byte, 64<<10)
+		for ev := range w.Events {
+			if ev.Name != p || !ev.Has(fsnotify.Write) {
+				continue
+			}
+			for {
+				n, err := f.Read(buf)
+				if n > 0 {
+					s.mark(buf[:n])
+				}
+				if err != nil || n == 0 {
+					break
+				}
+			}
+		}
+	}()
+	lat, err := drive(p, "bare", cfg.Appends, cfg.AppendGap, s)
+	w.Close()
+	<-done
+	return lat, err
+}
+
+// ---- fan-out ----
+
+func phaseFanout(cfg *config) ([]row, error) {
+	var rows []row
+	for _, n := range cfg.Clients {
+		events := cfg.FanoutEvents
+		if n >= 1000 {
+			events = max(256, events/4)
+		}
+		got, err := fanoutBridge(n, events)
+		if err != nil {
+			return nil, fmt.Errorf("fan-out to %d clients: %w", n, err)
+		}
+		base, err := fanoutR3(n, events)
+		if err != nil {
+			return nil, fmt.Errorf("bare r3 fan-out to %d clients: %w", n, err)
+		}
+		rows = append(rows, row{
+			Measure:  fmt.Sprintf("publish → delivered to %d stream client(s) (%d events each)", n, events),
+			Bridge:   fmt.Sprintf("%.0f events/s", got),
+			Baseline: fmt.Sprintf("%.0f events/s (bare r3labs/sse, one shared stream)", base),
+			Ratio:    fmt.Sprintf("%.2f×", got/base), Target: "—", Verdict: "—",
+		})
+	}
+	encodes, shared, allocs, err := encodeOnce(1000, 200)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, row{
+		Measure:  "stream records encoded per event, 1,000 subscribers",
+		Bridge:   fmt.Sprintf("%d encode(s); %d of 1,000 share one buffer; %.1f allocs/event in the hub", encodes, shared, allocs),
+		Baseline: "1,000 (one encode per client)",
+		Ratio:    fmt.Sprintf("%.4f×", float64(encodes)/1000), Target: "1 encode per event",
+		Verdict: verdict(encodes == 1 && shared == 1000, "clients do not share one encoding"),
+	})
+	return rows, nil
+}
+
+const window = 256 // events in flight before the publisher waits for every client
+
+// progress lets a publisher wait until every client saw a revision.
+type progress struct {
+	target  atomic.Uint64
+	left    atomic.Int64
+	done    chan struct{}
+	clients int
+}
+
+func (p *progress) arm(target uint64) chan struct{} {
+	ch := make(chan struct{})
+	p.done = ch
+	p.left.Store(int64(p.clients))
+	p.target.Store(target)
+	return ch
+}
+
+// follower returns a per-client callback that reports reaching the target.
+func (p *progress) follower() func(id uint64, _ []byte) {
+	var reached uint64
+	return func(id uint64, _ []byte) {
+		t := p.target.Load()
+		if t == 0 || id < t || reached == t {
+			return
+		}
+		reached = t
+		if p.left.Add(-1) == 0 {
+			close(p.done)
+		}
+	}
+}
+
+func fanoutBridge(n, events int) (float64, error) {
+	h := hub.New(hub.Options{Logger: quiet()})
+	info := agentbridge.SourceInfo{ID: "bench", DisplayName: "Bench", Harnesses: []agentbridge.Harness{{ID: "bench", DisplayName: "Bench"}}}
+	if err := h.AddPush(info); err != nil {
+		return 0, fmt.Errorf("add push source: %w", err)
+	}
+	publish := func(i int) error {
+		e := agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "tool-" + strconv.Itoa(i), Name: "Bash"}
+		if i%2 == 1 {
+			e = agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: "tool-" + strconv.Itoa(i-1), Outcome: agentbridge.OutcomeSuccess}
+		}
+		return h.Publish("bench", []hub.Op{{Op: hub.OpEvent, SessionID: "bench-session", Harness: "bench", Event: e}})
+	}
+	if err := publish(-2); err != nil { // the session exists before clients connect
+		return 0, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = h.Run(ctx) }()
+	b := &bridge{hub: h}
+	url := b.serve(sse.Options{})
+	defer b.srv.Close()
+	defer b.srv.CloseClientConnections()
+	return fanout(url+"/", n, events, publish, func() uint64 { return h.Revision() }, firstEvent)
+}
+
+func fanoutR3(n, events int) (float64, error) {
+	var subscribed atomic.Int64
+	srv := r3.NewWithCallback(func(string, *r3.Subscriber) { subscribed.Add(1) }, nil)
+	srv.AutoReplay = false
+	srv.AutoStream = false
+	srv.BufferSize = 1024
+	srv.CreateStream("s")
+	defer srv.Close()
+	ts := newServer(srv)
+	defer ts.Close()
+	defer ts.CloseClientConnections()
+	var rev atomic.Uint64
+	rev.Store(1)
+	data := []byte(`{"source":"bench","sessionId":"bench-session","event":{"kind":"tool.started","toolId":"tool-0","name":"Bash"}}`)
+	publish := func(int) error {
+		id := rev.Add(1)
+		srv.Publish("s", &r3.Event{ID: strconv.AppendUint(nil, id, 10), Event: []byte("lifecycle"), Data: data})
+		return nil
+	}
+	return fanout(ts.URL+"/?stream=s", n, events, publish, rev.Load, func([]*sseClient) error {
+		deadline := time.Now().Add(30 * time.Second)
+		for subscribed.Load() < int64(n) {
+			if time.Now().After(deadline) {
+				return errors.New("clients did not subscribe")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return nil
+	})
+}
+
+// fanout connects n clients, publishes events in windows and returns the
+// deliveries per second (events × clients / elapsed).
+func fanout(url string, n, events int, publish func(int) error, rev func() uint64, ready func([]*sseClient) error) (float64, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := loopbackClient()
+	defer client.CloseIdleConnections()
+	p := &progress{clients: n}
+	var clients []*sseClient
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for range n {
+		c, err := dial(ctx, client, url)
+		if err != nil {
+			return 0, err
+		}
+		clients = append(clients, c)
+		f := p.follower()
+		wg.Go(func() { c.read(f) })
+	}
+	if err := ready(clients); err != nil {
+		return 0, err
+	}
+	var before int64
+	for _, c := range clients {
+		before += c.events.Load()
+	}
+	t0 := time.Now()
+	for i := 0; i < events; i += window {
+		for j := i; j < min(i+window, events); j++ {
+			if err := publish(j); err != nil {
+				return 0, err
+			}
+		}
+		done := p.arm(rev())
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			return 0, fmt.Errorf("clients did not keep up (%d left)", p.left.Load())
+		}
+	}
+	el := time.Since(t0)
+	var after int64
+	for _, c := range clients {
+		after += c.events.Load()
+	}
+	return float64(after-before) / el.Seconds(), nil
+}
+
+// firstEvent waits until every client got its first event.
+func firstEvent(clients []*sseClient) error {
+	for _, c := range clients {
+		select {
+		case <-c.ready:
+		case <-time.After(30 * time.Second):
+			return errors.New("a client got no first event")
+		}
+	}
+	return nil
+}
+
+// encodeOnce subscribes n clients directly to the hub, publishes events
+// and checks that every client got the very same encoded bytes. It
+// returns the distinct encodings per event, how many clients share the
+// first one, and the hub's allocations per event.
+func encodeOnce(n, events int) (encodes, shared int, allocsPerEvent float64, err error) {
+	h := hub.New(hub.Options{Logger: quiet()})
+	info := agentbridge.SourceInfo{ID: "bench", DisplayName: "Bench", Harnesses: []agentbridge.Harness{{ID: "bench", DisplayName: "Bench"}}}
+	if err := h.AddPush(info); err != nil {
+		return 0, 0, 0, fmt.Errorf("add push source: %w", err)
+	}
+	pub := func(i int) error {
+		e := agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "tool-" + strconv.Itoa(i), Name: "Bash"}
+		if i%2 == 1 {
+			e = agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: "tool-" + strconv.Itoa(i-1), Outcome: agentbridge.OutcomeSuccess}
+		}
+		return h.Publish("bench", []hub.Op{{Op: hub.OpEvent, SessionID: "bench-session", Harness: "bench", Event: e}})
+	}
+	if err := pub(-2); err != nil {
+		return 0, 0, 0, err
+	}
+	subs := make([]*hub.Subscription, n)
+	for i := range subs {
+		subs[i] = h.Subscribe(0, false, hub.Filter{})
+		defer subs[i].Close()
+	}
+	var m0, m1 runtimeMem
+	m0.read()
+	for i := range events {
+		if err := pub(i); err != nil {
+			return 0, 0, 0, err
+		}
+		if i%window == window-1 {
+			for _, s := range subs {
+				for len(s.C) > 0 {
+					<-s.C
+				}
+			}
+		}
+	}
+	m1.read()
+	if err := pub(events); err != nil {
+		return 0, 0, 0, err
+	}
+	ptrs := map[*byte]int{}
+	for _, s := range subs {
+		var last hub.Record
+		for len(s.C) > 0 {
+			last = <-s.C
+		}
+		if len(last.Data) == 0 {
+			return 0, 0, 0, errors.New("a subscriber got nothing")
+		}
+		ptrs[&last.Data[0]]++
+	}
+	for _, c := range ptrs {
+		shared = max(shared, c)
+	}
+	return len(ptrs), shared, float64(m1.mallocs-m0.mallocs) / float64(events), nil
+}
+
+// ---- helpers shared by idle and rss ----
+
+// readAll drains r (used to discard bodies).
+func readAll(r io.Reader) { _, _ = io.Copy(io.Discard, bufio.NewReader(r)) }
+
+// ---- idle ----
+
+func phaseIdle(cfg *config, c *corpus) ([]row, error) {
+	// Baseline: a bare fsnotify watcher on every directory of the corpus,
+	// doing nothing else.
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("fsnotify: %w", err)
+	}
+	dirs := 0
+	err = filepath.WalkDir(c.Root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs++
+			return w.Add(p)
+		}
+		return err
+	})
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("watch corpus: %w", err)
+	}
+	time.Sleep(time.Second)
+	baseCPU, baseWakes := measureIdle(cfg.Idle)
+	w.Close()
+
+	b, err := startBridge(c, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer b.stop()
+	if err := b.ready(5 * time.Minute); err != nil {
+		return nil, err
+	}
+	b.sub.Close()
+	url := b.serve(sse.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cl, err := dial(ctx, loopbackClient(), url+"/")
+	if err != nil {
+		return nil, err
+	}
+	go cl.read(nil)
+	<-cl.ready
+	runtime.GC()
+	time.Sleep(2 * time.Second)
+	pings0 := cl.pings.Load()
+	cpu, wakes := measureIdle(cfg.Idle)
+	pings := cl.pings.Load() - pings0
+	share := cpu.Seconds() / cfg.Idle.Seconds()
+	return []row{{
+		Measure: fmt.Sprintf("idle over %v: %d journals in %d directories watched, 1 stream client", cfg.Idle, c.Old+c.Recent, dirs),
+		Bridge: fmt.Sprintf("%.1f ms CPU (%.3f%% of a core), %d context switches, %d heartbeat(s) sent",
+			float64(cpu.Microseconds())/1000, 100*share, wakes, pings),
+		Baseline: fmt.Sprintf("%.1f ms CPU, %d context switches (bare fsnotify watcher on the same directories)",
+			float64(baseCPU.Microseconds())/1000, baseWakes),
+		Ratio:   fmt.Sprintf("%+d context switches", int64(wakes)-int64(baseWakes)),
+		Target:  "≈ 0 CPU; no wake-ups beyond the 15 s heartbeat",
+		Verdict: verdict(share < 0.001, fmt.Sprintf("%.2f%% of a core", 100*share)),
+	}}, nil
+}
+
+// measureIdle sleeps for d and returns the process's CPU time and context
+// switches meanwhile.
+func measureIdle(d time.Duration) (time.Duration, uint64) {
+	c0, w0 := cpuTime(), ctxSwitches()
+	time.Sleep(d)
+	c1, w1 := cpuTime(), ctxSwitches()
+	return c1 - c0, w1 - w0
+}
+
+// ---- memory ----
+
+func phaseRSS(cfg *config, c *corpus) ([]row, error) {
+	runtime.GC()
+	rss0, _ := memStatus()
+	b, err := startBridge(c, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer b.stop()
+	if err := b.ready(5 * time.Minute); err != nil {
+		return nil, err
+	}
+	b.sub.Close()
+	if got := b.sessions["claude-code"] + b.sessions["codex"]; got != c.Recent {
+		return nil, fmt.Errorf("the bridge holds %d sessions, want %d", got, c.Recent)
+	}
+	url := b.serve(sse.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := loopbackClient()
+	var clients []*sseClient
+	for range cfg.RSSClients {
+		cl, err := dial(ctx, client, url+"/")
+		if err != nil {
+			return nil, err
+		}
+		go cl.read(nil)
+		clients = append(clients, cl)
+	}
+	for _, cl := range clients {
+		<-cl.ready
+	}
+	time.Sleep(2 * time.Second)
+	rss, hwm := memStatus()
+	var m runtimeMem
+	m.read()
+	mib := func(n uint64) float64 { return float64(n) / (1 << 20) }
+	return []row{{
+		Measure:  fmt.Sprintf("memory with %d live sessions and %d stream clients", c.Recent, cfg.RSSClients),
+		Bridge:   fmt.Sprintf("VmRSS %.1f MiB, VmHWM %.1f MiB (Go heap in use %.1f MiB)", mib(rss), mib(hwm), mib(m.heapInuse)),
+		Baseline: fmt.Sprintf("%.1f MiB (this process before the bridge started)", mib(rss0)),
+		Ratio:    fmt.Sprintf("%.1f× the baseline", float64(rss)/float64(rss0)),
+		Target:   "RSS ≤ 80 MiB",
+		Verdict:  verdict(mib(rss) <= 80, fmt.Sprintf("%.1f MiB over", mib(rss)-80)),
+	}}, nil
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	journals "github.com/agentbridge/agentbridge/testdata/example"
+)
+
+// TestReplayJournals: the demo writes every bundled journal, record by
+// record, with each timestamp moved to the time of writing.
+func TestReplayJournals(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	start := time.Now()
+	if err := replayJournals(context.Background(), journals.Journals, dir, 1000, false); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := bundledJournals(journals.Journals)
+	if len(names) < 5 {
+		t.Fatalf("%d bundled journals, want at least 5", len(names))
+	}
+	ts := regexp.MustCompile(`"ts":"[^"]*"`)
+	for _, name := range names {
+		want, _ := journals.Journals.ReadFile(name)
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := ts.ReplaceAllString(string(got), `"ts":""`), ts.ReplaceAllString(string(want), `"ts":""`); g != w {
+			t.Errorf("%s replayed as\n%s\nwant\n%s", name, g, w)
+		}
+		for _, m := range ts.FindAllString(string(got), -1) {
+			at := recordTime(m)
+			if at.Before(start.Add(-time.Second)) || at.After(time.Now().Add(time.Second)) {
+				t.Errorf("%s: timestamp %s is not the time of writing", name, m)
+			}
+		}
+	}
+}
+
+func TestReplayJournalsStopsWithContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- replayJournals(ctx, journals.Journals, t.TempDir(), 1, true) }()
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "canceled") {
+			t.Errorf("replayJournals after cancel = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("replayJournals did not stop")
+	}
+}
+
+func TestDemoRejectsBadSpeed(t *testing.T) {
+	t.Parallel()
+	var out, errw strings.Builder
+	err := demoMain(context.Background(), []string{"--speed", "0"}, nil, &out, &errw)
+	if err == nil || !strings.Contains(err.Error(), "--speed") {
+		t.Errorf("demo --speed 0 = %v, want an error naming --speed", err)
+	}
+}
+
+// TestDemoEndToEnd runs the demo subcommand fast and reads the sessions
+// from its API: every bundled session appears and reaches its final state.
+func TestDemoEndToEnd(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	env := []string{"HOME=" + tmp, "XDG_STATE_HOME=" + tmp, "XDG_CONFIG_HOME=" + tmp}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &logBuffer{}
+	errw := &logBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- demoMain(ctx, []string{"--speed=100", "--loop=false", "--auth=none", "--linger=1h"}, env, out, errw)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("demo = %v; stderr:\n%s", err, errw)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("demo did not stop")
+		}
+	})
+	var base string
+	waitUntil(t, "the dashboard URL", func() bool {
+		m := regexp.MustCompile(`dashboard at (http://\S+/)`).FindStringSubmatch(out.String())
+		if m != nil {
+			base = m[1]
+		}
+		return m != nil
+	})
+	want := map[string]string{
+		"0b1e7c52-refactor": "done", "4d2f9a11-approval": "waiting", "9a7c3e05-subagents": "done",
+		"c5e80f3a-failure": "done", "e81d4b77-exit": "exited",
+	}
+	waitUntil(t, "every session in its final state", func() bool {
+		resp, err := http.Get(base + "v1/sessions?source=example")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Sessions []struct {
+				Snapshot struct{ ID, Status string }
+			}
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			return false
+		}
+		got := map[string]string{}
+		for _, s := range body.Sessions {
+			got[s.Snapshot.ID] = s.Snapshot.Status
+		}
+		return fmt.Sprint(got) == fmt.Sprint(want)
+	})
+	if !strings.Contains(out.String(), "every journal replayed") {
+		waitUntil(t, "the end of the replay", func() bool { return strings.Contains(out.String(), "every journal replayed") })
+	}
+}
+
+// waitUntil polls cond (a condition on another process's state) for up
+// to 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

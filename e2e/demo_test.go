@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestDemoScreenshot regenerates docs/dashboard.png, the README's picture,
+// from `agentbridge demo`. It runs only on request:
+//
+//	AGENTBRIDGE_SCREENSHOT=1 go test -run TestDemoScreenshot -v ./e2e
+func TestDemoScreenshot(t *testing.T) {
+	if os.Getenv("AGENTBRIDGE_SCREENSHOT") == "" {
+		t.Skip("set AGENTBRIDGE_SCREENSHOT=1 to regenerate docs/dashboard.png")
+	}
+	ctx := newTab(t)
+	home := t.TempDir()
+	cmd := exec.Command(agentbridgeBin(t), "demo", "--loop")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_STATE_HOME=" + filepath.Join(home, "state"), "XDG_CONFIG_HOME=" + filepath.Join(home, "config")}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	urls := make(chan string, 1)
+	var once sync.Once
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if u := dashURLRe.FindString(sc.Text()); u != "" {
+				once.Do(func() { urls <- u })
+			}
+		}
+	}()
+	var u string
+	select {
+	case u = <-urls:
+	case <-time.After(20 * time.Second):
+		t.Fatal("demo printed no dashboard URL")
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
+		t.Fatal(err)
+	}
+	colorScheme(t, ctx, "light")
+	// Wait for a telling moment: several sessions, one of them needing you.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](
+		`document.querySelectorAll('tr.row').length >= 4 && !!document.querySelector('tr.row.attn') && !!document.querySelector('tr.row[data-status="running"]')`,
+		chromedp.WithPollingTimeout(2*time.Minute), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+		t.Fatalf("the demo never showed four sessions with one needing you: %v", err)
+	}
+	// Open the first subagent tree, so the picture shows one.
+	chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector('details.subs')?.setAttribute('open', '')`))
+	time.Sleep(1200 * time.Millisecond) // let "in state" times tick past 0s
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(repoRoot, "docs", "dashboard.png")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s", dst)
+}

@@ -1,0 +1,584 @@
+package codex
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/agentbridge/agentbridge"
+)
+
+// The records a Rollout reads, each decoded into a struct with only the
+// fields it needs.
+
+// ---- session_meta and turn_context ----
+
+type sessionMetaPayload struct {
+	ID             string          `json:"id"`
+	Timestamp      string          `json:"timestamp"`
+	Cwd            string          `json:"cwd"`
+	CLIVersion     string          `json:"cli_version"`
+	Source         json.RawMessage `json:"source"`
+	ParentThreadID string          `json:"parent_thread_id"`
+	AgentNickname  string          `json:"agent_nickname"`
+	AgentRole      string          `json:"agent_role"`
+}
+
+type threadSpawn struct {
+	ParentThreadID string `json:"parent_thread_id"`
+	AgentNickname  string `json:"agent_nickname"`
+	AgentRole      string `json:"agent_role"`
+}
+
+func (r *Rollout) sessionMeta(dst []agentbridge.Event, line, payload []byte) []agentbridge.Event {
+	if r.metaSeen {
+		// Later session_meta records are history replayed into a fork or a
+		// resumed thread: the first one names this rollout's thread.
+		return dst
+	}
+	var p sessionMetaPayload
+	if !decode(line, payload, &p) {
+		return dst
+	}
+	id := safeID(p.ID)
+	if id == "" {
+		return dst
+	}
+	r.metaSeen = true
+	r.meta.ID = id
+	r.meta.Cwd = cleanCwd(p.Cwd)
+	r.meta.CLIVersion = displayName(p.CLIVersion)
+	r.meta.Nickname = displayName(p.AgentNickname)
+	r.meta.Role = displayName(p.AgentRole)
+	parent := p.ParentThreadID
+	if len(p.Source) > 0 {
+		switch p.Source[0] {
+		case '"':
+			var s string
+			if json.Unmarshal(p.Source, &s) == nil {
+				r.meta.Source = displayName(s)
+			}
+		case '{':
+			var src struct {
+				Subagent json.RawMessage `json:"subagent"`
+			}
+			if json.Unmarshal(p.Source, &src) == nil && len(src.Subagent) > 0 && string(src.Subagent) != "null" {
+				r.meta.Subagent = true
+				r.meta.Source = "subagent"
+				var sa struct {
+					ThreadSpawn *threadSpawn `json:"thread_spawn"`
+				}
+				if src.Subagent[0] == '{' && json.Unmarshal(src.Subagent, &sa) == nil && sa.ThreadSpawn != nil {
+					if sa.ThreadSpawn.ParentThreadID != "" {
+						parent = sa.ThreadSpawn.ParentThreadID
+					}
+					if r.meta.Nickname == "" {
+						r.meta.Nickname = displayName(sa.ThreadSpawn.AgentNickname)
+					}
+					if r.meta.Role == "" {
+						r.meta.Role = displayName(sa.ThreadSpawn.AgentRole)
+					}
+				} else if src.Subagent[0] == '"' {
+					var kind string
+					if json.Unmarshal(src.Subagent, &kind) == nil && r.meta.Role == "" {
+						r.meta.Role = displayName(kind) // "review", "compact"
+					}
+				}
+			}
+		}
+	}
+	if r.meta.Subagent {
+		r.meta.Parent = safeID(parent)
+	}
+	// session.started is emitted lazily (ensureStarted), so that a model,
+	// title or cwd read just after can join it
+	return dst
+}
+
+type turnContextPayload struct {
+	TurnID         string `json:"turn_id"`
+	Cwd            string `json:"cwd"`
+	Model          string `json:"model"`
+	ApprovalPolicy string `json:"approval_policy"`
+}
+
+func (r *Rollout) turnContext(dst []agentbridge.Event, line, payload []byte) []agentbridge.Event {
+	var p turnContextPayload
+	if !decode(line, payload, &p) {
+		return dst
+	}
+	if p.ApprovalPolicy != "" {
+		r.meta.ApprovalPolicy = displayName(p.ApprovalPolicy)
+	}
+	if r.meta.Cwd == "" {
+		if r.meta.Cwd = cleanCwd(p.Cwd); r.meta.Cwd != "" && r.started {
+			// session_meta named no cwd: a repeated session.started sets
+			// it (the fold keeps the status of a known session)
+			dst = append(dst, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: r.meta.Cwd})
+		}
+	}
+	if m := displayName(p.Model); m != "" {
+		dst = r.setModel(dst, m)
+	}
+	return dst
+}
+
+// ---- event_msg ----
+
+type turnPayload struct {
+	TurnID string          `json:"turn_id"`
+	Reason string          `json:"reason"` // turn_aborted
+	Error  json.RawMessage `json:"error"`  // task_complete
+}
+
+type userMessagePayload struct {
+	Message string `json:"message"`
+}
+
+type agentMessagePayload struct {
+	Phase string `json:"phase"`
+}
+
+type threadNamePayload struct {
+	ThreadName string `json:"thread_name"`
+}
+
+type commandEndPayload struct {
+	CallID   string `json:"call_id"`
+	ExitCode *int   `json:"exit_code"` // exec_command_end
+	Success  *bool  `json:"success"`   // patch_apply_end
+	Result   *struct {
+		Err json.RawMessage `json:"Err"`
+	} `json:"result"` // mcp_tool_call_end
+}
+
+type spawnEndPayload struct {
+	SenderThreadID   string `json:"sender_thread_id"`
+	NewThreadID      string `json:"new_thread_id"`
+	NewAgentNickname string `json:"new_agent_nickname"`
+	NewAgentRole     string `json:"new_agent_role"`
+}
+
+type agentStatus struct {
+	ThreadID string          `json:"thread_id"`
+	Status   json.RawMessage `json:"status"`
+}
+
+type waitingEndPayload struct {
+	AgentStatuses []agentStatus              `json:"agent_statuses"`
+	Statuses      map[string]json.RawMessage `json:"statuses"`
+}
+
+type closeEndPayload struct {
+	ReceiverThreadID string          `json:"receiver_thread_id"`
+	Status           json.RawMessage `json:"status"`
+}
+
+func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload []byte, at int64) []agentbridge.Event {
+	switch ptype {
+	case "task_started", "turn_started":
+		var p turnPayload
+		if !decode(line, payload, &p) {
+			return dst
+		}
+		r.taskEvents = true
+		id := safeID(p.TurnID)
+		if id == "" {
+			id = lineID("turn", r.line)
+		}
+		return r.startTurn(dst, id, at)
+	case "task_complete", "turn_complete":
+		var p turnPayload
+		if !decode(line, payload, &p) {
+			return dst
+		}
+		r.taskEvents = true
+		if !r.turnOpen {
+			return dst // no turn to end (a repeated or stray record)
+		}
+		out := agentbridge.OutcomeSuccess
+		if (len(p.Error) > 0 && string(p.Error) != "null") || r.turnErr {
+			out = agentbridge.OutcomeError
+		}
+		return r.endTurn(r.ensureStarted(dst), out, at)
+	case "turn_aborted":
+		var p turnPayload
+		if !decode(line, payload, &p) {
+			return dst
+		}
+		r.taskEvents = true
+		if !r.turnOpen {
+			return dst
+		}
+		out := agentbridge.OutcomeCancelled
+		if p.Reason == "budget_limited" {
+			out = agentbridge.OutcomeError
+		}
+		return r.endTurn(r.ensureStarted(dst), out, at)
+	case "error":
+		r.turnErr = true
+		if !r.taskEvents && r.turnOpen {
+			return r.endTurn(dst, agentbridge.OutcomeError, at)
+		}
+		return dst
+	case "user_message":
+		if r.taskEvents && r.titleText != "" {
+			return dst // nothing in it is needed
+		}
+		var p userMessagePayload
+		if !decode(line, payload, &p) {
+			return dst
+		}
+		return r.userMessage(dst, p.Message, at)
+	case "agent_message":
+		if r.taskEvents || !r.turnOpen {
+			return dst
+		}
+		var p agentMessagePayload
+		if !decode(line, payload, &p) {
+			return dst
+		}
+		return r.agentMessage(dst, p.Phase, at)
+	case "thread_name_updated":
+		var p threadNamePayload
+		if !decode(line, payload, &p) {
+			return dst
+		}
+		return r.SetName(dst, p.ThreadName)
+	case "exec_command_end", "patch_apply_end", "mcp_tool_call_end":
+		var p commandEndPayload
+		if !decode(line, payload, &p) {
+			return dst
+		}
+		id := safeID(p.CallID)
+		if id == "" {
+			return dst
+		}
+		code := -1
+		switch {
+		case p.ExitCode != nil:
+			code = *p.ExitCode
+		case p.Success != nil && *p.Success:
+			code = 0
+		case p.Success != nil:
+			code = 1
+		case p.Result != nil && len(p.Result.Err) > 0 && string(p.Result.Err) != "null":
+			code = 1
+		case p.Result != nil:
+			code = 0
+		}
+		if code >= 0 {
+			if r.exitCodes == nil {
+				r.exitCodes = make(map[string]int)
+			}
+			if len(r.exitCodes) < 4096 {
+				r.exitCodes[id] = code
+			}
+		}
+		return dst
+	case "collab_agent_spawn_end":
+		var p spawnEndPayload
+		if !decode(line, payload, &p) {
+			return dst
+		}
+		child := safeID(p.NewThreadID)
+		if child == "" {
+			return dst
+		}
+		sender := safeID(p.SenderThreadID)
+		if sender == "" {
+			sender = r.meta.ID
+		}
+		if sender == "" {
+			return dst
+		}
+		dst = r.ensureStarted(dst)
+		return append(dst, agentbridge.Event{
+			Kind: agentbridge.KindSubagentStarted, OccurredAt: at,
+			SubagentID: child, ParentAgentID: sender,
+			Title: displayName(p.NewAgentNickname), Type: displayName(p.NewAgentRole),
+		})
+	case "collab_waiting_end":
+		var p waitingEndPayload
+		if !decode(line, payload, &p) {
+			return dst
+		}
+		dst = r.ensureStarted(dst)
+		for _, s := range p.AgentStatuses {
+			dst = appendChildStatus(dst, s.ThreadID, s.Status, at)
+		}
+		keys := make([]string, 0, len(p.Statuses))
+		for k := range p.Statuses {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			dst = appendChildStatus(dst, k, p.Statuses[k], at)
+		}
+		return dst
+	case "collab_close_end":
+		var p closeEndPayload
+		if !decode(line, payload, &p) {
+			return dst
+		}
+		id := safeID(p.ReceiverThreadID)
+		if id == "" {
+			return dst
+		}
+		out, ok := agentOutcome(p.Status)
+		if !ok {
+			out = agentbridge.OutcomeCancelled // closed while still running
+		}
+		dst = r.ensureStarted(dst)
+		return append(dst, agentbridge.Event{Kind: agentbridge.KindSubagentDone, OccurredAt: at, SubagentID: id, Outcome: out})
+	}
+	return dst
+}
+
+// appendChildStatus appends subagent.done for a child whose status (Codex's
+// AgentStatus) is final.
+func appendChildStatus(dst []agentbridge.Event, thread string, status json.RawMessage, at int64) []agentbridge.Event {
+	id := safeID(thread)
+	if id == "" {
+		return dst
+	}
+	out, ok := agentOutcome(status)
+	if !ok {
+		return dst
+	}
+	return append(dst, agentbridge.Event{Kind: agentbridge.KindSubagentDone, OccurredAt: at, SubagentID: id, Outcome: out})
+}
+
+// agentOutcome maps Codex's AgentStatus ("running", {"completed": …},
+// {"errored": …}, "shutdown", "interrupted", "not_found", …) to an outcome;
+// ok is false while the agent still runs or the status is unknown.
+func agentOutcome(status json.RawMessage) (agentbridge.Outcome, bool) {
+	status = bytes.TrimSpace(status)
+	if len(status) == 0 {
+		return "", false
+	}
+	var name string
+	switch status[0] {
+	case '"':
+		if json.Unmarshal(status, &name) != nil {
+			return "", false
+		}
+	case '{':
+		var m map[string]json.RawMessage
+		if json.Unmarshal(status, &m) != nil || len(m) != 1 {
+			return "", false
+		}
+		for k := range m {
+			name = k
+		}
+	default:
+		return "", false
+	}
+	switch strings.ToLower(name) {
+	case "completed":
+		return agentbridge.OutcomeSuccess, true
+	case "errored", "failed", "error":
+		return agentbridge.OutcomeError, true
+	case "shutdown", "interrupted", "not_found", "notfound", "cancelled", "closed":
+		return agentbridge.OutcomeCancelled, true
+	}
+	return "", false
+}
+
+// ---- response_item ----
+
+type callPayload struct {
+	ID     string          `json:"id"`
+	CallID string          `json:"call_id"`
+	Name   string          `json:"name"`
+	Status string          `json:"status"`
+	Output json.RawMessage `json:"output"`
+}
+
+type messagePayload struct {
+	Role    string `json:"role"`
+	Phase   string `json:"phase"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+func (r *Rollout) responseItem(dst []agentbridge.Event, ptype string, line, payload []byte, at int64) []agentbridge.Event {
+	switch ptype {
+	case "function_call", "custom_tool_call", "local_shell_call", "tool_search_call":
+		var p callPayload
+		if !decode(line, payload, &p) {
+			return dst
+		}
+		id := safeID(p.CallID)
+		if id == "" {
+			id = safeID(p.ID)
+		}
+		if id == "" {
+			id = lineID("call", r.line)
+		}
+		name := displayName(p.Name)
+		if name == "" {
+			name = strings.TrimSuffix(ptype, "_call")
+		}
+		dst = r.reopenInferred(dst, at)
+		return r.startTool(dst, id, name, at)
+	case "web_search_call":
+		// persisted once the search is over: it starts and ends here
+		var p callPayload
+		if !decode(line, payload, &p) {
+			return dst
+		}
+		id := safeID(p.CallID)
+		if id == "" {
+			id = safeID(p.ID)
+		}
+		if id == "" {
+			id = lineID("search", r.line)
+		}
+		dst = r.reopenInferred(dst, at)
+		n := len(dst)
+		dst = r.startTool(dst, id, "web_search", at)
+		if len(dst) == n {
+			return dst
+		}
+		out := agentbridge.OutcomeSuccess
+		if p.Status == "failed" || p.Status == "incomplete" {
+			out = agentbridge.OutcomeError
+		}
+		return r.finishTool(dst, id, out, at)
+	case "function_call_output", "custom_tool_call_output", "tool_search_output", "local_shell_call_output":
+		var p callPayload
+		if !decode(line, payload, &p) {
+			return dst
+		}
+		id := safeID(p.CallID)
+		if id == "" {
+			return dst
+		}
+		return r.finishTool(dst, id, r.toolOutcome(id, p.Output), at)
+	case "message":
+		// The envelope formats duplicate prompts and answers as event_msg
+		// records; only the oldest format needs the response items.
+		if !r.bare || r.eventMsgs {
+			return dst
+		}
+		var p messagePayload
+		if !decode(line, payload, &p) {
+			return dst
+		}
+		switch p.Role {
+		case "user":
+			for _, c := range p.Content {
+				if c.Type == "input_text" {
+					if cwd, ok := environmentCwd(c.Text); ok {
+						if r.meta.Cwd == "" {
+							r.meta.Cwd = cwd
+						}
+						return dst
+					}
+					return r.userMessage(dst, c.Text, at)
+				}
+			}
+		case "assistant":
+			if !r.taskEvents && r.turnOpen {
+				return r.agentMessage(dst, p.Phase, at)
+			}
+		}
+	case "reasoning":
+		if !r.taskEvents {
+			r.pendingDone = false
+		}
+	}
+	return dst
+}
+
+// toolOutcome decides how a tool ended: from an exit code of an *_end
+// record, or from the exit code the output itself reports. It returns ""
+// (no outcome) when neither says.
+func (r *Rollout) toolOutcome(id string, output json.RawMessage) agentbridge.Outcome {
+	code, ok := r.exitCodes[id]
+	if ok {
+		delete(r.exitCodes, id)
+	} else {
+		code, ok = outputExitCode(output)
+	}
+	switch {
+	case !ok:
+		return ""
+	case code == 0:
+		return agentbridge.OutcomeSuccess
+	default:
+		return agentbridge.OutcomeError
+	}
+}
+
+// outputExitCode finds the exit code a shell tool's output reports, looking
+// only at its head: "Process exited with code N" / "Exit code: N" lines, or
+// the older JSON form {"output": …, "metadata": {"exit_code": N}}.
+func outputExitCode(output json.RawMessage) (int, bool) {
+	if len(output) < 2 || output[0] != '"' {
+		return 0, false
+	}
+	head := output
+	if len(head) > 512 {
+		head = head[:512]
+	}
+	for _, marker := range []string{"Process exited with code ", "Exit code: "} {
+		if i := bytes.Index(head, []byte(marker)); i >= 0 {
+			return leadingInt(head[i+len(marker):])
+		}
+	}
+	if bytes.HasPrefix(output, []byte(`"{`)) {
+		// the older form: a JSON document in a JSON string; metadata
+		// follows the whole output, so it is found from the end
+		i := bytes.LastIndex(output, []byte(`\"exit_code\":`))
+		if i >= 0 {
+			return leadingInt(output[i+len(`\"exit_code\":`):])
+		}
+	}
+	return 0, false
+}
+
+func leadingInt(b []byte) (int, bool) {
+	n, i, neg := 0, 0, false
+	if i < len(b) && b[i] == '-' {
+		neg, i = true, i+1
+	}
+	start := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' && i-start < 9 {
+		n = n*10 + int(b[i]-'0')
+		i++
+	}
+	if i == start {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// environmentCwd recognises the injected <environment_context> message of
+// older rollouts and returns the cwd it names; ok is true for every
+// injected message (environment, instructions), which is never a prompt.
+func environmentCwd(text string) (string, bool) {
+	t := strings.TrimSpace(text)
+	switch {
+	case strings.HasPrefix(t, "<environment_context>"):
+		if i := strings.Index(t, "<cwd>"); i >= 0 {
+			rest := t[i+len("<cwd>"):]
+			if j := strings.Index(rest, "</cwd>"); j >= 0 {
+				return cleanCwd(rest[:j]), true
+			}
+		}
+		return "", true
+	case strings.HasPrefix(t, "<user_instructions>"), strings.HasPrefix(t, "<permissions instructions>"),
+		strings.HasPrefix(t, "# AGENTS.md"), strings.HasPrefix(t, "<INSTRUCTIONS>"),
+		strings.HasPrefix(t, "<turn_aborted>"), strings.HasPrefix(t, "<user_shell_command>"):
+		return "", true
+	}
+	return "", false
+}
