@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -555,4 +557,41 @@ func TestBodyLimitsWithoutLength(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("application/json; charset=utf-8: %d, want 200 (%s)", resp.StatusCode, body)
 	}
+}
+
+func TestTokenNeverLogged(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	f := newFixture(t, func(s *Server) {
+		s.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	f.do(t, req{path: "/?token=" + testToken, noToken: true})
+	f.do(t, req{path: "/v1/sessions"})
+	f.hub.panicOn = "Sources"
+	f.do(t, req{path: "/v1/sources"})
+	out := logs.String()
+	if !strings.Contains(out, "/v1/sessions") || !strings.Contains(out, "panic") {
+		t.Fatalf("debug log lacks the requests or the panic:\n%s", out)
+	}
+	if strings.Contains(out, testToken) {
+		t.Errorf("the token appears in the log:\n%s", out)
+	}
+}
+
+// logBuffer is a goroutine-safe log sink.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

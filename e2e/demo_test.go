@@ -59,12 +59,14 @@ func TestDemoScreenshot(t *testing.T) {
 	colorScheme(t, ctx, "light")
 	// Wait for a telling moment: several sessions, one of them needing you.
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](
-		`document.querySelectorAll('tr.row').length >= 4 && !!document.querySelector('tr.row.attn') && !!document.querySelector('tr.row[data-status="running"]')`,
+		`document.querySelectorAll('tr.row').length >= 4 && !!document.querySelector('tr.row.attn') && !!document.querySelector('tr.row[data-status="running"] details.subs')`,
 		chromedp.WithPollingTimeout(2*time.Minute), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
 		t.Fatalf("the demo never showed four sessions with one needing you: %v", err)
 	}
-	// Open the first subagent tree, so the picture shows one.
-	chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector('details.subs')?.setAttribute('open', '')`))
+	// Open a subagent tree, so the picture shows one.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`details.subs summary`))); err != nil {
+		t.Logf("no subagent tree to open: %v", err)
+	}
 	time.Sleep(1200 * time.Millisecond) // let "in state" times tick past 0s
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {

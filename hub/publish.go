@@ -440,3 +440,5 @@ func (h *Hub) Publish(sourceID string, ops []Op) error {
 	}
 	return h.finish(t, issues)
 }
+
+var _ Publisher = (*publisher)(nil)

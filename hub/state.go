@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -197,7 +198,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	for i, s := range runs {
 		wg.Go(func() {
 			err := s.run.Run(ctx, starts[i])
-			if err == nil || (ctx.Err() != nil && errors.Is(err, ctx.Err())) {
+			if err == nil || ctx.Err() != nil { // shutting down: not a failure
 				return
 			}
 			// The error text may name files; keep it out of the default level.
@@ -305,11 +306,9 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 	t.add(&entry{rec: Record{Name: NameHarnesses}, source: s.info.ID},
 		harnessesData{Source: s.info.ID, EnabledHarnesses: list})
 	if s.run == nil {
-		keep := map[string]*sess{}
-		for id, ss := range s.sessions {
-			if !slices.Contains(drop, id) {
-				keep[id] = ss
-			}
+		keep := maps.Clone(s.sessions)
+		for _, id := range drop {
+			delete(keep, id)
 		}
 		t.replaceAll(keep)
 	}

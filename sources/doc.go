@@ -7,23 +7,31 @@
 //
 // # The shape of a source
 //
-// A source's Run builds a Sessions and a Tailer whose Handler is a small
-// type that embeds *Sessions (which supplies Rescan, ScanDone, Idle and
-// Diagnostic) and adds Line, Truncated and Removed:
+// A source's Run calls Follow with a TailConfig and a constructor for its
+// Handler: a small type that embeds *Sessions (which supplies Rescan,
+// ScanDone, Idle and Diagnostic) and adds Line, Truncated and Removed
+// (see package example, the model to copy):
 //
-//	type handler struct{ *sources.Sessions }
-//
-//	func (h handler) Line(path string, line []byte) {
-//		// decode only the fields needed; h.Event(id, harness, ev) per event;
-//		// h.BadLine(sources.CodeInvalidJSON) when the line is not JSON
+//	type handler struct {
+//		*sources.Sessions
+//		rec record // decode scratch, reused per line
 //	}
-//	func (h handler) Truncated(path string) { h.Restart(idOf(path)) }
-//	func (h handler) Removed(path string)   { h.Stop(idOf(path), "journal removed") }
+//
+//	func (h *handler) Line(path string, line []byte) {
+//		// decode only the fields needed (line is only valid during the
+//		// call); h.Event(id, harness, ev) per event; h.BadLine(code)
+//		// for a line that is not JSON (CodeInvalidJSON) or lacks an id
+//		// (CodeInvalidRecord); h.BindPID / h.BindHolder once per session
+//	}
+//	func (h *handler) Truncated(path string) { h.Restart(idOf(path)) }
+//	func (h *handler) Removed(path string)   { h.Stop(idOf(path), "journal removed") }
 //
 //	func (s *Source) Run(ctx context.Context, st hub.Start) error {
-//		return sources.Follow(ctx, st, sources.FollowConfig{...}, func(ss *sources.Sessions) sources.Handler {
-//			return handler{ss}
-//		})
+//		return sources.Follow(ctx, st, sources.FollowConfig{
+//			Tail:   sources.TailConfig{Roots: []string{dir}, Window: s.window},
+//			Linger: s.linger,
+//			Logger: s.log,
+//		}, func(ss *sources.Sessions) sources.Handler { return &handler{Sessions: ss} })
 //	}
 //
 // Follow runs everything on one goroutine: every Handler call, every

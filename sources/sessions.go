@@ -37,7 +37,10 @@ const reuseSlack = 5 * time.Second
 //     harness switch sends a fresh reset (Follow does this);
 //   - a session bound to a process (BindPID, BindHolder, or session.started
 //     with a pid) gets agent.exited when the process ends, observed with a
-//     pidfd; an exited session lingers for Linger, then stops.
+//     pidfd; an exited session lingers for Linger, then stops;
+//   - with ExpireAfter (Follow sets it to the window), a session bound to
+//     no process leaves the hub after that long without an event, and
+//     comes back whole with its next event.
 //
 // Events that the fold rejects are dropped and counted; lines a source
 // could not use are counted with BadLine; the counts become one diagnostic
@@ -64,7 +67,8 @@ type Sessions struct {
 	why     map[string]bool          // issue codes behind CodeInvalidEvent
 	held    map[proc.FileKey][]int   // open files of other processes, cached for one scan
 	heldErr bool                     // the /proc scan failed this scan
-	timers  map[*time.Timer]struct{} // linger timers, stopped at Rescan
+	timers  map[*time.Timer]struct{} // linger and expiry timers, stopped at Rescan
+	expire  time.Duration            // hide unbound sessions idle this long; 0: never
 }
 
 // entry is one session and what binds it to a process.
@@ -75,7 +79,10 @@ type entry struct {
 	pid      int
 	unwatch  context.CancelFunc
 	exitedAt time.Time
-	timer    *time.Timer
+	timer    *time.Timer // linger
+	last     time.Time   // the last event
+	expiry   *time.Timer // checks for inactivity (ExpireAfter)
+	hidden   bool        // expired: removed from the hub, kept here
 }
 
 // NewSessions returns an empty Sessions publishing to pub, with the
@@ -98,6 +105,10 @@ func NewSessions(ctx context.Context, pub hub.Publisher, enabled []string, linge
 	ss.setEnabled(enabled)
 	return ss
 }
+
+// Post runs f later on the source's goroutine (Tailer.Post): the way for
+// another goroutine's result to reach Sessions and the Handler.
+func (ss *Sessions) Post(f func()) { ss.post(f) }
 
 // Enabled reports whether harness is switched on.
 func (ss *Sessions) Enabled(harness string) bool { return ss.enabled[harness] }
@@ -148,6 +159,17 @@ func (ss *Sessions) Event(id, harness string, e agentbridge.Event) bool {
 		ss.log.Debug("event rejected by the fold", "session", id, "kind", e.Kind, "issues", issues)
 		return false
 	}
+	if en.hidden && e.Kind == agentbridge.KindSessionStopped {
+		ss.drop(id, en) // the hub no longer has it
+		return true
+	}
+	if en.hidden { // active again: show it whole
+		en.hidden = false
+		if ss.live {
+			ss.dirty[id] = true
+		}
+	}
+	ss.touch(id, en)
 	ss.publish(id, en, e)
 	switch e.Kind {
 	case agentbridge.KindSessionStarted:
@@ -243,6 +265,7 @@ func (ss *Sessions) drop(id string, en *entry) {
 		en.timer.Stop()
 		delete(ss.timers, en.timer)
 	}
+	ss.stopExpiry(en)
 	delete(ss.m, id)
 	delete(ss.dirty, id)
 }
@@ -273,6 +296,7 @@ func (ss *Sessions) BindPID(id string, pid int) {
 		})
 		if err == nil {
 			en.unwatch = cancel
+			ss.stopExpiry(en) // the process says when it ends
 			return
 		}
 		cancel()
@@ -353,6 +377,7 @@ func (ss *Sessions) unwatch(en *entry) {
 // startLinger stops an exited session Linger after its exit.
 func (ss *Sessions) startLinger(id string, en *entry, at time.Time) {
 	en.exitedAt = at
+	ss.stopExpiry(en)
 	if ss.linger < 0 {
 		return
 	}
@@ -377,6 +402,62 @@ func (ss *Sessions) startLinger(id string, en *entry, at time.Time) {
 	})
 	en.timer = tm
 	ss.timers[tm] = struct{}{}
+}
+
+// ExpireAfter makes sessions that are bound to no process and have not
+// exited leave the hub once no event came for d (a journal no longer
+// written, an agent gone without a trace); their state is kept, and the
+// next event shows the session again, whole. 0 (the default of
+// NewSessions) never expires; Follow uses TailConfig.Window. A session
+// read at a scan counts as active at the scan. The check is a one-shot
+// timer per session, armed at most once per d.
+func (ss *Sessions) ExpireAfter(d time.Duration) { ss.expire = max(d, 0) }
+
+// touch notes activity and arms the session's inactivity check.
+func (ss *Sessions) touch(id string, en *entry) {
+	if ss.expire <= 0 || en.unwatch != nil || !en.exitedAt.IsZero() {
+		return
+	}
+	en.last = ss.now()
+	if en.expiry == nil {
+		ss.armExpiry(id, en, ss.expire)
+	}
+}
+
+func (ss *Sessions) armExpiry(id string, en *entry, after time.Duration) {
+	var tm *time.Timer
+	tm = time.AfterFunc(after, func() {
+		ss.post(func() {
+			if _, ok := ss.timers[tm]; !ok || ss.m[id] != en {
+				return
+			}
+			delete(ss.timers, tm)
+			en.expiry = nil
+			if en.unwatch != nil || !en.exitedAt.IsZero() || en.hidden {
+				return
+			}
+			if left := en.last.Add(ss.expire).Sub(ss.now()); left > 0 {
+				ss.armExpiry(id, en, left)
+				return
+			}
+			en.hidden = true
+			delete(ss.dirty, id)
+			if ss.live && ss.enabled[en.harness] {
+				ss.log.Debug("session inactive: hidden until it is written again", "session", id)
+				ss.removeFromHub(id)
+			}
+		})
+	})
+	en.expiry = tm
+	ss.timers[tm] = struct{}{}
+}
+
+func (ss *Sessions) stopExpiry(en *entry) {
+	if en.expiry != nil {
+		en.expiry.Stop()
+		delete(ss.timers, en.expiry)
+		en.expiry = nil
+	}
 }
 
 // close stops the linger timers and process watches when the source ends.
@@ -424,7 +505,7 @@ func (ss *Sessions) Reset() {
 	clear(ss.dirty)
 	list := make([]*validate.Session, 0, len(ss.m))
 	for _, id := range ss.IDs() {
-		if en := ss.m[id]; ss.enabled[en.harness] {
+		if en := ss.m[id]; ss.enabled[en.harness] && !en.hidden {
 			list = append(list, en.s)
 		}
 	}
@@ -446,7 +527,7 @@ func (ss *Sessions) Idle() {
 		clear(ss.dirty)
 		for _, id := range ids {
 			en := ss.m[id]
-			if en == nil || !ss.enabled[en.harness] {
+			if en == nil || !ss.enabled[en.harness] || en.hidden {
 				continue
 			}
 			if err := ss.pub.Upsert(en.s); err != nil {
@@ -508,6 +589,8 @@ func (ss *Sessions) setEnabled(set []string) {
 type FollowConfig struct {
 	// Tail says what to follow. When Tail.Recent is nil it defaults to
 	// Sessions.HeldOpen (an old journal held open by a process is read).
+	// Tail.Window also sets Sessions.ExpireAfter: a session with no
+	// process and no event for the window leaves the hub.
 	Tail TailConfig
 	// RootsFor returns the roots to follow for a set of enabled harnesses;
 	// nil follows Tail.Roots while any harness is on and nothing (no
@@ -539,6 +622,12 @@ func Follow(ctx context.Context, st hub.Start, cfg FollowConfig, newHandler func
 	}
 	var t *Tailer
 	ss := NewSessions(ctx, st.Publisher, st.Enabled, cfg.Linger, func(f func()) { t.Post(f) }, cfg.Logger)
+	switch w := cfg.Tail.Window; {
+	case w == 0:
+		ss.ExpireAfter(DefaultWindow)
+	case w > 0:
+		ss.ExpireAfter(w)
+	}
 	tc := cfg.Tail
 	tc.Roots = rootsFor(st.Enabled)
 	if tc.Recent == nil {

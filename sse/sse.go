@@ -386,3 +386,9 @@ func (d *deadlineWriter) fail() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.w }
+
+var (
+	_ Hub          = (*hub.Hub)(nil)
+	_ http.Handler = (*Handler)(nil)
+	_ http.Flusher = (*deadlineWriter)(nil)
+)

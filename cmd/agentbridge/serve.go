@@ -178,6 +178,9 @@ func serve(parent context.Context, cfg *config.Config, stdout, stderr io.Writer)
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
 
+	if lb, _ := config.ListenIsLoopback(cfg.Listen); !lb && len(cfg.AllowedHosts) == 0 {
+		log.Warn("listening beyond loopback, but only loopback Host names (and the listen IP) are accepted; add the names remote clients use to allowedHosts")
+	}
 	log.Info("serving", "addr", addr, "auth", cfg.Auth, "sources", len(srcs), "push", len(cfg.Push), "version", versionString())
 	fmt.Fprintf(stdout, "agentbridge: dashboard at %s\n", dashboardURL(addr, token))
 

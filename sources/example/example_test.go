@@ -285,3 +285,28 @@ func TestSourcePidReuse(t *testing.T) {
 		return has(h, "s1", func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusExited })
 	})
 }
+
+// TestSourceInactiveSessionLeavesAndReturns: a session with no process
+// whose journal is not written for the window leaves the hub; written
+// again, it comes back whole (title from its first record included).
+func TestSourceInactiveSessionLeavesAndReturns(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	dir := SessionsDir(home)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := run(t, Config{Home: home, Window: 300 * time.Millisecond})
+	p := filepath.Join(dir, "quiet.jsonl")
+	writeFile(t, p, `{"type":"session","title":"Quiet"}`+"\n"+`{"type":"prompt","turnId":"t1"}`+"\n")
+	h.WaitFor(t, "the session", func(h *sourcestest.Hub) bool {
+		return has(h, "quiet", func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusRunning })
+	})
+	h.WaitFor(t, "the session to leave", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot("quiet"); return !ok })
+	writeFile(t, p, `{"type":"complete","ok":true}`+"\n")
+	h.WaitFor(t, "the session to return whole", func(h *sourcestest.Hub) bool {
+		return has(h, "quiet", func(s agentbridge.Snapshot) bool {
+			return s.Title == "Quiet" && s.Status == agentbridge.StatusDone
+		})
+	})
+}

@@ -363,8 +363,12 @@ function sessionRow(s) {
     { class: `row st-${st}${attn ? ' attn' : ''}`, 'data-key': s.key, 'data-session': snap.id, 'data-status': st, 'data-harness': snap.harness },
     h('td', {}, statusBadge(st)),
     sessionCell,
-    h('td', { 'data-label': 'Harness', text: harnessLabel(s.source, snap.harness) }),
-    snap.model ? h('td', { class: 'cell-model', 'data-label': 'Model', text: snap.model }) : h('td', { class: 'cell-model' }, h('span', { class: 'none', text: '—' })),
+    h(
+      'td',
+      { class: 'cell-agent' },
+      h('div', { class: 'harness', text: harnessLabel(s.source, snap.harness) }),
+      snap.model ? h('div', { class: 'model', text: snap.model }) : null,
+    ),
     forCell,
     turnCell,
     snap.pid ? h('td', { class: 'num mono cell-pid', 'data-label': 'PID', text: String(snap.pid) }) : h('td', { class: 'cell-pid' }, h('span', { class: 'none', text: '—' })),
@@ -380,7 +384,7 @@ function renderSessions() {
     let tb = groupsEl.get(g.cwd);
     if (!tb) {
       tb = h('tbody', { 'data-cwd': g.cwd });
-      tb.append(h('tr', { class: 'group' }, h('th', { colspan: '7', scope: 'rowgroup' })));
+      tb.append(h('tr', { class: 'group' }, h('th', { colspan: '6', scope: 'rowgroup' })));
       groupsEl.set(g.cwd, tb);
     }
     const counts = [`${g.sessions.length} session${g.sessions.length === 1 ? '' : 's'}`];

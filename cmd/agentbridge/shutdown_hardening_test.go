@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// hardServe is one bridge run in-process by serveMain.
+type hardServe struct {
+	url    *url.URL
+	token  string
+	cancel context.CancelFunc
+	errc   chan error
+	stderr *hardLog
+}
+
+// hardLog is a goroutine-safe log sink.
+type hardLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *hardLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *hardLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startHardServe runs serveMain with env and args until the test ends and
+// returns once it printed its dashboard URL.
+func startHardServe(t *testing.T, env []string, args ...string) *hardServe {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	s := &hardServe{cancel: cancel, errc: make(chan error, 1), stderr: &hardLog{}}
+	go func() {
+		err := serveMain(ctx, args, env, pw, s.stderr)
+		pw.CloseWithError(io.EOF)
+		s.errc <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-s.errc:
+		case <-time.After(20 * time.Second):
+		}
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		close(lines)
+	}()
+	select {
+	case line, ok := <-lines:
+		if !ok {
+			t.Fatalf("serve printed no URL; stderr:\n%s", s.stderr)
+		}
+		raw, found := strings.CutPrefix(line, "agentbridge: dashboard at ")
+		if !found {
+			t.Fatalf("stdout line %q, want the dashboard URL", line)
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.url, s.token = u, u.Query().Get("token")
+	case <-time.After(15 * time.Second):
+		t.Fatalf("serve printed nothing within 15s; stderr:\n%s", s.stderr)
+	}
+	return s
+}
+
+// stop cancels the bridge and returns how long serveMain took to return.
+func (s *hardServe) stop(t *testing.T) time.Duration {
+	t.Helper()
+	start := time.Now()
+	s.cancel()
+	select {
+	case err := <-s.errc:
+		if err != nil {
+			t.Errorf("serve returned %v, want nil", err)
+		}
+		s.errc <- nil
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not return within 20s of cancel; stderr:\n%s", s.stderr)
+	}
+	return time.Since(start)
+}
+
+// openStream opens GET path over a raw connection and reads until the first
+// reset arrived; the caller owns the connection.
+func openStream(t *testing.T, s *hardServe, path string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", s.url.Host, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(15 * time.Second))
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", path, s.url.Host, s.token)
+	br := bufio.NewReader(c)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+		if strings.HasPrefix(line, "event: reset") || strings.Contains(line, `"event":"reset"`) {
+			break
+		}
+	}
+	c.SetDeadline(time.Time{})
+	return c, br
+}
+
+// shutdownBound is how long a shutdown with open or abandoned streams may
+// take. A clean run takes tens of milliseconds; the bug it guards against
+// (Shutdown waiting on stream connections) took seconds. Generous for a
+// loaded machine, well below serve's 5 s grace.
+const shutdownBound = 2 * time.Second
+
+// TestHardeningShutdownIsBoundedWithStreams: the bridge exits promptly on
+// cancel whether its stream clients are still reading, have aborted (closed
+// their socket: the Node fetch abort), have half-closed their side, or
+// stopped reading.
+func TestHardeningShutdownIsBoundedWithStreams(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		prep func(c net.Conn)
+	}{
+		{"reading client", func(net.Conn) {}},
+		{"aborted client", func(c net.Conn) { c.Close() }},
+		{"aborted client with reset", func(c net.Conn) { c.(*net.TCPConn).SetLinger(0); c.Close() }},
+		{"half-closed client", func(c net.Conn) { c.(*net.TCPConn).CloseWrite() }},
+		{"client that stopped reading", func(c net.Conn) {}},
+	}
+	for _, tc := range cases {
+		for _, path := range []string{"/v1/events", "/v1/events?format=ndjson"} {
+			t.Run(tc.name+" "+path, func(t *testing.T) {
+				t.Parallel()
+				home := t.TempDir()
+				s := startHardServe(t, []string{"HOME=" + home}, "--listen", "127.0.0.1:0")
+				c, br := openStream(t, s, path)
+				defer c.Close()
+				tc.prep(c)
+				if tc.name == "reading client" {
+					go io.Copy(io.Discard, br)
+				}
+				// Let the server notice an abort first, as it does in the field.
+				time.Sleep(100 * time.Millisecond)
+				took := s.stop(t)
+				if took > shutdownBound {
+					t.Errorf("shutdown took %v with a %s on %s, want under %v", took, tc.name, path, shutdownBound)
+				}
+				t.Logf("shutdown took %v", took)
+			})
+		}
+	}
+}
