@@ -3,6 +3,7 @@ package hub_test
 import (
 	"encoding/json"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -17,7 +18,10 @@ import (
 // one per client). The baseline, measured in the same run, is what one
 // encode per client would cost at least: json.Marshal of the record's
 // data once per subscriber. Reported: x-per-client-encode (hub time /
-// baseline time; below 1 means the hub beats encoding per client).
+// baseline time; below 1 means the hub beats encoding per client) and
+// hub-allocs/event (the hub's allocations per published event, measured
+// apart from the baseline; they must not grow with the subscribers).
+// B/op and allocs/op include the baseline's.
 func BenchmarkPublishFanOut(b *testing.B) {
 	for _, n := range []int{1, 100, 1000} {
 		b.Run("subscribers="+strconv.Itoa(n), func(b *testing.B) {
@@ -75,6 +79,17 @@ func BenchmarkPublishFanOut(b *testing.B) {
 					drain()
 				}
 			}
+			// The hub's own allocations per event, whatever the subscribers.
+			drain()
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			for range 200 {
+				publish(i)
+				i++
+			}
+			runtime.ReadMemStats(&m1)
+			drain()
+			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/200, "hub-allocs/event")
 			// One encode for all: every subscriber's last record shares
 			// its bytes with the first subscriber's.
 			publish(i)

@@ -237,7 +237,7 @@ func generate(root string, old, recent int, maxBytes int64) (*corpus, error) {
 		}
 		mt := now.Add(-72*time.Hour - time.Duration(i)*time.Minute)
 		if i >= old {
-			mt = now.Add(-time.Duration(i-old) * time.Second)
+			mt = now.Add(-time.Duration(i-old) * 50 * time.Millisecond) // within a minute: inside every window and linger
 		}
 		if err := os.Chtimes(p, mt, mt); err != nil {
 			return nil, fmt.Errorf("make corpus: %w", err)

@@ -457,10 +457,13 @@ function renderHarnesses() {
   const blocks = state.sources.map((src) => {
     let block = sourceBlocks.get(src.id);
     if (!block) {
-      block = h('div', { class: 'source', 'data-source': src.id }, h('h3', {}, h('span'), h('span', { class: 'src-id' })), h('p', { class: 'observes' }), h('div', { class: 'hlist' }));
+      block = h('div', { class: 'source', 'data-source': src.id }, h('h3', {}, h('span'), h('span', { class: 'src-id' })), h('div', { class: 'hlist' }), h('p', { class: 'observes' }));
       sourceBlocks.set(src.id, block);
     }
-    const [head, obs, list] = block.children;
+    const [head, list, obs] = block.children;
+    // A source with one harness of its own name needs no heading of its own.
+    const single = src.harnesses.length === 1 && src.harnesses[0].displayName === src.displayName;
+    head.classList.toggle('visually-hidden', single);
     head.firstChild.textContent = src.displayName;
     head.lastChild.textContent = src.push ? `${src.id} · push` : src.id;
     const notes = Object.entries(src.observes ?? {})
