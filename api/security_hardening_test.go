@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -63,10 +64,13 @@ func (h *countingHub) Sessions(hub.Filter) (uint64, []hub.Entry) {
 	h.hit(false)
 	return 1700000000000000, []hub.Entry{hardEntry}
 }
-func (h *countingHub) Session(source, id string) (hub.Entry, bool) { h.hit(false); return hardEntry, true }
-func (h *countingHub) Diagnostics() []hub.DiagnosticEntry        { h.hit(false); return nil }
-func (h *countingHub) Publish(string, []hub.Op) error            { h.hit(true); return nil }
-func (h *countingHub) Revision() uint64                          { h.hit(false); return 1700000000000000 }
+func (h *countingHub) Session(source, id string) (hub.Entry, bool) {
+	h.hit(false)
+	return hardEntry, true
+}
+func (h *countingHub) Diagnostics() []hub.DiagnosticEntry { h.hit(false); return nil }
+func (h *countingHub) Publish(string, []hub.Op) error     { h.hit(true); return nil }
+func (h *countingHub) Revision() uint64                   { h.hit(false); return 1700000000000000 }
 
 // hardFixture is a Server with the token on, over a real listener.
 type hardFixture struct {
@@ -475,15 +479,20 @@ func TestHardeningNoCORSByDefault(t *testing.T) {
 func TestHardeningConstantTimeToken(t *testing.T) {
 	t.Parallel()
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi interface{ Name() string }) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, 0)
+	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	constant := 0
-	for _, p := range pkgs {
-		for _, file := range p.Files {
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		{
 			ast.Inspect(file, func(n ast.Node) bool {
 				switch n := n.(type) {
 				case *ast.CallExpr:

@@ -199,7 +199,9 @@ func NewTailer(cfg TailConfig, h Handler) *Tailer {
 // Run scans the roots (Rescan, the lines of every recent file, ScanDone)
 // and then follows them until ctx ends; it returns nil then, after
 // releasing every watch. All Handler calls and posted functions run on the
-// goroutine that calls Run. Run returns an error only when it cannot start.
+// goroutine that calls Run. Problems (no inotify instance, a directory that
+// cannot be read) are reported as diagnostics, never as an error: the
+// error result is there for future use and is nil today.
 func (t *Tailer) Run(ctx context.Context) error {
 	t.buf = make([]byte, readChunk)
 	t.running = true
@@ -783,9 +785,9 @@ func (t *Tailer) watchErr(err error) {
 	t.log.Debug("watch failed", "err", err)
 	switch {
 	case errors.Is(err, syscall.ENOSPC):
-		t.diagOnce(CodeWatchLimit, "the inotify watch limit is reached, so some journal directories are not followed; raise the sysctl fs.inotify.max_user_watches (e.g. sysctl -w fs.inotify.max_user_watches=524288)")
+		t.diagOnce(CodeWatchLimit, "the inotify watch limit is reached, so some journal directories are not followed; raise the sysctl fs.inotify.max_user_watches (e.g. sysctl -w fs.inotify.max_user_watches=524288), then restart agentbridge")
 	case errors.Is(err, syscall.EMFILE):
-		t.diagOnce(CodeInstanceLimit, "the inotify instance limit is reached, so journals are not followed; raise the sysctl fs.inotify.max_user_instances (e.g. sysctl -w fs.inotify.max_user_instances=1024)")
+		t.diagOnce(CodeInstanceLimit, "the inotify instance limit is reached, so journals are not followed; raise the sysctl fs.inotify.max_user_instances (e.g. sysctl -w fs.inotify.max_user_instances=1024), then restart agentbridge")
 	case errors.Is(err, fs.ErrPermission):
 		t.diagOnce(CodePermission, "a journal directory cannot be watched (permission denied); its sessions are not reported")
 	default:

@@ -1,0 +1,94 @@
+package claudecode
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentbridge/agentbridge"
+)
+
+// growthOffsets returns the sizes at which the recorded transcript of
+// session sid grew, from the recording's events.jsonl (irrlicht's daemon
+// log: transcript_new / transcript_activity with file_size), clamped to
+// size and ending with size.
+func growthOffsets(t *testing.T, path, sid string, size int) []int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var offs []int
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev struct {
+			Kind      string `json:"kind"`
+			SessionID string `json:"session_id"`
+			FileSize  int    `json:"file_size"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.SessionID != sid || ev.FileSize <= 0 {
+			continue
+		}
+		offs = append(offs, min(ev.FileSize, size))
+	}
+	offs = append(offs, size)
+	slices.Sort(offs)
+	return slices.Compact(offs)
+}
+
+// TestRecordedGrowth replays real recorded sessions into a live source the
+// way they grew on disk (at the byte offsets the recording logged, which
+// often cut a line in two) and checks that a client of the HTTP stream ends
+// with the same snapshot as the golden replay.
+func TestRecordedGrowth(t *testing.T) {
+	files, _ := filepath.Glob("testdata/growth/*.events.jsonl")
+	if len(files) == 0 {
+		t.Fatal("no recordings under testdata/growth")
+	}
+	for _, ev := range files {
+		name := strings.TrimSuffix(filepath.Base(ev), ".events.jsonl")
+		t.Run(name, func(t *testing.T) {
+			journal := filepath.Join("testdata", "journals", name+".jsonl")
+			data, err := os.ReadFile(journal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sid := firstSessionID(data)
+			var want agentbridge.Snapshot
+			golden, err := os.ReadFile(filepath.Join("testdata", "golden", goldenName(journal)+".snapshot.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(golden, &want); err != nil {
+				t.Fatal(err)
+			}
+			e := startLive(t, nil)
+			p := filepath.Join(e.dir, "projects", "-rec", sid+".jsonl")
+			_ = os.MkdirAll(filepath.Dir(p), 0o755)
+			f, err := os.Create(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			prev := 0
+			for _, off := range growthOffsets(t, ev, sid, len(data)) {
+				if _, err := f.Write(data[prev:off]); err != nil {
+					t.Fatal(err)
+				}
+				prev = off
+			}
+			wj, _ := json.Marshal(want)
+			e.view.waitFor(t, "final state", sid, func(s agentbridge.Snapshot, ok bool) bool {
+				gj, _ := json.Marshal(s)
+				return ok && bytes.Equal(gj, wj)
+			})
+		})
+	}
+}
