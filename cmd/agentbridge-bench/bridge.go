@@ -86,22 +86,24 @@ func (b *bridge) ready(timeout time.Duration) error {
 }
 
 // waitFor reads the bench subscription until a record whose data contains
-// marker arrives, and returns when it arrived and how many records came.
-func (b *bridge) waitFor(marker []byte, timeout time.Duration) (time.Time, int, error) {
+// marker arrives, and returns when it arrived and how many records (and
+// data bytes) came.
+func (b *bridge) waitFor(marker []byte, timeout time.Duration) (time.Time, int, int, error) {
 	tm := time.NewTimer(timeout)
 	defer tm.Stop()
-	n := 0
+	n, nb := 0, 0
 	for {
 		select {
 		case r := <-b.sub.C:
 			n++
+			nb += len(r.Data)
 			if bytes.Contains(r.Data, marker) {
-				return time.Now(), n, nil
+				return time.Now(), n, nb, nil
 			}
 		case <-b.sub.Done:
-			return time.Time{}, n, errors.New("the bench's own subscription was cut off")
+			return time.Time{}, n, nb, errors.New("the bench's own subscription was cut off")
 		case <-tm.C:
-			return time.Time{}, n, fmt.Errorf("marker not seen after %v (%d records)", timeout, n)
+			return time.Time{}, n, nb, fmt.Errorf("marker not seen after %v (%d records)", timeout, n)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ import (
 
 // hardMainEnv makes the test binary run main() (see TestHardeningHelperMain),
 // so that a test can start, signal and kill a real bridge process.
-const hardMainEnv = "AGENTBRIDGE_HARDENING_MAIN"
+const hardMainEnv = "HARDENING_RUN_BRIDGE_MAIN"
 
 // TestHardeningHelperMain is not a test: with hardMainEnv set it runs the
 // bridge's main with the arguments after "--".
@@ -47,7 +48,7 @@ type bridgeProc struct {
 func startBridgeProc(t *testing.T, env []string, args ...string) *bridgeProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHardeningHelperMain$", "--"}, args...)...)
-	cmd.Env = append(append([]string{hardMainEnv + "=1", "PATH=" + os.Getenv("PATH")}, env...))
+	cmd.Env = append([]string{hardMainEnv + "=1", "PATH=" + os.Getenv("PATH")}, env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -151,15 +152,27 @@ func canonJSON(b []byte) string {
 // follower applies the JSON-lines stream to its own state like a client
 // would, reconnecting with the last id after a drop.
 type follower struct {
+	mu      sync.Mutex
 	state   map[string]string
 	last    uint64
-	resets  int
-	resumes int // connections after the first
+	ids     []uint64 // every id seen, in order
+	firsts  []string // the first record name of each connection
+	resumes int      // connections after the first
 	events  chan struct{}
 }
 
+func (f *follower) snapshot() (map[string]string, uint64, []string, []uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := make(map[string]string, len(f.state))
+	for k, v := range f.state {
+		m[k] = v
+	}
+	return m, f.last, slices.Clone(f.firsts), slices.Clone(f.ids)
+}
+
 // apply folds one stream record into the follower's state.
-func (f *follower) apply(name string, data json.RawMessage) {
+func (f *follower) apply(id uint64, name string, data json.RawMessage, first bool) {
 	var d struct {
 		Source    string            `json:"source"`
 		Sessions  []json.RawMessage `json:"sessions"`
@@ -172,9 +185,15 @@ func (f *follower) apply(name string, data json.RawMessage) {
 		json.Unmarshal(s, &v)
 		return v.ID
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if first {
+		f.firsts = append(f.firsts, name)
+	}
+	f.last = id
+	f.ids = append(f.ids, id)
 	switch name {
 	case "reset":
-		f.resets++
 		for k := range f.state {
 			if strings.HasPrefix(k, d.Source+"/") {
 				delete(f.state, k)
@@ -190,18 +209,23 @@ func (f *follower) apply(name string, data json.RawMessage) {
 	}
 }
 
-// follow reads host's stream until ctx ends, reconnecting (with the last
-// id) whenever the connection drops or cannot be made.
+// follow reads the stream until ctx ends, reconnecting (with the last id)
+// whenever the connection drops or cannot be made.
 func (f *follower) follow(ctx context.Context, hostToken func() (string, string)) {
-	for n := 0; ctx.Err() == nil; n++ {
+	for n := 0; ctx.Err() == nil; {
 		host, token := hostToken()
 		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+host+"/v1/events?format=ndjson", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
+		f.mu.Lock()
 		if f.last != 0 {
 			req.Header.Set("Last-Event-ID", fmt.Sprint(f.last))
 		}
+		f.mu.Unlock()
 		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
+		if err != nil || resp.StatusCode != 200 {
+			if err == nil {
+				resp.Body.Close()
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(50 * time.Millisecond):
@@ -209,10 +233,14 @@ func (f *follower) follow(ctx context.Context, hostToken func() (string, string)
 			continue
 		}
 		if n > 0 {
+			f.mu.Lock()
 			f.resumes++
+			f.mu.Unlock()
 		}
+		n++
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(nil, 16<<20)
+		first := true
 		for sc.Scan() {
 			if len(sc.Bytes()) == 0 {
 				continue
@@ -225,8 +253,8 @@ func (f *follower) follow(ctx context.Context, hostToken func() (string, string)
 			if json.Unmarshal(sc.Bytes(), &rec) != nil {
 				continue
 			}
-			f.apply(rec.Event, rec.Data)
-			f.last = rec.ID
+			f.apply(rec.ID, rec.Event, rec.Data, first)
+			first = false
 			select {
 			case f.events <- struct{}{}:
 			default:
@@ -236,11 +264,34 @@ func (f *follower) follow(ctx context.Context, hostToken func() (string, string)
 	}
 }
 
+// waitConverged waits until the follower's state equals GET /v1/sessions
+// of p and want holds for it.
+func waitConverged(t *testing.T, f *follower, p *bridgeProc, what string, want func(map[string]string) bool) map[string]string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, view := p.sessionsView(t)
+		got, _, _, _ := f.snapshot()
+		if mapsEqual(got, view) && want(view) {
+			return view
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: client state %v\nGET /v1/sessions %v", what, got, view)
+		}
+		select {
+		case <-f.events:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // TestHardeningRestartWhileFollowing kills the bridge (SIGKILL) while a
 // client follows, starts it again on the same port and home, and checks
-// that the client resumes with resets: sessions that still exist come back,
-// the push session of the killed run is gone, and the client's state ends
-// equal to GET /v1/sessions.
+// that the client resumes with resets: the journal's session comes back,
+// the push session of the killed run is gone, ids keep growing, and the
+// client's state ends equal to GET /v1/sessions. Then a SIGTERM with an
+// aborted stream open stops the bridge promptly, and the token appeared in
+// neither its argv nor its log.
 func TestHardeningRestartWhileFollowing(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
@@ -254,43 +305,127 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfgDir := filepath.Join(home, ".config", "agentbridge")
-	os.MkdirAll(cfgDir, 0o700)
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	yaml := "push:\n  - id: example-push\n    harnesses:\n      - {id: example-agent}\n"
 	if err := os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env := []string{"HOME=" + home, "EXAMPLE_AGENT_HOME=" + exHome}
 
-	p1 := startBridgeProc(t, env, "--listen", "127.0.0.1:0", "--window", "-1s")
+	p1 := startBridgeProc(t, env, "--listen", "127.0.0.1:0")
 	p1.post(t, "/v1/sources/example-push/publish", `{"op":"upsert","session":{"id":"gone-1","harness":"example-agent","status":"running"}}`)
 
+	var mu sync.Mutex
 	cur := p1
-	hostToken := func() (string, string) { return cur.host, cur.token }
+	hostToken := func() (string, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return cur.host, cur.token
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	f := &follower{state: map[string]string{}, events: make(chan struct{}, 1)}
 	done := make(chan struct{})
 	go func() { defer close(done); f.follow(ctx, hostToken) }()
+	defer func() { cancel(); <-done }()
 
-	waitState := func(what string, want func() map[string]string) {
-		t.Helper()
-		deadline := time.After(15 * time.Second)
-		for {
-			if w := want(); mapsEqual(w, f.stateCopy()) {
-				return
-			}
-			select {
-			case <-f.events:
-			case <-time.After(100 * time.Millisecond):
-			case <-deadline:
-				t.Fatalf("%s: client state %v, want %v", what, f.stateCopy(), want())
-			}
+	waitConverged(t, f, p1, "run 1", func(v map[string]string) bool {
+		_, kept := v["example/kept-1"]
+		_, gone := v["example-push/gone-1"]
+		return kept && gone
+	})
+	_, last1, _, ids1 := f.snapshot()
+
+	if err := p1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p1.waited
+	p1.waited <- nil
+
+	p2 := startBridgeProc(t, env, "--listen", p1.host)
+	if p2.token != p1.token {
+		t.Errorf("the restarted bridge has another token: the token file was not reused")
+	}
+	mu.Lock()
+	cur = p2
+	mu.Unlock()
+	view := waitConverged(t, f, p2, "after the restart", func(v map[string]string) bool {
+		_, kept := v["example/kept-1"]
+		return kept
+	})
+	if _, stale := view["example-push/gone-1"]; stale {
+		t.Errorf("the push session of the killed run survived the restart")
+	}
+	_, _, firsts, ids := f.snapshot()
+	if len(firsts) < 2 {
+		t.Fatalf("the client connected %d times, want a resume after the restart", len(firsts))
+	}
+	for i, name := range firsts[1:] {
+		if name != "reset" {
+			t.Errorf("connection %d after the restart began with %q, want a reset", i+2, name)
 		}
 	}
-	_ = waitState
-	// Run 1: both sessions.
-	t.Fatal("unfinished")
+	for i := 1; i < len(ids); i++ {
+		if ids[i] <= ids[i-1] {
+			t.Errorf("ids went from %d to %d (the killed run ended at %d): ids must only grow", ids[i-1], ids[i], last1)
+			break
+		}
+	}
+	if len(ids) <= len(ids1) {
+		t.Errorf("no records after the restart")
+	}
+
+	// SIGTERM with a stream whose client aborted: exits promptly and clean.
+	c, err := net.DialTimeout("tcp", p2.host, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", p2.host, p2.token)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil || strings.HasPrefix(line, "event: reset") {
+			break
+		}
+	}
+	c.Close()
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p2.cmd.Process.Pid))
+	if strings.Contains(string(cmdline), p2.token) {
+		t.Errorf("the token is in the process's argv")
+	}
+	time.Sleep(100 * time.Millisecond)
+	cancel()
 	<-done
+	start := time.Now()
+	p2.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p2.waited:
+		p2.waited <- nil
+		if err != nil {
+			t.Errorf("bridge exit after SIGTERM: %v, want status 0", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("bridge still running 15s after SIGTERM")
+	}
+	if took := time.Since(start); took > shutdownBound {
+		t.Errorf("exit took %v after SIGTERM with an aborted stream, want under %v", took, shutdownBound)
+	} else {
+		t.Logf("exit took %v after SIGTERM", took)
+	}
+	for _, p := range []*bridgeProc{p1, p2} {
+		if strings.Contains(p.stderr.String(), p.token) {
+			t.Errorf("the token is in the log:\n%s", p.stderr)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(home, ".local", "state", "agentbridge", "token"))
+	if err != nil || strings.TrimSpace(string(b)) != p2.token {
+		t.Errorf("token file: %q, %v", b, err)
+	}
+	if fi, err := os.Stat(filepath.Join(home, ".local", "state", "agentbridge", "token")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode %v (%v), want 0600", fi.Mode().Perm(), err)
+	}
 }
 
 func mapsEqual(a, b map[string]string) bool {
@@ -304,5 +439,3 @@ func mapsEqual(a, b map[string]string) bool {
 	}
 	return true
 }
-
-var _ = syscall.SIGTERM

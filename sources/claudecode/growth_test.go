@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbridge/agentbridge"
 )
@@ -69,7 +70,8 @@ func TestRecordedGrowth(t *testing.T) {
 			if err := json.Unmarshal(golden, &want); err != nil {
 				t.Fatal(err)
 			}
-			e := startLive(t, nil)
+			var src *Source
+			e := startLiveWith(t, nil, &src)
 			p := filepath.Join(e.dir, "projects", "-rec", sid+".jsonl")
 			_ = os.MkdirAll(filepath.Dir(p), 0o755)
 			f, err := os.Create(p)
@@ -78,11 +80,18 @@ func TestRecordedGrowth(t *testing.T) {
 			}
 			defer f.Close()
 			prev := 0
+			tl := src.tailer.Load()
 			for _, off := range growthOffsets(t, ev, sid, len(data)) {
+				w := tl.Wakes()
 				if _, err := f.Write(data[prev:off]); err != nil {
 					t.Fatal(err)
 				}
 				prev = off
+				// Let the source see this stage (often a cut line) before
+				// the next write.
+				for deadline := time.Now().Add(10 * time.Second); tl.Wakes() == w && time.Now().Before(deadline); {
+					time.Sleep(time.Millisecond)
+				}
 			}
 			wj, _ := json.Marshal(want)
 			e.view.waitFor(t, "final state", sid, func(s agentbridge.Snapshot, ok bool) bool {
