@@ -89,6 +89,11 @@ type Config struct {
 
 	// File is the YAML file that was loaded, empty when none was.
 	File string `koanf:"-"`
+	// StateDir is the bridge's state directory: the token file's directory
+	// ($XDG_STATE_HOME/agentbridge or ~/.local/state/agentbridge unless
+	// tokenFile says otherwise); empty when it cannot be named. The server
+	// keeps its revision mark there (RevisionFile).
+	StateDir string `koanf:"-"`
 }
 
 // PushSource declares a push source.
@@ -312,6 +317,9 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 			}
 			*home = abs
 		}
+	}
+	if c.TokenFile != "" {
+		c.StateDir = filepath.Dir(c.TokenFile)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err

@@ -50,6 +50,7 @@ func TestLoadDefaults(t *testing.T) {
 		Listen:          "127.0.0.1:7391",
 		Auth:            "token",
 		TokenFile:       filepath.Join(home, ".local/state/agentbridge/token"),
+		StateDir:        filepath.Join(home, ".local/state/agentbridge"),
 		AllowedHosts:    []string{},
 		AllowedOrigins:  []string{},
 		Window:          2 * time.Hour,

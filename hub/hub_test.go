@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -937,4 +938,88 @@ func TestRunWaitsForContext(t *testing.T) {
 			t.Error("a second Run succeeded")
 		}
 	})
+}
+
+// memStore is a RevisionStore in memory that records every save.
+type memStore struct {
+	mark    uint64
+	saves   []uint64
+	loadErr error
+	saveErr error
+}
+
+func (m *memStore) Load() (uint64, error) { return m.mark, m.loadErr }
+
+func (m *memStore) Save(mark uint64) error {
+	if m.saveErr != nil {
+		return m.saveErr
+	}
+	m.saves = append(m.saves, mark)
+	m.mark = mark
+	return nil
+}
+
+// TestRevisionsGrowAcrossRestarts: a run that published more records than
+// microseconds passed (here: the clock does not move at all) is followed by
+// a run whose revisions are all above it, and whose stream does not resume
+// from the earlier run's cursor. The mark is saved in blocks, before any
+// revision of a block is seen, not once per record.
+func TestRevisionsGrowAcrossRestarts(t *testing.T) {
+	store := &memStore{}
+	run := func() (*Hub, *Subscription) {
+		h := newHub(t, Options{Revisions: store, RevisionBlock: 10})
+		if err := h.AddPush(info("p", "a")); err != nil {
+			t.Fatal(err)
+		}
+		return h, h.Subscribe(0, false, Filter{})
+	}
+	h1, sub1 := run()
+	defer sub1.Close()
+	for i := range 25 {
+		if err := h1.Publish("p", []Op{{Op: OpUpsert, Session: snap(fmt.Sprint("s", i), "a", agentbridge.StatusIdle)}}); err != nil {
+			t.Fatal(err)
+		}
+		if rev := h1.Revision(); rev > store.mark {
+			t.Fatalf("revision %d handed out above the saved mark %d", rev, store.mark)
+		}
+	}
+	last1 := h1.Revision()
+	if n := len(store.saves); n < 3 || n > 4 {
+		t.Errorf("%d saves for 26 revisions in blocks of 10, want 3 or 4: %v", n, store.saves)
+	}
+
+	h2, sub2 := run() // same microsecond
+	defer sub2.Close()
+	if len(sub2.Initial) == 0 || sub2.Initial[0].Rev <= last1 {
+		t.Fatalf("the restarted hub's first revision %v is not above the last run's %d", sub2.Initial, last1)
+	}
+	resumed := h2.Subscribe(last1, true, Filter{})
+	defer resumed.Close()
+	if resumed.Resumed {
+		t.Errorf("a cursor from the earlier run (%d) was resumed, want resets", last1)
+	}
+	if len(resumed.Initial) != 1 || resumed.Initial[0].Name != NameReset {
+		t.Errorf("initial records for an earlier run's cursor: %v, want a reset", resumed.Initial)
+	}
+}
+
+// TestRevisionStoreFailuresAreNotFatal: a store that cannot be read or
+// written leaves the hub working from the clock.
+func TestRevisionStoreFailuresAreNotFatal(t *testing.T) {
+	store := &memStore{mark: 1 << 60, loadErr: errors.New("unreadable"), saveErr: errors.New("read-only")}
+	h := newHub(t, Options{Revisions: store, RevisionBlock: 2, Logger: slog.New(slog.DiscardHandler)})
+	if err := h.AddPush(info("p", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := h.Revision(), uint64(t0.UnixMicro()); got != want {
+		t.Errorf("Revision() = %d, want the clock's %d when the mark cannot be read", got, want)
+	}
+	for i := range 5 {
+		if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap(fmt.Sprint("s", i), "a", agentbridge.StatusIdle)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := h.Revision(), uint64(t0.UnixMicro())+5; got != want {
+		t.Errorf("Revision() = %d, want %d", got, want)
+	}
 }

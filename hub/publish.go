@@ -154,6 +154,7 @@ func (h *Hub) commit(t *txn) {
 	s.ver++
 	for _, p := range t.pend {
 		h.rev++
+		h.reserve()
 		e := p.e
 		e.rec.Rev = h.rev
 		e.rec.Data = encode(p.data)

@@ -23,7 +23,20 @@ const (
 	DefaultRingBytes   = 8 << 20 // encoded bytes kept for resuming clients
 	DefaultQueueSize   = 1024    // records queued per stream client before it is cut off
 	DefaultDiagnostics = 200     // recent diagnostics kept for GET /v1/diagnostics
+	// DefaultRevisionBlock is how many revisions the hub reserves in its
+	// RevisionStore at a time: one write per million records.
+	DefaultRevisionBlock = 1_000_000
 )
+
+// RevisionStore keeps the hub's revision high-water mark across runs. The
+// hub saves a mark before it hands out any revision up to it, one block at
+// a time (Options.RevisionBlock), never once per record.
+type RevisionStore interface {
+	// Load returns the mark an earlier run saved; 0 when there is none.
+	Load() (uint64, error)
+	// Save records that revisions up to mark may have been handed out.
+	Save(mark uint64) error
+}
 
 // Options configure a Hub. The zero value is usable.
 type Options struct {
@@ -34,6 +47,12 @@ type Options struct {
 	Now       func() time.Time      // nil: time.Now
 	Registry  prometheus.Registerer // nil: no metrics registered
 	ProcRoot  string                // for the ancestorPid filter; "": "/proc"
+	// Revisions keeps the revision high-water mark across runs; nil keeps
+	// none, and revisions then rest on the wall clock alone.
+	Revisions RevisionStore
+	// RevisionBlock is how many revisions are reserved in Revisions at a
+	// time; 0: DefaultRevisionBlock.
+	RevisionBlock uint64
 }
 
 // Hub is the ordered, validating state of every source: the sessions they
@@ -43,7 +62,11 @@ type Options struct {
 //
 // Revisions: one counter for the whole hub. It starts at the wall-clock
 // start time in microseconds (so it grows across restarts and stays below
-// 2^53) and grows by one per record. Subscribe may also reserve revisions
+// 2^53), or just above the high-water mark an earlier run saved in
+// Options.Revisions when that is higher (an earlier run that published more
+// records than microseconds passed, or a clock set back), and grows by one
+// per record. Every revision of this run is above every revision of an
+// earlier run that saved its mark. Subscribe may also reserve revisions
 // for the initial resets it hands out (see Subscribe), so consecutive
 // records can differ by more than one; revisions are never reused.
 type Hub struct {
@@ -59,6 +82,9 @@ type Hub struct {
 	floor     uint64 // cursors at or below it cannot be replayed (evicted or from a partial initial batch)
 	partial   []revRange
 	ring      *ring
+	store     RevisionStore // nil: none
+	block     uint64
+	mark      uint64 // revisions up to it are reserved in store
 	sources   map[string]*source
 	order     []string // source ids in the order added
 	diags     []DiagnosticEntry
@@ -109,7 +135,20 @@ func New(o Options) *Hub {
 	if o.ProcRoot == "" {
 		o.ProcRoot = "/proc"
 	}
-	start := uint64(o.Now().UnixMicro())
+	if o.RevisionBlock == 0 {
+		o.RevisionBlock = DefaultRevisionBlock
+	}
+	start := uint64(max(0, o.Now().UnixMicro()))
+	if o.Revisions != nil {
+		switch last, err := o.Revisions.Load(); {
+		case err != nil:
+			// The error may name the file: keep it out of the default level.
+			o.Logger.Warn("cannot read the revision mark of the last run; revisions start from the clock")
+			o.Logger.Debug("read revision mark", "err", err)
+		case last >= start:
+			start = last + 1
+		}
+	}
 	h := &Hub{
 		log:      o.Logger,
 		now:      o.Now,
@@ -119,11 +158,31 @@ func New(o Options) *Hub {
 		rev:      start,
 		floor:    start,
 		ring:     newRing(o.RingSize, o.RingBytes),
+		store:    o.Revisions,
+		block:    o.RevisionBlock,
+		mark:     start,
 		sources:  map[string]*source{},
 		subs:     map[*Subscription]struct{}{},
 	}
 	h.met = newMetrics(h, o.Registry)
+	h.reserve()
 	return h
+}
+
+// reserve saves a new high-water mark, a block above the current revision,
+// once the current revision has reached the saved one. Callers raise h.rev
+// and call it before any record with the new revisions is visible; h.mu
+// must be held (or the hub not yet shared). A failed save is logged and
+// retried a block later.
+func (h *Hub) reserve() {
+	if h.store == nil || h.rev < h.mark {
+		return
+	}
+	h.mark = h.rev + h.block
+	if err := h.store.Save(h.mark); err != nil {
+		h.log.Warn("cannot save the revision mark; after a restart revisions rest on the clock alone")
+		h.log.Debug("save revision mark", "err", err)
+	}
 }
 
 // Add registers a source that reports by running. Every declared harness

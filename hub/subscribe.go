@@ -252,6 +252,7 @@ func (h *Hub) captureAll(f Filter, filtered bool) (out []capture, base, top uint
 	}
 	base = h.rev
 	h.rev += uint64(k)
+	h.reserve()
 	top = h.rev
 	if k >= 2 {
 		h.partial = append(h.partial, revRange{base + 1, top - 1})

@@ -53,9 +53,9 @@ func OpenFiles(root string, match func(target string) bool) (map[FileKey][]int, 
 
 // FindHolders returns the pids of the processes other than this one that
 // hold the file at path open, in ascending order, from one pass over
-// root/*/fd (run it once when a journal appears, not on a timer). A file
-// renamed since it was opened is still found: descriptors are compared by
-// device and inode.
+// root/*/fd (run it once when a journal appears, not on a timer).
+// Descriptors are compared by device and inode, among those whose target
+// has the file's base name.
 func FindHolders(root, path string) ([]int, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -65,9 +65,17 @@ func FindHolders(root, path string) ([]int, error) {
 	if !ok {
 		return nil, nil
 	}
+	// Only descriptors whose target has the same base name are stat'ed: a
+	// readlink is cheap, a stat of every open file on the machine is not.
+	// (A journal renamed after it was opened keeps its base name in
+	// practice; see OpenFiles for other matches.)
+	base := filepath.Base(path)
 	var pids []int
 	err = eachFD(root, func(pid int, link, target string) {
 		if len(pids) > 0 && pids[len(pids)-1] == pid {
+			return
+		}
+		if filepath.Base(strings.TrimSuffix(target, " (deleted)")) != base {
 			return
 		}
 		fi, err := os.Stat(link)

@@ -55,9 +55,9 @@ func Watch(ctx context.Context, pid int, start uint64, onExit func()) error {
 			}
 			return false // not yet: wait in the runtime poller
 		})
-		if stop() { // ctx has not ended: we own f
+		if stop() { // the AfterFunc did not run: we own f
 			f.Close()
-			if exited {
+			if exited && ctx.Err() == nil {
 				onExit()
 			}
 		}

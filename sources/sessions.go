@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -69,6 +71,7 @@ type Sessions struct {
 	heldErr bool                     // the /proc scan failed this scan
 	timers  map[*time.Timer]struct{} // linger and expiry timers, stopped at Rescan
 	expire  time.Duration            // hide unbound sessions idle this long; 0: never
+	holders map[string]string        // id → journal: BindHolder requests for Idle
 }
 
 // entry is one session and what binds it to a process.
@@ -139,7 +142,8 @@ func (ss *Sessions) IDs() []string {
 // Event folds e into session id of harness (creating the session, status
 // idle, when it is new) and publishes it when the scan is over and the
 // harness is on. It reports whether the fold accepted it; a rejected event
-// changes nothing and is counted under CodeInvalidEvent.
+// changes nothing and is counted under CodeInvalidEvent; a session id that
+// is not an identity value (ValidID) is counted under CodeInvalidRecord.
 //
 // session.started with a pid binds the session to that process (BindPID);
 // session.started's OccurredAt guards against pid reuse. agent.exited
@@ -147,11 +151,19 @@ func (ss *Sessions) IDs() []string {
 func (ss *Sessions) Event(id, harness string, e agentbridge.Event) bool {
 	validate.RedactEvent(&e)
 	en := ss.m[id]
-	if en == nil {
+	isNew := en == nil
+	if isNew && !ValidID(id) {
+		ss.bad[CodeInvalidRecord]++ // one bad id must not spoil the reset
+		return false
+	}
+	if isNew {
 		en = &entry{s: validate.NewSession(id, harness), harness: harness}
 		ss.m[id] = en
 	}
 	if issues := en.s.Apply(e); len(issues) > 0 {
+		if isNew {
+			delete(ss.m, id) // a rejected event makes no session
+		}
 		ss.bad[CodeInvalidEvent]++
 		for _, is := range issues {
 			ss.why[string(is.Code)] = true
@@ -320,29 +332,52 @@ func (ss *Sessions) processExited(id string, en *entry) {
 
 // BindHolder binds the session to the process holding its journal open
 // (found through /proc/*/fd), if exactly one other process does. Call it
-// once when a journal's session first appears; during a scan one pass over
-// /proc serves every journal.
+// once when a journal's session first appears. One pass over /proc serves
+// every journal of a scan, and every journal that appeared in one wake
+// (the lookup runs at Idle), so a burst of new journals costs one pass.
 func (ss *Sessions) BindHolder(id, path string) {
 	en := ss.m[id]
 	if en == nil || en.pid != 0 || !en.exitedAt.IsZero() {
 		return
 	}
-	var pids []int
-	if !ss.live {
-		if fi, err := statKey(path); err == nil {
-			pids = ss.heldFiles()[fi]
+	if ss.live {
+		if ss.holders == nil {
+			ss.holders = map[string]string{}
 		}
-	} else {
-		var err error
-		pids, err = proc.FindHolders(proc.Root, path)
-		if err != nil {
-			ss.log.Debug("cannot find the journal's process", "session", id, "err", err)
-		}
+		ss.holders[id] = path
+		return
 	}
+	if k, err := statKey(path); err == nil {
+		ss.bindHeld(id, ss.heldFiles()[k])
+	}
+}
+
+func (ss *Sessions) bindHeld(id string, pids []int) {
 	ss.log.Debug("journal holders", "session", id, "pids", pids)
 	if len(pids) == 1 {
 		ss.BindPID(id, pids[0])
 	}
+}
+
+// bindPendingHolders makes the one /proc pass for the journals that
+// appeared since the last Idle.
+func (ss *Sessions) bindPendingHolders() {
+	names := map[string]bool{}
+	for _, p := range ss.holders {
+		names[filepath.Base(p)] = true
+	}
+	held, err := proc.OpenFiles(proc.Root, func(target string) bool { return names[filepath.Base(target)] })
+	if err != nil {
+		ss.log.Debug("cannot list open files", "err", err)
+	}
+	for _, id := range slices.Sorted(maps.Keys(ss.holders)) {
+		if k, err := statKey(ss.holders[id]); err == nil {
+			if en := ss.m[id]; en != nil && en.pid == 0 && en.exitedAt.IsZero() {
+				ss.bindHeld(id, held[k])
+			}
+		}
+	}
+	clear(ss.holders)
 }
 
 // HeldOpen reports whether another process holds the file open. It is the
@@ -486,6 +521,7 @@ func (ss *Sessions) Rescan() {
 	}
 	clear(ss.timers)
 	clear(ss.dirty)
+	clear(ss.holders)
 	ss.live = false
 	ss.held, ss.heldErr = nil, false
 }
@@ -518,6 +554,9 @@ func (ss *Sessions) Reset() {
 // Idle implements Handler: it upserts restarted sessions and reports the
 // counts of skipped lines and rejected events.
 func (ss *Sessions) Idle() {
+	if len(ss.holders) > 0 {
+		ss.bindPendingHolders()
+	}
 	if len(ss.dirty) > 0 {
 		ids := make([]string, 0, len(ss.dirty))
 		for id := range ss.dirty {

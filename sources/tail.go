@@ -95,6 +95,8 @@ type TailConfig struct {
 	// added, so nothing created in between is missed). A root that does not
 	// exist yet is waited for by watching its nearest existing ancestor; a
 	// root that vanishes makes the tailer rebuild (Rescan … ScanDone).
+	// Roots are made absolute; paths handed to the Handler are root +
+	// "/" + the path below it.
 	Roots []string
 	// Match picks the regular files to follow by path; nil follows files
 	// whose name ends in ".jsonl".
@@ -192,8 +194,21 @@ func NewTailer(cfg TailConfig, h Handler) *Tailer {
 		h:     h,
 		log:   log,
 		wake:  make(chan struct{}, 1),
-		roots: append([]string(nil), cfg.Roots...),
+		roots: absRoots(cfg.Roots),
 	}
+}
+
+// absRoots returns roots made absolute and clean, so that event names and
+// roots compare as strings.
+func absRoots(roots []string) []string {
+	out := make([]string, 0, len(roots))
+	for _, r := range roots {
+		if a, err := filepath.Abs(r); err == nil {
+			r = a
+		}
+		out = append(out, filepath.Clean(r))
+	}
+	return out
 }
 
 // Run scans the roots (Rescan, the lines of every recent file, ScanDone)
@@ -287,7 +302,7 @@ func (t *Tailer) Post(f func()) {
 // source's harnesses are all switched off). Call it only from the Run
 // goroutine.
 func (t *Tailer) SetRoots(roots []string) {
-	t.roots = append([]string(nil), roots...)
+	t.roots = absRoots(roots)
 	if t.running {
 		t.rebuild()
 	}
@@ -322,7 +337,7 @@ func (t *Tailer) rebuild() {
 		} else {
 			t.now = time.Now()
 			for _, r := range t.roots {
-				t.setupRoot(filepath.Clean(r))
+				t.setupRoot(r)
 			}
 		}
 	}
@@ -547,7 +562,7 @@ func (t *Tailer) handle(p string, op fsnotify.Op) bool {
 // directory that exists again at the path is watched and walked anew.
 func (t *Tailer) dirGone(dir string) bool {
 	for _, r := range t.roots {
-		if filepath.Clean(r) == dir {
+		if r == dir {
 			t.log.Debug("journal root vanished or was replaced: rebuilding", "root", dir)
 			t.rebuild()
 			return true
@@ -607,7 +622,9 @@ func (t *Tailer) recheckWaiting(anc string, roots []string) {
 // lines. A smaller size than the offset (truncation) or another inode at
 // the path (replacement) reads it again from 0 after Truncated.
 func (t *Tailer) read(p string, f *file) {
-	fd, err := os.Open(p)
+	// O_NONBLOCK: should a FIFO have taken the journal's place since the
+	// lstat, opening it must not wait for a writer.
+	fd, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			delete(t.files, p)
@@ -624,6 +641,13 @@ func (t *Tailer) read(p string, f *file) {
 	fi, err := fd.Stat()
 	if err != nil {
 		t.fsErr(err, "a journal cannot be read")
+		return
+	}
+	if !fi.Mode().IsRegular() {
+		delete(t.files, p)
+		if f.ino != 0 {
+			t.h.Removed(p)
+		}
 		return
 	}
 	st, _ := fi.Sys().(*syscall.Stat_t)

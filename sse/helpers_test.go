@@ -24,6 +24,7 @@ type frame struct {
 	ID, Event, Data, Retry string
 	HasID                  bool
 	Comments               []string
+	Line                   string // the frame's first line
 }
 
 // readFrames parses an SSE body into frames; the channel closes at EOF.
@@ -37,6 +38,9 @@ func readFrames(body io.Reader) <-chan frame {
 		var data []string
 		for sc.Scan() {
 			line := sc.Text()
+			if f.Line == "" {
+				f.Line = line
+			}
 			if line == "" {
 				if len(data) > 0 || len(f.Comments) > 0 {
 					f.Data = strings.Join(data, "\n")

@@ -2,9 +2,9 @@
 // section 4): as Server-Sent Events through r3labs/sse, or as JSON lines.
 //
 // Wire format. Every event has `id:` = the hub revision, `event:` = the
-// record name and one `data:` line of compact JSON. The first event also
-// carries `retry: 3000`. While idle, a comment line `: ping` is sent every
-// Options.Heartbeat (15 s). With `?format=ndjson` or
+// record name and one `data:` line of compact JSON. The response starts
+// with `retry: 3000`, the first line of the first event. While idle, a
+// comment line `: ping` is sent every Options.Heartbeat (15 s). With `?format=ndjson` or
 // `Accept: application/x-ndjson` the same records come as lines
 // `{"id":N,"event":"…","data":{…}}`, and the heartbeat is an empty line,
 // which line readers should skip.
@@ -72,7 +72,7 @@ type Handler struct {
 	srv   *r3.Server
 	next  atomic.Uint64
 	conns sync.Map // r3 stream id → *conn
-	retry []byte
+	retry []byte   // the line that starts every SSE response
 }
 
 // conn is one SSE connection's rendezvous with r3's OnSubscribe.
@@ -98,7 +98,7 @@ func New(h Hub, o Options) *Handler {
 	if o.BufferSize <= 0 {
 		o.BufferSize = DefaultBufferSize
 	}
-	s := &Handler{hub: h, o: o, log: o.Logger, retry: []byte(strconv.FormatInt(o.Retry.Milliseconds(), 10))}
+	s := &Handler{hub: h, o: o, log: o.Logger, retry: []byte("retry: " + strconv.FormatInt(o.Retry.Milliseconds(), 10) + "\n")}
 	s.srv = r3.NewWithCallback(s.subscribed, nil)
 	s.srv.AutoReplay = false
 	s.srv.AutoStream = false
@@ -180,6 +180,10 @@ func (s *Handler) serveSSE(w http.ResponseWriter, r *http.Request, sub *hub.Subs
 	s.srv.CreateStream(id)
 
 	dw := newDeadlineWriter(w, s.o.WriteTimeout, cancel)
+	defer dw.abortOn(ctx)()
+	// The stream starts with the retry field, as part of the first event
+	// (r3 would write it after the event's other fields).
+	dw.prefix = s.retry
 	r3req := r.Clone(ctx)
 	r3req.URL.RawQuery = "stream=" + id
 	r3req.Header.Del("Last-Event-ID") // ours, parsed above; r3 would 400 on a non-number
@@ -203,14 +207,8 @@ func (s *Handler) pump(ctx context.Context, cancel context.CancelFunc, id string
 	case <-ctx.Done():
 		return
 	}
-	first := true
 	event := func(rec hub.Record) *r3.Event {
-		ev := &r3.Event{ID: []byte(strconv.FormatUint(rec.Rev, 10)), Event: []byte(rec.Name), Data: rec.Data}
-		if first {
-			ev.Retry = s.retry
-			first = false
-		}
-		return ev
+		return &r3.Event{ID: []byte(strconv.FormatUint(rec.Rev, 10)), Event: []byte(rec.Name), Data: rec.Data}
 	}
 	// The initial batch may be longer than any buffer: publish it blocking.
 	// A stuck client still cannot hold this forever: its writes time out
@@ -258,6 +256,7 @@ func (s *Handler) serveLines(w http.ResponseWriter, r *http.Request, sub *hub.Su
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	dw := newDeadlineWriter(w, s.o.WriteTimeout, cancel)
+	defer dw.abortOn(ctx)()
 	dw.WriteHeader(http.StatusOK)
 	if dw.Flush(); dw.failed.Load() {
 		return
@@ -333,7 +332,9 @@ type deadlineWriter struct {
 	timeout time.Duration
 	onFail  func()
 	failed  atomic.Bool
+	aborted atomic.Bool
 	set     time.Time // when the deadline was last moved; only the writing goroutine uses it
+	prefix  []byte    // written before the first body byte; only the writing goroutine uses it
 }
 
 // extend moves the write deadline to now+timeout. It skips the call while
@@ -341,11 +342,25 @@ type deadlineWriter struct {
 // away, which saves a timer update on every one of r3's small writes.
 func (d *deadlineWriter) extend() {
 	now := time.Now()
-	if now.Sub(d.set) < d.timeout/4 {
+	if d.aborted.Load() || now.Sub(d.set) < d.timeout/4 {
 		return
 	}
 	d.set = now
 	_ = d.rc.SetWriteDeadline(now.Add(d.timeout)) // unsupported: no deadline
+	if d.aborted.Load() {                         // abort raced with the line above: keep it
+		_ = d.rc.SetWriteDeadline(time.Now())
+	}
+}
+
+// abortOn makes every write to the client fail at once when ctx ends, a
+// write already blocked on a peer that stopped reading included: the
+// connection's end (the server shutting down, the client cut off) must not
+// wait for a write timeout. It returns a function that stops watching ctx.
+func (d *deadlineWriter) abortOn(ctx context.Context) (stop func() bool) {
+	return context.AfterFunc(ctx, func() {
+		d.aborted.Store(true)
+		_ = d.rc.SetWriteDeadline(time.Now())
+	})
 }
 
 func newDeadlineWriter(w http.ResponseWriter, timeout time.Duration, onFail func()) *deadlineWriter {
@@ -357,10 +372,18 @@ func (d *deadlineWriter) Header() http.Header { return d.w.Header() }
 func (d *deadlineWriter) WriteHeader(code int) { d.w.WriteHeader(code) }
 
 func (d *deadlineWriter) Write(p []byte) (int, error) {
-	if d.failed.Load() {
+	if d.failed.Load() || d.aborted.Load() {
 		return 0, errWriteFailed
 	}
 	d.extend()
+	if pre := d.prefix; pre != nil {
+		d.prefix = nil
+		n, err := d.w.Write(append(pre[:len(pre):len(pre)], p...))
+		if err != nil {
+			d.fail()
+		}
+		return max(0, n-len(pre)), err
+	}
 	n, err := d.w.Write(p)
 	if err != nil {
 		d.fail()
@@ -369,7 +392,7 @@ func (d *deadlineWriter) Write(p []byte) (int, error) {
 }
 
 func (d *deadlineWriter) Flush() {
-	if d.failed.Load() {
+	if d.failed.Load() || d.aborted.Load() {
 		return
 	}
 	d.extend()

@@ -41,6 +41,9 @@ func TestStreamStartsWithRetryAndResets(t *testing.T) {
 	if first.Retry != "3000" || second.Retry != "" {
 		t.Errorf("retry = %q then %q, want 3000 on the first event only", first.Retry, second.Retry)
 	}
+	if first.Line != "retry: 3000" {
+		t.Errorf("the stream starts with %q, want the retry field first", first.Line)
+	}
 	want := []frame{
 		{Event: "reset", Data: `{"source":"p","sessions":[{"id":"s1","harness":"a","status":"running"}]}`},
 		{Event: "reset", Data: `{"source":"q","sessions":[]}`},
@@ -407,6 +410,65 @@ func TestBaseContextEndsStreams(t *testing.T) {
 		case <-time.After(wait):
 			t.Fatalf("stream %d did not end with the server's base context", i)
 		}
+	}
+}
+
+// TestEndedStreamsDoNotWaitForBlockedWrites: when the server's base
+// context ends (shutdown), a stream whose client stopped reading, so that
+// the server is blocked writing to it, ends at once rather than after the
+// write timeout, in both formats.
+func TestEndedStreamsDoNotWaitForBlockedWrites(t *testing.T) {
+	for _, q := range []string{"/", "/?format=ndjson"} {
+		t.Run(q, func(t *testing.T) {
+			h := hub.New(hub.Options{})
+			if err := h.AddPush(agentbridge.SourceInfo{ID: "p", Harnesses: []agentbridge.Harness{{ID: "a"}}}); err != nil {
+				t.Fatal(err)
+			}
+			// About 1 MB of state: far more than the socket buffers below hold.
+			var snaps []agentbridge.Snapshot
+			for i := range 250 {
+				snaps = append(snaps, agentbridge.Snapshot{ID: fmt.Sprint("s", i), Harness: "a", Status: agentbridge.StatusIdle, Cwd: "/" + strings.Repeat("d", 4000)})
+			}
+			if err := h.Publish("p", []hub.Op{{Op: hub.OpReset, Sessions: snaps}}); err != nil {
+				t.Fatal(err)
+			}
+			sp := &spy{Hub: h, subs: make(chan *hub.Subscription, 1)}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			srv := httptest.NewUnstartedServer(New(sp, Options{WriteTimeout: wait}))
+			srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
+			srv.Config.ConnState = func(c net.Conn, st http.ConnState) {
+				if st == http.StateNew {
+					c.(*net.TCPConn).SetWriteBuffer(4096)
+				}
+			}
+			srv.Start()
+			defer srv.Close()
+
+			d := net.Dialer{Control: smallReceiveBuffer}
+			conn, err := d.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", q)
+			select {
+			case <-sp.subs:
+			case <-time.After(wait):
+				t.Fatal("no subscription")
+			}
+			// Give the server time to fill the buffers and block (if it
+			// has not yet, the test passes without proving anything).
+			time.Sleep(200 * time.Millisecond)
+
+			start := time.Now()
+			cancel()
+			conn.SetReadDeadline(time.Now().Add(2 * wait))
+			io.Copy(io.Discard, conn) // drains, then ends when the server closes
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("the stream took %v to end after the base context, want well under 2s (the write timeout is %v)", took, wait)
+			}
+		})
 	}
 }
 

@@ -62,6 +62,9 @@ type config struct {
 	Profile      string
 	InProcess    bool
 
+	ingestBytes int           // IngestMB in bytes (tests set less)
+	settle      time.Duration // pause before idle and memory readings (tests set less)
+
 	phase  string // child: the phase to run
 	corpus string // child: the corpus description file
 }
@@ -141,6 +144,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			*clients = "1,100"
 		}
 	}
+	cfg.ingestBytes = cfg.IngestMB << 20
+	cfg.settle = 2 * time.Second
 	for _, s := range strings.Split(*clients, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {

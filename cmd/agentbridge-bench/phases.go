@@ -201,7 +201,7 @@ func ingestOne(cfg *config, root, kind string) ([]row, error) {
 	}
 	id := sessionUUID(kind, 999999)
 	marker := "bench-ingest-end-" + kind
-	data, err := longJournal(kind, id, cfg.IngestMB<<20, marker)
+	data, err := longJournal(kind, id, cfg.ingestBytes, marker)
 	if err != nil {
 		return nil, err
 	}
@@ -512,7 +512,7 @@ func phaseFanout(cfg *config) ([]row, error) {
 			Ratio:    fmt.Sprintf("%.2f×", got/base), Target: "—", Verdict: "—",
 		})
 	}
-	encodes, shared, allocs, err := encodeOnce(1000, 200)
+	encodes, shared, allocs, err := encodeOnce(1000, min(200, cfg.FanoutEvents))
 	if err != nil {
 		return nil, err
 	}
@@ -764,7 +764,7 @@ func phaseIdle(cfg *config, c *corpus) ([]row, error) {
 		w.Close()
 		return nil, fmt.Errorf("watch corpus: %w", err)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(cfg.settle)
 	baseCPU, baseWakes := measureIdle(cfg.Idle)
 	w.Close()
 
@@ -787,7 +787,7 @@ func phaseIdle(cfg *config, c *corpus) ([]row, error) {
 	go cl.read(nil)
 	<-cl.ready
 	runtime.GC()
-	time.Sleep(2 * time.Second)
+	time.Sleep(cfg.settle)
 	pings0 := cl.pings.Load()
 	cpu, wakes := measureIdle(cfg.Idle)
 	pings := cl.pings.Load() - pings0
@@ -846,7 +846,7 @@ func phaseRSS(cfg *config, c *corpus) ([]row, error) {
 	for _, cl := range clients {
 		<-cl.ready
 	}
-	time.Sleep(2 * time.Second)
+	time.Sleep(cfg.settle)
 	rss, hwm := memStatus()
 	var m runtimeMem
 	m.read()

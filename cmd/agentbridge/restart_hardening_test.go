@@ -34,8 +34,8 @@ func TestHardeningHelperMain(t *testing.T) {
 	main()
 }
 
-// bridgeProc is a bridge running as a child process.
-type bridgeProc struct {
+// hardBridgeProc is a bridge running as a child process.
+type hardBridgeProc struct {
 	cmd    *exec.Cmd
 	host   string // host:port
 	token  string
@@ -43,9 +43,9 @@ type bridgeProc struct {
 	waited chan error
 }
 
-// startBridgeProc starts the bridge in a child process with env and args
+// hardStartBridgeProc starts the bridge in a child process with env and args
 // and waits for its dashboard URL.
-func startBridgeProc(t *testing.T, env []string, args ...string) *bridgeProc {
+func hardStartBridgeProc(t *testing.T, env []string, args ...string) *hardBridgeProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHardeningHelperMain$", "--"}, args...)...)
 	cmd.Env = append([]string{hardMainEnv + "=1", "PATH=" + os.Getenv("PATH")}, env...)
@@ -53,7 +53,7 @@ func startBridgeProc(t *testing.T, env []string, args ...string) *bridgeProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &bridgeProc{cmd: cmd, stderr: &hardLog{}, waited: make(chan error, 1)}
+	p := &hardBridgeProc{cmd: cmd, stderr: &hardLog{}, waited: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func startBridgeProc(t *testing.T, env []string, args ...string) *bridgeProc {
 	return p
 }
 
-func (p *bridgeProc) get(t *testing.T, path string, v any) {
+func (p *hardBridgeProc) get(t *testing.T, path string, v any) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", "http://"+p.host+path, nil)
 	req.Header.Set("Authorization", "Bearer "+p.token)
@@ -105,7 +105,7 @@ func (p *bridgeProc) get(t *testing.T, path string, v any) {
 	}
 }
 
-func (p *bridgeProc) post(t *testing.T, path, body string) {
+func (p *hardBridgeProc) post(t *testing.T, path, body string) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", "http://"+p.host+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+p.token)
@@ -122,7 +122,7 @@ func (p *bridgeProc) post(t *testing.T, path, body string) {
 }
 
 // sessionsView is GET /v1/sessions reduced to source/id → snapshot JSON.
-func (p *bridgeProc) sessionsView(t *testing.T) (uint64, map[string]string) {
+func (p *hardBridgeProc) sessionsView(t *testing.T) (uint64, map[string]string) {
 	var body struct {
 		Revision uint64 `json:"revision"`
 		Sessions []struct {
@@ -135,12 +135,12 @@ func (p *bridgeProc) sessionsView(t *testing.T) (uint64, map[string]string) {
 	for _, s := range body.Sessions {
 		var id struct{ ID string }
 		json.Unmarshal(s.Snapshot, &id)
-		m[s.Source+"/"+id.ID] = canonJSON(s.Snapshot)
+		m[s.Source+"/"+id.ID] = hardCanonJSON(s.Snapshot)
 	}
 	return body.Revision, m
 }
 
-func canonJSON(b []byte) string {
+func hardCanonJSON(b []byte) string {
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
 		return string(b)
@@ -149,9 +149,9 @@ func canonJSON(b []byte) string {
 	return string(out)
 }
 
-// follower applies the JSON-lines stream to its own state like a client
+// hardFollower applies the JSON-lines stream to its own state like a client
 // would, reconnecting with the last id after a drop.
-type follower struct {
+type hardFollower struct {
 	mu      sync.Mutex
 	state   map[string]string
 	last    uint64
@@ -161,7 +161,7 @@ type follower struct {
 	events  chan struct{}
 }
 
-func (f *follower) snapshot() (map[string]string, uint64, []string, []uint64) {
+func (f *hardFollower) snapshot() (map[string]string, uint64, []string, []uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m := make(map[string]string, len(f.state))
@@ -171,8 +171,8 @@ func (f *follower) snapshot() (map[string]string, uint64, []string, []uint64) {
 	return m, f.last, slices.Clone(f.firsts), slices.Clone(f.ids)
 }
 
-// apply folds one stream record into the follower's state.
-func (f *follower) apply(id uint64, name string, data json.RawMessage, first bool) {
+// apply folds one stream record into the hardFollower's state.
+func (f *hardFollower) apply(id uint64, name string, data json.RawMessage, first bool) {
 	var d struct {
 		Source    string            `json:"source"`
 		Sessions  []json.RawMessage `json:"sessions"`
@@ -200,10 +200,10 @@ func (f *follower) apply(id uint64, name string, data json.RawMessage, first boo
 			}
 		}
 		for _, s := range d.Sessions {
-			f.state[d.Source+"/"+idOf(s)] = canonJSON(s)
+			f.state[d.Source+"/"+idOf(s)] = hardCanonJSON(s)
 		}
 	case "upsert":
-		f.state[d.Source+"/"+idOf(d.Snapshot)] = canonJSON(d.Snapshot)
+		f.state[d.Source+"/"+idOf(d.Snapshot)] = hardCanonJSON(d.Snapshot)
 	case "remove":
 		delete(f.state, d.Source+"/"+d.SessionID)
 	}
@@ -211,7 +211,7 @@ func (f *follower) apply(id uint64, name string, data json.RawMessage, first boo
 
 // follow reads the stream until ctx ends, reconnecting (with the last id)
 // whenever the connection drops or cannot be made.
-func (f *follower) follow(ctx context.Context, hostToken func() (string, string)) {
+func (f *hardFollower) follow(ctx context.Context, hostToken func() (string, string)) {
 	for n := 0; ctx.Err() == nil; {
 		host, token := hostToken()
 		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+host+"/v1/events?format=ndjson", nil)
@@ -264,15 +264,15 @@ func (f *follower) follow(ctx context.Context, hostToken func() (string, string)
 	}
 }
 
-// waitConverged waits until the follower's state equals GET /v1/sessions
+// hardWaitConverged waits until the hardFollower's state equals GET /v1/sessions
 // of p and want holds for it.
-func waitConverged(t *testing.T, f *follower, p *bridgeProc, what string, want func(map[string]string) bool) map[string]string {
+func hardWaitConverged(t *testing.T, f *hardFollower, p *hardBridgeProc, what string, want func(map[string]string) bool) map[string]string {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		_, view := p.sessionsView(t)
 		got, _, _, _ := f.snapshot()
-		if mapsEqual(got, view) && want(view) {
+		if hardMapsEqual(got, view) && want(view) {
 			return view
 		}
 		if time.Now().After(deadline) {
@@ -314,7 +314,7 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 	}
 	env := []string{"HOME=" + home, "EXAMPLE_AGENT_HOME=" + exHome}
 
-	p1 := startBridgeProc(t, env, "--listen", "127.0.0.1:0")
+	p1 := hardStartBridgeProc(t, env, "--listen", "127.0.0.1:0")
 	p1.post(t, "/v1/sources/example-push/publish", `{"op":"upsert","session":{"id":"gone-1","harness":"example-agent","status":"running"}}`)
 
 	var mu sync.Mutex
@@ -325,12 +325,12 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 		return cur.host, cur.token
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &follower{state: map[string]string{}, events: make(chan struct{}, 1)}
+	f := &hardFollower{state: map[string]string{}, events: make(chan struct{}, 1)}
 	done := make(chan struct{})
 	go func() { defer close(done); f.follow(ctx, hostToken) }()
 	defer func() { cancel(); <-done }()
 
-	waitConverged(t, f, p1, "run 1", func(v map[string]string) bool {
+	hardWaitConverged(t, f, p1, "run 1", func(v map[string]string) bool {
 		_, kept := v["example/kept-1"]
 		_, gone := v["example-push/gone-1"]
 		return kept && gone
@@ -343,14 +343,14 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 	<-p1.waited
 	p1.waited <- nil
 
-	p2 := startBridgeProc(t, env, "--listen", p1.host)
+	p2 := hardStartBridgeProc(t, env, "--listen", p1.host)
 	if p2.token != p1.token {
 		t.Errorf("the restarted bridge has another token: the token file was not reused")
 	}
 	mu.Lock()
 	cur = p2
 	mu.Unlock()
-	view := waitConverged(t, f, p2, "after the restart", func(v map[string]string) bool {
+	view := hardWaitConverged(t, f, p2, "after the restart", func(v map[string]string) bool {
 		_, kept := v["example/kept-1"]
 		return kept
 	})
@@ -409,12 +409,12 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("bridge still running 15s after SIGTERM")
 	}
-	if took := time.Since(start); took > shutdownBound {
-		t.Errorf("exit took %v after SIGTERM with an aborted stream, want under %v", took, shutdownBound)
+	if took := time.Since(start); took > hardShutdownBound {
+		t.Errorf("exit took %v after SIGTERM with an aborted stream, want under %v", took, hardShutdownBound)
 	} else {
 		t.Logf("exit took %v after SIGTERM", took)
 	}
-	for _, p := range []*bridgeProc{p1, p2} {
+	for _, p := range []*hardBridgeProc{p1, p2} {
 		if strings.Contains(p.stderr.String(), p.token) {
 			t.Errorf("the token is in the log:\n%s", p.stderr)
 		}
@@ -428,7 +428,7 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 	}
 }
 
-func mapsEqual(a, b map[string]string) bool {
+func hardMapsEqual(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,9 +28,11 @@ import (
 	"github.com/agentbridge/agentbridge/sse"
 )
 
-// Bounds of a clean shutdown.
+// Bounds of a clean shutdown. Streams end as soon as the base context is
+// cancelled, so the grace only covers ordinary requests still running;
+// whatever is left after it is closed.
 const (
-	shutdownGrace   = 5 * time.Second  // for in-flight requests to finish
+	shutdownGrace   = 1 * time.Second  // for in-flight requests to finish
 	sourcesGrace    = 10 * time.Second // for the sources to stop
 	readHeaderLimit = 10 * time.Second
 )
@@ -139,7 +142,11 @@ func serve(parent context.Context, cfg *config.Config, stdout, stderr io.Writer)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	h := hub.New(hub.Options{Logger: log, Registry: reg})
+	ho := hub.Options{Logger: log, Registry: reg}
+	if f := cfg.RevisionFile(); f != "" {
+		ho.Revisions = f // revisions grow across restarts, however fast the last run was
+	}
+	h := hub.New(ho)
 	srcs := buildSources(cfg, log)
 	for _, s := range srcs {
 		if err := h.Add(s); err != nil {
@@ -163,6 +170,7 @@ func serve(parent context.Context, cfg *config.Config, stdout, stderr io.Writer)
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
 		Gatherer: reg, Version: versionString(), Logger: log,
 	}
+	fresh := &freshConns{}
 	srv := &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: readHeaderLimit,
@@ -170,6 +178,7 @@ func serve(parent context.Context, cfg *config.Config, stdout, stderr io.Writer)
 		MaxHeaderBytes:    64 << 10,
 		// No WriteTimeout: it would cut every event stream.
 		BaseContext: func(net.Listener) context.Context { return ctx },
+		ConnState:   fresh.track,
 		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 
@@ -190,14 +199,7 @@ func serve(parent context.Context, cfg *config.Config, stdout, stderr io.Writer)
 	case serveErr = <-serveDone:
 		serveDone <- nil
 	}
-	stop() // ends the sources and every open stream
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(parent), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("requests still open at shutdown; closing them", "err", err)
-		srv.Close()
-	}
-	<-serveDone
+	shutdown(srv, stop, serveDone, fresh, shutdownGrace, log)
 	select {
 	case <-hubDone:
 	case <-time.After(sourcesGrace):
@@ -208,6 +210,58 @@ func serve(parent context.Context, cfg *config.Config, stdout, stderr io.Writer)
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// shutdown stops srv quickly and within a bound: cancel (the base context
+// of every request) ends the sources and every open stream at once; then
+// Shutdown closes the listener and the idle connections and waits up to
+// grace for requests in flight. Connections that have not sent a request
+// yet (a browser's or Node's spare connection) would hold Shutdown up for
+// 5 s (net/http treats them as busy until then), so they are closed as
+// soon as the listener is; whatever is still open after grace is closed.
+// serveDone delivers Serve's return.
+func shutdown(srv *http.Server, cancel context.CancelFunc, serveDone <-chan error, fresh *freshConns, grace time.Duration, log *slog.Logger) {
+	cancel()
+	sctx, done := context.WithTimeout(context.Background(), grace)
+	defer done()
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(sctx) }()
+	<-serveDone // the listener is closed: no connection is accepted any more
+	fresh.closeAll()
+	if err := <-shut; err != nil {
+		log.Warn("requests still open at shutdown; closing them", "err", err)
+		srv.Close()
+	}
+}
+
+// freshConns tracks the server's connections that have not sent a request
+// yet (http.StateNew), as its ConnState hook.
+type freshConns struct {
+	mu sync.Mutex
+	m  map[net.Conn]struct{}
+}
+
+func (f *freshConns) track(c net.Conn, st http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st == http.StateNew {
+		if f.m == nil {
+			f.m = map[net.Conn]struct{}{}
+		}
+		f.m[c] = struct{}{}
+		return
+	}
+	delete(f.m, c)
+}
+
+// closeAll closes every connection still waiting for its first request.
+func (f *freshConns) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.m {
+		c.Close()
+	}
+	clear(f.m)
 }
 
 // dashboardURL is the URL to open: the listen address made dialable, with

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -320,5 +322,54 @@ func TestServeBuildsTheConfiguredSources(t *testing.T) {
 				t.Errorf("sources %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestServeShutsDownQuicklyWithOpenConnections: cancelling serve (SIGTERM)
+// ends it promptly although clients hold connections open: a stream that is
+// read, a stream whose reader stopped, and a connection that never sent a
+// request (Node's fetch keeps such a spare connection; net/http's Shutdown
+// waited 5 s for it). The bound is generous; the bug took seconds. (A
+// stream blocked writing to a stalled reader is covered in package sse.)
+func TestServeShutsDownQuicklyWithOpenConnections(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	u, stop, stderr := startServe(t, []string{"HOME=" + home}, "--listen=127.0.0.1:0")
+	token := u.Query().Get("token")
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.DialTimeout("tcp", u.Host, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	for _, path := range []string{"/v1/events", "/v1/events?format=ndjson"} {
+		for _, read := range []bool{true, false} {
+			c := dial()
+			fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", path, u.Host, token)
+			br := bufio.NewReader(c)
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "200") {
+				t.Fatalf("%s: %q %v", path, line, err)
+			}
+			c.SetReadDeadline(time.Time{})
+			if read {
+				go io.Copy(io.Discard, br)
+			}
+		}
+	}
+	silent := dial() // connected, never sends a request
+	// Make sure the server has accepted it before stopping.
+	silent.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	silent.Read(make([]byte, 1))
+
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Errorf("serve returned %v, want nil", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("shutdown took %v with open streams and a silent connection, want well under 2s; stderr:\n%s", took, stderr)
 	}
 }

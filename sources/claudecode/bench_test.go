@@ -54,7 +54,7 @@ func BenchmarkMapper(b *testing.B) {
 // nopPublisher takes everything and keeps nothing.
 type nopPublisher struct{}
 
-func (nopPublisher) Reset([]*validate.Session) error              { return nil }
+func (nopPublisher) Reset([]*validate.Session) error               { return nil }
 func (nopPublisher) Upsert(*validate.Session) error                { return nil }
 func (nopPublisher) Event(string, string, agentbridge.Event) error { return nil }
 func (nopPublisher) Remove(string) error                           { return nil }

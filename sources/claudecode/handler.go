@@ -171,6 +171,11 @@ func (h *handler) ScanDone() {
 		for _, pid := range h.regPIDs() {
 			h.applyRegistry(h.regs[pid], "")
 		}
+		for _, id := range sortedKeys(h.pending) {
+			if se := h.sessions[id]; se != nil && se.m.Started() {
+				h.joinPending(id)
+			}
+		}
 		if h.registryExists() {
 			for _, id := range h.sessionIDs() {
 				se := h.sessions[id]
@@ -178,11 +183,6 @@ func (h *handler) ScanDone() {
 					se.exited = true
 					h.publish(id, se, se.m.Exited(se.m.LastAt(), nil, ""))
 				}
-			}
-		}
-		for _, id := range sortedKeys(h.pending) {
-			if se := h.sessions[id]; se != nil && se.m.Started() {
-				h.joinPending(id)
 			}
 		}
 	}
@@ -397,6 +397,12 @@ func (h *handler) applyRegistry(rp *regProc, prev string) {
 	se := h.session(rp.id)
 	h.syncExit(rp.id, se)
 	if se.pid != pid {
+		if s := h.ss.Get(rp.id); s != nil && s.Snapshot().Status == agentbridge.StatusExited {
+			// A new process took up a session whose process exited
+			// (claude --resume): the old observation ends, a new one
+			// starts, bound to the new process.
+			h.ss.Stop(rp.id, "resumed by a new process")
+		}
 		se.pid, se.exited = pid, false
 		se.m.SetOrigin(pid, rp.entry.Cwd, rp.entry.StartedAt)
 		if se.m.Started() {
@@ -424,7 +430,7 @@ func (h *handler) childLine(path string, k fileKind, parentSID, agentID string, 
 		c.parent = SessionID(parentSID)
 		c.meta = readMeta(path)
 		if c.meta.ToolUseID == "" {
-			c.track = NewMapper(c.parent, MapperOptions{})
+			c.track = NewMapper(c.parent, MapperOptions{Sidechain: true})
 		}
 		h.pending[c.parent] = append(h.pending[c.parent], c) // joined at Idle or ScanDone
 	}

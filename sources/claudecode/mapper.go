@@ -39,6 +39,7 @@ const (
 type Mapper struct {
 	id         string
 	inferWaits bool
+	sidechain  bool
 
 	started bool
 	pid     int
@@ -65,6 +66,8 @@ type Mapper struct {
 	regWait string        // open registry wait id
 
 	out []agentbridge.Event
+	dec decoder
+	rec record
 }
 
 type openTool struct {
@@ -85,6 +88,10 @@ type MapperOptions struct {
 	// InferWaits opens a wait on a pending AskUserQuestion or ExitPlanMode
 	// tool_use. Set it when no registry with status observes waits.
 	InferWaits bool
+	// Sidechain says the transcript is a subagent's own: its records, all
+	// marked isSidechain, are read as the session's (in a root transcript
+	// they belong to a subagent and are skipped).
+	Sidechain bool
 }
 
 // NewMapper returns a mapper for the session with the given id (the
@@ -95,6 +102,7 @@ func NewMapper(sessionID string, o MapperOptions) *Mapper {
 		id:         SessionID(sessionID),
 		pid:        o.PID,
 		inferWaits: o.InferWaits,
+		sidechain:  o.Sidechain,
 		tools:      map[string]*openTool{},
 		subs:       map[string]*subagent{},
 		agents:     map[string]string{},
@@ -140,11 +148,12 @@ func (m *Mapper) Line(line []byte) ([]agentbridge.Event, error) {
 	if line[0] != '{' {
 		return nil, fmt.Errorf("%w: not a JSON object", ErrMalformed)
 	}
-	var r record
-	if err := json.Unmarshal(line, &r); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrMalformed, jsonProblem(err))
+	r := &m.rec
+	if err := m.dec.decode(line, r); err != nil {
+		*r = record{}
+		return nil, fmt.Errorf("%w: %s", ErrMalformed, err)
 	}
-	m.record(&r)
+	m.record(r)
 	return m.out, nil
 }
 
@@ -170,6 +179,9 @@ func (m *Mapper) Start() []agentbridge.Event {
 }
 
 func (m *Mapper) record(r *record) {
+	if m.sidechain {
+		r.IsSidechain = false
+	}
 	at := parseTime(r.Timestamp)
 	if at > m.lastAt {
 		m.lastAt = at
@@ -287,10 +299,10 @@ func (m *Mapper) updateTitle(at int64) {
 // ---- user records ----
 
 func (m *Mapper) user(r *record, at int64) {
-	msg, ok := r.decodeMessage()
-	if !ok {
+	if !r.hasMsg {
 		return
 	}
+	msg := &r.msg
 	var text strings.Builder
 	hasImage := false
 	for i, b := range msg.blocks() {
@@ -301,7 +313,7 @@ func (m *Mapper) user(r *record, at int64) {
 			if text.Len() > 0 {
 				text.WriteByte('\n')
 			}
-			text.WriteString(b.Text)
+			text.WriteString(b.text())
 		case "image", "document":
 			hasImage = true
 		}
@@ -459,7 +471,7 @@ func (m *Mapper) taskNotification(text string, at int64) {
 // ---- assistant records ----
 
 func (m *Mapper) assistant(r *record, at int64) {
-	msg, _ := r.decodeMessage()
+	msg := &r.msg
 	if r.IsAPIError {
 		if m.turn != "" {
 			m.finishTurn(agentbridge.OutcomeError, apiErrorSummary(r), at)

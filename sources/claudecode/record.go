@@ -6,100 +6,62 @@ import (
 	"strings"
 )
 
-// record is the part of a transcript line the mapper reads. Nested parts it
-// may not need (message, toolUseResult) stay raw, so a long tool output is
-// scanned once and never copied into strings.
+// record is the part of a transcript line the mapper reads (see decoder).
+// Raw fields are slices of the line, valid while the line is.
 type record struct {
-	Type        string          `json:"type"`
-	Subtype     string          `json:"subtype"`
-	UUID        string          `json:"uuid"`
-	PromptID    string          `json:"promptId"`
-	SessionID   string          `json:"sessionId"`
-	Cwd         string          `json:"cwd"`
-	Timestamp   string          `json:"timestamp"`
-	IsSidechain bool            `json:"isSidechain"`
-	IsMeta      bool            `json:"isMeta"`
-	IsCompact   bool            `json:"isCompactSummary"`
-	IsVisibleTO bool            `json:"isVisibleInTranscriptOnly"`
-	IsAPIError  bool            `json:"isApiErrorMessage"`
-	Error       json.RawMessage `json:"error"`
-	APIStatus   json.RawMessage `json:"apiErrorStatus"`
+	Type        string
+	Subtype     string
+	UUID        string
+	PromptID    string
+	SessionID   string
+	Cwd         string
+	Timestamp   string
+	IsSidechain bool
+	IsMeta      bool
+	IsCompact   bool
+	IsVisibleTO bool
+	IsAPIError  bool
+	Error       json.RawMessage
+	APIStatus   json.RawMessage
 	Origin      *struct {
 		Kind string `json:"kind"`
-	} `json:"origin"`
-	Message       json.RawMessage `json:"message"`
-	ToolUseResult json.RawMessage `json:"toolUseResult"`
-	Attachment    json.RawMessage `json:"attachment"`
+	}
+	ToolUseResult json.RawMessage
+	Attachment    json.RawMessage
 
 	// metadata records
-	CustomTitle string `json:"customTitle"`
-	AITitle     string `json:"aiTitle"`
-	Summary     string `json:"summary"`
+	CustomTitle string
+	AITitle     string
+	Summary     string
+
+	hasMsg bool    // message was an object
+	msg    message // its fields
 }
 
 // message is the inner API message of user and assistant records.
 type message struct {
-	Model      string          `json:"model"`
-	StopReason string          `json:"stop_reason"`
-	Content    json.RawMessage `json:"content"` // a string or an array of blocks
+	Model      string
+	StopReason string
+	content    []block // a string content is one text block
 }
 
 // block is one content block of a message.
 type block struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	IsError   bool            `json:"is_error"`
-	Content   json.RawMessage `json:"content"`
+	Type      string
+	textRaw   []byte // the raw JSON string of "text"
+	ID        string
+	Name      string
+	Input     json.RawMessage
+	ToolUseID string
+	IsError   bool
+	Content   json.RawMessage
 }
 
-// decodeMessage decodes m's message; a missing or non-object message gives
-// a zero message and false.
-func (r *record) decodeMessage() (message, bool) {
-	var m message
-	if len(r.Message) == 0 || r.Message[0] != '{' {
-		return m, false
-	}
-	if err := json.Unmarshal(r.Message, &m); err != nil {
-		return message{}, false
-	}
-	return m, true
-}
+// text returns the block's text.
+func (b *block) text() string { return unquote(b.textRaw) }
 
-// content returns the message content as blocks; a plain string becomes one
-// text block.
-func (m *message) blocks() []block {
-	c := bytes.TrimSpace(m.Content)
-	if len(c) == 0 {
-		return nil
-	}
-	switch c[0] {
-	case '"':
-		var s string
-		if json.Unmarshal(c, &s) != nil {
-			return nil
-		}
-		return []block{{Type: "text", Text: s}}
-	case '[':
-		var raw []json.RawMessage
-		if json.Unmarshal(c, &raw) != nil {
-			return nil
-		}
-		out := make([]block, 0, len(raw))
-		for _, r := range raw {
-			var b block
-			if len(r) == 0 || r[0] != '{' || json.Unmarshal(r, &b) != nil {
-				continue // a malformed block is skipped, not the record
-			}
-			out = append(out, b)
-		}
-		return out
-	}
-	return nil
-}
+// blocks returns the message content as blocks.
+func (m *message) blocks() []block { return m.content }
 
 // Interrupt and denial markers Claude Code writes into user records.
 const (

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,6 +161,9 @@ func TestStartupScan(t *testing.T) {
 	if s.PID != 0 {
 		t.Errorf("exited session has pid %d", s.PID)
 	}
+	if len(s.Subagents) != 1 || s.Subagents[0].ID != "agent-abc" || s.Subagents[0].Status != agentbridge.SubagentCancelled {
+		t.Errorf("subagent of the exited session: %+v, want agent-abc cancelled", s.Subagents)
+	}
 	e.view.mu.Lock()
 	ids := make([]string, 0, len(e.view.snaps))
 	for id := range e.view.snaps {
@@ -207,4 +211,101 @@ func TestHarnessSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.view.waitFor(t, "switched on", sid, func(_ agentbridge.Snapshot, ok bool) bool { return ok })
+}
+
+// TestResumeAfterExit: a session whose process exited is taken up by a new
+// process (claude --resume): it is bound to the new process, whose death
+// is observed again.
+func TestResumeAfterExit(t *testing.T) {
+	e := startLive(t, nil)
+	p1 := helper(t)
+	const sid = "eeeeeeee-0000-4000-8000-000000000005"
+	e.registry(p1.Process.Pid, sid, "idle", "", 1)
+	e.append(filepath.Join("projects", "-work-proj", sid+".jsonl"), prompt(sid, 1, "p", "hello"), reply(sid, 2, "hi", "end_turn"))
+	e.view.waitFor(t, "first process", sid, func(s agentbridge.Snapshot, ok bool) bool {
+		return ok && s.Status == agentbridge.StatusDone && s.PID == p1.Process.Pid
+	})
+	if err := os.Remove(filepath.Join(e.dir, "sessions", fmt.Sprintf("%d.json", p1.Process.Pid))); err != nil {
+		t.Fatal(err)
+	}
+	e.view.waitFor(t, "first process exits", sid, status(agentbridge.StatusExited))
+
+	p2 := helper(t)
+	e.registry(p2.Process.Pid, sid, "idle", "", 2)
+	s := e.view.waitFor(t, "resumed", sid, func(s agentbridge.Snapshot, ok bool) bool {
+		return ok && s.Status == agentbridge.StatusIdle && s.PID == p2.Process.Pid
+	})
+	if s.Title != "hello" {
+		t.Errorf("resumed session title %q", s.Title)
+	}
+	e.append(filepath.Join("projects", "-work-proj", sid+".jsonl"), prompt(sid, 3, "p2", "again"))
+	e.view.waitFor(t, "resumed turn", sid, status(agentbridge.StatusRunning))
+	if err := p2.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	e.view.waitFor(t, "second process killed", sid, status(agentbridge.StatusExited))
+}
+
+// TestOwnSubagentTranscript: a 2.1.2+ subagent transcript that no parent
+// tool names (no toolUseId in its sidecar, no open Agent tool) is shown as
+// a subagent of its own and ends with its transcript's turn.
+func TestOwnSubagentTranscript(t *testing.T) {
+	e := startLive(t, nil)
+	const sid = "ffffffff-0000-4000-8000-000000000006"
+	e.append(filepath.Join("projects", "-w", sid+".jsonl"), prompt(sid, 1, "p", "work"), reply(sid, 2, "done", "end_turn"))
+	e.view.waitFor(t, "parent", sid, status(agentbridge.StatusDone))
+	sub := filepath.Join("projects", "-w", sid, "subagents")
+	e.write(filepath.Join(sub, "agent-q1.meta.json"), `{"agentType":"general-purpose","description":"Background check"}`)
+	e.append(filepath.Join(sub, "agent-q1.jsonl"), rec(sid, 3, "user", `"isSidechain":true,"agentId":"q1","message":{"role":"user","content":"check"}`))
+	s := e.view.waitFor(t, "own subagent", sid, func(s agentbridge.Snapshot, ok bool) bool {
+		return ok && len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentRunning
+	})
+	if s.Subagents[0].ID != "agent-q1" || s.Subagents[0].Type != "general-purpose" || s.Subagents[0].Title != "Background check" {
+		t.Errorf("subagent %+v", s.Subagents[0])
+	}
+	e.append(filepath.Join(sub, "agent-q1.jsonl"), rec(sid, 4, "assistant", `"isSidechain":true,"agentId":"q1","message":{"model":"claude-haiku-4-5","role":"assistant","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn"}`))
+	e.view.waitFor(t, "own subagent ends", sid, func(s agentbridge.Snapshot, ok bool) bool {
+		return ok && len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentCompleted
+	})
+}
+
+// TestPIDReuse: a registry file left by a crashed claude whose pid now
+// names a younger, unrelated process is not taken as live.
+func TestPIDReuse(t *testing.T) {
+	e := startLive(t, nil)
+	p := helper(t)
+	pid := p.Process.Pid
+	const sid = "99999999-0000-4000-8000-000000000007"
+	stale := fmt.Sprintf(`{"pid":%d,"sessionId":%q,"cwd":"/work/proj","startedAt":%d,"status":"busy"}`, pid, sid, time.Now().Add(-time.Hour).UnixMilli())
+	e.write(filepath.Join("sessions", fmt.Sprintf("%d.json", pid)), stale)
+	e.view.waitFor(t, "stale registry entry", sid, status(agentbridge.StatusExited))
+}
+
+// TestMalformedLineDiagnostic: a transcript line that is not JSON is
+// skipped with a typed diagnostic that names no path and quotes nothing;
+// the lines after it are read as usual.
+func TestMalformedLineDiagnostic(t *testing.T) {
+	e := startLive(t, nil)
+	const sid = "88888888-0000-4000-8000-000000000008"
+	e.append(filepath.Join("projects", "-w", sid+".jsonl"), `{"type":"user","secret-ish /home/alice/x`, prompt(sid, 1, "p", "after the bad line"))
+	e.view.waitFor(t, "line after the bad one", sid, status(agentbridge.StatusRunning))
+	deadline := time.After(10 * time.Second)
+	for {
+		e.view.mu.Lock()
+		diags := append([]agentbridge.Diagnostic(nil), e.view.diags...)
+		e.view.mu.Unlock()
+		for _, d := range diags {
+			if d.Code == "invalid-json" {
+				if strings.Contains(d.Message, "/") || strings.Contains(d.Message, "alice") {
+					t.Errorf("diagnostic leaks: %q", d.Message)
+				}
+				return
+			}
+		}
+		select {
+		case <-e.view.changed:
+		case <-deadline:
+			t.Fatalf("no invalid-json diagnostic; got %+v", diags)
+		}
+	}
 }

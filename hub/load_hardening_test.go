@@ -1,0 +1,405 @@
+package hub_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/api"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sse"
+)
+
+// hardLoadBridge is a real hub, stream and API over a real listener, with a
+// push source "load" (harness "load-agent").
+type hardLoadBridge struct {
+	h    *hub.Hub
+	reg  *prometheus.Registry
+	url  string
+	host string
+}
+
+const hardLoadToken = "load-token-0123456789abcdef0123"
+
+func hardNewLoadBridge(t *testing.T, ho hub.Options, so sse.Options) *hardLoadBridge {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	ho.Registry = reg
+	h := hub.New(ho)
+	if err := h.AddPush(agentbridge.SourceInfo{ID: "load", DisplayName: "Load", EnvironmentVariables: []string{},
+		Harnesses: []agentbridge.Harness{{ID: "load-agent", DisplayName: "Load Agent"}}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); h.Run(ctx) }()
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Listener = hardSmallBufListener{ts.Listener}
+	ts.Config.BaseContext = func(net.Listener) context.Context { return ctx }
+	b := &hardLoadBridge{h: h, reg: reg, host: ts.Listener.Addr().String()}
+	b.url = "http://" + b.host
+	s := &api.Server{Hub: h, Events: sse.New(h, so), Addr: b.host, Token: hardLoadToken, OpenAPI: []byte("openapi: 3.0.3\n")}
+	ts.Config.Handler = s.Handler()
+	ts.Start()
+	t.Cleanup(func() { cancel(); ts.CloseClientConnections(); ts.Close(); <-hubDone })
+	return b
+}
+
+// hardSmallBufListener gives accepted connections an 8 KiB send buffer, so a
+// client that stops reading stalls the server's writes after little data
+// instead of after the megabytes loopback autotuning allows.
+type hardSmallBufListener struct{ net.Listener }
+
+func (l hardSmallBufListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(8 << 10)
+	}
+	return c, err
+}
+
+func (b *hardLoadBridge) counter(name string) float64 {
+	mfs, _ := b.reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			var sum float64
+			for _, m := range mf.GetMetric() {
+				sum += hardMetricValue(m)
+			}
+			return sum
+		}
+	}
+	return 0
+}
+
+func hardMetricValue(m *dto.Metric) float64 {
+	if c := m.GetCounter(); c != nil {
+		return c.GetValue()
+	}
+	if g := m.GetGauge(); g != nil {
+		return g.GetValue()
+	}
+	return 0
+}
+
+// sessionsView returns GET /v1/sessions as source/id → canonical snapshot.
+func (b *hardLoadBridge) sessionsView(t testing.TB) (uint64, map[string]string) {
+	req, _ := http.NewRequest("GET", b.url+"/v1/sessions", nil)
+	req.Header.Set("Authorization", "Bearer "+hardLoadToken)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("GET /v1/sessions: %v", err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Revision uint64 `json:"revision"`
+		Sessions []struct {
+			Source   string          `json:"source"`
+			Snapshot json.RawMessage `json:"snapshot"`
+		} `json:"sessions"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("GET /v1/sessions: %v", err)
+	}
+	m := map[string]string{}
+	for _, s := range body.Sessions {
+		m[s.Source+"/"+hardSnapID(s.Snapshot)] = hardCanon(s.Snapshot)
+	}
+	return body.Revision, m
+}
+
+func hardSnapID(b json.RawMessage) string {
+	var v struct{ ID string }
+	json.Unmarshal(b, &v)
+	return v.ID
+}
+
+func hardCanon(b []byte) string {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return string(b)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}
+
+// hardHonestReader follows the SSE stream, applies it, and resumes with
+// Last-Event-ID whenever it is dropped.
+type hardHonestReader struct {
+	mu    sync.Mutex
+	state map[string]string
+	last  uint64
+	conns int
+}
+
+func (r *hardHonestReader) view() (uint64, map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := make(map[string]string, len(r.state))
+	for k, v := range r.state {
+		m[k] = v
+	}
+	return r.last, m
+}
+
+func (r *hardHonestReader) apply(id uint64, name string, data []byte) {
+	var d struct {
+		Source    string            `json:"source"`
+		Sessions  []json.RawMessage `json:"sessions"`
+		Snapshot  json.RawMessage   `json:"snapshot"`
+		SessionID string            `json:"sessionId"`
+	}
+	json.Unmarshal(data, &d)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last = id
+	switch name {
+	case "reset":
+		for k := range r.state {
+			if strings.HasPrefix(k, d.Source+"/") {
+				delete(r.state, k)
+			}
+		}
+		for _, s := range d.Sessions {
+			r.state[d.Source+"/"+hardSnapID(s)] = hardCanon(s)
+		}
+	case "upsert":
+		r.state[d.Source+"/"+hardSnapID(d.Snapshot)] = hardCanon(d.Snapshot)
+	case "remove":
+		delete(r.state, d.Source+"/"+d.SessionID)
+	}
+}
+
+func (r *hardHonestReader) run(ctx context.Context, base string) {
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/events", nil)
+		req.Header.Set("Authorization", "Bearer "+hardLoadToken)
+		r.mu.Lock()
+		if r.last != 0 {
+			req.Header.Set("Last-Event-ID", fmt.Sprint(r.last))
+		}
+		r.conns++
+		r.mu.Unlock()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 16<<20)
+		var id uint64
+		var name, data string
+		for sc.Scan() { // fields in any order; an empty line dispatches
+			line := sc.Text()
+			switch {
+			case line == "":
+				if data != "" {
+					r.apply(id, name, []byte(data))
+				}
+				name, data = "", ""
+			case strings.HasPrefix(line, "id: "):
+				fmt.Sscan(line[4:], &id)
+			case strings.HasPrefix(line, "event: "):
+				name = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				data = line[6:]
+			}
+		}
+		resp.Body.Close()
+	}
+}
+
+// hardStuckClient opens a stream and never reads it, with a tiny receive
+// buffer so that the server's writes stall soon.
+func hardStuckClient(t *testing.T, host string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", host, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.(*net.TCPConn).SetReadBuffer(1024)
+	fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", host, hardLoadToken)
+	return c
+}
+
+func hardHeapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+// TestHardeningLoadWithStuckClients: 4 publishers post 2,000 operations
+// over HTTP while 40 stream clients never read and one honest client
+// does. The publishers never wait on the clients, the stuck clients are cut
+// off (their connections closed), memory stays bounded, and the honest
+// client's state ends equal to GET /v1/sessions.
+func TestHardeningLoadWithStuckClients(t *testing.T) {
+	const (
+		publishers = 4
+		perPub     = 500
+		stuck      = 40
+		sessions   = 50 // per publisher
+	)
+	quiet := slog.New(slog.DiscardHandler)
+	b := hardNewLoadBridge(t, hub.Options{QueueSize: 256, Logger: quiet}, sse.Options{BufferSize: 64, WriteTimeout: time.Second, Logger: quiet})
+	base := hardHeapInUse()
+	goroutines0 := runtime.NumGoroutine()
+
+	var conns []net.Conn
+	for range stuck {
+		conns = append(conns, hardStuckClient(t, b.host))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	hr := &hardHonestReader{state: map[string]string{}}
+	readerDone := make(chan struct{})
+	go func() { defer close(readerDone); hr.run(ctx, b.url) }()
+	defer func() { cancel(); <-readerDone }()
+
+	// Every client is subscribed before the first publish: a stream that
+	// starts after the load is merely idle, not stuck.
+	deadline := time.Now().Add(20 * time.Second)
+	for b.counter("agentbridge_stream_clients") < stuck+1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %v of %d stream clients subscribed within 20s", b.counter("agentbridge_stream_clients"), stuck+1)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	title := strings.Repeat("a long title to fill buffers ", 4)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var slowest time.Duration
+	errs := make(chan error, publishers)
+	client := &http.Client{Timeout: 30 * time.Second}
+	for p := range publishers {
+		wg.Go(func() {
+			for i := range perPub {
+				id := fmt.Sprintf("p%d-s%02d", p, i%sessions)
+				var body string
+				if i%17 == 16 {
+					body = fmt.Sprintf(`{"op":"remove","sessionId":%q}`, id)
+				} else {
+					body = fmt.Sprintf(`{"op":"upsert","session":{"id":%q,"harness":"load-agent","status":"running","title":"%s %d"}}`, id, title, i)
+				}
+				req, _ := http.NewRequest("POST", b.url+"/v1/sources/load/publish", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+hardLoadToken)
+				req.Header.Set("Content-Type", "application/json")
+				start := time.Now()
+				resp, err := client.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					errs <- fmt.Errorf("publish %s: %d", body, resp.StatusCode)
+					return
+				}
+				d := time.Since(start)
+				mu.Lock()
+				slowest = max(slowest, d)
+				mu.Unlock()
+			}
+		})
+	}
+	pubDone := make(chan struct{})
+	go func() { wg.Wait(); close(pubDone) }()
+	select {
+	case <-pubDone:
+	case err := <-errs:
+		t.Fatalf("publisher: %v", err)
+	case <-time.After(90 * time.Second):
+		t.Fatalf("publishers did not finish within 90s: they are blocked")
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("publisher: %v", err)
+	default:
+	}
+
+	// Every stuck client is cut off: the server closes its connection.
+	var cutWG sync.WaitGroup
+	closed := make(chan bool, stuck)
+	for _, c := range conns {
+		cutWG.Go(func() {
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			n, err := io.Copy(io.Discard, c)
+			c.Close()
+			closed <- err == nil // EOF: closed by the server
+			_ = n
+		})
+	}
+	cutWG.Wait()
+	close(closed)
+	cut := 0
+	for ok := range closed {
+		if ok {
+			cut++
+		}
+	}
+	if cut != stuck {
+		t.Errorf("%d of %d stuck clients were cut off within 30s", cut, stuck)
+	}
+	// They end either by the hub's queue overflowing (counted as cut off)
+	// or by a write timing out in the stream layer; both close the
+	// connection, which is what the client sees.
+	hubCut := b.counter("agentbridge_stream_clients_cut_off_total")
+
+	// The honest reader converges on GET /v1/sessions.
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		rev, want := b.sessionsView(t)
+		last, got := hr.view()
+		if last >= rev && len(got) == len(want) && fmt.Sprint(got) == fmt.Sprint(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			for k, v := range got {
+				if want[k] != v {
+					t.Errorf("honest reader has %s = %s; GET /v1/sessions has %q", k, v, want[k])
+				}
+			}
+			for k, v := range want {
+				if _, ok := got[k]; !ok {
+					t.Errorf("honest reader lacks %s = %s", k, v)
+				}
+			}
+			t.Fatalf("honest reader at %d with %d sessions; GET /v1/sessions at %d with %d", last, len(got), rev, len(want))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	<-readerDone
+
+	grown := int64(hardHeapInUse()) - int64(base)
+	t.Logf("slowest publish %v; heap grew %d KiB; honest reader connected %d times; %d of %d stuck clients cut off (%v by the hub's queue)",
+		slowest, grown>>10, hr.conns, cut, stuck, hubCut)
+	if grown > 32<<20 {
+		t.Errorf("heap in use grew by %d MiB, want under 32 MiB (the ring is bounded at 8 MiB)", grown>>20)
+	}
+	// No goroutine outlives its client.
+	deadline = time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > goroutines0+5 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > goroutines0+5 {
+		t.Errorf("%d goroutines after every client left, %d before they came", n, goroutines0)
+	}
+}
