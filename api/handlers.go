@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sse"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -123,7 +124,7 @@ func harnessSwitchIssues(body []byte) []validate.Issue {
 }
 
 func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
-	f, err := parseFilter(r, "")
+	f, err := parseFilter(r)
 	if err != nil {
 		s.problem(w, r, err)
 		return
@@ -146,6 +147,10 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e, ok := s.Hub.Session(source, id)
+	if !ok && !s.sourceExists(source) {
+		s.problem(w, r, errorf(http.StatusNotFound, "unknown-source", "no source has this id"))
+		return
+	}
 	if !ok {
 		s.problem(w, r, errorf(http.StatusNotFound, "unknown-session", "no session with this source and id"))
 		return
@@ -179,6 +184,15 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	if v := r.URL.Query().Get("format"); v != "" && v != "ndjson" && v != "sse" {
 		s.problem(w, r, errorf(http.StatusBadRequest, "bad-query", "format must be ndjson or sse"))
+		return
+	}
+	if r.Method == http.MethodHead { // the headers of a stream, without one
+		w.Header().Set("Content-Type", "text/event-stream")
+		if sse.WantsNDJSON(r) {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	s.Events.Serve(w, r, f)
@@ -256,8 +270,34 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	ops, single, issues := DecodeOps(body)
+	checker, _ := s.Hub.(Checker)
+	// An unknown or non-push source is answered as such, whatever the body.
+	if checker != nil {
+		if err := checker.Check(source, nil); err != nil {
+			s.problem(w, r, err)
+			return
+		}
+	}
+	ops, single, issues, bad := decodeOps(body, s.enabledHarnesses(source))
+	if len(issues) > 0 && checker != nil {
+		// Report every issue: also those the hub finds in the operations
+		// that decoded (an unknown wait, a missing harness), each checked
+		// against the state the earlier ones leave.
+		clean := make([]hub.Op, len(ops))
+		for i, op := range ops {
+			if !bad[i] {
+				clean[i] = op
+			}
+		}
+		var inv *hub.InvalidError
+		if err := checker.Check(source, clean); errors.As(err, &inv) {
+			issues = mergeIssues(issues, inv.Issues)
+		}
+	}
 	if len(issues) > 0 {
+		if single {
+			issues = unnestSingle(issues)
+		}
 		e := errorf(http.StatusUnprocessableEntity, "invalid-operation", "the operations were rejected; nothing was applied")
 		e.Issues = issues
 		s.problem(w, r, e)
@@ -273,6 +313,54 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, http.StatusOK, PublishResult{Revision: s.Hub.Revision()})
+}
+
+// sourceExists reports whether a source has this id.
+func (s *Server) sourceExists(id string) bool {
+	for _, st := range s.Hub.Sources() {
+		if st.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// enabledHarnesses returns the switched-on harnesses of a source (nil when
+// there is no such source).
+func (s *Server) enabledHarnesses(source string) validate.Harnesses {
+	for _, st := range s.Hub.Sources() {
+		if st.ID != source {
+			continue
+		}
+		hs := validate.Harnesses{}
+		for _, h := range st.Harnesses {
+			hs[h.ID] = h.Enabled
+		}
+		return hs
+	}
+	return nil
+}
+
+// mergeIssues merges two lists of issues of an array of operations, each in
+// operation order, into one in operation order ("$[2]…" after "$[1]…").
+func mergeIssues(a, b []validate.Issue) []validate.Issue {
+	out := append(slices.Clone(a), b...)
+	slices.SortStableFunc(out, func(x, y validate.Issue) int { return opIndex(x.Path) - opIndex(y.Path) })
+	return out
+}
+
+// opIndex is the operation index i of a path "$[i]…"; -1 for any other.
+func opIndex(path string) int {
+	rest, ok := strings.CutPrefix(path, "$[")
+	if !ok {
+		return -1
+	}
+	n, _, ok := strings.Cut(rest, "]")
+	i, err := strconv.Atoi(n)
+	if !ok || err != nil {
+		return -1
+	}
+	return i
 }
 
 // unnestSingle rewrites "$[0]…" paths to "$…" for a request that sent one

@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -102,6 +103,17 @@ func (f *fakeHub) Publish(source string, ops []hub.Op) error {
 	}
 	f.published = ops
 	f.rev += uint64(len(ops))
+	return nil
+}
+
+// Check answers Publish's error for an empty ops (the source check) and
+// nil otherwise.
+func (f *fakeHub) Check(source string, ops []hub.Op) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(ops) == 0 && f.publishErr != nil && !errors.Is(f.publishErr, hub.ErrInvalid) {
+		return f.publishErr
+	}
 	return nil
 }
 

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/validate"
@@ -153,8 +156,21 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	writeProblem(w, errorf(http.StatusNotFound, "not-found", "no route for this path"))
 }
 
-// handleMethodNotAllowed answers a known path with the wrong method.
+// handleMethodNotAllowed answers a known path with the wrong method, with
+// the Allow header RFC 9110 asks for.
 func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	if s.router != nil {
+		var allow []string
+		if s.router.Match(chi.NewRouteContext(), http.MethodGet, r.URL.Path) {
+			allow = append(allow, http.MethodGet, http.MethodHead) // HEAD goes wherever GET does
+		}
+		if s.router.Match(chi.NewRouteContext(), http.MethodPost, r.URL.Path) {
+			allow = append(allow, http.MethodPost)
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+		}
+	}
 	writeProblem(w, errorf(http.StatusMethodNotAllowed, "method-not-allowed", "this path does not take %s", r.Method))
 }
 

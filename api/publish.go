@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/validate"
@@ -26,25 +27,34 @@ var opFields = map[hub.OpKind]struct{ allowed, required []string }{
 // the ops are only meaningful when there is none. single says the body was
 // one object. Harness switches are not checked here (the hub knows them).
 func DecodeOps(body []byte) (ops []hub.Op, single bool, issues []validate.Issue) {
+	ops, single, issues, _ = decodeOps(body, nil)
+	return ops, single, issues
+}
+
+// decodeOps is DecodeOps that also checks the harness of every snapshot
+// against hs (nil: no check) and says which ops had issues.
+func decodeOps(body []byte, hs validate.Harnesses) (ops []hub.Op, single bool, issues []validate.Issue, bad []bool) {
 	body = bytes.TrimSpace(body)
 	switch {
 	case len(body) > 0 && body[0] == '{':
-		op, is := decodeOp(body, "$")
-		return []hub.Op{op}, true, is
+		op, is := decodeOp(body, "$", hs)
+		return []hub.Op{op}, true, is, []bool{len(is) > 0}
 	case len(body) > 0 && body[0] == '[':
 		var elems []json.RawMessage
 		if err := json.Unmarshal(body, &elems); err != nil {
-			return nil, false, []validate.Issue{{Path: "$", Code: validate.InvalidType, Message: "malformed JSON"}}
+			return nil, false, []validate.Issue{{Path: "$", Code: validate.InvalidType, Message: "malformed JSON"}}, nil
 		}
 		ops = make([]hub.Op, len(elems))
+		bad = make([]bool, len(elems))
 		for i, el := range elems {
 			var is []validate.Issue
-			ops[i], is = decodeOp(el, "$["+strconv.Itoa(i)+"]")
+			ops[i], is = decodeOp(el, "$["+strconv.Itoa(i)+"]", hs)
 			issues = append(issues, is...)
+			bad[i] = len(is) > 0
 		}
-		return ops, false, issues
+		return ops, false, issues, bad
 	}
-	return nil, false, []validate.Issue{{Path: "$", Code: validate.InvalidType, Message: "must be an operation object or an array of them"}}
+	return nil, false, []validate.Issue{{Path: "$", Code: validate.InvalidType, Message: "must be an operation object or an array of them"}}, nil
 }
 
 type member struct {
@@ -82,7 +92,7 @@ func issue(path string, code validate.Code, msg string) validate.Issue {
 func fieldPath(p, key string) string { return p + "." + key }
 
 // decodeOp decodes one operation object found at path p.
-func decodeOp(raw []byte, p string) (hub.Op, []validate.Issue) {
+func decodeOp(raw []byte, p string, hs validate.Harnesses) (hub.Op, []validate.Issue) {
 	var op hub.Op
 	ms, ok := objectMembers(raw)
 	if !ok {
@@ -112,7 +122,7 @@ func decodeOp(raw []byte, p string) (hub.Op, []validate.Issue) {
 	op.Op = hub.OpKind(kind)
 	for _, m := range ms {
 		if m.key != "op" && !slices.Contains(spec.allowed, m.key) {
-			is = append(is, issue(fieldPath(p, m.key), validate.UnknownField, "is not a field of a "+kind+" operation"))
+			is = append(is, issue(fieldPath(p, m.key), validate.UnknownField, "is not a field of "+article(kind)+" operation"))
 		}
 	}
 	for _, f := range spec.required {
@@ -125,13 +135,13 @@ func decodeOp(raw []byte, p string) (hub.Op, []validate.Issue) {
 			is = append(is, issue(fieldPath(p, "sessions"), validate.InvalidType, "must be an array of session snapshots"))
 		} else {
 			var more []validate.Issue
-			op.Sessions, more = validate.DecodeReset(v, nil)
+			op.Sessions, more = validate.DecodeReset(v, hs)
 			is = append(is, validate.Nest(more, fieldPath(p, "sessions"))...)
 		}
 	}
 	if v, ok := fields["session"]; ok && op.Op == hub.OpUpsert {
 		var more []validate.Issue
-		op.Session, more = validate.DecodeSnapshot(v, nil)
+		op.Session, more = validate.DecodeSnapshot(v, hs)
 		is = append(is, validate.Nest(more, fieldPath(p, "session"))...)
 	}
 	if v, ok := fields["diagnostic"]; ok && op.Op == hub.OpDiagnostic {
@@ -164,4 +174,12 @@ func decodeID(is []validate.Issue, p string, raw json.RawMessage, ok func(string
 		return "", append(is, issue(p, validate.InvalidID, rule))
 	}
 	return s, is
+}
+
+// article is kind with its indefinite article ("an upsert", "a reset").
+func article(kind string) string {
+	if strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
 }

@@ -78,3 +78,66 @@ func TestWithRealHub(t *testing.T) {
 	resp, body = f.do(t, req{method: "POST", path: "/v1/sources/nope/publish", body: `[]`})
 	problemOf(t, resp, body, 404)
 }
+
+// TestPublishReportsEveryIssue: a publish that fails reports every issue at
+// once, those found while decoding (an unknown field) together with the
+// harness switch and the hub's state rules (a wait that is not open), in
+// operation order; an unknown or non-push source is answered as such even
+// when the body is invalid too.
+func TestPublishReportsEveryIssue(t *testing.T) {
+	t.Parallel()
+	h := hub.New(hub.Options{})
+	if err := h.AddPush(agentbridge.SourceInfo{ID: "example-push", DisplayName: "Example Agent", EnvironmentVariables: []string{},
+		Harnesses: []agentbridge.Harness{{ID: "example-agent", DisplayName: "Example Agent"}, {ID: "off", DisplayName: "Off"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.SetHarness("example-push", "off", false); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, func(s *Server) { s.Hub = h })
+	const path = "/v1/sources/example-push/publish"
+	tests := []struct {
+		name string
+		body string
+		want []validate.Issue
+	}{
+		{"single upsert", `{"op":"upsert","session":{"id":"s-1","harness":"off","status":"running","extra":1}}`,
+			[]validate.Issue{{Path: "$.session.extra", Code: validate.UnknownField}, {Path: "$.session.harness", Code: validate.HarnessNotEnabled}}},
+		{"single unknown field of the op", `{"op":"upsert","session":{"id":"s-1","harness":"example-agent","status":"idle"},"x":1}`,
+			[]validate.Issue{{Path: "$.x", Code: validate.UnknownField}}},
+		{"array: decoding and state issues", `[
+			{"op":"upsert","session":{"id":"s-1","harness":"example-agent","status":"bogus"}},
+			{"op":"event","sessionId":"s-2","event":{"kind":"wait.finished","waitId":"w-9"}},
+			{"op":"event","sessionId":"s-3","harness":"example-agent","event":{"kind":"session.started"}},
+			{"op":"event","sessionId":"s-3","event":{"kind":"wait.finished","waitId":"w-1"}},
+			{"op":"reset","sessions":[{"id":"a","harness":"off","status":"idle"}]}]`,
+			[]validate.Issue{
+				{Path: "$[0].session.status", Code: validate.InvalidEnum},
+				{Path: "$[1].harness", Code: validate.MissingField},
+				{Path: "$[3].event.waitId", Code: validate.InvalidID},
+				{Path: "$[4].sessions[0].harness", Code: validate.HarnessNotEnabled},
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := f.do(t, req{method: "POST", path: path, body: tt.body})
+			p := problemOf(t, resp, body, 422)
+			var got []validate.Issue
+			for _, is := range p.Issues {
+				got = append(got, validate.Issue{Path: is.Path, Code: is.Code})
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("issues mismatch (-want +got):\n%s", diff)
+			}
+			if _, n := h.Sessions(hub.Filter{}); len(n) != 0 {
+				t.Errorf("a rejected publish left %d sessions", len(n))
+			}
+		})
+	}
+	resp, body := f.do(t, req{method: "POST", path: path, body: `{"op":"upsert","x":1}`})
+	if p := problemOf(t, resp, body, 422); len(p.Issues) == 0 || !strings.Contains(p.Issues[0].Message, "an upsert") {
+		t.Errorf("issues %+v, want the unknown field named as a field of an upsert operation", p.Issues)
+	}
+	resp, body = f.do(t, req{method: "POST", path: "/v1/sources/nope/publish", body: `{"op":"bogus"}`})
+	problemOf(t, resp, body, 404)
+}

@@ -51,6 +51,17 @@ type Hub interface {
 	Revision() uint64
 }
 
+// Checker is implemented by a Hub that can also validate publish
+// operations without applying them (as *hub.Hub does): the publish route
+// then reports the hub's issues too when some operations fail to decode,
+// and answers an unknown or non-push source before looking at the body.
+type Checker interface {
+	// Check validates ops as Publish does and applies nothing; an op with
+	// an empty Op is skipped. Check(source, nil) fails as Publish does
+	// for a source that is unknown or not a push source.
+	Check(source string, ops []hub.Op) error
+}
+
 // Events serves GET /v1/events for the sessions f selects (implemented by
 // *sse.Handler). It returns when the client goes away or r's context ends.
 type Events interface {
@@ -98,6 +109,7 @@ type Server struct {
 
 	port     string
 	loopback bool
+	router   chi.Router
 }
 
 // Handler builds the router. Middleware order, outermost first: panic
@@ -128,9 +140,11 @@ func (s *Server) Handler() http.Handler {
 	s.loopback = isLoopbackName(host)
 
 	r := chi.NewRouter()
+	s.router = r
 	r.NotFound(s.handleNotFound)
 	r.MethodNotAllowed(s.handleMethodNotAllowed)
-	r.Use(s.recoverer, middleware.RequestID, s.logRequests, s.checkHost)
+	// HEAD is answered wherever GET is (GetHead), after the Host check.
+	r.Use(s.recoverer, middleware.RequestID, s.logRequests, s.checkHost, middleware.GetHead)
 
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/openapi.yaml", s.handleOpenAPI)
@@ -199,4 +213,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 	})
 }
 
-var _ Hub = (*hub.Hub)(nil)
+var (
+	_ Hub     = (*hub.Hub)(nil)
+	_ Checker = (*hub.Hub)(nil)
+)

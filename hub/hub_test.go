@@ -1023,3 +1023,35 @@ func TestRevisionStoreFailuresAreNotFatal(t *testing.T) {
 		t.Errorf("Revision() = %d, want %d", got, want)
 	}
 }
+
+// TestCheckAppliesNothing: Check reports what Publish would, skips ops
+// with no kind (ones the caller could not decode) keeping the others'
+// paths, and changes neither the state nor the revision.
+func TestCheckAppliesNothing(t *testing.T) {
+	h := newHub(t, Options{})
+	if err := h.AddPush(info("p", "a")); err != nil {
+		t.Fatal(err)
+	}
+	rev := h.Revision()
+	ops := []Op{
+		{},
+		{Op: OpEvent, SessionID: "s1", Harness: "a", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted}},
+		{Op: OpEvent, SessionID: "s1", Event: agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w1"}},
+	}
+	var inv *InvalidError
+	if err := h.Check("p", ops); !errors.As(err, &inv) || len(inv.Issues) != 1 || inv.Issues[0].Path != "$[2].event.waitId" {
+		t.Errorf("Check = %v, want one issue at $[2].event.waitId", err)
+	}
+	if err := h.Check("p", ops[:2]); err != nil {
+		t.Errorf("Check of valid ops = %v", err)
+	}
+	if _, got := h.Sessions(Filter{}); len(got) != 0 || h.Revision() != rev {
+		t.Errorf("Check changed the hub: %d sessions, revision %d (was %d)", len(got), h.Revision(), rev)
+	}
+	if err := h.Publish("p", ops[:1]); !errors.As(err, &inv) {
+		t.Errorf("Publish of an op with no kind = %v, want it rejected", err)
+	}
+	if err := h.Check("nope", nil); !errors.Is(err, ErrUnknownSource) {
+		t.Errorf("Check of an unknown source = %v", err)
+	}
+}

@@ -398,7 +398,15 @@ func (p *publisher) Diagnostic(d agentbridge.Diagnostic) error {
 // single object may rewrite the "$[0]" prefix to "$".) A reset may hold at
 // most validate.MaxResetSessions sessions. It fails with ErrUnknownSource
 // or ErrNotPush for a source that is not a push source.
-func (h *Hub) Publish(sourceID string, ops []Op) error {
+func (h *Hub) Publish(sourceID string, ops []Op) error { return h.publish(sourceID, ops, true) }
+
+// Check validates ops as Publish does, against the current state, and
+// applies nothing. An Op whose Op field is empty stands for an operation
+// the caller could not decode: it is skipped (it changes nothing), and the
+// paths of the others keep their index. It fails as Publish does.
+func (h *Hub) Check(sourceID string, ops []Op) error { return h.publish(sourceID, ops, false) }
+
+func (h *Hub) publish(sourceID string, ops []Op, apply bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, ok := h.sources[sourceID]
@@ -416,6 +424,10 @@ func (h *Hub) Publish(sourceID string, ops []Op) error {
 		// ones leave; a rejected one changes nothing.
 		var got []validate.Issue
 		switch op.Op {
+		case "":
+			if apply {
+				got = []validate.Issue{{Path: p + ".op", Code: validate.MissingField, Message: "op is required"}}
+			}
 		case OpReset:
 			items := make([]*sess, len(op.Sessions))
 			for j, sn := range op.Sessions {
@@ -438,6 +450,12 @@ func (h *Hub) Publish(sourceID string, ops []Op) error {
 			got = []validate.Issue{{Path: p + ".op", Code: validate.InvalidEnum, Message: "op must be one of reset, upsert, remove, diagnostic, event"}}
 		}
 		issues = append(issues, got...)
+	}
+	if !apply {
+		if len(issues) > 0 {
+			return &InvalidError{Issues: issues}
+		}
+		return nil
 	}
 	return h.finish(t, issues)
 }

@@ -129,6 +129,14 @@ func (ss *Sessions) Get(id string) *validate.Session {
 	return nil
 }
 
+// Exited reports whether session id is known and exited: agent.exited was
+// folded (its process ended) and no new process took it up since. It is
+// cheap (no snapshot copy), for use per line.
+func (ss *Sessions) Exited(id string) bool {
+	en := ss.m[id]
+	return en != nil && !en.exitedAt.IsZero()
+}
+
 // IDs returns the ids of the known sessions, sorted.
 func (ss *Sessions) IDs() []string {
 	ids := make([]string, 0, len(ss.m))
@@ -180,6 +188,9 @@ func (ss *Sessions) Event(id, harness string, e agentbridge.Event) bool {
 		if ss.live {
 			ss.dirty[id] = true
 		}
+	}
+	if e.Kind == agentbridge.KindSessionStarted && !en.exitedAt.IsZero() {
+		ss.revive(en) // a new process took the session up (e.g. a resume)
 	}
 	ss.touch(id, en)
 	ss.publish(id, en, e)
@@ -285,45 +296,85 @@ func (ss *Sessions) drop(id string, en *entry) {
 // BindPID binds the session to process pid and reports agent.exited when
 // it ends (observed with a pidfd, no polling). When the process is already
 // gone, or pid names a process that started well after the session did
-// (pid reuse), the session exits at once. Binding the same pid again does
-// nothing; a session that has exited is not bound again.
-func (ss *Sessions) BindPID(id string, pid int) {
+// (pid reuse: the start time of the latest session.started with an
+// occurredAt is the reference), the session exits at once. Binding the
+// same pid again does nothing.
+//
+// A session that has exited is bound again by a new live process (a
+// session resumed by another process, e.g. claude --resume): its linger
+// is cancelled, the new process is watched, and session.started with the
+// new pid is folded and published (status idle). A dead or reused pid
+// leaves an exited session as it is. session.started for an exited
+// session cancels its linger the same way, before its pid is bound.
+func (ss *Sessions) BindPID(id string, pid int) { ss.bindPID(id, pid, true) }
+
+// bindPID is BindPID; guard false skips the pid-reuse check, for a pid
+// observed holding the session's journal open right now (BindHolder).
+func (ss *Sessions) bindPID(id string, pid int, guard bool) {
 	en := ss.m[id]
-	if en == nil || pid <= 0 || en.pid == pid || !en.exitedAt.IsZero() {
+	if en == nil || pid <= 0 || en.pid == pid {
 		return
 	}
-	ss.unwatch(en)
-	en.pid = pid
 	st, err := proc.ReadStat(proc.Root, pid)
-	if err == nil && !en.since.IsZero() {
+	if err == nil && guard && !en.since.IsZero() {
 		if at, serr := proc.StartedAt(st); serr == nil && at.After(en.since.Add(reuseSlack)) {
 			ss.log.Debug("pid reused by a later process", "session", id, "pid", pid)
 			err = proc.ErrNoProcess
 		}
 	}
+	if !en.exitedAt.IsZero() {
+		// Exited: only a live process takes the session up again.
+		if err != nil {
+			ss.log.Debug("exited session not bound again", "session", id, "pid", pid, "err", err)
+			return
+		}
+		ss.revive(en)
+	}
+	ss.unwatch(en)
+	en.pid = pid
 	if err == nil {
 		ctx, cancel := context.WithCancel(ss.ctx)
 		err = proc.Watch(ctx, pid, st.StartTime, func() {
-			ss.post(func() { ss.processExited(id, en) })
+			ss.post(func() { ss.processExited(id, en, pid) })
 		})
 		if err == nil {
 			en.unwatch = cancel
 			ss.stopExpiry(en) // the process says when it ends
+			if en.s.Snapshot().Status == agentbridge.StatusExited {
+				// taken up again: show the new process (the fold makes the
+				// session idle)
+				ss.Event(id, en.harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, PID: pid})
+			}
 			return
 		}
 		cancel()
 	}
 	if errors.Is(err, proc.ErrNoProcess) {
-		ss.processExited(id, en)
+		ss.processExited(id, en, pid)
 		return
 	}
 	ss.log.Debug("cannot watch process", "session", id, "pid", pid, "err", err)
 }
 
-// processExited reports agent.exited for a session whose process ended,
-// unless the session changed meanwhile.
-func (ss *Sessions) processExited(id string, en *entry) {
-	if ss.m[id] != en || !en.exitedAt.IsZero() {
+// revive undoes an exit: the linger is cancelled and the old process
+// forgotten, so that a new one can be bound.
+func (ss *Sessions) revive(en *entry) {
+	if en.timer != nil {
+		en.timer.Stop()
+		delete(ss.timers, en.timer)
+		en.timer = nil
+	}
+	en.exitedAt = time.Time{}
+	ss.unwatch(en)
+	en.pid = 0
+	en.since = time.Time{}
+}
+
+// processExited reports agent.exited for a session whose process pid
+// ended, unless the session changed meanwhile (another process bound, or
+// already exited).
+func (ss *Sessions) processExited(id string, en *entry, pid int) {
+	if ss.m[id] != en || !en.exitedAt.IsZero() || en.pid != pid {
 		return
 	}
 	en.unwatch = nil
@@ -355,7 +406,7 @@ func (ss *Sessions) BindHolder(id, path string) {
 func (ss *Sessions) bindHeld(id string, pids []int) {
 	ss.log.Debug("journal holders", "session", id, "pids", pids)
 	if len(pids) == 1 {
-		ss.BindPID(id, pids[0])
+		ss.bindPID(id, pids[0], false) // holding the journal now: not a reused pid
 	}
 }
 

@@ -343,7 +343,7 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 	<-p1.waited
 	p1.waited <- nil
 
-	p2 := hardStartBridgeProc(t, env, "--listen", p1.host)
+	p2 := hardStartBridgeProc(t, env, "--listen", p1.host, "--log-level", "debug") // the token stays out of debug lines too
 	if p2.token != p1.token {
 		t.Errorf("the restarted bridge has another token: the token file was not reused")
 	}
@@ -374,6 +374,15 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 	}
 	if len(ids) <= len(ids1) {
 		t.Errorf("no records after the restart")
+	}
+
+	// The one-time dashboard URL, at debug level: the token must not be logged.
+	noRedirect := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if resp, err := noRedirect.Get("http://" + p2.host + "/?token=" + p2.token); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("GET /?token=: %d, want 303", resp.StatusCode)
+		}
 	}
 
 	// SIGTERM with a stream whose client aborted: exits promptly and clean.

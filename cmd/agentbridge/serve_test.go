@@ -373,3 +373,55 @@ func TestServeShutsDownQuicklyWithOpenConnections(t *testing.T) {
 		t.Errorf("shutdown took %v with open streams and a silent connection, want well under 2s; stderr:\n%s", took, stderr)
 	}
 }
+
+// TestServeRevisionsGrowAcrossRestarts: the revision mark kept in the state
+// directory lifts a restarted bridge's revisions above everything an
+// earlier run may have handed out, even when the clock says otherwise.
+func TestServeRevisionsGrowAcrossRestarts(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	env := []string{"HOME=" + home}
+	markFile := filepath.Join(home, ".local/state/agentbridge/revision")
+	revision := func(u *url.URL) uint64 {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+u.Host+"/v1/sessions", nil)
+		req.Header.Set("Authorization", "Bearer "+u.Query().Get("token"))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Revision uint64 `json:"revision"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatal(err)
+		}
+		return body.Revision
+	}
+	u1, stop1, _ := startServe(t, env, "--listen=127.0.0.1:0")
+	rev1 := revision(u1)
+	if err := stop1(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(markFile)
+	if err != nil {
+		t.Fatalf("no revision mark was kept: %v", err)
+	}
+	var mark uint64
+	if _, err := fmt.Sscan(string(b), &mark); err != nil || mark < rev1 {
+		t.Fatalf("revision mark %q, want a number at least the run's revision %d", b, rev1)
+	}
+
+	// An earlier run far ahead of the clock (it published a great many
+	// records, or the clock was set back since).
+	const ahead = uint64(1) << 52
+	if err := os.WriteFile(markFile, []byte(fmt.Sprintln(ahead)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u2, stop2, _ := startServe(t, env, "--listen=127.0.0.1:0")
+	defer stop2()
+	if rev2 := revision(u2); rev2 <= ahead {
+		t.Errorf("restarted bridge at revision %d, want above the kept mark %d", rev2, ahead)
+	}
+}

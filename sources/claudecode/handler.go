@@ -271,7 +271,7 @@ func (h *handler) syncExit(id string, se *session) {
 	if se.pid == 0 || se.exited {
 		return
 	}
-	if s := h.ss.Get(id); s != nil && s.Snapshot().Status == agentbridge.StatusExited {
+	if h.ss.Exited(id) {
 		se.exited = true
 		se.m.Exited(0, nil, "")
 	}
@@ -397,12 +397,9 @@ func (h *handler) applyRegistry(rp *regProc, prev string) {
 	se := h.session(rp.id)
 	h.syncExit(rp.id, se)
 	if se.pid != pid {
-		if s := h.ss.Get(rp.id); s != nil && s.Snapshot().Status == agentbridge.StatusExited {
-			// A new process took up a session whose process exited
-			// (claude --resume): the old observation ends, a new one
-			// starts, bound to the new process.
-			h.ss.Stop(rp.id, "resumed by a new process")
-		}
+		// A new process (or one that took up a session whose process
+		// exited: claude --resume): session.started with its pid binds it,
+		// which cancels the exited session's linger (Sessions.BindPID).
 		se.pid, se.exited = pid, false
 		se.m.SetOrigin(pid, rp.entry.Cwd, rp.entry.StartedAt)
 		if se.m.Started() {

@@ -214,8 +214,9 @@ func TestHarnessSwitch(t *testing.T) {
 }
 
 // TestResumeAfterExit: a session whose process exited is taken up by a new
-// process (claude --resume): it is bound to the new process, whose death
-// is observed again.
+// process (claude --resume): the same session (never stopped, so its
+// linger cannot remove it while it is live) is bound to the new process,
+// whose death is observed again.
 func TestResumeAfterExit(t *testing.T) {
 	e := startLive(t, nil)
 	p1 := helper(t)
@@ -237,6 +238,12 @@ func TestResumeAfterExit(t *testing.T) {
 	})
 	if s.Title != "hello" {
 		t.Errorf("resumed session title %q", s.Title)
+	}
+	e.view.mu.Lock()
+	stopped := slices.Contains(e.view.kinds, agentbridge.KindSessionStopped)
+	e.view.mu.Unlock()
+	if stopped {
+		t.Errorf("the resumed session was stopped and started again; want the same session bound to the new process")
 	}
 	e.append(filepath.Join("projects", "-work-proj", sid+".jsonl"), prompt(sid, 3, "p2", "again"))
 	e.view.waitFor(t, "resumed turn", sid, status(agentbridge.StatusRunning))

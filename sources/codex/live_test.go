@@ -332,3 +332,60 @@ func mustJSON(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestResumeAfterExit: codex resume appends to the rollout of a thread
+// whose process exited: the same session (not removed, so its linger
+// cannot remove it while it is live) is bound to the new process holding
+// the rollout, whose exit is observed again.
+func TestResumeAfterExit(t *testing.T) {
+	if _, err := exec.LookPath("sleep"); err != nil {
+		t.Skip("needs sleep(1)")
+	}
+	home := t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	h := hub.New(hub.Options{Logger: log})
+	if err := h.Add(New(Options{Home: home, Logger: log})); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- h.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	srv := httptest.NewServer(sse.New(h, sse.Options{Logger: log}))
+	t.Cleanup(srv.Close)
+	st := openStream(t, srv.URL)
+
+	const id = "019f6300-0000-7000-8000-000000000001"
+	path := filepath.Join(home, "sessions", "2026", "11", "30", "rollout-2026-11-30T09-00-00-"+id+".jsonl")
+	r := createRollout(t, path)
+	first := holdOpen(t, path)
+	r.add(`"type":"session_meta","payload":{"id":"`+id+`","cwd":"/srv/x","source":"cli"}`,
+		`"type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}`,
+		`"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"ok"}`)
+	st.waitFor(t, "bound to the first process", func(m map[string]agentbridge.Snapshot) bool {
+		s, ok := m[id]
+		return ok && s.Status == agentbridge.StatusDone && s.PID == first.Process.Pid
+	})
+	_ = first.Process.Kill()
+	_ = first.Wait()
+	st.waitFor(t, "exited", func(m map[string]agentbridge.Snapshot) bool { return m[id].Status == agentbridge.StatusExited })
+
+	second := holdOpen(t, path)
+	r.add(`"type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}`)
+	st.waitFor(t, "taken up by the second process", func(m map[string]agentbridge.Snapshot) bool {
+		s, ok := m[id]
+		return ok && s.Status == agentbridge.StatusRunning && s.PID == second.Process.Pid
+	})
+	st.mu.Lock()
+	resets := st.resets
+	st.mu.Unlock()
+	_ = second.Process.Kill()
+	_ = second.Wait()
+	st.waitFor(t, "the second process's exit", func(m map[string]agentbridge.Snapshot) bool {
+		s, ok := m[id]
+		return ok && s.Status == agentbridge.StatusExited && s.LastTurn == agentbridge.LastTurnCompleted
+	})
+	if resets != 1 {
+		t.Errorf("%d resets; want only the first", resets)
+	}
+}

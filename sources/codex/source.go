@@ -124,6 +124,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		eng:      NewEngine(),
 		seen:     map[string]bool{},
 		dirty:    map[string]bool{},
+		looked:   map[string]bool{},
 		log:      s.opt.Logger,
 	}
 	cfg := sources.FollowConfig{
@@ -153,6 +154,7 @@ type handler struct {
 	eng                   *Engine
 	seen                  map[string]bool // rollout paths read since the last rescan
 	dirty                 map[string]bool // rollout paths with lines since their last flush
+	looked                map[string]bool // exited sessions whose holder was looked up in this wake
 	held                  map[proc.FileKey][]int
 	heldDone              bool
 	log                   *slog.Logger
@@ -197,16 +199,35 @@ func (h *handler) Line(path string, line []byte) {
 			h.Restart(id) // the same rollout again (e.g. decompressed)
 		}
 		h.eng.Open(key, h.holder(path))
-	} else if id, root, ok := h.eng.Thread(key); ok && root && h.Get(id) == nil {
-		// the session lingered out after its process exited, and the
-		// rollout goes on (a resumed thread): announce it again
-		h.publish(h.eng.Restate(key, h.holder(path)))
+	} else if id, root, ok := h.eng.Thread(key); ok && root && h.resumed(id) {
+		// The rollout goes on after its process exited (codex resume
+		// appends to it): announce the session again with the process
+		// holding the rollout now. session.started with a pid binds it,
+		// cancelling the exited session's linger (Sessions.BindPID); a
+		// session that lingered out comes back whole.
+		pid := h.holder(path)
+		if pid > 0 || h.Get(id) == nil {
+			h.publish(h.eng.Restate(key, pid))
+		} else {
+			h.looked[id] = true // no holder now: look again next wake
+		}
 	}
 	h.dirty[path] = true
 	h.publish(h.eng.Line(key, line))
 	if h.eng.Bad() {
 		h.BadLine(sources.CodeInvalidJSON)
 	}
+}
+
+// resumed reports whether a line of the root session id's rollout means
+// that it was taken up again: the bridge forgot the session (it lingered
+// out after its process exited), or the session is exited and no /proc
+// lookup was made for it in this wake yet.
+func (h *handler) resumed(id string) bool {
+	if h.Get(id) == nil {
+		return true
+	}
+	return !h.looked[id] && h.Exited(id)
 }
 
 // Truncated implements sources.Handler: the rollout is read again.
@@ -274,6 +295,7 @@ func (h *handler) Idle() {
 		h.publish(h.eng.Flush(keyOf(path)))
 	}
 	clear(h.dirty)
+	clear(h.looked)
 	h.Sessions.Idle()
 }
 

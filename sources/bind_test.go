@@ -1,0 +1,167 @@
+package sources
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
+)
+
+// pidLines maps lines "<session> start <pid> [<occurredAt ms>]" and
+// "<session> bind <pid>" to session.started and BindPID.
+type pidLines struct{ *Sessions }
+
+func (h pidLines) Line(_ string, line []byte) {
+	f := strings.Fields(string(line))
+	if len(f) < 3 {
+		h.BadLine(CodeInvalidRecord)
+		return
+	}
+	pid, _ := strconv.Atoi(f[2])
+	switch f[1] {
+	case "start":
+		e := agentbridge.Event{Kind: agentbridge.KindSessionStarted, PID: pid}
+		if len(f) == 4 {
+			e.OccurredAt, _ = strconv.ParseInt(f[3], 10, 64)
+		}
+		h.Event(f[0], "a", e)
+	case "bind":
+		h.BindPID(f[0], pid)
+	default:
+		h.BadLine(CodeInvalidRecord)
+	}
+}
+func (h pidLines) Truncated(string) {}
+func (h pidLines) Removed(string)   {}
+
+func sleeper(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start a child process: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
+// TestBindPIDAfterExit: a session whose process exited is taken up by a
+// new live process, either by a new session.started with its pid or by
+// BindPID alone: it comes back (idle, the new pid, never removed), its
+// linger is cancelled, and the new process's exit is observed. A pid that
+// is no longer alive, or names a process younger than the session's
+// start (pid reuse), leaves it exited.
+func TestBindPIDAfterExit(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"start", "bind"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			p := filepath.Join(dir, "s.jsonl")
+			h := sourcestest.New()
+			var ss *Sessions
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			// A long linger: a timer that fired would remove the session
+			// only much later, so the test looks at the timer itself.
+			go func() {
+				done <- Follow(ctx, hub.Start{Enabled: []string{"a"}, Publisher: h},
+					FollowConfig{Tail: TailConfig{Roots: []string{dir}}, Linger: time.Hour},
+					func(s *Sessions) Handler { ss = s; return pidLines{s} })
+			}()
+			t.Cleanup(func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("Follow = %v", err)
+				}
+			})
+			status := func(want agentbridge.Status, pid int) func(h *sourcestest.Hub) bool {
+				return func(h *sourcestest.Hub) bool {
+					s, ok := h.Snapshot("s1")
+					return ok && s.Status == want && (pid == 0 || s.PID == pid)
+				}
+			}
+			// inspect runs f on the source's goroutine and waits for it.
+			inspect := func(f func(en *entry)) {
+				t.Helper()
+				ran := make(chan struct{})
+				h.WaitFor(t, "the source to start", func(*sourcestest.Hub) bool { return h.Resets() > 0 })
+				ss.Post(func() { f(ss.m["s1"]); close(ran) })
+				select {
+				case <-ran:
+				case <-time.After(10 * time.Second):
+					t.Fatal("posted function did not run")
+				}
+			}
+
+			p1 := sleeper(t)
+			appendFile(t, p, fmt.Sprintf("s1 start %d %d\n", p1.Process.Pid, time.Now().UnixMilli()))
+			h.WaitFor(t, "bound to the first process", status(agentbridge.StatusIdle, p1.Process.Pid))
+			_ = p1.Process.Kill()
+			h.WaitFor(t, "the first process's exit", status(agentbridge.StatusExited, 0))
+
+			// A dead pid does not take the session up.
+			dead := exec.Command("true")
+			if err := dead.Run(); err != nil {
+				t.Skipf("cannot run a child process: %v", err)
+			}
+			appendFile(t, p, fmt.Sprintf("s1 bind %d\n", dead.Process.Pid))
+
+			p2 := sleeper(t)
+			if how == "start" {
+				appendFile(t, p, fmt.Sprintf("s1 start %d %d\n", p2.Process.Pid, time.Now().UnixMilli()))
+			} else {
+				appendFile(t, p, fmt.Sprintf("s1 bind %d\n", p2.Process.Pid))
+			}
+			h.WaitFor(t, "taken up by the second process", status(agentbridge.StatusIdle, p2.Process.Pid))
+			inspect(func(en *entry) {
+				if en == nil {
+					t.Fatal("session forgotten")
+				}
+				if en.timer != nil || !en.exitedAt.IsZero() {
+					t.Errorf("the exited session's linger still runs after a new process took it up")
+				}
+				if en.unwatch == nil || en.pid != p2.Process.Pid {
+					t.Errorf("the new process is not watched (pid %d)", en.pid)
+				}
+				if len(ss.timers) != 0 {
+					t.Errorf("%d timers armed for a session bound to a live process", len(ss.timers))
+				}
+			})
+			for _, c := range h.Calls() {
+				if c.Op == hub.OpRemove || c.Event.Kind == agentbridge.KindSessionStopped {
+					t.Errorf("the session was removed (%+v); want the same session taken up", c)
+				}
+			}
+
+			_ = p2.Process.Kill()
+			h.WaitFor(t, "the second process's exit", status(agentbridge.StatusExited, 0))
+			inspect(func(en *entry) {
+				if en == nil || en.timer == nil {
+					t.Errorf("no linger after the second exit")
+				}
+			})
+
+			// A pid younger than the session's start is a reused one.
+			p3 := sleeper(t)
+			appendFile(t, p, fmt.Sprintf("s1 start %d %d\n", p3.Process.Pid, time.Now().Add(-time.Hour).UnixMilli()))
+			h.WaitFor(t, "a reused pid: exited", func(h *sourcestest.Hub) bool {
+				s, ok := h.Snapshot("s1")
+				return ok && s.Status == agentbridge.StatusExited && s.PID == p3.Process.Pid
+			})
+			inspect(func(en *entry) {
+				if en.unwatch != nil {
+					t.Errorf("a reused pid is watched")
+				}
+			})
+		})
+	}
+}
+
