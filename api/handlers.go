@@ -281,13 +281,16 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request) {
 	ops, single, issues, bad := decodeOps(body, s.enabledHarnesses(source))
 	if len(issues) > 0 && checker != nil {
 		// Report every issue: also those the hub finds in the operations
-		// that decoded (an unknown wait, a missing harness), each checked
-		// against the state the earlier ones leave.
+		// that decoded before the first one that did not (an unknown wait,
+		// a missing harness), each checked against the state the earlier
+		// ones leave. After an operation that could not be decoded that
+		// state is unknown, so later operations are not checked against it.
 		clean := make([]hub.Op, len(ops))
 		for i, op := range ops {
-			if !bad[i] {
-				clean[i] = op
+			if bad[i] {
+				break
 			}
+			clean[i] = op
 		}
 		var inv *hub.InvalidError
 		if err := checker.Check(source, clean); errors.As(err, &inv) {

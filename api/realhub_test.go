@@ -81,8 +81,8 @@ func TestWithRealHub(t *testing.T) {
 
 // TestPublishReportsEveryIssue: a publish that fails reports every issue at
 // once, those found while decoding (an unknown field) together with the
-// harness switch and the hub's state rules (a wait that is not open), in
-// operation order; an unknown or non-push source is answered as such even
+// harness switch and the hub's state rules (a wait that is not open) up to
+// the first operation that could not be decoded, in operation order; an unknown or non-push source is answered as such even
 // when the body is invalid too.
 func TestPublishReportsEveryIssue(t *testing.T) {
 	t.Parallel()
@@ -106,16 +106,19 @@ func TestPublishReportsEveryIssue(t *testing.T) {
 		{"single unknown field of the op", `{"op":"upsert","session":{"id":"s-1","harness":"example-agent","status":"idle"},"x":1}`,
 			[]validate.Issue{{Path: "$.x", Code: validate.UnknownField}}},
 		{"array: decoding and state issues", `[
-			{"op":"upsert","session":{"id":"s-1","harness":"example-agent","status":"bogus"}},
-			{"op":"event","sessionId":"s-2","event":{"kind":"wait.finished","waitId":"w-9"}},
 			{"op":"event","sessionId":"s-3","harness":"example-agent","event":{"kind":"session.started"}},
 			{"op":"event","sessionId":"s-3","event":{"kind":"wait.finished","waitId":"w-1"}},
-			{"op":"reset","sessions":[{"id":"a","harness":"off","status":"idle"}]}]`,
+			{"op":"event","sessionId":"s-2","event":{"kind":"wait.finished","waitId":"w-9"}},
+			{"op":"upsert","session":{"id":"s-1","harness":"example-agent","status":"bogus"}},
+			{"op":"reset","sessions":[{"id":"a","harness":"off","status":"idle"}]},
+			{"op":"event","sessionId":"s-9","event":{"kind":"turn.started","turnId":"t-1"}}]`,
 			[]validate.Issue{
-				{Path: "$[0].session.status", Code: validate.InvalidEnum},
-				{Path: "$[1].harness", Code: validate.MissingField},
-				{Path: "$[3].event.waitId", Code: validate.InvalidID},
+				{Path: "$[1].event.waitId", Code: validate.InvalidID},
+				{Path: "$[2].harness", Code: validate.MissingField},
+				{Path: "$[3].session.status", Code: validate.InvalidEnum},
 				{Path: "$[4].sessions[0].harness", Code: validate.HarnessNotEnabled},
+				// $[5] is not checked against a state that $[3] and $[4]
+				// leave undefined.
 			}},
 	}
 	for _, tt := range tests {

@@ -42,6 +42,9 @@ type (
 // encode renders one record's data: compact JSON on one line. The shapes
 // above cannot fail to marshal.
 func encode(v any) []byte {
+	if b, ok := fastEncode(v); ok {
+		return b
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("hub: encode %T: %v", v, err))
@@ -57,6 +60,9 @@ type txn struct {
 	over  map[string]*sess // nil value: removed
 	reset bool             // over is the whole new state
 	pend  []pending
+	// single: the txn is one operation of a running source (publisher);
+	// folds may then be updated in place (see opEvent).
+	single bool
 }
 
 type pending struct {
@@ -311,6 +317,10 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 			return issues
 		}
 		fold = validate.NewSession(id, harness)
+	} else if t.single {
+		// One operation: Apply changes nothing when it rejects the event
+		// and nothing else holds the hub's fold, so no copy is needed.
+		fold = old.fold
 	} else {
 		fold = old.fold.Clone()
 	}
@@ -318,7 +328,11 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 		return nest(issues, prefix+".event")
 	}
 	snap := fold.Snapshot()
-	validate.RedactSnapshot(&snap)
+	var prev *agentbridge.Snapshot
+	if old != nil {
+		prev = &old.snap
+	}
+	redactChanged(&snap, prev)
 	lc := func(at agentbridge.Snapshot) {
 		t.add(&entry{rec: Record{Name: NameLifecycle}, source: t.src.info.ID, sessionID: id, snap: &at},
 			lifecycleData{Source: t.src.info.ID, SessionID: id, Event: e})
@@ -355,6 +369,7 @@ func (p *publisher) do(op func(t *txn) []validate.Issue) error {
 		return nil
 	}
 	t := p.h.begin(p.src)
+	t.single = true
 	return p.h.finish(t, op(t))
 }
 

@@ -195,29 +195,22 @@ func TestHardeningShutdownWithStuckStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := startHardServe(t, []string{"HOME=" + home}, "--listen", "127.0.0.1:0")
-	c, err := net.DialTimeout("tcp", s.url.Host, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.(*net.TCPConn).SetReadBuffer(1024)
-	fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", s.url.Host, s.token)
-	// 900 records of ~16 KiB (64 subagents with long titles): far more
-	// than the socket buffers hold, fewer than the hub's queue (1,024), and
-	// sent well within the stream's 10 s write timeout, so at shutdown the
-	// server is blocked writing to this client and has not cut it off.
+	// 320 sessions of ~16 KiB (64 subagents with long titles), 5 MiB:
+	// more than the socket buffers hold (4 MiB at most here). The stuck
+	// client connects afterwards, so its initial reset alone blocks the
+	// server's write, well within the stream's 10 s write timeout however
+	// slow publishing was.
 	title := strings.Repeat("x", 190)
 	var subs []string
 	for k := range 64 {
 		subs = append(subs, fmt.Sprintf(`{"id":"a-%d","type":"%s","title":"%s","status":"running"}`, k, title[:100], title))
 	}
-	client := &http.Client{Timeout: 10 * time.Second}
-	start := time.Now()
-	for i := range 180 {
+	client := &http.Client{Timeout: 30 * time.Second}
+	for i := range 64 {
 		var ops []string
 		for j := range 5 {
-			ops = append(ops, fmt.Sprintf(`{"op":"upsert","session":{"id":"s-%d","harness":"example-agent","status":"running","title":"%s %d","subagents":[%s]}}`,
-				j, title, i, strings.Join(subs, ",")))
+			ops = append(ops, fmt.Sprintf(`{"op":"upsert","session":{"id":"s-%d-%d","harness":"example-agent","status":"running","title":"%s","subagents":[%s]}}`,
+				i, j, title, strings.Join(subs, ",")))
 		}
 		req, _ := http.NewRequest("POST", "http://"+s.url.Host+"/v1/sources/example-push/publish", strings.NewReader("["+strings.Join(ops, ",")+"]"))
 		req.Header.Set("Authorization", "Bearer "+s.token)
@@ -232,18 +225,39 @@ func TestHardeningShutdownWithStuckStream(t *testing.T) {
 			t.Fatalf("publish: %d %s", resp.StatusCode, body)
 		}
 	}
-	// The stuck client is still connected (not cut off yet), so the
-	// shutdown below meets a blocked write.
-	req, _ := http.NewRequest("GET", "http://"+s.url.Host+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	resp, err := client.Do(req)
+	c, err := net.DialTimeout("tcp", s.url.Host, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(metrics), "\nagentbridge_stream_clients 1\n") {
-		t.Logf("the stuck client was cut off before the shutdown (publishing took %v); this run checks less", time.Since(start))
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(1024)
+	start := time.Now()
+	fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", s.url.Host, s.token)
+	// Wait until the client is subscribed, then give its initial reset a
+	// moment to fill the buffers; it must still be connected (not cut off)
+	// so that the shutdown below meets a blocked write.
+	clients := func() string {
+		req, _ := http.NewRequest("GET", "http://"+s.url.Host+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+s.token)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "agentbridge_stream_clients "); ok {
+				return v
+			}
+		}
+		return "?"
+	}
+	for clients() != "1" && time.Since(start) < 8*time.Second {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := clients(); n != "1" || time.Since(start) > 9*time.Second {
+		t.Logf("the stuck client was not connected at the shutdown (%s clients, %v after connecting); this run checks less", n, time.Since(start))
 	}
 	took := s.stop(t)
 	if took > hardShutdownBound {

@@ -37,6 +37,21 @@ func watchNearest(w *fsnotify.Watcher, dir string) (string, error) {
 	}
 }
 
+// nearest returns dir when it is a directory, else its nearest ancestor
+// that is one (the directory watchNearest would watch).
+func nearest(dir string) string {
+	for d := dir; ; {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return d
+		}
+		d = up
+	}
+}
+
 // loop handles the events of one watcher. It returns again=true when the
 // watch must be rebuilt (the registry directory appeared or went away).
 func (r *registryWatch) loop(ctx context.Context, w *fsnotify.Watcher, watched string) (again bool, err error) {
@@ -59,8 +74,11 @@ func (r *registryWatch) loop(ctx context.Context, w *fsnotify.Watcher, watched s
 				return false, nil
 			}
 			if watched != r.dir {
-				if fi, err := os.Stat(r.dir); err == nil && fi.IsDir() {
-					return true, nil // the registry directory appeared
+				if nearest(r.dir) != watched {
+					// the registry directory, or an ancestor nearer to
+					// it (e.g. ~/.claude before ~/.claude/sessions),
+					// appeared: watch that instead
+					return true, nil
 				}
 				continue
 			}

@@ -178,7 +178,15 @@ func (h *handler) recent(p string, info fs.FileInfo) bool {
 	if p == h.index {
 		return true
 	}
-	return h.Sessions != nil && h.HeldOpen(p, info)
+	if h.Sessions == nil {
+		return false
+	}
+	if !h.Live() {
+		// One pass over /proc serves this and holder during a scan.
+		k, ok := proc.KeyOf(info)
+		return ok && len(h.heldAtScan()[k]) > 0
+	}
+	return h.HeldOpen(p, info)
 }
 
 // Line implements sources.Handler.
@@ -331,19 +339,9 @@ func (h *handler) subagentRunning(session, id string) bool {
 func (h *handler) holder(path string) int {
 	var pids []int
 	if !h.Live() {
-		if !h.heldDone {
-			h.heldDone = true
-			held, err := proc.OpenFiles(proc.Root, func(target string) bool {
-				return strings.Contains(target, "/rollout-")
-			})
-			if err != nil {
-				h.log.Debug("cannot list open files", "err", err)
-			}
-			h.held = held
-		}
 		if fi, err := os.Stat(path); err == nil {
 			if k, ok := proc.KeyOf(fi); ok {
-				pids = h.held[k]
+				pids = h.heldAtScan()[k]
 			}
 		}
 	} else {
@@ -354,6 +352,22 @@ func (h *handler) holder(path string) int {
 		}
 	}
 	return pickHolder(pids)
+}
+
+// heldAtScan returns the rollouts other processes hold open, from one
+// pass over /proc per scan (Rescan and ScanDone forget it).
+func (h *handler) heldAtScan() map[proc.FileKey][]int {
+	if !h.heldDone {
+		h.heldDone = true
+		held, err := proc.OpenFiles(proc.Root, func(target string) bool {
+			return strings.Contains(target, "/rollout-")
+		})
+		if err != nil {
+			h.log.Debug("cannot list open files", "err", err)
+		}
+		h.held = held
+	}
+	return h.held
 }
 
 // pickHolder chooses the session's process among the holders of its
