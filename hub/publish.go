@@ -292,14 +292,17 @@ func (t *txn) opDiagnostic(prefix string, d agentbridge.Diagnostic) []validate.I
 // when it is new. Issue paths read from the publish operation: prefix is the
 // operation ("$[2]" or "$"), so ".sessionId", ".harness" and ".event…".
 //
-// An agent.done without occurredAt is stamped with the hub's clock, so that
-// lastTurnEndedAt is always set. A session.stopped emits the lifecycle
+// An agent.done without occurredAt is folded with the hub's clock, so that
+// lastTurnEndedAt is always set; the lifecycle record still carries the
+// event as the source gave it, since occurredAt is only for timestamps the
+// agent itself gave. A session.stopped emits the lifecycle
 // record and then removes the session; one for a session the hub does not
 // know is a no-op. Every lifecycle event that changes the snapshot is
 // followed by an upsert record, so that a client applying only
 // reset/upsert/remove stays exact.
 func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validate.Issue {
 	validate.RedactEvent(&e)
+	given := e
 	if e.Kind == agentbridge.KindAgentDone && e.OccurredAt == 0 {
 		e.OccurredAt = t.h.now().UnixMilli()
 	}
@@ -335,7 +338,7 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 	redactChanged(&snap, prev)
 	lc := func(at agentbridge.Snapshot) {
 		t.add(&entry{rec: Record{Name: NameLifecycle}, source: t.src.info.ID, sessionID: id, snap: &at},
-			lifecycleData{Source: t.src.info.ID, SessionID: id, Event: e})
+			lifecycleData{Source: t.src.info.ID, SessionID: id, Event: given})
 	}
 	if fold.Stopped() {
 		if old != nil {

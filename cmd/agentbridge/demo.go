@@ -18,7 +18,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/sources/example"
-	journals "github.com/agentbridge/agentbridge/testdata/example"
+	journals "github.com/agentbridge/agentbridge/sources/example/demo"
 )
 
 // Pace of the demo at --speed 1.
@@ -38,7 +38,7 @@ func init() {
 }
 
 // demoMain serves like serve, with the example source reading a temporary
-// home into which the journals bundled from testdata/example are written
+// home into which the journals bundled in sources/example/demo are written
 // record by record, at a human pace. The other built-in sources are off.
 // It listens on a free loopback port unless --listen says otherwise.
 func demoMain(ctx context.Context, args, env []string, stdout, stderr io.Writer) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	journals "github.com/agentbridge/agentbridge/testdata/example"
+	journals "github.com/agentbridge/agentbridge/sources/example/demo"
 )
 
 // TestReplayJournals: the demo writes every bundled journal, record by
@@ -30,7 +31,7 @@ func TestReplayJournals(t *testing.T) {
 	}
 	ts := regexp.MustCompile(`"ts":"[^"]*"`)
 	for _, name := range names {
-		want, _ := journals.Journals.ReadFile(name)
+		want, _ := fs.ReadFile(journals.Journals, name)
 		got, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)

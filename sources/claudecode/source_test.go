@@ -316,3 +316,27 @@ func TestMalformedLineDiagnostic(t *testing.T) {
 		}
 	}
 }
+
+// TestHomeAppearsLater: with no Claude Code home at start, the source
+// waits (watching the nearest existing ancestor, no polling) and follows
+// the transcripts and the registry once they appear, even when the
+// registry directory is created after its parent.
+func TestHomeAppearsLater(t *testing.T) {
+	e := startLive(t, func(dir string) {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	})
+	const sid = "77777777-0000-4000-8000-00000000000e"
+	if err := os.Mkdir(e.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.append(filepath.Join("projects", "-work-proj", sid+".jsonl"), prompt(sid, 1, "p", "hello"))
+	e.view.waitFor(t, "transcript followed", sid, status(agentbridge.StatusRunning))
+	p := helper(t)
+	e.registry(p.Process.Pid, sid, "waiting", "approve Bash", 1)
+	s := e.view.waitFor(t, "registry followed", sid, status(agentbridge.StatusWaiting))
+	if s.PID != p.Process.Pid || s.WaitingFor != "approve Bash" {
+		t.Errorf("session %+v, want pid %d waiting for approve Bash", s, p.Process.Pid)
+	}
+}

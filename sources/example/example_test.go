@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
-	journals "github.com/agentbridge/agentbridge/testdata/example"
+	journals "github.com/agentbridge/agentbridge/sources/example/demo"
 )
 
 // run starts the source on home with a fake hub until the test ends and
@@ -92,13 +93,13 @@ func TestSourceFollowsJournals(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	names, _ := journals.Journals.ReadDir(".")
+	names, _ := fs.ReadDir(journals.Journals, ".")
 	var stems []string
 	for _, n := range names {
 		if !strings.HasSuffix(n.Name(), ".jsonl") {
 			continue
 		}
-		b, _ := journals.Journals.ReadFile(n.Name())
+		b, _ := fs.ReadFile(journals.Journals, n.Name())
 		writeFile(t, filepath.Join(dir, n.Name()), string(b))
 		stems = append(stems, strings.TrimSuffix(n.Name(), ".jsonl"))
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentbridge/agentbridge"
-	journals "github.com/agentbridge/agentbridge/testdata/example"
+	journals "github.com/agentbridge/agentbridge/sources/example/demo"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -61,7 +61,7 @@ func TestGolden(t *testing.T) {
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			data, err := journals.Journals.ReadFile(name)
+			data, err := fs.ReadFile(journals.Journals, name)
 			if err != nil {
 				t.Fatal(err)
 			}
