@@ -164,4 +164,3 @@ func TestBindPIDAfterExit(t *testing.T) {
 		})
 	}
 }
-

@@ -477,6 +477,7 @@ func (ss *Sessions) startLinger(id string, en *entry, at time.Time) {
 	}
 	var tm *time.Timer
 	tm = time.AfterFunc(left, func() {
+		activity.timers.Add(1)
 		ss.post(func() {
 			if _, ok := ss.timers[tm]; !ok || ss.m[id] != en {
 				return
@@ -513,6 +514,7 @@ func (ss *Sessions) touch(id string, en *entry) {
 func (ss *Sessions) armExpiry(id string, en *entry, after time.Duration) {
 	var tm *time.Timer
 	tm = time.AfterFunc(after, func() {
+		activity.timers.Add(1)
 		ss.post(func() {
 			if _, ok := ss.timers[tm]; !ok || ss.m[id] != en {
 				return

@@ -238,6 +238,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 		case <-t.wake:
 		}
 		t.wakes.Add(1)
+		activity.wakes.Add(1)
 		t.mu.Lock()
 		posted := t.posted
 		t.posted = nil
@@ -306,6 +307,22 @@ func (t *Tailer) SetRoots(roots []string) {
 	if t.running {
 		t.rebuild()
 	}
+}
+
+// Activity counts, across every Tailer and Sessions of the process, what
+// the file-based sources did: the witness that an idle bridge does
+// nothing (a test reads it before and after a quiet interval).
+type Activity struct {
+	Wakes  uint64 // Tailer.Run wake-ups (file events, posted functions)
+	Reads  uint64 // journal files opened to read
+	Timers uint64 // Sessions timers that fired (linger, inactivity)
+}
+
+var activity struct{ wakes, reads, timers atomic.Uint64 }
+
+// ReadActivity returns the process-wide Activity counts so far.
+func ReadActivity() Activity {
+	return Activity{Wakes: activity.wakes.Load(), Reads: activity.reads.Load(), Timers: activity.timers.Load()}
 }
 
 // Wakes counts how often Run woke up since it started: the idle test's
@@ -420,6 +437,7 @@ func (t *Tailer) setupRoot(root string) {
 		t.addTree(root)
 	case err == nil:
 		t.diagOnce(CodeRootNotDir, "a configured journal root is not a directory; its sessions are not reported")
+		t.waitFor(root) // follow it again once a directory takes its place
 	case errors.Is(err, fs.ErrNotExist):
 		t.waitFor(root)
 	default:
@@ -441,6 +459,15 @@ func (t *Tailer) waitFor(root string) {
 			}
 			t.waiting[a] = append(t.waiting[a], root)
 			t.log.Debug("waiting for journal root", "root", root, "watching", a)
+			// The next directory on the way may have been made between the
+			// stat and the watch (mkdir -p): its event is lost, so look.
+			if next := childToward(a, root); next == root {
+				if fi, err := os.Stat(next); err == nil && fi.IsDir() {
+					t.recheckWaiting(a, t.waiting[a])
+				}
+			} else if fi, err := os.Stat(next); err == nil && fi.IsDir() {
+				t.recheckWaiting(a, t.waiting[a])
+			}
 			return
 		}
 		if a == filepath.Dir(a) {
@@ -595,6 +622,18 @@ func (t *Tailer) dirGone(dir string) bool {
 	return false
 }
 
+// childToward returns the entry of directory anc on the way down to path,
+// which lies below anc.
+func childToward(anc, path string) string {
+	for {
+		up := filepath.Dir(path)
+		if up == anc || up == path {
+			return path
+		}
+		path = up
+	}
+}
+
 // leadsTo reports whether p is one of roots or an ancestor of one.
 func leadsTo(p string, roots []string) bool {
 	for _, r := range roots {
@@ -638,6 +677,7 @@ func (t *Tailer) read(p string, f *file) {
 	}
 	defer fd.Close()
 	t.opens.Add(1)
+	activity.reads.Add(1)
 	fi, err := fd.Stat()
 	if err != nil {
 		t.fsErr(err, "a journal cannot be read")

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -305,8 +303,7 @@ func appendChunks(p string, data []byte, chunk int) error {
 
 // ---- append → stream latency ----
 
-// latencies sends n prompts to a journal, every gap on average, and returns
-// the time from each append to its arrival (seen reports arrivals).
+// seen records when each numbered latency marker first arrived.
 type seen struct {
 	mu sync.Mutex
 	at []time.Time
@@ -739,11 +736,6 @@ func encodeOnce(n, events int) (encodes, shared int, allocsPerEvent float64, err
 	}
 	return len(ptrs), shared, float64(m1.mallocs-m0.mallocs) / float64(events), nil
 }
-
-// ---- helpers shared by idle and rss ----
-
-// readAll drains r (used to discard bodies).
-func readAll(r io.Reader) { _, _ = io.Copy(io.Discard, bufio.NewReader(r)) }
 
 // ---- idle ----
 

@@ -54,7 +54,7 @@ func scrubPaths(s string) string {
 		if (s[i] == '/' || (s[i] == '~' && i+1 < len(s) && s[i+1] == '/')) && (i == 0 || isPathBoundary(s[i-1])) &&
 			!(s[i] == '/' && i+1 < len(s) && s[i+1] == '/') {
 			j := i
-			for j < len(s) && !isPathEnd(s[j]) {
+			for j < len(s) && !endsPath(s, j) {
 				j++
 			}
 			p := s[start:j]
@@ -83,6 +83,16 @@ func isPathBoundary(c byte) bool {
 		return true
 	}
 	return false
+}
+
+// endsPath reports whether s[j] ends a path. A quote ends it only when
+// what follows could not continue the path ("'/a/b' and", "/a/b'"): inside
+// a name ("/home/o'brien/x") it is part of the path.
+func endsPath(s string, j int) bool {
+	if c := s[j]; c == '\'' || c == '`' || c == '"' {
+		return j+1 == len(s) || isPathEnd(s[j+1]) || strings.IndexByte(".:!?", s[j+1]) >= 0
+	}
+	return isPathEnd(s[j])
 }
 
 func isPathEnd(c byte) bool {

@@ -18,8 +18,8 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
-	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	journals "github.com/agentbridge/agentbridge/sources/example/demo"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // run starts the source on home with a fake hub until the test ends and

@@ -1,0 +1,144 @@
+package sources_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/claudecode"
+	"github.com/agentbridge/agentbridge/sources/codex"
+	"github.com/agentbridge/agentbridge/sources/example"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
+)
+
+// idleSleeper starts a stand-in agent process, holding file open on its
+// stdin when file is not nil.
+func idleSleeper(t *testing.T, file string) int {
+	t.Helper()
+	cmd := exec.Command("sleep", "600")
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd.Stdin = f
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot start a child process: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd.Process.Pid
+}
+
+func mkfile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIdleBridgeDoesNothing runs the three file-based sources (example,
+// Claude Code, Codex) on homes with sessions, one bound to a live process
+// in each (by pid record, by the registry, by the process holding the
+// rollout open) and one not bound, lets them settle, and then counts over
+// a quiet interval: no tailer wake-up, no journal read and no timer firing.
+// It runs alone (not in parallel): the counters are process-wide.
+func TestIdleBridgeDoesNothing(t *testing.T) {
+	now := time.Now().UTC()
+	ts := now.Format(time.RFC3339Nano)
+
+	// example: s1 names its live process; s2 has a turn and no process.
+	exHome := t.TempDir()
+	exPID := idleSleeper(t, "")
+	mkfile(t, filepath.Join(example.SessionsDir(exHome), "s1.jsonl"),
+		fmt.Sprintf(`{"type":"session","ts":%q,"pid":%d}`+"\n", ts, exPID))
+	mkfile(t, filepath.Join(example.SessionsDir(exHome), "s2.jsonl"),
+		fmt.Sprintf(`{"type":"session","ts":%q}`+"\n"+`{"type":"prompt","ts":%q,"turnId":"t1","text":"hi"}`+"\n", ts, ts))
+
+	// Claude Code: a transcript whose process is in the registry.
+	ccDir := t.TempDir()
+	const ccID = "5a5a5a5a-0000-4000-8000-000000000001"
+	mkfile(t, filepath.Join(ccDir, "projects", "-work-proj", ccID+".jsonl"),
+		fmt.Sprintf(`{"uuid":"u-1","sessionId":%q,"cwd":"/work/proj","version":"2.1.200","timestamp":%q,"isSidechain":false,"userType":"external","type":"user","promptId":"p1","message":{"role":"user","content":"hello"}}`+"\n", ccID, ts))
+	ccPID := idleSleeper(t, "")
+	mkfile(t, filepath.Join(ccDir, "sessions", fmt.Sprintf("%d.json", ccPID)),
+		fmt.Sprintf(`{"pid":%d,"sessionId":%q,"cwd":"/work/proj","startedAt":%d,"status":"busy","updatedAt":%d}`, ccPID, ccID, now.Add(-time.Second).UnixMilli(), now.UnixMilli()))
+
+	// Codex: a rollout held open by its process.
+	cxHome := t.TempDir()
+	const cxID = "019f7000-0000-7000-8000-000000000001"
+	rollout := filepath.Join(cxHome, "sessions", "2026", "11", "30", "rollout-2026-11-30T09-00-00-"+cxID+".jsonl")
+	mkfile(t, rollout, fmt.Sprintf(`{"timestamp":%q,"type":"session_meta","payload":{"id":%q,"cwd":"/srv/x","source":"cli"}}`+"\n"+
+		`{"timestamp":%q,"type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}`+"\n", ts, cxID, ts))
+	cxPID := idleSleeper(t, rollout)
+
+	type running struct {
+		name string
+		src  hub.Source
+		hub  *sourcestest.Hub
+		id   string
+		pid  int
+	}
+	srcs := []running{
+		{"example", example.New(example.Config{Home: exHome}), sourcestest.New(), "s1", exPID},
+		{"claude-code", claudecode.New(claudecode.Options{ConfigDir: ccDir}), sourcestest.New(), ccID, ccPID},
+		{"codex", codex.New(codex.Options{Home: cxHome}), sourcestest.New(), cxID, cxPID},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, len(srcs))
+	for _, r := range srcs {
+		go func() {
+			done <- r.src.Run(ctx, hub.Start{Enabled: []string{r.src.Info().Harnesses[0].ID}, Publisher: r.hub})
+		}()
+	}
+	t.Cleanup(func() {
+		cancel()
+		for range srcs {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run = %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Error("a source did not return after cancel")
+			}
+		}
+	})
+	for _, r := range srcs {
+		r.hub.WaitFor(t, r.name+": the session bound to its live process", func(h *sourcestest.Hub) bool {
+			s, ok := h.Snapshot(r.id)
+			return ok && s.PID == r.pid && s.Status != agentbridge.StatusExited
+		})
+	}
+	if _, ok := srcs[0].hub.Snapshot("s2"); !ok {
+		t.Fatal("example: the unbound session is missing")
+	}
+
+	// Let the start settle (holder lookups, the registry watcher's first
+	// read), then watch a quiet interval.
+	before := sources.ReadActivity()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		n := sources.ReadActivity()
+		if n == before {
+			break
+		}
+		before = n
+	}
+	time.Sleep(time.Second)
+	if after := sources.ReadActivity(); after != before {
+		t.Errorf("while nothing changed: %d wake-ups, %d journal reads, %d timers fired; want none",
+			after.Wakes-before.Wakes, after.Reads-before.Reads, after.Timers-before.Timers)
+	}
+}
