@@ -32,8 +32,9 @@ nodetest: build
 	AGENTBRIDGE_BIN=$(abspath $(BIN)) node --test web/test/
 	cd extensions/terminay && AGENTBRIDGE_BIN=$(abspath $(BIN)) node --test
 
-bench: ## benchmarks, each next to a baseline measured in the same run
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime=2x ./...
+bench: ## benchmarks and the end-to-end bench, each next to a baseline measured in the same run (~5-8 min)
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) run ./cmd/agentbridge-bench
 
 fuzz: ## run every fuzz target for FUZZTIME (default 10m) each
 	@for pkg in $$($(GO) list ./...); do \

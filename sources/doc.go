@@ -44,5 +44,19 @@
 // when fsnotify reports a change, from the stored offset to EOF, and read
 // again if more arrived meanwhile (bursts coalesce, the first event is not
 // delayed). Process exits come from pidfds (package proc). The only timers
-// are one-shot: an exited session lingers for Linger, then stops.
+// are one-shot: an exited session lingers for Linger, then stops (unless a
+// new process takes it up: BindPID), and a session bound to no process
+// leaves the hub after the window without an event. ReadActivity counts
+// wake-ups, reads and fired timers for the tests that prove an idle
+// bridge does nothing (TestIdleBridgeDoesNothing).
+//
+// A missing root is waited for by watching its nearest existing ancestor,
+// moving down as directories appear; a root that vanishes is waited for
+// again. A harness switch under Follow: off releases the watches (when no
+// harness of the roots is on) and sends a reset without the harness's
+// sessions (the hub drops them); on rescans and sends a fresh reset.
+//
+// The mapping rules of each source sit beside its code: the package doc
+// of example (the record format) and of codex, and
+// claudecode/README.md (the mapping table).
 package sources

@@ -39,7 +39,8 @@ const reuseSlack = 5 * time.Second
 //     harness switch sends a fresh reset (Follow does this);
 //   - a session bound to a process (BindPID, BindHolder, or session.started
 //     with a pid) gets agent.exited when the process ends, observed with a
-//     pidfd; an exited session lingers for Linger, then stops;
+//     pidfd; an exited session lingers for Linger, then stops, unless a
+//     new process takes it up first (BindPID, or session.started);
 //   - with ExpireAfter (Follow sets it to the window), a session bound to
 //     no process leaves the hub after that long without an event, and
 //     comes back whole with its next event.

@@ -207,8 +207,13 @@ func (h *handler) recent(path string, _ fs.FileInfo) bool {
 	return false
 }
 
-// switchHarnesses applies a new set of enabled harnesses: off releases the
-// transcript and registry watches and resets to nothing; on rebuilds.
+// switchHarnesses applies a new set of enabled harnesses, with the same
+// behaviour as sources.Follow: off stops the registry watch, forgets the
+// registry table and follows no roots (every watch released; the rescan
+// sends an empty reset, so the hub drops the sessions); on reads the
+// registry, then rescans the transcripts (live sessions are bound to their
+// processes) and sends a fresh reset; an unchanged switch re-sends the
+// reset.
 func (h *handler) switchHarnesses(t *sources.Tailer, set []string) {
 	on := slices.Contains(set, Harness)
 	if on == h.enabled {
@@ -216,6 +221,7 @@ func (h *handler) switchHarnesses(t *sources.Tailer, set []string) {
 		return
 	}
 	h.enabled = on
+	h.live = false // registry files only fill the table until the rescan is done
 	if h.regOn != nil {
 		h.regOn(on)
 	}

@@ -102,7 +102,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	post := func(f func()) { t.Post(f) }
 	// Sessions always has the harness on: switching it off is done here, by
 	// following nothing (an empty reset), which needs no change of
-	// Sessions' switches.
+	// Sessions' switches (see handler.switchHarnesses).
 	ss := sources.NewSessions(ctx, st.Publisher, []string{Harness}, s.o.Linger, post, s.o.Logger)
 	h := newHandler(s, ss)
 	on := slices.Contains(st.Enabled, Harness)
@@ -126,6 +126,9 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	reg := &registryWatch{dir: s.registryDir(), post: post, log: s.o.Logger, h: h}
 	h.regOn = func(on bool) {
 		if on {
+			// As at start: the table is full before the rescan, so that
+			// live sessions are bound, not reported exited.
+			h.loadRegistry(reg.readAll())
 			reg.start(ctx, &wg)
 		} else {
 			reg.stop()

@@ -203,14 +203,34 @@ func TestHarnessSwitch(t *testing.T) {
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	e.append(filepath.Join("projects", "-p", sid+".jsonl"), rec(sid, 1, "user", fmt.Sprintf(`"timestamp":%q,"message":{"role":"user","content":"hello"}`, now)))
 	e.view.waitFor(t, "session seen", sid, func(_ agentbridge.Snapshot, ok bool) bool { return ok })
+	// A second session, bound to a live process through the registry.
+	const bound = "dddddddd-0000-4000-8000-00000000000b"
+	p := helper(t)
+	e.registry(p.Process.Pid, bound, "busy", "", 1)
+	e.append(filepath.Join("projects", "-p", bound+".jsonl"), prompt(bound, 1, "p", "work"))
+	e.view.waitFor(t, "bound session running", bound, func(s agentbridge.Snapshot, ok bool) bool {
+		return ok && s.Status == agentbridge.StatusRunning && s.PID == p.Process.Pid
+	})
 	if _, err := e.hub.SetHarness(SourceID, Harness, false); err != nil {
 		t.Fatal(err)
 	}
 	e.view.waitFor(t, "switched off", sid, func(_ agentbridge.Snapshot, ok bool) bool { return !ok })
+	e.view.waitFor(t, "switched off", bound, func(_ agentbridge.Snapshot, ok bool) bool { return !ok })
 	if _, err := e.hub.SetHarness(SourceID, Harness, true); err != nil {
 		t.Fatal(err)
 	}
 	e.view.waitFor(t, "switched on", sid, func(_ agentbridge.Snapshot, ok bool) bool { return ok })
+	// The live process's session comes back as it is: never reported
+	// exited on the way.
+	e.view.waitFor(t, "bound session back", bound, func(s agentbridge.Snapshot, ok bool) bool {
+		return ok && s.Status == agentbridge.StatusRunning && s.PID == p.Process.Pid
+	})
+	e.view.mu.Lock()
+	kinds := slices.Clone(e.view.kinds)
+	e.view.mu.Unlock()
+	if slices.Contains(kinds, agentbridge.KindAgentExited) {
+		t.Errorf("a live session was reported exited across the switch (events %v)", kinds)
+	}
 }
 
 // TestResumeAfterExit: a session whose process exited is taken up by a new

@@ -21,7 +21,10 @@
 //   - The process: Codex writes no pid file; the process holding the
 //     rollout open when it appears (one pass over /proc/*/fd) is the
 //     session's, watched with a pidfd (agent.exited when it ends). A
-//     rollout compressed to .jsonl.zst is the same session.
+//     rollout compressed to .jsonl.zst is the same session. A rollout
+//     written again after its process exited (codex resume appends to
+//     it) is bound to the process holding it now: the same session, idle
+//     again, its linger cancelled (Sessions.BindPID).
 //   - Waiting for approval is never persisted by Codex: it is not reported
 //     (Info says waiting is unavailable).
 package codex
