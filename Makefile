@@ -4,6 +4,7 @@ BIN     := bin/agentbridge
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 FUZZTIME ?= 10m
+SOAKTIME ?= 10m
 
 .PHONY: help build run test lint gotest nodetest bench demo soak fuzz clean
 
@@ -35,6 +36,9 @@ nodetest: build
 bench: ## benchmarks and the end-to-end bench, each next to a baseline measured in the same run (~5-8 min)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) run ./cmd/agentbridge-bench
+
+soak: ## many sessions and flapping clients for SOAKTIME (default 10m); checks state and memory at the end
+	$(GO) run ./cmd/agentbridge-soak -duration $(SOAKTIME) -sessions 100 -clients 30
 
 fuzz: ## run every fuzz target for FUZZTIME (default 10m) each
 	@for pkg in $$($(GO) list ./...); do \

@@ -341,9 +341,10 @@ func (ss *Sessions) bindPID(id string, pid int, guard bool) {
 		if err == nil {
 			en.unwatch = cancel
 			ss.stopExpiry(en) // the process says when it ends
-			if en.s.Snapshot().Status == agentbridge.StatusExited {
-				// taken up again: show the new process (the fold makes the
-				// session idle)
+			if snap := en.s.Snapshot(); snap.PID != pid || snap.Status == agentbridge.StatusExited {
+				// Show the process on the session (a holder found through
+				// /proc is known nowhere else); one taken up again after an
+				// exit also becomes idle (the fold does that).
 				ss.Event(id, en.harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, PID: pid})
 			}
 			return

@@ -85,14 +85,18 @@ func isPathBoundary(c byte) bool {
 	return false
 }
 
-// endsPath reports whether s[j] ends a path. A quote ends it only when
-// what follows could not continue the path ("'/a/b' and", "/a/b'"): inside
-// a name ("/home/o'brien/x") it is part of the path.
+// endsPath reports whether s[j] ends a path. Space always does; a quote,
+// bracket or separator only when what follows cannot continue the path
+// ("'/a/b' and", "(/a/b).", "/a/b,"): inside a name ("/home/o'brien/x",
+// "/srv/app(2)/x") it is part of the path.
 func endsPath(s string, j int) bool {
-	if c := s[j]; c == '\'' || c == '`' || c == '"' {
+	switch c := s[j]; {
+	case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		return true
+	case isPathEnd(c):
 		return j+1 == len(s) || isPathEnd(s[j+1]) || strings.IndexByte(".:!?", s[j+1]) >= 0
 	}
-	return isPathEnd(s[j])
+	return false
 }
 
 func isPathEnd(c byte) bool {

@@ -259,8 +259,12 @@ func TestSourceProcessExit(t *testing.T) {
 			if !tt.before {
 				writeFile(t, p, tt.record(child.Process.Pid)+"\n")
 			}
-			h.WaitFor(t, "the session", func(h *sourcestest.Hub) bool {
-				return has(h, "s1", func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusIdle })
+			// Bound means the snapshot shows the child's pid, however it
+			// was found; only then does killing it test the exit watch.
+			h.WaitFor(t, "the session bound to the child", func(h *sourcestest.Hub) bool {
+				return has(h, "s1", func(s agentbridge.Snapshot) bool {
+					return s.Status == agentbridge.StatusIdle && s.PID == child.Process.Pid
+				})
 			})
 			_ = child.Process.Kill()
 			h.WaitFor(t, "agent.exited", func(h *sourcestest.Hub) bool {
