@@ -189,7 +189,7 @@ func (s *Handler) serveSSE(w http.ResponseWriter, r *http.Request, sub *hub.Subs
 	r3req.Header.Del("Last-Event-ID") // ours, parsed above; r3 would 400 on a non-number
 
 	var wg sync.WaitGroup
-	wg.Go(func() { s.pump(ctx, cancel, id, c, sub) })
+	wg.Go(func() { s.pump(ctx, cancel, id, c, sub, dw) })
 	s.srv.ServeHTTP(dw, r3req)
 	cancel()
 	wg.Wait()
@@ -201,7 +201,7 @@ func (s *Handler) serveSSE(w http.ResponseWriter, r *http.Request, sub *hub.Subs
 // pump moves records from the subscription into the connection's r3
 // stream. It owns the decision to cut the client off: it cancels ctx, which
 // r3 takes as a disconnect.
-func (s *Handler) pump(ctx context.Context, cancel context.CancelFunc, id string, c *conn, sub *hub.Subscription) {
+func (s *Handler) pump(ctx context.Context, cancel context.CancelFunc, id string, c *conn, sub *hub.Subscription, dw *deadlineWriter) {
 	select {
 	case <-c.ready:
 	case <-ctx.Done():
@@ -238,6 +238,7 @@ func (s *Handler) pump(ctx context.Context, cancel context.CancelFunc, id string
 			}
 			hb.Reset(s.o.Heartbeat)
 		case <-hb.C:
+			dw.idle.Store(true) // the ping's flush disarms the write deadline
 			if !s.srv.TryPublish(id, &r3.Event{Comment: []byte("ping")}) {
 				cancel()
 				return
@@ -311,6 +312,7 @@ func (s *Handler) serveLines(w http.ResponseWriter, r *http.Request, sub *hub.Su
 			hb.Reset(s.o.Heartbeat)
 		case <-hb.C:
 			buf.WriteByte('\n')
+			dw.idle.Store(true) // the heartbeat's flush disarms the write deadline
 			if !write() {
 				return
 			}
@@ -333,8 +335,9 @@ type deadlineWriter struct {
 	onFail  func()
 	failed  atomic.Bool
 	aborted atomic.Bool
-	set     time.Time // when the deadline was last moved; only the writing goroutine uses it
-	prefix  []byte    // written before the first body byte; only the writing goroutine uses it
+	idle    atomic.Bool // set before a heartbeat: the next Flush disarms the deadline
+	set     time.Time   // when the deadline was last moved; only the writing goroutine uses it
+	prefix  []byte      // written before the first body byte; only the writing goroutine uses it
 }
 
 // extend moves the write deadline to now+timeout. It skips the call while
@@ -398,6 +401,22 @@ func (d *deadlineWriter) Flush() {
 	d.extend()
 	if err := d.rc.Flush(); err != nil {
 		d.fail()
+		return
+	}
+	if d.idle.CompareAndSwap(true, false) {
+		d.disarm()
+	}
+}
+
+// disarm clears the write deadline after a heartbeat: nothing may be
+// written for a whole heartbeat period, and a deadline left armed would
+// wake the idle process for nothing when it expires. The next write arms
+// it again.
+func (d *deadlineWriter) disarm() {
+	d.set = time.Time{}
+	_ = d.rc.SetWriteDeadline(time.Time{})
+	if d.aborted.Load() { // abort raced with the line above: keep it
+		_ = d.rc.SetWriteDeadline(time.Now())
 	}
 }
 

@@ -60,6 +60,7 @@ type config struct {
 	Dir          string
 	Keep         bool
 	Profile      string
+	IdleTrace    string
 	InProcess    bool
 
 	ingestBytes int           // IngestMB in bytes (tests set less)
@@ -112,6 +113,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.Dir, "dir", "", "where to make the temporary corpora (default: the system temp dir)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the generated corpora")
 	fs.StringVar(&cfg.Profile, "profile", "", "write a CPU profile per phase (and a heap profile for rss) into this directory")
+	fs.StringVar(&cfg.IdleTrace, "idle-trace", "", "write a runtime trace of the bridge's idle window to this file (go tool trace FILE)")
 	fs.BoolVar(&cfg.InProcess, "inprocess", false, "run every phase in this process instead of a child process each")
 	fs.StringVar(&cfg.phase, "phase", "", "internal: run one phase (child process)")
 	fs.StringVar(&cfg.corpus, "corpus", "", "internal: the corpus description of the phase")
@@ -281,6 +283,7 @@ func childArgs(cfg *config, ph, desc string) []string {
 		"-rss-clients", strconv.Itoa(cfg.RSSClients),
 		"-repeat", strconv.Itoa(cfg.Repeat),
 		"-profile", cfg.Profile,
+		"-idle-trace", cfg.IdleTrace,
 	}
 }
 

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	rtrace "runtime/trace"
 	"slices"
 	"strconv"
 	"sync"
@@ -759,7 +761,7 @@ func phaseIdle(cfg *config, c *corpus) ([]row, error) {
 		return nil, fmt.Errorf("watch corpus: %w", err)
 	}
 	time.Sleep(cfg.settle)
-	baseCPU, baseWakes := measureIdle(cfg.Idle)
+	baseCPU, baseWakes, baseSysmon := measureIdle(cfg.Idle, "bare fsnotify watcher", "")
 	w.Close()
 
 	b, err := startBridge(c, 0)
@@ -783,28 +785,58 @@ func phaseIdle(cfg *config, c *corpus) ([]row, error) {
 	runtime.GC()
 	time.Sleep(cfg.settle)
 	pings0 := cl.pings.Load()
-	cpu, wakes := measureIdle(cfg.Idle)
+	cpu, wakes, sysmon := measureIdle(cfg.Idle, "bridge", cfg.IdleTrace)
 	pings := cl.pings.Load() - pings0
 	share := cpu.Seconds() / cfg.Idle.Seconds()
 	return []row{{
 		Measure: fmt.Sprintf("idle over %v: %d journals in %d directories watched, 1 stream client", cfg.Idle, c.Old+c.Recent, dirs),
-		Bridge: fmt.Sprintf("%.1f ms CPU (%.3f%% of a core), %d context switches, %d heartbeat(s) sent",
-			float64(cpu.Microseconds())/1000, 100*share, wakes, pings),
-		Baseline: fmt.Sprintf("%.1f ms CPU, %d context switches (bare fsnotify watcher on the same directories)",
-			float64(baseCPU.Microseconds())/1000, baseWakes),
-		Ratio:   fmt.Sprintf("%+d context switches", int64(wakes)-int64(baseWakes)),
+		Bridge: fmt.Sprintf("%.1f ms CPU (%.3f%% of a core), %d context switches (%d of them the Go runtime's sysmon thread), %d heartbeat(s) sent",
+			float64(cpu.Microseconds())/1000, 100*share, wakes, sysmon, pings),
+		Baseline: fmt.Sprintf("%.1f ms CPU, %d context switches (%d sysmon) (bare fsnotify watcher on the same directories)",
+			float64(baseCPU.Microseconds())/1000, baseWakes, baseSysmon),
+		Ratio: fmt.Sprintf("%+d context switches (%+d outside sysmon)", int64(wakes)-int64(baseWakes),
+			(int64(wakes)-int64(sysmon))-(int64(baseWakes)-int64(baseSysmon))),
 		Target:  "≈ 0 CPU; no wake-ups beyond the 15 s heartbeat",
 		Verdict: verdict(share < 0.001, fmt.Sprintf("%.2f%% of a core", 100*share)),
 	}}, nil
 }
 
 // measureIdle sleeps for d and returns the process's CPU time and context
-// switches meanwhile.
-func measureIdle(d time.Duration) (time.Duration, uint64) {
+// switches meanwhile. It writes to stderr what each thread did in the
+// window (context switches, CPU ticks, the syscall it sleeps in at the
+// end), labelled with what, and, when trace is set, a runtime trace of the
+// window into that file (the tracer adds wake-ups of its own). It also
+// returns the switches of the runtime's sysmon thread (sysmonTID).
+func measureIdle(d time.Duration, what, trace string) (cpu time.Duration, switches, sysmon uint64) {
+	var tf *os.File
+	if trace != "" {
+		var err error
+		if tf, err = os.Create(trace); err != nil {
+			fmt.Fprintln(os.Stderr, "idle trace:", err)
+		} else if err := rtrace.Start(tf); err != nil {
+			fmt.Fprintln(os.Stderr, "idle trace:", err)
+			tf.Close()
+			tf = nil
+		}
+	}
+	t0 := threadStats()
 	c0, w0 := cpuTime(), ctxSwitches()
 	time.Sleep(d)
 	c1, w1 := cpuTime(), ctxSwitches()
-	return c1 - c0, w1 - w0
+	t1 := threadStats()
+	if tf != nil {
+		rtrace.Stop()
+		tf.Close()
+	}
+	ds := threadDeltas(t0, t1)
+	sm := sysmonTID(slices.Collect(maps.Keys(t1)), os.Getpid())
+	for _, t := range ds {
+		if t.tid == sm {
+			sysmon = t.switches
+		}
+	}
+	fmt.Fprintf(os.Stderr, "idle, %s: %d threads, %d switched or ran in %v:\n%s", what, len(t1), len(ds), d, formatDeltas(ds, os.Getpid(), sm))
+	return c1 - c0, w1 - w0, sysmon
 }
 
 // ---- memory ----
