@@ -198,32 +198,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	s.Events.Serve(w, r, f)
 }
 
-// validators decode and check one kind of value for POST /v1/validate/{kind}.
-var validators = map[string]func(raw json.RawMessage, hs validate.Harnesses) []validate.Issue{
-	"snapshot": func(raw json.RawMessage, hs validate.Harnesses) []validate.Issue {
-		_, is := validate.DecodeSnapshot(raw, hs)
-		return is
-	},
-	"reset": func(raw json.RawMessage, hs validate.Harnesses) []validate.Issue {
-		_, is := validate.DecodeReset(raw, hs)
-		return is
-	},
-	"diagnostic": func(raw json.RawMessage, _ validate.Harnesses) []validate.Issue {
-		_, is := validate.DecodeDiagnostic(raw)
-		return is
-	},
-	"event": func(raw json.RawMessage, _ validate.Harnesses) []validate.Issue {
-		_, is := validate.DecodeEvent(raw)
-		return is
-	},
-}
-
 // handleValidate answers POST /v1/validate/{kind}: 200 with every issue.
 // ?harnesses=a,b names the switched-on harnesses to check snapshots
 // against; without it the harness check is skipped; an empty list switches
 // every harness off.
 func (s *Server) handleValidate(kind string) http.HandlerFunc {
-	check := validators[kind]
+	check := validate.Kinds[kind]
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := onlyParams(r, "harnesses"); err != nil {
 			s.problem(w, r, err)

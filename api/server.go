@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/validate"
 	"github.com/agentbridge/agentbridge/web"
 )
 
@@ -161,7 +162,7 @@ func (s *Server) Handler() http.Handler {
 			r.Use(s.crossOriginProtection(), s.requireJSON)
 			r.Post("/sources/{source}/harnesses/{harness}", s.handleSetHarness)
 			r.Post("/sources/{source}/publish", s.handlePublish)
-			for kind := range validators {
+			for kind := range validate.Kinds {
 				r.Post("/validate/"+kind, s.handleValidate(kind))
 			}
 		})

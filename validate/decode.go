@@ -483,3 +483,27 @@ func parseValue(dec *json.Decoder, depth int) (node, error) {
 	}
 	return node{}, errors.New("unexpected token")
 }
+
+// Kinds maps each kind of document the host validates ("snapshot",
+// "reset", "diagnostic", "event") to the check that decodes it and returns
+// every issue. Harnesses matter only to snapshots and resets; nil skips the
+// harness check. POST /v1/validate/{kind} and `agentbridge validate KIND`
+// both use it.
+var Kinds = map[string]func(raw json.RawMessage, enabled Harnesses) []Issue{
+	"snapshot": func(raw json.RawMessage, h Harnesses) []Issue {
+		_, is := DecodeSnapshot(raw, h)
+		return is
+	},
+	"reset": func(raw json.RawMessage, h Harnesses) []Issue {
+		_, is := DecodeReset(raw, h)
+		return is
+	},
+	"diagnostic": func(raw json.RawMessage, _ Harnesses) []Issue {
+		_, is := DecodeDiagnostic(raw)
+		return is
+	},
+	"event": func(raw json.RawMessage, _ Harnesses) []Issue {
+		_, is := DecodeEvent(raw)
+		return is
+	},
+}

@@ -22,27 +22,6 @@ func init() {
 // body limit.
 const maxValidateInput = 1 << 20
 
-// validateKinds maps each KIND to its check. harnesses is nil when the
-// harness switches are not to be checked.
-var validateKinds = map[string]func(raw json.RawMessage, harnesses validate.Harnesses) []validate.Issue{
-	"snapshot": func(raw json.RawMessage, h validate.Harnesses) []validate.Issue {
-		_, is := validate.DecodeSnapshot(raw, h)
-		return is
-	},
-	"reset": func(raw json.RawMessage, h validate.Harnesses) []validate.Issue {
-		_, is := validate.DecodeReset(raw, h)
-		return is
-	},
-	"diagnostic": func(raw json.RawMessage, _ validate.Harnesses) []validate.Issue {
-		_, is := validate.DecodeDiagnostic(raw)
-		return is
-	},
-	"event": func(raw json.RawMessage, _ validate.Harnesses) []validate.Issue {
-		_, is := validate.DecodeEvent(raw)
-		return is
-	},
-}
-
 // validateMain checks a document locally, with the bridge's own rules; no
 // bridge needs to run. It prints one issue a line ("PATH CODE: MESSAGE") and
 // returns errExit1 when there is any.
@@ -58,7 +37,7 @@ func validateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 		return errExit1
 	}
 	kind, name := fs.Arg(0), fs.Arg(1)
-	check, ok := validateKinds[kind]
+	check, ok := validate.Kinds[kind]
 	if !ok {
 		return fmt.Errorf("unknown kind %q: want snapshot, reset, diagnostic or event", kind)
 	}
