@@ -39,7 +39,7 @@ type hardBridgeProc struct {
 	cmd    *exec.Cmd
 	host   string // host:port
 	token  string
-	stderr *hardLog
+	stderr *logBuffer
 	waited chan error
 }
 
@@ -53,7 +53,7 @@ func hardStartBridgeProc(t *testing.T, env []string, args ...string) *hardBridge
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &hardBridgeProc{cmd: cmd, stderr: &hardLog{}, waited: make(chan error, 1)}
+	p := &hardBridgeProc{cmd: cmd, stderr: &logBuffer{}, waited: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func TestHardeningNonLoopbackRefused(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			var out, errb hardLog
+			var out, errb logBuffer
 			err := serveMain(ctx, tt.args, env, &out, &errb)
 			if err == nil {
 				t.Fatalf("serveMain(%q, %q) = nil, want a refusal", tt.args, tt.env)

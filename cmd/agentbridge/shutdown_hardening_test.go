@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -22,25 +21,7 @@ type hardServe struct {
 	token  string
 	cancel context.CancelFunc
 	errc   chan error
-	stderr *hardLog
-}
-
-// hardLog is a goroutine-safe log sink.
-type hardLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *hardLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *hardLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	stderr *logBuffer
 }
 
 // startHardServe runs serveMain with env and args until the test ends and
@@ -49,7 +30,7 @@ func startHardServe(t *testing.T, env []string, args ...string) *hardServe {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	s := &hardServe{cancel: cancel, errc: make(chan error, 1), stderr: &hardLog{}}
+	s := &hardServe{cancel: cancel, errc: make(chan error, 1), stderr: &logBuffer{}}
 	go func() {
 		err := serveMain(ctx, args, env, pw, s.stderr)
 		pw.CloseWithError(io.EOF)

@@ -396,6 +396,19 @@ type callPayload struct {
 	Output json.RawMessage `json:"output"`
 }
 
+// toolID is the call's stable id: its call_id, else its item id, else one
+// made from kind and the line number, so that a call without ids still
+// opens and is closed at turn end.
+func (p *callPayload) toolID(kind string, line int) string {
+	if id := safeID(p.CallID); id != "" {
+		return id
+	}
+	if id := safeID(p.ID); id != "" {
+		return id
+	}
+	return lineID(kind, line)
+}
+
 type messagePayload struct {
 	Role    string `json:"role"`
 	Phase   string `json:"phase"`
@@ -412,13 +425,7 @@ func (r *Rollout) responseItem(dst []agentbridge.Event, ptype string, line, payl
 		if !decode(line, payload, &p) {
 			return dst
 		}
-		id := safeID(p.CallID)
-		if id == "" {
-			id = safeID(p.ID)
-		}
-		if id == "" {
-			id = lineID("call", r.line)
-		}
+		id := p.toolID("call", r.line)
 		name := displayName(p.Name)
 		if name == "" {
 			name = strings.TrimSuffix(ptype, "_call")
@@ -431,13 +438,7 @@ func (r *Rollout) responseItem(dst []agentbridge.Event, ptype string, line, payl
 		if !decode(line, payload, &p) {
 			return dst
 		}
-		id := safeID(p.CallID)
-		if id == "" {
-			id = safeID(p.ID)
-		}
-		if id == "" {
-			id = lineID("search", r.line)
-		}
+		id := p.toolID("search", r.line)
 		dst = r.reopenInferred(dst, at)
 		n := len(dst)
 		dst = r.startTool(dst, id, "web_search", at)
