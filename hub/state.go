@@ -249,7 +249,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	starts := make([]Start, len(runs))
 	for i, s := range runs {
-		starts[i] = Start{Enabled: s.enabledList(), Changes: s.changes, Publisher: &publisher{h: h, src: s}}
+		starts[i] = Start{Enabled: s.enabledList(), Changes: s.changes, Publisher: newPublisher(h, s)}
 	}
 	h.mu.Unlock()
 
