@@ -411,4 +411,3 @@ func (h *Hub) publish(sourceID string, ops []Op, apply bool) error {
 	}
 	return h.finish(t, issues)
 }
-
