@@ -47,17 +47,17 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatalf("Load: %v", err)
 	}
 	want := &Config{
-		Listen:          "127.0.0.1:7391",
-		Auth:            "token",
-		TokenFile:       filepath.Join(home, ".local/state/agentbridge/token"),
-		StateDir:        filepath.Join(home, ".local/state/agentbridge"),
-		AllowedHosts:    []string{},
-		AllowedOrigins:  []string{},
-		Window:          2 * time.Hour,
-		Linger:          10 * time.Minute,
-		Heartbeat:       15 * time.Second,
-		LogLevel:        "info",
-		Env:             env,
+		Listen:         "127.0.0.1:7391",
+		Auth:           "token",
+		TokenFile:      filepath.Join(home, ".local/state/agentbridge/token"),
+		StateDir:       filepath.Join(home, ".local/state/agentbridge"),
+		AllowedHosts:   []string{},
+		AllowedOrigins: []string{},
+		Window:         2 * time.Hour,
+		Linger:         10 * time.Minute,
+		Heartbeat:      15 * time.Second,
+		LogLevel:       "info",
+		Env:            env,
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Load defaults mismatch (-want +got):\n%s", diff)
