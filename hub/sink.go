@@ -276,7 +276,7 @@ func (p *publisher) Session(id string) *validate.Session {
 func (p *publisher) Rescan() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.commit(true)
+	p.commit(false) // a scan still open is dropped: this one replaces it
 	p.scan = map[string]*work{}
 }
 
@@ -321,13 +321,16 @@ func (p *publisher) Hide(id string) {
 func (p *publisher) Show([]string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.scan != nil {
+		return // the scan ends with a reset anyway
+	}
 	p.show = true
 	p.commit(true)
 }
 
 // commit publishes the pending records and upserts; all ends every
-// batch (Flush), otherwise sessions being built aside keep waiting.
-// p.mu must be held.
+// batch (Flush): a scan and sessions being built aside are committed only
+// then. p.mu must be held.
 func (p *publisher) commit(all bool) {
 	if len(p.pend) == 0 && len(p.dirty) == 0 && !(all && (p.scan != nil || p.show)) {
 		return
@@ -462,7 +465,7 @@ func (p *publisher) Event(sessionID, harness string, e agentbridge.Event) error 
 	if err := p.fold(sessionID, harness, e, true); err != nil {
 		return err
 	}
-	p.commit(true)
+	p.commit(false) // a scan stays open
 	return nil
 }
 
@@ -485,7 +488,7 @@ func (p *publisher) Remove(sessionID string) error {
 	if p.scan == nil {
 		p.pend = append(p.pend, op{kind: opRemove, id: sessionID})
 	}
-	p.commit(true)
+	p.commit(false) // a scan stays open
 	return nil
 }
 
@@ -505,6 +508,7 @@ func (p *publisher) Diagnostic(d agentbridge.Diagnostic) error {
 func (p *publisher) Reset(sessions []*validate.Session) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.scan = nil // this replaces whatever a scan was building
 	p.commit(true)
 	next := make(map[string]*work, len(sessions))
 	items := make([]*sess, len(sessions))
@@ -538,7 +542,7 @@ func (p *publisher) Upsert(s *validate.Session) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.commit(true)
+	p.commit(false)
 	w := p.adopt(s)
 	h := p.h
 	h.mu.Lock()
