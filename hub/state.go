@@ -43,7 +43,7 @@ type Options struct {
 	Logger    *slog.Logger          // nil: slog.Default()
 	RingSize  int                   // records kept for resume; 0: DefaultRingSize
 	RingBytes int                   // bytes kept for resume; 0: DefaultRingBytes
-	QueueSize int                   // live queue per subscriber; 0: DefaultQueueSize
+	QueueSize int                   // live queue per subscriber (until it attaches its own); 0: DefaultQueueSize
 	Now       func() time.Time      // nil: time.Now
 	Registry  prometheus.Registerer // nil: no metrics registered
 	ProcRoot  string                // for the ancestorPid filter; "": "/proc"
