@@ -520,18 +520,26 @@ func (p *publisher) Reset(sessions []*validate.Session) error {
 		next[w.id] = w
 		items[i] = &sess{snap: *w.shown}
 	}
+	return p.apply(func(t *txn) []validate.Issue { return t.opReset("$", items, false) }, func() {
+		p.work = next
+		p.scan = nil
+	})
+}
+
+// apply runs one validated operation in its own commit, then done when
+// it was taken. p.mu must be held.
+func (p *publisher) apply(op func(t *txn) []validate.Issue, done func()) error {
 	h := p.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if p.src.ctx.Err() != nil {
-		return nil
+		return nil // shutting down: the host ignores late calls
 	}
 	t := h.begin(p.src)
-	if err := h.finish(t, t.opReset("$", items, false)); err != nil {
+	if err := h.finish(t, op(t)); err != nil {
 		return err
 	}
-	p.work = next
-	p.scan = nil
+	done()
 	return nil
 }
 
@@ -544,18 +552,7 @@ func (p *publisher) Upsert(s *validate.Session) error {
 	defer p.mu.Unlock()
 	p.commit(false)
 	w := p.adopt(s)
-	h := p.h
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if p.src.ctx.Err() != nil {
-		return nil
-	}
-	t := h.begin(p.src)
-	if err := h.finish(t, t.opUpsert("$", &sess{snap: *w.shown})); err != nil {
-		return err
-	}
-	p.work[w.id] = w
-	return nil
+	return p.apply(func(t *txn) []validate.Issue { return t.opUpsert("$", &sess{snap: *w.shown}) }, func() { p.work[w.id] = w })
 }
 
 // adopt makes a work session from a copy of a source's fold.

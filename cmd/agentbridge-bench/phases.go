@@ -403,15 +403,11 @@ func phaseLatency(cfg *config, root string) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := startBridge(c, 0)
+	b, url, err := servedBridge(c)
 	if err != nil {
 		return nil, err
 	}
 	defer b.stop()
-	if err := b.ready(time.Minute); err != nil {
-		return nil, err
-	}
-	url := b.serve(sse.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cl, err := dial(ctx, loopbackClient(), url+"/")
@@ -918,15 +914,11 @@ func phaseStream(cfg *config, root string) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := startBridge(c, 0)
+	b, url, err := servedBridge(c)
 	if err != nil {
 		return nil, err
 	}
 	defer b.stop()
-	if err := b.ready(time.Minute); err != nil {
-		return nil, err
-	}
-	url := b.serve(sse.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	client := loopbackClient()
@@ -974,4 +966,18 @@ func phaseStream(cfg *config, root string) ([]row, error) {
 		Target:   "0 cut-offs",
 		Verdict:  verdict(cutoffs == 0, fmt.Sprintf("%d cut-off(s)", cutoffs)),
 	}}, nil
+}
+
+// servedBridge starts the bridge over c, waits for its sources' first
+// resets and serves its stream (the SSE handler's defaults) on loopback.
+func servedBridge(c *corpus) (*bridge, string, error) {
+	b, err := startBridge(c, 0)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := b.ready(time.Minute); err != nil {
+		b.stop()
+		return nil, "", err
+	}
+	return b, b.serve(sse.Options{}), nil
 }
