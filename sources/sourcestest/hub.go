@@ -1,11 +1,15 @@
 // Package sourcestest helps test session sources without the real hub: Hub
 // is a hub.Sink that validates and folds what it is given the way the
-// hub does, keeps the resulting snapshots, and lets a test wait for a
-// condition on them.
+// hub does, keeps the resulting snapshots and every change of status, and
+// lets a test wait for a condition on them. Replay grows a recorded
+// session's journals into a home at the byte offsets they were recorded
+// at, runs a real source over them and checks the statuses it reports
+// against the phases the recording's authors expect (see LoadScenario).
 package sourcestest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -41,6 +45,17 @@ type Hub struct {
 	calls    []Call
 	resets   int
 	refused  int
+	trans    []Transition
+	last     map[string]agentbridge.Status
+	flushes  int
+}
+
+// Transition is one change of a session's status, in the order of all the
+// Hub's calls. Status "" means the session left the Hub (removed, stopped,
+// hidden, or dropped by a reset).
+type Transition struct {
+	Session string
+	Status  agentbridge.Status
 }
 
 type kept struct {
@@ -51,7 +66,7 @@ type kept struct {
 
 // New returns an empty Hub.
 func New() *Hub {
-	return &Hub{changed: make(chan struct{}, 1), sessions: map[string]*kept{}}
+	return &Hub{changed: make(chan struct{}, 1), sessions: map[string]*kept{}, last: map[string]agentbridge.Status{}}
 }
 
 func (h *Hub) done(c Call, err error) error {
@@ -60,6 +75,7 @@ func (h *Hub) done(c Call, err error) error {
 	} else if c.Op != "" {
 		h.calls = append(h.calls, c)
 	}
+	h.noteAll()
 	h.mu.Unlock()
 	select {
 	case h.changed <- struct{}{}:
@@ -149,9 +165,12 @@ func (h *Hub) Fold(id, harness string, e agentbridge.Event) error {
 	return h.done(Call{Op: hub.OpEvent, SessionID: id, Event: e}, nil)
 }
 
-// Flush ends a scan with a reset and upserts restarted sessions.
+// Flush ends a scan with a reset and upserts restarted sessions. A source
+// on the shared runtime flushes at the end of every wake (Sessions.Idle),
+// so Flushes counts the wakes in which it read.
 func (h *Hub) Flush() {
 	h.mu.Lock()
+	h.flushes++
 	if h.scan != nil {
 		h.sessions, h.scan = h.scan, nil
 		h.calls = append(h.calls, h.resetCall())
@@ -231,6 +250,43 @@ func (h *Hub) Diagnostic(d agentbridge.Diagnostic) error {
 		return h.done(Call{}, &hub.InvalidError{Issues: issues})
 	}
 	return h.done(Call{Op: hub.OpDiagnostic, Diag: d}, nil)
+}
+
+// noteAll records the status changes of every session, in view or gone,
+// in id order; called under h.mu.
+func (h *Hub) noteAll() {
+	ids := map[string]bool{}
+	for id := range h.last {
+		ids[id] = true
+	}
+	for id := range h.sessions {
+		ids[id] = true
+	}
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		var st agentbridge.Status
+		if k := h.sessions[id]; k != nil && h.visible(k) {
+			st = k.s.Status()
+		}
+		if prev, seen := h.last[id]; seen && prev == st || !seen && st == "" {
+			continue
+		}
+		h.last[id] = st
+		h.trans = append(h.trans, Transition{Session: id, Status: st})
+	}
+}
+
+// Flushes counts the calls of Flush so far.
+func (h *Hub) Flushes() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.flushes
+}
+
+// Transitions returns every change of status so far, in call order.
+func (h *Hub) Transitions() []Transition {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.trans)
 }
 
 // Snapshots returns the current snapshots, sorted by id.
