@@ -76,6 +76,10 @@ const maxPending = 256
 // events without occurredAt beyond it get a fresh stamp each time.
 const maxStamps = 1024
 
+// maxGone bounds the sessions whose stamps are remembered after they left
+// (stopped, or missing from a scan); beyond it they are forgotten at once.
+const maxGone = 4096
+
 // publisher is the Sink of one running source.
 type publisher struct {
 	h   *Hub
@@ -245,7 +249,7 @@ func (p *publisher) keepStamps(w *work) {
 	if len(w.stamps) == 0 {
 		return
 	}
-	if p.gone == nil {
+	if p.gone == nil || len(p.gone) >= maxGone {
 		p.gone = map[string][]int64{}
 	}
 	p.gone[w.id] = w.stamps
@@ -277,6 +281,10 @@ func (p *publisher) Rescan() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.commit(false) // a scan still open is dropped: this one replaces it
+	for _, w := range p.dirty { // sessions being built aside: the scan builds them anew
+		w.dirty, w.aside = false, false
+	}
+	p.dirty = nil
 	p.scan = map[string]*work{}
 }
 
@@ -311,8 +319,8 @@ func (p *publisher) Hide(id string) {
 	if p.scan != nil {
 		return
 	}
-	if w.ref != nil {
-		w.ref.snap = w.shown
+	if w.ref != nil { // shown only to a client that holds the session
+		w.ref.snap, w.ref.stopped = w.shown, true
 		w.ref = nil
 	}
 	p.pend = append(p.pend, op{kind: opHide, id: id})
@@ -397,6 +405,8 @@ func (p *publisher) commit(all bool) {
 	}
 	clear(pend)
 	for _, w := range ready {
+		data := w.data
+		w.data, w.next = nil, agentbridge.Snapshot{}
 		if !w.visible(p.src) {
 			if t.get(w.id) != nil {
 				t.remove(w.id)
@@ -404,7 +414,6 @@ func (p *publisher) commit(all bool) {
 			continue
 		}
 		if t.get(w.id) == nil || w.changed {
-			data := w.data
 			if data == nil {
 				data = encode(upsertData{Source: p.src.info.ID, Snapshot: *w.shown})
 			}
@@ -500,7 +509,7 @@ func (p *publisher) Diagnostic(d agentbridge.Diagnostic) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pend = append(p.pend, op{kind: opDiag, diag: d})
-	p.commit(p.scan == nil)
+	p.commit(false) // a scan and sessions being built aside wait for Flush
 	return nil
 }
 
