@@ -629,6 +629,7 @@ func fanout(url string, n, events int, publish func(int) error, rev func() uint6
 	defer client.CloseIdleConnections()
 	p := &progress{clients: n}
 	var clients []*sseClient
+	var ended atomic.Int64 // streams that ended before the last window
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -639,7 +640,7 @@ func fanout(url string, n, events int, publish func(int) error, rev func() uint6
 		}
 		clients = append(clients, c)
 		f := p.follower()
-		wg.Go(func() { c.read(f) })
+		wg.Go(func() { c.read(f); ended.Add(1) })
 	}
 	if err := ready(clients); err != nil {
 		return 0, err
@@ -659,7 +660,7 @@ func fanout(url string, n, events int, publish func(int) error, rev func() uint6
 		select {
 		case <-done:
 		case <-time.After(60 * time.Second):
-			return 0, fmt.Errorf("clients did not keep up (%d left)", p.left.Load())
+			return 0, fmt.Errorf("clients did not keep up (%d left, %d of them cut off)", p.left.Load(), ended.Load())
 		}
 	}
 	el := time.Since(t0)
