@@ -532,33 +532,45 @@ func phaseFanout(cfg *config) ([]row, error) {
 
 const window = 256 // events in flight before the publisher waits for every client
 
-// progress lets a publisher wait until every client saw a revision.
+// progress lets a publisher wait until every client saw a revision. A
+// client may see the revision before the publisher asks for it (a fast
+// stream): arm counts those at once.
 type progress struct {
 	target  atomic.Uint64
 	left    atomic.Int64
 	done    chan struct{}
-	clients int
+	seen    []atomic.Uint64 // per client: the highest id it saw
+	reached []atomic.Uint64 // per client: the last target it was counted for
+}
+
+func newProgress(clients int) *progress {
+	return &progress{seen: make([]atomic.Uint64, clients), reached: make([]atomic.Uint64, clients)}
 }
 
 func (p *progress) arm(target uint64) chan struct{} {
 	ch := make(chan struct{})
 	p.done = ch
-	p.left.Store(int64(p.clients))
+	p.left.Store(int64(len(p.seen)))
 	p.target.Store(target)
+	for i := range p.seen {
+		p.check(i, target)
+	}
 	return ch
 }
 
-// follower returns a per-client callback that reports reaching the target.
-func (p *progress) follower() func(id uint64, _ []byte) {
-	var reached uint64
+// check counts client i once for target t when it saw t.
+func (p *progress) check(i int, t uint64) {
+	if p.seen[i].Load() >= t && p.reached[i].Swap(t) != t && p.left.Add(-1) == 0 {
+		close(p.done)
+	}
+}
+
+// follower returns client i's callback.
+func (p *progress) follower(i int) func(id uint64, _ []byte) {
 	return func(id uint64, _ []byte) {
-		t := p.target.Load()
-		if t == 0 || id < t || reached == t {
-			return
-		}
-		reached = t
-		if p.left.Add(-1) == 0 {
-			close(p.done)
+		p.seen[i].Store(id)
+		if t := p.target.Load(); t != 0 && id >= t {
+			p.check(i, t)
 		}
 	}
 }
@@ -627,19 +639,19 @@ func fanout(url string, n, events int, publish func(int) error, rev func() uint6
 	defer cancel()
 	client := loopbackClient()
 	defer client.CloseIdleConnections()
-	p := &progress{clients: n}
+	p := newProgress(n)
 	var clients []*sseClient
 	var ended atomic.Int64 // streams that ended before the last window
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	for range n {
+	for i := range n {
 		c, err := dial(ctx, client, url)
 		if err != nil {
 			return 0, err
 		}
 		clients = append(clients, c)
-		f := p.follower()
+		f := p.follower(i)
 		wg.Go(func() { c.read(f); ended.Add(1) })
 	}
 	if err := ready(clients); err != nil {
