@@ -332,3 +332,48 @@ func TestSwitchedOffHarnessIsKept(t *testing.T) {
 		t.Error("s2, made while its harness was off, is missing")
 	}
 }
+
+// TestFilteredBatch: a filtered client of a running source sees a batch's
+// lifecycle records by the snapshot the batch leaves, and applying what
+// it gets yields the filtered sessions.
+func TestFilteredBatch(t *testing.T) {
+	h, s, _ := sinkOf(t, Options{})
+	f := Filter{Statuses: []agentbridge.Status{agentbridge.StatusRunning}}
+	sub := h.Subscribe(0, false, f)
+	defer sub.Close()
+	c := client{}
+	for _, r := range sub.Initial {
+		c.apply(t, r)
+	}
+	// s1 runs at the end of its read: shown; s2 runs and is done within
+	// one read: never shown.
+	mustFold(t, s, "s1", "a", agentbridge.Event{Kind: agentbridge.KindSessionStarted})
+	mustFold(t, s, "s1", "", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t"})
+	mustFold(t, s, "s2", "a", agentbridge.Event{Kind: agentbridge.KindSessionStarted})
+	mustFold(t, s, "s2", "", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t"})
+	mustFold(t, s, "s2", "", agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess, OccurredAt: 5})
+	s.Flush()
+	// s1 finishes: its client still learns of it, then loses it.
+	mustFold(t, s, "s1", "", agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess, OccurredAt: 6})
+	s.Flush()
+	var got []string
+	for _, r := range drain(t, sub, h.Revision()) {
+		c.apply(t, r)
+		var d struct {
+			SessionID string `json:"sessionId"`
+			Snapshot  struct {
+				ID string `json:"id"`
+			} `json:"snapshot"`
+		}
+		mustDecode(t, r, &d)
+		got = append(got, r.Name+" "+d.SessionID+d.Snapshot.ID)
+	}
+	want := []string{"lifecycle s1", "lifecycle s1", "upsert s1", "lifecycle s1", "remove s1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("filtered records (-want +got):\n%s", diff)
+	}
+	_, list := h.Sessions(f)
+	if diff := cmp.Diff(list, c.entries()); diff != "" {
+		t.Errorf("filtered stream applied differs from Sessions (-sessions +stream):\n%s", diff)
+	}
+}
