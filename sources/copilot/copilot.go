@@ -1,0 +1,234 @@
+// Package copilot reports GitHub Copilot CLI's sessions. Copilot writes
+// one append-only journal per session at
+// $COPILOT_HOME/session-state/<sessionId>/events.jsonl (COPILOT_HOME
+// defaults to ~/.copilot), one event per line in the envelope
+// {"id","parentId","timestamp","type","data"}; events of a subagent carry
+// "agentId" too. Unlike most agents, Copilot writes its approvals to disk
+// (permission.requested / permission.completed), so waiting is observed
+// from the journal. The mapping is record.go (pure), the process binding
+// process.go, the rules README.md.
+//
+// The session id is the directory's name (the same as session.start's
+// data.sessionId). The directory's other files (workspace.yaml, session.db,
+// inuse.<pid>.lock, checkpoints/, files/) are never read as journals; only
+// the lock files' names are listed, to find the process.
+package copilot
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
+	"github.com/agentbridge/agentbridge/sources"
+)
+
+// The source's identity.
+const (
+	ID          = "copilot"
+	DisplayName = "GitHub Copilot CLI"
+	Harness     = "copilot-cli"
+	EnvHome     = "COPILOT_HOME"
+	journalName = "events.jsonl"
+)
+
+// Options configures the source.
+type Options struct {
+	// Home is Copilot's home ($COPILOT_HOME, else ~/.copilot), absolute.
+	Home string
+	// Window: journals last written longer ago are not read at start, and
+	// a session with no process and no event for this long leaves the hub
+	// (sources.TailConfig.Window); zero means sources.DefaultWindow.
+	Window time.Duration
+	// Linger: how long an exited session stays (sources.NewSessions).
+	Linger time.Duration
+	// Logger gets debug lines; nil discards.
+	Logger *slog.Logger
+}
+
+// Source reports Copilot CLI's sessions. It implements hub.Source.
+type Source struct{ opt Options }
+
+// New returns the source for opt; it touches nothing until Run.
+func New(opt Options) *Source { return &Source{opt: opt} }
+
+// SessionsDir returns where Copilot under home keeps its session
+// directories.
+func SessionsDir(home string) string { return filepath.Join(home, "session-state") }
+
+// Info describes the source.
+func (s *Source) Info() agentbridge.SourceInfo {
+	return agentbridge.SourceInfo{
+		ID:                   ID,
+		DisplayName:          DisplayName,
+		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: "Copilot CLI"}},
+		EnvironmentVariables: []string{EnvHome},
+		Observes: map[string]agentbridge.Observation{
+			"waiting":   agentbridge.Observed, // permission.requested and the other requests, on disk
+			"exited":    agentbridge.Observed, // session.shutdown, and the process through a pidfd
+			"subagents": agentbridge.Observed, // subagent.started / completed / failed
+			"title":     agentbridge.Observed, // session.title_changed, else the first prompt
+			"model":     agentbridge.Observed, // model_change, auto_mode_resolved, assistant.message
+		},
+	}
+}
+
+// Run follows the journals until ctx ends (see hub.Source).
+func (s *Source) Run(ctx context.Context, st hub.Start) error {
+	root := filepath.Clean(SessionsDir(s.opt.Home))
+	return sources.Follow(ctx, st, sources.FollowConfig{
+		Tail: sources.TailConfig{
+			Roots:  []string{root},
+			Match:  func(p string) bool { return sessionID(root, p) != "" },
+			Dirs:   func(p string) bool { return filepath.Dir(p) == root && sources.ValidID(filepath.Base(p)) },
+			Window: s.opt.Window,
+			Logger: s.opt.Logger,
+		},
+		Linger: s.opt.Linger,
+		Logger: s.opt.Logger,
+	}, func(ss *sources.Sessions) sources.Handler { return newHandler(ss, root) })
+}
+
+// sessionID returns the session of a journal path under root
+// (root/<id>/events.jsonl), or "" when path is no journal.
+func sessionID(root, path string) string {
+	if filepath.Base(path) != journalName {
+		return ""
+	}
+	dir := filepath.Dir(path)
+	if filepath.Dir(dir) != root {
+		return ""
+	}
+	if id := filepath.Base(dir); sources.ValidID(id) {
+		return id
+	}
+	return ""
+}
+
+// handler maps journal lines to events and binds sessions to processes;
+// Sessions does the rest. It runs on the source's goroutine only.
+type handler struct {
+	*sources.Sessions
+	root    string
+	procfs  string               // /proc, or a fake in tests
+	maps    map[string]*mapper   // per session
+	pending map[string]bindQuery // sessions to bind to a process at Idle
+	buf     []agentbridge.Event
+}
+
+// bindQuery is what finding a session's process needs.
+type bindQuery struct {
+	dir   string
+	cwd   string
+	since time.Time
+}
+
+func newHandler(ss *sources.Sessions, root string) *handler {
+	return &handler{Sessions: ss, root: root, procfs: proc.Root, maps: map[string]*mapper{}, pending: map[string]bindQuery{}}
+}
+
+// Line maps one record and folds its events into the file's session.
+func (h *handler) Line(path string, line []byte) {
+	id := sessionID(h.root, path)
+	m := h.maps[id]
+	if m == nil {
+		m = &mapper{}
+		h.maps[id] = m
+	}
+	var code string
+	h.buf, code = m.Map(line, h.buf[:0])
+	if code != "" {
+		h.BadLine(code)
+	}
+	for _, e := range h.buf {
+		if !h.Event(id, Harness, e) || e.Kind != agentbridge.KindSessionStarted {
+			continue
+		}
+		if t := m.env.Type; t == typeSessionStart || t == typeSessionResume {
+			q := bindQuery{dir: filepath.Dir(path), cwd: e.Cwd}
+			if e.OccurredAt > 0 {
+				q.since = time.UnixMilli(e.OccurredAt)
+			}
+			h.pending[id] = q // a (new) process has the session: find it at Idle
+		}
+	}
+}
+
+// Idle binds the sessions that (re)started since the last Idle to their
+// processes, after every line of the burst was read (a session that ended
+// in the same burst is not bound), then lets Sessions flush.
+func (h *handler) Idle() {
+	if len(h.pending) > 0 {
+		h.bindPending()
+	}
+	h.Sessions.Idle()
+}
+
+// bindPending binds each pending session by its lock file, else by cwd and
+// start time (one pass over /proc for all of them).
+func (h *handler) bindPending() {
+	var cands []candidate
+	listed := false
+	bound := map[int]bool{}
+	for _, id := range h.IDs() {
+		if s := h.Get(id); s != nil && s.Snapshot().PID > 0 && !h.Exited(id) {
+			bound[s.Snapshot().PID] = true
+		}
+	}
+	for _, id := range sortedPending(h.pending) {
+		q := h.pending[id]
+		if h.Get(id) == nil || h.Exited(id) {
+			continue
+		}
+		pid := liveLatest(h.procfs, lockPIDs(q.dir))
+		if pid == 0 && q.cwd != "" {
+			if !listed {
+				cands, listed = copilotProcesses(h.procfs), true
+			}
+			pid = pickByCwd(cands, q.cwd, q.since, func(p int) bool { return bound[p] })
+		}
+		if pid > 0 {
+			bound[pid] = true
+			h.BindPID(id, pid)
+		}
+	}
+	clear(h.pending)
+}
+
+// Rescan drops every mapper: all journals are read again from the start.
+func (h *handler) Rescan() {
+	clear(h.maps)
+	clear(h.pending)
+	h.Sessions.Rescan()
+}
+
+// Truncated drops the session's state: its journal (rewritten by /undo)
+// is read again.
+func (h *handler) Truncated(path string) {
+	id := sessionID(h.root, path)
+	delete(h.maps, id)
+	h.Restart(id)
+}
+
+// Removed ends the session: its journal is gone.
+func (h *handler) Removed(path string) {
+	id := sessionID(h.root, path)
+	delete(h.maps, id)
+	delete(h.pending, id)
+	h.Stop(id, "journal removed")
+}
+
+func sortedPending(m map[string]bindQuery) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+var _ hub.Source = (*Source)(nil)
