@@ -136,7 +136,7 @@ func (h *handler) Line(path string, line []byte) {
 	id := sessionID(h.root, path)
 	m := h.maps[id]
 	if m == nil {
-		m = &mapper{}
+		m = &mapper{session: id}
 		h.maps[id] = m
 	}
 	var code string

@@ -160,6 +160,7 @@ type tool struct {
 // It is the pure part of the source: bytes and this small state in,
 // events out, no I/O. Its maps are bounded by the fold's own limits.
 type mapper struct {
+	session    string // the session id: the parent of its subagents
 	inTurn     bool
 	toolsAsked bool // the turn's last assistant.message requested tools
 	compaction bool // a compaction opened the turn
@@ -361,6 +362,9 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 			m.tools = map[string]tool{}
 		}
 		name := display(d.ToolName, validate.MaxText)
+		if name == "" {
+			name = "tool" // the fold needs a name; Copilot always gives one
+		}
 		out = append(out, agentbridge.Event{Kind: agentbridge.KindToolStarted, OccurredAt: at, ToolID: id, Name: name})
 		// Copilot's own blocking tools wait for the user while they run.
 		reason := map[string]string{"ask_user": reasonQuestion, "exit_plan_mode": reasonPlan}[d.ToolName]
@@ -410,7 +414,7 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		}
 		m.subagents[id] = true
 		return append(out, agentbridge.Event{
-			Kind: agentbridge.KindSubagentStarted, OccurredAt: at, SubagentID: id,
+			Kind: agentbridge.KindSubagentStarted, OccurredAt: at, SubagentID: id, ParentAgentID: m.session,
 			Type: display(d.AgentName, validate.MaxSubagentType), Title: title,
 		}), ""
 	default: // subagent.completed, subagent.failed

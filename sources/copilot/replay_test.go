@@ -16,9 +16,11 @@ var notRecorded = map[string][]string{
 	// The other agent's transcript (Claude Code or Codex) was not recorded.
 	"4-2_multiple-agents-same-workspace": {"agentB_turn_start", "agentB_turn_done"},
 	// /undo rewrote the journal; only the file after the rewrite was kept,
-	// so the second turn's records are gone (the rewrite itself, read again
-	// from the start, is the "rewind" activity the recording expects).
-	"1-6_checkpoint-rewind": {"v2_turn_start", "v2_turn_end"},
+	// so the second turn's records are gone. The recorder took the rewrite
+	// for activity (rewind_activity: working, then ready); the bridge reads
+	// the rewritten journal again and shows the session as it rebuilds it
+	// (an upsert of its last state, done), so these are not ours either.
+	"1-6_checkpoint-rewind": {"v2_turn_start", "v2_turn_end", "rewind_activity", "rewind_settled"},
 }
 
 // splitJournals cuts a recording's transcript at each session.start: each

@@ -19,7 +19,9 @@ import (
 // they did), then writes what the log did not see (a journal's last bytes
 // often land after its last logged size), and hands back the Hub the source
 // published to. A logged size below what was written means the agent
-// rewrote the journal: it is truncated and written again up to that size.
+// rewrote the journal: a new file of that size (the recording's final
+// bytes up to it) is renamed over it, as the recorder's log shows it
+// (transcript_new).
 type Replay struct {
 	// New returns the source to run over home (required).
 	New func(home string) hub.Source
@@ -111,21 +113,27 @@ func (r Replay) Run(t testing.TB, rec *Recording) *Hub {
 		if err := os.MkdirAll(filepath.Dir(j.path), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
-		if size < j.written {
-			flags |= os.O_TRUNC
-			j.written = 0
-		}
-		fd, err := os.OpenFile(j.path, flags, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
 		before := sources.ReadActivity().Reads
-		if _, err := fd.Write(j.data[j.written:size]); err != nil {
-			t.Fatal(err)
-		}
-		if err := fd.Close(); err != nil {
-			t.Fatal(err)
+		if size < j.written {
+			// Rewritten: a new file with the first size bytes replaces it.
+			tmp := j.path + ".rewrite~"
+			if err := os.WriteFile(tmp, j.data[:size], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, j.path); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			fd, err := os.OpenFile(j.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fd.Write(j.data[j.written:size]); err != nil {
+				t.Fatal(err)
+			}
+			if err := fd.Close(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		j.written = size
 		// Let the source read this stage (often a cut line) on its own
@@ -174,7 +182,8 @@ func settle(t testing.TB, h *Hub) {
 // Check replays every recording of sc as a subtest and checks each
 // against sc's phases (CheckPhases), failing the subtest on every
 // mismatch; notes on skipped phases are logged. A scenario without a
-// recording is skipped.
+// recording is skipped. Events the fold rejected (diagnostic
+// invalid-event) fail it too: a source must only emit valid events.
 func (r Replay) Check(t *testing.T, sc *Scenario) {
 	t.Helper()
 	if len(sc.Recordings) == 0 {
@@ -189,6 +198,11 @@ func (r Replay) Check(t *testing.T, sc *Scenario) {
 			}
 			for _, p := range problems {
 				t.Error(p)
+			}
+			for _, d := range h.Diagnostics() {
+				if d.Code == sources.CodeInvalidEvent || d.Code == sources.CodePublishRefused {
+					t.Errorf("the source reported %s: %s", d.Code, d.Message)
+				}
 			}
 			if len(problems) > 0 {
 				t.Log(describeTransitions(h.Transitions()))

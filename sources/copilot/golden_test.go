@@ -1,0 +1,216 @@
+package copilot
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// golden is what one journal becomes: its lifecycle events in order, the
+// codes of the lines it skipped, and the snapshot the events fold into.
+type golden struct {
+	Events   []agentbridge.Event  `json:"events"`
+	Skipped  []string             `json:"skipped,omitempty"`
+	Snapshot agentbridge.Snapshot `json:"snapshot"`
+}
+
+// replayJournal maps every line of a journal of session id and folds the
+// events the way sources.Sessions does (redacted first), failing on an
+// event the fold rejects: the mapper must only emit valid events.
+func replayJournal(t *testing.T, id string, data []byte) golden {
+	t.Helper()
+	g := golden{Events: []agentbridge.Event{}}
+	s := validate.NewSession(id, Harness)
+	m := mapper{session: id}
+	var buf []agentbridge.Event
+	for i, line := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
+		var code string
+		buf, code = m.Map(line, buf[:0])
+		if code != "" {
+			g.Skipped = append(g.Skipped, code)
+		}
+		for _, e := range buf {
+			validate.RedactEvent(&e)
+			if issues := s.Apply(e); len(issues) > 0 {
+				t.Fatalf("line %d: the fold rejected %s: %+v", i+1, e.Kind, issues)
+			}
+			g.Events = append(g.Events, e)
+		}
+	}
+	g.Snapshot = s.Snapshot()
+	if issues := validate.Snapshot(g.Snapshot, validate.Harnesses{Harness: true}); len(issues) > 0 {
+		t.Fatalf("final snapshot invalid: %+v", issues)
+	}
+	return g
+}
+
+// goldenInputs returns every journal the golden tests map, by name: the
+// hand-written ones in testdata/journals and each session's journal cut
+// from the recordings in testdata/irrlicht.
+func goldenInputs(t *testing.T) map[string][]byte {
+	t.Helper()
+	in := map[string][]byte{}
+	files, _ := filepath.Glob(filepath.Join("testdata", "journals", "*.jsonl"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in[strings.TrimSuffix(filepath.Base(f), ".jsonl")] = b
+	}
+	dirs, _ := filepath.Glob(filepath.Join("testdata", "irrlicht", "*-*"))
+	for _, dir := range dirs {
+		sc, err := sourcestest.LoadScenario(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, rec := range sc.Recordings {
+			js, err := splitJournals(rec.Transcript)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, f := range js {
+				in[strings.Join([]string{"irrlicht", sc.Name[:3], itoa(i), itoa(j)}, "-")] = f.Data
+			}
+		}
+	}
+	if len(in) < 20 {
+		t.Fatalf("found %d journals, want at least 20", len(in))
+	}
+	return in
+}
+
+func itoa(i int) string { return string(rune('0' + i)) }
+
+// TestGolden maps each journal to its events and final snapshot and
+// compares them with testdata/golden/<name>.json (-update rewrites them).
+func TestGolden(t *testing.T) {
+	for name, data := range goldenInputs(t) {
+		t.Run(name, func(t *testing.T) {
+			got := replayJournal(t, "s-"+name, data)
+			path := filepath.Join("testdata", "golden", name+".json")
+			if *update {
+				b, err := json.MarshalIndent(got, "", "  ")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./sources/copilot -run TestGolden -update to create it)", err)
+			}
+			var want golden
+			if err := json.Unmarshal(b, &want); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
+			}
+		})
+	}
+}
+
+// handled lists every record type the journals hold and what the mapping
+// does with it; a type found in a journal but missing here fails
+// TestEveryRecordType, so a new type in the corpus is a decision, not an
+// accident.
+var handled = map[string]string{
+	typeSessionStart:     "session.started",
+	typeSessionResume:    "session.started (a new process took the session up)",
+	typeSessionShutdown:  "agent.exited",
+	typeSessionError:     "agent.done error",
+	typeTitleChanged:     "agent.metadata title",
+	typeModelChange:      "agent.metadata model (not the placeholder auto)",
+	typeAutoModeResolved: "agent.metadata model",
+	typeContextChanged:   "session.started cwd",
+	typeCompactionStart:  "turn.started when no turn is open",
+	typeCompactionDone:   "agent.done of the turn a compaction opened",
+	typeUserMessage:      "turn.started",
+	typeTurnStart:        "turn.started when no turn is open",
+	typeAssistantMessage: "agent.metadata model; whether the model asked for tools",
+	typeTurnEnd:          "agent.done success when the model asked for nothing more",
+	typeAbort:            "agent.done cancelled",
+	typeToolStart:        "tool.started (+ wait.started for ask_user, exit_plan_mode)",
+	typeToolComplete:     "tool.finished",
+	typeSubagentStarted:  "subagent.started",
+	typeSubagentDone:     "subagent.done success",
+	typeSubagentFailed:   "subagent.done error",
+	typePermRequested:    "wait.started",
+	typePermCompleted:    "wait.finished",
+	typeInputRequested:   "wait.started",
+	typeInputCompleted:   "wait.finished",
+	typeElicitRequested:  "wait.started",
+	typeElicitCompleted:  "wait.finished",
+	typePlanRequested:    "wait.started",
+	typePlanCompleted:    "wait.finished",
+	typeOAuthRequired:    "wait.started",
+	typeOAuthCompleted:   "wait.finished",
+
+	"system.message":              "ignored: the system prompt",
+	"system.notification":         "ignored: the turn it starts says it",
+	"session.permissions_changed": "ignored",
+	"session.usage_checkpoint":    "ignored: billing",
+	"session.info":                "ignored",
+	"session.warning":             "ignored",
+	"session.handoff":             "ignored",
+	"tool.user_requested":         "ignored: a `!` shell escape, not the agent",
+	"some.future_type":            "ignored: unknown types cost nothing",
+}
+
+// TestEveryRecordType checks that every record type of the golden
+// journals (the recordings included) is in handled, and that the mapped
+// types are all exercised by some journal.
+func TestEveryRecordType(t *testing.T) {
+	seen := map[string]bool{}
+	for _, data := range goldenInputs(t) {
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			var r struct{ Type any }
+			if json.Unmarshal(line, &r) == nil {
+				if s, ok := r.Type.(string); ok {
+					seen[s] = true
+				}
+			}
+		}
+	}
+	for typ := range seen {
+		if _, ok := handled[typ]; !ok {
+			t.Errorf("record type %q is in a journal but not in handled: decide what it means", typ)
+		}
+	}
+	for typ := range handled {
+		if !seen[typ] {
+			t.Errorf("record type %q is handled but no journal has it", typ)
+		}
+	}
+	if !slices.Contains(keys(seen), typePermRequested) {
+		t.Error("no journal asks for a permission")
+	}
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
