@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
@@ -19,7 +20,7 @@ import (
 // completion, which is not timed against the target).
 func BenchmarkWaitingLatency(b *testing.B) {
 	home := b.TempDir()
-	h := run(b, Options{Home: home})
+	h := run(b, sources.Options{Home: home})
 	p := filepath.Join(SessionsDir(home), sid, journalName)
 	appendTo(b, p, startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "go"}))
 	h.WaitFor(b, "running", status(h, sid, agentbridge.StatusRunning))

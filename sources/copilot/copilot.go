@@ -16,7 +16,6 @@ package copilot
 
 import (
 	"context"
-	"log/slog"
 	"path/filepath"
 	"slices"
 	"time"
@@ -36,46 +35,45 @@ const (
 	journalName = "events.jsonl"
 )
 
-// Options configures the source.
-type Options struct {
-	// Home is Copilot's home ($COPILOT_HOME, else ~/.copilot), absolute.
-	Home string
-	// Window: journals last written longer ago are not read at start, and
-	// a session with no process and no event for this long leaves the hub
-	// (sources.TailConfig.Window); zero means sources.DefaultWindow.
-	Window time.Duration
-	// Linger: how long an exited session stays (sources.NewSessions).
-	Linger time.Duration
-	// Logger gets debug lines; nil discards.
-	Logger *slog.Logger
+// info describes the source.
+var info = agentbridge.SourceInfo{
+	ID:                   ID,
+	DisplayName:          DisplayName,
+	Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: "Copilot CLI"}},
+	EnvironmentVariables: []string{EnvHome},
+	Observes: map[string]agentbridge.Observe{
+		"waiting":   {How: agentbridge.Observed, From: "journal"}, // permission.requested and the other requests are on disk
+		"exited":    {How: agentbridge.Observed, From: "process"}, // the lock file's process through a pidfd; session.shutdown
+		"subagents": {How: agentbridge.Observed, From: "journal"}, // subagent.started / completed / failed
+		"title":     {How: agentbridge.Observed, From: "journal"}, // session.title_changed, else the first prompt
+		"model":     {How: agentbridge.Observed, From: "journal"}, // model_change, auto_mode_resolved, assistant.message
+	},
+}
+
+func init() {
+	sources.Register(sources.Registration{
+		Info:        info,
+		HomeEnv:     EnvHome,
+		DefaultHome: sources.HomeUnder(".copilot"),
+		New:         func(o sources.Options) hub.Source { return New(o) },
+	})
 }
 
 // Source reports Copilot CLI's sessions. It implements hub.Source.
-type Source struct{ opt Options }
+type Source struct{ opt sources.Options }
 
-// New returns the source for opt; it touches nothing until Run.
-func New(opt Options) *Source { return &Source{opt: opt} }
+// New returns the source for opt.Home (Copilot's home: $COPILOT_HOME, else
+// ~/.copilot); it touches nothing until Run. opt.Window bounds which
+// journals are read at start, and how long a session with no process and
+// no event stays; opt.Linger how long an exited one stays.
+func New(opt sources.Options) *Source { return &Source{opt: opt} }
 
 // SessionsDir returns where Copilot under home keeps its session
 // directories.
 func SessionsDir(home string) string { return filepath.Join(home, "session-state") }
 
 // Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo {
-	return agentbridge.SourceInfo{
-		ID:                   ID,
-		DisplayName:          DisplayName,
-		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: "Copilot CLI"}},
-		EnvironmentVariables: []string{EnvHome},
-		Observes: map[string]agentbridge.Observation{
-			"waiting":   agentbridge.Observed, // permission.requested and the other requests, on disk
-			"exited":    agentbridge.Observed, // session.shutdown, and the process through a pidfd
-			"subagents": agentbridge.Observed, // subagent.started / completed / failed
-			"title":     agentbridge.Observed, // session.title_changed, else the first prompt
-			"model":     agentbridge.Observed, // model_change, auto_mode_resolved, assistant.message
-		},
-	}
-}
+func (s *Source) Info() agentbridge.SourceInfo { return info }
 
 // Run follows the journals until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {

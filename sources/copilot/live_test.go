@@ -20,7 +20,7 @@ import (
 
 // run starts the source on opt with a fake hub until the test ends and
 // waits for its first reset.
-func run(t testing.TB, opt Options) *sourcestest.Hub {
+func run(t testing.TB, opt sources.Options) *sourcestest.Hub {
 	t.Helper()
 	h := sourcestest.New()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -102,7 +102,7 @@ const sid = "0b8c6d2e-5f41-4c3a-9e7d-2a1b3c4d5e6f"
 // byte lands.
 func TestLivePartialLines(t *testing.T) {
 	home := t.TempDir()
-	h := run(t, Options{Home: home})
+	h := run(t, sources.Options{Home: home})
 	p := filepath.Join(SessionsDir(home), sid, journalName)
 
 	start := startRecord("/work/app")
@@ -177,7 +177,7 @@ func TestSidecarsIgnored(t *testing.T) {
 	appendTo(t, filepath.Join(root, journalName), startRecord("/x")) // not in a session directory
 	appendTo(t, filepath.Join(dir, "checkpoints", "index.md"), "# checkpoints\n")
 
-	h := run(t, Options{Home: home})
+	h := run(t, sources.Options{Home: home})
 	appendTo(t, filepath.Join(dir, journalName), startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "hi"}))
 	h.WaitFor(t, "the real session", status(h, sid, agentbridge.StatusRunning))
 	appendTo(t, filepath.Join(dir, "workspace.yaml"), "updated_at: now\n")
@@ -235,7 +235,7 @@ func TestProcessByLockFile(t *testing.T) {
 	child := startProcess(t, "", t.TempDir())
 	appendTo(t, filepath.Join(dir, fmt.Sprintf("inuse.%d.lock", child.Process.Pid)), "")
 	appendTo(t, filepath.Join(dir, "inuse.4194303.lock"), "") // stale: no such process
-	h := run(t, Options{Home: home, Linger: -1})
+	h := run(t, sources.Options{Home: home, Linger: -1})
 	appendTo(t, filepath.Join(dir, journalName), startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "hi"}))
 	h.WaitFor(t, "the process bound", func(*sourcestest.Hub) bool {
 		s, ok := h.Snapshot(sid)
@@ -254,7 +254,7 @@ func TestProcessByCwd(t *testing.T) {
 	cwd := t.TempDir()
 	other := startProcess(t, "copilot", t.TempDir()) // another directory: not this session's
 	child := startProcess(t, "copilot", cwd)
-	h := run(t, Options{Home: home, Linger: -1})
+	h := run(t, sources.Options{Home: home, Linger: -1})
 	time.Sleep(20 * time.Millisecond) // the session starts after its process (10 ms clock)
 	p := filepath.Join(SessionsDir(home), sid, journalName)
 	appendTo(t, p, startRecord(cwd)+line(typeUserMessage, map[string]any{"content": "hi"}))
@@ -276,7 +276,7 @@ func TestProcessByCwd(t *testing.T) {
 // prompt runs.
 func TestShutdownExits(t *testing.T) {
 	home := t.TempDir()
-	h := run(t, Options{Home: home, Linger: -1})
+	h := run(t, sources.Options{Home: home, Linger: -1})
 	p := filepath.Join(SessionsDir(home), sid, journalName)
 	appendTo(t, p, startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "hi"})+
 		line(typeAssistantMessage, map[string]any{"content": "hello"})+line(typeTurnEnd, map[string]any{})+

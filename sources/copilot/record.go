@@ -198,7 +198,7 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 		}
 		out = m.endTurn(out, at, agentbridge.OutcomeCancelled) // a turn the last process left open
 		m.model = ""
-		e := agentbridge.Event{Kind: agentbridge.KindSessionStarted, OccurredAt: at, Cwd: cleanCwd(d.Context.Cwd)}
+		e := agentbridge.Event{Kind: agentbridge.KindSessionStarted, OccurredAt: at, Cwd: validate.CleanCwd(d.Context.Cwd)}
 		if d.SelectedModel != autoModel {
 			e.Model = m.setModel(d.SelectedModel)
 		}
@@ -216,9 +216,9 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 		case typeAutoModeResolved:
 			return m.metadata(out, at, "", d.ChosenModel), ""
 		case typeTitleChanged:
-			return m.metadata(out, at, display(d.Title, validate.MaxTitle), ""), ""
+			return m.metadata(out, at, validate.Title(d.Title), ""), ""
 		case typeContextChanged:
-			if cwd := cleanCwd(d.Cwd); cwd != "" {
+			if cwd := validate.CleanCwd(d.Cwd); cwd != "" {
 				return append(out, agentbridge.Event{Kind: agentbridge.KindSessionStarted, OccurredAt: at, Cwd: cwd}), ""
 			}
 		}
@@ -234,7 +234,7 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 		if m.inTurn {
 			return out, "" // steering an open turn: the turn goes on
 		}
-		return m.startTurn(out, at, d.InteractionID, display(d.Content, validate.MaxText)), ""
+		return m.startTurn(out, at, d.InteractionID, validate.Title(d.Content)), ""
 	case typeTurnStart:
 		if r.AgentID != "" {
 			return out, ""
@@ -347,7 +347,7 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 			if m.titles == nil {
 				m.titles = map[string]string{}
 			}
-			m.titles[id] = display(args.Description, validate.MaxTitle)
+			m.titles[id] = validate.Title(args.Description)
 		}
 		if r.AgentID != "" {
 			return out, "" // a subagent's own tool: shown as its subagent
@@ -361,7 +361,7 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		if m.tools == nil {
 			m.tools = map[string]tool{}
 		}
-		name := display(d.ToolName, validate.MaxText)
+		name := validate.Label(d.ToolName)
 		if name == "" {
 			name = "tool" // the fold needs a name; Copilot always gives one
 		}
@@ -369,7 +369,7 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		// Copilot's own blocking tools wait for the user while they run.
 		reason := map[string]string{"ask_user": reasonQuestion, "exit_plan_mode": reasonPlan}[d.ToolName]
 		if reason == reasonQuestion && args.Question != "" {
-			reason = "answer: " + display(args.Question, maxArg)
+			reason = "answer: " + short(args.Question)
 		}
 		if reason != "" && len(m.waits) < validate.MaxOpenWaits {
 			out, _ = m.openWait(out, at, toolWait(id), reason)
@@ -406,7 +406,7 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		}
 		title := m.titles[id]
 		if title == "" {
-			title = display(d.AgentDisplayName, validate.MaxTitle)
+			title = validate.Title(d.AgentDisplayName)
 		}
 		delete(m.titles, id)
 		if m.subagents == nil {
@@ -415,7 +415,7 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		m.subagents[id] = true
 		return append(out, agentbridge.Event{
 			Kind: agentbridge.KindSubagentStarted, OccurredAt: at, SubagentID: id, ParentAgentID: m.session,
-			Type: display(d.AgentName, validate.MaxSubagentType), Title: title,
+			Type: validate.Bound(validate.Label(d.AgentName), validate.MaxSubagentType), Title: title,
 		}), ""
 	default: // subagent.completed, subagent.failed
 		if id == "" {
@@ -476,7 +476,7 @@ func (m *mapper) metadata(out []agentbridge.Event, at int64, title, model string
 	if model == autoModel {
 		model = ""
 	}
-	if model = display(model, validate.MaxModel); model == m.model {
+	if model = validate.Model(model); model == m.model {
 		model = ""
 	} else if model != "" {
 		m.model = model
@@ -489,7 +489,7 @@ func (m *mapper) metadata(out []agentbridge.Event, at int64, title, model string
 
 // setModel records model as the last reported one and returns it cleaned.
 func (m *mapper) setModel(model string) string {
-	m.model = display(model, validate.MaxModel)
+	m.model = validate.Model(model)
 	return m.model
 }
 
@@ -568,15 +568,19 @@ func permissionReason(d *permissionData) string {
 	case "hook":
 		arg = firstOf(p.HookMessage, p.ToolName)
 	}
-	kind := display(p.Kind, 40)
+	kind := validate.Bound(validate.Label(p.Kind), 40)
 	if kind == "" {
 		kind = "a tool"
 	}
-	if arg = display(arg, maxArg); arg == "" {
+	if arg = short(arg); arg == "" {
 		return "approve " + kind
 	}
 	return "approve " + kind + ": " + arg
 }
+
+// short makes the argument of a waiting reason: redacted, paths cut to
+// their last element, at most maxArg characters.
+func short(s string) string { return validate.Bound(validate.Label(s), maxArg) }
 
 // toolWait is the id of the wait a blocking tool opens.
 func toolWait(toolID string) string { return safeID("tool:" + toolID) }

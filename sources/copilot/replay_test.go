@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
@@ -40,7 +41,7 @@ var splitJournals = sourcestest.SplitAt(func(line []byte) (string, bool) {
 
 func replayer() sourcestest.Replay {
 	return sourcestest.Replay{
-		New: func(home string) hub.Source { return New(Options{Home: home}) },
+		New:   func(home string) hub.Source { return New(sources.Options{Home: home}) },
 		Split: splitJournals,
 		Path: func(session, _ string) string {
 			return filepath.Join("session-state", session, journalName)

@@ -9,7 +9,15 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/hub"
-	"github.com/agentbridge/agentbridge/sources"
+)
+
+// The diagnostic codes of package sources that mean a source emitted what
+// the fold or the hub refused (sources.CodeInvalidEvent,
+// sources.CodePublishRefused; this package cannot import sources, whose
+// own tests import it).
+const (
+	codeInvalidEvent   = "invalid-event"
+	codePublishRefused = "publish-refused"
 )
 
 // Replay plays recordings into a real source: it starts the source on an
@@ -108,12 +116,20 @@ func (r Replay) Run(t testing.TB, rec *Recording) *Hub {
 		bySession[f.Session] = j
 		order = append(order, j)
 	}
+	rw, err := newReadWatch()
+	if err != nil {
+		t.Fatalf("inotify: %v", err)
+	}
+	defer rw.close()
 	write := func(j *journal, size int) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(j.path), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		before := sources.ReadActivity().Reads
+		if err := rw.add(filepath.Dir(j.path)); err != nil {
+			t.Fatal(err)
+		}
+		rw.reads(0) // forget earlier reads
 		if size < j.written {
 			// Rewritten: a new file with the first size bytes replaces it.
 			tmp := j.path + ".rewrite~"
@@ -138,9 +154,7 @@ func (r Replay) Run(t testing.TB, rec *Recording) *Hub {
 		j.written = size
 		// Let the source read this stage (often a cut line) on its own
 		// before the next write; a slow source just sees stages merged.
-		for deadline := time.Now().Add(stageWait); sources.ReadActivity().Reads == before && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		rw.waitRead(j.path, stageWait)
 	}
 	for _, g := range rec.Growth {
 		j := bySession[g.Session]
@@ -157,24 +171,23 @@ func (r Replay) Run(t testing.TB, rec *Recording) *Hub {
 			write(j, len(j.data))
 		}
 	}
-	settle(t, h)
+	settle(t, h, rw)
 	return h
 }
 
-// settle waits until neither the hub nor the tailers have done anything
-// for quiet (bounded by Timeout).
-func settle(t testing.TB, h *Hub) {
+// settle waits until the source has neither read a journal nor called the
+// hub for quiet (bounded by Timeout).
+func settle(t testing.TB, h *Hub, rw *readWatch) {
 	t.Helper()
 	deadline := time.Now().Add(Timeout)
-	last, reads := len(h.Calls()), sources.ReadActivity().Reads
-	still := time.Now()
-	for time.Since(still) < quiet {
+	last := len(h.Calls())
+	for still := time.Now(); time.Since(still) < quiet; {
 		if time.Now().After(deadline) {
 			t.Fatalf("the source did not settle within %v", Timeout)
 		}
-		time.Sleep(10 * time.Millisecond)
-		if n, r := len(h.Calls()), sources.ReadActivity().Reads; n != last || r != reads {
-			last, reads, still = n, r, time.Now()
+		read := len(rw.reads(10*time.Millisecond)) > 0
+		if n := len(h.Calls()); n != last || read {
+			last, still = n, time.Now()
 		}
 	}
 }
@@ -200,7 +213,7 @@ func (r Replay) Check(t *testing.T, sc *Scenario) {
 				t.Error(p)
 			}
 			for _, d := range h.Diagnostics() {
-				if d.Code == sources.CodeInvalidEvent || d.Code == sources.CodePublishRefused {
+				if d.Code == codeInvalidEvent || d.Code == codePublishRefused {
 					t.Errorf("the source reported %s: %s", d.Code, d.Message)
 				}
 			}
