@@ -189,7 +189,7 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 		return out, sources.CodeInvalidJSON
 	}
 	r := &m.env
-	at := parseTime(r.Timestamp)
+	at := sources.Millis(r.Timestamp)
 	switch r.Type {
 	case typeSessionStart, typeSessionResume:
 		var d sessionData

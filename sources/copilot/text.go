@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/url"
-	"time"
 
 	"github.com/agentbridge/agentbridge/sources"
 )
@@ -18,19 +17,6 @@ func safeID(s string) string {
 	}
 	sum := sha256.Sum256([]byte(s))
 	return "x-" + hex.EncodeToString(sum[:12])
-}
-
-// parseTime returns the epoch milliseconds of a record's ISO-8601
-// timestamp, or 0 when it is missing or not a plausible time.
-func parseTime(ts string) int64 {
-	if ts == "" {
-		return 0
-	}
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil || t.Year() < 2000 || t.Year() > 9999 {
-		return 0
-	}
-	return t.UnixMilli()
 }
 
 // host returns the host of a URL (never its path or query, which may carry
