@@ -16,6 +16,7 @@ package copilot
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
 	"slices"
 	"time"
@@ -177,7 +178,7 @@ func (h *handler) bindPending() {
 			bound[s.Snapshot().PID] = true
 		}
 	}
-	for _, id := range sortedPending(h.pending) {
+	for _, id := range slices.Sorted(maps.Keys(h.pending)) {
 		q := h.pending[id]
 		if h.Get(id) == nil || h.Exited(id) {
 			continue
@@ -218,15 +219,6 @@ func (h *handler) Removed(path string) {
 	delete(h.maps, id)
 	delete(h.pending, id)
 	h.Stop(id, "journal removed")
-}
-
-func sortedPending(m map[string]bindQuery) []string {
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
 }
 
 var _ hub.Source = (*Source)(nil)

@@ -6,11 +6,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
@@ -102,30 +99,7 @@ func TestGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			got := replayJournal(t, "s-"+name, data)
 			path := filepath.Join("testdata", "golden", name+".json")
-			if *update {
-				b, err := json.MarshalIndent(got, "", "  ")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./sources/copilot -run TestGolden -update to create it)", err)
-			}
-			var want golden
-			if err := json.Unmarshal(b, &want); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
-			}
+			sourcestest.Golden(t, path, got, *update)
 		})
 	}
 }
@@ -202,15 +176,7 @@ func TestEveryRecordType(t *testing.T) {
 			t.Errorf("record type %q is handled but no journal has it", typ)
 		}
 	}
-	if !slices.Contains(keys(seen), typePermRequested) {
+	if !seen[typePermRequested] {
 		t.Error("no journal asks for a permission")
 	}
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

@@ -1,7 +1,6 @@
 package copilot
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -22,26 +20,7 @@ import (
 // waits for its first reset.
 func run(t testing.TB, opt sources.Options) *sourcestest.Hub {
 	t.Helper()
-	h := sourcestest.New()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- New(opt).Run(ctx, hub.Start{Enabled: []string{Harness}, Publisher: h}) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run = %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("Run did not return after cancel")
-		}
-		if n := h.Refused(); n > 0 {
-			t.Errorf("the hub refused %d calls", n)
-		}
-	})
-	h.WaitFor(t, "the first reset", func(h *sourcestest.Hub) bool { return h.Resets() > 0 })
-	return h
+	return sourcestest.Start(t, New(opt), nil)
 }
 
 // line is one journal record of type typ with data, stamped now.
@@ -56,29 +35,12 @@ func line(typ string, data any) string {
 	return string(b) + "\n"
 }
 
-func appendTo(t testing.TB, path, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // appendRead appends s and waits until a journal was read after it (so a
 // cut line has been seen cut).
 func appendRead(t testing.TB, path, s string) {
 	t.Helper()
 	before := sources.ReadActivity().Reads
-	appendTo(t, path, s)
+	sourcestest.Append(t, path, s)
 	for deadline := time.Now().Add(5 * time.Second); sources.ReadActivity().Reads == before; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the source did not read the journal")
@@ -161,7 +123,7 @@ func TestSidecarsIgnored(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	appendTo(t, filepath.Join(dir, "workspace.yaml"), "id: x\ncwd: /work/app\n")
+	sourcestest.Append(t, filepath.Join(dir, "workspace.yaml"), "id: x\ncwd: /work/app\n")
 	if err := syscall.Mkfifo(filepath.Join(dir, "session.db"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -174,15 +136,15 @@ func TestSidecarsIgnored(t *testing.T) {
 	if err := os.Symlink("/dev/zero", filepath.Join(dir, "checkpoints", journalName)); err != nil {
 		t.Fatal(err)
 	}
-	appendTo(t, filepath.Join(root, journalName), startRecord("/x")) // not in a session directory
-	appendTo(t, filepath.Join(dir, "checkpoints", "index.md"), "# checkpoints\n")
+	sourcestest.Append(t, filepath.Join(root, journalName), startRecord("/x")) // not in a session directory
+	sourcestest.Append(t, filepath.Join(dir, "checkpoints", "index.md"), "# checkpoints\n")
 
 	h := run(t, sources.Options{Home: home})
-	appendTo(t, filepath.Join(dir, journalName), startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "hi"}))
+	sourcestest.Append(t, filepath.Join(dir, journalName), startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "hi"}))
 	h.WaitFor(t, "the real session", status(h, sid, agentbridge.StatusRunning))
-	appendTo(t, filepath.Join(dir, "workspace.yaml"), "updated_at: now\n")
-	appendTo(t, filepath.Join(dir, "inuse.1.lock"), "")
-	appendTo(t, filepath.Join(dir, journalName), line(typeAssistantMessage, map[string]any{"content": "hello"})+line(typeTurnEnd, map[string]any{}))
+	sourcestest.Append(t, filepath.Join(dir, "workspace.yaml"), "updated_at: now\n")
+	sourcestest.Append(t, filepath.Join(dir, "inuse.1.lock"), "")
+	sourcestest.Append(t, filepath.Join(dir, journalName), line(typeAssistantMessage, map[string]any{"content": "hello"})+line(typeTurnEnd, map[string]any{}))
 	h.WaitFor(t, "done", status(h, sid, agentbridge.StatusDone))
 	if got := h.Snapshots(); len(got) != 1 {
 		t.Errorf("sessions %+v, want the one", got)
@@ -233,10 +195,10 @@ func TestProcessByLockFile(t *testing.T) {
 	home := t.TempDir()
 	dir := filepath.Join(SessionsDir(home), sid)
 	child := startProcess(t, "", t.TempDir())
-	appendTo(t, filepath.Join(dir, fmt.Sprintf("inuse.%d.lock", child.Process.Pid)), "")
-	appendTo(t, filepath.Join(dir, "inuse.4194303.lock"), "") // stale: no such process
+	sourcestest.Append(t, filepath.Join(dir, fmt.Sprintf("inuse.%d.lock", child.Process.Pid)), "")
+	sourcestest.Append(t, filepath.Join(dir, "inuse.4194303.lock"), "") // stale: no such process
 	h := run(t, sources.Options{Home: home, Linger: -1})
-	appendTo(t, filepath.Join(dir, journalName), startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "hi"}))
+	sourcestest.Append(t, filepath.Join(dir, journalName), startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "hi"}))
 	h.WaitFor(t, "the process bound", func(*sourcestest.Hub) bool {
 		s, ok := h.Snapshot(sid)
 		return ok && s.PID == child.Process.Pid && s.Status == agentbridge.StatusRunning
@@ -257,7 +219,7 @@ func TestProcessByCwd(t *testing.T) {
 	h := run(t, sources.Options{Home: home, Linger: -1})
 	time.Sleep(20 * time.Millisecond) // the session starts after its process (10 ms clock)
 	p := filepath.Join(SessionsDir(home), sid, journalName)
-	appendTo(t, p, startRecord(cwd)+line(typeUserMessage, map[string]any{"content": "hi"}))
+	sourcestest.Append(t, p, startRecord(cwd)+line(typeUserMessage, map[string]any{"content": "hi"}))
 	h.WaitFor(t, "the process bound", func(*sourcestest.Hub) bool {
 		s, ok := h.Snapshot(sid)
 		return ok && s.PID == child.Process.Pid
@@ -278,12 +240,12 @@ func TestShutdownExits(t *testing.T) {
 	home := t.TempDir()
 	h := run(t, sources.Options{Home: home, Linger: -1})
 	p := filepath.Join(SessionsDir(home), sid, journalName)
-	appendTo(t, p, startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "hi"})+
+	sourcestest.Append(t, p, startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "hi"})+
 		line(typeAssistantMessage, map[string]any{"content": "hello"})+line(typeTurnEnd, map[string]any{})+
 		line(typeSessionShutdown, map[string]any{"shutdownType": "routine"}))
 	h.WaitFor(t, "exited", status(h, sid, agentbridge.StatusExited))
-	appendTo(t, p, line(typeSessionResume, map[string]any{"context": map[string]any{"cwd": "/work/app"}}))
+	sourcestest.Append(t, p, line(typeSessionResume, map[string]any{"context": map[string]any{"cwd": "/work/app"}}))
 	h.WaitFor(t, "idle again", status(h, sid, agentbridge.StatusIdle))
-	appendTo(t, p, line(typeUserMessage, map[string]any{"content": "again"}))
+	sourcestest.Append(t, p, line(typeUserMessage, map[string]any{"content": "again"}))
 	h.WaitFor(t, "running", status(h, sid, agentbridge.StatusRunning))
 }

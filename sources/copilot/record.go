@@ -1,6 +1,7 @@
 package copilot
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -454,7 +455,7 @@ func (m *mapper) endTurn(out []agentbridge.Event, at int64, outcome agentbridge.
 	if !m.inTurn {
 		return out
 	}
-	for _, id := range sortedKeys(m.subagents) {
+	for _, id := range slices.Sorted(maps.Keys(m.subagents)) {
 		out = append(out, agentbridge.Event{Kind: agentbridge.KindSubagentDone, OccurredAt: at, SubagentID: id, Outcome: outcome})
 	}
 	m.clear()
@@ -584,15 +585,6 @@ func short(s string) string { return validate.Bound(validate.Label(s), maxArg) }
 
 // toolWait is the id of the wait a blocking tool opens.
 func toolWait(toolID string) string { return safeID("tool:" + toolID) }
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
 
 func firstOf(s ...string) string {
 	for _, v := range s {

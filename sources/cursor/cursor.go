@@ -251,15 +251,9 @@ func (h *handler) Truncated(path string) {
 	if !ok {
 		return
 	}
-	delete(h.lines, path)
-	if tr.sub != "" {
-		if s := h.subs[path]; s != nil {
-			s.done = true // read again: its lines are not news
-		}
-		return
+	if h.forget(path, tr) {
+		h.Restart(tr.session)
 	}
-	delete(h.maps, tr.session)
-	h.Restart(tr.session)
 }
 
 // Removed ends the session when its own transcript goes; a subagent's
@@ -269,15 +263,24 @@ func (h *handler) Removed(path string) {
 	if !ok {
 		return
 	}
+	if h.forget(path, tr) {
+		h.Stop(tr.session, "transcript removed")
+	}
+}
+
+// forget drops what a transcript said and reports whether it was a
+// session's own. A subagent's is marked done instead: should its lines
+// come again (read again, or the file back), they are not a new subagent.
+func (h *handler) forget(path string, tr transcript) bool {
 	delete(h.lines, path)
 	if tr.sub != "" {
 		if s := h.subs[path]; s != nil {
-			s.done = true // should it come back, it is not a new subagent
+			s.done = true
 		}
-		return
+		return false
 	}
 	delete(h.maps, tr.session)
-	h.Stop(tr.session, "transcript removed")
+	return true
 }
 
 var _ hub.Source = (*Source)(nil)

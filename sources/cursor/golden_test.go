@@ -2,14 +2,12 @@ package cursor
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/validate"
@@ -71,30 +69,7 @@ func TestGolden(t *testing.T) {
 			}
 			got := replayTranscript(t, "s-"+name, "/home/ana/shop", data)
 			path := filepath.Join("testdata", "golden", name+".json")
-			if *update {
-				b, err := json.MarshalIndent(got, "", "  ")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./sources/cursor -run TestGolden -update to create it)", err)
-			}
-			var want golden
-			if err := json.Unmarshal(b, &want); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
-			}
+			sourcestest.Golden(t, path, got, *update)
 		})
 	}
 }

@@ -1,58 +1,19 @@
 package cursor
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 func run(t *testing.T, opt sources.Options) *sourcestest.Hub {
 	t.Helper()
-	h := sourcestest.New()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- New(opt).Run(ctx, hub.Start{Enabled: []string{Harness}, Publisher: h}) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run = %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("Run did not return after cancel")
-		}
-		if n := h.Refused(); n > 0 {
-			t.Errorf("the hub refused %d calls", n)
-		}
-	})
-	h.WaitFor(t, "the first reset", func(h *sourcestest.Hub) bool { return h.Resets() > 0 })
-	return h
-}
-
-func write(t *testing.T, path, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	return sourcestest.Start(t, New(opt), nil)
 }
 
 func snap(h *sourcestest.Hub, id string, cond func(agentbridge.Snapshot) bool) func(*sourcestest.Hub) bool {
@@ -78,20 +39,20 @@ func TestLiveTurn(t *testing.T) {
 	slug := strings.ReplaceAll(strings.TrimPrefix(cwd, "/"), "/", "-")
 	h := run(t, sources.Options{Home: home})
 	p := filepath.Join(ProjectsDir(home), slug, "agent-transcripts", sid, sid+".jsonl")
-	write(t, p, prompt[:20])
+	sourcestest.Append(t, p, prompt[:20])
 	time.Sleep(20 * time.Millisecond)
 	if _, ok := h.Snapshot(sid); ok {
 		t.Fatal("half a line made a session")
 	}
-	write(t, p, prompt[20:]+answer[:30])
+	sourcestest.Append(t, p, prompt[20:]+answer[:30])
 	h.WaitFor(t, "running", snap(h, sid, func(s agentbridge.Snapshot) bool {
 		return s.Status == agentbridge.StatusRunning && s.Title == "Run the tests" && s.Cwd == cwd
 	}))
-	write(t, p, answer[30:]+`{"type":"turn_ended","status":"success"}`+"\n")
+	sourcestest.Append(t, p, answer[30:]+`{"type":"turn_ended","status":"success"}`+"\n")
 	h.WaitFor(t, "done, completed", snap(h, sid, func(s agentbridge.Snapshot) bool {
 		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCompleted
 	}))
-	write(t, p, prompt+`{"type":"turn_ended","status":"error"}`+"\n")
+	sourcestest.Append(t, p, prompt+`{"type":"turn_ended","status":"error"}`+"\n")
 	h.WaitFor(t, "done, failed", snap(h, sid, func(s agentbridge.Snapshot) bool {
 		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnFailed
 	}))
@@ -107,10 +68,10 @@ func TestLiveSubagent(t *testing.T) {
 	home := t.TempDir()
 	h := run(t, sources.Options{Home: home})
 	dir := filepath.Join(ProjectsDir(home), "empty-window", "agent-transcripts", sid)
-	write(t, filepath.Join(dir, sid+".jsonl"), prompt+answer)
+	sourcestest.Append(t, filepath.Join(dir, sid+".jsonl"), prompt+answer)
 	h.WaitFor(t, "the parent running", snap(h, sid, func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusRunning }))
 	sub := filepath.Join(dir, "subagents", subID+".jsonl")
-	write(t, sub, `{"role":"user","message":{"content":[{"type":"text","text":"Find the flaky test"}]}}`+"\n")
+	sourcestest.Append(t, sub, `{"role":"user","message":{"content":[{"type":"text","text":"Find the flaky test"}]}}`+"\n")
 	h.WaitFor(t, "a running subagent", snap(h, sid, func(s agentbridge.Snapshot) bool {
 		return len(s.Subagents) == 1 && s.Subagents[0].ID == subID && s.Subagents[0].Status == agentbridge.SubagentRunning &&
 			s.Subagents[0].Title == "Find the flaky test"
@@ -118,7 +79,7 @@ func TestLiveSubagent(t *testing.T) {
 	if got := h.Snapshots(); len(got) != 1 {
 		t.Fatalf("sessions %+v: the subagent must not be one", got)
 	}
-	write(t, sub, answer+`{"type":"turn_ended","status":"success"}`+"\n")
+	sourcestest.Append(t, sub, answer+`{"type":"turn_ended","status":"success"}`+"\n")
 	h.WaitFor(t, "the subagent completed", snap(h, sid, func(s agentbridge.Snapshot) bool {
 		return len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentCompleted
 	}))
@@ -133,13 +94,13 @@ func TestLiveSubagent(t *testing.T) {
 func TestIgnoredFiles(t *testing.T) {
 	home := t.TempDir()
 	proj := filepath.Join(ProjectsDir(home), "empty-window")
-	write(t, filepath.Join(proj, "agent-transcripts", sid, "other.jsonl"), prompt)
-	write(t, filepath.Join(proj, "agent-transcripts", sid, sid+".txt"), prompt)
-	write(t, filepath.Join(proj, "agent-transcripts", sid, "deep", "x", sid+".jsonl"), prompt)
-	write(t, filepath.Join(proj, "worker.log"), "log\n")
-	write(t, filepath.Join(proj, "agent-transcripts", sid+".jsonl"), prompt)
+	sourcestest.Append(t, filepath.Join(proj, "agent-transcripts", sid, "other.jsonl"), prompt)
+	sourcestest.Append(t, filepath.Join(proj, "agent-transcripts", sid, sid+".txt"), prompt)
+	sourcestest.Append(t, filepath.Join(proj, "agent-transcripts", sid, "deep", "x", sid+".jsonl"), prompt)
+	sourcestest.Append(t, filepath.Join(proj, "worker.log"), "log\n")
+	sourcestest.Append(t, filepath.Join(proj, "agent-transcripts", sid+".jsonl"), prompt)
 	h := run(t, sources.Options{Home: home})
-	write(t, filepath.Join(proj, "agent-transcripts", subID, subID+".jsonl"), prompt)
+	sourcestest.Append(t, filepath.Join(proj, "agent-transcripts", subID, subID+".jsonl"), prompt)
 	h.WaitFor(t, "the real one", snap(h, subID, func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusRunning }))
 	if got := h.Snapshots(); len(got) != 1 {
 		t.Errorf("sessions %+v, want the one", got)

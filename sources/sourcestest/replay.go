@@ -1,7 +1,6 @@
 package sourcestest
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,32 +66,7 @@ func (r Replay) Run(t testing.TB, rec *Recording) *Hub {
 		t.Fatalf("%s: %v", rec.Name, err)
 	}
 	home := t.TempDir()
-	src := r.New(home)
-	enabled := r.Enabled
-	if enabled == nil {
-		for _, h := range src.Info().Harnesses {
-			enabled = append(enabled, h.ID)
-		}
-	}
-	h := New()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx, hub.Start{Enabled: enabled, Publisher: h}) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run = %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("Run did not return after cancel")
-		}
-		if n := h.Refused(); n > 0 {
-			t.Errorf("the hub refused %d calls", n)
-		}
-	})
-	h.WaitFor(t, "the first reset", func(h *Hub) bool { return h.Resets() > 0 })
+	h := Start(t, r.New(home), r.Enabled)
 
 	type journal struct {
 		data    []byte
