@@ -16,6 +16,7 @@ package copilot
 
 import (
 	"context"
+	"io/fs"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -85,6 +86,10 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 			Match:  func(p string) bool { return sessionID(root, p) != "" },
 			Dirs:   func(p string) bool { return filepath.Dir(p) == root && sources.ValidID(filepath.Base(p)) },
 			Window: s.opt.Window,
+			// A journal older than the window is read at start when a live
+			// process has its session (a lock names it): Copilot does not
+			// hold the journal open, so the default (its holder) never is.
+			Recent: func(p string, _ fs.FileInfo) bool { return liveLatest(proc.Root, lockPIDs(filepath.Dir(p))) > 0 },
 			Logger: s.opt.Logger,
 		},
 		Linger: s.opt.Linger,

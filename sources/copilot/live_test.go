@@ -249,3 +249,30 @@ func TestShutdownExits(t *testing.T) {
 	sourcestest.Append(t, p, line(typeUserMessage, map[string]any{"content": "again"}))
 	h.WaitFor(t, "running", status(h, sid, agentbridge.StatusRunning))
 }
+
+// TestOldJournalOfLiveProcess: a journal last written before the window
+// is read at start when the process its lock names is alive (a session
+// idle for hours), and not when the lock is stale.
+func TestOldJournalOfLiveProcess(t *testing.T) {
+	home := t.TempDir()
+	child := startProcess(t, "", t.TempDir())
+	old := time.Now().Add(-3 * time.Hour)
+	for id, pid := range map[string]int{sid: child.Process.Pid, "stale-session": 4194303} {
+		dir := filepath.Join(SessionsDir(home), id)
+		sourcestest.Append(t, filepath.Join(dir, fmt.Sprintf("inuse.%d.lock", pid)), "")
+		p := filepath.Join(dir, journalName)
+		sourcestest.Append(t, p, startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "hi"})+
+			line(typeAssistantMessage, map[string]any{"content": "hello"})+line(typeTurnEnd, map[string]any{}))
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := run(t, sources.Options{Home: home, Window: time.Hour})
+	h.WaitFor(t, "the live process's session", func(*sourcestest.Hub) bool {
+		s, ok := h.Snapshot(sid)
+		return ok && s.Status == agentbridge.StatusDone && s.PID == child.Process.Pid
+	})
+	if _, ok := h.Snapshot("stale-session"); ok {
+		t.Error("an old journal with a stale lock was read")
+	}
+}
