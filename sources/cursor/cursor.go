@@ -34,7 +34,7 @@ var info = agentbridge.SourceInfo{
 	EnvironmentVariables: []string{},
 	Observes: map[string]agentbridge.Observe{
 		"waiting":   {How: agentbridge.Unavailable},               // approvals are not written to the transcript
-		"exited":    {How: agentbridge.Observed, From: "process"}, // only when the process holds its transcript open; else sessions leave after the window
+		"exited":    {How: agentbridge.Unavailable},               // no pid, no time in the transcript; a process holding it open is still bound (pidfd), but none is known to; sessions leave after the window
 		"subagents": {How: agentbridge.Observed, From: "journal"}, // subagents/<uuid>.jsonl beside the parent's transcript
 		"title":     {How: agentbridge.Observed, From: "journal"}, // the first prompt
 		"model":     {How: agentbridge.Unavailable},               // the transcript does not name it
