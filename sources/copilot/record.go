@@ -163,7 +163,8 @@ type tool struct {
 type mapper struct {
 	session    string // the session id: the parent of its subagents
 	inTurn     bool
-	toolsAsked bool // the turn's last assistant.message requested tools
+	inCall     bool // between assistant.turn_start and assistant.turn_end: a model call runs
+	toolsAsked bool // the model call asked for tools
 	compaction bool // a compaction opened the turn
 	turns      int
 	model      string
@@ -232,19 +233,25 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 		if !m.data(&d) {
 			return out, sources.CodeInvalidRecord
 		}
-		if m.inTurn {
+		if m.inTurn && (m.inCall || m.toolsAsked) {
 			return out, "" // steering an open turn: the turn goes on
 		}
+		// The model has answered and waits for nothing it asked for: a
+		// turn still open (a tool or background subagent still runs) has
+		// ended, and this prompt starts the next. Its subagents run on.
+		out = m.endTurnKeep(out, at, agentbridge.OutcomeSuccess)
 		return m.startTurn(out, at, d.InteractionID, validate.Title(d.Content)), ""
 	case typeTurnStart:
 		if r.AgentID != "" {
 			return out, ""
 		}
 		if m.inTurn {
-			m.toolsAsked = false // the next model call of the same turn
+			m.inCall, m.toolsAsked = true, false // the next model call of the same turn
 			return out, ""
 		}
-		return m.startTurn(out, at, "", ""), "" // a turn without a prompt (e.g. a background agent reported back)
+		out = m.startTurn(out, at, "", "") // a turn without a prompt (e.g. a background agent reported back)
+		m.inCall = true
+		return out, ""
 	case typeAssistantMessage:
 		var d assistantData
 		if !m.data(&d) {
@@ -259,7 +266,11 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 		// A model call ended. The agent goes on when it asked for tools
 		// (their results go back to the model), while a tool or
 		// subagent runs; otherwise it has answered: the turn is done.
-		if r.AgentID != "" || !m.inTurn || m.toolsAsked || len(m.tools) > 0 || len(m.subagents) > 0 {
+		if r.AgentID != "" {
+			return out, ""
+		}
+		m.inCall = false
+		if !m.inTurn || m.toolsAsked || len(m.tools) > 0 || len(m.subagents) > 0 {
 			return out, ""
 		}
 		return m.endTurn(out, at, agentbridge.OutcomeSuccess), ""
@@ -378,12 +389,12 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		m.tools[id] = tool{wait: reason != ""}
 		return out, ""
 	case typeToolComplete:
+		delete(m.titles, id)
 		t, open := m.tools[id]
 		if r.AgentID != "" || d.IsUserRequested || !open {
 			return out, "" // a subagent's tool, a `!` shell escape, or a tool never seen open
 		}
 		delete(m.tools, id)
-		delete(m.titles, id)
 		if t.wait {
 			out = m.closeWait(out, at, toolWait(id))
 		}
@@ -445,7 +456,7 @@ func (m *mapper) startTurn(out []agentbridge.Event, at int64, interaction, promp
 	if !sources.ValidID(id) {
 		id = "turn-" + strconv.Itoa(m.turns)
 	}
-	m.inTurn, m.toolsAsked, m.compaction = true, false, false
+	m.inTurn, m.inCall, m.toolsAsked, m.compaction = true, false, false, false
 	return append(out, agentbridge.Event{Kind: agentbridge.KindTurnStarted, OccurredAt: at, TurnID: id, PromptText: prompt})
 }
 
@@ -462,10 +473,23 @@ func (m *mapper) endTurn(out []agentbridge.Event, at int64, outcome agentbridge.
 	return append(out, agentbridge.Event{Kind: agentbridge.KindAgentDone, OccurredAt: at, Outcome: outcome})
 }
 
+// endTurnKeep ends an open turn with outcome but keeps its subagents
+// running (background agents outlive the turn that started them).
+func (m *mapper) endTurnKeep(out []agentbridge.Event, at int64, outcome agentbridge.Outcome) []agentbridge.Event {
+	if !m.inTurn {
+		return out
+	}
+	subs := m.subagents
+	m.subagents = nil
+	m.clear()
+	m.subagents = subs
+	return append(out, agentbridge.Event{Kind: agentbridge.KindAgentDone, OccurredAt: at, Outcome: outcome})
+}
+
 // clear forgets the open turn, its tools, waits and subagents (the fold
 // closes them with agent.done and agent.exited).
 func (m *mapper) clear() {
-	m.inTurn, m.toolsAsked, m.compaction = false, false, false
+	m.inTurn, m.inCall, m.toolsAsked, m.compaction = false, false, false, false
 	clear(m.tools)
 	clear(m.waits)
 	clear(m.subagents)
