@@ -172,32 +172,37 @@ func (h *handler) Idle() {
 	h.Sessions.Idle()
 }
 
-// bindPending binds each pending session by its lock file, else by cwd and
-// start time (one pass over /proc for all of them).
+// bindPending binds each pending session by its lock file, then the ones
+// without a live lock by cwd and start time (one pass over /proc for all
+// of them), never to a process that a lock or another session already
+// claims.
 func (h *handler) bindPending() {
-	var cands []candidate
-	listed := false
 	bound := map[int]bool{}
 	for _, id := range h.IDs() {
 		if s := h.Get(id); s != nil && s.Snapshot().PID > 0 && !h.Exited(id) {
 			bound[s.Snapshot().PID] = true
 		}
 	}
+	var byCwd []string
 	for _, id := range slices.Sorted(maps.Keys(h.pending)) {
-		q := h.pending[id]
 		if h.Get(id) == nil || h.Exited(id) {
 			continue
 		}
-		pid := liveLatest(h.procfs, lockPIDs(q.dir))
-		if pid == 0 && q.cwd != "" {
-			if !listed {
-				cands, listed = copilotProcesses(h.procfs), true
-			}
-			pid = pickByCwd(cands, q.cwd, q.since, func(p int) bool { return bound[p] })
-		}
-		if pid > 0 {
+		if pid := liveLatest(h.procfs, lockPIDs(h.pending[id].dir)); pid > 0 {
 			bound[pid] = true
 			h.BindPID(id, pid)
+		} else if h.pending[id].cwd != "" {
+			byCwd = append(byCwd, id)
+		}
+	}
+	if len(byCwd) > 0 {
+		cands := copilotProcesses(h.procfs)
+		for _, id := range byCwd {
+			q := h.pending[id]
+			if pid := pickByCwd(cands, q.cwd, q.since, func(p int) bool { return bound[p] }); pid > 0 {
+				bound[pid] = true
+				h.BindPID(id, pid)
+			}
 		}
 	}
 	clear(h.pending)

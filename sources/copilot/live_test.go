@@ -276,3 +276,26 @@ func TestOldJournalOfLiveProcess(t *testing.T) {
 		t.Error("an old journal with a stale lock was read")
 	}
 }
+
+// TestProcessByCwdSkipsLockedProcess: two Copilot processes in one
+// directory; the session with a lock gets its own, the one without gets
+// the other, never the locked one.
+func TestProcessByCwdSkipsLockedProcess(t *testing.T) {
+	home := t.TempDir()
+	cwd := t.TempDir()
+	other := startProcess(t, "copilot", cwd)
+	time.Sleep(20 * time.Millisecond) // the locked one is the newest: cwd matching alone would pick it
+	locked := startProcess(t, "copilot", cwd)
+	time.Sleep(20 * time.Millisecond)
+	a, b := sid, "0000aaaa-0000-4000-8000-00000000000b" // b sorts first: bound before a's lock is looked at, it must still not take a's process
+	sourcestest.Append(t, filepath.Join(SessionsDir(home), a, fmt.Sprintf("inuse.%d.lock", locked.Process.Pid)), "")
+	for _, id := range []string{a, b} {
+		sourcestest.Append(t, filepath.Join(SessionsDir(home), id, journalName), startRecord(cwd)+line(typeUserMessage, map[string]any{"content": "hi"}))
+	}
+	h := run(t, sources.Options{Home: home, Linger: -1}) // one scan reads both
+	pidOf := func(id string) int { s, _ := h.Snapshot(id); return s.PID }
+	h.WaitFor(t, "both bound", func(*sourcestest.Hub) bool { return pidOf(a) > 0 && pidOf(b) > 0 })
+	if pidOf(a) != locked.Process.Pid || pidOf(b) != other.Process.Pid {
+		t.Errorf("a bound to %d (want its lock's %d), b to %d (want %d)", pidOf(a), locked.Process.Pid, pidOf(b), other.Process.Pid)
+	}
+}
