@@ -81,13 +81,9 @@ func startServe(t *testing.T, env []string, args ...string) (dashboard *url.URL,
 		if !ok {
 			t.Fatalf("serve printed no URL; err %v; stderr:\n%s", <-errc, stderr)
 		}
-		raw, found := strings.CutPrefix(line, "agentbridge: dashboard at ")
-		if !found {
-			t.Fatalf("stdout line %q, want the dashboard URL", line)
-		}
-		u, err := url.Parse(raw)
+		u, err := dashboardFrom(t, line, env)
 		if err != nil {
-			t.Fatalf("dashboard URL %q: %v", raw, err)
+			t.Fatalf("dashboard URL: %v", err)
 		}
 		return u, stop, stderr
 	case <-time.After(10 * time.Second):
