@@ -146,6 +146,14 @@ client subcommands. With no subcommand it serves on 127.0.0.1:7391.`,
 		newVersionCmd(a),
 		newManCmd(a),
 	)
+	// Made runnable, "completion" refuses an unknown shell as a usage error
+	// instead of printing its help with status 0.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+	}
 	return root
 }
 
