@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/sources"
 )
 
 // clientFlags are the flags every client subcommand shares: where the
@@ -46,7 +47,13 @@ func (f *filterFlags) register(fs *pflag.FlagSet) {
 // complete registers the filters' value completions on cmd.
 func (f *filterFlags) complete(cmd *cobra.Command) {
 	mustComplete(cmd, "status", fixedCompletions("idle", "running", "waiting", "blocked", "done", "exited"))
-	mustComplete(cmd, "source", fixedCompletions(builtinSources...))
+	mustComplete(cmd, "source", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		var ids []string
+		for _, r := range sources.Registered() {
+			ids = append(ids, r.Info.ID)
+		}
+		return ids, cobra.ShellCompDirectiveNoFileComp
+	})
 	mustComplete(cmd, "project", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return nil, cobra.ShellCompDirectiveFilterDirs
 	})

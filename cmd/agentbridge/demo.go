@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/example"
 	journals "github.com/agentbridge/agentbridge/sources/example/demo"
 )
@@ -87,11 +88,14 @@ func (a *app) demo(ctx context.Context, flags *pflag.FlagSet, speed float64, loo
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("demo home: %w", err)
 	}
-	cfg.ExampleAgentHome = home
+	// Only the example agent, in its temporary home: every other
+	// registered source is off, so the demo never reads the user's agents.
 	on, off := true, false
-	cfg.Sources = map[string]config.SourceSwitch{
-		"example": {Enabled: &on}, "claude-code": {Enabled: &off}, "codex": {Enabled: &off},
+	cfg.Sources = map[string]config.SourceSwitch{}
+	for _, r := range sources.Registered() {
+		cfg.Sources[r.Info.ID] = config.SourceSwitch{Enabled: &off}
 	}
+	cfg.Sources[example.ID] = config.SourceSwitch{Enabled: &on, Home: home}
 	if !flags.Changed("linger") {
 		cfg.Linger = demoLinger
 	}
