@@ -1,6 +1,6 @@
 // Package config loads the bridge's settings in layers, later wins: built-in
 // defaults < the YAML file < AGENTBRIDGE_* environment variables < flags
-// (CONTRACT section 5). Unknown keys, in the file or the environment, are an
+// (docs/contract.md section 5). Unknown keys, in the file or the environment, are an
 // error that names the key. Load reads no globals: the flag set and the
 // environment are passed in, so that tests and the client subcommands can
 // load it the same way the server does.
