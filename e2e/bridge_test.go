@@ -80,17 +80,17 @@ const pushConfig = `push:
 
 // bridge is a running agentbridge process in a private home.
 type bridge struct {
-	t       *testing.T
-	bin     string
-	base    string // http://127.0.0.1:PORT
-	addr    string
-	token   string
-	config  string
-	env     []string
-	mu      sync.Mutex
-	output  bytes.Buffer
-	cmd     *exec.Cmd
-	done    chan struct{}
+	t      *testing.T
+	bin    string
+	base   string // http://127.0.0.1:PORT
+	addr   string
+	token  string
+	config string
+	env    []string
+	mu     sync.Mutex
+	output bytes.Buffer
+	cmd    *exec.Cmd
+	done   chan struct{}
 }
 
 var dashURLRe = regexp.MustCompile(`https?://\S+[?&]token=\S+`)
