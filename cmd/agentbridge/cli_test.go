@@ -141,3 +141,24 @@ func TestManPages(t *testing.T) {
 		t.Error("the sessions page does not describe --wide")
 	}
 }
+
+// TestDemoHelpShowsWhatItUses: demo's help lists its own flags with the
+// defaults it really uses, and none of serve's that it ignores.
+func TestDemoHelpShowsWhatItUses(t *testing.T) {
+	var stdout, stderr strings.Builder
+	a := &app{env: testEnv(t), stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, backoff: fastBackoff}
+	if err := a.execute(context.Background(), []string{"demo", "--help"}); err != nil {
+		t.Fatal(err)
+	}
+	help := stdout.String()
+	for _, want := range []string{"--speed", "--loop", "--listen", "when it is taken: a free loopback port", "--linger duration", "(default 30s)"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("demo --help lacks %q:\n%s", want, help)
+		}
+	}
+	for _, unused := range []string{"--claude-config-dir", "--codex-home", "--example-agent-home", "--window", "--auth", "--token-file", "--allow-remote", "--config"} {
+		if strings.Contains(help, unused) {
+			t.Errorf("demo --help shows %s, which the demo does not use:\n%s", unused, help)
+		}
+	}
+}
