@@ -30,8 +30,7 @@ func dashboardFrom(t *testing.T, line string, env []string) (*url.URL, error) {
 		return nil, err
 	}
 	var out, errb strings.Builder
-	a := &app{env: env, stdin: strings.NewReader(""), stdout: &out, stderr: &errb, backoff: watchBackoff}
-	if err := a.execute(context.Background(), []string{"open", "--print", "--addr", base.Host}); err != nil {
+	if err := runArgs(context.Background(), "open", []string{"--print", "--addr", base.Host}, env, strings.NewReader(""), &out, &errb, watchBackoff); err != nil {
 		return nil, fmt.Errorf("open --print: %v (%s)", err, errb.String())
 	}
 	return url.Parse(strings.TrimSpace(out.String()))

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -62,12 +61,6 @@ port, and records its address in the state directory while it runs, so that
 	fs.BoolVar(&loop, "loop", true, "after a pause, remove the journals (their sessions stop) and replay them again; --loop=false replays once")
 	mustComplete(cmd, "log-level", fixedCompletions("debug", "info", "warn", "error"))
 	return cmd
-}
-
-// demoMain is the demo subcommand with its environment injected.
-func demoMain(ctx context.Context, args, env []string, stdout, stderr io.Writer) error {
-	a := &app{env: env, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, backoff: watchBackoff}
-	return a.execute(ctx, append([]string{"demo"}, args...))
 }
 
 // demo serves like serve, with the example source reading a temporary

@@ -152,7 +152,7 @@ func TestDemoEndToEnd(t *testing.T) {
 
 	// open --print gives a URL that signs a browser in.
 	var link strings.Builder
-	if err := (&app{env: env, stdin: strings.NewReader(""), stdout: &link, stderr: &stderr}).execute(context.Background(), []string{"open", "--print"}); err != nil {
+	if err := runArgs(context.Background(), "open", []string{"--print"}, env, strings.NewReader(""), &link, &stderr, watchBackoff); err != nil {
 		t.Fatalf("open --print: %v %s", err, stderr.String())
 	}
 	signIn(t, strings.TrimSpace(link.String()))

@@ -53,8 +53,7 @@ func signIn(t *testing.T, link string) {
 func openCmd(t *testing.T, env []string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var o, e strings.Builder
-	a := &app{env: env, stdin: strings.NewReader(""), stdout: &o, stderr: &e, backoff: watchBackoff}
-	err = a.execute(t.Context(), append([]string{"open"}, args...))
+	err = runArgs(t.Context(), "open", args, env, strings.NewReader(""), &o, &e, watchBackoff)
 	return o.String(), e.String(), err
 }
 

@@ -59,12 +59,6 @@ once; otherwise (a log, a pipe, a service) it prints only the address, and
 	return cmd
 }
 
-// serveMain is the serve subcommand with its environment injected.
-func serveMain(ctx context.Context, args, env []string, stdout, stderr io.Writer) error {
-	a := &app{env: env, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, backoff: watchBackoff}
-	return a.execute(ctx, append([]string{"serve"}, args...))
-}
-
 // buildSources makes every registered source the configuration leaves
 // on (sources.<id>.enabled, default on), each watching its agent's home:
 // sources.<id>.home (or its legacy alias), else the agent's own variable,

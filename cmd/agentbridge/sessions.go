@@ -54,12 +54,6 @@ type sessionsOptions struct {
 	color      string
 }
 
-// sessionsMain is the sessions subcommand with its environment injected.
-func sessionsMain(ctx context.Context, args, env []string, stdout, stderr io.Writer) error {
-	a := &app{env: env, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, backoff: watchBackoff}
-	return a.execute(ctx, append([]string{"sessions"}, args...))
-}
-
 // sessionEntry is one session as GET /v1/sessions lists it.
 type sessionEntry struct {
 	Source   string               `json:"source"`

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -54,12 +53,6 @@ is printed on a line of its own as "PATH CODE: message"; the exit status is
 	cmd.Flags().StringSliceVar(&harnesses, "harnesses", nil, "the enabled harness `ids` to check snapshots against (comma list; default: no harness check)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"valid": bool, "issues": [...]}, as POST /v1/validate/{kind} answers`)
 	return cmd
-}
-
-// validateMain is the validate subcommand with its streams injected.
-func validateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, backoff: watchBackoff}
-	return a.execute(context.Background(), append([]string{"validate"}, args...))
 }
 
 // maxValidateInput is the largest document validate reads, as the API's

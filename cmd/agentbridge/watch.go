@@ -77,13 +77,6 @@ type streamEvent struct {
 	Data  json.RawMessage `json:"data"`
 }
 
-// watchMain is the watch subcommand with its environment and backoff
-// injected.
-func watchMain(ctx context.Context, args, env []string, stdout, stderr io.Writer, bo backoff) error {
-	a := &app{env: env, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, backoff: bo}
-	return a.execute(ctx, append([]string{"watch"}, args...))
-}
-
 // watcher follows the stream across reconnections.
 type watcher struct {
 	c        *client
