@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -211,7 +212,7 @@ func TestReadmeCommands(t *testing.T) {
 			case blk.lang == "console":
 				header := strings.Fields(strings.SplitN(blk.output, "\n", 2)[0])
 				first := strings.Fields(strings.SplitN(out, "\n", 2)[0])
-				if strings.TrimSpace(out) != "no sessions" && !equalFields(header, first) {
+				if strings.TrimSpace(out) != "no sessions" && !slices.Equal(header, first) {
 					t.Errorf("README line %d: %s printed\n%s\nwant a table like\n%s", blk.line, name, out, blk.output)
 				}
 			}
@@ -223,18 +224,6 @@ func TestReadmeCommands(t *testing.T) {
 	if !sawDefault {
 		t.Error("the README no longer shows what a client says when no bridge runs; update this test")
 	}
-}
-
-func equalFields(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestReadmeInlineCommands: the agentbridge commands the README names in
