@@ -31,6 +31,7 @@ func TestExitCodesAndStreams(t *testing.T) {
 		{"--version", []string{"--version"}, 0, []string{"agentbridge "}, "", 0},
 		{"version", []string{"version"}, 0, []string{"agentbridge "}, "", 0},
 		{"unknown subcommand", []string{"frob"}, 2, nil, `agentbridge: unknown command "frob"`, 2},
+		{"unknown help topic", []string{"help", "frob"}, 2, nil, `no help topic "frob"`, 2},
 		{"unknown flag", []string{"sessions", "--nope"}, 2, nil, "agentbridge sessions: unknown flag: --nope", 2},
 		{"unknown serve flag", []string{"--nope"}, 2, nil, "unknown flag: --nope", 2},
 		{"bad flag value", []string{"watch", "--limit", "many"}, 2, nil, "agentbridge watch: invalid argument", 2},

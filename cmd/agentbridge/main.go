@@ -146,6 +146,26 @@ client subcommands. With no subcommand it serves on 127.0.0.1:7391.`,
 		newVersionCmd(a),
 		newManCmd(a),
 	)
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [subcommand]",
+		Short: "help about any subcommand",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, rest, err := cmd.Root().Find(args)
+			if err != nil || c == nil || len(rest) > 0 {
+				return usagef("no help topic %q", strings.Join(args, " "))
+			}
+			return c.Help()
+		},
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			var names []string
+			for _, c := range cmd.Root().Commands() {
+				if c.IsAvailableCommand() {
+					names = append(names, c.Name())
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+	})
 	// Made runnable, "completion" refuses an unknown shell as a usage error
 	// instead of printing its help with status 0.
 	root.InitDefaultCompletionCmd()
