@@ -15,7 +15,7 @@ import (
 )
 
 func newOpenCmd(a *app) *cobra.Command {
-	var print bool
+	var printURL bool
 	cmd := &cobra.Command{
 		Use:   "open",
 		Short: "open this user's dashboard in the browser (--print: print its URL)",
@@ -29,17 +29,17 @@ the token never appears in a command line. With --print, or with no browser
 to open, the URL with its token is printed instead, to paste into a browser.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.open(cmd.Context(), cmd.Flags(), print)
+			return a.open(cmd.Context(), cmd.Flags(), printURL)
 		},
 	}
 	clientFlags(cmd.Flags())
-	cmd.Flags().BoolVar(&print, "print", false, "print the dashboard URL (with its token) instead of opening a browser")
+	cmd.Flags().BoolVar(&printURL, "print", false, "print the dashboard URL (with its token) instead of opening a browser")
 	return cmd
 }
 
 // open finds the bridge, checks that it answers and takes the token, and
 // opens (or prints) the dashboard URL that signs a browser in.
-func (a *app) open(ctx context.Context, fs *pflag.FlagSet, print bool) error {
+func (a *app) open(ctx context.Context, fs *pflag.FlagSet, printURL bool) error {
 	c, err := newClient(fs, a.env)
 	if err != nil {
 		return err
@@ -50,11 +50,11 @@ func (a *app) open(ctx context.Context, fs *pflag.FlagSet, print bool) error {
 	}
 	u := dashboardURL(c.addr, c.token)
 	browse := a.browse
-	if browse == nil && !print {
+	if browse == nil && !printURL {
 		browse = systemBrowser(a.env, c.stateDir)
 	}
-	if print || browse == nil {
-		if !print {
+	if printURL || browse == nil {
+		if !printURL {
 			fmt.Fprintln(a.stderr, "agentbridge open: no browser to open (set BROWSER); paste this URL into one:")
 		}
 		_, err := fmt.Fprintln(a.stdout, u)
