@@ -176,6 +176,10 @@ type mapper struct {
 	env envelope // decode scratch
 }
 
+// maxArgsBytes bounds the tool arguments looked into for a description
+// or a question (an edit's arguments may hold a whole file).
+const maxArgsBytes = 64 << 10
+
 // maxTitles bounds mapper.titles: descriptions of tool calls whose
 // subagent has not started yet.
 const maxTitles = 64
@@ -352,7 +356,7 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 			return out, sources.CodeInvalidRecord
 		}
 		var args toolArgs
-		if len(d.Arguments) > 0 && d.Arguments[0] == '{' {
+		if len(d.Arguments) > 0 && d.Arguments[0] == '{' && len(d.Arguments) <= maxArgsBytes {
 			_ = json.Unmarshal(d.Arguments, &args, decodeOptions...) // shown only if readable
 		}
 		if args.Description != "" && len(m.titles) < maxTitles {
