@@ -1,0 +1,172 @@
+// Package pi is the session source for Pi, the coding agent of
+// @mariozechner/pi-coding-agent. Pi keeps one JSON-lines journal per
+// session at $PI_CODING_AGENT_DIR/sessions/--<cwd with / as ->--/
+// <timestamp>_<uuid>.jsonl (PI_CODING_AGENT_SESSION_DIR, when set, names
+// the sessions directory itself, and the journals sit directly in it). The
+// journal is a tree of entries (session header, model_change, message, …)
+// appended in order; Pi writes nothing until the first reply of a session
+// is complete, then everything up to it at once.
+//
+// The mapping (record.go, README.md) is a pure function of the entry and a
+// little per-journal state. The session id is the journal name's <uuid>
+// (the header's id). Pi has no approval prompts, so a session is never
+// waiting. Pi opens its journal only to append, so the process is found by
+// its working directory and command name (kit.Procs) and watched with a
+// pidfd.
+package pi
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
+	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/internal/kit"
+)
+
+// The source's identity.
+const (
+	ID          = "pi"
+	DisplayName = "Pi"
+	Harness     = "pi"
+	EnvHome     = "PI_CODING_AGENT_DIR"
+	EnvSessions = "PI_CODING_AGENT_SESSION_DIR"
+)
+
+// Config configures the source.
+type Config struct {
+	// SessionsDir is where the journals are: $PI_CODING_AGENT_SESSION_DIR,
+	// else SessionsDir(home).
+	SessionsDir string
+	// Window: journals last written longer ago are not read at start
+	// (sources.TailConfig.Window); zero means sources.DefaultWindow.
+	Window time.Duration
+	// Linger: how long an exited session stays (sources.NewSessions).
+	Linger time.Duration
+	// Logger gets debug lines; nil discards.
+	Logger *slog.Logger
+}
+
+// Source reports Pi's sessions. It implements hub.Source.
+type Source struct{ cfg Config }
+
+// New returns the source for cfg; it touches nothing until Run.
+func New(cfg Config) *Source { return &Source{cfg: cfg} }
+
+// SessionsDir returns where Pi under home keeps its journals by default.
+func SessionsDir(home string) string { return filepath.Join(home, "sessions") }
+
+// Info describes the source.
+func (s *Source) Info() agentbridge.SourceInfo {
+	return agentbridge.SourceInfo{
+		ID:                   ID,
+		DisplayName:          DisplayName,
+		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
+		EnvironmentVariables: []string{EnvHome, EnvSessions},
+		Observes: map[string]agentbridge.Observation{
+			"waiting":   agentbridge.Unavailable, // Pi asks for no approvals
+			"exited":    agentbridge.Inferred,    // the process found by cwd and name, through a pidfd
+			"subagents": agentbridge.Unavailable, // Pi has no subagents of its own
+			"title":     agentbridge.Observed,    // /name, else the first prompt
+			"model":     agentbridge.Observed,    // model_change and each reply's model
+		},
+	}
+}
+
+// Run follows the journals until ctx ends (see hub.Source).
+func (s *Source) Run(ctx context.Context, st hub.Start) error {
+	root := s.cfg.SessionsDir
+	return sources.Follow(ctx, st, sources.FollowConfig{
+		Tail: sources.TailConfig{
+			Roots:  []string{root},
+			Match:  isJournal,
+			Dirs:   func(p string) bool { return filepath.Dir(p) == root }, // --<cwd>--/ only
+			Window: s.cfg.Window,
+		},
+		Linger: s.cfg.Linger,
+		Logger: s.cfg.Logger,
+	}, func(ss *sources.Sessions) sources.Handler {
+		return &handler{Sessions: ss, files: map[string]*session{}, procs: kit.Procs{Root: proc.Root, Names: []string{"pi"}}}
+	})
+}
+
+// isJournal picks <timestamp>_<uuid>.jsonl files.
+func isJournal(path string) bool {
+	return strings.HasSuffix(path, ".jsonl") && sources.ValidID(sessionID(path))
+}
+
+// sessionID is the journal name's <uuid>: what follows the last "_" of its
+// stem (the whole stem when there is none, e.g. pi --session <file>).
+func sessionID(path string) string {
+	stem := sources.Stem(path, ".jsonl")
+	return stem[strings.LastIndexByte(stem, '_')+1:]
+}
+
+// handler maps journal lines to events; Sessions does the rest. It runs on
+// the source's goroutine only.
+type handler struct {
+	*sources.Sessions
+	files map[string]*session // journal path → its mapping state
+	procs kit.Procs
+	evs   []agentbridge.Event // scratch
+}
+
+// Line maps one entry and folds its events into the journal's session.
+func (h *handler) Line(path string, line []byte) {
+	st := h.files[path]
+	if st == nil {
+		st = newSession()
+		h.files[path] = st
+	}
+	id := sessionID(path)
+	var code string
+	h.evs, code = st.mapRecord(line, h.evs[:0])
+	if code != "" {
+		h.BadLine(code)
+	}
+	for _, e := range h.evs {
+		started := e.Kind == agentbridge.KindSessionStarted
+		if started {
+			// The header's time is when the session began, not when the
+			// process writing it now did (a resumed session is written by
+			// a later one): kit.Procs checks the process against the
+			// journal's last write instead of Sessions' start-time guard.
+			e.OccurredAt = 0
+		}
+		if h.Event(id, Harness, e) && started && e.Cwd != "" {
+			h.procs.Want(id, e.Cwd, path)
+		}
+	}
+}
+
+// Truncated drops the session's state: its journal is read again.
+func (h *handler) Truncated(path string) {
+	delete(h.files, path)
+	h.Restart(sessionID(path))
+}
+
+// Removed ends the session: its journal is gone.
+func (h *handler) Removed(path string) {
+	delete(h.files, path)
+	h.Stop(sessionID(path), "journal removed")
+}
+
+// Rescan forgets every journal: all are read again from the start.
+func (h *handler) Rescan() {
+	clear(h.files)
+	h.Sessions.Rescan()
+}
+
+// Idle binds the sessions that appeared to their processes (one pass over
+// /proc), then lets Sessions flush.
+func (h *handler) Idle() {
+	h.procs.Flush(h.BindPID)
+	h.Sessions.Idle()
+}
+
+var _ hub.Source = (*Source)(nil)
