@@ -19,6 +19,7 @@ package kiro
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -71,12 +72,12 @@ func (s *Source) Info() agentbridge.SourceInfo {
 		DisplayName:          DisplayName,
 		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
 		EnvironmentVariables: []string{EnvHome},
-		Observes: map[string]agentbridge.Observation{
-			"waiting":   agentbridge.Unavailable, // tool approvals are not written down
-			"exited":    agentbridge.Inferred,    // the process found by cwd and name, through a pidfd
-			"subagents": agentbridge.Unavailable, // no recording shows how subagents are written
-			"title":     agentbridge.Observed,    // the sidecar's title, else the first prompt
-			"model":     agentbridge.Observed,    // the sidecar's model
+		Observes: map[string]agentbridge.Observe{
+			"waiting":   {How: agentbridge.Unavailable},               // tool approvals are not written down
+			"exited":    {How: agentbridge.Inferred, From: "process"}, // the process found by cwd and name, then a pidfd
+			"subagents": {How: agentbridge.Unavailable},               // no recording shows how subagents are written
+			"title":     {How: agentbridge.Observed, From: "sidecar"}, // the sidecar's title, else the first prompt
+			"model":     {How: agentbridge.Observed, From: "sidecar"}, // the sidecar's model
 		},
 	}
 }
@@ -198,7 +199,7 @@ func (h *handler) Rescan() {
 // Idle reads the sidecars that changed, binds new sessions to their
 // processes (one pass over /proc), then lets Sessions flush.
 func (h *handler) Idle() {
-	for _, id := range slices.Sorted(mapsKeys(h.dirty)) {
+	for _, id := range slices.Sorted(maps.Keys(h.dirty)) {
 		path := h.dirty[id]
 		data, err := sources.ReadSmall(path, maxSidecar)
 		if err != nil {

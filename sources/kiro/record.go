@@ -20,8 +20,8 @@ type record struct {
 	Version string `json:"version"`
 	Kind    string `json:"kind"`
 	Data    struct {
-		MessageID string  `json:"message_id"`
-		Content   []part  `json:"content"`
+		MessageID string `json:"message_id"`
+		Content   []part `json:"content"`
 		Meta      struct {
 			Timestamp float64 `json:"timestamp"` // epoch seconds; on Prompt only
 		} `json:"meta"`
@@ -72,7 +72,7 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 	r := &s.rec
 	*r = record{}
 	if err := json.Unmarshal(line, r); err != nil {
-		return out, sources.CodeInvalidJSON
+		return out, kit.DecodeCode(line)
 	}
 	switch r.Kind {
 	case "Prompt":
@@ -231,4 +231,3 @@ func turnOutcome(m turnMeta) agentbridge.Outcome {
 	}
 	return agentbridge.OutcomeSuccess
 }
-

@@ -68,12 +68,12 @@ func (s *Source) Info() agentbridge.SourceInfo {
 		DisplayName:          DisplayName,
 		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
 		EnvironmentVariables: []string{EnvHome, EnvSessions},
-		Observes: map[string]agentbridge.Observation{
-			"waiting":   agentbridge.Unavailable, // Pi asks for no approvals
-			"exited":    agentbridge.Inferred,    // the process found by cwd and name, through a pidfd
-			"subagents": agentbridge.Unavailable, // Pi has no subagents of its own
-			"title":     agentbridge.Observed,    // /name, else the first prompt
-			"model":     agentbridge.Observed,    // model_change and each reply's model
+		Observes: map[string]agentbridge.Observe{
+			"waiting":   {How: agentbridge.Unavailable},               // Pi asks for no approvals
+			"exited":    {How: agentbridge.Inferred, From: "process"}, // the process found by cwd and name, then a pidfd
+			"subagents": {How: agentbridge.Unavailable},               // Pi has no subagents of its own
+			"title":     {How: agentbridge.Observed, From: "journal"}, // /name, else the first prompt
+			"model":     {How: agentbridge.Observed, From: "journal"}, // model_change and each reply's model
 		},
 	}
 }

@@ -73,7 +73,7 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 	r := &s.rec
 	*r = record{}
 	if err := json.Unmarshal(line, r); err != nil {
-		return out, sources.CodeInvalidJSON
+		return out, kit.DecodeCode(line)
 	}
 	at := kit.ISOTime(r.Timestamp)
 	switch r.Type {

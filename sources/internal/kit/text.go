@@ -6,22 +6,25 @@ package kit
 
 import (
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
 // maxScan bounds how much of a text is looked at: display text is at most
 // a few hundred characters, so the rest of a long pasted prompt is never
-// needed (4 bytes per character, with slack for folded space and paths).
+// needed (as validate.Title).
 const maxScan = 4096
 
-// Text turns agent text (a prompt, a title, an error message, a tool name)
-// into display text of at most max characters: credentials redacted,
-// absolute paths cut to their last element, control characters folded,
-// bounded. It returns "" when nothing printable is left.
+// Text turns agent text (a prompt, a title, an error message, a tool or
+// model name) into display text of at most max characters by the rules of
+// validate.Title: credentials redacted, control characters folded,
+// bounded, absolute paths cut to their last element. It returns "" when
+// nothing printable is left.
 func Text(s string, max int) string {
 	if s == "" {
 		return ""
@@ -29,46 +32,7 @@ func Text(s string, max int) string {
 	if len(s) > maxScan {
 		s = s[:maxScan] // Bound repairs a cut character
 	}
-	return strings.TrimSpace(scrubPaths(validate.Bound(validate.Redact(s), max)))
-}
-
-// scrubPaths replaces every absolute or home-relative path in s with "…/"
-// and its last element: "fix /home/u/repo/main.go" becomes "fix …/main.go".
-// A path starts at "/" or "~/" at the start of s or after a space, quote,
-// bracket, '=', ':' or ','; "//" (a URL's authority) is not one.
-func scrubPaths(s string) string {
-	if !strings.ContainsRune(s, '/') {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); {
-		starts := (s[i] == '/' || s[i] == '~' && i+1 < len(s) && s[i+1] == '/') &&
-			(i == 0 || strings.IndexByte(" \"'`([{<=:,", s[i-1]) >= 0) &&
-			!(s[i] == '/' && i+1 < len(s) && s[i+1] == '/')
-		if !starts {
-			b.WriteByte(s[i])
-			i++
-			continue
-		}
-		j := i
-		for j < len(s) && strings.IndexByte(" \"'`)]}>,;", s[j]) < 0 {
-			j++
-		}
-		p := s[i:j]
-		if strings.Count(p, "/") >= 2 || p[0] == '~' {
-			base := filepath.Base(strings.TrimRight(p, "/"))
-			if base == "/" || base == "." || base == "~" {
-				base = ""
-			}
-			b.WriteString("…/")
-			b.WriteString(base)
-		} else {
-			b.WriteString(p)
-		}
-		i = j
-	}
-	return b.String()
+	return strings.TrimSpace(validate.ShortenPaths(validate.Bound(validate.Redact(s), max)))
 }
 
 // Cwd returns p when it is a working directory the contract accepts (clean,
@@ -105,4 +69,14 @@ func UnixSeconds(s float64) int64 {
 		return 0
 	}
 	return int64(s * 1000)
+}
+
+// DecodeCode is the code for a line that failed to decode: a syntactically
+// valid JSON object of the wrong shape is sources.CodeInvalidRecord,
+// anything else sources.CodeInvalidJSON.
+func DecodeCode(line []byte) string {
+	if jsontext.Value(line).IsValid() {
+		return sources.CodeInvalidRecord
+	}
+	return sources.CodeInvalidJSON
 }
