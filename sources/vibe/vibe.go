@@ -1,0 +1,214 @@
+// Package vibe is the session source for Mistral Vibe (the vibe CLI).
+// Vibe keeps one directory per session at
+// $VIBE_HOME/logs/session/<prefix>_<date>_<time>_<short id>/ with
+// messages.jsonl (the chat messages, appended as each is saved) and
+// meta.json (session id, start time, working directory, title, the
+// active model, stats; rewritten whole, renamed over, after each save).
+// Subagents run by the task tool keep their own directories below
+// agents/; they are never root sessions.
+//
+// The records carry no timestamps, cwd or model: meta.json gives cwd and
+// model (read whole with sources.ReadSmall when it changes). A turn starts
+// at a user message that Vibe did not inject itself and ends at the
+// assistant message that calls no tool; a subagent is a task tool call
+// and ends with its result. The session id is the directory's name. Vibe
+// opens its files only to write, so the process (comm "vibe") is found by
+// its working directory (kit.Procs) and watched with a pidfd.
+package vibe
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
+	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/internal/kit"
+)
+
+// The source's identity.
+const (
+	ID          = "vibe"
+	DisplayName = "Mistral Vibe"
+	Harness     = "mistral-vibe"
+	EnvHome     = "VIBE_HOME"
+)
+
+// The files of a session directory.
+const (
+	messagesFile = "messages.jsonl"
+	metaFile     = "meta.json"
+	maxMeta      = 4 << 20 // meta.json holds the config and system prompt: tens of kilobytes
+)
+
+// Config configures the source.
+type Config struct {
+	// Home is Vibe's home ($VIBE_HOME, else ~/.vibe).
+	Home string
+	// Window: journals last written longer ago are not read at start
+	// (sources.TailConfig.Window); zero means sources.DefaultWindow.
+	Window time.Duration
+	// Linger: how long an exited session stays (sources.NewSessions).
+	Linger time.Duration
+	// Logger gets debug lines; nil discards.
+	Logger *slog.Logger
+}
+
+// Source reports Mistral Vibe's sessions. It implements hub.Source.
+type Source struct{ cfg Config }
+
+// New returns the source for cfg; it touches nothing until Run.
+func New(cfg Config) *Source { return &Source{cfg: cfg} }
+
+// SessionsDir returns where Vibe under home keeps its session directories.
+func SessionsDir(home string) string { return filepath.Join(home, "logs", "session") }
+
+// Info describes the source.
+func (s *Source) Info() agentbridge.SourceInfo {
+	return agentbridge.SourceInfo{
+		ID:                   ID,
+		DisplayName:          DisplayName,
+		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
+		EnvironmentVariables: []string{EnvHome},
+		Observes: map[string]agentbridge.Observe{
+			"waiting":   {How: agentbridge.Unavailable},               // tool approvals are not written down
+			"exited":    {How: agentbridge.Inferred, From: "process"}, // the process found by cwd and name, then a pidfd
+			"subagents": {How: agentbridge.Observed, From: "journal"}, // task tool calls and their results
+			"title":     {How: agentbridge.Observed, From: "journal"}, // the first prompt, or meta.json's manual title
+			"model":     {How: agentbridge.Observed, From: "sidecar"}, // meta.json's active model
+		},
+	}
+}
+
+// Run follows the session directories until ctx ends (see hub.Source).
+func (s *Source) Run(ctx context.Context, st hub.Start) error {
+	root := SessionsDir(s.cfg.Home)
+	return sources.Follow(ctx, st, sources.FollowConfig{
+		Tail: sources.TailConfig{
+			Roots: []string{root},
+			Match: func(p string) bool {
+				b := filepath.Base(p)
+				return (b == messagesFile || b == metaFile) && filepath.Dir(filepath.Dir(p)) == root && sources.ValidID(idOf(p))
+			},
+			Dirs:   func(p string) bool { return filepath.Dir(p) == root }, // session directories, never their agents/
+			Window: s.cfg.Window,
+		},
+		Linger: s.cfg.Linger,
+		Logger: s.cfg.Logger,
+	}, func(ss *sources.Sessions) sources.Handler {
+		return &handler{Sessions: ss, sessions: map[string]*session{}, procs: kit.Procs{Root: proc.Root, Names: []string{"vibe"}}}
+	})
+}
+
+// idOf is the session id of a file in a session directory: the
+// directory's name.
+func idOf(path string) string { return filepath.Base(filepath.Dir(path)) }
+
+// handler maps messages and meta.json to events; Sessions does the rest.
+// It runs on the source's goroutine only.
+type handler struct {
+	*sources.Sessions
+	sessions map[string]*session // by session id
+	dirty    map[string]string   // session id → its directory, whose meta.json to read at Idle
+	procs    kit.Procs
+	evs      []agentbridge.Event // scratch
+}
+
+func (h *handler) state(id string) *session {
+	st := h.sessions[id]
+	if st == nil {
+		st = newSession(id)
+		h.sessions[id] = st
+	}
+	return st
+}
+
+func (h *handler) markDirty(path string) {
+	if h.dirty == nil {
+		h.dirty = map[string]string{}
+	}
+	h.dirty[idOf(path)] = filepath.Dir(path)
+}
+
+// Line maps one message; a meta.json line only says the file changed (it
+// is read whole at Idle). Vibe writes meta.json after the messages it
+// saves, so each save is followed by a meta.json read.
+func (h *handler) Line(path string, line []byte) {
+	h.markDirty(path)
+	if filepath.Base(path) == metaFile {
+		return
+	}
+	id := idOf(path)
+	var code string
+	h.evs, code = h.state(id).mapRecord(line, h.evs[:0])
+	if code != "" {
+		h.BadLine(code)
+	}
+	h.publish(id, path)
+}
+
+func (h *handler) publish(id, path string) {
+	for _, e := range h.evs {
+		if h.Event(id, Harness, e) && e.Kind == agentbridge.KindSessionStarted && e.Cwd != "" {
+			h.procs.Want(id, e.Cwd, path)
+		}
+	}
+}
+
+// Truncated drops the session's state when messages.jsonl was cut or
+// replaced (a rewind rewrites it); a replaced meta.json is only read again.
+func (h *handler) Truncated(path string) {
+	h.markDirty(path)
+	if filepath.Base(path) == metaFile {
+		return
+	}
+	id := idOf(path)
+	delete(h.sessions, id)
+	h.Restart(id)
+}
+
+// Removed ends the session when its messages are gone.
+func (h *handler) Removed(path string) {
+	if filepath.Base(path) == metaFile {
+		return
+	}
+	id := idOf(path)
+	delete(h.sessions, id)
+	delete(h.dirty, id)
+	h.Stop(id, "journal removed")
+}
+
+// Rescan forgets every session: all files are read again from the start.
+func (h *handler) Rescan() {
+	clear(h.sessions)
+	clear(h.dirty)
+	h.Sessions.Rescan()
+}
+
+// Idle reads the meta.json files that changed, binds new sessions to their
+// processes (one pass over /proc), then lets Sessions flush.
+func (h *handler) Idle() {
+	for _, id := range slices.Sorted(maps.Keys(h.dirty)) {
+		dir := h.dirty[id]
+		data, err := sources.ReadSmall(filepath.Join(dir, metaFile), maxMeta)
+		if err != nil {
+			continue // not written yet, or not a small regular file: the messages still speak
+		}
+		var code string
+		h.evs, code = h.state(id).mapMeta(data, h.evs[:0])
+		if code != "" {
+			h.BadLine(code)
+		}
+		h.publish(id, filepath.Join(dir, messagesFile))
+	}
+	clear(h.dirty)
+	h.procs.Flush(h.BindPID)
+	h.Sessions.Idle()
+}
+
+var _ hub.Source = (*Source)(nil)
