@@ -31,6 +31,9 @@ func realBridge(t *testing.T) (env []string, addr, token string) {
 sources:
   claude-code: {enabled: false}
   codex: {enabled: false}
+  kiro: {enabled: false}
+  pi: {enabled: false}
+  vibe: {enabled: false}
 push:
   - id: test-push
     displayName: Test Push

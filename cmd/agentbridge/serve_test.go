@@ -279,9 +279,9 @@ func TestServeBuildsTheConfiguredSources(t *testing.T) {
 		env  []string
 		want []string // source ids, in order
 	}{
-		{"defaults", nil, []string{"claude-code", "codex"}},
-		{"example agent home set", []string{"EXAMPLE_AGENT_HOME=@EXDIR@"}, []string{"claude-code", "codex", "example"}},
-		{"codex switched off", []string{"AGENTBRIDGE_CONFIG=CFG"}, []string{"claude-code", "test-push"}},
+		{"defaults", nil, []string{"claude-code", "codex", "kiro", "pi", "vibe"}},
+		{"example agent home set", []string{"EXAMPLE_AGENT_HOME=@EXDIR@"}, []string{"claude-code", "codex", "example", "kiro", "pi", "vibe"}},
+		{"codex switched off", []string{"AGENTBRIDGE_CONFIG=CFG"}, []string{"claude-code", "kiro", "pi", "vibe", "test-push"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
