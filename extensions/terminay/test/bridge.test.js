@@ -16,9 +16,9 @@ test('the manifest declares one source with the bridge harnesses', () => {
   assert.match(SOURCE_ID, /^[a-z0-9.-]+\/[a-z0-9-]+$/);
   assert.deepEqual(
     contribution.harnesses.map((/** @type {{id: string}} */ h) => h.id),
-    ['claude-code', 'codex', 'example-agent'],
+    ['claude-code', 'codex', 'example-agent', 'kiro-cli', 'mistral-vibe', 'pi'],
   );
-  for (const v of ['CLAUDE_CONFIG_DIR', 'CODEX_HOME', 'EXAMPLE_AGENT_HOME']) {
+  for (const v of ['CLAUDE_CONFIG_DIR', 'CODEX_HOME', 'EXAMPLE_AGENT_HOME', 'KIRO_HOME', 'PI_CODING_AGENT_DIR', 'PI_CODING_AGENT_SESSION_DIR', 'VIBE_HOME']) {
     assert.ok(contribution.environmentVariables.includes(v), `${v} is declared`);
   }
 });
