@@ -141,3 +141,34 @@ func GoldenDir(t *testing.T, dir, harness string, sideName func(journal string) 
 		})
 	}
 }
+
+// BenchLines measures a mapping over every journal in dir, line by line
+// with a fresh session per journal (as a scan at start reads them), in
+// bytes per second and allocations per line.
+func BenchLines(b *testing.B, dir string, newMapper func(id string) Mapper) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil || len(names) == 0 {
+		b.Fatalf("no journals in %s: %v", dir, err)
+	}
+	var journals [][][]byte
+	var size int64
+	for _, n := range names {
+		data, err := os.ReadFile(n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size += int64(len(data))
+		journals = append(journals, bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")))
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	var out []agentbridge.Event
+	for b.Loop() {
+		for _, lines := range journals {
+			m := newMapper("bench")
+			for _, l := range lines {
+				out, _ = m.Line(l, out[:0])
+			}
+		}
+	}
+}
