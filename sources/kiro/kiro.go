@@ -19,9 +19,7 @@ package kiro
 import (
 	"context"
 	"log/slog"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -94,7 +92,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		Linger: s.cfg.Linger,
 		Logger: s.cfg.Logger,
 	}, func(ss *sources.Sessions) sources.Handler {
-		return &handler{Sessions: ss, sessions: map[string]*session{}, procs: kit.Procs{Root: proc.Root, Names: []string{"kiro-cli"}}}
+		return &handler{Sessions: ss, home: s.cfg.Home, sessions: map[string]*session{}, procs: kit.Procs{Root: proc.Root, Names: []string{"kiro-cli"}}}
 	})
 }
 
@@ -120,8 +118,9 @@ func idOf(path string) (id string, side bool) {
 // rest. It runs on the source's goroutine only.
 type handler struct {
 	*sources.Sessions
+	home     string
 	sessions map[string]*session // by session id
-	dirty    map[string]string   // session id → sidecar path, to read at Idle
+	sidecars kit.SideFiles       // to read at Idle
 	procs    kit.Procs
 	evs      []agentbridge.Event // scratch
 }
@@ -136,10 +135,7 @@ func (h *handler) state(id string) *session {
 }
 
 func (h *handler) markDirty(id, path string) {
-	if h.dirty == nil {
-		h.dirty = map[string]string{}
-	}
-	h.dirty[id] = strings.TrimSuffix(path, "l") // <uuid>.jsonl → <uuid>.json
+	h.sidecars.Mark(id, strings.TrimSuffix(path, "l")) // <uuid>.jsonl → <uuid>.json
 }
 
 // Line maps one journal record; a sidecar line only says the sidecar
@@ -155,15 +151,7 @@ func (h *handler) Line(path string, line []byte) {
 	if code != "" {
 		h.BadLine(code)
 	}
-	h.publish(id, path)
-}
-
-func (h *handler) publish(id, path string) {
-	for _, e := range h.evs {
-		if h.Event(id, Harness, e) && e.Kind == agentbridge.KindSessionStarted && e.Cwd != "" {
-			h.procs.Want(id, e.Cwd, path)
-		}
-	}
+	kit.Publish(h.Sessions, &h.procs, id, Harness, path, h.evs)
 }
 
 // Truncated drops the session's state when its journal was cut or
@@ -185,34 +173,28 @@ func (h *handler) Removed(path string) {
 		return
 	}
 	delete(h.sessions, id)
-	delete(h.dirty, id)
+	h.sidecars.Forget(id)
 	h.Stop(id, "journal removed")
 }
 
 // Rescan forgets every session: all files are read again from the start.
 func (h *handler) Rescan() {
 	clear(h.sessions)
-	clear(h.dirty)
+	h.sidecars.Reset()
 	h.Sessions.Rescan()
 }
 
 // Idle reads the sidecars that changed, binds new sessions to their
 // processes (one pass over /proc), then lets Sessions flush.
 func (h *handler) Idle() {
-	for _, id := range slices.Sorted(maps.Keys(h.dirty)) {
-		path := h.dirty[id]
-		data, err := sources.ReadSmall(path, maxSidecar)
-		if err != nil {
-			continue // not there yet, or not a small regular file: the journal still speaks
-		}
+	h.sidecars.Read(maxSidecar, func(id string, data []byte) {
 		var code string
 		h.evs, code = h.state(id).mapSidecar(data, h.evs[:0])
 		if code != "" {
 			h.BadLine(code) // a sidecar caught half-written is read again at its next change
 		}
-		h.publish(id, strings.TrimSuffix(path, ".json")+".jsonl")
-	}
-	clear(h.dirty)
+		kit.Publish(h.Sessions, &h.procs, id, Harness, filepath.Join(SessionsDir(h.home), id+".jsonl"), h.evs)
+	})
 	h.procs.Flush(h.BindPID)
 	h.Sessions.Idle()
 }

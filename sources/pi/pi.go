@@ -129,19 +129,16 @@ func (h *handler) Line(path string, line []byte) {
 	if code != "" {
 		h.BadLine(code)
 	}
-	for _, e := range h.evs {
-		started := e.Kind == agentbridge.KindSessionStarted
-		if started {
+	for i := range h.evs {
+		if h.evs[i].Kind == agentbridge.KindSessionStarted {
 			// The header's time is when the session began, not when the
 			// process writing it now did (a resumed session is written by
 			// a later one): kit.Procs checks the process against the
 			// journal's last write instead of Sessions' start-time guard.
-			e.OccurredAt = 0
-		}
-		if h.Event(id, Harness, e) && started && e.Cwd != "" {
-			h.procs.Want(id, e.Cwd, path)
+			h.evs[i].OccurredAt = 0
 		}
 	}
+	kit.Publish(h.Sessions, &h.procs, id, Harness, path, h.evs)
 }
 
 // Truncated drops the session's state: its journal is read again.

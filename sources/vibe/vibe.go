@@ -19,9 +19,7 @@ package vibe
 import (
 	"context"
 	"log/slog"
-	"maps"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
@@ -101,7 +99,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		Linger: s.cfg.Linger,
 		Logger: s.cfg.Logger,
 	}, func(ss *sources.Sessions) sources.Handler {
-		return &handler{Sessions: ss, sessions: map[string]*session{}, procs: kit.Procs{Root: proc.Root, Names: []string{"vibe"}}}
+		return &handler{Sessions: ss, root: root, sessions: map[string]*session{}, procs: kit.Procs{Root: proc.Root, Names: []string{"vibe"}}}
 	})
 }
 
@@ -113,8 +111,9 @@ func idOf(path string) string { return filepath.Base(filepath.Dir(path)) }
 // It runs on the source's goroutine only.
 type handler struct {
 	*sources.Sessions
+	root     string              // the sessions directory
 	sessions map[string]*session // by session id
-	dirty    map[string]string   // session id → its directory, whose meta.json to read at Idle
+	metas    kit.SideFiles       // to read at Idle
 	procs    kit.Procs
 	evs      []agentbridge.Event // scratch
 }
@@ -129,10 +128,7 @@ func (h *handler) state(id string) *session {
 }
 
 func (h *handler) markDirty(path string) {
-	if h.dirty == nil {
-		h.dirty = map[string]string{}
-	}
-	h.dirty[idOf(path)] = filepath.Dir(path)
+	h.metas.Mark(idOf(path), filepath.Join(filepath.Dir(path), metaFile))
 }
 
 // Line maps one message; a meta.json line only says the file changed (it
@@ -149,15 +145,7 @@ func (h *handler) Line(path string, line []byte) {
 	if code != "" {
 		h.BadLine(code)
 	}
-	h.publish(id, path)
-}
-
-func (h *handler) publish(id, path string) {
-	for _, e := range h.evs {
-		if h.Event(id, Harness, e) && e.Kind == agentbridge.KindSessionStarted && e.Cwd != "" {
-			h.procs.Want(id, e.Cwd, path)
-		}
-	}
+	kit.Publish(h.Sessions, &h.procs, id, Harness, path, h.evs)
 }
 
 // Truncated drops the session's state when messages.jsonl was cut or
@@ -179,34 +167,28 @@ func (h *handler) Removed(path string) {
 	}
 	id := idOf(path)
 	delete(h.sessions, id)
-	delete(h.dirty, id)
+	h.metas.Forget(id)
 	h.Stop(id, "journal removed")
 }
 
 // Rescan forgets every session: all files are read again from the start.
 func (h *handler) Rescan() {
 	clear(h.sessions)
-	clear(h.dirty)
+	h.metas.Reset()
 	h.Sessions.Rescan()
 }
 
 // Idle reads the meta.json files that changed, binds new sessions to their
 // processes (one pass over /proc), then lets Sessions flush.
 func (h *handler) Idle() {
-	for _, id := range slices.Sorted(maps.Keys(h.dirty)) {
-		dir := h.dirty[id]
-		data, err := sources.ReadSmall(filepath.Join(dir, metaFile), maxMeta)
-		if err != nil {
-			continue // not written yet, or not a small regular file: the messages still speak
-		}
+	h.metas.Read(maxMeta, func(id string, data []byte) {
 		var code string
 		h.evs, code = h.state(id).mapMeta(data, h.evs[:0])
 		if code != "" {
 			h.BadLine(code)
 		}
-		h.publish(id, filepath.Join(dir, messagesFile))
-	}
-	clear(h.dirty)
+		kit.Publish(h.Sessions, &h.procs, id, Harness, filepath.Join(h.root, id, messagesFile), h.evs)
+	})
 	h.procs.Flush(h.BindPID)
 	h.Sessions.Idle()
 }
