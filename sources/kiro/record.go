@@ -210,7 +210,7 @@ func (s *session) mapSidecar(data []byte, out []agentbridge.Event) ([]agentbridg
 	}
 	for _, m := range sc.SessionState.ConversationMetadata.UserTurnMetadatas {
 		if m.EndReason != "" && slices.Contains(m.MessageIDs, s.turn) {
-			return s.done(turnOutcome(m), kit.ISOTime(m.EndTimestamp), out), ""
+			return s.done(turnOutcome(m), sources.Millis(m.EndTimestamp), out), ""
 		}
 	}
 	return out, ""

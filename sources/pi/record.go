@@ -75,7 +75,7 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 	if err := json.Unmarshal(line, r); err != nil {
 		return out, kit.DecodeCode(line)
 	}
-	at := kit.ISOTime(r.Timestamp)
+	at := sources.Millis(r.Timestamp)
 	switch r.Type {
 	case "session":
 		out = append(out, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: kit.Cwd(r.Cwd), OccurredAt: at})

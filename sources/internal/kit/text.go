@@ -7,7 +7,6 @@ package kit
 import (
 	"path"
 	"strings"
-	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -47,19 +46,6 @@ func Cwd(p string) string {
 		return ""
 	}
 	return c
-}
-
-// ISOTime returns the epoch milliseconds of an RFC 3339 timestamp written
-// by the agent, or 0 when it is missing, malformed or before 2000.
-func ISOTime(ts string) int64 {
-	if ts == "" {
-		return 0
-	}
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil || t.Year() < 2000 {
-		return 0
-	}
-	return t.UnixMilli()
 }
 
 // UnixSeconds returns the epoch milliseconds of an epoch-seconds timestamp,

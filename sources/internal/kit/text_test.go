@@ -1,0 +1,70 @@
+package kit
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentbridge/agentbridge/sources"
+)
+
+func TestText(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"", 200, ""},
+		{"  fix the\tbuild\n", 200, "fix the build"},
+		{"edit /home/u/repo/main.go now", 200, "edit …/main.go now"},
+		{"see https://example.com/a/b", 200, "see https://example.com/a/b"},
+		{"abcdef", 4, "abc…"},
+		{"token sk-ant-api03-" + strings.Repeat("x", 40), 200, "token [redacted]"},
+		{strings.Repeat("é", 5000), 10, strings.Repeat("é", 9) + "…"},
+	}
+	for _, tt := range tests {
+		if got := Text(tt.in, tt.max); got != tt.want {
+			t.Errorf("Text(%.40q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}
+
+func TestCwd(t *testing.T) {
+	for in, want := range map[string]string{
+		"/work/app":  "/work/app",
+		"/work/app/": "/work/app",
+		"/":          "/",
+		"":           "",
+		"work/app":   "",
+		"/a/../b":    "",
+		"/a//b":      "",
+		"/a/./b":     "",
+		"/a\x00b":    "",
+		`C:\Users\x`: "",
+	} {
+		if got := Cwd(in); got != want {
+			t.Errorf("Cwd(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestUnixSeconds(t *testing.T) {
+	if got := UnixSeconds(1780617364); got != 1780617364000 {
+		t.Errorf("UnixSeconds = %d", got)
+	}
+	for _, bad := range []float64{-5, 0, 1e12} {
+		if got := UnixSeconds(bad); got != 0 {
+			t.Errorf("UnixSeconds(%v) = %d, want 0", bad, got)
+		}
+	}
+}
+
+func TestDecodeCode(t *testing.T) {
+	if got := DecodeCode([]byte(`{"a":[1,2]}`)); got != sources.CodeInvalidRecord {
+		t.Errorf("valid JSON of the wrong shape: %q", got)
+	}
+	for _, bad := range []string{`{"a":`, `{"a":1,"a":2}`, "{\"a\":\"\xff\"}"} {
+		if got := DecodeCode([]byte(bad)); got != sources.CodeInvalidJSON {
+			t.Errorf("DecodeCode(%q) = %q", bad, got)
+		}
+	}
+}
