@@ -2,7 +2,9 @@ package kiro
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
@@ -54,4 +56,34 @@ func TestLive(t *testing.T) {
 	}))
 	_ = agent.Process.Kill()
 	h.WaitFor(t, "exited with its process", kittest.Status(id, agentbridge.StatusExited))
+}
+
+// TestHostileSidecar: a sidecar that is a FIFO, or a sparse file far over
+// the sidecar bound, is skipped (never opened for a blocking read, never
+// read whole); the journal still speaks.
+func TestHostileSidecar(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "kiro")
+	dir := SessionsDir(home)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const fifo, sparse = "3f0c2d1e-0000-4000-8000-0000000000f1", "3f0c2d1e-0000-4000-8000-0000000000f2"
+	if err := syscall.Mkfifo(filepath.Join(dir, fifo+".json"), 0o644); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	f, err := os.Create(filepath.Join(dir, sparse+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(16 * maxSidecar); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	h := kittest.Run(t, New(Config{Home: home}), Harness)
+	for _, id := range []string{fifo, sparse} {
+		kittest.Append(t, filepath.Join(dir, id+".jsonl"), `{"version":"v1","kind":"Prompt","data":{"message_id":"p1","content":[{"kind":"text","data":"hi"}]}}
+{"version":"v1","kind":"AssistantMessage","data":{"content":[{"kind":"text","data":"ok"}]}}
+`)
+		h.WaitFor(t, "done beside a hostile sidecar", kittest.Status(id, agentbridge.StatusDone))
+	}
 }
