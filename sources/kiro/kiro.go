@@ -18,10 +18,8 @@ package kiro
 
 import (
 	"context"
-	"log/slog"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
@@ -41,24 +39,12 @@ const (
 // maxSidecar bounds the sidecar read: it grows by about a kilobyte a turn.
 const maxSidecar = 4 << 20
 
-// Config configures the source.
-type Config struct {
-	// Home is Kiro's home ($KIRO_HOME, else ~/.kiro).
-	Home string
-	// Window: journals last written longer ago are not read at start
-	// (sources.TailConfig.Window); zero means sources.DefaultWindow.
-	Window time.Duration
-	// Linger: how long an exited session stays (sources.NewSessions).
-	Linger time.Duration
-	// Logger gets debug lines; nil discards.
-	Logger *slog.Logger
-}
-
 // Source reports Kiro CLI's sessions. It implements hub.Source.
-type Source struct{ cfg Config }
+type Source struct{ cfg sources.Options }
 
-// New returns the source for cfg; it touches nothing until Run.
-func New(cfg Config) *Source { return &Source{cfg: cfg} }
+// New returns the source for the agent's home o.Home (Window, Linger and
+// Logger as sources.Options says); it touches nothing until Run.
+func New(o sources.Options) *Source { return &Source{cfg: o} }
 
 // SessionsDir returns where Kiro CLI under home keeps its journals.
 func SessionsDir(home string) string { return filepath.Join(home, "sessions", "cli") }

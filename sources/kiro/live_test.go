@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 )
 
@@ -30,7 +31,7 @@ func TestLive(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "kiro")
 	cwd := t.TempDir()
 	agent := kittest.StartAgent(t, "kiro-cli", cwd)
-	h := kittest.Run(t, New(Config{Home: home}), Harness)
+	h := kittest.Run(t, New(sources.Options{Home: home}), Harness)
 
 	const id = "3f0c2d1e-0000-4000-8000-00000000c1c1"
 	j := filepath.Join(SessionsDir(home), id+".jsonl")
@@ -79,7 +80,7 @@ func TestHostileSidecar(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	h := kittest.Run(t, New(Config{Home: home}), Harness)
+	h := kittest.Run(t, New(sources.Options{Home: home}), Harness)
 	for _, id := range []string{fifo, sparse} {
 		kittest.Append(t, filepath.Join(dir, id+".jsonl"), `{"version":"v1","kind":"Prompt","data":{"message_id":"p1","content":[{"kind":"text","data":"hi"}]}}
 {"version":"v1","kind":"AssistantMessage","data":{"content":[{"kind":"text","data":"ok"}]}}

@@ -10,8 +10,6 @@ func init() {
 		Info:        (&Source{}).Info(),
 		HomeEnv:     EnvHome,
 		DefaultHome: sources.HomeUnder(".kiro"),
-		New: func(o sources.Options) hub.Source {
-			return New(Config{Home: o.Home, Window: o.Window, Linger: o.Linger, Logger: o.Logger})
-		},
+		New:         func(o sources.Options) hub.Source { return New(o) },
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -34,7 +35,7 @@ func ownJournal(recorded string) bool {
 
 func replayer() sourcestest.Replay {
 	return sourcestest.Replay{
-		New: func(home string) hub.Source { return New(Config{Home: home}) },
+		New: func(home string) hub.Source { return New(sources.Options{Home: home}) },
 		Path: func(_, recorded string) string {
 			return filepath.Join("sessions", "cli", filepath.Base(recorded))
 		},

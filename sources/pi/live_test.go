@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 )
 
@@ -16,7 +17,7 @@ func TestLive(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "agent")
 	cwd := t.TempDir()
 	agent := kittest.StartAgent(t, "pi", cwd)
-	h := kittest.Run(t, New(Config{SessionsDir: SessionsDir(home)}), Harness)
+	h := kittest.Run(t, New(sources.Options{Home: home}), Harness)
 
 	const id = "019f0000-aaaa-7bbb-8ccc-000000000001"
 	j := filepath.Join(SessionsDir(home), "--work--", "2026-06-01T10-00-00-000Z_"+id+".jsonl")
@@ -64,7 +65,7 @@ func TestSessionDirVariable(t *testing.T) {
 	if got := sessionsDir("/home/u/.pi/agent", func(string) string { return "relative" }); got != "/home/u/.pi/agent/sessions" {
 		t.Fatalf("a relative %s is honoured: %q", EnvSessions, got)
 	}
-	h := kittest.Run(t, New(Config{SessionsDir: sessionsDir("/nowhere", getenv)}), Harness)
+	h := kittest.Run(t, New(sources.Options{Home: "/nowhere", Getenv: getenv}), Harness)
 	const id = "019f0000-aaaa-7bbb-8ccc-000000000002"
 	j := filepath.Join(dir, "2026-06-01T10-00-00-000Z_"+id+".jsonl")
 	kittest.Append(t, j, `{"type":"session","version":3,"id":"`+id+`","timestamp":"2026-06-01T10:00:00.000Z","cwd":"/w"}

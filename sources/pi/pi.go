@@ -17,10 +17,8 @@ package pi
 
 import (
 	"context"
-	"log/slog"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
@@ -38,25 +36,27 @@ const (
 	EnvSessions = "PI_CODING_AGENT_SESSION_DIR"
 )
 
-// Config configures the source.
-type Config struct {
-	// SessionsDir is where the journals are: $PI_CODING_AGENT_SESSION_DIR,
-	// else SessionsDir(home).
-	SessionsDir string
-	// Window: journals last written longer ago are not read at start
-	// (sources.TailConfig.Window); zero means sources.DefaultWindow.
-	Window time.Duration
-	// Linger: how long an exited session stays (sources.NewSessions).
-	Linger time.Duration
-	// Logger gets debug lines; nil discards.
-	Logger *slog.Logger
+// Source reports Pi's sessions. It implements hub.Source.
+type Source struct {
+	cfg sources.Options
+	dir string // the sessions directory
 }
 
-// Source reports Pi's sessions. It implements hub.Source.
-type Source struct{ cfg Config }
+// New returns the source for the agent's home o.Home (Window, Linger and
+// Logger as sources.Options says; o.Getenv reads
+// PI_CODING_AGENT_SESSION_DIR); it touches nothing until Run.
+func New(o sources.Options) *Source { return &Source{cfg: o, dir: sessionsDir(o.Home, o.Getenv)} }
 
-// New returns the source for cfg; it touches nothing until Run.
-func New(cfg Config) *Source { return &Source{cfg: cfg} }
+// sessionsDir is $PI_CODING_AGENT_SESSION_DIR when it is absolute (Pi's
+// own order: the variable wins over the home), else home/sessions.
+func sessionsDir(home string, getenv func(string) string) string {
+	if getenv != nil {
+		if d := getenv(EnvSessions); d != "" && filepath.IsAbs(d) {
+			return filepath.Clean(d)
+		}
+	}
+	return SessionsDir(home)
+}
 
 // SessionsDir returns where Pi under home keeps its journals by default.
 func SessionsDir(home string) string { return filepath.Join(home, "sessions") }
@@ -80,7 +80,7 @@ func (s *Source) Info() agentbridge.SourceInfo {
 
 // Run follows the journals until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
-	root := s.cfg.SessionsDir
+	root := s.dir
 	return sources.Follow(ctx, st, sources.FollowConfig{
 		Tail: sources.TailConfig{
 			Roots:  []string{root},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -42,7 +43,7 @@ var splitJournals = sourcestest.SplitAt(func(line []byte) (string, bool) {
 
 func replayer() sourcestest.Replay {
 	return sourcestest.Replay{
-		New:   func(home string) hub.Source { return New(Config{SessionsDir: SessionsDir(home)}) },
+		New:   func(home string) hub.Source { return New(sources.Options{Home: home}) },
 		Split: splitJournals,
 		// sessions/--<cwd>--/<file>.jsonl, as recorded
 		Path: func(_, recorded string) string {

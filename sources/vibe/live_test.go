@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 )
 
@@ -17,7 +18,7 @@ func TestLive(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "vibe")
 	cwd := t.TempDir()
 	agent := kittest.StartAgent(t, "vibe", cwd)
-	h := kittest.Run(t, New(Config{Home: home}), Harness)
+	h := kittest.Run(t, New(sources.Options{Home: home}), Harness)
 
 	const id = "session_20260707_162829_447cd2b0"
 	dir := filepath.Join(SessionsDir(home), id)

@@ -18,9 +18,7 @@ package vibe
 
 import (
 	"context"
-	"log/slog"
 	"path/filepath"
-	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
@@ -44,24 +42,12 @@ const (
 	maxMeta      = 4 << 20 // meta.json holds the config and system prompt: tens of kilobytes
 )
 
-// Config configures the source.
-type Config struct {
-	// Home is Vibe's home ($VIBE_HOME, else ~/.vibe).
-	Home string
-	// Window: journals last written longer ago are not read at start
-	// (sources.TailConfig.Window); zero means sources.DefaultWindow.
-	Window time.Duration
-	// Linger: how long an exited session stays (sources.NewSessions).
-	Linger time.Duration
-	// Logger gets debug lines; nil discards.
-	Logger *slog.Logger
-}
-
 // Source reports Mistral Vibe's sessions. It implements hub.Source.
-type Source struct{ cfg Config }
+type Source struct{ cfg sources.Options }
 
-// New returns the source for cfg; it touches nothing until Run.
-func New(cfg Config) *Source { return &Source{cfg: cfg} }
+// New returns the source for the agent's home o.Home (Window, Linger and
+// Logger as sources.Options says); it touches nothing until Run.
+func New(o sources.Options) *Source { return &Source{cfg: o} }
 
 // SessionsDir returns where Vibe under home keeps its session directories.
 func SessionsDir(home string) string { return filepath.Join(home, "logs", "session") }
