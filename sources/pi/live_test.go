@@ -78,3 +78,31 @@ func TestSessionDirVariable(t *testing.T) {
 		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCancelled
 	}))
 }
+
+// TestResumedByAnotherProcess: a session whose process exited is taken up
+// again by the pi process that resumes it (pi --continue appends to the
+// same journal), and exits with that one.
+func TestResumedByAnotherProcess(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "agent")
+	cwd := t.TempDir()
+	first := kittest.StartAgent(t, "pi", cwd)
+	h := kittest.Run(t, New(sources.Options{Home: home}), Harness)
+	const id = "019f0000-aaaa-7bbb-8ccc-000000000003"
+	j := filepath.Join(SessionsDir(home), "--work--", "2026-06-01T10-00-00-000Z_"+id+".jsonl")
+	kittest.Append(t, j, `{"type":"session","version":3,"id":"`+id+`","timestamp":"2026-06-01T10:00:00.000Z","cwd":"`+cwd+`"}
+{"type":"message","id":"u1","message":{"role":"user","content":"one"}}
+{"type":"message","id":"a1","message":{"role":"assistant","content":[],"stopReason":"stop"}}
+`)
+	h.WaitFor(t, "bound to the first process", kittest.Is(id, func(s agentbridge.Snapshot) bool { return s.PID == first.Process.Pid }))
+	_ = first.Process.Kill()
+	h.WaitFor(t, "exited", kittest.Status(id, agentbridge.StatusExited))
+
+	second := kittest.StartAgent(t, "pi", cwd)
+	kittest.Append(t, j, `{"type":"message","id":"u2","message":{"role":"user","content":"two"}}
+`)
+	h.WaitFor(t, "running in the second process", kittest.Is(id, func(s agentbridge.Snapshot) bool {
+		return s.Status == agentbridge.StatusRunning && s.PID == second.Process.Pid
+	}))
+	_ = second.Process.Kill()
+	h.WaitFor(t, "exited again", kittest.Status(id, agentbridge.StatusExited))
+}

@@ -9,12 +9,23 @@ import (
 )
 
 // Publish folds a session's events through ss and queues the session for
-// a process lookup when a session.started names its cwd (the journal at
-// path is the writer's evidence, see Procs.Flush).
+// a process lookup (the journal at path is the writer's evidence, see
+// Procs.Flush) when a session.started names its cwd, and when a turn
+// starts in a session with no process: one whose process ended (a resumed
+// session is written by a new process) or was never found.
 func Publish(ss *sources.Sessions, procs *Procs, id, harness, path string, evs []agentbridge.Event) {
 	for _, e := range evs {
-		if ss.Event(id, harness, e) && e.Kind == agentbridge.KindSessionStarted && e.Cwd != "" {
+		orphan := e.Kind == agentbridge.KindTurnStarted && ss.Exited(id)
+		if !ss.Event(id, harness, e) {
+			continue
+		}
+		switch {
+		case e.Kind == agentbridge.KindSessionStarted && e.Cwd != "":
 			procs.Want(id, e.Cwd, path)
+		case e.Kind == agentbridge.KindTurnStarted:
+			if snap := ss.Get(id).Snapshot(); orphan || snap.PID == 0 {
+				procs.Want(id, snap.Cwd, path)
+			}
 		}
 	}
 }
