@@ -1,6 +1,8 @@
 package pi
 
 import (
+	"strings"
+
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -191,14 +193,18 @@ func (s *session) promptText(v jsontext.Value) string {
 		}
 		return ""
 	}
-	var text string
-	for _, b := range s.blocks(v) {
-		if b.Type == "text" && b.Text != "" {
-			if text != "" {
-				text += " "
-			}
-			text += b.Text
+	var b strings.Builder
+	for _, blk := range s.blocks(v) {
+		if blk.Type != "text" || blk.Text == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(blk.Text)
+		if b.Len() > 4096 { // more than a prompt's display text needs
+			break
 		}
 	}
-	return text
+	return b.String()
 }

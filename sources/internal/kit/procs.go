@@ -41,9 +41,6 @@ func (p *Procs) Want(id, cwd, journal string) {
 	p.pending[id] = want{cwd, journal}
 }
 
-// Pending reports whether a lookup is queued.
-func (p *Procs) Pending() bool { return len(p.pending) > 0 }
-
 // Flush makes one pass over /proc and calls bind, in session id order,
 // for each queued session whose cwd exactly one agent process has that
 // was already running when the journal was last written (the writer was;
