@@ -76,12 +76,12 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 	}
 	switch r.Kind {
 	case "Prompt":
-		if !sources.ValidID(r.Data.MessageID) {
+		if r.Data.MessageID == "" {
 			return out, sources.CodeInvalidRecord
 		}
-		s.turn = r.Data.MessageID
+		s.turn = r.Data.MessageID // as the sidecar names it
 		out = append(out, agentbridge.Event{
-			Kind: agentbridge.KindTurnStarted, TurnID: r.Data.MessageID,
+			Kind: agentbridge.KindTurnStarted, TurnID: kit.ID(r.Data.MessageID),
 			PromptText: kit.Text(promptText(r.Data.Content), validate.MaxText),
 			OccurredAt: kit.UnixSeconds(r.Data.Meta.Timestamp),
 		})
@@ -93,15 +93,19 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 			}
 			tools = true
 			var t toolPart
-			if json.Unmarshal(p.Data, &t) != nil || !sources.ValidID(t.ToolUseID) || s.open[t.ToolUseID] {
+			if json.Unmarshal(p.Data, &t) != nil {
+				continue
+			}
+			id := kit.ID(t.ToolUseID)
+			if id == "" || s.open[id] {
 				continue
 			}
 			name := kit.Text(t.Name, validate.MaxText)
 			if name == "" {
 				name = "tool"
 			}
-			s.open[t.ToolUseID] = true
-			out = append(out, agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: t.ToolUseID, Name: name})
+			s.open[id] = true
+			out = append(out, agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: id, Name: name})
 		}
 		// no end-of-turn record exists: the turn's last message is the
 		// one that calls no tool
@@ -111,11 +115,15 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 	case "ToolResults":
 		for _, p := range r.Data.Content {
 			var t toolPart
-			if p.Kind != "toolResult" || json.Unmarshal(p.Data, &t) != nil || !s.open[t.ToolUseID] {
+			if p.Kind != "toolResult" || json.Unmarshal(p.Data, &t) != nil {
 				continue
 			}
-			delete(s.open, t.ToolUseID)
-			out = append(out, agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: t.ToolUseID, Outcome: s.toolOutcome(t)})
+			id := kit.ID(t.ToolUseID)
+			if !s.open[id] {
+				continue
+			}
+			delete(s.open, id)
+			out = append(out, agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: id, Outcome: s.toolOutcome(t)})
 		}
 	}
 	return out, ""

@@ -107,11 +107,12 @@ func (s *session) mapMessage(r *record, at int64, out []agentbridge.Event) ([]ag
 	m := r.Message
 	switch m.Role {
 	case "user":
-		if !sources.ValidID(r.ID) {
+		turn := kit.ID(r.ID)
+		if turn == "" {
 			return out, sources.CodeInvalidRecord
 		}
 		out = append(out, agentbridge.Event{
-			Kind: agentbridge.KindTurnStarted, TurnID: r.ID,
+			Kind: agentbridge.KindTurnStarted, TurnID: turn,
 			PromptText: kit.Text(s.promptText(m.Content), validate.MaxText), OccurredAt: at,
 		})
 	case "assistant":
@@ -120,15 +121,16 @@ func (s *session) mapMessage(r *record, at int64, out []agentbridge.Event) ([]ag
 			out = append(out, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Model: mod, OccurredAt: at})
 		}
 		for _, b := range s.blocks(m.Content) {
-			if b.Type != "toolCall" || !sources.ValidID(b.ID) || s.open[b.ID] {
+			id := kit.ID(b.ID)
+			if b.Type != "toolCall" || id == "" || s.open[id] {
 				continue
 			}
 			name := kit.Text(b.Name, validate.MaxText)
 			if name == "" {
 				name = "tool"
 			}
-			s.open[b.ID] = true
-			out = append(out, agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: b.ID, Name: name, OccurredAt: at})
+			s.open[id] = true
+			out = append(out, agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: id, Name: name, OccurredAt: at})
 		}
 		if e, ok := turnEnd(m); ok {
 			clear(s.open) // the fold closes every tool at agent.done
@@ -136,15 +138,16 @@ func (s *session) mapMessage(r *record, at int64, out []agentbridge.Event) ([]ag
 			out = append(out, e)
 		}
 	case "toolResult":
-		if !s.open[m.ToolCallID] {
+		id := kit.ID(m.ToolCallID)
+		if !s.open[id] {
 			return out, ""
 		}
-		delete(s.open, m.ToolCallID)
+		delete(s.open, id)
 		o := agentbridge.OutcomeSuccess
 		if m.IsError {
 			o = agentbridge.OutcomeError
 		}
-		out = append(out, agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: m.ToolCallID, Outcome: o, OccurredAt: at})
+		out = append(out, agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: id, Outcome: o, OccurredAt: at})
 	}
 	// bashExecution (the user's own "!" command), custom, branchSummary and
 	// compactionSummary messages are no turn of the agent's

@@ -90,11 +90,11 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 			if s.turn {
 				out = s.done(agentbridge.OutcomeCancelled, out)
 			}
-		case !sources.ValidID(r.MessageID):
+		case r.MessageID == "":
 			return out, sources.CodeInvalidRecord
 		default:
 			s.turn = true
-			out = append(out, agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: r.MessageID, PromptText: kit.Text(text, validate.MaxText)})
+			out = append(out, agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: kit.ID(r.MessageID), PromptText: kit.Text(text, validate.MaxText)})
 		}
 	case "assistant":
 		if len(r.ToolCalls) == 0 {
@@ -108,7 +108,7 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 			out = s.toolStarted(c, out)
 		}
 	case "tool":
-		id := r.ToolCallID
+		id := kit.ID(r.ToolCallID)
 		o := outcome(text)
 		if s.open[id] {
 			delete(s.open, id)
@@ -126,13 +126,14 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 }
 
 func (s *session) toolStarted(c toolCall, out []agentbridge.Event) []agentbridge.Event {
-	if !sources.ValidID(c.ID) || s.open[c.ID] {
+	id := kit.ID(c.ID)
+	if id == "" || s.open[id] {
 		return out
 	}
 	name := cmp.Or(kit.Text(c.Function.Name, validate.MaxText), "tool")
-	s.open[c.ID] = true
-	out = append(out, agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: c.ID, Name: name})
-	if c.Function.Name != taskTool || s.subs[c.ID] || !sources.ValidID(s.id) {
+	s.open[id] = true
+	out = append(out, agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: id, Name: name})
+	if c.Function.Name != taskTool || s.subs[id] || !sources.ValidID(s.id) {
 		return out
 	}
 	// the task tool runs a subagent and waits for it: the subagent's own
@@ -141,9 +142,9 @@ func (s *session) toolStarted(c toolCall, out []agentbridge.Event) []agentbridge
 	if args := str(c.Function.Arguments); args != "" {
 		_ = json.Unmarshal([]byte(args), &a)
 	}
-	s.subs[c.ID] = true
+	s.subs[id] = true
 	return append(out, agentbridge.Event{
-		Kind: agentbridge.KindSubagentStarted, SubagentID: c.ID, ParentAgentID: s.id,
+		Kind: agentbridge.KindSubagentStarted, SubagentID: id, ParentAgentID: s.id,
 		Type: kit.Text(a.Agent, validate.MaxSubagentType), Title: kit.Text(a.Task, validate.MaxTitle),
 	})
 }

@@ -5,6 +5,8 @@
 package kit
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"path"
 	"strings"
 
@@ -65,4 +67,18 @@ func DecodeCode(line []byte) string {
 		return sources.CodeInvalidRecord
 	}
 	return sources.CodeInvalidJSON
+}
+
+// ID returns s when it is an identity value (sources.ValidID), "" when s
+// is empty, and otherwise a stable derived id: "x-" and the first 32 hex
+// digits of SHA-256(s) (the rule of the Codex source). Agents' ids are not
+// all identity values (Pi joins an OpenAI call id and item id with "|");
+// the same record id always maps to the same derived id, so a tool call
+// and its result still match, and the original is never published.
+func ID(s string) string {
+	if s == "" || sources.ValidID(s) {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return "x-" + hex.EncodeToString(sum[:16])
 }

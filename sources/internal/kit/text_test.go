@@ -68,3 +68,19 @@ func TestDecodeCode(t *testing.T) {
 		}
 	}
 }
+
+func TestID(t *testing.T) {
+	if got := ID("call_1"); got != "call_1" {
+		t.Errorf("ID of an identity value = %q", got)
+	}
+	if got := ID(""); got != "" {
+		t.Errorf("ID(\"\") = %q", got)
+	}
+	a, b := ID("call_x|fc_y"), ID("call_x|fc_z")
+	if !sources.ValidID(a) || !strings.HasPrefix(a, "x-") || len(a) != 34 || a == b || ID("call_x|fc_y") != a {
+		t.Errorf("derived ids %q %q: want stable, distinct, valid x-<32 hex>", a, b)
+	}
+	if long := strings.Repeat("a", 129); !sources.ValidID(ID(long)) {
+		t.Errorf("an over-long id is not derived: %q", ID(long))
+	}
+}
