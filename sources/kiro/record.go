@@ -64,7 +64,7 @@ func newSession() *session { return &session{open: map[string]bool{}} }
 // the mapping does not use, e.g. Clear: /clear wipes the context but goes
 // on in the same session), sources.CodeInvalidJSON for a line that is not
 // a JSON object, and sources.CodeInvalidRecord for a Prompt without a
-// usable message_id.
+// message_id.
 func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
 	if len(line) == 0 || line[0] != '{' {
 		return out, sources.CodeInvalidJSON

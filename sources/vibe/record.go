@@ -70,7 +70,7 @@ func newSession(id string) *session {
 // (appended to out). code is "" for a line that is used or deliberately
 // ignored (system messages, injected context), sources.CodeInvalidJSON for
 // a line that is not a JSON object, and sources.CodeInvalidRecord for one
-// of the wrong shape or a prompt without a usable message_id.
+// of the wrong shape or a prompt without a message_id.
 func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
 	if len(line) == 0 || line[0] != '{' {
 		return out, sources.CodeInvalidJSON
