@@ -78,7 +78,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		Linger: s.cfg.Linger,
 		Logger: s.cfg.Logger,
 	}, func(ss *sources.Sessions) sources.Handler {
-		return &handler{Sessions: ss, home: s.cfg.Home, sessions: map[string]*session{}, procs: kit.Procs{Root: proc.Root, Names: []string{"kiro-cli"}}}
+		return kit.NewHandler(ss, agent, proc.Root)
 	})
 }
 
@@ -100,89 +100,19 @@ func idOf(path string) (id string, side bool) {
 	return "", false
 }
 
-// handler maps journal lines and sidecars to events; Sessions does the
-// rest. It runs on the source's goroutine only.
-type handler struct {
-	*sources.Sessions
-	home     string
-	sessions map[string]*session // by session id
-	sidecars kit.SideFiles       // to read at Idle
-	procs    kit.Procs
-	evs      []agentbridge.Event // scratch
-}
-
-func (h *handler) state(id string) *session {
-	st := h.sessions[id]
-	if st == nil {
-		st = newSession()
-		h.sessions[id] = st
-	}
-	return st
-}
-
-func (h *handler) markDirty(id, path string) {
-	h.sidecars.Mark(id, strings.TrimSuffix(path, "l")) // <uuid>.jsonl → <uuid>.json
-}
-
-// Line maps one journal record; a sidecar line only says the sidecar
-// changed (it is read whole at Idle).
-func (h *handler) Line(path string, line []byte) {
-	id, side := idOf(path)
-	h.markDirty(id, path)
-	if side {
-		return
-	}
-	var code string
-	h.evs, code = h.state(id).mapRecord(line, h.evs[:0])
-	if code != "" {
-		h.BadLine(code)
-	}
-	kit.Publish(h.Sessions, &h.procs, id, Harness, path, h.evs)
-}
-
-// Truncated drops the session's state when its journal was cut or
-// replaced; a rewritten sidecar is only read again.
-func (h *handler) Truncated(path string) {
-	id, side := idOf(path)
-	h.markDirty(id, path)
-	if side {
-		return
-	}
-	delete(h.sessions, id)
-	h.Restart(id)
-}
-
-// Removed ends the session when its journal is gone.
-func (h *handler) Removed(path string) {
-	id, side := idOf(path)
-	if side {
-		return
-	}
-	delete(h.sessions, id)
-	h.sidecars.Forget(id)
-	h.Stop(id, "journal removed")
-}
-
-// Rescan forgets every session: all files are read again from the start.
-func (h *handler) Rescan() {
-	clear(h.sessions)
-	h.sidecars.Reset()
-	h.Sessions.Rescan()
-}
-
-// Idle reads the sidecars that changed, binds new sessions to their
-// processes (one pass over /proc), then lets Sessions flush.
-func (h *handler) Idle() {
-	h.sidecars.Read(maxSidecar, func(id string, data []byte) {
-		var code string
-		h.evs, code = h.state(id).mapSidecar(data, h.evs[:0])
-		if code != "" {
-			h.BadLine(code) // a sidecar caught half-written is read again at its next change
-		}
-		kit.Publish(h.Sessions, &h.procs, id, Harness, filepath.Join(SessionsDir(h.home), id+".jsonl"), h.evs)
-	})
-	h.procs.Flush(h.BindPID)
-	h.Sessions.Idle()
+// agent describes Kiro CLI's journals and sidecars to kit.Handler.
+var agent = &kit.Agent[*session]{
+	Harness: Harness,
+	Names:   []string{"kiro-cli"}, // the kiro-cli chat process, not its kiro-cli-chat helper
+	Files: func(p string) (id, journal, side string) {
+		id, _ = idOf(p)
+		stem := filepath.Join(filepath.Dir(p), id)
+		return id, stem + ".jsonl", stem + ".json"
+	},
+	New:       func(string) *session { return newSession() },
+	Line:      (*session).mapRecord,
+	Side:      (*session).mapSidecar,
+	SideLimit: maxSidecar,
 }
 
 var _ hub.Source = (*Source)(nil)

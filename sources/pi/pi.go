@@ -91,7 +91,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		Linger: s.cfg.Linger,
 		Logger: s.cfg.Logger,
 	}, func(ss *sources.Sessions) sources.Handler {
-		return &handler{Sessions: ss, files: map[string]*session{}, procs: kit.Procs{Root: proc.Root, Names: []string{"pi"}}}
+		return kit.NewHandler(ss, agent, proc.Root)
 	})
 }
 
@@ -107,63 +107,13 @@ func sessionID(path string) string {
 	return stem[strings.LastIndexByte(stem, '_')+1:]
 }
 
-// handler maps journal lines to events; Sessions does the rest. It runs on
-// the source's goroutine only.
-type handler struct {
-	*sources.Sessions
-	files map[string]*session // journal path → its mapping state
-	procs kit.Procs
-	evs   []agentbridge.Event // scratch
-}
-
-// Line maps one entry and folds its events into the journal's session.
-func (h *handler) Line(path string, line []byte) {
-	st := h.files[path]
-	if st == nil {
-		st = newSession()
-		h.files[path] = st
-	}
-	id := sessionID(path)
-	var code string
-	h.evs, code = st.mapRecord(line, h.evs[:0])
-	if code != "" {
-		h.BadLine(code)
-	}
-	for i := range h.evs {
-		if h.evs[i].Kind == agentbridge.KindSessionStarted {
-			// The header's time is when the session began, not when the
-			// process writing it now did (a resumed session is written by
-			// a later one): kit.Procs checks the process against the
-			// journal's last write instead of Sessions' start-time guard.
-			h.evs[i].OccurredAt = 0
-		}
-	}
-	kit.Publish(h.Sessions, &h.procs, id, Harness, path, h.evs)
-}
-
-// Truncated drops the session's state: its journal is read again.
-func (h *handler) Truncated(path string) {
-	delete(h.files, path)
-	h.Restart(sessionID(path))
-}
-
-// Removed ends the session: its journal is gone.
-func (h *handler) Removed(path string) {
-	delete(h.files, path)
-	h.Stop(sessionID(path), "journal removed")
-}
-
-// Rescan forgets every journal: all are read again from the start.
-func (h *handler) Rescan() {
-	clear(h.files)
-	h.Sessions.Rescan()
-}
-
-// Idle binds the sessions that appeared to their processes (one pass over
-// /proc), then lets Sessions flush.
-func (h *handler) Idle() {
-	h.procs.Flush(h.BindPID)
-	h.Sessions.Idle()
+// agent describes Pi's journals to kit.Handler; there is no side file.
+var agent = &kit.Agent[*session]{
+	Harness: Harness,
+	Names:   []string{"pi"}, // Pi sets its process title
+	Files:   func(p string) (string, string, string) { return sessionID(p), p, "" },
+	New:     func(string) *session { return newSession() },
+	Line:    (*session).mapRecord,
 }
 
 var _ hub.Source = (*Source)(nil)

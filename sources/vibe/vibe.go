@@ -85,7 +85,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		Linger: s.cfg.Linger,
 		Logger: s.cfg.Logger,
 	}, func(ss *sources.Sessions) sources.Handler {
-		return &handler{Sessions: ss, root: root, sessions: map[string]*session{}, procs: kit.Procs{Root: proc.Root, Names: []string{"vibe"}}}
+		return kit.NewHandler(ss, agent, proc.Root)
 	})
 }
 
@@ -93,90 +93,20 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 // directory's name.
 func idOf(path string) string { return filepath.Base(filepath.Dir(path)) }
 
-// handler maps messages and meta.json to events; Sessions does the rest.
-// It runs on the source's goroutine only.
-type handler struct {
-	*sources.Sessions
-	root     string              // the sessions directory
-	sessions map[string]*session // by session id
-	metas    kit.SideFiles       // to read at Idle
-	procs    kit.Procs
-	evs      []agentbridge.Event // scratch
-}
-
-func (h *handler) state(id string) *session {
-	st := h.sessions[id]
-	if st == nil {
-		st = newSession(id)
-		h.sessions[id] = st
-	}
-	return st
-}
-
-func (h *handler) markDirty(path string) {
-	h.metas.Mark(idOf(path), filepath.Join(filepath.Dir(path), metaFile))
-}
-
-// Line maps one message; a meta.json line only says the file changed (it
-// is read whole at Idle). Vibe writes meta.json after the messages it
-// saves, so each save is followed by a meta.json read.
-func (h *handler) Line(path string, line []byte) {
-	h.markDirty(path)
-	if filepath.Base(path) == metaFile {
-		return
-	}
-	id := idOf(path)
-	var code string
-	h.evs, code = h.state(id).mapRecord(line, h.evs[:0])
-	if code != "" {
-		h.BadLine(code)
-	}
-	kit.Publish(h.Sessions, &h.procs, id, Harness, path, h.evs)
-}
-
-// Truncated drops the session's state when messages.jsonl was cut or
-// replaced (a rewind rewrites it); a replaced meta.json is only read again.
-func (h *handler) Truncated(path string) {
-	h.markDirty(path)
-	if filepath.Base(path) == metaFile {
-		return
-	}
-	id := idOf(path)
-	delete(h.sessions, id)
-	h.Restart(id)
-}
-
-// Removed ends the session when its messages are gone.
-func (h *handler) Removed(path string) {
-	if filepath.Base(path) == metaFile {
-		return
-	}
-	id := idOf(path)
-	delete(h.sessions, id)
-	h.metas.Forget(id)
-	h.Stop(id, "journal removed")
-}
-
-// Rescan forgets every session: all files are read again from the start.
-func (h *handler) Rescan() {
-	clear(h.sessions)
-	h.metas.Reset()
-	h.Sessions.Rescan()
-}
-
-// Idle reads the meta.json files that changed, binds new sessions to their
-// processes (one pass over /proc), then lets Sessions flush.
-func (h *handler) Idle() {
-	h.metas.Read(maxMeta, func(id string, data []byte) {
-		var code string
-		h.evs, code = h.state(id).mapMeta(data, h.evs[:0])
-		if code != "" {
-			h.BadLine(code)
-		}
-		kit.Publish(h.Sessions, &h.procs, id, Harness, filepath.Join(h.root, id, messagesFile), h.evs)
-	})
-	h.procs.Flush(h.BindPID)
-	h.Sessions.Idle()
+// agent describes Vibe's session directories to kit.Handler. Vibe writes
+// meta.json after the messages it saves, so each save is followed by a
+// meta.json read.
+var agent = &kit.Agent[*session]{
+	Harness: Harness,
+	Names:   []string{"vibe"},
+	Files: func(p string) (id, journal, side string) {
+		dir := filepath.Dir(p)
+		return filepath.Base(dir), filepath.Join(dir, messagesFile), filepath.Join(dir, metaFile)
+	},
+	New:       newSession,
+	Line:      (*session).mapRecord,
+	Side:      (*session).mapMeta,
+	SideLimit: maxMeta,
 }
 
 var _ hub.Source = (*Source)(nil)
