@@ -66,13 +66,9 @@ func newSession() *session { return &session{open: map[string]bool{}} }
 // a JSON object, and sources.CodeInvalidRecord for a Prompt without a
 // message_id.
 func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
-	if len(line) == 0 || line[0] != '{' {
-		return out, sources.CodeInvalidJSON
-	}
 	r := &s.rec
-	*r = record{}
-	if err := json.Unmarshal(line, r); err != nil {
-		return out, kit.DecodeCode(line)
+	if code := kit.Decode(line, r); code != "" {
+		return out, code
 	}
 	switch r.Kind {
 	case "Prompt":

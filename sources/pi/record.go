@@ -69,13 +69,9 @@ func newSession() *session { return &session{open: map[string]bool{}} }
 // sources.CodeInvalidJSON for a line that is not a JSON object, and
 // sources.CodeInvalidRecord for a known entry without the fields it needs.
 func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
-	if len(line) == 0 || line[0] != '{' {
-		return out, sources.CodeInvalidJSON
-	}
 	r := &s.rec
-	*r = record{}
-	if err := json.Unmarshal(line, r); err != nil {
-		return out, kit.DecodeCode(line)
+	if code := kit.Decode(line, r); code != "" {
+		return out, code
 	}
 	at := sources.Millis(r.Timestamp)
 	switch r.Type {

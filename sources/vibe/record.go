@@ -72,13 +72,9 @@ func newSession(id string) *session {
 // a line that is not a JSON object, and sources.CodeInvalidRecord for one
 // of the wrong shape or a prompt without a message_id.
 func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
-	if len(line) == 0 || line[0] != '{' {
-		return out, sources.CodeInvalidJSON
-	}
 	r := &s.rec
-	*r = record{}
-	if err := json.Unmarshal(line, r); err != nil {
-		return out, kit.DecodeCode(line)
+	if code := kit.Decode(line, r); code != "" {
+		return out, code
 	}
 	text := str(r.Content)
 	switch r.Role {

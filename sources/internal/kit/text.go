@@ -10,6 +10,7 @@ import (
 	"path"
 	"strings"
 
+	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentbridge/agentbridge/sources"
@@ -59,14 +60,23 @@ func UnixSeconds(s float64) int64 {
 	return int64(s * 1000)
 }
 
-// DecodeCode is the code for a line that failed to decode: a syntactically
-// valid JSON object of the wrong shape is sources.CodeInvalidRecord,
-// anything else sources.CodeInvalidJSON.
-func DecodeCode(line []byte) string {
-	if jsontext.Value(line).IsValid() {
-		return sources.CodeInvalidRecord
+// Decode decodes a journal line that must be a JSON object into v (reset
+// to its zero value first, so that scratch space can be reused) and
+// returns "" on success, sources.CodeInvalidJSON for a line that is not a
+// JSON object, and sources.CodeInvalidRecord for a valid JSON object of
+// the wrong shape.
+func Decode[T any](line []byte, v *T) string {
+	*v = *new(T)
+	if len(line) == 0 || line[0] != '{' {
+		return sources.CodeInvalidJSON
 	}
-	return sources.CodeInvalidJSON
+	if err := json.Unmarshal(line, v); err != nil {
+		if jsontext.Value(line).IsValid() {
+			return sources.CodeInvalidRecord
+		}
+		return sources.CodeInvalidJSON
+	}
+	return ""
 }
 
 // ID returns s when it is an identity value (sources.ValidID), "" when s

@@ -58,13 +58,26 @@ func TestUnixSeconds(t *testing.T) {
 	}
 }
 
-func TestDecodeCode(t *testing.T) {
-	if got := DecodeCode([]byte(`{"a":[1,2]}`)); got != sources.CodeInvalidRecord {
-		t.Errorf("valid JSON of the wrong shape: %q", got)
+func TestDecode(t *testing.T) {
+	type rec struct {
+		A []int  `json:"a"`
+		B string `json:"b"`
 	}
-	for _, bad := range []string{`{"a":`, `{"a":1,"a":2}`, "{\"a\":\"\xff\"}"} {
-		if got := DecodeCode([]byte(bad)); got != sources.CodeInvalidJSON {
-			t.Errorf("DecodeCode(%q) = %q", bad, got)
+	for in, want := range map[string]string{
+		`{"a":[1,2]}`:       "",
+		`{"a":"x"}`:         sources.CodeInvalidRecord, // valid JSON, wrong shape
+		`[1,2]`:             sources.CodeInvalidJSON,
+		``:                  sources.CodeInvalidJSON,
+		`{"a":`:             sources.CodeInvalidJSON,
+		`{"b":"1","b":"2"}`: sources.CodeInvalidJSON, // duplicate names
+		"{\"b\":\"\xff\"}":  sources.CodeInvalidJSON,
+	} {
+		r := rec{B: "stale"}
+		if got := Decode([]byte(in), &r); got != want {
+			t.Errorf("Decode(%q) = %q, want %q", in, got, want)
+		}
+		if in == `{"a":[1,2]}` && r.B != "" {
+			t.Errorf("scratch not reset: %+v", r)
 		}
 	}
 }
