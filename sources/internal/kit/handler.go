@@ -44,7 +44,7 @@ type Handler[S any] struct {
 	a        *Agent[S]
 	states   map[string]S      // by session id
 	journals map[string]string // session id → its journal, for the side files read at Idle
-	sides    SideFiles
+	sides    sideFiles
 	procs    Procs
 	evs      []agentbridge.Event // scratch
 }
@@ -169,13 +169,13 @@ func (h *Handler[S]) publish(id, journal string) {
 	}
 }
 
-// SideFiles remembers which sessions' side files (sidecars an agent
+// sideFiles remembers which sessions' side files (sidecars an agent
 // rewrites whole) changed, so that each is read once, whole, at the
 // tailer's next idle moment however many lines announced it.
-type SideFiles struct{ paths map[string]string } // session id → side file
+type sideFiles struct{ paths map[string]string } // session id → side file
 
 // Mark says session id's side file at path may have changed.
-func (s *SideFiles) Mark(id, path string) {
+func (s *sideFiles) Mark(id, path string) {
 	if s.paths == nil {
 		s.paths = map[string]string{}
 	}
@@ -183,16 +183,16 @@ func (s *SideFiles) Mark(id, path string) {
 }
 
 // Forget drops what was marked for id (its session is gone).
-func (s *SideFiles) Forget(id string) { delete(s.paths, id) }
+func (s *sideFiles) Forget(id string) { delete(s.paths, id) }
 
 // Reset drops every mark.
-func (s *SideFiles) Reset() { clear(s.paths) }
+func (s *sideFiles) Reset() { clear(s.paths) }
 
 // Read reads each marked side file with sources.ReadSmall (regular files
 // of at most limit bytes), in session id order, hands the bytes to f, and
 // drops the marks. A side file that is missing or not a small regular
 // file is skipped until its next change.
-func (s *SideFiles) Read(limit int64, f func(id string, data []byte)) {
+func (s *sideFiles) Read(limit int64, f func(id string, data []byte)) {
 	for _, id := range slices.Sorted(maps.Keys(s.paths)) {
 		if data, err := sources.ReadSmall(s.paths[id], limit); err == nil {
 			f(id, data)
