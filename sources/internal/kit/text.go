@@ -1,7 +1,9 @@
-// Package kit holds the small helpers that the Pi, Kiro CLI and Mistral
-// Vibe sources share: display text made safe to publish, the cwd rule,
-// record timestamps, and finding an agent's process by its working
-// directory (none of these agents holds its journal open between writes).
+// Package kit holds what the Pi, Kiro CLI and Mistral Vibe sources share:
+// one Handler for an agent that Agent describes (its journals, its side
+// file read whole once per wake, its pure mapping), finding the agent's
+// process by its working directory (none of these agents holds its
+// journal open between writes), and the record rules: display text made
+// safe to publish, the cwd rule, derived ids, decoding a line.
 package kit
 
 import (
