@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/internal/kit"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -349,7 +350,7 @@ func (m *mapper) data(d any) bool {
 // tool maps tool.execution_* and subagent.* records.
 func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbridge.Event, string) {
 	r := &m.env
-	id := safeID(d.ToolCallID)
+	id := kit.ID(d.ToolCallID)
 	switch r.Type {
 	case typeToolStart:
 		if id == "" {
@@ -409,7 +410,7 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		return append(out, agentbridge.Event{Kind: agentbridge.KindToolFinished, OccurredAt: at, ToolID: id, Outcome: outcome}), ""
 	case typeSubagentStarted:
 		if id == "" {
-			id = safeID(r.AgentID)
+			id = kit.ID(r.AgentID)
 		}
 		if id == "" {
 			return out, sources.CodeInvalidRecord
@@ -435,7 +436,7 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		}), ""
 	default: // subagent.completed, subagent.failed
 		if id == "" {
-			id = safeID(r.AgentID)
+			id = kit.ID(r.AgentID)
 		}
 		if !m.subagents[id] {
 			return out, ""
@@ -556,7 +557,7 @@ func (m *mapper) closeWait(out []agentbridge.Event, at int64, id string) []agent
 // waitID is the wait id of a request: its requestId, prefixed by what it
 // asks for so that the request kinds cannot collide ("" for none).
 func waitID(typ, requestID string) string {
-	id := safeID(requestID)
+	id := kit.ID(requestID)
 	if id == "" {
 		return ""
 	}
@@ -564,7 +565,7 @@ func waitID(typ, requestID string) string {
 	if kind == "permission" {
 		return id // as the CLI names it
 	}
-	return safeID(kind + ":" + id)
+	return kit.ID(kind + ":" + id)
 }
 
 // permissionReason says what a permission request asks the user to allow:
@@ -612,7 +613,7 @@ func permissionReason(d *permissionData) string {
 func short(s string) string { return validate.Bound(validate.Label(s), maxArg) }
 
 // toolWait is the id of the wait a blocking tool opens.
-func toolWait(toolID string) string { return safeID("tool:" + toolID) }
+func toolWait(toolID string) string { return kit.ID("tool:" + toolID) }
 
 func firstOf(s ...string) string {
 	for _, v := range s {

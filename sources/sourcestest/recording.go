@@ -198,45 +198,6 @@ func Whole(r *Recording) func([]byte) ([]File, error) {
 	}
 }
 
-// BySize returns a Split for agents whose journals name no session: the
-// sessions of rec (those whose growth keep accepts; nil keeps all), in the
-// order the log first saw them grow, each cut from the transcript as long
-// as the largest size logged for it. Bytes written after a journal's last
-// logged size (its tail) are lost to the next journal, so give the last
-// one the rest: the final journal takes everything left.
-func BySize(rec *Recording, keep func(Growth) bool) func([]byte) ([]File, error) {
-	return func(data []byte) ([]File, error) {
-		size := map[string]int64{}
-		var order []string
-		for _, g := range rec.Growth {
-			if keep != nil && !keep(g) {
-				continue
-			}
-			if _, seen := size[g.Session]; !seen {
-				order = append(order, g.Session)
-			}
-			size[g.Session] = max(size[g.Session], g.Size)
-		}
-		var out []File
-		off := int64(0)
-		for i, id := range order {
-			end := min(off+size[id], int64(len(data)))
-			if i == len(order)-1 {
-				end = int64(len(data))
-			}
-			if end <= off {
-				return nil, errors.New("sourcestest: the transcript is shorter than its logged sizes")
-			}
-			out = append(out, File{Session: id, Data: data[off:end]})
-			off = end
-		}
-		if len(out) == 0 {
-			return nil, errors.New("sourcestest: no journal grew")
-		}
-		return out, nil
-	}
-}
-
 // After returns the part of a recorded path after the directory named dir
 // (e.g. After(p, "copilot-home") for "…/copilot-home/session-state/x/events.jsonl"
 // is "session-state/x/events.jsonl"), or "" when p has no such directory.

@@ -35,12 +35,9 @@ type Replay struct {
 	// Enabled lists the harnesses switched on; nil switches on all of the
 	// source's.
 	Enabled []string
-	// Split cuts a recording's transcript into its journals; nil asks
-	// SplitFor, else treats it as one journal (Whole).
+	// Split cuts a recording's transcript into its journals; nil treats it
+	// as one journal (Whole).
 	Split func(transcript []byte) ([]File, error)
-	// SplitFor makes the Split of one recording, for cuts that depend on
-	// its log (BySize); used when Split is nil.
-	SplitFor func(rec *Recording) func(transcript []byte) ([]File, error)
 	// Path says where the journal of session goes, relative to home, given
 	// the path the recording logged for it (required; see After).
 	Path func(session, recorded string) string
@@ -61,11 +58,7 @@ var quiet = 300 * time.Millisecond
 func (r Replay) Run(t testing.TB, rec *Recording) *Hub {
 	t.Helper()
 	split := r.Split
-	switch {
-	case split != nil:
-	case r.SplitFor != nil:
-		split = r.SplitFor(rec)
-	default:
+	if split == nil {
 		split = Whole(rec)
 	}
 	files, err := split(rec.Transcript)

@@ -105,24 +105,6 @@ func TestSplitAt(t *testing.T) {
 	}
 }
 
-func TestBySize(t *testing.T) {
-	rec := &sourcestest.Recording{Growth: []sourcestest.Growth{
-		{Session: "a", Size: 3}, {Session: "x", Path: "other", Size: 100}, {Session: "b", Size: 2},
-		{Session: "a", Size: 4}, {Session: "b", Size: 5},
-	}}
-	keep := func(g sourcestest.Growth) bool { return g.Path != "other" }
-	got, err := sourcestest.BySize(rec, keep)([]byte("aaaabbbbb+tail"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[0].Session != "a" || string(got[0].Data) != "aaaa" || got[1].Session != "b" || string(got[1].Data) != "bbbbb+tail" {
-		t.Errorf("got %q", got)
-	}
-	if _, err := sourcestest.BySize(rec, keep)([]byte("aaa")); err == nil {
-		t.Error("a transcript shorter than its sizes was cut")
-	}
-}
-
 func TestAfter(t *testing.T) {
 	for in, want := range map[string]string{
 		"/Users/x/rec/copilot-home/session-state/abc/events.jsonl": "session-state/abc/events.jsonl",
