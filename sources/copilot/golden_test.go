@@ -4,55 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
-	"github.com/agentbridge/agentbridge/validate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
-
-// golden is what one journal becomes: its lifecycle events in order, the
-// codes of the lines it skipped, and the snapshot the events fold into.
-type golden struct {
-	Events   []agentbridge.Event  `json:"events"`
-	Skipped  []string             `json:"skipped,omitempty"`
-	Snapshot agentbridge.Snapshot `json:"snapshot"`
-}
-
-// replayJournal maps every line of a journal of session id and folds the
-// events the way sources.Sessions does (redacted first), failing on an
-// event the fold rejects: the mapper must only emit valid events.
-func replayJournal(t *testing.T, id string, data []byte) golden {
-	t.Helper()
-	g := golden{Events: []agentbridge.Event{}}
-	s := validate.NewSession(id, Harness)
-	m := mapper{session: id}
-	var buf []agentbridge.Event
-	for i, line := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
-		var code string
-		buf, code = m.Map(line, buf[:0])
-		if code != "" {
-			g.Skipped = append(g.Skipped, code)
-		}
-		for _, e := range buf {
-			validate.RedactEvent(&e)
-			if issues := s.Apply(e); len(issues) > 0 {
-				t.Fatalf("line %d: the fold rejected %s: %+v", i+1, e.Kind, issues)
-			}
-			g.Events = append(g.Events, e)
-		}
-	}
-	g.Snapshot = s.Snapshot()
-	if issues := validate.Snapshot(g.Snapshot, validate.Harnesses{Harness: true}); len(issues) > 0 {
-		t.Fatalf("final snapshot invalid: %+v", issues)
-	}
-	return g
-}
 
 // goldenInputs returns every journal the golden tests map, by name: the
 // hand-written ones in testdata/journals and each session's journal cut
@@ -92,14 +53,15 @@ func goldenInputs(t *testing.T) map[string][]byte {
 
 func itoa(i int) string { return string(rune('0' + i)) }
 
-// TestGolden maps each journal to its events and final snapshot and
-// compares them with testdata/golden/<name>.json (-update rewrites them).
+// TestGolden maps each journal, line by line, and compares the events of
+// every line and the final snapshot with testdata/golden/<name>.json
+// (-update rewrites them); an event the fold refuses fails it.
 func TestGolden(t *testing.T) {
 	for name, data := range goldenInputs(t) {
 		t.Run(name, func(t *testing.T) {
-			got := replayJournal(t, "s-"+name, data)
-			path := filepath.Join("testdata", "golden", name+".json")
-			sourcestest.Golden(t, path, got, *update)
+			m := &mapper{session: "s-" + name}
+			got := kittest.Replay(t, kittest.Mapper{Line: m.Map}, "s-"+name, Harness, data, nil)
+			sourcestest.Golden(t, filepath.Join("testdata", "golden", name+".json"), got, *update)
 		})
 	}
 }

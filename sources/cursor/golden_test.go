@@ -1,77 +1,28 @@
 package cursor
 
 import (
-	"bytes"
 	"flag"
-	"github.com/agentbridge/agentbridge/sources/sourcestest"
-	"os"
+	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/validate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-// golden is what one transcript becomes: its lifecycle events in order,
-// the codes of the lines it skipped, and the snapshot the events fold into.
-type golden struct {
-	Events   []agentbridge.Event  `json:"events"`
-	Skipped  []string             `json:"skipped,omitempty"`
-	Snapshot agentbridge.Snapshot `json:"snapshot"`
-}
-
-// replayTranscript maps every line and folds the events as Sessions does
-// (redacted first), failing on an event the fold rejects.
-func replayTranscript(t *testing.T, id, cwd string, data []byte) golden {
-	t.Helper()
-	g := golden{Events: []agentbridge.Event{}}
-	s := validate.NewSession(id, Harness)
-	m := mapper{cwd: cwd}
-	var buf []agentbridge.Event
-	for i, line := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
-		var code string
-		buf, code = m.Map(i+1, line, buf[:0])
-		if code != "" {
-			g.Skipped = append(g.Skipped, code)
-		}
-		for _, e := range buf {
-			validate.RedactEvent(&e)
-			if issues := s.Apply(e); len(issues) > 0 {
-				t.Fatalf("line %d: the fold rejected %s: %+v", i+1, e.Kind, issues)
-			}
-			g.Events = append(g.Events, e)
-		}
-	}
-	g.Snapshot = s.Snapshot()
-	if issues := validate.Snapshot(g.Snapshot, validate.Harnesses{Harness: true}); len(issues) > 0 {
-		t.Fatalf("final snapshot invalid: %+v", issues)
-	}
-	return g
-}
-
 // TestGolden maps each transcript in testdata/journals (the corpus's,
-// corpus-*, and ones written for this package) and compares the result
-// with testdata/golden/<name>.json (-update rewrites them).
+// corpus-*, and ones written for this package), line by line, and
+// compares the events of every line and the final snapshot with
+// testdata/golden/<name>.json (-update rewrites them).
 func TestGolden(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "journals", "*.jsonl"))
-	if len(files) < 4 {
-		t.Fatalf("found %d transcripts", len(files))
-	}
-	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f), ".jsonl")
-		t.Run(name, func(t *testing.T) {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := replayTranscript(t, "s-"+name, "/home/ana/shop", data)
-			path := filepath.Join("testdata", "golden", name+".json")
-			sourcestest.Golden(t, path, got, *update)
-		})
-	}
+	kittest.GoldenDir(t, filepath.Join("testdata", "journals"), Harness, nil, func(string) kittest.Mapper {
+		m, n := &mapper{cwd: "/home/ana/shop"}, 0
+		return kittest.Mapper{Line: func(line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
+			n++
+			return m.Map(n, line, out)
+		}}
+	}, *update)
 }
 
 func TestOutcome(t *testing.T) {
