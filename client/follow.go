@@ -89,6 +89,11 @@ type FollowOptions struct {
 	// attempt to connect fails, with the reason, before Follow waits to try
 	// again.
 	OnDrop func(err error)
+	// OnDuplicate, when set, is called for an event Follow does not
+	// deliver because its id is not above the last one delivered: the
+	// bridge promises that this never happens, and a test can hold it to
+	// that.
+	OnDuplicate func(Event)
 }
 
 // Follow delivers the stream to fn, one event at a time and in order,
@@ -172,6 +177,9 @@ func (c *Client) followOnce(ctx context.Context, o FollowOptions, last *uint64, 
 			return got, fmt.Errorf("stream from %s: %w", c.Addr, err)
 		}
 		if ev.ID <= *last { // ids only grow: this one was delivered
+			if o.OnDuplicate != nil {
+				o.OnDuplicate(ev)
+			}
 			continue
 		}
 		if err := fn(ev); err != nil {

@@ -13,87 +13,30 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 // logBuffer is a goroutine-safe buffer for serve's output.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type logBuffer = bridgetest.LogBuffer
 
-func (s *logBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *logBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// runServe runs serveMain in-process with env and args until the test
+// ends and returns once it printed its dashboard URL.
+func runServe(t *testing.T, env []string, args ...string) *bridgetest.Served {
+	t.Helper()
+	return bridgetest.Serve(t, func(ctx context.Context, stdout, stderr io.Writer) error {
+		return serveMain(ctx, args, env, stdout, stderr)
+	})
 }
 
 // startServe runs serveMain in the background and returns the dashboard URL
 // it printed, a way to stop it, and its stderr.
 func startServe(t *testing.T, env []string, args ...string) (dashboard *url.URL, stop func() error, stderr *logBuffer) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	stderr = &logBuffer{}
-	errc := make(chan error, 1)
-	go func() {
-		err := serveMain(ctx, args, env, pw, stderr)
-		pw.CloseWithError(io.EOF)
-		errc <- err
-	}()
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-		close(lines)
-	}()
-	stopped := false
-	stop = func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-errc:
-			return err
-		case <-time.After(10 * time.Second):
-			t.Fatalf("serve did not stop within 10s of cancel; stderr:\n%s", stderr)
-			return nil
-		}
-	}
-	t.Cleanup(func() { stop() })
-	select {
-	case line, ok := <-lines:
-		if !ok {
-			t.Fatalf("serve printed no URL; err %v; stderr:\n%s", <-errc, stderr)
-		}
-		raw, found := strings.CutPrefix(line, "agentbridge: dashboard at ")
-		if !found {
-			t.Fatalf("stdout line %q, want the dashboard URL", line)
-		}
-		u, err := url.Parse(raw)
-		if err != nil {
-			t.Fatalf("dashboard URL %q: %v", raw, err)
-		}
-		return u, stop, stderr
-	case <-time.After(10 * time.Second):
-		t.Fatalf("serve printed nothing within 10s; stderr:\n%s", stderr)
-	}
-	return nil, nil, nil
+	s := runServe(t, env, args...)
+	return s.URL, func() error { return s.Stop(t) }, s.Stderr
 }
 
 func TestServeAnswersAndShutsDown(t *testing.T) {
