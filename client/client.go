@@ -39,14 +39,19 @@ type Client struct {
 	// Token is presented as "Authorization: Bearer"; "" sends none.
 	Token string
 	// HTTP sends the requests. New sets one that uses no proxy and asks for
-	// no compression (the stream must not be buffered by either).
+	// no compression (the stream must not be buffered by either); nil is
+	// http.DefaultClient.
 	HTTP *http.Client
 }
+
+// transport is shared by the clients New makes, so that their idle
+// connections are pooled.
+var transport = &http.Transport{Proxy: nil, DisableCompression: true, MaxIdleConnsPerHost: 8}
 
 // New returns a client of the bridge at addr (host:port) that presents
 // token ("" for none).
 func New(addr, token string) *Client {
-	return &Client{Addr: addr, Token: token, HTTP: &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}}}
+	return &Client{Addr: addr, Token: token, HTTP: &http.Client{Transport: transport}}
 }
 
 // Discover finds the bridge and its token the way the server does: the

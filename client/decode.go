@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -63,9 +62,14 @@ func badEvent(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadEvent, fmt.Sprintf(format, a...))
 }
 
-// Reader decodes a stream read from an io.Reader.
+// keep is the largest buffer a Reader holds on to between events: one
+// large reset does not make a thousand idle clients hold its size each.
+const keep = 64 << 10
+
+// Reader decodes a stream read from an io.Reader. It holds a 4 KiB buffer
+// and, while an event is larger, what that event needs.
 type Reader struct {
-	sc     *bufio.Scanner
+	lines  lineReader
 	format Format
 	// Ping, when set, is called for every heartbeat: a comment line of
 	// SSE, a blank line of NDJSON.
@@ -83,22 +87,26 @@ func NewReader(r io.Reader, f Format, maxLine int) *Reader {
 	if maxLine <= 0 {
 		maxLine = MaxLine
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, min(4<<10, maxLine)), maxLine)
-	sc.Split(splitLines)
-	return &Reader{sc: sc, format: f}
+	return &Reader{lines: lineReader{rd: r, buf: make([]byte, 4<<10), max: maxLine}, format: f}
 }
 
-// Next returns the next event. At the end of r it returns io.EOF (an
-// unfinished SSE event at the end is dropped, as the SSE rules say); an
-// error wraps ErrBadEvent, ErrLineTooLong or the error of r.
+// Next returns the next event. Its Data is valid until the next call of
+// Next (bytes.Clone it to keep it); the other fields stay. At the end of r
+// it returns io.EOF (an unfinished SSE event at the end is dropped, as the
+// SSE rules say); an error wraps ErrBadEvent, ErrLineTooLong or the error
+// of r.
 func (r *Reader) Next() (Event, error) {
-	for r.sc.Scan() {
-		line := r.sc.Bytes()
+	if cap(r.data) > keep {
+		r.data = nil
+	}
+	for {
+		line, err := r.lines.next()
+		if err != nil {
+			return Event{}, err
+		}
 		var (
-			ev  Event
-			ok  bool
-			err error
+			ev Event
+			ok bool
 		)
 		if r.format == NDJSON {
 			ev, ok, err = r.ndjsonLine(line)
@@ -109,36 +117,66 @@ func (r *Reader) Next() (Event, error) {
 			return ev, err
 		}
 	}
-	if err := r.sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return Event{}, ErrLineTooLong
-		}
-		return Event{}, err
-	}
-	return Event{}, io.EOF
 }
 
-// splitLines splits a stream into lines ended by \n, \r\n or \r (as SSE
-// allows).
-func splitLines(data []byte, atEOF bool) (int, []byte, error) {
-	i := bytes.IndexAny(data, "\r\n")
-	switch {
-	case i < 0:
-		if atEOF && len(data) > 0 {
-			return len(data), data, nil
+// lineReader splits a stream into lines ended by \n, \r\n or \r (as SSE
+// allows). A line is valid until the next call.
+type lineReader struct {
+	rd     io.Reader
+	buf    []byte
+	r, w   int
+	long   []byte // a line longer than what buf holds
+	max    int
+	skipLF bool // the last line ended with \r: a \n right after it belongs to it
+	err    error
+}
+
+func (l *lineReader) next() ([]byte, error) {
+	if cap(l.long) > keep {
+		l.long = nil
+	}
+	l.long = l.long[:0]
+	for {
+		if l.skipLF && l.r < l.w {
+			if l.buf[l.r] == '\n' {
+				l.r++
+			}
+			l.skipLF = false
 		}
-		return 0, nil, nil
-	case data[i] == '\n':
-		return i + 1, data[:i], nil
-	case i+1 < len(data): // \r and something after it
-		if data[i+1] == '\n' {
-			return i + 2, data[:i], nil
+		if i := bytes.IndexAny(l.buf[l.r:l.w], "\r\n"); i >= 0 {
+			if len(l.long)+i > l.max {
+				return nil, ErrLineTooLong
+			}
+			line := l.buf[l.r : l.r+i]
+			l.skipLF = l.buf[l.r+i] == '\r'
+			l.r += i + 1
+			if len(l.long) > 0 {
+				l.long = append(l.long, line...)
+				line = l.long
+			}
+			return line, nil
 		}
-		return i + 1, data[:i], nil
-	case atEOF:
-		return i + 1, data[:i], nil
-	default:
-		return 0, nil, nil // a lone \r at the end: wait for a possible \n
+		if len(l.long)+(l.w-l.r) > l.max {
+			return nil, ErrLineTooLong
+		}
+		if l.err != nil {
+			if l.r < l.w || len(l.long) > 0 { // the last line has no end
+				l.long = append(l.long, l.buf[l.r:l.w]...)
+				l.r = l.w
+				line := l.long
+				l.long = l.long[len(l.long):]
+				return line, nil
+			}
+			return nil, l.err
+		}
+		// no line end in what is buffered: keep it aside, read on
+		l.long = append(l.long, l.buf[l.r:l.w]...)
+		l.r, l.w = 0, 0
+		n, err := l.rd.Read(l.buf[l.w:])
+		l.w += n
+		if err != nil {
+			l.err = err
+		}
 	}
 }
 
@@ -157,7 +195,7 @@ func (r *Reader) ndjsonLine(line []byte) (Event, bool, error) {
 
 // ParseNDJSON decodes one line of the JSON-lines stream. The id may be a
 // number or a decimal string; data must be a JSON value. The data of the
-// event is compact JSON.
+// event is compact JSON in a buffer of its own.
 func ParseNDJSON(line []byte) (Event, error) {
 	var raw struct {
 		ID    json.RawMessage `json:"id"`
@@ -190,14 +228,40 @@ func parseID(s []byte) (uint64, error) {
 	return id, nil
 }
 
-// compact returns b as compact JSON in a buffer of its own.
+// compact returns b as compact JSON: b itself when it is compact already
+// (what the bridge sends), else a compacted copy.
 func compact(b []byte) (json.RawMessage, error) {
+	if !json.Valid(b) {
+		return nil, errors.New("not JSON")
+	}
+	if isCompact(b) {
+		return b, nil
+	}
 	var out bytes.Buffer
 	out.Grow(len(b))
 	if err := json.Compact(&out, b); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil
+}
+
+// isCompact reports whether valid JSON b has no white space outside its
+// strings.
+func isCompact(b []byte) bool {
+	in, esc := false, false
+	for _, c := range b {
+		switch {
+		case esc:
+			esc = false
+		case in && c == '\\':
+			esc = true
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
 }
 
 // sseLine takes one line of an event stream, following the WHATWG rules:
@@ -211,7 +275,7 @@ func (r *Reader) sseLine(l []byte) (Event, bool, error) {
 			return Event{}, false, nil
 		}
 		ev, err := r.dispatch()
-		r.id, r.name, r.data, r.haveData = r.id[:0], r.name[:0], r.data[:0], false
+		r.id, r.name, r.haveData = r.id[:0], r.name[:0], false
 		return ev, err == nil, err
 	}
 	if l[0] == ':' {
@@ -230,10 +294,16 @@ func (r *Reader) sseLine(l []byte) (Event, bool, error) {
 	case "event":
 		r.name = append(r.name[:0], value...)
 	case "data":
-		if r.haveData {
-			r.data = append(r.data, '\n')
+		switch {
+		case r.haveData:
+			r.data = append(append(r.data, '\n'), value...)
+		case len(value) > keep && len(r.lines.long) > 0 && &r.lines.long[0] == &l[0]:
+			// a long line the line reader assembled: take it over
+			// instead of copying it
+			r.data, r.lines.long = r.lines.long[len(l)-len(value):len(l)], nil
+		default:
+			r.data = append(r.data[:0], value...)
 		}
-		r.data = append(r.data, value...)
 		r.haveData = true
 	}
 	return Event{}, false, nil

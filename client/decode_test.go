@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -56,6 +58,7 @@ func readAll(r *client.Reader) ([]client.Event, error) {
 		if err != nil {
 			return got, err
 		}
+		ev.Data = bytes.Clone(ev.Data) // valid until the next call
 		got = append(got, ev)
 	}
 }
@@ -163,4 +166,47 @@ func FuzzReader(f *testing.F) {
 			checkEvent(t, ev)
 		}
 	})
+}
+
+// TestReadLongAndSplit reads events short and far longer than the
+// reader's buffer, with every line ending SSE allows, however the bytes
+// are split between reads.
+func TestReadLongAndSplit(t *testing.T) {
+	var want []client.Event
+	for i, n := range []int{1, 5000, 70000, 300000, 3} {
+		data := `{"title":"` + strings.Repeat("y", n) + `"}`
+		want = append(want, client.Event{ID: uint64(i + 1), Name: "upsert", Data: []byte(data)})
+	}
+	for _, end := range []string{"\n", "\r\n", "\r"} {
+		var sse, nd strings.Builder
+		for _, ev := range want {
+			sse.WriteString("id: " + strconv.FormatUint(ev.ID, 10) + end + "event: upsert" + end + "data: " + string(ev.Data) + end + end)
+			nd.WriteString(`{"id":` + strconv.FormatUint(ev.ID, 10) + `,"event":"upsert","data":` + string(ev.Data) + "}" + end)
+		}
+		for _, split := range []struct {
+			name string
+			r    func(string) io.Reader
+		}{
+			{"whole", func(s string) io.Reader { return strings.NewReader(s) }},
+			{"byte by byte", func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) }},
+			{"halves", func(s string) io.Reader { return iotest.HalfReader(strings.NewReader(s)) }},
+		} {
+			for _, f := range []struct {
+				format client.Format
+				stream string
+			}{{client.SSE, sse.String()}, {client.NDJSON, nd.String()}} {
+				got, err := readAll(client.NewReader(split.r(f.stream), f.format, 0))
+				if err != nil {
+					t.Fatalf("%q %s %v: %v", end, split.name, f.format, err)
+				}
+				same := len(got) == len(want)
+				for i := 0; same && i < len(got); i++ {
+					same = got[i].ID == want[i].ID && got[i].Name == want[i].Name && bytes.Equal(got[i].Data, want[i].Data)
+				}
+				if !same {
+					t.Errorf("%q %s %v: events differ (%d read)", end, split.name, f.format, len(got))
+				}
+			}
+		}
+	}
 }

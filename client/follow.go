@@ -96,7 +96,8 @@ type FollowOptions struct {
 	OnDuplicate func(Event)
 }
 
-// Follow delivers the stream to fn, one event at a time and in order,
+// Follow delivers the stream to fn, one event at a time and in order
+// (the event's Data is valid until fn returns: bytes.Clone it to keep it),
 // across drops: after a lost connection (or a restart of the bridge) it
 // waits (Backoff) and resumes after the last event delivered, so that fn
 // sees no event twice; what the bridge can no longer replay comes as
