@@ -74,6 +74,11 @@ type Reader struct {
 	// Ping, when set, is called for every heartbeat: a comment line of
 	// SSE, a blank line of NDJSON.
 	Ping func()
+	// SkipData, set before the first Next of an SSE Reader, makes it
+	// deliver events without their Data, neither holding nor checking it:
+	// for a client that only counts events or waits for ids, at the cost
+	// of 4 KiB however large an event is. NDJSON readers ignore it.
+	SkipData bool
 
 	// the SSE event being assembled
 	id, name []byte
@@ -99,6 +104,7 @@ func (r *Reader) Next() (Event, error) {
 	if cap(r.data) > keep {
 		r.data = nil
 	}
+	r.lines.truncate = r.SkipData && r.format == SSE
 	for {
 		line, err := r.lines.next()
 		if err != nil {
@@ -129,6 +135,9 @@ type lineReader struct {
 	max    int
 	skipLF bool // the last line ended with \r: a \n right after it belongs to it
 	err    error
+	// truncate keeps only the first part of a long line (up to the size
+	// of buf) and drops the rest: no limit applies.
+	truncate bool
 }
 
 func (l *lineReader) next() ([]byte, error) {
@@ -144,24 +153,24 @@ func (l *lineReader) next() ([]byte, error) {
 			l.skipLF = false
 		}
 		if i := bytes.IndexAny(l.buf[l.r:l.w], "\r\n"); i >= 0 {
-			if len(l.long)+i > l.max {
+			if len(l.long)+i > l.max && !l.truncate {
 				return nil, ErrLineTooLong
 			}
 			line := l.buf[l.r : l.r+i]
 			l.skipLF = l.buf[l.r+i] == '\r'
 			l.r += i + 1
 			if len(l.long) > 0 {
-				l.long = append(l.long, line...)
+				l.long = l.appendLong(line)
 				line = l.long
 			}
 			return line, nil
 		}
-		if len(l.long)+(l.w-l.r) > l.max {
+		if len(l.long)+(l.w-l.r) > l.max && !l.truncate {
 			return nil, ErrLineTooLong
 		}
 		if l.err != nil {
 			if l.r < l.w || len(l.long) > 0 { // the last line has no end
-				l.long = append(l.long, l.buf[l.r:l.w]...)
+				l.long = l.appendLong(l.buf[l.r:l.w])
 				l.r = l.w
 				line := l.long
 				l.long = l.long[len(l.long):]
@@ -170,7 +179,7 @@ func (l *lineReader) next() ([]byte, error) {
 			return nil, l.err
 		}
 		// no line end in what is buffered: keep it aside, read on
-		l.long = append(l.long, l.buf[l.r:l.w]...)
+		l.long = l.appendLong(l.buf[l.r:l.w])
 		l.r, l.w = 0, 0
 		n, err := l.rd.Read(l.buf[l.w:])
 		l.w += n
@@ -178,6 +187,15 @@ func (l *lineReader) next() ([]byte, error) {
 			l.err = err
 		}
 	}
+}
+
+// appendLong adds b to the long line; when truncating, only as far as the
+// size of buf.
+func (l *lineReader) appendLong(b []byte) []byte {
+	if l.truncate {
+		b = b[:min(len(b), max(0, len(l.buf)-len(l.long)))]
+	}
+	return append(l.long, b...)
 }
 
 // ndjsonLine decodes one line of the JSON-lines stream.
@@ -295,6 +313,7 @@ func (r *Reader) sseLine(l []byte) (Event, bool, error) {
 		r.name = append(r.name[:0], value...)
 	case "data":
 		switch {
+		case r.SkipData:
 		case r.haveData:
 			r.data = append(append(r.data, '\n'), value...)
 		case len(value) > keep && len(r.lines.long) > 0 && &r.lines.long[0] == &l[0]:
@@ -314,6 +333,9 @@ func (r *Reader) dispatch() (Event, error) {
 	id, err := parseID(r.id)
 	if err != nil {
 		return Event{}, err
+	}
+	if r.SkipData {
+		return Event{ID: id, Name: eventName(r.name)}, nil
 	}
 	data, err := compact(r.data)
 	if err != nil {

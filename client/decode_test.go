@@ -206,7 +206,36 @@ func TestReadLongAndSplit(t *testing.T) {
 				if !same {
 					t.Errorf("%q %s %v: events differ (%d read)", end, split.name, f.format, len(got))
 				}
+				if f.format != client.SSE {
+					continue
+				}
+				r := client.NewReader(split.r(f.stream), f.format, 0)
+				r.SkipData = true
+				got, err = readAll(r)
+				same = err == nil && len(got) == len(want)
+				for i := 0; same && i < len(got); i++ {
+					same = got[i].ID == want[i].ID && got[i].Name == want[i].Name && got[i].Data == nil
+				}
+				if !same {
+					t.Errorf("%q %s SkipData: events differ (%v, %d read)", end, split.name, err, len(got))
+				}
 			}
 		}
+	}
+}
+
+// TestReadSkipData: a counting client gets every event's id and name,
+// however long its data, within the reader's own buffer.
+func TestReadSkipData(t *testing.T) {
+	stream := "id: 1\nevent: reset\ndata: {\"x\":\"" + strings.Repeat("z", 100000) + "\"}\n\n: ping\n\nid: 2\nevent: upsert\ndata: not even JSON\n\n"
+	r := client.NewReader(iotest.HalfReader(strings.NewReader(stream)), client.SSE, 1024)
+	r.SkipData = true
+	got, err := readAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []client.Event{{ID: 1, Name: "reset"}, {ID: 2, Name: "upsert"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }

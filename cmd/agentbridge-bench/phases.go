@@ -23,6 +23,7 @@ import (
 	r3 "github.com/r3labs/sse/v2"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sse"
 )
@@ -419,7 +420,7 @@ func phaseLatency(cfg *config, root string) ([]row, error) {
 		return nil, err
 	}
 	s := newSeen(cfg.Appends)
-	go cl.read(func(_ uint64, data []byte) { s.mark(data) })
+	go cl.read(false, func(ev client.Event) { s.mark(ev.Data) })
 	<-cl.ready
 	p := c.journalPath(kindClaude, 0)
 	lat, err := drive(p, sessionUUID(kindClaude, 0), cfg.Appends, cfg.AppendGap, s)
@@ -553,11 +554,11 @@ func (p *progress) arm(target uint64) chan struct{} {
 }
 
 // follower returns a per-client callback that reports reaching the target.
-func (p *progress) follower() func(id uint64, _ []byte) {
+func (p *progress) follower() func(client.Event) {
 	var reached uint64
-	return func(id uint64, _ []byte) {
+	return func(ev client.Event) {
 		t := p.target.Load()
-		if t == 0 || id < t || reached == t {
+		if t == 0 || ev.ID < t || reached == t {
 			return
 		}
 		reached = t
@@ -643,7 +644,7 @@ func fanout(url string, n, events int, publish func(int) error, rev func() uint6
 		}
 		clients = append(clients, c)
 		f := p.follower()
-		wg.Go(func() { c.read(f) })
+		wg.Go(func() { c.read(true, f) })
 	}
 	if err := ready(clients); err != nil {
 		return 0, err
@@ -787,7 +788,7 @@ func phaseIdle(cfg *config, c *corpus) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	go cl.read(nil)
+	go cl.read(true, nil)
 	<-cl.ready
 	runtime.GC()
 	time.Sleep(cfg.settle)
@@ -873,7 +874,7 @@ func phaseRSS(cfg *config, c *corpus) ([]row, error) {
 		if err != nil {
 			return nil, err
 		}
-		go cl.read(nil)
+		go cl.read(true, nil)
 		clients = append(clients, cl)
 	}
 	for _, cl := range clients {
