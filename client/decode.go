@@ -95,6 +95,9 @@ func NewReader(r io.Reader, f Format, maxLine int) *Reader {
 	return &Reader{lines: lineReader{rd: r, buf: make([]byte, 4<<10), max: maxLine}, format: f}
 }
 
+// Format is the wire form the Reader decodes.
+func (r *Reader) Format() Format { return r.format }
+
 // Next returns the next event. Its Data is valid until the next call of
 // Next (bytes.Clone it to keep it); the other fields stay. At the end of r
 // it returns io.EOF (an unfinished SSE event at the end is dropped, as the

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
@@ -94,27 +95,26 @@ func TestServeAnswersAndShutsDown(t *testing.T) {
 	}
 
 	// An open stream must not hold the shutdown up.
-	sreq, _ := http.NewRequest("GET", base+"/v1/events", nil)
-	sreq.Header.Set("Authorization", "Bearer "+token)
-	sresp, err := http.DefaultClient.Do(sreq)
+	stream, err := client.New(u.Host, token).Open(t.Context(), client.StreamOptions{Format: client.SSE})
 	if err != nil {
 		t.Fatalf("GET /v1/events: %v", err)
 	}
-	defer sresp.Body.Close()
-	if ct := sresp.Header.Get("Content-Type"); sresp.StatusCode != 200 || !strings.HasPrefix(ct, "text/event-stream") {
-		t.Fatalf("GET /v1/events = %d %s, want 200 text/event-stream", sresp.StatusCode, ct)
+	defer stream.Close()
+	if stream.Format() != client.SSE {
+		t.Fatalf("GET /v1/events answered %v, want text/event-stream", stream.Format())
 	}
-	sc := bufio.NewScanner(sresp.Body)
-	for sc.Scan() && sc.Text() != "event: reset" {
-	}
-	if sc.Text() != "event: reset" {
-		t.Fatalf("the stream did not start with a reset: %v", sc.Err())
+	if ev, err := stream.Next(); err != nil || ev.Name != client.NameReset {
+		t.Fatalf("the stream did not start with a reset: %s, %v", ev.Name, err)
 	}
 
 	if err := stop(); err != nil {
 		t.Errorf("serve returned %v after cancel, want nil", err)
 	}
-	io.Copy(io.Discard, sresp.Body) // ends: the stream was closed
+	for { // ends: the stream was closed
+		if _, err := stream.Next(); err != nil {
+			break
+		}
+	}
 	if _, err := http.Get(base + "/healthz"); err == nil {
 		t.Errorf("server still answers after shutdown")
 	}

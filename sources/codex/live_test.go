@@ -1,7 +1,6 @@
 package codex
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,20 +15,20 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sse"
-	"github.com/agentbridge/agentbridge/validate"
 )
 
 // stream follows GET /v1/events?format=ndjson and applies it, as a client
 // would, to the codex source's sessions.
 type stream struct {
-	mu       sync.Mutex
-	sessions map[string]*validate.Session
-	resets   int
-	gone     map[string]int // times a session left the client's view
-	changed  chan struct{}
-	err      error
+	mu      sync.Mutex
+	state   client.State
+	resets  int
+	gone    map[string]int // times a session left the client's view
+	changed chan struct{}
+	err     error
 }
 
 func openStream(t *testing.T, url string) *stream {
@@ -45,34 +44,24 @@ func openStream(t *testing.T, url string) *stream {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET events: %s", resp.Status)
 	}
-	s := &stream{sessions: map[string]*validate.Session{}, gone: map[string]int{}, changed: make(chan struct{}, 1)}
+	s := &stream{gone: map[string]int{}, changed: make(chan struct{}, 1)}
 	done := make(chan struct{})
 	t.Cleanup(func() { resp.Body.Close(); <-done })
 	go func() {
 		defer close(done)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if len(sc.Bytes()) == 0 {
-				continue // heartbeat
+		r := client.NewReader(resp.Body, client.NDJSON, 1<<20)
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				return
 			}
-			s.apply(sc.Bytes())
+			s.apply(ev)
 		}
 	}()
 	return s
 }
 
-func (s *stream) apply(line []byte) {
-	var rec struct {
-		Event string `json:"event"`
-		Data  struct {
-			Source    string                 `json:"source"`
-			Sessions  []agentbridge.Snapshot `json:"sessions"`
-			Snapshot  agentbridge.Snapshot   `json:"snapshot"`
-			SessionID string                 `json:"sessionId"`
-			Event     agentbridge.Event      `json:"event"`
-		} `json:"data"`
-	}
+func (s *stream) apply(ev client.Event) {
 	s.mu.Lock()
 	defer func() {
 		s.mu.Unlock()
@@ -81,46 +70,27 @@ func (s *stream) apply(line []byte) {
 		default:
 		}
 	}()
-	if err := json.Unmarshal(line, &rec); err != nil {
-		s.err = fmt.Errorf("stream line %q: %w", line, err)
+	var d struct {
+		Source string `json:"source"`
+	}
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		s.err = fmt.Errorf("stream event %d: %w", ev.ID, err)
 		return
 	}
-	if rec.Data.Source != ID {
+	if d.Source != ID {
 		return
 	}
-	d := rec.Data
-	switch rec.Event {
-	case hub.NameReset:
+	before := s.state.Sessions()
+	if err := s.state.Apply(ev); err != nil {
+		s.err = err
+		return
+	}
+	if ev.Name == hub.NameReset {
 		s.resets++
-		kept := map[string]*validate.Session{}
-		for _, snap := range d.Sessions {
-			kept[snap.ID] = validate.FromSnapshot(snap)
-		}
-		for id := range s.sessions {
-			if kept[id] == nil {
-				s.gone[id]++
-			}
-		}
-		s.sessions = kept
-	case hub.NameUpsert:
-		s.sessions[d.Snapshot.ID] = validate.FromSnapshot(d.Snapshot)
-	case hub.NameRemove:
-		if s.sessions[d.SessionID] != nil {
-			s.gone[d.SessionID]++
-		}
-		delete(s.sessions, d.SessionID)
-	case hub.NameLifecycle:
-		ss := s.sessions[d.SessionID]
-		if ss == nil {
-			ss = validate.NewSession(d.SessionID, Harness)
-			s.sessions[d.SessionID] = ss
-		}
-		// a tool opened before an upsert is unknown to a snapshot-based
-		// session; its finish changes nothing shown, so issues are ignored
-		ss.Apply(d.Event)
-		if ss.Stopped() {
-			s.gone[d.SessionID]++
-			delete(s.sessions, d.SessionID)
+	}
+	for _, e := range before {
+		if _, ok := s.state.Session(ID, e.Snapshot.ID); !ok {
+			s.gone[e.Snapshot.ID]++
 		}
 	}
 }
@@ -133,8 +103,8 @@ func (s *stream) waitFor(t *testing.T, what string, cond func(map[string]agentbr
 	for {
 		s.mu.Lock()
 		snaps := map[string]agentbridge.Snapshot{}
-		for id, ss := range s.sessions {
-			snaps[id] = ss.Snapshot()
+		for _, e := range s.state.Sessions() {
+			snaps[e.Snapshot.ID] = e.Snapshot
 		}
 		err, resets := s.err, s.resets
 		s.mu.Unlock()
