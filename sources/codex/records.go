@@ -42,13 +42,13 @@ func (r *Rollout) sessionMeta(dst []agentbridge.Event, line, payload []byte) []a
 	if !decode(line, payload, &p) {
 		return dst
 	}
-	id := safeID(p.ID)
+	id := validate.SafeID(p.ID)
 	if id == "" {
 		return dst
 	}
 	r.metaSeen = true
 	r.meta.ID = id
-	r.meta.Cwd = cleanCwd(p.Cwd)
+	r.meta.Cwd = validate.CleanCwd(p.Cwd)
 	r.meta.CLIVersion = validate.Label(p.CLIVersion)
 	r.meta.Nickname = validate.Label(p.AgentNickname)
 	r.meta.Role = validate.Label(p.AgentRole)
@@ -90,7 +90,7 @@ func (r *Rollout) sessionMeta(dst []agentbridge.Event, line, payload []byte) []a
 		}
 	}
 	if r.meta.Subagent {
-		r.meta.Parent = safeID(parent)
+		r.meta.Parent = validate.SafeID(parent)
 	}
 	// session.started is emitted lazily (ensureStarted), so that a model,
 	// title or cwd read just after can join it
@@ -113,7 +113,7 @@ func (r *Rollout) turnContext(dst []agentbridge.Event, line, payload []byte) []a
 		r.meta.ApprovalPolicy = validate.Label(p.ApprovalPolicy)
 	}
 	if r.meta.Cwd == "" {
-		if r.meta.Cwd = cleanCwd(p.Cwd); r.meta.Cwd != "" && r.started {
+		if r.meta.Cwd = validate.CleanCwd(p.Cwd); r.meta.Cwd != "" && r.started {
 			// session_meta named no cwd: a repeated session.started sets
 			// it (the fold keeps the status of a known session)
 			dst = append(dst, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: r.meta.Cwd})
@@ -184,7 +184,7 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 			return dst
 		}
 		r.taskEvents = true
-		id := safeID(p.TurnID)
+		id := validate.SafeID(p.TurnID)
 		if id == "" {
 			id = lineID("turn", r.line)
 		}
@@ -252,7 +252,7 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 		if !decode(line, payload, &p) {
 			return dst
 		}
-		id := safeID(p.CallID)
+		id := validate.SafeID(p.CallID)
 		if id == "" {
 			return dst
 		}
@@ -283,11 +283,11 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 		if !decode(line, payload, &p) {
 			return dst
 		}
-		child := safeID(p.NewThreadID)
+		child := validate.SafeID(p.NewThreadID)
 		if child == "" {
 			return dst
 		}
-		sender := safeID(p.SenderThreadID)
+		sender := validate.SafeID(p.SenderThreadID)
 		if sender == "" {
 			sender = r.meta.ID
 		}
@@ -323,7 +323,7 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 		if !decode(line, payload, &p) {
 			return dst
 		}
-		id := safeID(p.ReceiverThreadID)
+		id := validate.SafeID(p.ReceiverThreadID)
 		if id == "" {
 			return dst
 		}
@@ -340,7 +340,7 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 // appendChildStatus appends subagent.done for a child whose status (Codex's
 // AgentStatus) is final.
 func appendChildStatus(dst []agentbridge.Event, thread string, status json.RawMessage, at int64) []agentbridge.Event {
-	id := safeID(thread)
+	id := validate.SafeID(thread)
 	if id == "" {
 		return dst
 	}
@@ -401,10 +401,10 @@ type callPayload struct {
 // made from kind and the line number, so that a call without ids still
 // opens and is closed at turn end.
 func (p *callPayload) toolID(kind string, line int) string {
-	if id := safeID(p.CallID); id != "" {
+	if id := validate.SafeID(p.CallID); id != "" {
 		return id
 	}
-	if id := safeID(p.ID); id != "" {
+	if id := validate.SafeID(p.ID); id != "" {
 		return id
 	}
 	return lineID(kind, line)
@@ -456,7 +456,7 @@ func (r *Rollout) responseItem(dst []agentbridge.Event, ptype string, line, payl
 		if !decode(line, payload, &p) {
 			return dst
 		}
-		id := safeID(p.CallID)
+		id := validate.SafeID(p.CallID)
 		if id == "" {
 			return dst
 		}
@@ -573,7 +573,7 @@ func environmentCwd(text string) (string, bool) {
 		if i := strings.Index(t, "<cwd>"); i >= 0 {
 			rest := t[i+len("<cwd>"):]
 			if j := strings.Index(rest, "</cwd>"); j >= 0 {
-				return cleanCwd(rest[:j]), true
+				return validate.CleanCwd(rest[:j]), true
 			}
 		}
 		return "", true
