@@ -54,6 +54,31 @@ func startBridge(c *corpus, queue int) (*bridge, error) {
 	return b, nil
 }
 
+// startReady is startBridge that also waits (up to timeout) until the
+// sources are ready; on an error nothing is left running.
+func startReady(c *corpus, queue int, timeout time.Duration) (*bridge, error) {
+	b, err := startBridge(c, queue)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.ready(timeout); err != nil {
+		b.stop()
+		return nil, err
+	}
+	return b, nil
+}
+
+// startServing starts a ready bridge over c that serves the stream (its
+// URL is returned) and no longer feeds the bench's own subscription.
+func startServing(c *corpus) (*bridge, string, error) {
+	b, err := startReady(c, 0, 5*time.Minute)
+	if err != nil {
+		return nil, "", err
+	}
+	b.sub.Close()
+	return b, b.serve(sse.Options{}), nil
+}
+
 // ready waits until every source sent its first live reset (the end of its
 // start-up scan).
 func (b *bridge) ready(timeout time.Duration) error {

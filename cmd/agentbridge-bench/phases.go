@@ -116,14 +116,11 @@ func decodeLines(data []byte) error {
 // reset.
 func coldStart(c *corpus) (wall, cpu time.Duration, sessions map[string]int, err error) {
 	t0, c0 := time.Now(), cpuTime()
-	b, err := startBridge(c, 0)
+	b, err := startReady(c, 0, 5*time.Minute)
 	if err != nil {
 		return 0, 0, nil, err
 	}
 	defer b.stop()
-	if err := b.ready(5 * time.Minute); err != nil {
-		return 0, 0, nil, err
-	}
 	return time.Since(t0), cpuTime() - c0, b.sessions, nil
 }
 
@@ -225,12 +222,8 @@ func ingestOne(cfg *config, root, kind string) ([]row, error) {
 		baseCPU = append(baseCPU, cpuTime()-c0)
 
 		// Live: appended in 1 MiB writes after the bridge is ready.
-		b, err := startBridge(c, 1<<17)
+		b, err := startReady(c, 1<<17, time.Minute)
 		if err != nil {
-			return nil, err
-		}
-		if err := b.ready(time.Minute); err != nil {
-			b.stop()
 			return nil, err
 		}
 		t0, c0 = time.Now(), cpuTime()
@@ -249,16 +242,12 @@ func ingestOne(cfg *config, root, kind string) ([]row, error) {
 
 		// Scan: the same journal present when the bridge starts.
 		t0, c0 = time.Now(), cpuTime()
-		b, err = startBridge(c, 0)
-		if err != nil {
-			return nil, err
-		}
-		err = b.ready(5 * time.Minute)
+		b, err = startReady(c, 0, 5*time.Minute)
 		d, dc := time.Since(t0), cpuTime()-c0
-		b.stop()
 		if err != nil {
 			return nil, err
 		}
+		b.stop()
 		scan, scanCPU = append(scan, d), append(scanCPU, dc)
 		if err := os.Remove(p); err != nil {
 			return nil, fmt.Errorf("remove journal: %w", err)
@@ -404,14 +393,11 @@ func phaseLatency(cfg *config, root string) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := startBridge(c, 0)
+	b, err := startReady(c, 0, time.Minute)
 	if err != nil {
 		return nil, err
 	}
 	defer b.stop()
-	if err := b.ready(time.Minute); err != nil {
-		return nil, err
-	}
 	url := b.serve(sse.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -772,16 +758,11 @@ func phaseIdle(cfg *config, c *corpus) ([]row, error) {
 	baseCPU, baseWakes, baseSysmon := measureIdle(cfg.Idle, "bare fsnotify watcher", "")
 	w.Close()
 
-	b, err := startBridge(c, 0)
+	b, url, err := startServing(c)
 	if err != nil {
 		return nil, err
 	}
 	defer b.stop()
-	if err := b.ready(5 * time.Minute); err != nil {
-		return nil, err
-	}
-	b.sub.Close()
-	url := b.serve(sse.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cl, err := dial(ctx, loopbackClient(), url+"/")
@@ -852,19 +833,14 @@ func measureIdle(d time.Duration, what, trace string) (cpu time.Duration, switch
 func phaseRSS(cfg *config, c *corpus) ([]row, error) {
 	runtime.GC()
 	rss0, _ := memStatus()
-	b, err := startBridge(c, 0)
+	b, url, err := startServing(c)
 	if err != nil {
 		return nil, err
 	}
 	defer b.stop()
-	if err := b.ready(5 * time.Minute); err != nil {
-		return nil, err
-	}
-	b.sub.Close()
 	if got := b.sessions["claude-code"] + b.sessions["codex"]; got != c.Recent {
 		return nil, fmt.Errorf("the bridge holds %d sessions, want %d", got, c.Recent)
 	}
-	url := b.serve(sse.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client := loopbackClient()

@@ -93,11 +93,7 @@ func mapRecord(id string, line []byte, r *record) (e agentbridge.Event, ok bool,
 		if !validate.ValidID(r.ToolID) {
 			return e, false, sources.CodeInvalidRecord
 		}
-		name := validate.Display(r.Name, validate.MaxText)
-		if name == "" {
-			name = "Tool"
-		}
-		e = agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: r.ToolID, Name: name}
+		e = agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: r.ToolID, Name: displayOr(r.Name, validate.MaxText, "Tool")}
 	case "tool_finished":
 		if !validate.ValidID(r.ToolID) {
 			return e, false, sources.CodeInvalidRecord
@@ -110,10 +106,7 @@ func mapRecord(id string, line []byte, r *record) (e agentbridge.Event, ok bool,
 		if !validate.ValidID(r.RequestID) {
 			return e, false, sources.CodeInvalidRecord
 		}
-		reason := validate.Display(r.Reason, validate.MaxWaitingFor)
-		if reason == "" {
-			reason = "Approval requested"
-		}
+		reason := displayOr(r.Reason, validate.MaxWaitingFor, "Approval requested")
 		e = agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: r.RequestID, State: agentbridge.StatusWaiting, Reason: reason}
 	case "approval_resolved":
 		if !validate.ValidID(r.RequestID) {
@@ -164,6 +157,15 @@ func outcome(ok *bool, cancelled bool) agentbridge.Outcome {
 		return agentbridge.OutcomeError
 	}
 	return agentbridge.OutcomeSuccess
+}
+
+// displayOr is validate.Display, or fallback when nothing printable is
+// left.
+func displayOr(s string, limit int, fallback string) string {
+	if d := validate.Display(s, limit); d != "" {
+		return d
+	}
+	return fallback
 }
 
 // signal keeps a signal name of the form SIGxxx.
