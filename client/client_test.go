@@ -1,25 +1,15 @@
 package client_test
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/agentbridge/agentbridge/client"
 	"github.com/spf13/pflag"
-)
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+	"github.com/agentbridge/agentbridge/client"
+)
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 

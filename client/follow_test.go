@@ -244,7 +244,7 @@ func TestLoadThenFollow(t *testing.T) {
 func TestFollowEnds(t *testing.T) {
 	t.Parallel()
 	t.Run("nothing listens", func(t *testing.T) {
-		c := client.New(freeAddr(t), "")
+		c := client.New(bridgetest.FreeAddr(t), "")
 		err := c.Follow(t.Context(), client.FollowOptions{}, func(client.Event) error { return nil })
 		if !errors.Is(err, client.ErrNotRunning) {
 			t.Errorf("err = %v, want ErrNotRunning", err)

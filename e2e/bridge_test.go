@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -104,7 +103,7 @@ func startBridge(t *testing.T) *bridge {
 	}
 	b := &bridge{
 		t:      t,
-		addr:   freeAddr(t),
+		addr:   bridgetest.FreeAddr(t),
 		token:  "e2e-token-0123456789abcdef",
 		config: cfg,
 		env: []string{
@@ -122,17 +121,6 @@ func startBridge(t *testing.T) *bridge {
 	b.start()
 	t.Cleanup(b.stop)
 	return b
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 // start runs the process (again, after stop) on the same address.

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 	"github.com/agentbridge/agentbridge/sources"
 )
 
@@ -29,7 +30,7 @@ func realBridge(t *testing.T) (env []string, addr, token string) {
 	t.Helper()
 	env = testEnv(t)
 	home := envGet(env, "HOME")
-	addr = freeAddr(t)
+	addr = bridgetest.FreeAddr(t)
 	off := ""
 	for _, r := range sources.Registered() { // only the push source: no agent's files
 		off += "  " + r.Info.ID + ": {enabled: false}\n"

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -260,21 +259,13 @@ func TestServeBuildsTheConfiguredSources(t *testing.T) {
 				e = strings.ReplaceAll(e, "CFG", cfg)
 				env = append(env, strings.ReplaceAll(e, "@EXDIR@", filepath.Join(home, "example")))
 			}
-			u, stop, _ := startServe(t, env, "--listen=127.0.0.1:0")
-			defer stop()
-			req, _ := http.NewRequest("GET", "http://"+u.Host+"/v1/sources", nil)
-			req.Header.Set("Authorization", "Bearer "+u.Query().Get("token"))
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
+			s := runServe(t, env, "--listen=127.0.0.1:0")
 			var body struct {
 				Sources []struct {
 					ID string `json:"id"`
 				} `json:"sources"`
 			}
-			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			if err := s.Client().GetJSON(t.Context(), "/v1/sources", nil, &body); err != nil {
 				t.Fatal(err)
 			}
 			var got []string
@@ -347,20 +338,11 @@ func TestServeRevisionsGrowAcrossRestarts(t *testing.T) {
 	markFile := filepath.Join(home, ".local/state/agentbridge/revision")
 	revision := func(u *url.URL) uint64 {
 		t.Helper()
-		req, _ := http.NewRequest("GET", "http://"+u.Host+"/v1/sessions", nil)
-		req.Header.Set("Authorization", "Bearer "+u.Query().Get("token"))
-		resp, err := http.DefaultClient.Do(req)
+		l, err := client.New(u.Host, u.Query().Get("token")).Sessions(t.Context(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		var body struct {
-			Revision uint64 `json:"revision"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-			t.Fatal(err)
-		}
-		return body.Revision
+		return l.Revision
 	}
 	u1, stop1, _ := startServe(t, env, "--listen=127.0.0.1:0")
 	rev1 := revision(u1)

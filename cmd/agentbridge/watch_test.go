@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 // fastBackoff keeps reconnection tests quick.
@@ -211,7 +212,7 @@ func TestWatchSinceFlag(t *testing.T) {
 
 func TestWatchStops(t *testing.T) {
 	t.Run("not running at start", func(t *testing.T) {
-		dead := freeAddr(t)
+		dead := bridgetest.FreeAddr(t)
 		var stdout, stderr bytes.Buffer
 		err := watchMain(t.Context(), []string{"--addr", dead}, testEnv(t), &stdout, &stderr, fastBackoff)
 		if err == nil || err.Error() != "no agentbridge at "+dead+": start it with `agentbridge serve`" {

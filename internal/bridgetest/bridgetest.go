@@ -183,3 +183,15 @@ func (s *LogBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// FreeAddr returns a loopback address where nothing listens (for a bridge
+// to start on, or for a client to find nothing at).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}

@@ -1,12 +1,9 @@
 package codex
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +14,7 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
-	"github.com/agentbridge/agentbridge/sse"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 // stream follows GET /v1/events?format=ndjson and applies it, as a client
@@ -29,29 +26,25 @@ type stream struct {
 	gone    map[string]int // times a session left the client's view
 	changed chan struct{}
 	err     error
+	hub     *hub.Hub // the bridge's
 }
 
-func openStream(t *testing.T, url string) *stream {
+// startStream runs src behind a real hub, stream and API and follows
+// the stream until the test ends.
+func startStream(t *testing.T, src hub.Source) *stream {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url+"?format=ndjson", nil)
+	b := bridgetest.Start(t, bridgetest.Options{Sources: []hub.Source{src}})
+	rd, err := b.Client().Open(t.Context(), client.StreamOptions{Format: client.NDJSON, MaxLine: 1 << 20})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("GET events: %v", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET events: %s", resp.Status)
-	}
-	s := &stream{gone: map[string]int{}, changed: make(chan struct{}, 1)}
+	s := &stream{gone: map[string]int{}, changed: make(chan struct{}, 1), hub: b.Hub}
 	done := make(chan struct{})
-	t.Cleanup(func() { resp.Body.Close(); <-done })
+	t.Cleanup(func() { rd.Close(); <-done })
 	go func() {
 		defer close(done)
-		r := client.NewReader(resp.Body, client.NDJSON, 1<<20)
 		for {
-			ev, err := r.Next()
+			ev, err := rd.Next()
 			if err != nil {
 				return
 			}
@@ -186,18 +179,7 @@ func TestLive(t *testing.T) {
 	}
 	home := t.TempDir()
 	cwd := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	h := hub.New(hub.Options{Logger: log})
-	if err := h.Add(New(Options{Home: home, Linger: -1, Logger: log})); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	ran := make(chan error, 1)
-	go func() { ran <- h.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-ran })
-	srv := httptest.NewServer(sse.New(h, sse.Options{Logger: log}))
-	t.Cleanup(srv.Close)
-	st := openStream(t, srv.URL)
+	st := startStream(t, New(Options{Home: home, Linger: -1, Logger: slog.New(slog.DiscardHandler)}))
 
 	const (
 		parent = "019f6249-055d-76d3-b381-cd9d3eb99189"
@@ -292,7 +274,7 @@ func TestLive(t *testing.T) {
 		t.Errorf("exited session %+v lost its last turn or subagents", s)
 	}
 	// What the stream built is what the hub holds.
-	_, entries := h.Sessions(hub.Filter{Sources: []string{ID}})
+	_, entries := st.hub.Sessions(hub.Filter{Sources: []string{ID}})
 	for _, e := range entries {
 		if !equalSnap(e.Snapshot, final[e.Snapshot.ID]) {
 			t.Errorf("hub has %+v, stream built %+v", e.Snapshot, final[e.Snapshot.ID])
@@ -327,18 +309,7 @@ func TestResumeAfterExit(t *testing.T) {
 		t.Skip("needs sleep(1)")
 	}
 	home := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	h := hub.New(hub.Options{Logger: log})
-	if err := h.Add(New(Options{Home: home, Logger: log})); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	ran := make(chan error, 1)
-	go func() { ran <- h.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-ran })
-	srv := httptest.NewServer(sse.New(h, sse.Options{Logger: log}))
-	t.Cleanup(srv.Close)
-	st := openStream(t, srv.URL)
+	st := startStream(t, New(Options{Home: home, Logger: slog.New(slog.DiscardHandler)}))
 
 	const id = "019f6300-0000-7000-8000-000000000001"
 	path := filepath.Join(home, "sessions", "2026", "11", "30", "rollout-2026-11-30T09-00-00-"+id+".jsonl")
