@@ -2,8 +2,10 @@ package codex
 
 import (
 	"bytes"
-	"encoding/json"
 	"slices"
+
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
@@ -85,11 +87,11 @@ func (r *Rollout) Bad() bool { return r.bad }
 // {timestamp, type, payload}, the oldest one has the item's own fields at
 // the top level.
 type envelope struct {
-	Timestamp  string          `json:"timestamp"`
-	Type       string          `json:"type"`
-	Payload    json.RawMessage `json:"payload"`
-	RecordType string          `json:"record_type"`
-	ID         string          `json:"id"`
+	Timestamp  string         `json:"timestamp"`
+	Type       string         `json:"type"`
+	Payload    jsontext.Value `json:"payload"`
+	RecordType string         `json:"record_type"`
+	ID         string         `json:"id"`
 }
 
 // typeOnly decodes a payload's tag.
