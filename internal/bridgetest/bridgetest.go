@@ -6,7 +6,6 @@ package bridgetest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +22,7 @@ import (
 	"github.com/agentbridge/agentbridge/api"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/testlog"
 	"github.com/agentbridge/agentbridge/sse"
 )
 
@@ -166,23 +165,7 @@ func WaitDashboard(stdout io.Reader) (Dashboard, error) {
 }
 
 // LogBuffer is a goroutine-safe buffer for a bridge's output.
-type LogBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *LogBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String returns what was written so far.
-func (s *LogBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type LogBuffer = testlog.Buffer
 
 // FreeAddr returns a loopback address where nothing listens (for a bridge
 // to start on, or for a client to find nothing at).
