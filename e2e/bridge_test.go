@@ -9,11 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
@@ -153,13 +156,27 @@ func (b *bridge) stop() {
 	}
 }
 
-// dashboardURL is the URL with token that serve printed.
+// dashURLRe matches a dashboard URL that signs a browser in.
+var dashURLRe = regexp.MustCompile(`https?://\S+[?&]token=\S+`)
+
+// dashboardURL is the URL that signs a browser in, as a user gets it:
+// `agentbridge open --print` (serve prints it only to a terminal).
 func (b *bridge) dashboardURL() string {
 	b.t.Helper()
-	if b.proc.Token == "" {
-		b.t.Fatalf("serve printed no dashboard URL with a token:\n%s", b.proc.Stderr)
+	cmd := exec.Command(b.bin, "open", "--print", "--addr", b.addr)
+	cmd.Env = b.env
+	out, err := cmd.Output()
+	if err != nil {
+		b.t.Fatalf("agentbridge open --print: %v\n%s", err, b.proc.Stderr)
 	}
-	return b.proc.URL.String()
+	u := strings.TrimSpace(string(out))
+	if !dashURLRe.MatchString(u) {
+		b.t.Fatalf("agentbridge open --print = %q, want a URL with a token", u)
+	}
+	if strings.Contains(b.proc.Line+"\n"+b.proc.Stderr.String(), "token=") {
+		b.t.Errorf("serve printed the token to a pipe:\n%s\n%s", b.proc.Line, b.proc.Stderr)
+	}
+	return u
 }
 
 // publish posts ops to the push source and fails the test on an error.
@@ -169,7 +186,7 @@ func (b *bridge) publish(ops any) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	res, err := b.proc.Client().Do(context.Background(), http.MethodPost, "/v1/sources/example-push/publish", nil, bytes.NewReader(body), "")
+	res, err := client.New(b.addr, b.token).Do(context.Background(), http.MethodPost, "/v1/sources/example-push/publish", nil, bytes.NewReader(body), "")
 	if err != nil {
 		b.t.Fatalf("publish: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,16 @@ func TestDemoScreenshot(t *testing.T) {
 	home := t.TempDir()
 	cmd := exec.Command(agentbridgeBin(t), "demo", "--loop")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_STATE_HOME=" + filepath.Join(home, "state"), "XDG_CONFIG_HOME=" + filepath.Join(home, "config")}
-	u := bridgetest.Exec(t, cmd).URL.String()
+	bridgetest.Exec(t, cmd) // up once it printed its dashboard URL
+	// The demo is found as the README says: `agentbridge open --print`,
+	// with no --addr.
+	open := exec.Command(agentbridgeBin(t), "open", "--print")
+	open.Env = cmd.Env
+	b, err := open.Output()
+	if err != nil {
+		t.Fatalf("agentbridge open --print did not find the demo: %v", err)
+	}
+	u := strings.TrimSpace(string(b))
 	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
 		t.Fatal(err)
 	}

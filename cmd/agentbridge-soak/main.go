@@ -92,6 +92,13 @@ func startBridge(ctx context.Context, bin, home string) (*bridge, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d.Token == "" { // to a pipe the bridge prints only its address
+		tok, err := os.ReadFile(filepath.Join(home, ".local", "state", "agentbridge", "token"))
+		if err != nil {
+			return nil, fmt.Errorf("the bridge's token: %w", err)
+		}
+		d.Token = strings.TrimSpace(string(tok))
+	}
 	return &bridge{cmd: cmd, Client: d.Client()}, nil
 }
 

@@ -1,17 +1,18 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/sources"
 )
 
 // clientFlags are the flags every client subcommand shares: where the
@@ -36,6 +37,21 @@ func (f *filterFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.ancestorPID, "ancestor-pid", 0, "only sessions whose process descends from `pid`")
 }
 
+// complete registers the filters' value completions on cmd.
+func (f *filterFlags) complete(cmd *cobra.Command) {
+	mustComplete(cmd, "status", fixedCompletions("idle", "running", "waiting", "blocked", "done", "exited"))
+	mustComplete(cmd, "source", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		var ids []string
+		for _, r := range sources.Registered() {
+			ids = append(ids, r.Info.ID)
+		}
+		return ids, cobra.ShellCompDirectiveNoFileComp
+	})
+	mustComplete(cmd, "project", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return nil, cobra.ShellCompDirectiveFilterDirs
+	})
+}
+
 // query adds the filters to q. A relative --project is taken from the
 // working directory, as a user typing "--project ." means.
 func (f *filterFlags) query(q url.Values) error {
@@ -56,7 +72,7 @@ func (f *filterFlags) query(q url.Values) error {
 		q.Set("project", p)
 	}
 	if f.ancestorPID < 0 {
-		return fmt.Errorf("--ancestor-pid: %d is not a process id", f.ancestorPID)
+		return usagef("--ancestor-pid: %d is not a process id", f.ancestorPID)
 	}
 	if f.ancestorPID > 0 {
 		q.Set("ancestorPid", strconv.Itoa(f.ancestorPID))
@@ -64,28 +80,38 @@ func (f *filterFlags) query(q url.Values) error {
 	return nil
 }
 
-// newClient finds the bridge and its token the way the server does: the
-// address from --addr, else AGENTBRIDGE_ADDR, else the configured listen
-// address; the token from AGENTBRIDGE_TOKEN or config, else the token file.
-func newClient(fs *pflag.FlagSet, env []string) (*client.Client, error) {
-	return client.Discover(fs, env)
+// cliClient is what the client subcommands talk to the bridge with:
+// package client's Client, and the state directory it was found from.
+type cliClient struct {
+	*client.Client
+	// stateDir is the bridge's state directory ("" when it cannot be named).
+	stateDir string
 }
 
-// parseFlags parses args into fs, printing usage on -h. It returns done
-// when the command has nothing more to do (help was shown).
-func parseFlags(fs *pflag.FlagSet, args []string, stderr io.Writer, usage string) (done bool, err error) {
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: agentbridge %s\n\nflags:\n", usage)
-		fs.PrintDefaults()
+// newClient finds the bridge and its token the way the server does
+// (client.Discover: --addr, else AGENTBRIDGE_ADDR, else the configured
+// address; AGENTBRIDGE_TOKEN or config, else the token file). A token file
+// that does not exist yet is not an error here: the bridge may run with
+// auth none, and a 401 answer says what to do.
+//
+// When no layer names an address (no --addr, AGENTBRIDGE_ADDR, addr or
+// listen setting), a running demo is found through the address it records
+// in the state directory (see demoAddrFile).
+func newClient(fs *pflag.FlagSet, env []string) (*cliClient, error) {
+	c, err := client.Discover(fs, env)
+	if err != nil {
+		return nil, err
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return true, nil
+	cfg, err := config.Load(fs, env)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Addr == "" && cfg.Listen == config.DefaultListen {
+		if demo, ok := runningDemo(cfg.StateDir); ok {
+			if c.Addr, err = client.DialAddr(demo); err != nil {
+				return nil, err
+			}
 		}
-		fmt.Fprintf(stderr, "agentbridge %s: %v\n", fs.Name(), err)
-		fs.Usage()
-		return false, errExit1
 	}
-	return false, nil
+	return &cliClient{Client: c, stateDir: cfg.StateDir}, nil
 }

@@ -47,7 +47,13 @@ func hardStartBridgeProc(t *testing.T, env []string, args ...string) *hardBridge
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHardeningHelperMain$", "--"}, args...)...)
 	cmd.Env = append([]string{hardMainEnv + "=1", "PATH=" + os.Getenv("PATH")}, env...)
-	return &hardBridgeProc{bridgetest.Exec(t, cmd)}
+	p := bridgetest.Exec(t, cmd)
+	u, err := dashboardFrom(t, p.Line, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.URL, p.Token = u, u.Query().Get("token")
+	return &hardBridgeProc{p}
 }
 
 func (p *hardBridgeProc) post(t *testing.T, path, body string) {

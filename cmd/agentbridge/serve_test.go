@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 	"github.com/agentbridge/agentbridge/sources"
 )
@@ -28,9 +29,15 @@ type logBuffer = bridgetest.LogBuffer
 // ends and returns once it printed its dashboard URL.
 func runServe(t *testing.T, env []string, args ...string) *bridgetest.Served {
 	t.Helper()
-	return bridgetest.Serve(t, func(ctx context.Context, stdout, stderr io.Writer) error {
+	s := bridgetest.Serve(t, func(ctx context.Context, stdout, stderr io.Writer) error {
 		return serveMain(ctx, args, env, stdout, stderr)
 	})
+	u, err := dashboardFrom(t, s.Line, env)
+	if err != nil {
+		t.Fatalf("dashboard URL: %v", err)
+	}
+	s.URL, s.Token = u, u.Query().Get("token")
+	return s
 }
 
 // startServe runs serveMain in the background and returns the dashboard URL
@@ -368,5 +375,65 @@ func TestServeRevisionsGrowAcrossRestarts(t *testing.T) {
 	defer stop2()
 	if rev2 := revision(u2); rev2 <= ahead {
 		t.Errorf("restarted bridge at revision %d, want above the kept mark %d", rev2, ahead)
+	}
+}
+
+// TestServePrintsTheTokenOnlyToATerminal: to a terminal, serve prints the
+// dashboard URL with its token; to anything else only the address (the
+// pipe case is checked by every test that starts serve, via dashboardFrom).
+func TestServePrintsTheTokenOnlyToATerminal(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	out := &logBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := &app{env: env, stdin: strings.NewReader(""), stdout: out, stderr: io.Discard, backoff: watchBackoff,
+		isTerminal: func(io.Writer) bool { return true }}
+	done := make(chan error, 1)
+	go func() { done <- a.execute(ctx, []string{"serve", "--listen", "127.0.0.1:0"}) }()
+	waitUntil(t, "the dashboard URL", func() bool { return strings.Contains(out.String(), "\n") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	tok, err := os.ReadFile(filepath.Join(envGet(env, "XDG_STATE_HOME"), "agentbridge", "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.SplitN(out.String(), "\n", 2)[0]
+	if !strings.HasPrefix(line, "agentbridge: dashboard at http://127.0.0.1:") || !strings.HasSuffix(line, "/?token="+strings.TrimSpace(string(tok))) {
+		t.Errorf("serve printed %q to a terminal, want the dashboard URL with the token", line)
+	}
+}
+
+// TestServeFallsBackWhenTheAddressIsTaken: the demo's fallback listens
+// elsewhere when its address is taken, and says where.
+func TestServeFallsBackWhenTheAddressIsTaken(t *testing.T) {
+	t.Parallel()
+	busy := realListener(t)
+	env := testEnv(t)
+	out := &logBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := &app{env: env, stdin: strings.NewReader(""), stdout: out, stderr: io.Discard, backoff: watchBackoff}
+	cfg, err := config.Load(nil, append(env, "AGENTBRIDGE_LISTEN="+busy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	done := make(chan error, 1)
+	go func() {
+		done <- a.serve(ctx, cfg, serveOptions{fallbackListen: "127.0.0.1:0", listening: func(addr string) func() {
+			got = addr
+			return func() {}
+		}})
+	}()
+	waitUntil(t, "serve to listen", func() bool { return strings.Contains(out.String(), "serving at") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got == "" || got == busy || !strings.Contains(out.String(), got) {
+		t.Errorf("listened at %q (busy: %s), printed %q", got, busy, out.String())
 	}
 }

@@ -8,18 +8,54 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/agentbridge/agentbridge/client"
 )
 
-func init() {
-	register("watch", "follow the event stream as JSON lines, resuming after a drop", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		return watchMain(ctx, args, os.Environ(), stdout, stderr, client.DefaultBackoff)
-	})
+func newWatchCmd(a *app) *cobra.Command {
+	var filter filterFlags
+	var since uint64
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "follow the event stream as JSON lines, resuming after a drop",
+		Long: `Follow the bridge's event stream and print each event as one JSON line
+{"id", "event", "data"}. It starts with a reset per source. When the
+connection drops or the bridge restarts, watch says so on stderr, resumes
+after the last id it printed and says "reconnected" once it is back, so no
+event is lost and none is printed twice.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usagef("--limit: %d is negative", limit)
+			}
+			q := url.Values{}
+			if err := filter.query(q); err != nil {
+				return err
+			}
+			c, err := newClient(cmd.Flags(), a.env)
+			if err != nil {
+				return err
+			}
+			return watch(cmd.Context(), c.Client, client.StreamOptions{Query: q, Format: client.NDJSON, Since: since}, limit, a.stdout, a.stderr, a.backoff)
+		},
+	}
+	fs := cmd.Flags()
+	clientFlags(fs)
+	filter.register(fs)
+	filter.complete(cmd)
+	fs.Uint64Var(&since, "since", 0, "resume after this event `id` (the bridge replays what followed it, or sends resets)")
+	fs.IntVar(&limit, "limit", 0, "stop after `n` events (0: follow until interrupted)")
+	return cmd
 }
+
+// backoff is watch's reconnect delay (see client.Backoff).
+type backoff = client.Backoff
+
+// watchBackoff is what the command uses.
+var watchBackoff = client.DefaultBackoff
 
 // errLimit ends the watch once --limit events are printed.
 var errLimit = errors.New("limit reached")
@@ -30,39 +66,17 @@ type errWrite struct{ err error }
 func (e errWrite) Error() string { return "write: " + e.err.Error() }
 func (e errWrite) Unwrap() error { return e.err }
 
-// watchMain follows the stream and prints each event as one JSON line
-// {"id","event","data"}. Only a first connection that fails, an answer that
-// asking again cannot fix (a 4xx) or a failed write ends it with an error;
-// a drop is reported once on stderr and resumed after the last event
-// printed.
-func watchMain(ctx context.Context, args, env []string, stdout, stderr io.Writer, bo client.Backoff) error {
-	fs := pflag.NewFlagSet("watch", pflag.ContinueOnError)
-	clientFlags(fs)
-	var filter filterFlags
-	filter.register(fs)
-	since := fs.Uint64("since", 0, "resume after this event `id` (the bridge replays what followed it, or sends resets)")
-	limit := fs.Int("limit", 0, "stop after `n` events (0: follow until interrupted)")
-	if done, err := parseFlags(fs, args, stderr, "watch [flags]"); done || err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if *limit < 0 {
-		return fmt.Errorf("--limit: %d is negative", *limit)
-	}
-	q := url.Values{}
-	if err := filter.query(q); err != nil {
-		return err
-	}
-	c, err := newClient(fs, env)
-	if err != nil {
-		return err
-	}
+// watch follows the stream (client.Follow) and prints each event as one
+// JSON line {"id","event","data"} until ctx ends or limit events (0: no
+// limit) are printed. A drop is reported once on stderr, then
+// "reconnected" when a stream is back; only a first connection that fails,
+// an answer that asking again cannot fix (a 4xx) or a failed write ends it
+// with an error.
+func watch(ctx context.Context, c *client.Client, so client.StreamOptions, limit int, stdout, stderr io.Writer, bo backoff) error {
 	out := bufio.NewWriter(stdout)
 	n, lost := 0, false
 	o := client.FollowOptions{
-		StreamOptions: client.StreamOptions{Query: q, Format: client.NDJSON, Since: *since},
+		StreamOptions: so,
 		Backoff:       bo,
 		OnConnect: func(bool) {
 			if lost {
@@ -77,7 +91,7 @@ func watchMain(ctx context.Context, args, env []string, stdout, stderr io.Writer
 			}
 		},
 	}
-	err = c.Follow(ctx, o, func(ev client.Event) error {
+	err := c.Follow(ctx, o, func(ev client.Event) error {
 		line, err := json.Marshal(ev)
 		if err != nil {
 			return fmt.Errorf("encode event %d: %w", ev.ID, err)
@@ -89,7 +103,7 @@ func watchMain(ctx context.Context, args, env []string, stdout, stderr io.Writer
 		if err := out.Flush(); err != nil {
 			return errWrite{err}
 		}
-		if n++; *limit > 0 && n >= *limit {
+		if n++; limit > 0 && n >= limit {
 			return errLimit
 		}
 		return nil

@@ -127,36 +127,48 @@ func (b *Bridge) Publish(t testing.TB, id string, ops ...hub.Op) {
 // network failure would.
 func (b *Bridge) DropStreams() { b.srv.CloseClientConnections() }
 
-// DashboardPrefix starts the line in which serve prints its dashboard URL.
-const DashboardPrefix = "agentbridge: dashboard at "
+// The lines in which serve says where it serves: to a terminal the
+// dashboard URL with its token, to anything else (a test's pipe) only the
+// address, the token being in the token file.
+const (
+	DashboardPrefix = "agentbridge: dashboard at "
+	ServingPrefix   = "agentbridge: serving at "
+)
 
 // Dashboard is where a bridge said it serves.
 type Dashboard struct {
-	URL   *url.URL // the dashboard URL as printed, with ?token= when auth is on
+	Line  string   // the line it printed
+	URL   *url.URL // the URL printed, with ?token= when it printed one
 	Addr  string   // host:port
-	Token string   // "" without authentication
+	Token string   // the token printed; "" when it printed none
 }
 
-// Client returns a client of the bridge.
+// Client returns a client of the bridge that presents the printed token.
 func (d Dashboard) Client() *client.Client { return client.New(d.Addr, d.Token) }
 
 // ErrNoDashboard is returned by WaitDashboard when the output ended first.
-var ErrNoDashboard = errors.New("the bridge printed no dashboard URL")
+var ErrNoDashboard = errors.New("the bridge printed no address")
 
-// WaitDashboard reads a bridge's stdout until its dashboard line, then
-// discards the rest in the background (so that the bridge never blocks on
-// a full pipe).
+// WaitDashboard reads a bridge's stdout until it says where it serves,
+// then discards the rest in the background (so that the bridge never
+// blocks on a full pipe).
 func WaitDashboard(stdout io.Reader) (Dashboard, error) {
 	br := bufio.NewReader(stdout)
 	for {
 		line, err := br.ReadString('\n')
-		if raw, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), DashboardPrefix); ok {
+		line = strings.TrimRight(line, "\r\n")
+		raw, ok := strings.CutPrefix(line, DashboardPrefix)
+		if !ok {
+			raw, ok = strings.CutPrefix(line, ServingPrefix)
+			raw, _, _ = strings.Cut(raw, " ")
+		}
+		if ok {
 			go io.Copy(io.Discard, br)
 			u, perr := url.Parse(raw)
 			if perr != nil || u.Host == "" {
 				return Dashboard{}, ErrNoDashboard
 			}
-			return Dashboard{URL: u, Addr: u.Host, Token: u.Query().Get("token")}, nil
+			return Dashboard{Line: line, URL: u, Addr: u.Host, Token: u.Query().Get("token")}, nil
 		}
 		if err != nil {
 			return Dashboard{}, ErrNoDashboard
