@@ -7,9 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -18,103 +16,6 @@ import (
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
-
-// follower applies a followed stream to a State, as a client would.
-type follower struct {
-	mu      sync.Mutex
-	st      client.State
-	ids     []uint64
-	firsts  []string // the first record of each connection
-	first   bool
-	resumed int
-	drops   int
-	changed chan struct{}
-	done    chan error
-}
-
-func follow(t *testing.T, c *client.Client, o client.FollowOptions) *follower {
-	t.Helper()
-	f := &follower{changed: make(chan struct{}, 1), done: make(chan error, 1)}
-	o.Backoff = client.Backoff{Min: time.Millisecond, Max: 20 * time.Millisecond}
-	o.OnConnect = func(resumed bool) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.first = true
-		if resumed {
-			f.resumed++
-		}
-	}
-	o.OnDrop = func(error) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.drops++
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		f.done <- c.Follow(ctx, o, func(ev client.Event) error {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			if f.first {
-				f.firsts = append(f.firsts, ev.Name)
-				f.first = false
-			}
-			f.ids = append(f.ids, ev.ID)
-			if err := f.st.Apply(ev); err != nil {
-				return err
-			}
-			select {
-			case f.changed <- struct{}{}:
-			default:
-			}
-			return nil
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-f.done; !errors.Is(err, context.Canceled) {
-			t.Errorf("Follow ended with %v, want context.Canceled", err)
-		}
-	})
-	return f
-}
-
-// converge waits until the follower's state is at the revision GET
-// /v1/sessions shows and checks that both list the same sessions.
-func (f *follower) converge(t *testing.T, c *client.Client, q url.Values, want func([]hub.Entry) bool) []hub.Entry {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		l, err := c.Sessions(t.Context(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.mu.Lock()
-		rev, got := f.st.Revision(), f.st.Sessions()
-		f.mu.Unlock()
-		if rev == l.Revision && want(l.Sessions) {
-			if diff := cmp.Diff(l.Sessions, got); diff != "" {
-				t.Fatalf("state at revision %d differs from GET /v1/sessions (-get +state):\n%s", rev, diff)
-			}
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("state at revision %d (%d sessions) never reached GET /v1/sessions at %d (%v)", rev, len(got), l.Revision, l.Sessions)
-		}
-		select {
-		case <-f.changed:
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-func (f *follower) check(t *testing.T) {
-	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !slices.IsSorted(f.ids) || len(slices.Compact(slices.Clone(f.ids))) != len(f.ids) {
-		t.Errorf("ids delivered are not strictly increasing (a duplicate or a step back): %v", f.ids)
-	}
-}
 
 func snap(id string, st agentbridge.Status) agentbridge.Snapshot {
 	return agentbridge.Snapshot{ID: id, Harness: "test-agent", Status: st, Title: "session " + id}
@@ -134,15 +35,15 @@ func TestFollowKeepsStateExact(t *testing.T) {
 			c := b.Client()
 			const src = "test-push"
 			b.Publish(t, src, hub.Op{Op: hub.OpUpsert, Session: snap("a", agentbridge.StatusIdle)})
-			f := follow(t, c, client.FollowOptions{StreamOptions: client.StreamOptions{Format: format}})
-			f.converge(t, c, nil, count(1))
+			f := bridgetest.Follow(t, c, client.FollowOptions{StreamOptions: client.StreamOptions{Format: format}})
+			f.Converge(t, c, nil, count(1))
 
 			b.Publish(t, src,
 				hub.Op{Op: hub.OpEvent, SessionID: "b", Harness: "other-agent", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "b"}},
 				hub.Op{Op: hub.OpEvent, SessionID: "b", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}},
 				hub.Op{Op: hub.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t"}},
 			)
-			got := f.converge(t, c, nil, count(2))
+			got := f.Converge(t, c, nil, count(2))
 			if got[1].Snapshot.Status != agentbridge.StatusRunning {
 				t.Errorf("b after turn.started: %+v, want running", got[1].Snapshot)
 			}
@@ -150,18 +51,16 @@ func TestFollowKeepsStateExact(t *testing.T) {
 			b.DropStreams() // resume by since: the ring still holds everything
 			b.Publish(t, src, hub.Op{Op: hub.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess}})
 			b.Publish(t, src, hub.Op{Op: hub.OpRemove, SessionID: "b"})
-			f.converge(t, c, nil, func(e []hub.Entry) bool { return len(e) == 1 && e[0].Snapshot.Status == agentbridge.StatusDone })
+			f.Converge(t, c, nil, func(e []hub.Entry) bool { return len(e) == 1 && e[0].Snapshot.Status == agentbridge.StatusDone })
 
 			b.Publish(t, src, hub.Op{Op: hub.OpReset, Sessions: []agentbridge.Snapshot{snap("c", agentbridge.StatusIdle), {ID: "d", Harness: "other-agent", Status: agentbridge.StatusWaiting, WaitingFor: "approval"}}})
-			f.converge(t, c, nil, count(2))
+			f.Converge(t, c, nil, count(2))
 
 			if _, err := b.Hub.SetHarness(src, "other-agent", false); err != nil {
 				t.Fatal(err)
 			}
-			f.converge(t, c, nil, count(1))
-			f.mu.Lock()
-			on, ok := f.st.Harnesses(src)
-			f.mu.Unlock()
+			f.Converge(t, c, nil, count(1))
+			on, ok := f.Harnesses(src)
 			if !ok || !slices.Equal(on, []string{"test-agent"}) {
 				t.Errorf("enabled harnesses = %v (%v), want [test-agent]", on, ok)
 			}
@@ -170,17 +69,16 @@ func TestFollowKeepsStateExact(t *testing.T) {
 			}
 			b.DropStreams()
 			b.Publish(t, src, hub.Op{Op: hub.OpUpsert, Session: snap("e", agentbridge.StatusIdle)})
-			f.converge(t, c, nil, count(2))
-			f.check(t)
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			if f.resumed < 2 || f.drops < 2 {
-				t.Errorf("%d resumed connections after %d drops, want ≥ 2 of each", f.resumed, f.drops)
+			f.Converge(t, c, nil, count(2))
+			f.CheckIDs(t)
+			rec := f.Record()
+			if rec.Resumed < 2 || rec.Drops < 2 {
+				t.Errorf("%d resumed connections after %d drops, want ≥ 2 of each", rec.Resumed, rec.Drops)
 			}
-			if f.firsts[0] != client.NameReset {
-				t.Errorf("first connection began with %q, want a reset", f.firsts[0])
+			if rec.Firsts[0] != client.NameReset {
+				t.Errorf("first connection began with %q, want a reset", rec.Firsts[0])
 			}
-			for i, n := range f.firsts[1:] {
+			for i, n := range rec.Firsts[1:] {
 				if n == client.NameReset {
 					t.Errorf("resumed connection %d began with a reset: the ring held its cursor, it must replay", i+1)
 				}
@@ -195,15 +93,15 @@ func TestFollowFiltered(t *testing.T) {
 	b := bridgetest.Start(t, bridgetest.Options{})
 	c := b.Client()
 	q := url.Values{"status": {"running"}}
-	f := follow(t, c, client.FollowOptions{StreamOptions: client.StreamOptions{Query: q, Format: client.NDJSON}})
+	f := bridgetest.Follow(t, c, client.FollowOptions{StreamOptions: client.StreamOptions{Query: q, Format: client.NDJSON}})
 	b.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("a", agentbridge.StatusIdle)},
 		hub.Op{Op: hub.OpUpsert, Session: snap("b", agentbridge.StatusRunning)})
-	got := f.converge(t, c, q, count(1))
+	got := f.Converge(t, c, q, count(1))
 	if got[0].Snapshot.ID != "b" {
 		t.Errorf("filtered state %v, want only b", got)
 	}
 	b.Publish(t, "test-push", hub.Op{Op: hub.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t"}})
-	f.converge(t, c, q, count(2))
+	f.Converge(t, c, q, count(2))
 }
 
 // TestLoadThenFollow starts from the snapshot and follows from its
@@ -217,29 +115,41 @@ func TestLoadThenFollow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &follower{changed: make(chan struct{}, 1)}
-	f.st.Load(l)
+	var st client.State
+	st.Load(l)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var names []string
 	errc := make(chan error, 1)
 	go func() {
 		errc <- c.Follow(ctx, client.FollowOptions{StreamOptions: client.StreamOptions{Since: l.Revision}}, func(e client.Event) error {
-			f.mu.Lock()
-			defer f.mu.Unlock()
 			names = append(names, e.Name)
-			f.changed <- struct{}{}
-			return f.st.Apply(e)
+			if err := st.Apply(e); err != nil {
+				return err
+			}
+			if e.Name == client.NameUpsert {
+				return errDone
+			}
+			return nil
 		})
 	}()
 	b.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("b", agentbridge.StatusRunning)})
-	f.converge(t, c, nil, count(2))
-	cancel()
-	<-errc
+	if err := <-errc; err != errDone {
+		t.Fatalf("Follow: %v", err)
+	}
+	want, err := c.Sessions(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Revision() != want.Revision || !cmp.Equal(st.Sessions(), want.Sessions) {
+		t.Errorf("state at %d: %v; GET /v1/sessions at %d: %v", st.Revision(), st.Sessions(), want.Revision, want.Sessions)
+	}
 	if slices.Contains(names, client.NameReset) {
 		t.Errorf("records %v: a cursor the bridge holds must not bring a reset", names)
 	}
 }
+
+var errDone = errors.New("done")
 
 func TestFollowEnds(t *testing.T) {
 	t.Parallel()

@@ -1,7 +1,6 @@
 package hub_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/agentbridge/agentbridge"
@@ -74,36 +72,6 @@ func hardMetricValue(m *dto.Metric) float64 {
 	return 0
 }
 
-// hardHonestReader follows the SSE stream, applies it, and resumes with
-// the last id whenever it is dropped.
-type hardHonestReader struct {
-	mu    sync.Mutex
-	state client.State
-	conns int
-}
-
-func (r *hardHonestReader) view() (uint64, []hub.Entry) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.state.Revision(), r.state.Sessions()
-}
-
-func (r *hardHonestReader) run(ctx context.Context, c *client.Client) {
-	o := client.FollowOptions{
-		Backoff: client.Backoff{Min: time.Millisecond, Max: time.Millisecond},
-		OnConnect: func(bool) {
-			r.mu.Lock()
-			r.conns++
-			r.mu.Unlock()
-		},
-	}
-	c.Follow(ctx, o, func(ev client.Event) error {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return r.state.Apply(ev)
-	})
-}
-
 // hardStuckClient opens a stream and never reads it, with a tiny receive
 // buffer so that the server's writes stall soon.
 func hardStuckClient(t *testing.T, host string) net.Conn {
@@ -146,11 +114,8 @@ func TestHardeningLoadWithStuckClients(t *testing.T) {
 	for range stuck {
 		conns = append(conns, hardStuckClient(t, b.Addr))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	hr := &hardHonestReader{}
-	readerDone := make(chan struct{})
-	go func() { defer close(readerDone); hr.run(ctx, b.Client()) }()
-	defer func() { cancel(); <-readerDone }()
+	// the honest reader resumes at once whenever it is dropped
+	hr := bridgetest.Follow(t, b.Client(), client.FollowOptions{Backoff: client.Backoff{Min: time.Millisecond, Max: time.Millisecond}})
 
 	// Every client is subscribed before the first publish: a stream that
 	// starts after the load is merely idle, not stuck.
@@ -244,28 +209,12 @@ func TestHardeningLoadWithStuckClients(t *testing.T) {
 	hubCut := b.counter("agentbridge_stream_clients_cut_off_total")
 
 	// The honest reader converges on GET /v1/sessions.
-	deadline = time.Now().Add(20 * time.Second)
-	for {
-		want, err := b.Client().Sessions(t.Context(), nil)
-		if err != nil {
-			t.Fatalf("GET /v1/sessions: %v", err)
-		}
-		last, got := hr.view()
-		if last >= want.Revision && cmp.Equal(got, want.Sessions) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("honest reader at %d with %d sessions; GET /v1/sessions at %d with %d (-get +reader):\n%s",
-				last, len(got), want.Revision, len(want.Sessions), cmp.Diff(want.Sessions, got))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	cancel()
-	<-readerDone
+	hr.Converge(t, b.Client(), nil, func([]hub.Entry) bool { return true })
+	hr.Stop()
 
 	grown := int64(hardHeapInUse()) - int64(base)
 	t.Logf("slowest publish %v; heap grew %d KiB; honest reader connected %d times; %d of %d stuck clients cut off (%v by the hub's queue)",
-		slowest, grown>>10, hr.conns, cut, stuck, hubCut)
+		slowest, grown>>10, hr.Record().Resumed+1, cut, stuck, hubCut)
 	if grown > 32<<20 {
 		t.Errorf("heap in use grew by %d MiB, want under 32 MiB (the ring is bounded at 8 MiB)", grown>>20)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,12 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
@@ -65,82 +61,6 @@ func (p *hardBridgeProc) post(t *testing.T, path, body string) {
 	resp.Body.Close()
 }
 
-// hardFollower applies the JSON-lines stream to its own state like a client
-// would, reconnecting with the last id after a drop.
-type hardFollower struct {
-	mu     sync.Mutex
-	state  client.State
-	ids    []uint64 // every id seen, in order (a duplicate too)
-	firsts []string // the first record name of each connection
-	first  bool
-	events chan struct{}
-}
-
-func (f *hardFollower) snapshot() ([]hub.Entry, []string, []uint64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.state.Sessions(), slices.Clone(f.firsts), slices.Clone(f.ids)
-}
-
-// follow reads the stream until ctx ends, reconnecting (with the last id)
-// whenever the connection drops or cannot be made.
-func (f *hardFollower) follow(ctx context.Context, c *client.Client) {
-	seen := func(ev client.Event) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.first {
-			f.firsts = append(f.firsts, ev.Name)
-			f.first = false
-		}
-		f.ids = append(f.ids, ev.ID)
-	}
-	o := client.FollowOptions{
-		StreamOptions: client.StreamOptions{Format: client.NDJSON},
-		Backoff:       client.Backoff{Min: 50 * time.Millisecond, Max: 50 * time.Millisecond},
-		OnConnect: func(bool) {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			f.first = true
-		},
-		OnDuplicate: seen,
-	}
-	c.Follow(ctx, o, func(ev client.Event) error {
-		seen(ev)
-		f.mu.Lock()
-		f.state.Apply(ev)
-		f.mu.Unlock()
-		select {
-		case f.events <- struct{}{}:
-		default:
-		}
-		return nil
-	})
-}
-
-// hardWaitConverged waits until the hardFollower's state equals GET /v1/sessions
-// of p and want holds for it.
-func hardWaitConverged(t *testing.T, f *hardFollower, p *hardBridgeProc, what string, want func([]hub.Entry) bool) []hub.Entry {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		view, err := p.Client().Sessions(t.Context(), nil)
-		if err != nil {
-			t.Fatalf("GET /v1/sessions: %v", err)
-		}
-		got, _, _ := f.snapshot()
-		if cmp.Equal(got, view.Sessions) && want(view.Sessions) {
-			return view.Sessions
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: client state %v\nGET /v1/sessions %v", what, got, view.Sessions)
-		}
-		select {
-		case <-f.events:
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 // hardHas reports whether the list holds the session source/id.
 func hardHas(l []hub.Entry, source, id string) bool {
 	return slices.ContainsFunc(l, func(e hub.Entry) bool { return e.Source == source && e.Snapshot.ID == id })
@@ -178,17 +98,13 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 	p1 := hardStartBridgeProc(t, env, "--listen", "127.0.0.1:0")
 	p1.post(t, "/v1/sources/example-push/publish", `{"op":"upsert","session":{"id":"gone-1","harness":"example-agent","status":"running"}}`)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	f := &hardFollower{events: make(chan struct{}, 1)}
-	done := make(chan struct{})
-	go func() { defer close(done); f.follow(ctx, p1.Client()) }() // the restarted bridge has the same address and token
-	defer func() { cancel(); <-done }()
-
-	hardWaitConverged(t, f, p1, "run 1", func(v []hub.Entry) bool {
+	// the restarted bridge has the same address and token
+	f := bridgetest.Follow(t, p1.Client(), client.FollowOptions{StreamOptions: client.StreamOptions{Format: client.NDJSON},
+		Backoff: client.Backoff{Min: 50 * time.Millisecond, Max: 50 * time.Millisecond}})
+	f.Converge(t, p1.Client(), nil, func(v []hub.Entry) bool {
 		return hardHas(v, "example", "kept-1") && hardHas(v, "example-push", "gone-1")
 	})
-	_, _, ids1 := f.snapshot()
-	last1 := ids1[len(ids1)-1]
+	ids1 := f.Record().IDs
 
 	if err := p1.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -199,13 +115,14 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 	if p2.Token != p1.Token {
 		t.Errorf("the restarted bridge has another token: the token file was not reused")
 	}
-	view := hardWaitConverged(t, f, p2, "after the restart", func(v []hub.Entry) bool {
+	view := f.Converge(t, p2.Client(), nil, func(v []hub.Entry) bool {
 		return hardHas(v, "example", "kept-1")
 	})
 	if hardHas(view, "example-push", "gone-1") {
 		t.Errorf("the push session of the killed run survived the restart")
 	}
-	_, firsts, ids := f.snapshot()
+	rec := f.Record()
+	firsts, ids := rec.Firsts, rec.IDs
 	if len(firsts) < 2 {
 		t.Fatalf("the client connected %d times, want a resume after the restart", len(firsts))
 	}
@@ -214,12 +131,7 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 			t.Errorf("connection %d after the restart began with %q, want a reset", i+2, name)
 		}
 	}
-	for i := 1; i < len(ids); i++ {
-		if ids[i] <= ids[i-1] {
-			t.Errorf("ids went from %d to %d (the killed run ended at %d): ids must only grow", ids[i-1], ids[i], last1)
-			break
-		}
-	}
+	f.CheckIDs(t) // across the killed run and the new one
 	if len(ids) <= len(ids1) {
 		t.Errorf("no records after the restart")
 	}
@@ -253,8 +165,7 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 		t.Errorf("the token is in the process's argv")
 	}
 	time.Sleep(100 * time.Millisecond)
-	cancel()
-	<-done
+	f.Stop()
 	start := time.Now()
 	p2.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
