@@ -187,6 +187,7 @@ type StatusError struct {
 	msg    string
 }
 
+// Error says what the bridge answered; it never shows the token.
 func (e *StatusError) Error() string { return e.msg }
 
 // Retryable reports whether the same request may succeed later (the

@@ -20,6 +20,7 @@ const (
 	NDJSON               // application/x-ndjson: one {"id","event","data"} a line
 )
 
+// String is the format's name as the query parameter spells it.
 func (f Format) String() string {
 	if f == NDJSON {
 		return "ndjson"

@@ -14,6 +14,7 @@ type Buffer struct {
 	b  bytes.Buffer
 }
 
+// Write appends p.
 func (s *Buffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
