@@ -15,6 +15,11 @@ import (
 // that after the event with id N it holds exactly what GET /v1/sessions
 // (with the same filters) returned at revision N. The zero State is empty
 // and ready; it is not safe for concurrent use.
+//
+// Every source the bridge runs sends a reset when a stream starts afresh,
+// so its sessions are always replaced; a source that a restarted bridge no
+// longer runs sends nothing, and its sessions stay until Load (fetch the
+// snapshot after a restart that may have changed the configuration).
 type State struct {
 	rev       uint64
 	sources   map[string]map[string]agentbridge.Snapshot // source → id → snapshot
