@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -411,7 +410,7 @@ func parseFilter(r *http.Request, extra ...string) (hub.Filter, error) {
 	}
 	if q.Has("project") {
 		p := q.Get("project")
-		if len(q["project"]) > 1 || !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsRune(p, 0) || len(p) > validate.MaxCwdBytes {
+		if len(q["project"]) > 1 || !validate.ValidCwd(p) { // a project is named as a cwd is
 			return f, errorf(http.StatusBadRequest, "bad-query", "project must be one absolute, clean path")
 		}
 		f.Project = p
