@@ -16,6 +16,7 @@ package copilot
 
 import (
 	"context"
+	"github.com/agentbridge/agentbridge/validate"
 	"io/fs"
 	"maps"
 	"path/filepath"
@@ -84,7 +85,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		Tail: sources.TailConfig{
 			Roots:  []string{root},
 			Match:  func(p string) bool { return sessionID(root, p) != "" },
-			Dirs:   func(p string) bool { return filepath.Dir(p) == root && sources.ValidID(filepath.Base(p)) },
+			Dirs:   func(p string) bool { return filepath.Dir(p) == root && validate.ValidID(filepath.Base(p)) },
 			Window: s.opt.Window,
 			// A journal older than the window is read at start when a live
 			// process has its session (a lock names it): Copilot does not
@@ -107,7 +108,7 @@ func sessionID(root, path string) string {
 	if filepath.Dir(dir) != root {
 		return ""
 	}
-	if id := filepath.Base(dir); sources.ValidID(id) {
+	if id := filepath.Base(dir); validate.ValidID(id) {
 		return id
 	}
 	return ""

@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
-	"github.com/agentbridge/agentbridge/sources/internal/kit"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -350,7 +349,7 @@ func (m *mapper) data(d any) bool {
 // tool maps tool.execution_* and subagent.* records.
 func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbridge.Event, string) {
 	r := &m.env
-	id := kit.ID(d.ToolCallID)
+	id := validate.SafeID(d.ToolCallID)
 	switch r.Type {
 	case typeToolStart:
 		if id == "" {
@@ -410,7 +409,7 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		return append(out, agentbridge.Event{Kind: agentbridge.KindToolFinished, OccurredAt: at, ToolID: id, Outcome: outcome}), ""
 	case typeSubagentStarted:
 		if id == "" {
-			id = kit.ID(r.AgentID)
+			id = validate.SafeID(r.AgentID)
 		}
 		if id == "" {
 			return out, sources.CodeInvalidRecord
@@ -432,11 +431,11 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		m.subagents[id] = true
 		return append(out, agentbridge.Event{
 			Kind: agentbridge.KindSubagentStarted, OccurredAt: at, SubagentID: id, ParentAgentID: m.session,
-			Type: validate.Bound(validate.Label(d.AgentName), validate.MaxSubagentType), Title: title,
+			Type: validate.Display(d.AgentName, validate.MaxSubagentType), Title: title,
 		}), ""
 	default: // subagent.completed, subagent.failed
 		if id == "" {
-			id = kit.ID(r.AgentID)
+			id = validate.SafeID(r.AgentID)
 		}
 		if !m.subagents[id] {
 			return out, ""
@@ -455,10 +454,10 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 func (m *mapper) startTurn(out []agentbridge.Event, at int64, interaction, prompt string) []agentbridge.Event {
 	m.turns++
 	id := interaction
-	if !sources.ValidID(id) {
+	if !validate.ValidID(id) {
 		id = m.env.ID
 	}
-	if !sources.ValidID(id) {
+	if !validate.ValidID(id) {
 		id = "turn-" + strconv.Itoa(m.turns)
 	}
 	m.inTurn, m.inCall, m.toolsAsked, m.compaction = true, false, false, false
@@ -557,7 +556,7 @@ func (m *mapper) closeWait(out []agentbridge.Event, at int64, id string) []agent
 // waitID is the wait id of a request: its requestId, prefixed by what it
 // asks for so that the request kinds cannot collide ("" for none).
 func waitID(typ, requestID string) string {
-	id := kit.ID(requestID)
+	id := validate.SafeID(requestID)
 	if id == "" {
 		return ""
 	}
@@ -565,7 +564,7 @@ func waitID(typ, requestID string) string {
 	if kind == "permission" {
 		return id // as the CLI names it
 	}
-	return kit.ID(kind + ":" + id)
+	return validate.SafeID(kind + ":" + id)
 }
 
 // permissionReason says what a permission request asks the user to allow:
@@ -598,7 +597,7 @@ func permissionReason(d *permissionData) string {
 	case "hook":
 		arg = firstOf(p.HookMessage, p.ToolName)
 	}
-	kind := validate.Bound(validate.Label(p.Kind), 40)
+	kind := validate.Display(p.Kind, 40)
 	if kind == "" {
 		kind = "a tool"
 	}
@@ -610,10 +609,10 @@ func permissionReason(d *permissionData) string {
 
 // short makes the argument of a waiting reason: redacted, paths cut to
 // their last element, at most maxArg characters.
-func short(s string) string { return validate.Bound(validate.Label(s), maxArg) }
+func short(s string) string { return validate.Display(s, maxArg) }
 
 // toolWait is the id of the wait a blocking tool opens.
-func toolWait(toolID string) string { return kit.ID("tool:" + toolID) }
+func toolWait(toolID string) string { return validate.SafeID("tool:" + toolID) }
 
 func firstOf(s ...string) string {
 	for _, v := range s {

@@ -94,11 +94,11 @@ func parsePath(root, p string) (transcript, bool) {
 		return transcript{}, false
 	}
 	parts := strings.Split(rel, string(filepath.Separator))
-	if len(parts) < 4 || parts[1] != "agent-transcripts" || !sources.ValidID(parts[2]) {
+	if len(parts) < 4 || parts[1] != "agent-transcripts" || !validate.ValidID(parts[2]) {
 		return transcript{}, false
 	}
 	stem, ok := strings.CutSuffix(parts[len(parts)-1], ".jsonl")
-	if !ok || !sources.ValidID(stem) {
+	if !ok || !validate.ValidID(stem) {
 		return transcript{}, false
 	}
 	switch {
@@ -125,7 +125,7 @@ func descend(root, p string) bool {
 	case 2:
 		return parts[1] == "agent-transcripts"
 	case 3:
-		return parts[1] == "agent-transcripts" && sources.ValidID(parts[2])
+		return parts[1] == "agent-transcripts" && validate.ValidID(parts[2])
 	case 4:
 		return parts[1] == "agent-transcripts" && parts[3] == "subagents"
 	}

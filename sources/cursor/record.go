@@ -109,7 +109,7 @@ func (m *mapper) Map(n int, line []byte, out []agentbridge.Event) ([]agentbridge
 			}
 			k++
 			id := "L" + strconv.Itoa(n) + "." + strconv.Itoa(k)
-			if b.ID != "" && sources.ValidID(b.ID) {
+			if b.ID != "" && validate.ValidID(b.ID) {
 				id = b.ID
 			}
 			name := validate.Label(b.Name)
