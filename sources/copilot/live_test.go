@@ -299,3 +299,29 @@ func TestProcessByCwdSkipsLockedProcess(t *testing.T) {
 		t.Errorf("a bound to %d (want its lock's %d), b to %d (want %d)", pidOf(a), locked.Process.Pid, pidOf(b), other.Process.Pid)
 	}
 }
+
+// TestRewrittenAndRemoved: /undo rewrites the journal (a new file renamed
+// over it): the session is rebuilt from it, the undone turn gone; the
+// journal removed, the session leaves the hub.
+func TestRewrittenAndRemoved(t *testing.T) {
+	home := t.TempDir()
+	h := run(t, sources.Options{Home: home})
+	p := filepath.Join(SessionsDir(home), sid, journalName)
+	first := startRecord("/work/app") + line(typeUserMessage, map[string]any{"content": "one"}) +
+		line(typeAssistantMessage, map[string]any{"content": "1"}) + line(typeTurnEnd, map[string]any{})
+	sourcestest.Append(t, p, first+line(typeUserMessage, map[string]any{"content": "two"}))
+	h.WaitFor(t, "the second turn running", status(h, sid, agentbridge.StatusRunning))
+	tmp := p + ".new"
+	sourcestest.Append(t, tmp, first)
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "rebuilt: the first turn done", status(h, sid, agentbridge.StatusDone))
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "the session gone", func(*sourcestest.Hub) bool { _, ok := h.Snapshot(sid); return !ok })
+	if d := h.Diagnostics(); len(d) > 0 {
+		t.Errorf("diagnostics %+v", d)
+	}
+}

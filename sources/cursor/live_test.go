@@ -1,6 +1,7 @@
 package cursor
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -108,4 +109,27 @@ func TestIgnoredFiles(t *testing.T) {
 	if d := h.Diagnostics(); len(d) > 0 {
 		t.Errorf("diagnostics %+v", d)
 	}
+}
+
+// TestRemoved: a session's transcript removed, the session leaves; a
+// subagent's removed, it stays listed on its parent as it was.
+func TestRemoved(t *testing.T) {
+	home := t.TempDir()
+	h := run(t, sources.Options{Home: home})
+	dir := filepath.Join(ProjectsDir(home), "empty-window", "agent-transcripts", sid)
+	sourcestest.Append(t, filepath.Join(dir, sid+".jsonl"), prompt)
+	sub := filepath.Join(dir, "subagents", subID+".jsonl")
+	sourcestest.Append(t, sub, prompt)
+	h.WaitFor(t, "the subagent", snap(h, sid, func(s agentbridge.Snapshot) bool { return len(s.Subagents) == 1 }))
+	if err := os.Remove(sub); err != nil {
+		t.Fatal(err)
+	}
+	sourcestest.Append(t, filepath.Join(dir, sid+".jsonl"), `{"type":"turn_ended","status":"success"}`+"\n")
+	h.WaitFor(t, "done, the subagent still listed", snap(h, sid, func(s agentbridge.Snapshot) bool {
+		return s.Status == agentbridge.StatusDone && len(s.Subagents) == 1
+	}))
+	if err := os.Remove(filepath.Join(dir, sid+".jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "the session gone", func(*sourcestest.Hub) bool { _, ok := h.Snapshot(sid); return !ok })
 }
