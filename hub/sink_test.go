@@ -31,6 +31,19 @@ func mustFold(t *testing.T, s Sink, id, harness string, e agentbridge.Event) {
 	}
 }
 
+// recordSession returns the session a record is about ("" for a reset).
+func recordSession(t *testing.T, r Record) string {
+	t.Helper()
+	var d struct {
+		SessionID string `json:"sessionId"`
+		Snapshot  struct {
+			ID string `json:"id"`
+		} `json:"snapshot"`
+	}
+	mustDecode(t, r, &d)
+	return d.SessionID + d.Snapshot.ID
+}
+
 // noRecord checks that nothing was committed.
 func noRecord(t *testing.T, h *Hub, rev uint64, what string) {
 	t.Helper()
@@ -190,14 +203,7 @@ func TestRestartIsOneUpsert(t *testing.T) {
 	var s1 []string
 	for _, r := range drain(t, sub, h.Revision()) {
 		c.apply(t, r)
-		var d struct {
-			SessionID string `json:"sessionId"`
-			Snapshot  struct {
-				ID string `json:"id"`
-			} `json:"snapshot"`
-		}
-		mustDecode(t, r, &d)
-		if d.SessionID == "s1" || d.Snapshot.ID == "s1" {
+		if recordSession(t, r) == "s1" {
 			s1 = append(s1, r.Name)
 		}
 	}
@@ -359,14 +365,7 @@ func TestFilteredBatch(t *testing.T) {
 	var got []string
 	for _, r := range drain(t, sub, h.Revision()) {
 		c.apply(t, r)
-		var d struct {
-			SessionID string `json:"sessionId"`
-			Snapshot  struct {
-				ID string `json:"id"`
-			} `json:"snapshot"`
-		}
-		mustDecode(t, r, &d)
-		got = append(got, r.Name+" "+d.SessionID+d.Snapshot.ID)
+		got = append(got, r.Name+" "+recordSession(t, r))
 	}
 	want := []string{"lifecycle s1", "lifecycle s1", "upsert s1", "lifecycle s1", "remove s1"}
 	if diff := cmp.Diff(want, got); diff != "" {
