@@ -1,0 +1,84 @@
+package codex
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc/proctest"
+	"github.com/agentbridge/agentbridge/sse"
+)
+
+// TestReaderIsNotTheAgent: a rollout followed with tail -f (and read by a
+// process named like Codex) is bound to the codex process writing it, at
+// the scan and live alike; the readers' exit leaves the session as it is,
+// the writer's exit ends it.
+func TestReaderIsNotTheAgent(t *testing.T) {
+	tail, err := exec.LookPath("tail")
+	if err != nil {
+		t.Skip("needs tail(1)")
+	}
+	for _, atScan := range []bool{true, false} {
+		name := map[bool]string{true: "at the scan", false: "live"}[atScan]
+		t.Run(name, func(t *testing.T) {
+			home := t.TempDir()
+			const id = "019f6400-0000-7000-8000-000000000001"
+			path := filepath.Join(home, "sessions", "2026", "11", "30", "rollout-2026-11-30T09-00-00-"+id+".jsonl")
+			r := createRollout(t, path)
+			// Readers first, so that they are the lowest pids.
+			follower := proctest.Start(t, exec.Command(tail, "-f", path))
+			reader := proctest.Hold(t, "codex", path, proctest.Read)
+			writer := holdOpen(t, path)
+			meta := []string{`"type":"session_meta","payload":{"id":"` + id + `","cwd":"/srv/x","source":"cli"}`,
+				`"type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}`}
+			if atScan {
+				r.add(meta...)
+			}
+			log := slog.New(slog.DiscardHandler)
+			h := hub.New(hub.Options{Logger: log})
+			if err := h.Add(New(Options{Home: home, Logger: log})); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			ran := make(chan error, 1)
+			go func() { ran <- h.Run(ctx) }()
+			t.Cleanup(func() { cancel(); <-ran })
+			srv := httptest.NewServer(sse.New(h, sse.Options{Logger: log}))
+			t.Cleanup(srv.Close)
+			st := openStream(t, srv.URL)
+			if !atScan {
+				st.waitFor(t, "start-up", func(map[string]agentbridge.Snapshot) bool { return true })
+				r.add(meta...)
+			}
+			st.waitFor(t, "bound to the writer", func(m map[string]agentbridge.Snapshot) bool {
+				s, ok := m[id]
+				return ok && s.Status == agentbridge.StatusRunning && s.PID == writer.Process.Pid
+			})
+			for _, c := range []*exec.Cmd{follower, reader} {
+				_ = c.Process.Kill()
+				_ = c.Wait()
+			}
+			// The readers' exit is nothing to the session: a line after it
+			// still finds it running under the writer.
+			r.add(`"type":"event_msg","payload":{"type":"agent_message","message":"still here"}`)
+			time.Sleep(100 * time.Millisecond)
+			st.mu.Lock()
+			s := st.sessions[id].Snapshot()
+			st.mu.Unlock()
+			if s.Status != agentbridge.StatusRunning || s.PID != writer.Process.Pid {
+				t.Fatalf("after the readers exited: status %s pid %d, want running under %d", s.Status, s.PID, writer.Process.Pid)
+			}
+			_ = writer.Process.Kill()
+			_ = writer.Wait()
+			st.waitFor(t, "the writer's exit", func(m map[string]agentbridge.Snapshot) bool {
+				return m[id].Status == agentbridge.StatusExited
+			})
+		})
+	}
+}
