@@ -58,7 +58,7 @@ func TestIdleBridgeDoesNothing(t *testing.T) {
 	const ccID = "5a5a5a5a-0000-4000-8000-000000000001"
 	mkfile(t, filepath.Join(ccDir, "projects", "-work-proj", ccID+".jsonl"),
 		fmt.Sprintf(`{"uuid":"u-1","sessionId":%q,"cwd":"/work/proj","version":"2.1.200","timestamp":%q,"isSidechain":false,"userType":"external","type":"user","promptId":"p1","message":{"role":"user","content":"hello"}}`+"\n", ccID, ts))
-	ccPID := idleSleeper(t)
+	ccPID := proctest.Start(t, exec.Command(proctest.Named(t, "claude"), "600")).Process.Pid
 	mkfile(t, filepath.Join(ccDir, "sessions", fmt.Sprintf("%d.json", ccPID)),
 		fmt.Sprintf(`{"pid":%d,"sessionId":%q,"cwd":"/work/proj","startedAt":%d,"status":"busy","updatedAt":%d}`, ccPID, ccID, now.Add(-time.Second).UnixMilli(), now.UnixMilli()))
 

@@ -725,6 +725,9 @@ type FollowConfig struct {
 	// and matched by Agent is. The zero Agent (an agent whose executable
 	// is not known) accepts any writer; readers never count.
 	Agent proc.Agent
+	// OnTailer, when set, is given the Tailer before it runs: for a
+	// source that reports its Wakes and Opens.
+	OnTailer func(*Tailer)
 	// Logger gets debug lines (with paths) and errors (without).
 	Logger *slog.Logger
 }
@@ -765,6 +768,9 @@ func Follow(ctx context.Context, st hub.Start, cfg FollowConfig, newHandler func
 		tc.Logger = cfg.Logger
 	}
 	t = NewTailer(tc, newHandler(ss))
+	if cfg.OnTailer != nil {
+		cfg.OnTailer(t)
+	}
 	roots := tc.Roots
 
 	var wg sync.WaitGroup

@@ -130,10 +130,11 @@ type TailConfig struct {
 // any goroutine; SetRoots only from the Run goroutine (a Handler call or a
 // posted function).
 type Tailer struct {
-	cfg  TailConfig
-	h    Handler
-	log  *slog.Logger
-	wake chan struct{} // capacity 1: "something is pending"
+	cfg   TailConfig
+	h     Handler
+	whole WholeFiles // the Handler's, or nil (watch.go)
+	log   *slog.Logger
+	wake  chan struct{} // capacity 1: "something is pending"
 
 	mu     sync.Mutex
 	posted []func()
@@ -141,17 +142,18 @@ type Tailer struct {
 	in     *inbox // the live watcher's pending events
 
 	// state owned by the Run goroutine
-	roots   []string
-	w       *fsnotify.Watcher
-	stopW   func() // ends the current watcher's drain goroutine
-	dirs    map[string]struct{}
-	files   map[string]*file
-	waiting map[string][]string // watched ancestor → missing roots under it
-	said    map[string]bool     // once-per-scan diagnostics already given
-	buf     []byte
-	bad     map[string]int // per-batch counts of skipped lines by code
-	now     time.Time      // time of the current scan
-	running bool
+	roots     []string
+	w         *fsnotify.Watcher
+	stopW     func() // ends the current watcher's drain goroutine
+	dirs      map[string]struct{}
+	files     map[string]*file
+	wholeSeen map[string]bool     // whole files delivered (watch.go)
+	waiting   map[string][]string // watched ancestor → missing roots under it
+	said      map[string]bool     // once-per-scan diagnostics already given
+	buf       []byte
+	bad       map[string]int // per-batch counts of skipped lines by code
+	now       time.Time      // time of the current scan
+	running   bool
 
 	wakes atomic.Uint64
 	opens atomic.Uint64
@@ -192,6 +194,7 @@ func NewTailer(cfg TailConfig, h Handler) *Tailer {
 	return &Tailer{
 		cfg:   cfg,
 		h:     h,
+		whole: wholeFiles(h),
 		log:   log,
 		wake:  make(chan struct{}, 1),
 		roots: absRoots(cfg.Roots),
@@ -345,6 +348,7 @@ func (t *Tailer) rebuild() {
 	t.closeWatcher()
 	t.dirs = map[string]struct{}{}
 	t.files = map[string]*file{}
+	t.wholeSeen = nil
 	t.waiting = map[string][]string{}
 	t.said = map[string]bool{}
 	t.h.Rescan()
@@ -509,6 +513,10 @@ func (t *Tailer) addTree(dir string) {
 			if t.cfg.Dirs == nil || t.cfg.Dirs(p) {
 				t.addTree(p)
 			}
+		case t.isWhole(p, false):
+			if !t.wholeOld(p, e) {
+				t.readWhole(p)
+			}
 		case e.Type().IsRegular() && t.cfg.Match(p):
 			if _, ok := t.files[p]; ok {
 				continue
@@ -553,6 +561,7 @@ func (t *Tailer) handle(p string, op fsnotify.Op) bool {
 			delete(t.files, p)
 			t.h.Removed(p)
 		}
+		t.wholeGone(p)
 		return false
 	}
 	switch {
@@ -561,6 +570,10 @@ func (t *Tailer) handle(p string, op fsnotify.Op) bool {
 		if _, ok := t.dirs[parent]; ok && (t.cfg.Dirs == nil || t.cfg.Dirs(p)) {
 			t.now = time.Now()
 			t.addTree(p)
+		}
+	case t.isWhole(p, fi.IsDir()):
+		if _, ok := t.dirs[filepath.Dir(p)]; ok {
+			t.readWhole(p) // on any change, chmod included: it is small
 		}
 	case fi.Mode().IsRegular() && t.cfg.Match(p):
 		if op == fsnotify.Chmod {
@@ -613,6 +626,7 @@ func (t *Tailer) dirGone(dir string) bool {
 		delete(t.files, p)
 		t.h.Removed(p)
 	}
+	t.wholeGoneUnder(dir)
 	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
 		if _, ok := t.dirs[filepath.Dir(dir)]; ok {
 			t.now = time.Now()
@@ -812,6 +826,8 @@ func (t *Tailer) flushBad() {
 			t.diag(c, fmt.Sprintf("skipped %s over %d MiB; the journal is still followed", lines(n), t.cfg.MaxLine>>20))
 		case CodeInvalidUTF8:
 			t.diag(c, fmt.Sprintf("skipped %s that %s not valid UTF-8", lines(n), are(n)))
+		case CodeSideNotRegular, CodeSideTooLarge:
+			t.diag(c, sideMessage(c, n))
 		}
 	}
 	clear(t.bad)

@@ -32,15 +32,26 @@ func Hold(t testing.TB, name, path string, flag int) *exec.Cmd {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	bin := Named(t, name)
+	cmd := exec.Command(Named(t, name), "600")
+	cmd.ExtraFiles = []*os.File{f}
+	return Start(t, cmd)
+}
+
+// Start starts cmd and kills and reaps it at the end of the test; the test
+// is skipped when it cannot start.
+func Start(t testing.TB, cmd *exec.Cmd) *exec.Cmd {
+	t.Helper()
 	for try := 0; ; try++ {
-		cmd := exec.Command(bin, "600")
-		cmd.ExtraFiles = []*os.File{f}
 		err := cmd.Start()
 		if errors.Is(err, syscall.ETXTBSY) && try < 50 {
-			// A process forked meanwhile still holds the fresh copy open
-			// for writing until its exec: try again.
+			// A process forked meanwhile still holds a fresh copy made by
+			// Named open for writing until its exec: try again with a
+			// fresh Cmd.
 			time.Sleep(10 * time.Millisecond)
+			next := exec.Command(cmd.Path, cmd.Args[1:]...)
+			next.Env, next.Dir, next.ExtraFiles, next.SysProcAttr = cmd.Env, cmd.Dir, cmd.ExtraFiles, cmd.SysProcAttr
+			next.Stdin, next.Stdout, next.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
+			cmd = next
 			continue
 		}
 		if err != nil {
@@ -49,17 +60,6 @@ func Hold(t testing.TB, name, path string, flag int) *exec.Cmd {
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		return cmd
 	}
-}
-
-// Start starts cmd and kills and reaps it at the end of the test; the test
-// is skipped when it cannot start.
-func Start(t testing.TB, cmd *exec.Cmd) *exec.Cmd {
-	t.Helper()
-	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start a child process: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd
 }
 
 // Named returns the path of an executable that sleeps for its argument in
