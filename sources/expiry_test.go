@@ -1,0 +1,93 @@
+package sources_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sources/claudecode"
+	"github.com/agentbridge/agentbridge/sources/example"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
+)
+
+// TestUnboundSessionLeavesAfterWindow: a Claude Code session bound to no
+// process (no registry entry) leaves the hub after the window without an
+// event, exactly like an example session, and both come back with their
+// next line.
+func TestUnboundSessionLeavesAfterWindow(t *testing.T) {
+	t.Parallel()
+	const window = 400 * time.Millisecond
+	ccHome, exHome := t.TempDir(), t.TempDir()
+	const ccID = "6b6b6b6b-0000-4000-8000-000000000001"
+	ccJournal := filepath.Join(ccHome, "projects", "-work-proj", ccID+".jsonl")
+	exJournal := filepath.Join(example.SessionsDir(exHome), "s1.jsonl")
+	ccLine := func(n int) string {
+		return fmt.Sprintf(`{"uuid":"u-%d","sessionId":%q,"cwd":"/work/proj","version":"2.1.200","timestamp":%q,"isSidechain":false,"userType":"external","type":"user","promptId":"p%d","message":{"role":"user","content":"hello"}}`+"\n",
+			n, ccID, time.Now().UTC().Format(time.RFC3339Nano), n)
+	}
+	exLine := func(n int) string {
+		ts := time.Now().UTC().Format(time.RFC3339Nano)
+		return fmt.Sprintf(`{"type":"prompt","ts":%q,"turnId":"t%d","text":"hello"}`+"\n", ts, n)
+	}
+	type running struct {
+		name, id, journal string
+		line              func(int) string
+		src               hub.Source
+		hub               *sourcestest.Hub
+	}
+	srcs := []running{
+		{"claude-code", ccID, ccJournal, ccLine, claudecode.New(claudecode.Options{ConfigDir: ccHome, Window: window}), sourcestest.New()},
+		{"example", "s1", exJournal, exLine, example.New(example.Config{Home: exHome, Window: window}), sourcestest.New()},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, len(srcs))
+	for _, r := range srcs {
+		go func() {
+			done <- r.src.Run(ctx, hub.Start{Enabled: []string{r.src.Info().Harnesses[0].ID}, Publisher: r.hub})
+		}()
+	}
+	t.Cleanup(func() {
+		cancel()
+		for range srcs {
+			if err := <-done; err != nil {
+				t.Errorf("Run = %v", err)
+			}
+		}
+	})
+	for _, r := range srcs {
+		r.hub.WaitFor(t, r.name+": started", func(h *sourcestest.Hub) bool { return h.Resets() > 0 })
+	}
+	for _, r := range srcs {
+		wrote := time.Now()
+		appendTo(t, r.journal, r.line(1))
+		r.hub.WaitFor(t, r.name+": the session appears", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot(r.id); return ok })
+		r.hub.WaitFor(t, r.name+": the session leaves after the window", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot(r.id); return !ok })
+		if d := time.Since(wrote); d < window {
+			t.Errorf("%s: the session left %v after its last line, before the window (%v)", r.name, d, window)
+		}
+		appendTo(t, r.journal, r.line(2))
+		r.hub.WaitFor(t, r.name+": back with its next line", func(h *sourcestest.Hub) bool {
+			s, ok := h.Snapshot(r.id)
+			return ok && s.Title == "hello"
+		})
+	}
+}
+
+func appendTo(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
+}
