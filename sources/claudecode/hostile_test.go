@@ -116,7 +116,9 @@ func TestHostileHome(t *testing.T) {
 	h := sourcestest.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- New(Options{ConfigDir: dir}).Run(ctx, hub.Start{Enabled: []string{Harness}, Publisher: h}) }()
+	go func() {
+		done <- New(Options{ConfigDir: dir}).Run(ctx, hub.Start{Enabled: []string{Harness}, Publisher: h})
+	}()
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
