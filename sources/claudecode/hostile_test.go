@@ -164,11 +164,13 @@ func TestHostileHome(t *testing.T) {
 			t.Errorf("diagnostic %q names a path", d.Message)
 		}
 	}
-	if grew := int64(heap()) - int64(heap0); grew > hostileHeap {
-		t.Errorf("heap grew by %d MiB with the attacks in place; want under %d MiB", grew>>20, hostileHeap>>20)
+	heapGrew, rssGrew := int64(heap())-int64(heap0), vmRSS(t)-rss0
+	t.Logf("with the attacks in place: heap %+d KiB, VmRSS %+d KiB", heapGrew>>10, rssGrew>>10)
+	if heapGrew > hostileHeap {
+		t.Errorf("heap grew by %d MiB with the attacks in place; want under %d MiB", heapGrew>>20, hostileHeap>>20)
 	}
-	if grew := vmRSS(t) - rss0; grew > hostileRSS {
-		t.Errorf("VmRSS grew by %d MiB with the attacks in place; want under %d MiB", grew>>20, hostileRSS>>20)
+	if rssGrew > hostileRSS {
+		t.Errorf("VmRSS grew by %d MiB with the attacks in place; want under %d MiB", rssGrew>>20, hostileRSS>>20)
 	}
 	start := time.Now()
 	cancel()
@@ -178,6 +180,7 @@ func TestHostileHome(t *testing.T) {
 		if err != nil {
 			t.Errorf("Run = %v", err)
 		}
+		t.Logf("Run returned %v after cancel", time.Since(start))
 		if d := time.Since(start); d > hostileStop {
 			t.Errorf("Run took %v to return after cancel", d)
 		}
