@@ -615,14 +615,7 @@ func (t *Tailer) dirGone(dir string) bool {
 			_ = t.w.Remove(d) // often gone already with its inode
 		}
 	}
-	var gone []string
-	for p := range t.files {
-		if strings.HasPrefix(p, prefix) {
-			gone = append(gone, p)
-		}
-	}
-	sort.Strings(gone)
-	for _, p := range gone {
+	for _, p := range below(t.files, dir) {
 		delete(t.files, p)
 		t.h.Removed(p)
 	}

@@ -99,17 +99,22 @@ func (t *Tailer) wholeGone(p string) {
 // wholeGoneUnder tells the Handler that every whole file below dir went
 // away.
 func (t *Tailer) wholeGoneUnder(dir string) {
-	prefix := dir + "/"
-	var gone []string
-	for p := range t.wholeSeen {
-		if strings.HasPrefix(p, prefix) {
-			gone = append(gone, p)
-		}
-	}
-	slices.Sort(gone)
-	for _, p := range gone {
+	for _, p := range below(t.wholeSeen, dir) {
 		t.wholeGone(p)
 	}
+}
+
+// below returns the paths of m that lie below dir, sorted.
+func below[V any](m map[string]V, dir string) []string {
+	prefix := dir + "/"
+	var out []string
+	for p := range m {
+		if strings.HasPrefix(p, prefix) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // wholeOld reports whether a whole file met at a scan is skipped: it was

@@ -1,18 +1,13 @@
 package codex
 
 import (
-	"context"
-	"log/slog"
-	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc/proctest"
-	"github.com/agentbridge/agentbridge/sse"
 )
 
 // TestReaderIsNotTheAgent: a rollout followed with tail -f (and read by a
@@ -40,18 +35,7 @@ func TestReaderIsNotTheAgent(t *testing.T) {
 			if atScan {
 				r.add(meta...)
 			}
-			log := slog.New(slog.DiscardHandler)
-			h := hub.New(hub.Options{Logger: log})
-			if err := h.Add(New(Options{Home: home, Logger: log})); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(t.Context())
-			ran := make(chan error, 1)
-			go func() { ran <- h.Run(ctx) }()
-			t.Cleanup(func() { cancel(); <-ran })
-			srv := httptest.NewServer(sse.New(h, sse.Options{Logger: log}))
-			t.Cleanup(srv.Close)
-			st := openStream(t, srv.URL)
+			st, _ := serveSource(t, Options{Home: home})
 			if !atScan {
 				st.waitFor(t, "start-up", func(map[string]agentbridge.Snapshot) bool { return true })
 				r.add(meta...)

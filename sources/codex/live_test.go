@@ -153,6 +153,25 @@ func (s *stream) waitFor(t *testing.T, what string, cond func(map[string]agentbr
 	}
 }
 
+// serveSource runs a source for o behind the real hub and event stream
+// until the test ends, and follows the stream.
+func serveSource(t *testing.T, o Options) (*stream, *hub.Hub) {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	o.Logger = log
+	h := hub.New(hub.Options{Logger: log})
+	if err := h.Add(New(o)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- h.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	srv := httptest.NewServer(sse.New(h, sse.Options{Logger: log}))
+	t.Cleanup(srv.Close)
+	return openStream(t, srv.URL), h
+}
+
 // holdOpen starts a helper process named codex writing path (an extra fd
 // open for appending), as Codex holds its rollout; it is killed at the end
 // of the test at the latest.
@@ -206,18 +225,7 @@ func TestLive(t *testing.T) {
 	}
 	home := t.TempDir()
 	cwd := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	h := hub.New(hub.Options{Logger: log})
-	if err := h.Add(New(Options{Home: home, Linger: -1, Logger: log})); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	ran := make(chan error, 1)
-	go func() { ran <- h.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-ran })
-	srv := httptest.NewServer(sse.New(h, sse.Options{Logger: log}))
-	t.Cleanup(srv.Close)
-	st := openStream(t, srv.URL)
+	st, h := serveSource(t, Options{Home: home, Linger: -1})
 
 	const (
 		parent = "019f6249-055d-76d3-b381-cd9d3eb99189"
@@ -347,18 +355,7 @@ func TestResumeAfterExit(t *testing.T) {
 		t.Skip("needs sleep(1)")
 	}
 	home := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	h := hub.New(hub.Options{Logger: log})
-	if err := h.Add(New(Options{Home: home, Logger: log})); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	ran := make(chan error, 1)
-	go func() { ran <- h.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-ran })
-	srv := httptest.NewServer(sse.New(h, sse.Options{Logger: log}))
-	t.Cleanup(srv.Close)
-	st := openStream(t, srv.URL)
+	st, _ := serveSource(t, Options{Home: home})
 
 	const id = "019f6300-0000-7000-8000-000000000001"
 	path := filepath.Join(home, "sessions", "2026", "11", "30", "rollout-2026-11-30T09-00-00-"+id+".jsonl")
