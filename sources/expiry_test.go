@@ -1,7 +1,6 @@
 package sources_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,21 +42,9 @@ func TestUnboundSessionLeavesAfterWindow(t *testing.T) {
 		{"claude-code", ccID, ccJournal, ccLine, claudecode.New(claudecode.Options{ConfigDir: ccHome, Window: window}), sourcestest.New()},
 		{"example", "s1", exJournal, exLine, example.New(example.Config{Home: exHome, Window: window}), sourcestest.New()},
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, len(srcs))
 	for _, r := range srcs {
-		go func() {
-			done <- r.src.Run(ctx, hub.Start{Enabled: []string{r.src.Info().Harnesses[0].ID}, Publisher: r.hub})
-		}()
+		runSource(t, r.src, r.hub)
 	}
-	t.Cleanup(func() {
-		cancel()
-		for range srcs {
-			if err := <-done; err != nil {
-				t.Errorf("Run = %v", err)
-			}
-		}
-	})
 	for _, r := range srcs {
 		r.hub.WaitFor(t, r.name+": started", func(h *sourcestest.Hub) bool { return h.Resets() > 0 })
 	}

@@ -19,6 +19,26 @@ import (
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
+// runSource runs src, its first harness on, publishing to h, until the
+// test ends; it must return within 10 s of the cancel.
+func runSource(t *testing.T, src hub.Source, h *sourcestest.Hub) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, hub.Start{Enabled: []string{src.Info().Harnesses[0].ID}, Publisher: h}) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run = %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("a source did not return after cancel")
+		}
+	})
+}
+
 // idleSleeper starts a stand-in agent process.
 func idleSleeper(t *testing.T) int {
 	t.Helper()
@@ -82,26 +102,9 @@ func TestIdleBridgeDoesNothing(t *testing.T) {
 		{"claude-code", claudecode.New(claudecode.Options{ConfigDir: ccDir}), sourcestest.New(), ccID, ccPID},
 		{"codex", codex.New(codex.Options{Home: cxHome}), sourcestest.New(), cxID, cxPID},
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, len(srcs))
 	for _, r := range srcs {
-		go func() {
-			done <- r.src.Run(ctx, hub.Start{Enabled: []string{r.src.Info().Harnesses[0].ID}, Publisher: r.hub})
-		}()
+		runSource(t, r.src, r.hub)
 	}
-	t.Cleanup(func() {
-		cancel()
-		for range srcs {
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run = %v", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Error("a source did not return after cancel")
-			}
-		}
-	})
 	for _, r := range srcs {
 		r.hub.WaitFor(t, r.name+": the session bound to its live process", func(h *sourcestest.Hub) bool {
 			s, ok := h.Snapshot(r.id)
