@@ -18,7 +18,9 @@ import (
 //
 //   - the base name of its executable (/proc/<pid>/exe) or its command
 //     name (/proc/<pid>/comm, which a process may set, e.g. Node's
-//     process.title) is one of Names; or
+//     process.title) is one of Names, or one of Names followed by "-" and
+//     more (a release binary such as "codex-x86_64-unknown-linux-musl",
+//     whose command name the kernel cuts to 15 bytes); or
 //   - its executable's base name is one of Runtimes (e.g. "node", "bun")
 //     and its script (the first argument after the runtime's options) has
 //     a Name as its base name, extension aside ("codex.js"), or one of
@@ -44,10 +46,10 @@ func (a Agent) Match(root string, pid int) bool {
 	if t, err := os.Readlink(dir + "/exe"); err == nil {
 		exe = filepath.Base(strings.TrimSuffix(t, " (deleted)"))
 	}
-	if slices.Contains(a.Names, exe) {
+	if a.named(exe) {
 		return true
 	}
-	if comm, err := readCapped(dir+"/comm", 64); err == nil && slices.Contains(a.Names, string(bytes.TrimSpace(comm))) {
+	if comm, err := readCapped(dir+"/comm", 64); err == nil && a.named(string(bytes.TrimSpace(comm))) {
 		return true
 	}
 	if !slices.Contains(a.Runtimes, exe) {
@@ -58,6 +60,17 @@ func (a Agent) Match(root string, pid int) bool {
 		return false
 	}
 	return a.matchScript(cmdline)
+}
+
+// named reports whether an executable or command name is one of Names, or
+// one of them followed by "-" and more.
+func (a Agent) named(name string) bool {
+	for _, n := range a.Names {
+		if name == n || strings.HasPrefix(name, n+"-") {
+			return true
+		}
+	}
+	return false
 }
 
 // matchScript reports whether a runtime's command line (NUL-separated, as

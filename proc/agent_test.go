@@ -107,6 +107,8 @@ func TestAgentMatch(t *testing.T) {
 		{"tail", codex, "/usr/bin/tail", "tail", []string{"tail", "-f", "/home/u/.codex/sessions/rollout.jsonl"}, false},
 		{"less", codex, "/usr/bin/less", "less", []string{"less", "rollout.jsonl"}, false},
 		{"a binary named codex-like", codex, "/usr/bin/codexfoo", "codexfoo", []string{"codexfoo"}, false},
+		{"codex release binary", codex, "/opt/codex-x86_64-unknown-linux-musl", "codex-x86_64-un", []string{"codex-x86_64-unknown-linux-musl"}, true},
+		{"codex release binary, comm only", codex, "/opt/renamed", "codex-x86_64-un", []string{"renamed"}, true},
 		{"claude native", claude, "/home/u/.local/share/claude/versions/2.1.3", "claude", []string{"claude"}, true},
 		{"claude on node", claude, "/usr/bin/node", "node", []string{"node", "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js"}, true},
 		{"vim", claude, "/usr/bin/vim", "vim", []string{"vim", "x.jsonl"}, false},

@@ -57,8 +57,9 @@ const (
 
 // Agent is how a Codex process is told from other processes holding a
 // rollout open: only a process writing the rollout (open for writing) whose
-// executable or command name is "codex", or a Node or Bun process running
-// Codex's script (…/codex/…, codex.js), is the session's process.
+// executable or command name is "codex" (or a release binary
+// "codex-<target>"), or a Node or Bun process running Codex's script
+// (…/codex/…, codex.js), is the session's process.
 // Readers (tail -f, less, cp, an editor) and other writers are never bound.
 var Agent = proc.Agent{Names: []string{"codex"}, Runtimes: []string{"node", "bun"}}
 
