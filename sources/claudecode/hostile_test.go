@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -186,5 +188,45 @@ func TestHostileHome(t *testing.T) {
 		}
 	case <-time.After(hostileStop):
 		t.Fatalf("Run did not return within %v of cancel", hostileStop)
+	}
+}
+
+// TestRegistryNamesAnotherProgram: a registry file naming a live process
+// that is not Claude Code (planted, or left behind with its pid reused)
+// binds nothing: the session is not shown under that pid, and the file
+// is counted as invalid.
+func TestRegistryNamesAnotherProgram(t *testing.T) {
+	dir := t.TempDir()
+	other := proctest.Start(t, exec.Command(proctest.Named(t, "vim"), "600"))
+	const sid = "7c7c7c7c-0000-4000-8000-000000000003"
+	for name, data := range map[string]string{
+		filepath.Join("sessions", fmt.Sprintf("%d.json", other.Process.Pid)): fmt.Sprintf(`{"pid":%d,"sessionId":%q,"status":"busy"}`, other.Process.Pid, sid),
+		filepath.Join("projects", "-work-proj", sid+".jsonl"): rec(sid, 1, "user",
+			fmt.Sprintf(`"timestamp":%q,"message":{"role":"user","content":"hello"}`, time.Now().UTC().Format(time.RFC3339Nano))) + "\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := sourcestest.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- New(Options{ConfigDir: dir}).Run(ctx, hub.Start{Enabled: []string{Harness}, Publisher: h})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	h.WaitFor(t, "the registry file counted as invalid", func(h *sourcestest.Hub) bool {
+		for _, d := range h.Diagnostics() {
+			if d.Code == codeInvalidRegistry {
+				return true
+			}
+		}
+		return false
+	})
+	if s, ok := h.Snapshot(sid); !ok || s.PID == other.Process.Pid || s.Status != agentbridge.StatusExited {
+		t.Errorf("session %+v (found %v): want it exited, not bound to the other program", s, ok)
 	}
 }
