@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,47 +22,70 @@ import (
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
-// Bounds of TestHostileHome: what every attack in place at once may cost.
+// Bounds of TestHostileHome: what the attacks in place may cost.
 const (
 	hostileHeap = 32 << 20 // heap growth
 	hostileRSS  = 64 << 20 // VmRSS growth
 	hostileStop = 2 * time.Second
 )
 
-// plantAttacks puts, under the registry directory and a session's
-// subagents directory, every hostile side file a writer of ~/.claude can
-// make: a link to /dev/zero, a FIFO and a sparse 4 GiB file as registry
-// files, and a link to /dev/zero and a FIFO as subagent sidecars (with
-// their transcripts). n makes the names unique.
-func plantAttacks(t *testing.T, dir, sid string, n int) {
+// attack plants one hostile side file, made unique by n, in a home whose
+// live session is sid: the kind of file a writer of ~/.claude can make.
+type attack struct {
+	name  string
+	code  string // the diagnostic it gives
+	plant func(t *testing.T, dir, sid string, n int)
+}
+
+func must(t *testing.T, err error) {
 	t.Helper()
-	reg := filepath.Join(dir, "sessions")
-	sub := filepath.Join(dir, "projects", "-work-proj", sid, "subagents")
-	if err := os.MkdirAll(sub, 0o755); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
-	must := func(err error) {
+}
+
+// registryAttack plants sessions/<pid>.json with make.
+func registryAttack(name, code string, make func(p string) error) attack {
+	return attack{name, code, func(t *testing.T, dir, _ string, n int) {
 		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, make(filepath.Join(dir, "sessions", strconv.Itoa(4000000+n)+".json")))
+	}}
+}
+
+// sidecarAttack plants a subagent transcript of sid whose .meta.json is
+// made by make.
+func sidecarAttack(name, code string, make func(p string) error) attack {
+	return attack{name, code, func(t *testing.T, dir, sid string, n int) {
+		t.Helper()
+		sub := filepath.Join(dir, "projects", "-work-proj", sid, "subagents")
+		must(t, os.MkdirAll(sub, 0o755))
+		agent := fmt.Sprintf("agent-h%d", n)
+		must(t, make(filepath.Join(sub, agent+metaSuffix)))
+		must(t, os.WriteFile(filepath.Join(sub, agent+".jsonl"),
+			[]byte(rec(sid, 10+n, "user", `"isSidechain":true,"agentId":"h","message":{"role":"user","content":"sub"}`)+"\n"), 0o644))
+	}}
+}
+
+func linkToZero(p string) error { return os.Symlink("/dev/zero", p) }
+func fifo(p string) error       { return syscall.Mkfifo(p, 0o644) }
+func sparse4G(p string) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
 	}
-	pid := func(k int) string { return filepath.Join(reg, strconv.Itoa(4000000+10*n+k)+".json") }
-	must(os.Symlink("/dev/zero", pid(1)))
-	must(syscall.Mkfifo(pid(2), 0o644))
-	f, err := os.Create(pid(3))
-	must(err)
-	must(f.Truncate(4 << 30))
-	must(f.Close())
-	for k, plant := range []func(string) error{
-		func(p string) error { return os.Symlink("/dev/zero", p) },
-		func(p string) error { return syscall.Mkfifo(p, 0o644) },
-	} {
-		agent := fmt.Sprintf("agent-h%d%d", n, k)
-		must(plant(filepath.Join(sub, agent+".meta.json")))
-		must(os.WriteFile(filepath.Join(sub, agent+".jsonl"),
-			[]byte(rec(sid, 10+k, "user", `"isSidechain":true,"agentId":"h","message":{"role":"user","content":"sub"}`)+"\n"), 0o644))
+	if err := f.Truncate(4 << 30); err != nil {
+		f.Close()
+		return err
 	}
+	return f.Close()
+}
+
+var attacks = []attack{
+	registryAttack("registry file linked to /dev/zero", sources.CodeSideNotRegular, linkToZero),
+	registryAttack("registry file as a FIFO", sources.CodeSideNotRegular, fifo),
+	registryAttack("sparse 4 GiB registry file", sources.CodeSideTooLarge, sparse4G),
+	sidecarAttack("subagent sidecar linked to /dev/zero", sources.CodeSideNotRegular, linkToZero),
+	sidecarAttack("subagent sidecar as a FIFO", sources.CodeSideNotRegular, fifo),
 }
 
 func vmRSS(t *testing.T) int64 {
@@ -87,12 +111,25 @@ func heap() uint64 {
 	return m.HeapAlloc
 }
 
-// TestHostileHome: with every hostile side file in place at start, and as
-// many planted again while the source runs, the source reads none of them
-// (a typed diagnostic, no path), keeps reporting and binding sessions —
-// registry changes after a FIFO registry file are still seen — stays
-// within a few MiB of memory, and stops at once.
+// TestHostileHome: with each hostile side file (and then all of them at
+// once) in place at start, and planted again while the source runs, the
+// source reads none of them (a typed diagnostic, no path), keeps reporting
+// and binding sessions — registry changes after a FIFO registry file are
+// still seen — stays within a few MiB of memory, and stops at once.
 func TestHostileHome(t *testing.T) {
+	for _, a := range attacks {
+		t.Run(a.name, func(t *testing.T) { hostileHome(t, []attack{a}) })
+	}
+	t.Run("all at once", func(t *testing.T) { hostileHome(t, attacks) })
+}
+
+func hostileHome(t *testing.T, planted []attack) {
+	plant := func(dir, sid string, n int) {
+		t.Helper()
+		for k, a := range planted {
+			a.plant(t, dir, sid, 10*n+k)
+		}
+	}
 	dir := t.TempDir()
 	const sid = "7c7c7c7c-0000-4000-8000-000000000001"
 	const sid2 = "7c7c7c7c-0000-4000-8000-000000000002"
@@ -104,10 +141,9 @@ func TestHostileHome(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "sessions"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	plantAttacks(t, dir, sid, 0)
+	must(t, os.MkdirAll(filepath.Join(dir, "sessions"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(dir, "projects", "-work-proj"), 0o755))
+	plant(dir, sid, 0)
 	p1 := helper(t)
 	regFile(p1.Process.Pid, sid)
 	if err := os.WriteFile(tr(sid), []byte(prompt(sid, 1, "p", "hello")+"\n"), 0o644); err != nil {
@@ -137,7 +173,7 @@ func TestHostileHome(t *testing.T) {
 	h.WaitFor(t, "the live session bound at start", bound(sid, p1.Process.Pid))
 
 	// As many again while it runs, then a new process and session: seen.
-	plantAttacks(t, dir, sid, 1)
+	plant(dir, sid, 1)
 	p2 := helper(t)
 	if err := os.WriteFile(tr(sid2), []byte(prompt(sid2, 1, "p", "again")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -154,12 +190,12 @@ func TestHostileHome(t *testing.T) {
 		return ok && s.Status == agentbridge.StatusWaiting
 	})
 	h.WaitFor(t, "typed diagnostics", func(h *sourcestest.Hub) bool {
-		var regular, large bool
-		for _, d := range h.Diagnostics() {
-			regular = regular || d.Code == sources.CodeSideNotRegular
-			large = large || d.Code == sources.CodeSideTooLarge
+		for _, a := range planted {
+			if !slices.ContainsFunc(h.Diagnostics(), func(d agentbridge.Diagnostic) bool { return d.Code == a.code }) {
+				return false
+			}
 		}
-		return regular && large
+		return true
 	})
 	for _, d := range h.Diagnostics() {
 		if strings.Contains(d.Message, dir) || strings.Contains(d.Message, "/dev/zero") {
