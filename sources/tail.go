@@ -130,11 +130,10 @@ type TailConfig struct {
 // any goroutine; SetRoots only from the Run goroutine (a Handler call or a
 // posted function).
 type Tailer struct {
-	cfg   TailConfig
-	h     Handler
-	whole WholeFiles // the Handler's, or nil (watch.go)
-	log   *slog.Logger
-	wake  chan struct{} // capacity 1: "something is pending"
+	cfg  TailConfig
+	h    Handler
+	log  *slog.Logger
+	wake chan struct{} // capacity 1: "something is pending"
 
 	mu     sync.Mutex
 	posted []func()
@@ -142,18 +141,21 @@ type Tailer struct {
 	in     *inbox // the live watcher's pending events
 
 	// state owned by the Run goroutine
-	roots     []string
-	w         *fsnotify.Watcher
-	stopW     func() // ends the current watcher's drain goroutine
-	dirs      map[string]struct{}
-	files     map[string]*file
-	wholeSeen map[string]bool     // whole files delivered (watch.go)
-	waiting   map[string][]string // watched ancestor → missing roots under it
-	said      map[string]bool     // once-per-scan diagnostics already given
-	buf       []byte
-	bad       map[string]int // per-batch counts of skipped lines by code
-	now       time.Time      // time of the current scan
-	running   bool
+	roots   []string
+	w       *fsnotify.Watcher
+	stopW   func() // ends the current watcher's drain goroutine
+	dirs    map[string]struct{}
+	files   map[string]*file
+	waiting map[string][]string // watched ancestor → missing roots under it
+	said    map[string]bool     // once-per-scan diagnostics already given
+	buf     []byte
+	bad     map[string]int // per-batch counts of skipped lines by code
+	now     time.Time      // time of the current scan
+	running bool
+
+	// whole files (watch.go)
+	whole     WholeFiles      // the Handler's capability, or nil
+	wholeSeen map[string]bool // whole files delivered (Run goroutine)
 
 	wakes atomic.Uint64
 	opens atomic.Uint64
