@@ -2,7 +2,6 @@ package sources_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources/claudecode"
 	"github.com/agentbridge/agentbridge/sources/example"
+	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
@@ -39,42 +39,27 @@ func TestUnboundSessionLeavesAfterWindow(t *testing.T) {
 		hub               *sourcestest.Hub
 	}
 	srcs := []running{
-		{"claude-code", ccID, ccJournal, ccLine, claudecode.New(claudecode.Options{ConfigDir: ccHome, Window: window}), sourcestest.New()},
-		{"example", "s1", exJournal, exLine, example.New(example.Config{Home: exHome, Window: window}), sourcestest.New()},
+		{"claude-code", ccID, ccJournal, ccLine, claudecode.New(claudecode.Options{ConfigDir: ccHome, Window: window}), nil},
+		{"example", "s1", exJournal, exLine, example.New(example.Config{Home: exHome, Window: window}), nil},
 	}
-	for _, r := range srcs {
-		runSource(t, r.src, r.hub)
+	for i := range srcs {
+		srcs[i].hub = kittest.Run(t, srcs[i].src, srcs[i].src.Info().Harnesses[0].ID)
 	}
 	for _, r := range srcs {
 		r.hub.WaitFor(t, r.name+": started", func(h *sourcestest.Hub) bool { return h.Resets() > 0 })
 	}
 	for _, r := range srcs {
 		wrote := time.Now()
-		appendTo(t, r.journal, r.line(1))
+		kittest.Append(t, r.journal, r.line(1))
 		r.hub.WaitFor(t, r.name+": the session appears", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot(r.id); return ok })
 		r.hub.WaitFor(t, r.name+": the session leaves after the window", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot(r.id); return !ok })
 		if d := time.Since(wrote); d < window {
 			t.Errorf("%s: the session left %v after its last line, before the window (%v)", r.name, d, window)
 		}
-		appendTo(t, r.journal, r.line(2))
+		kittest.Append(t, r.journal, r.line(2))
 		r.hub.WaitFor(t, r.name+": back with its next line", func(h *sourcestest.Hub) bool {
 			s, ok := h.Snapshot(r.id)
 			return ok && s.Title == "hello"
 		})
-	}
-}
-
-func appendTo(t *testing.T, path, data string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(data); err != nil {
-		t.Fatal(err)
 	}
 }

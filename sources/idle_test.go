@@ -1,7 +1,6 @@
 package sources_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,28 +15,9 @@ import (
 	"github.com/agentbridge/agentbridge/sources/claudecode"
 	"github.com/agentbridge/agentbridge/sources/codex"
 	"github.com/agentbridge/agentbridge/sources/example"
+	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
-
-// runSource runs src, its first harness on, publishing to h, until the
-// test ends; it must return within 10 s of the cancel.
-func runSource(t *testing.T, src hub.Source, h *sourcestest.Hub) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx, hub.Start{Enabled: []string{src.Info().Harnesses[0].ID}, Publisher: h}) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run = %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("a source did not return after cancel")
-		}
-	})
-}
 
 // idleSleeper starts a stand-in agent process.
 func idleSleeper(t *testing.T) int {
@@ -98,12 +78,12 @@ func TestIdleBridgeDoesNothing(t *testing.T) {
 		pid  int
 	}
 	srcs := []running{
-		{"example", example.New(example.Config{Home: exHome}), sourcestest.New(), "s1", exPID},
-		{"claude-code", claudecode.New(claudecode.Options{ConfigDir: ccDir}), sourcestest.New(), ccID, ccPID},
-		{"codex", codex.New(codex.Options{Home: cxHome}), sourcestest.New(), cxID, cxPID},
+		{"example", example.New(example.Config{Home: exHome}), nil, "s1", exPID},
+		{"claude-code", claudecode.New(claudecode.Options{ConfigDir: ccDir}), nil, ccID, ccPID},
+		{"codex", codex.New(codex.Options{Home: cxHome}), nil, cxID, cxPID},
 	}
-	for _, r := range srcs {
-		runSource(t, r.src, r.hub)
+	for i := range srcs {
+		srcs[i].hub = kittest.Run(t, srcs[i].src, srcs[i].src.Info().Harnesses[0].ID)
 	}
 	for _, r := range srcs {
 		r.hub.WaitFor(t, r.name+": the session bound to its live process", func(h *sourcestest.Hub) bool {
