@@ -21,6 +21,8 @@ import (
 //     process.title) is one of Names, or one of Names followed by "-" and
 //     more (a release binary such as "codex-x86_64-unknown-linux-musl",
 //     whose command name the kernel cuts to 15 bytes); or
+//   - its executable lies in a directory named one of Packages (a native
+//     build kept per version, e.g. …/claude/versions/2.1.3); or
 //   - its executable's base name is one of Runtimes (e.g. "node", "bun")
 //     and its script (the first argument after the runtime's options) has
 //     a Name as its base name, extension aside ("codex.js"), or one of
@@ -42,11 +44,12 @@ func (a Agent) Match(root string, pid int) bool {
 		return true
 	}
 	dir := filepath.Join(root, strconv.Itoa(pid))
-	exe := ""
+	exe, exeDir := "", ""
 	if t, err := os.Readlink(dir + "/exe"); err == nil {
-		exe = filepath.Base(strings.TrimSuffix(t, " (deleted)"))
+		t = strings.TrimSuffix(t, " (deleted)")
+		exe, exeDir = filepath.Base(t), filepath.Dir(t)
 	}
-	if a.named(exe) {
+	if a.named(exe) || a.inPackage(exeDir) {
 		return true
 	}
 	if comm, err := readCapped(dir+"/comm", 64); err == nil && a.named(string(bytes.TrimSpace(comm))) {
@@ -97,8 +100,15 @@ func (a Agent) matchScript(cmdline []byte) bool {
 	if slices.Contains(a.Names, base) {
 		return true
 	}
-	for _, dir := range strings.Split(filepath.ToSlash(filepath.Dir(script)), "/") {
-		if slices.Contains(a.Packages, dir) || slices.Contains(a.Names, dir) {
+	return a.inPackage(filepath.Dir(script)) || slices.ContainsFunc(strings.Split(filepath.ToSlash(filepath.Dir(script)), "/"), func(d string) bool {
+		return slices.Contains(a.Names, d)
+	})
+}
+
+// inPackage reports whether a directory on path is one of Packages.
+func (a Agent) inPackage(path string) bool {
+	for _, d := range strings.Split(filepath.ToSlash(path), "/") {
+		if d != "" && slices.Contains(a.Packages, d) {
 			return true
 		}
 	}

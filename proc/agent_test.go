@@ -89,7 +89,7 @@ func fakeProc(t *testing.T, root string, pid int, exe, comm string, args ...stri
 }
 
 func TestAgentMatch(t *testing.T) {
-	claude := proc.Agent{Names: []string{"claude"}, Runtimes: []string{"node", "bun"}, Packages: []string{"claude-code"}}
+	claude := proc.Agent{Names: []string{"claude"}, Runtimes: []string{"node", "bun"}, Packages: []string{"claude-code", "claude"}} // as claudecode.Agent
 	root := t.TempDir()
 	tests := []struct {
 		name  string
@@ -110,6 +110,7 @@ func TestAgentMatch(t *testing.T) {
 		{"codex release binary", codex, "/opt/codex-x86_64-unknown-linux-musl", "codex-x86_64-un", []string{"codex-x86_64-unknown-linux-musl"}, true},
 		{"codex release binary, comm only", codex, "/opt/renamed", "codex-x86_64-un", []string{"renamed"}, true},
 		{"claude native", claude, "/home/u/.local/share/claude/versions/2.1.3", "claude", []string{"claude"}, true},
+		{"claude native, started by its version's path", claude, "/home/u/.local/share/claude/versions/2.1.3", "2.1.3", []string{"/home/u/.local/share/claude/versions/2.1.3"}, true},
 		{"claude on node", claude, "/usr/bin/node", "node", []string{"node", "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js"}, true},
 		{"vim", claude, "/usr/bin/vim", "vim", []string{"vim", "x.jsonl"}, false},
 		{"unknown agent: anything", proc.Agent{}, "/usr/bin/tail", "tail", []string{"tail"}, true},
