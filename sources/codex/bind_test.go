@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -35,7 +36,7 @@ func TestReaderIsNotTheAgent(t *testing.T) {
 			if atScan {
 				r.add(meta...)
 			}
-			st, _ := serveSource(t, Options{Home: home})
+			st := startStream(t, New(Options{Home: home, Logger: slog.New(slog.DiscardHandler)}))
 			if !atScan {
 				st.waitFor(t, "start-up", func(map[string]agentbridge.Snapshot) bool { return true })
 				r.add(meta...)
@@ -48,16 +49,14 @@ func TestReaderIsNotTheAgent(t *testing.T) {
 				_ = c.Process.Kill()
 				_ = c.Wait()
 			}
-			// The readers' exit is nothing to the session: a line after it
-			// still finds it running under the writer.
-			r.add(`"type":"event_msg","payload":{"type":"agent_message","message":"still here"}`)
+			// The readers' exit is nothing to the session: the turn's end,
+			// written after it, finds it done under the writer, not exited.
 			time.Sleep(100 * time.Millisecond)
-			st.mu.Lock()
-			s := st.sessions[id].Snapshot()
-			st.mu.Unlock()
-			if s.Status != agentbridge.StatusRunning || s.PID != writer.Process.Pid {
-				t.Fatalf("after the readers exited: status %s pid %d, want running under %d", s.Status, s.PID, writer.Process.Pid)
-			}
+			r.add(`"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"ok"}`)
+			st.waitFor(t, "the turn's end after the readers' exit", func(m map[string]agentbridge.Snapshot) bool {
+				s := m[id]
+				return s.Status == agentbridge.StatusDone && s.PID == writer.Process.Pid
+			})
 			_ = writer.Process.Kill()
 			_ = writer.Wait()
 			st.waitFor(t, "the writer's exit", func(m map[string]agentbridge.Snapshot) bool {
