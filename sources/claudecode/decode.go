@@ -76,6 +76,8 @@ type reader interface {
 	// object reads one JSON object, calling field for each name with the
 	// reader positioned before its value; field must consume the value.
 	object(field func(name []byte) error) error
+	// objectRaw is object, returning the object as a slice of the line.
+	objectRaw(field func(name []byte) error) ([]byte, error)
 	// array reads one JSON array, calling elem before each element; elem
 	// must consume it.
 	array(elem func() error) error
@@ -160,7 +162,11 @@ func topField(rd reader, name []byte, r *record) (err error) {
 	case "toolUseResult":
 		r.ToolUseResult, err = rd.raw()
 	case "attachment":
-		r.Attachment, err = rd.raw()
+		if rd.peek() != '{' {
+			r.Attachment, err = rd.raw()
+			return err
+		}
+		r.Attachment, err = rd.objectRaw(func(n []byte) error { return attachmentField(rd, n, r) })
 	case "origin":
 		var v []byte
 		v, err = rd.raw()
@@ -179,6 +185,23 @@ func topField(rd reader, name []byte, r *record) (err error) {
 		err = rd.object(func(n []byte) error { return messageField(rd, n, &r.msg) })
 	default:
 		err = rd.skip()
+	}
+	return err
+}
+
+// attachmentField notes whether the attachment may be a queued command:
+// whether a name that encoding/json would match to its "type" (any case;
+// an escaped name is not looked into) has the string "queued_command".
+// Only such an attachment is looked at further (see Mapper.record), so
+// that a long hook output is not searched for a task notification.
+func attachmentField(rd reader, name []byte, r *record) error {
+	escaped := bytes.IndexByte(name, '\\') >= 0
+	if !escaped && !bytes.EqualFold(name, []byte("type")) {
+		return rd.skip()
+	}
+	v, err := rd.raw()
+	if err == nil && (escaped || (len(v) > 0 && v[0] == '"' && unquote(v) == "queued_command")) {
+		r.attQueued = true
 	}
 	return err
 }
@@ -247,23 +270,29 @@ type jsonReader struct {
 func (j jsonReader) fail() error { return errSyntax{j.dec.InputOffset()} }
 
 func (j jsonReader) object(field func(name []byte) error) error {
+	_, err := j.objectRaw(field)
+	return err
+}
+
+func (j jsonReader) objectRaw(field func(name []byte) error) ([]byte, error) {
 	tok, err := j.dec.ReadToken()
 	if err != nil || tok.Kind() != '{' {
-		return j.fail()
+		return nil, j.fail()
 	}
+	start := j.dec.InputOffset() - 1
 	for j.dec.PeekKind() != '}' {
 		name, err := j.dec.ReadValue()
 		if err != nil || len(name) < 2 || name[0] != '"' {
-			return j.fail()
+			return nil, j.fail()
 		}
 		if err := field(name[1 : len(name)-1]); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if _, err := j.dec.ReadToken(); err != nil {
-		return j.fail()
+		return nil, j.fail()
 	}
-	return nil
+	return j.src[start:j.dec.InputOffset()], nil
 }
 
 func (j jsonReader) array(elem func() error) error {
@@ -385,6 +414,15 @@ func (s *scanner) object(field func(name []byte) error) error {
 	}
 	s.depth--
 	return nil
+}
+
+func (s *scanner) objectRaw(field func(name []byte) error) ([]byte, error) {
+	s.ws()
+	start := s.i
+	if err := s.object(field); err != nil {
+		return nil, err
+	}
+	return s.b[start:s.i], nil
 }
 
 func (s *scanner) array(elem func() error) error {

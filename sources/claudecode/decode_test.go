@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -70,6 +71,43 @@ func TestScannerString(t *testing.T) {
 		got, ok := s.string()
 		if string(got) != tc.want || ok != (tc.want != "") {
 			t.Errorf("string(%q) = %q, %v; want %q", tc.in, got, ok, tc.want)
+		}
+	}
+}
+
+// TestAttachmentQueuedCommand checks that the quick look at an
+// attachment's type finds a queued command however encoding/json would
+// have matched its "type" (any case, an escaped name, a duplicate name).
+func TestAttachmentQueuedCommand(t *testing.T) {
+	const start = `{"type":"assistant","timestamp":"2026-01-01T00:00:00Z","message":{"content":[{"type":"tool_use","id":"toolu_1","name":"Agent","input":{"description":"d"}}]}}`
+	const result = `{"type":"user","timestamp":"2026-01-01T00:00:01Z","toolUseResult":{"status":"async_launched","agentId":"a1"},"message":{"content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"x"}]}}`
+	const note = `"prompt":"<task-notification><tool-use-id>toolu_1</tool-use-id><status>completed</status></task-notification>"`
+	finished := func(att string) bool {
+		m := NewMapper("s", MapperOptions{})
+		for _, l := range []string{start, result, `{"type":"attachment","timestamp":"2026-01-01T00:00:02Z","attachment":` + att + `}`} {
+			evs, err := m.Line([]byte(l))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range evs {
+				if e.Kind == agentbridge.KindSubagentDone {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for att, want := range map[string]bool{
+		`{"type":"queued_command",` + note + `}`:                    true,
+		`{"TYPE":"queued_command",` + note + `}`:                    true,
+		`{"\u0074ype":"queued_command",` + note + `}`:               true,
+		`{"type":"other","type":"queued_command",` + note + `}`:     true,
+		`{"type":"queued_command","type":null,` + note + `}`:        true,
+		`{"type":"hook_success",` + note + `}`:                      false,
+		`{"type":"queued_command","prompt":"no notification here"}`: false,
+	} {
+		if got := finished(att); got != want {
+			t.Errorf("attachment %s: subagent finished %v, want %v", att, got, want)
 		}
 	}
 }

@@ -66,6 +66,8 @@ type Mapper struct {
 	reg     RegistryState // last registry state applied
 	regWait string        // open registry wait id
 
+	rawCwd, cleanCwd string // the last record's cwd, and it cleaned
+
 	out []agentbridge.Event
 	dec decoder
 	rec record
@@ -187,7 +189,10 @@ func (m *Mapper) record(r *record) {
 	if at > m.lastAt {
 		m.lastAt = at
 	}
-	if c := validate.CleanCwd(r.Cwd); c != "" && !r.IsSidechain {
+	if r.Cwd != m.rawCwd { // every record names it: clean it once
+		m.rawCwd, m.cleanCwd = r.Cwd, validate.CleanCwd(r.Cwd)
+	}
+	if c := m.cleanCwd; c != "" && !r.IsSidechain {
 		if m.cwd == "" || !m.started {
 			m.cwd = c
 		}
@@ -218,7 +223,7 @@ func (m *Mapper) record(r *record) {
 		if m.cwd != "" {
 			m.ensureStarted()
 		}
-		if !r.IsSidechain && bytes.Contains(r.Attachment, []byte("task-notification")) {
+		if !r.IsSidechain && r.attQueued && bytes.Contains(r.Attachment, []byte("task-notification")) {
 			var a attachment
 			if json.Unmarshal(r.Attachment, &a) == nil && a.Type == "queued_command" {
 				m.taskNotification(a.Prompt, at)

@@ -28,6 +28,7 @@ type record struct {
 	}
 	ToolUseResult json.RawMessage
 	Attachment    json.RawMessage
+	attQueued     bool // the attachment may be a queued command (see attachmentField)
 
 	// metadata records
 	CustomTitle string
