@@ -39,7 +39,7 @@ func TestUnboundSessionLeavesAfterWindow(t *testing.T) {
 		hub               *sourcestest.Hub
 	}
 	srcs := []running{
-		{"claude-code", ccID, ccJournal, ccLine, claudecode.New(claudecode.Options{ConfigDir: ccHome, Window: window}), nil},
+		{"claude-code", ccID, ccJournal, ccLine, claudecode.New(claudecode.Options{Home: ccHome, Window: window}), nil},
 		{"example", "s1", exJournal, exLine, example.New(example.Config{Home: exHome, Window: window}), nil},
 	}
 	for i := range srcs {
