@@ -1,13 +1,17 @@
 package api
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"io/fs"
 	"mime"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -165,6 +169,27 @@ func (s *Server) validToken(t string) bool {
 	return t != "" && subtle.ConstantTimeCompare([]byte(t), []byte(s.Token)) == 1
 }
 
+// cookieLabel is what the dashboard's session credential is derived with.
+const cookieLabel = "agentbridge dashboard session v1"
+
+// SessionCookie returns the value of the dashboard's cookie for token:
+// HMAC-SHA256 of a fixed label keyed with the token, base64url. It is not
+// the token (a cookie that leaks, e.g. to another service on the same host,
+// whose ports browsers do not tell apart, does not give the token away and
+// does not work as a bearer token), it survives restarts as the token does,
+// and rotating the token revokes every cookie at once.
+func SessionCookie(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte(cookieLabel))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// validCookie compares a presented cookie with the session credential in
+// constant time.
+func (s *Server) validCookie(c string) bool {
+	return c != "" && s.cookie != "" && subtle.ConstantTimeCompare([]byte(c), []byte(s.cookie)) == 1
+}
+
 // authenticate requires the token as "Authorization: Bearer" or the
 // dashboard's cookie. With no Token configured it lets everything pass.
 func (s *Server) authenticate(next http.Handler) http.Handler {
@@ -173,22 +198,23 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		presented := ""
 		if a := r.Header.Get("Authorization"); a != "" {
 			scheme, t, _ := strings.Cut(a, " ")
 			if !strings.EqualFold(scheme, "Bearer") {
 				s.unauthorized(w, "use Authorization: Bearer with the bridge's token")
 				return
 			}
-			presented = strings.TrimSpace(t)
+			if !s.validToken(strings.TrimSpace(t)) {
+				s.unauthorized(w, "the token is not this bridge's token")
+				return
+			}
 		} else if c, err := r.Cookie(CookieName(s.port)); err == nil {
-			presented = c.Value
+			if !s.validCookie(c.Value) {
+				s.unauthorized(w, "the dashboard's cookie is not valid for this bridge (was the token rotated?); open the dashboard URL again")
+				return
+			}
 		} else {
-			s.unauthorized(w, "this route needs the bridge's token (Authorization: Bearer, or open the dashboard URL the bridge printed)")
-			return
-		}
-		if !s.validToken(presented) {
-			s.unauthorized(w, "the token is not this bridge's token")
+			s.unauthorized(w, "this route needs the bridge's token (Authorization: Bearer, or open the dashboard URL: agentbridge open)")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -246,9 +272,22 @@ func tooLarge() *Error {
 	return errorf(http.StatusRequestEntityTooLarge, "body-too-large", "the body is over the 1 MiB limit")
 }
 
+// ownPath returns p as a redirect target that stays on the bridge's own
+// origin: cleaned, so that "//evil.example/" (which browsers read as
+// another host) becomes "/evil.example", and "/" for anything with a
+// backslash (which browsers read as a slash) or a control character.
+func ownPath(p string) string {
+	p = path.Clean("/" + p)
+	if strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\x00\r\n\t") {
+		return "/"
+	}
+	return p
+}
+
 // handleDashboard serves the dashboard's files. GET with ?token= trades a
-// valid token for the session cookie (HttpOnly, SameSite=Strict, Path=/)
-// and redirects (303) to the same URL without the token.
+// valid token for the session cookie (SessionCookie: HttpOnly,
+// SameSite=Strict, Path=/) and redirects (303) to the same path on the
+// bridge's own origin (ownPath) without the token.
 func (s *Server) handleDashboard(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if q.Has("token") {
@@ -258,12 +297,12 @@ func (s *Server) handleDashboard(w http.ResponseWriter, r *http.Request) {
 		}
 		if s.Token != "" {
 			http.SetCookie(w, &http.Cookie{
-				Name: CookieName(s.port), Value: s.Token, Path: "/",
+				Name: CookieName(s.port), Value: s.cookie, Path: "/",
 				MaxAge: int(cookieMaxAge / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode,
 			})
 		}
 		q.Del("token")
-		u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+		u := url.URL{Path: ownPath(r.URL.Path), RawQuery: q.Encode()}
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		http.Redirect(w, r, u.String(), http.StatusSeeOther)

@@ -109,6 +109,7 @@ type Server struct {
 	Logger *slog.Logger
 
 	port     string
+	cookie   string // SessionCookie(Token); empty without a token
 	loopback bool
 	router   chi.Router
 }
@@ -138,6 +139,9 @@ func (s *Server) Handler() http.Handler {
 		panic("api: Server.Addr needs the real port, not " + strconv.Quote(port))
 	}
 	s.port = port
+	if s.Token != "" {
+		s.cookie = SessionCookie(s.Token)
+	}
 	s.loopback = isLoopbackName(host)
 
 	r := chi.NewRouter()
