@@ -1089,7 +1089,7 @@ func TestTamperedRevisionMark(t *testing.T) {
 			}
 		})
 	}
-	far := newHub(t, Options{Now: func() time.Time { return time.UnixMicro(1<<62) }})
+	far := newHub(t, Options{Now: func() time.Time { return time.UnixMicro(1 << 62) }})
 	if r := far.Revision(); r > MaxStartRevision {
 		t.Errorf("a clock in the far future starts revisions at %d, above the ceiling %d", r, MaxStartRevision)
 	}
