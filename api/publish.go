@@ -23,38 +23,58 @@ var opFields = map[hub.OpKind]struct{ allowed, required []string }{
 
 // DecodeOps decodes the body of POST /v1/sources/{source}/publish: one op
 // object, or an array of them. It reports every issue, with paths from the
-// body's root ("$.session.id" for one op, "$[2].session.id" in an array);
-// the ops are only meaningful when there is none. single says the body was
+// body's root ("$.session.id" for one op, "$[2].session.id" in an array),
+// at most validate.MaxIssues of them; ops are the operations before the
+// first one with issues (all of them when there is none). single says the body was
 // one object. Harness switches are not checked here (the hub knows them).
 func DecodeOps(body []byte) (ops []hub.Op, single bool, issues []validate.Issue) {
-	ops, single, issues, _ = decodeOps(body, nil)
-	return ops, single, issues
+	ops, single, c, _ := decodeOps(body, nil)
+	return ops, single, c.Issues
 }
 
 // decodeOps is DecodeOps that also checks the harness of every snapshot
-// against hs (nil: no check) and says which ops had issues.
-func decodeOps(body []byte, hs validate.Harnesses) (ops []hub.Op, single bool, issues []validate.Issue, bad []bool) {
+// against hs (nil: no check). ops are the operations before the first one
+// with issues (clean of them; all of them when there is none). It keeps the
+// first validate.MaxIssues issues and counts the others, so that an array
+// of a million bad operations costs a hundred issues of memory.
+func decodeOps(body []byte, hs validate.Harnesses) (ops []hub.Op, single bool, issues validate.Counter, clean int) {
 	body = bytes.TrimSpace(body)
+	clean = -1
 	switch {
 	case len(body) > 0 && body[0] == '{':
 		op, is := decodeOp(body, "$", hs)
-		return []hub.Op{op}, true, is, []bool{len(is) > 0}
+		issues.Add(is...)
+		if len(is) > 0 {
+			return nil, true, issues, 0
+		}
+		return []hub.Op{op}, true, issues, 1
 	case len(body) > 0 && body[0] == '[':
 		var elems []json.RawMessage
 		if err := json.Unmarshal(body, &elems); err != nil {
-			return nil, false, []validate.Issue{{Path: "$", Code: validate.InvalidType, Message: "malformed JSON"}}, nil
+			issues.Add(validate.Issue{Path: "$", Code: validate.InvalidType, Message: "malformed JSON"})
+			return nil, false, issues, 0
 		}
-		ops = make([]hub.Op, len(elems))
-		bad = make([]bool, len(elems))
+		// Ops are kept up to the first one with issues: after it they are
+		// never applied nor checked, and a 1 MiB array may hold half a
+		// million elements (hub.Op is over 500 bytes).
 		for i, el := range elems {
-			var is []validate.Issue
-			ops[i], is = decodeOp(el, "$["+strconv.Itoa(i)+"]", hs)
-			issues = append(issues, is...)
-			bad[i] = len(is) > 0
+			op, is := decodeOp(el, "$["+strconv.Itoa(i)+"]", hs)
+			elems[i] = nil // drop each element's copy once decoded
+			issues.Add(is...)
+			if len(is) > 0 && clean < 0 {
+				clean = i
+			}
+			if clean < 0 {
+				ops = append(ops, op)
+			}
 		}
-		return ops, false, issues, bad
+		if clean < 0 {
+			clean = len(ops)
+		}
+		return ops, false, issues, clean
 	}
-	return nil, false, []validate.Issue{{Path: "$", Code: validate.InvalidType, Message: "must be an operation object or an array of them"}}, nil
+	issues.Add(validate.Issue{Path: "$", Code: validate.InvalidType, Message: "must be an operation object or an array of them"})
+	return nil, false, issues, 0
 }
 
 type member struct {

@@ -58,10 +58,18 @@ func DecodeReset(raw json.RawMessage, enabled Harnesses) ([]agentbridge.Snapshot
 	if n.kind != kindArray {
 		return nil, append(is, typeIssue(p, "an array of session snapshots", n))
 	}
-	sessions := make([]agentbridge.Snapshot, len(n.elems))
-	prs := make([]*presence, len(n.elems))
-	for i := range n.elems {
-		prs[i], is = decodeSnapshot(is, index(p, i), &n.elems[i], &sessions[i])
+	elems := n.elems
+	if len(elems) > MaxResetSessions {
+		// Invalid as a whole: check the sessions up to the bound only, so
+		// that a hostile array of half a million elements costs no more
+		// than a full reset.
+		is = append(is, tooManySessions(p))
+		elems = elems[:MaxResetSessions]
+	}
+	sessions := make([]agentbridge.Snapshot, len(elems))
+	prs := make([]*presence, len(elems))
+	for i := range elems {
+		prs[i], is = decodeSnapshot(is, index(p, i), &elems[i], &sessions[i])
 	}
 	return sessions, checkReset(is, p, sessions, enabled, prs)
 }
