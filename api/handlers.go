@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -363,6 +364,9 @@ func readJSON(r *http.Request) ([]byte, error) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, tooLarge()
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, errorf(http.StatusRequestTimeout, "body-timeout", "the body did not arrive in time")
 		}
 		return nil, errorf(http.StatusBadRequest, "invalid-json", "the body could not be read")
 	}

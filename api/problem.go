@@ -66,6 +66,7 @@ var titles = map[string]string{
 	"invalid-json":           "Malformed JSON",
 	"unsupported-media-type": "Unsupported media type",
 	"body-too-large":         "Request body too large",
+	"body-timeout":           "Request body timed out",
 	"not-found":              "Not found",
 	"unknown-source":         "Unknown source",
 	"unknown-harness":        "Unknown harness",

@@ -114,6 +114,11 @@ func fieldPath(p, key string) string { return p + "." + key }
 // decodeOp decodes one operation object found at path p.
 func decodeOp(raw []byte, p string, hs validate.Harnesses) (hub.Op, []validate.Issue) {
 	var op hub.Op
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		// Not an object: said without a decoder (an array may hold half a
+		// million such elements).
+		return op, []validate.Issue{issue(p, validate.InvalidType, "must be an operation object")}
+	}
 	ms, ok := objectMembers(raw)
 	if !ok {
 		return op, []validate.Issue{issue(p, validate.InvalidType, "must be an operation object")}

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
+	"io"
 	"io/fs"
 	"mime"
 	"net"
@@ -266,6 +268,61 @@ func (s *Server) requireJSON(next http.Handler) http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// DefaultBodyTimeout is Server.BodyTimeout's default: a 1 MiB body over
+// loopback takes milliseconds.
+const DefaultBodyTimeout = 10 * time.Second
+
+// guardBody protects the server from a request that declares a body and
+// then sends it slowly or never. Reading the body has a deadline
+// (BodyTimeout, from the end of the headers; then 408). And until the body
+// is read to its end, the answer carries "Connection: close": a request
+// refused before its body is read (no token, a wrong Host or Origin, not
+// JSON) is answered at once and its connection closed, instead of the
+// server waiting to drain the body so as to keep the connection. So
+// authentication happens before any body is read, and a hundred such
+// requests do not hold a hundred descriptors.
+func (s *Server) guardBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		timeout := s.BodyTimeout
+		if timeout <= 0 {
+			timeout = DefaultBodyTimeout
+		}
+		_ = rc.SetReadDeadline(time.Now().Add(timeout)) // not every writer supports it (tests)
+		w.Header().Set("Connection", "close")
+		r.Body = &guardedBody{ReadCloser: r.Body, left: r.ContentLength, h: w.Header(), rc: rc}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// guardedBody notices when the body has been read to its end: the
+// connection may then be kept, and the read deadline is lifted (the
+// server's own background read must not time out under a slow handler).
+type guardedBody struct {
+	io.ReadCloser
+	left int64 // bytes still declared; -1: chunked
+	h    http.Header
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *guardedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.left > 0 {
+		b.left -= int64(n)
+	}
+	if !b.done && (errors.Is(err, io.EOF) || (b.left == 0 && err == nil)) {
+		b.done = true
+		b.h.Del("Connection")
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 func tooLarge() *Error {
