@@ -12,10 +12,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/sources"
 )
 
 // logBuffer is a goroutine-safe buffer for serve's output.
@@ -274,14 +277,32 @@ func TestVersionString(t *testing.T) {
 
 func TestServeBuildsTheConfiguredSources(t *testing.T) {
 	t.Parallel()
+	// Every registered source that is not optional runs by default.
+	var defaults []string
+	for _, r := range sources.Registered() {
+		if !r.Optional {
+			defaults = append(defaults, r.Info.ID)
+		}
+	}
+	with := func(ids []string, add string) []string {
+		out := append(slices.Clone(ids), add)
+		slices.Sort(out)
+		return out
+	}
+	without := func(ids []string, drop string) []string {
+		return slices.DeleteFunc(slices.Clone(ids), func(s string) bool { return s == drop })
+	}
+	if !slices.Contains(defaults, "claude-code") || !slices.Contains(defaults, "codex") || slices.Contains(defaults, "example") {
+		t.Fatalf("default sources %v", defaults)
+	}
 	tests := []struct {
 		name string
 		env  []string
 		want []string // source ids, in order
 	}{
-		{"defaults", nil, []string{"claude-code", "codex"}},
-		{"example agent home set", []string{"EXAMPLE_AGENT_HOME=@EXDIR@"}, []string{"claude-code", "codex", "example"}},
-		{"codex switched off", []string{"AGENTBRIDGE_CONFIG=CFG"}, []string{"claude-code", "test-push"}},
+		{"defaults", nil, defaults},
+		{"example agent home set", []string{"EXAMPLE_AGENT_HOME=@EXDIR@"}, with(defaults, "example")},
+		{"codex switched off", []string{"AGENTBRIDGE_CONFIG=CFG"}, append(without(defaults, "codex"), "test-push")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

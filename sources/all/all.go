@@ -8,4 +8,5 @@ import (
 	_ "github.com/agentbridge/agentbridge/sources/claudecode" // claude-code
 	_ "github.com/agentbridge/agentbridge/sources/codex"      // codex
 	_ "github.com/agentbridge/agentbridge/sources/example"    // example
+	_ "github.com/agentbridge/agentbridge/sources/gemini"     // gemini: gemini-cli, antigravity-cli
 )
