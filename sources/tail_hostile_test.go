@@ -202,6 +202,18 @@ func TestTailerSlicesLetOthersThrough(t *testing.T) {
 				once.Do(func() {
 					appendFile(t, other, "two\n")
 					tl.Post(func() { postedAt.Store(bigLines.Load()) })
+					// Wait (on the Run goroutine, inside this slice) until
+					// the watcher has queued the other file's event, so that
+					// the next slice boundary must see it however loaded
+					// the machine is.
+					for deadline := time.Now().Add(waitTimeout); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+						tl.mu.Lock()
+						_, queued := tl.in.paths[other]
+						tl.mu.Unlock()
+						if queued {
+							break
+						}
+					}
 				})
 			}
 		case other:
