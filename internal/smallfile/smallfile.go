@@ -67,11 +67,8 @@ func Read(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w", Type(fi.Mode()), ErrNotRegular)
-	}
-	if fi.Size() > limit {
-		return nil, ErrTooLarge
+	if err := fits(fi, limit); err != nil {
+		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
@@ -88,11 +85,8 @@ func ReadOpen(f *os.File, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w", Type(fi.Mode()), ErrNotRegular)
-	}
-	if fi.Size() > limit {
-		return nil, ErrTooLarge
+	if err := fits(fi, limit); err != nil {
+		return nil, err
 	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
@@ -102,6 +96,17 @@ func ReadOpen(f *os.File, limit int64) ([]byte, error) {
 		return nil, ErrTooLarge // grew since the fstat
 	}
 	return b, nil
+}
+
+// fits says whether fi is a regular file of at most limit bytes.
+func fits(fi fs.FileInfo, limit int64) error {
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: %w", Type(fi.Mode()), ErrNotRegular)
+	}
+	if fi.Size() > limit {
+		return ErrTooLarge
+	}
+	return nil
 }
 
 // Type names what kind of file mode m is, for messages: "regular file",
