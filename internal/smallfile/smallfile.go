@@ -60,9 +60,7 @@ func Code(err error) string {
 // above; like every *fs.PathError they may carry the path, so keep them
 // out of default-level logs and diagnostics (use Code).
 func Read(path string, limit int64) ([]byte, error) {
-	if limit < 0 {
-		limit = 0
-	}
+	limit = max(limit, 0)
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -81,6 +79,7 @@ func Read(path string, limit int64) ([]byte, error) {
 // ReadOpen is Read for a file already opened (with O_NONBLOCK, if it may
 // be a FIFO): fstat, regular files only, at most limit bytes.
 func ReadOpen(f *os.File, limit int64) ([]byte, error) {
+	limit = max(limit, 0)
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
