@@ -49,17 +49,22 @@ func decodeOps(body []byte, hs validate.Harnesses) (ops []hub.Op, single bool, i
 		}
 		return []hub.Op{op}, true, issues, 1
 	case len(body) > 0 && body[0] == '[':
-		var elems []json.RawMessage
-		if err := json.Unmarshal(body, &elems); err != nil {
+		// One element at a time, and ops kept only up to the first one
+		// with issues (after it they are never applied nor checked): a
+		// 1 MiB array may hold half a million elements, and hub.Op is over
+		// 500 bytes.
+		dec := json.NewDecoder(bytes.NewReader(body))
+		if _, err := dec.Token(); err != nil {
 			issues.Add(validate.Issue{Path: "$", Code: validate.InvalidType, Message: "malformed JSON"})
 			return nil, false, issues, 0
 		}
-		// Ops are kept up to the first one with issues: after it they are
-		// never applied nor checked, and a 1 MiB array may hold half a
-		// million elements (hub.Op is over 500 bytes).
-		for i, el := range elems {
+		for i := 0; dec.More(); i++ {
+			var el json.RawMessage
+			if err := dec.Decode(&el); err != nil {
+				issues.Add(validate.Issue{Path: "$", Code: validate.InvalidType, Message: "malformed JSON"})
+				return nil, false, issues, 0
+			}
 			op, is := decodeOp(el, "$["+strconv.Itoa(i)+"]", hs)
-			elems[i] = nil // drop each element's copy once decoded
 			issues.Add(is...)
 			if len(is) > 0 && clean < 0 {
 				clean = i

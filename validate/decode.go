@@ -406,6 +406,14 @@ type member struct {
 
 var errTooDeep = errors.New("too deep")
 
+// maxKeptElems bounds the elements parseJSON keeps of an array: one past
+// the longest array any document may hold (a reset's sessions), so that
+// the length rules still see "too long", while a hostile array of half a
+// million elements costs no more memory than a full reset. The elements
+// past it are parsed (the JSON must be well-formed) but not kept, nor
+// checked.
+const maxKeptElems = MaxResetSessions + 1
+
 // parseJSON reads exactly one JSON value from raw. Malformed JSON is one
 // invalid_type issue at "$".
 func parseJSON(raw []byte) (*node, []Issue) {
@@ -467,7 +475,9 @@ func parseValue(dec *json.Decoder, depth int) (node, error) {
 				if err != nil {
 					return node{}, err
 				}
-				n.elems = append(n.elems, v)
+				if len(n.elems) < maxKeptElems {
+					n.elems = append(n.elems, v)
+				}
 			}
 			_, err := dec.Token() // ']'
 			return n, err
