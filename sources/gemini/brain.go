@@ -69,7 +69,7 @@ func (b *Brain) Line(id string, line []byte) (events []agentbridge.Event, code s
 	if s.StepIndex == nil || s.Type == "" {
 		return nil, sources.CodeInvalidRecord
 	}
-	at := millis(s.CreatedAt)
+	at := sources.Millis(s.CreatedAt)
 	add := func(e agentbridge.Event) { events = append(events, e) }
 	if !b.started {
 		b.started = true

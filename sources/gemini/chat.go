@@ -3,7 +3,6 @@ package gemini
 import (
 	"hash/fnv"
 	"strings"
-	"time"
 
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -190,7 +189,7 @@ func (c *Chat) Events() []agentbridge.Event {
 }
 
 func (c *Chat) started() agentbridge.Event {
-	return agentbridge.Event{Kind: agentbridge.KindSessionStarted, OccurredAt: millis(c.meta.StartTime), Cwd: c.cwd}
+	return agentbridge.Event{Kind: agentbridge.KindSessionStarted, OccurredAt: sources.Millis(c.meta.StartTime), Cwd: c.cwd}
 }
 
 func (c *Chat) index(id string) int {
@@ -272,7 +271,7 @@ func (c *Chat) stateBefore(i int) turnState {
 // derive maps one message, given the state before it.
 func derive(r chatRecord, st turnState) chatEntry {
 	e := chatEntry{id: r.ID}
-	at := millis(r.Timestamp)
+	at := sources.Millis(r.Timestamp)
 	add := func(ev agentbridge.Event) { e.events = append(e.events, ev) }
 	switch r.Type {
 	case "user":
@@ -417,16 +416,4 @@ func fingerprint(b []byte) uint64 {
 	h := fnv.New64a()
 	h.Write(b)
 	return h.Sum64()
-}
-
-// millis parses the agents' RFC 3339 timestamps; 0 when there is none.
-func millis(ts string) int64 {
-	if ts == "" {
-		return 0
-	}
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil || t.UnixMilli() < 0 {
-		return 0
-	}
-	return t.UnixMilli()
 }

@@ -134,18 +134,19 @@ func goldenCases(t *testing.T) map[string]struct {
 		}
 		add("chats__"+strings.TrimSuffix(filepath.Base(p), ".jsonl"), HarnessGemini, data)
 	}
-	recs, _ := filepath.Glob("testdata/irrlicht/*/*/transcript.jsonl")
+	recs, _ := filepath.Glob("testdata/irrlicht/*/*/recordings/*/transcript.jsonl")
 	for _, p := range recs {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		agent := filepath.Base(filepath.Dir(filepath.Dir(p)))
+		scenario := filepath.Dir(filepath.Dir(filepath.Dir(p)))
+		agent := filepath.Base(filepath.Dir(scenario))
 		harness := HarnessGemini
 		if agent == "antigravity" {
 			harness = HarnessAntigravity
 		}
-		add(agent+"__"+filepath.Base(filepath.Dir(p)), harness, data)
+		add(agent+"__"+filepath.Base(scenario), harness, data)
 	}
 	if len(cases) < 10 {
 		t.Fatalf("only %d recorded files under testdata", len(cases))
