@@ -275,14 +275,16 @@ func (t *Tailer) Run(ctx context.Context) error {
 		t.flushBad()
 		t.h.Idle()
 		if len(t.more) > 0 {
-			// Files with more to read: look at events, posted functions
-			// and cancellation between slices, never sleep.
-			select {
-			case <-ctx.Done():
+			// Files with more to read: a slice of each, then whatever
+			// came meanwhile (events, posted functions, cancellation), in
+			// turn, never sleeping; neither starves the other.
+			if ctx.Err() != nil {
 				return nil
+			}
+			t.readMore()
+			select {
 			case <-t.wake:
 			default:
-				t.readMore()
 				continue
 			}
 		} else {
