@@ -200,23 +200,26 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		presented, fromCookie := "", false
 		if a := r.Header.Get("Authorization"); a != "" {
 			scheme, t, _ := strings.Cut(a, " ")
 			if !strings.EqualFold(scheme, "Bearer") {
 				s.unauthorized(w, "use Authorization: Bearer with the bridge's token")
 				return
 			}
-			if !s.validToken(strings.TrimSpace(t)) {
-				s.unauthorized(w, "the token is not this bridge's token")
-				return
-			}
+			presented = strings.TrimSpace(t)
 		} else if c, err := r.Cookie(CookieName(s.port)); err == nil {
-			if !s.validCookie(c.Value) {
-				s.unauthorized(w, "the dashboard's cookie is not valid for this bridge (was the token rotated?); open the dashboard URL again")
-				return
-			}
+			presented, fromCookie = c.Value, true
 		} else {
-			s.unauthorized(w, "this route needs the bridge's token (Authorization: Bearer, or open the dashboard URL: agentbridge open)")
+			s.unauthorized(w, "this route needs the bridge's token (Authorization: Bearer, or sign the dashboard in with `agentbridge open`)")
+			return
+		}
+		if fromCookie && !s.validCookie(presented) {
+			s.unauthorized(w, "the dashboard's cookie is not valid for this bridge (was the token rotated?); open the dashboard again")
+			return
+		}
+		if !fromCookie && !s.validToken(presented) {
+			s.unauthorized(w, "the token is not this bridge's token")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -329,22 +332,9 @@ func tooLarge() *Error {
 	return errorf(http.StatusRequestEntityTooLarge, "body-too-large", "the body is over the 1 MiB limit")
 }
 
-// ownPath returns p as a redirect target that stays on the bridge's own
-// origin: cleaned, so that "//evil.example/" (which browsers read as
-// another host) becomes "/evil.example", and "/" for anything with a
-// backslash (which browsers read as a slash) or a control character.
-func ownPath(p string) string {
-	p = path.Clean("/" + p)
-	if strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\x00\r\n\t") {
-		return "/"
-	}
-	return p
-}
-
 // handleDashboard serves the dashboard's files. GET with ?token= trades a
-// valid token for the session cookie (SessionCookie: HttpOnly,
-// SameSite=Strict, Path=/) and redirects (303) to the same path on the
-// bridge's own origin (ownPath) without the token.
+// valid token for the session cookie (HttpOnly, SameSite=Strict, Path=/)
+// and redirects (303) to the same URL without the token.
 func (s *Server) handleDashboard(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if q.Has("token") {
@@ -375,4 +365,16 @@ func (s *Server) handleDashboard(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	http.ServeFileFS(w, r, s.Dashboard, name)
+}
+
+// ownPath returns p as a redirect target that stays on the bridge's own
+// origin: cleaned, so that "//evil.example/" (which browsers read as
+// another host) becomes "/evil.example", and "/" for anything with a
+// backslash (which browsers read as a slash) or a control character.
+func ownPath(p string) string {
+	p = path.Clean("/" + p)
+	if strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\x00\r\n\t") {
+		return "/"
+	}
+	return p
 }
