@@ -92,6 +92,7 @@ func FuzzSplitHeld(f *testing.F) {
 		h := &pathLines{lines: map[string][]string{}}
 		tl := NewTailer(TailConfig{MaxLine: max, MaxHeld: max}, h)
 		fa, fb := &file{}, &file{}
+		tl.files = map[string]*file{"a": fa, "b": fb}
 		pieces := func(d []byte, c uint8) [][]byte {
 			k := min(int(c), len(d))
 			return [][]byte{d[:k], d[k:]}

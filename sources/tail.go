@@ -181,7 +181,7 @@ type Tailer struct {
 	running bool
 	ctx     context.Context     // Run's
 	more    map[string]struct{} // files read up to a slice, with more to read
-	held    int                 // bytes held by the files' part buffers (their capacity)
+	held    int                 // bytes held by the files' part buffers (their capacity); may count forgotten files until recount
 	slice   int64               // readSlice; smaller in tests
 	scan    bool                // inside rebuild: read every file to EOF
 
@@ -402,10 +402,10 @@ func (t *Tailer) rebuild() {
 	t.closeWatcher()
 	t.dirs = map[string]struct{}{}
 	t.files = map[string]*file{}
-	t.more = map[string]struct{}{}
-	t.held = 0
 	t.waiting = map[string][]string{}
 	t.said = map[string]bool{}
+	t.more = map[string]struct{}{}
+	t.held = 0
 	t.h.Rescan()
 	if len(t.roots) > 0 {
 		if err := t.openWatcher(); err != nil {
@@ -611,7 +611,7 @@ func (t *Tailer) handle(p string, op fsnotify.Op) bool {
 	fi, err := os.Lstat(p)
 	if err != nil {
 		if _, ok := t.files[p]; ok {
-			t.forget(p)
+			delete(t.files, p)
 			t.h.Removed(p)
 		}
 		return false
@@ -640,20 +640,11 @@ func (t *Tailer) handle(p string, op fsnotify.Op) bool {
 		t.read(p, f)
 	default:
 		if _, ok := t.files[p]; ok { // a journal replaced by something else
-			t.forget(p)
+			delete(t.files, p)
 			t.h.Removed(p)
 		}
 	}
 	return false
-}
-
-// forget drops the file at p with its held fragment.
-func (t *Tailer) forget(p string) {
-	if f := t.files[p]; f != nil {
-		t.dropPart(f)
-	}
-	delete(t.files, p)
-	delete(t.more, p)
 }
 
 // dirGone forgets a directory that vanished or was replaced, with its
@@ -682,7 +673,7 @@ func (t *Tailer) dirGone(dir string) bool {
 	}
 	sort.Strings(gone)
 	for _, p := range gone {
-		t.forget(p)
+		delete(t.files, p)
 		t.h.Removed(p)
 	}
 	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
@@ -757,7 +748,7 @@ func (t *Tailer) read(p string, f *file) {
 	fd, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_NOCTTY, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
-			t.forget(p)
+			delete(t.files, p)
 			if f.ino != 0 {
 				t.h.Removed(p)
 			}
@@ -775,7 +766,7 @@ func (t *Tailer) read(p string, f *file) {
 		return
 	}
 	if !fi.Mode().IsRegular() {
-		t.forget(p)
+		delete(t.files, p)
 		if f.ino != 0 {
 			t.h.Removed(p)
 		}
@@ -934,7 +925,12 @@ func (t *Tailer) hold(f *file, data []byte) bool {
 	}
 	room := t.cfg.MaxHeld - (t.held - cap(f.part))
 	if need > room {
-		return false
+		// Files forgotten since (removed, replaced, their directory gone)
+		// took their fragments with them: count again before refusing.
+		t.recount()
+		if room = t.cfg.MaxHeld - (t.held - cap(f.part)); need > room {
+			return false
+		}
 	}
 	c := min(max(need, 2*cap(f.part), 512), room, t.cfg.MaxLine)
 	c = max(c, need)
@@ -943,6 +939,16 @@ func (t *Tailer) hold(f *file, data []byte) bool {
 	t.held += c - cap(f.part)
 	f.part = append(part, data...)
 	return true
+}
+
+// recount sets t.held to what the followed files hold. Files are dropped
+// from t.files in many places without telling t.held (their fragments go
+// with them); hold calls this before it refuses.
+func (t *Tailer) recount() {
+	t.held = 0
+	for _, f := range t.files {
+		t.held += cap(f.part)
+	}
 }
 
 // dropPart frees the unfinished line of f.
@@ -986,14 +992,14 @@ func (t *Tailer) flushBad() {
 	for _, c := range codes {
 		n := t.bad[c]
 		switch c {
-		case CodeLineTooLong:
-			t.diag(c, fmt.Sprintf("skipped %s over %d MiB; the journal is still followed", lines(n), t.cfg.MaxLine>>20))
-		case CodeInvalidUTF8:
-			t.diag(c, fmt.Sprintf("skipped %s that %s not valid UTF-8", lines(n), are(n)))
 		case CodeHeldLimit:
 			t.diag(c, fmt.Sprintf("skipped %s whose unfinished part did not fit the %d MiB held for the unfinished lines of all journals together; the journals are still followed", lines(n), t.cfg.MaxHeld>>20))
 		case CodeJournalTooLarge:
 			t.diag(c, fmt.Sprintf("a journal grew by more than %d MiB at once, far more than any real one; it is followed from its end, and what it held is not reported", t.cfg.MaxJournal>>20))
+		case CodeLineTooLong:
+			t.diag(c, fmt.Sprintf("skipped %s over %d MiB; the journal is still followed", lines(n), t.cfg.MaxLine>>20))
+		case CodeInvalidUTF8:
+			t.diag(c, fmt.Sprintf("skipped %s that %s not valid UTF-8", lines(n), are(n)))
 		}
 	}
 	clear(t.bad)

@@ -301,3 +301,53 @@ func TestTailerChmodBack(t *testing.T) {
 	}
 	rec.waitLines(t, p, "one", "two")
 }
+
+// TestTailerHeldFreedWithFiles: the memory held for the fragments of
+// journals that are gone (removed, or their directory) is available again:
+// new fragments that fit are kept, not dropped.
+func TestTailerHeldFreedWithFiles(t *testing.T) {
+	t.Parallel()
+	const maxLine, maxHeld = 1 << 20, 2 << 20
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	frag := strings.Repeat("x", maxLine-100)
+	for _, p := range []string{filepath.Join(dir, "a.jsonl"), filepath.Join(sub, "b.jsonl")} {
+		appendFile(t, p, "first\n"+frag)
+	}
+	_, rec := startTailer(t, TailConfig{Roots: []string{dir}, MaxLine: maxLine, MaxHeld: maxHeld})
+	if err := os.Remove(filepath.Join(dir, "a.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(sub); err != nil {
+		t.Fatal(err)
+	}
+	rec.waitFor(t, "both removed", func() bool { return rec.hasCall("removed a.jsonl") && rec.hasCall("removed b.jsonl") })
+	for _, n := range []string{"c", "d"} {
+		p := filepath.Join(dir, n+".jsonl")
+		appendFile(t, p, "first\n"+frag)
+		rec.waitLines(t, p, "first")
+	}
+	for _, n := range []string{"c", "d"} {
+		appendFile(t, filepath.Join(dir, n+".jsonl"), "\nnext\n")
+	}
+	for _, n := range []string{"c", "d"} {
+		p := filepath.Join(dir, n+".jsonl")
+		rec.waitFor(t, "next in "+n, func() bool {
+			got := rec.files[p]
+			return len(got) > 0 && got[len(got)-1] == "next"
+		})
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, n := range []string{"c", "d"} {
+		if got := rec.files[filepath.Join(dir, n+".jsonl")]; len(got) != 3 || got[1] != frag {
+			t.Errorf("%s: %d lines, want first, the fragment's line whole, next", n, len(got))
+		}
+	}
+	if rec.hasDiag(CodeHeldLimit) {
+		t.Errorf("fragments were dropped although the journals holding the others are gone")
+	}
+}
