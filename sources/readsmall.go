@@ -4,8 +4,7 @@ import (
 	"github.com/agentbridge/agentbridge/internal/smallfile"
 )
 
-// Errors of ReadSmall, for callers that report them as typed diagnostics
-// (ReadSmallCode names the code).
+// Errors of ReadSmall, for callers that report them as typed diagnostics.
 var (
 	// ErrNotRegular: the path is a FIFO, socket, device or directory.
 	ErrNotRegular = smallfile.ErrNotRegular
@@ -20,12 +19,6 @@ const (
 	LimitSidecar = 64 << 10
 )
 
-// Diagnostic codes for the errors of ReadSmall.
-const (
-	CodeNotRegular = smallfile.CodeNotRegular // a side file is a FIFO, socket, device or directory: skipped
-	CodeTooLarge   = smallfile.CodeTooLarge   // a side file is over its size limit: skipped
-)
-
 // ReadSmall reads a small file that sits in an agent's home or a
 // session's directory, where anything may be: a symbolic link is followed,
 // but what it leads to is stat'ed before it is opened (a device is never
@@ -33,12 +26,8 @@ const (
 // place meanwhile cannot wedge the caller) and checked again with fstat:
 // anything but a regular file is refused with ErrNotRegular. At most limit
 // bytes are read: a larger file (a sparse 4 GiB one included) is refused
-// with ErrTooLarge without being read. Errors may carry the path (keep
-// them at debug level); report ReadSmallCode(err) instead.
+// with ErrTooLarge without being read. Errors may carry the path: keep
+// them at debug level, and report a typed diagnostic instead.
 func ReadSmall(path string, limit int64) ([]byte, error) {
 	return smallfile.Read(path, limit)
 }
-
-// ReadSmallCode names the diagnostic code of an error of ReadSmall:
-// CodeNotRegular, CodeTooLarge, else CodeReadError; "" for nil.
-func ReadSmallCode(err error) string { return smallfile.Code(err) }

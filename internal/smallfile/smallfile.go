@@ -26,28 +26,6 @@ var (
 	ErrTooLarge = errors.New("file larger than its limit")
 )
 
-// Diagnostic codes for Read's typed errors (Code).
-const (
-	CodeNotRegular = "not-regular-file" // a side file is a FIFO, socket, device or directory: skipped
-	CodeTooLarge   = "file-too-large"   // a side file is over its size limit: skipped
-	CodeReadError  = "read-error"       // a side file could not be read otherwise
-)
-
-// Code names the diagnostic code for an error of Read: CodeNotRegular,
-// CodeTooLarge, or CodeReadError for anything else; "" for nil.
-func Code(err error) string {
-	switch {
-	case err == nil:
-		return ""
-	case errors.Is(err, ErrNotRegular):
-		return CodeNotRegular
-	case errors.Is(err, ErrTooLarge):
-		return CodeTooLarge
-	default:
-		return CodeReadError
-	}
-}
-
 // Read returns the contents of the regular file at path, at most limit
 // bytes. Symbolic links are followed, at start and later alike, but never
 // into anything that is not a regular file: the target is stat'ed before it
@@ -58,7 +36,7 @@ func Code(err error) string {
 // what is read never exceeds limit+1 bytes whatever the file claims.
 // Errors wrap fs errors (fs.ErrNotExist, fs.ErrPermission) or the two
 // above; like every *fs.PathError they may carry the path, so keep them
-// out of default-level logs and diagnostics (use Code).
+// out of default-level logs and diagnostics.
 func Read(path string, limit int64) ([]byte, error) {
 	limit = max(limit, 0)
 	fi, err := os.Stat(path)
