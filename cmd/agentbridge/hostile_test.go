@@ -136,12 +136,17 @@ func TestHostileEverythingAtOnce(t *testing.T) {
 		}
 	}()
 
-	// A new session appears and is reported.
+	// A new session appears and is reported, of the example agent and of
+	// Claude Code.
 	must(t, os.WriteFile(filepath.Join(exHome, "sessions", "fresh.jsonl"), []byte(hostileJournal("fresh", repo)), 0o600))
+	const claudeSID = "7c7c7c7c-0000-4000-8000-0000000000c1"
+	ts := time.Now().UTC().Format(time.RFC3339Nano)
+	must(t, os.WriteFile(filepath.Join(home, ".claude", "projects", "-work-x", claudeSID+".jsonl"),
+		[]byte(fmt.Sprintf(`{"uuid":"u-001","sessionId":%q,"cwd":"/work/x","version":"2.1.200","timestamp":%q,"isSidechain":false,"userType":"external","type":"user","promptId":"p","message":{"role":"user","content":"hello"}}`+"\n", claudeSID, ts)), 0o600))
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		_, body := get("/v1/sessions")
-		if strings.Contains(body, `"id":"fresh"`) && strings.Contains(body, `"id":"evil"`) {
+		if strings.Contains(body, `"id":"fresh"`) && strings.Contains(body, `"id":"evil"`) && strings.Contains(body, `"id":"`+claudeSID+`"`) {
 			break
 		}
 		if time.Now().After(deadline) {
