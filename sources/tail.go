@@ -28,13 +28,17 @@ import (
 const (
 	DefaultWindow  = 2 * time.Hour // journals written longer ago are only stat'ed at a scan
 	DefaultMaxLine = 8 << 20       // longer lines are skipped with CodeLineTooLong
+	readChunk      = 256 << 10     // one read(2); lines are delivered from it without copying
+)
+
+// Bounds against hostile journals (TailConfig.MaxHeld, MaxJournal).
+const (
 	// DefaultMaxHeld bounds, per Tailer, the bytes held for unfinished
 	// lines of all its files together (CodeHeldLimit).
 	DefaultMaxHeld = 16 << 20
 	// DefaultMaxJournal: a journal with more unread bytes than this (real
 	// ones stay far below) is followed from its end (CodeJournalTooLarge).
 	DefaultMaxJournal = 1 << 30
-	readChunk         = 256 << 10 // one read(2); lines are delivered from it without copying
 	// readSlice is what Run reads of one file before it looks at other
 	// files' events, posted functions and cancellation again.
 	readSlice = 4 << 20
@@ -43,20 +47,24 @@ const (
 // Diagnostic codes the tailer and Sessions report. Messages never carry a
 // path or file content.
 const (
-	CodeLineTooLong     = "line-too-long"          // a line over MaxLine was skipped; the file is still followed
-	CodeInvalidUTF8     = "invalid-utf8"           // lines that are not UTF-8 were skipped
-	CodeInvalidJSON     = "invalid-json"           // lines that are not JSON objects were skipped (BadLine)
-	CodeInvalidRecord   = "invalid-record"         // records with unusable fields were skipped (BadLine)
-	CodeInvalidEvent    = "invalid-event"          // events the fold rejected were dropped
-	CodePermission      = "permission-denied"      // a directory or journal cannot be read
-	CodeWatchLimit      = "inotify-watch-limit"    // fs.inotify.max_user_watches reached
-	CodeInstanceLimit   = "inotify-instance-limit" // fs.inotify.max_user_instances reached
-	CodeEventsLost      = "file-events-lost"       // inotify queue overflow: rescanned everything
-	CodeReadError       = "read-error"             // a journal or directory could not be read
-	CodeRootNotDir      = "root-not-directory"     // a configured root is not a directory
-	CodeWatchError      = "watch-error"            // fsnotify failed otherwise: rescanned everything
-	CodeReset           = "reset-failed"           // the hub refused a reset (a bug: logged too)
-	CodePublishRefused  = "publish-refused"        // the hub refused an event or upsert
+	CodeLineTooLong    = "line-too-long"          // a line over MaxLine was skipped; the file is still followed
+	CodeInvalidUTF8    = "invalid-utf8"           // lines that are not UTF-8 were skipped
+	CodeInvalidJSON    = "invalid-json"           // lines that are not JSON objects were skipped (BadLine)
+	CodeInvalidRecord  = "invalid-record"         // records with unusable fields were skipped (BadLine)
+	CodeInvalidEvent   = "invalid-event"          // events the fold rejected were dropped
+	CodePermission     = "permission-denied"      // a directory or journal cannot be read
+	CodeWatchLimit     = "inotify-watch-limit"    // fs.inotify.max_user_watches reached
+	CodeInstanceLimit  = "inotify-instance-limit" // fs.inotify.max_user_instances reached
+	CodeEventsLost     = "file-events-lost"       // inotify queue overflow: rescanned everything
+	CodeReadError      = "read-error"             // a journal or directory could not be read
+	CodeRootNotDir     = "root-not-directory"     // a configured root is not a directory
+	CodeWatchError     = "watch-error"            // fsnotify failed otherwise: rescanned everything
+	CodeReset          = "reset-failed"           // the hub refused a reset (a bug: logged too)
+	CodePublishRefused = "publish-refused"        // the hub refused an event or upsert
+)
+
+// Diagnostic codes of the bounds against hostile journals.
+const (
 	CodeHeldLimit       = "unfinished-lines-limit" // an unfinished line did not fit the memory held for all of them: skipped
 	CodeJournalTooLarge = "journal-too-large"      // a journal far larger than any real one is followed from its end
 )
@@ -150,8 +158,8 @@ type TailConfig struct {
 // buffer (all of them together bounded by MaxHeld); it reads from one
 // reusable buffer and passes lines without copying them, at most a slice
 // of one file at a time, so that a huge journal lets every other file,
-// posted function and cancellation through. It never polls: a Tailer with nothing changing makes no
-// system calls and runs no timer.
+// posted function and cancellation through. It never polls: a Tailer
+// with nothing changing makes no system calls and runs no timer.
 //
 // Create it with NewTailer, then call Run once. Post and Wakes are safe from
 // any goroutine; SetRoots only from the Run goroutine (a Handler call or a
