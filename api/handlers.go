@@ -259,7 +259,7 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ops, single, counted, _ := decodeOps(body, s.enabledHarnesses(source))
+	ops, single, counted := decodeOps(body, s.enabledHarnesses(source))
 	issues := counted.Issues
 	if len(issues) > 0 && checker != nil && len(ops) > 0 {
 		// Report every issue: also those the hub finds in the operations

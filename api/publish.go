@@ -22,32 +22,31 @@ var opFields = map[hub.OpKind]struct{ allowed, required []string }{
 }
 
 // DecodeOps decodes the body of POST /v1/sources/{source}/publish: one op
-// object, or an array of them. It reports every issue, with paths from the
-// body's root ("$.session.id" for one op, "$[2].session.id" in an array),
-// at most validate.MaxIssues of them; ops are the operations before the
-// first one with issues (all of them when there is none). single says the body was
-// one object. Harness switches are not checked here (the hub knows them).
+// object, or an array of them. It reports the issues, with paths from the
+// body's root ("$.session.id" for one op, "$[2].session.id" in an array):
+// the first validate.MaxIssues of them. ops are the operations before the
+// first one with issues (all of them when there is none). single says the
+// body was one object. Harness switches are not checked here (the hub
+// knows them).
 func DecodeOps(body []byte) (ops []hub.Op, single bool, issues []validate.Issue) {
-	ops, single, c, _ := decodeOps(body, nil)
+	ops, single, c := decodeOps(body, nil)
 	return ops, single, c.Issues
 }
 
 // decodeOps is DecodeOps that also checks the harness of every snapshot
-// against hs (nil: no check). ops are the operations before the first one
-// with issues (clean of them; all of them when there is none). It keeps the
-// first validate.MaxIssues issues and counts the others, so that an array
-// of a million bad operations costs a hundred issues of memory.
-func decodeOps(body []byte, hs validate.Harnesses) (ops []hub.Op, single bool, issues validate.Counter, clean int) {
+// against hs (nil: no check), and counts the issues past the first
+// validate.MaxIssues instead of keeping them, so that an array of half a
+// million bad operations costs a hundred issues of memory.
+func decodeOps(body []byte, hs validate.Harnesses) (ops []hub.Op, single bool, issues validate.Counter) {
 	body = bytes.TrimSpace(body)
-	clean = -1
 	switch {
 	case len(body) > 0 && body[0] == '{':
 		op, is := decodeOp(body, "$", hs)
 		issues.Add(is...)
 		if len(is) > 0 {
-			return nil, true, issues, 0
+			return nil, true, issues
 		}
-		return []hub.Op{op}, true, issues, 1
+		return []hub.Op{op}, true, issues
 	case len(body) > 0 && body[0] == '[':
 		// One element at a time, and ops kept only up to the first one
 		// with issues (after it they are never applied nor checked): a
@@ -56,30 +55,24 @@ func decodeOps(body []byte, hs validate.Harnesses) (ops []hub.Op, single bool, i
 		dec := json.NewDecoder(bytes.NewReader(body))
 		if _, err := dec.Token(); err != nil {
 			issues.Add(validate.Issue{Path: "$", Code: validate.InvalidType, Message: "malformed JSON"})
-			return nil, false, issues, 0
+			return nil, false, issues
 		}
 		for i := 0; dec.More(); i++ {
 			var el json.RawMessage
 			if err := dec.Decode(&el); err != nil {
 				issues.Add(validate.Issue{Path: "$", Code: validate.InvalidType, Message: "malformed JSON"})
-				return nil, false, issues, 0
+				return nil, false, issues
 			}
 			op, is := decodeOp(el, "$["+strconv.Itoa(i)+"]", hs)
-			issues.Add(is...)
-			if len(is) > 0 && clean < 0 {
-				clean = i
-			}
-			if clean < 0 {
+			if issues.Len() == 0 && len(is) == 0 {
 				ops = append(ops, op)
 			}
+			issues.Add(is...)
 		}
-		if clean < 0 {
-			clean = len(ops)
-		}
-		return ops, false, issues, clean
+		return ops, false, issues
 	}
 	issues.Add(validate.Issue{Path: "$", Code: validate.InvalidType, Message: "must be an operation object or an array of them"})
-	return nil, false, issues, 0
+	return nil, false, issues
 }
 
 type member struct {
