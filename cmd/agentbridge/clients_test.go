@@ -162,8 +162,8 @@ func TestSessionsAgainstServe(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-		if len(lines) != 3 || !strings.HasPrefix(lines[0], "HARNESS") ||
-			!strings.HasPrefix(lines[1], "codex          waiting") || !strings.Contains(lines[2], "Fix tests") {
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID           HARNESS") ||
+			!strings.HasPrefix(lines[1], "in-worktree  codex          waiting") || !strings.Contains(lines[2], "Fix tests") {
 			t.Errorf("table:\n%s", stdout.String())
 		}
 	})

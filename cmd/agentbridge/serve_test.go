@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/sources"
 )
 
@@ -84,13 +85,9 @@ func startServe(t *testing.T, env []string, args ...string) (dashboard *url.URL,
 		if !ok {
 			t.Fatalf("serve printed no URL; err %v; stderr:\n%s", <-errc, stderr)
 		}
-		raw, found := strings.CutPrefix(line, "agentbridge: dashboard at ")
-		if !found {
-			t.Fatalf("stdout line %q, want the dashboard URL", line)
-		}
-		u, err := url.Parse(raw)
+		u, err := dashboardFrom(t, line, env)
 		if err != nil {
-			t.Fatalf("dashboard URL %q: %v", raw, err)
+			t.Fatalf("dashboard URL: %v", err)
 		}
 		return u, stop, stderr
 	case <-time.After(10 * time.Second):
@@ -444,5 +441,65 @@ func TestServeRevisionsGrowAcrossRestarts(t *testing.T) {
 	defer stop2()
 	if rev2 := revision(u2); rev2 <= ahead {
 		t.Errorf("restarted bridge at revision %d, want above the kept mark %d", rev2, ahead)
+	}
+}
+
+// TestServePrintsTheTokenOnlyToATerminal: to a terminal, serve prints the
+// dashboard URL with its token; to anything else only the address (the
+// pipe case is checked by every test that starts serve, via dashboardFrom).
+func TestServePrintsTheTokenOnlyToATerminal(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	out := &logBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := &app{env: env, stdin: strings.NewReader(""), stdout: out, stderr: io.Discard, backoff: watchBackoff,
+		isTerminal: func(io.Writer) bool { return true }}
+	done := make(chan error, 1)
+	go func() { done <- a.execute(ctx, []string{"serve", "--listen", "127.0.0.1:0"}) }()
+	waitUntil(t, "the dashboard URL", func() bool { return strings.Contains(out.String(), "\n") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	tok, err := os.ReadFile(filepath.Join(envGet(env, "XDG_STATE_HOME"), "agentbridge", "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.SplitN(out.String(), "\n", 2)[0]
+	if !strings.HasPrefix(line, "agentbridge: dashboard at http://127.0.0.1:") || !strings.HasSuffix(line, "/?token="+strings.TrimSpace(string(tok))) {
+		t.Errorf("serve printed %q to a terminal, want the dashboard URL with the token", line)
+	}
+}
+
+// TestServeFallsBackWhenTheAddressIsTaken: the demo's fallback listens
+// elsewhere when its address is taken, and says where.
+func TestServeFallsBackWhenTheAddressIsTaken(t *testing.T) {
+	t.Parallel()
+	busy := realListener(t)
+	env := testEnv(t)
+	out := &logBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := &app{env: env, stdin: strings.NewReader(""), stdout: out, stderr: io.Discard, backoff: watchBackoff}
+	cfg, err := config.Load(nil, append(env, "AGENTBRIDGE_LISTEN="+busy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	done := make(chan error, 1)
+	go func() {
+		done <- a.serve(ctx, cfg, serveOptions{fallbackListen: "127.0.0.1:0", listening: func(addr string) func() {
+			got = addr
+			return func() {}
+		}})
+	}()
+	waitUntil(t, "serve to listen", func() bool { return strings.Contains(out.String(), "serving at") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got == "" || got == busy || !strings.Contains(out.String(), got) {
+		t.Errorf("listened at %q (busy: %s), printed %q", got, busy, out.String())
 	}
 }
