@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -98,7 +100,8 @@ func rssKB(t *testing.T) int64 {
 // (see hostileHome), a hundred POSTs that never send their body held open,
 // a 1 MB hostile body, an off-origin redirect attempt and a tampered
 // revision mark, the bridge keeps serving, reports a new session at once,
-// answers project filters, and keeps its memory bounded.
+// answers project filters (REST, stream and agentbridge sessions
+// --project), and keeps its memory bounded.
 func TestHostileEverythingAtOnce(t *testing.T) {
 	home := t.TempDir()
 	exHome, repo := hostileHome(t, home)
@@ -171,6 +174,25 @@ func TestHostileEverythingAtOnce(t *testing.T) {
 	for sc.Scan() && sc.Text() != "event: reset" {
 	}
 	resp.Body.Close()
+	type cliResult struct {
+		out string
+		err error
+	}
+	cli := make(chan cliResult, 1)
+	go func() {
+		var stdout, stderr bytes.Buffer
+		err := sessionsMain(t.Context(), []string{"--json", "--project", repo}, append(env, "AGENTBRIDGE_ADDR="+host), &stdout, &stderr)
+		cli <- cliResult{stdout.String(), err}
+	}()
+	select {
+	case r := <-cli:
+		var list sessionList
+		if err := json.Unmarshal([]byte(r.out), &list); r.err != nil || err != nil || len(list.Sessions) != 1 || list.Sessions[0].Snapshot.ID != "fresh" {
+			t.Errorf("agentbridge sessions --project: %v %.300s; want the fresh session only", r.err, r.out)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("agentbridge sessions --project did not answer within 10s")
+	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("project filters took %v with a FIFO as a session's .git", took)
 	}
