@@ -49,7 +49,7 @@ type Options struct {
 	Logger    *slog.Logger          // nil: slog.Default()
 	RingSize  int                   // records kept for resume; 0: DefaultRingSize
 	RingBytes int                   // bytes kept for resume; 0: DefaultRingBytes
-	QueueSize int                   // live queue per subscriber; 0: DefaultQueueSize
+	QueueSize int                   // live queue per subscriber (until it attaches its own); 0: DefaultQueueSize
 	Now       func() time.Time      // nil: time.Now
 	Registry  prometheus.Registerer // nil: no metrics registered
 	ProcRoot  string                // for the ancestorPid filter; "": "/proc"
@@ -263,7 +263,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	starts := make([]Start, len(runs))
 	for i, s := range runs {
-		starts[i] = Start{Enabled: s.enabledList(), Changes: s.changes, Publisher: &publisher{h: h, src: s}}
+		starts[i] = Start{Enabled: s.enabledList(), Changes: s.changes, Publisher: newPublisher(h, s)}
 	}
 	h.mu.Unlock()
 
