@@ -66,6 +66,21 @@ func hostileHome(t *testing.T, home string) (exHome, repo string) {
 	must(t, os.MkdirAll(projects, 0o700))
 	sparseFile(t, filepath.Join(projects, "sparse.jsonl"), 16<<30)
 	must(t, syscall.Mkfifo(filepath.Join(projects, "fifo.jsonl"), 0o600))
+	// Claude Code's side files: registry files linked to /dev/zero, as a
+	// FIFO and sparse 4 GiB; subagent sidecars linked to /dev/zero and as a
+	// FIFO.
+	reg := filepath.Join(home, ".claude", "sessions")
+	must(t, os.MkdirAll(reg, 0o700))
+	must(t, os.Symlink("/dev/zero", filepath.Join(reg, "4000001.json")))
+	must(t, syscall.Mkfifo(filepath.Join(reg, "4000002.json"), 0o600))
+	sparseFile(t, filepath.Join(reg, "4000003.json"), 4<<30)
+	subs := filepath.Join(projects, "7c7c7c7c-0000-4000-8000-000000000001", "subagents")
+	must(t, os.MkdirAll(subs, 0o700))
+	must(t, os.Symlink("/dev/zero", filepath.Join(subs, "agent-z.meta.json")))
+	must(t, syscall.Mkfifo(filepath.Join(subs, "agent-f.meta.json"), 0o600))
+	for _, a := range []string{"agent-z", "agent-f"} {
+		must(t, os.WriteFile(filepath.Join(subs, a+".jsonl"), []byte(`{"type":"user","isSidechain":true,"sessionId":"7c7c7c7c-0000-4000-8000-000000000001","message":{"role":"user","content":"sub"}}`+"\n"), 0o600))
+	}
 	// A repository, and a session whose working directory has a FIFO as .git.
 	repo = filepath.Join(home, "repo")
 	must(t, os.MkdirAll(filepath.Join(repo, ".git"), 0o700))
