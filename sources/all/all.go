@@ -9,4 +9,5 @@ import (
 	_ "github.com/agentbridge/agentbridge/sources/codex"      // codex
 	_ "github.com/agentbridge/agentbridge/sources/example"    // example
 	_ "github.com/agentbridge/agentbridge/sources/gemini"     // gemini: gemini-cli, antigravity-cli
+	_ "github.com/agentbridge/agentbridge/sources/opencode"   // opencode
 )

@@ -1,0 +1,316 @@
+package opencode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
+)
+
+// Diagnostic codes of the source. Messages carry no path and no content.
+const (
+	CodeSchema     = "opencode-schema-unknown"      // a database lacks a table or column the source reads: not read
+	CodeDrift      = "opencode-event-version"       // journal events of a version the source does not know were skipped
+	CodeUnreadable = "opencode-database-unreadable" // not a database, corrupt, or not a regular file
+)
+
+// maxRuns bounds the log runs remembered (the session each last named).
+const maxRuns = 64
+
+// handler maps the databases, the log and the file storage to events;
+// Sessions does the rest. It runs on the source's goroutine only.
+type handler struct {
+	*sources.Sessions
+	ctx    context.Context
+	home   string
+	window time.Duration
+	watch  *dirWatch
+	log    *slog.Logger
+
+	m       *Mapper
+	dbs     map[string]*DB    // open databases by path
+	dirty   map[string]bool   // databases changed since they were read
+	all     bool              // look at every database of the home
+	owner   map[string]string // session → the database (or "storage") it came from
+	runs    map[string]string // log run → the session it named last
+	pending map[string]*Ask   // log run → its permission request not yet placed
+	said    map[string]bool   // diagnostics given once per database and problem
+}
+
+func newHandler(ctx context.Context, ss *sources.Sessions, home string, window time.Duration, w *dirWatch, log *slog.Logger) *handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if window == 0 {
+		window = sources.DefaultWindow
+	}
+	h := &handler{Sessions: ss, ctx: ctx, home: home, window: window, watch: w, log: log}
+	h.reset()
+	w.start(ctx, func(db string, all bool) { ss.Post(func() { h.changed(db, all) }) })
+	return h
+}
+
+// closeAll closes the databases (Run's end).
+func (h *handler) closeAll() {
+	for _, d := range h.dbs {
+		d.Close()
+	}
+	clear(h.dbs)
+}
+
+func (h *handler) reset() {
+	h.closeAll()
+	h.m = NewMapper()
+	h.dbs = map[string]*DB{}
+	h.dirty = map[string]bool{}
+	h.owner = map[string]string{}
+	h.runs = map[string]string{}
+	h.pending = map[string]*Ask{}
+	h.said = map[string]bool{}
+}
+
+// changed is posted by the directory watch: db changed, or (all) every
+// database must be looked at.
+func (h *handler) changed(db string, all bool) {
+	if all {
+		h.all = true
+		return
+	}
+	h.dirty[db] = true
+}
+
+// Line takes one line of opencode's log.
+func (h *handler) Line(path string, line []byte) {
+	l, ok := ParseLog(line)
+	if !ok || l.Run == "" {
+		return
+	}
+	if l.Ask != nil {
+		l.Ask.Session = h.runs[l.Run]
+		if _, ok := h.pending[l.Run]; !ok && len(h.pending) >= maxRuns {
+			clear(h.pending)
+		}
+		h.pending[l.Run] = l.Ask
+		return
+	}
+	if a := h.pending[l.Run]; a != nil && a.Session == l.Session {
+		delete(h.pending, l.Run) // the session moved on: the request was answered
+	}
+	if _, ok := h.runs[l.Run]; !ok && len(h.runs) >= maxRuns {
+		clear(h.runs)
+	}
+	h.runs[l.Run] = l.Session
+}
+
+// Truncated: a log file started again; nothing to drop.
+func (h *handler) Truncated(string) {}
+
+// Removed: a log file went away (rotated); nothing to drop.
+func (h *handler) Removed(string) {}
+
+// Rescan drops everything: the scan reads it all again.
+func (h *handler) Rescan() {
+	h.Sessions.Rescan()
+	h.reset()
+}
+
+// ScanDone reads the file storage and every database, places the
+// permission requests the log holds, then publishes the reset.
+func (h *handler) ScanDone() {
+	if h.Enabled(Harness) {
+		h.storage()
+		h.openAll()
+		h.asks()
+	}
+	h.dirty = map[string]bool{}
+	h.all = false
+	h.Sessions.ScanDone()
+}
+
+// Idle reads the databases that changed, then places the permission
+// requests of the lines just read.
+func (h *handler) Idle() {
+	if h.Live() && h.Enabled(Harness) {
+		if h.all {
+			h.all = false
+			h.openAll()
+		}
+		for _, p := range slices.Sorted(maps.Keys(h.dirty)) {
+			h.read(p)
+		}
+		h.asks()
+	}
+	h.Sessions.Idle()
+}
+
+// openAll looks at every database of the home: new ones are opened and
+// scanned, gone ones are closed and their sessions stopped.
+func (h *handler) openAll() {
+	entries, err := os.ReadDir(h.home)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		h.once("home", sources.CodeReadError, "the opencode data directory cannot be read")
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if dbName.MatchString(e.Name()) {
+			p := filepath.Join(h.home, e.Name())
+			seen[p] = true
+			if h.dbs[p] == nil {
+				h.read(p)
+			}
+		}
+	}
+	for p := range h.dbs {
+		if !seen[p] {
+			h.read(p)
+		}
+	}
+}
+
+// read brings one database up to date: opened (and scanned) when new or
+// replaced, its changes read otherwise; gone, its sessions stop.
+func (h *handler) read(p string) {
+	delete(h.dirty, p)
+	d := h.dbs[p]
+	if d != nil && !d.Same() {
+		d.Close()
+		delete(h.dbs, p)
+		h.stopFrom(p, "database removed")
+		d = nil
+	}
+	if d == nil {
+		nd, err := OpenDB(p)
+		if err != nil {
+			h.failed(p, err)
+			return
+		}
+		recs, err := nd.Scan(h.ctx, time.Now().Add(-h.window).UnixMilli())
+		if err != nil {
+			nd.Close()
+			h.failed(p, err)
+			return
+		}
+		h.dbs[p] = nd
+		h.apply(p, recs)
+		return
+	}
+	recs, err := d.Changes(h.ctx)
+	if err != nil {
+		h.failed(p, err)
+		return
+	}
+	h.apply(p, recs)
+	for family, n := range d.Drift() {
+		h.Diagnostic(agentbridge.Diagnostic{Code: CodeDrift, Message: fmt.Sprintf(
+			"skipped %d opencode journal events of type %s with a version this source does not know", n, family)})
+	}
+}
+
+// failed reports a database that cannot be read now; a busy one is read
+// again on its next change.
+func (h *handler) failed(p string, err error) {
+	var se *SchemaError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if d := h.dbs[p]; d != nil {
+			d.Close()
+			delete(h.dbs, p)
+		}
+		h.stopFrom(p, "database removed")
+	case errors.Is(err, ErrBusy):
+		h.log.Debug("opencode database busy: read again on its next change")
+	case errors.As(err, &se):
+		h.once(p+"\x00schema", CodeSchema, "an opencode database has a schema this source does not know ("+se.Error()+"); its sessions are not reported")
+	case errors.Is(err, fs.ErrPermission):
+		h.once(p+"\x00perm", sources.CodePermission, "an opencode database cannot be read (permission denied)")
+	default:
+		h.once(p+"\x00bad", CodeUnreadable, "an opencode database cannot be read (not a database, or damaged); it is read again when it changes")
+	}
+}
+
+// once gives a diagnostic once per key until the next scan.
+func (h *handler) once(key, code, msg string) {
+	if h.said[key] {
+		return
+	}
+	h.said[key] = true
+	h.Diagnostic(agentbridge.Diagnostic{Code: code, Message: msg})
+}
+
+// apply maps records from one database (or "storage") and folds the events.
+func (h *handler) apply(from string, recs []Record) {
+	for _, r := range recs {
+		if r.Session != nil && r.Session.ID != "" && !r.Deleted {
+			if _, ok := h.owner[r.Session.ID]; !ok && len(h.owner) < 1<<16 {
+				h.owner[r.Session.ID] = from
+			}
+		}
+		h.emit(h.m.Apply(r))
+		if r.Session != nil && r.Deleted {
+			delete(h.owner, r.Session.ID)
+		}
+	}
+	for code, n := range h.m.Skipped {
+		for range n {
+			h.BadLine(code)
+		}
+	}
+	clear(h.m.Skipped)
+}
+
+func (h *handler) emit(outs []Out) {
+	for _, o := range outs {
+		h.Event(o.Session, Harness, o.Event)
+	}
+}
+
+// stopFrom stops the sessions read from one database.
+func (h *handler) stopFrom(from, reason string) {
+	var ids []string
+	for id, f := range h.owner {
+		if f == from {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		delete(h.owner, id)
+		h.m.Forget(id)
+		h.Stop(id, reason)
+	}
+}
+
+// asks places the pending permission requests; one that fits no running
+// tool is dropped (its tool moved on, or it is from an old log).
+func (h *handler) asks() {
+	for _, run := range slices.Sorted(maps.Keys(h.pending)) {
+		out, _ := h.m.Ask(*h.pending[run])
+		h.emit(out)
+	}
+	clear(h.pending)
+}
+
+// CodeStorage counts object files of the file storage that were skipped.
+const CodeStorage = "opencode-storage-skipped"
+
+// storage reads the older file storage at a scan.
+func (h *handler) storage() {
+	root := filepath.Join(h.home, "storage")
+	if _, err := os.Stat(root); err != nil {
+		return
+	}
+	recs, bad := StorageRecords(root, time.Now().Add(-h.window))
+	h.apply("storage", recs)
+	for range bad {
+		h.BadLine(CodeStorage)
+	}
+}
