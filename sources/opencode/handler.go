@@ -36,14 +36,16 @@ type handler struct {
 	watch  *dirWatch
 	log    *slog.Logger
 
-	m       *Mapper
-	dbs     map[string]*DB    // open databases by path
-	dirty   map[string]bool   // databases changed since they were read
-	all     bool              // look at every database of the home
-	owner   map[string]string // session → the database (or "storage") it came from
-	runs    map[string]string // log run → the session it named last
-	pending map[string]*Ask   // log run → its permission request not yet placed
-	said    map[string]bool   // diagnostics given once per database and problem
+	m        *Mapper
+	dbs      map[string]*DB    // open databases by path
+	dirty    map[string]bool   // databases changed since they were read
+	all      bool              // look at every database of the home
+	owner    map[string]string // session → the database (or "storage") it came from
+	runs     map[string]string // log run → the session it named last
+	pending  map[string]*Ask   // log run → its permission request not yet placed
+	said     map[string]bool   // diagnostics given once per database and problem
+	trail    *time.Timer       // the trailing read (see changed)
+	trailDBs map[string]bool   // the databases it reads
 }
 
 func newHandler(ctx context.Context, ss *sources.Sessions, home string, window time.Duration, w *dirWatch, log *slog.Logger) *handler {
@@ -61,6 +63,10 @@ func newHandler(ctx context.Context, ss *sources.Sessions, home string, window t
 
 // closeAll closes the databases (Run's end).
 func (h *handler) closeAll() {
+	if h.trail != nil {
+		h.trail.Stop()
+		h.trail = nil
+	}
 	for _, d := range h.dbs {
 		d.Close()
 	}
@@ -72,20 +78,45 @@ func (h *handler) reset() {
 	h.m = NewMapper()
 	h.dbs = map[string]*DB{}
 	h.dirty = map[string]bool{}
+	h.trailDBs = map[string]bool{}
 	h.owner = map[string]string{}
 	h.runs = map[string]string{}
 	h.pending = map[string]*Ask{}
 	h.said = map[string]bool{}
 }
 
+// trailDelay is how long after the last change of a burst a database is
+// read once more. SQLite writes a commit's frames to the -wal file (which
+// inotify reports) and only then publishes it in the -shm index (a memory
+// write inotify cannot see): a read woken by the write may come just
+// before the commit is visible, and no later event would come for it.
+const trailDelay = 50 * time.Millisecond
+
 // changed is posted by the directory watch: db changed, or (all) every
-// database must be looked at.
+// database must be looked at. The database is read at once, and once more
+// trailDelay after its last change (a one-shot timer, re-armed by each
+// change, never running while nothing changes).
 func (h *handler) changed(db string, all bool) {
 	if all {
 		h.all = true
 		return
 	}
 	h.dirty[db] = true
+	h.trailDBs[db] = true
+	if h.trail == nil {
+		h.trail = time.AfterFunc(trailDelay, func() { h.Post(h.trailed) })
+	} else {
+		h.trail.Reset(trailDelay)
+	}
+}
+
+// trailed is the trailing read of a burst of changes.
+func (h *handler) trailed() {
+	for db := range h.trailDBs {
+		h.dirty[db] = true
+	}
+	clear(h.trailDBs)
+	h.trail = nil
 }
 
 // Line takes one line of opencode's log.
@@ -208,6 +239,7 @@ func (h *handler) read(p string) {
 		h.failed(p, err)
 		return
 	}
+	h.log.Debug("opencode database read", "db", p, "records", len(recs), "last", d.last)
 	h.apply(p, recs)
 	for family, n := range d.Drift() {
 		h.Diagnostic(agentbridge.Diagnostic{Code: CodeDrift, Message: fmt.Sprintf(
@@ -228,6 +260,8 @@ func (h *handler) failed(p string, err error) {
 		h.stopFrom(p, "database removed")
 	case errors.Is(err, ErrBusy):
 		h.log.Debug("opencode database busy: read again on its next change")
+	case errors.As(err, &se) && se.Table == "session" && se.Column == "":
+		h.log.Debug("opencode database without tables yet (being created): read again on its next change")
 	case errors.As(err, &se):
 		h.once(p+"\x00schema", CodeSchema, "an opencode database has a schema this source does not know ("+se.Error()+"); its sessions are not reported")
 	case errors.Is(err, fs.ErrPermission):

@@ -1,0 +1,250 @@
+package opencode
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
+)
+
+const (
+	tuiFixture = "testdata/cli/tui-permission-subagent.db"
+	tuiLog     = "testdata/cli/tui-permission-subagent.log"
+	tuiRoot    = "ses_dced71a35ffeWrDNpk6D75LPB4"
+	tuiChild   = "ses_dced67b3affeW1FLKhsgQuZFY2"
+	tuiPart    = "prt_23129138c001dT1jBYXHx8E6K6" // the bash call that asks for permission
+)
+
+// writer is a stand-in for opencode: a read-write connection in WAL mode.
+type writer struct {
+	t  *testing.T
+	db *sql.DB
+}
+
+func openWriter(t *testing.T, path string) *writer {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { db.Close() })
+	return &writer{t, db}
+}
+
+func (w *writer) exec(q string, args ...any) {
+	w.t.Helper()
+	if _, err := w.db.Exec(q, args...); err != nil {
+		w.t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// schemaOf returns the CREATE statements of a fixture's tables, minus
+// those named in drop.
+func schemaOf(t *testing.T, fixture string, drop ...string) []string {
+	t.Helper()
+	d, err := sql.Open("sqlite", "file:"+copyDB(t, fixture)+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rows, err := d.Query("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name, q string
+		if err := rows.Scan(&name, &q); err != nil {
+			t.Fatal(err)
+		}
+		skip := false
+		for _, d := range drop {
+			skip = skip || d == name
+		}
+		if !skip {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// eventRow is one row of a fixture's event journal.
+type eventRow struct {
+	id, agg, typ, data string
+	seq                int64
+}
+
+func fixtureEvents(t *testing.T, fixture string) []eventRow {
+	t.Helper()
+	d, err := sql.Open("sqlite", "file:"+copyDB(t, fixture)+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rows, err := d.Query("SELECT id, aggregate_id, seq, type, data FROM event ORDER BY rowid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []eventRow
+	for rows.Next() {
+		var e eventRow
+		if err := rows.Scan(&e.id, &e.agg, &e.seq, &e.typ, &e.data); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (w *writer) event(e eventRow) {
+	w.exec("INSERT INTO event (id, aggregate_id, seq, type, data) VALUES (?, ?, ?, ?, ?)", e.id, e.agg, e.seq, e.typ, e.data)
+}
+
+// run starts the source on home and returns its hub.
+func run(t *testing.T, home string) *sourcestest.Hub {
+	t.Helper()
+	h := sourcestest.New()
+	src := New(sources.Options{Home: home})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, hub.Start{Enabled: []string{Harness}, Publisher: h}) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run = %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	})
+	return h
+}
+
+func status(id string, want agentbridge.Status) func(*sourcestest.Hub) bool {
+	return func(h *sourcestest.Hub) bool {
+		s, ok := h.Snapshot(id)
+		return ok && s.Status == want
+	}
+}
+
+// settle waits until the source stops working, then reports whether a
+// quiet second passes without a query, a wake-up or a read.
+func quiet(t *testing.T) {
+	t.Helper()
+	before, q := sources.ReadActivity(), queries.Load()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		n, nq := sources.ReadActivity(), queries.Load()
+		if n == before && nq == q {
+			break
+		}
+		before, q = n, nq
+	}
+	time.Sleep(time.Second)
+	if after, aq := sources.ReadActivity(), queries.Load(); after != before || aq != q {
+		t.Errorf("while the database did not change: %d queries, %d wake-ups, %d reads, %d timers; want none",
+			aq-q, after.Wakes-before.Wakes, after.Reads-before.Reads, after.Timers-before.Timers)
+	}
+}
+
+// TestLive replays, row by row into a database the source is following,
+// the event journal the real CLI wrote in a TUI session (a bash call
+// asking for permission, then a task call starting a subagent), with the
+// log's lines appended when opencode wrote them, and checks what a user
+// sees at each step; then that the idle source makes no query.
+func TestLive(t *testing.T) {
+	home := t.TempDir()
+	h := run(t, home)
+	h.WaitFor(t, "the first reset", func(h *sourcestest.Hub) bool { return h.Resets() > 0 })
+
+	// opencode starts: the database appears, with its schema.
+	w := openWriter(t, filepath.Join(home, "opencode.db"))
+	for _, q := range schemaOf(t, tuiFixture) {
+		w.exec(q)
+	}
+	if err := os.MkdirAll(filepath.Join(home, "log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.OpenFile(filepath.Join(home, "log", "opencode.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	logLines := func(upto string) {
+		data, err := os.ReadFile(tuiLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		var b strings.Builder
+		for sc.Scan() {
+			b.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), upto) {
+				break
+			}
+		}
+		if _, err := logf.WriteString(b.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	evs := fixtureEvents(t, tuiFixture)
+	next := 0
+	until := func(cond func(e eventRow) bool) {
+		for next < len(evs) {
+			e := evs[next]
+			w.event(e)
+			next++
+			if cond(e) {
+				return
+			}
+		}
+	}
+	running := func(e eventRow) bool {
+		return e.typ == "message.part.updated.1" && strings.Contains(e.data, tuiPart) && strings.Contains(e.data, `"status":"running"`)
+	}
+	until(running)
+	h.WaitFor(t, "running with the bash tool", status(tuiRoot, agentbridge.StatusRunning))
+	if s, _ := h.Snapshot(tuiRoot); s.Cwd != "/tmp/ocw/home/proj" || s.Model != "mock-model" {
+		t.Errorf("snapshot = %+v; want the cwd and model of the session", s)
+	}
+
+	logLines("message=asking")
+	h.WaitFor(t, "waiting for the bash permission", func(h *sourcestest.Hub) bool {
+		s, ok := h.Snapshot(tuiRoot)
+		return ok && s.Status == agentbridge.StatusWaiting && s.WaitingFor == "bash: echo hi > marker.txt"
+	})
+
+	until(func(e eventRow) bool { return strings.Contains(e.data, `"finish":"stop"`) && strings.Contains(e.data, `"completed"`) })
+	h.WaitFor(t, "the first turn done", status(tuiRoot, agentbridge.StatusDone))
+
+	until(func(eventRow) bool { return false })
+	logLines("\x00") // the rest
+	h.WaitFor(t, "the subagent completed under its root, and the turn done", func(h *sourcestest.Hub) bool {
+		s, ok := h.Snapshot(tuiRoot)
+		return ok && s.Status == agentbridge.StatusDone && len(s.Subagents) == 1 &&
+			s.Subagents[0].ID == tuiChild && s.Subagents[0].Status == agentbridge.SubagentCompleted
+	})
+	if _, ok := h.Snapshot(tuiChild); ok {
+		t.Error("the subagent's session is listed as a root session")
+	}
+	if d := h.Diagnostics(); len(d) > 0 {
+		t.Errorf("diagnostics: %+v", d)
+	}
+	quiet(t)
+}
