@@ -61,6 +61,15 @@ func newHandler(ctx context.Context, ss *sources.Sessions, home string, window t
 	return h
 }
 
+// cutoff is the oldest change read at a scan: the window back from now;
+// a negative window reads everything.
+func (h *handler) cutoff() time.Time {
+	if h.window < 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(-h.window)
+}
+
 // closeAll closes the databases (Run's end).
 func (h *handler) closeAll() {
 	if h.trail != nil {
@@ -224,7 +233,7 @@ func (h *handler) read(p string) {
 			h.failed(p, err)
 			return
 		}
-		recs, err := nd.Scan(h.ctx, time.Now().Add(-h.window).UnixMilli())
+		recs, err := nd.Scan(h.ctx, h.cutoff().UnixMilli())
 		if err != nil {
 			nd.Close()
 			h.failed(p, err)
@@ -342,7 +351,7 @@ func (h *handler) storage() {
 	if _, err := os.Stat(root); err != nil {
 		return
 	}
-	recs, bad := StorageRecords(root, time.Now().Add(-h.window))
+	recs, bad := StorageRecords(root, h.cutoff())
 	h.apply("storage", recs)
 	for range bad {
 		h.BadLine(CodeStorage)

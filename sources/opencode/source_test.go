@@ -116,8 +116,13 @@ func (w *writer) event(e eventRow) {
 // run starts the source on home and returns its hub.
 func run(t *testing.T, home string) *sourcestest.Hub {
 	t.Helper()
+	return runSource(t, New(sources.Options{Home: home}))
+}
+
+// runSource runs src until the test ends.
+func runSource(t *testing.T, src *Source) *sourcestest.Hub {
+	t.Helper()
 	h := sourcestest.New()
-	src := New(sources.Options{Home: home})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx, hub.Start{Enabled: []string{Harness}, Publisher: h}) }()
