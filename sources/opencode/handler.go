@@ -30,11 +30,12 @@ const maxRuns = 64
 // Sessions does the rest. It runs on the source's goroutine only.
 type handler struct {
 	*sources.Sessions
-	ctx    context.Context
-	home   string
-	window time.Duration
-	watch  *dirWatch
-	log    *slog.Logger
+	ctx      context.Context
+	home     string
+	window   time.Duration
+	watch    *dirWatch
+	watching bool // the watch was started
+	log      *slog.Logger
 
 	m        *Mapper
 	dbs      map[string]*DB    // open databases by path
@@ -57,7 +58,6 @@ func newHandler(ctx context.Context, ss *sources.Sessions, home string, window t
 	}
 	h := &handler{Sessions: ss, ctx: ctx, home: home, window: window, watch: w, log: log}
 	h.reset()
-	w.start(ctx, func(db string, all bool) { ss.Post(func() { h.changed(db, all) }) })
 	return h
 }
 
@@ -157,10 +157,16 @@ func (h *handler) Truncated(string) {}
 // Removed: a log file went away (rotated); nothing to drop.
 func (h *handler) Removed(string) {}
 
-// Rescan drops everything: the scan reads it all again.
+// Rescan drops everything: the scan reads it all again. The first one
+// (the tailer is running then, so Post works) starts the watch of the
+// home directory.
 func (h *handler) Rescan() {
 	h.Sessions.Rescan()
 	h.reset()
+	if !h.watching {
+		h.watching = true
+		h.watch.start(h.ctx, func(db string, all bool) { h.Post(func() { h.changed(db, all) }) })
+	}
 }
 
 // ScanDone reads the file storage and every database, places the
@@ -210,8 +216,8 @@ func (h *handler) openAll() {
 		}
 	}
 	for p := range h.dbs {
-		if !seen[p] {
-			h.read(p)
+		if !seen[p] || h.Live() {
+			h.read(p) // gone; or, after the scan, what changed before the watch was in place
 		}
 	}
 }

@@ -235,7 +235,9 @@ func TestLive(t *testing.T) {
 		return ok && s.Status == agentbridge.StatusWaiting && s.WaitingFor == "bash: echo hi > marker.txt"
 	})
 
-	until(func(e eventRow) bool { return strings.Contains(e.data, `"finish":"stop"`) && strings.Contains(e.data, `"completed"`) })
+	until(func(e eventRow) bool {
+		return strings.Contains(e.data, `"finish":"stop"`) && strings.Contains(e.data, `"completed"`)
+	})
 	h.WaitFor(t, "the first turn done", status(tuiRoot, agentbridge.StatusDone))
 
 	until(func(eventRow) bool { return false })
