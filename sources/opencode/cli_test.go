@@ -117,7 +117,6 @@ func TestRealCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := run(t, data)
-	h.WaitFor(t, "the first reset", func(h *sourcestest.Hub) bool { return h.Resets() > 0 })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

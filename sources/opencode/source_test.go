@@ -3,7 +3,6 @@ package opencode
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"database/sql"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -53,16 +51,7 @@ func (w *writer) exec(q string, args ...any) {
 // those named in drop.
 func schemaOf(t *testing.T, fixture string, drop ...string) []string {
 	t.Helper()
-	d, err := sql.Open("sqlite", "file:"+copyDB(t, fixture)+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	rows, err := d.Query("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
+	rows := queryFixture(t, fixture, "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL")
 	var out []string
 	for rows.Next() {
 		var name, q string
@@ -80,6 +69,23 @@ func schemaOf(t *testing.T, fixture string, drop ...string) []string {
 	return out
 }
 
+// queryFixture runs q on a copy of a fixture database; the rows are
+// closed when the test ends.
+func queryFixture(t *testing.T, fixture, q string) *sql.Rows {
+	t.Helper()
+	d, err := sql.Open("sqlite", "file:"+copyDB(t, fixture)+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	rows, err := d.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rows.Close() })
+	return rows
+}
+
 // eventRow is one row of a fixture's event journal.
 type eventRow struct {
 	id, agg, typ, data string
@@ -88,16 +94,7 @@ type eventRow struct {
 
 func fixtureEvents(t *testing.T, fixture string) []eventRow {
 	t.Helper()
-	d, err := sql.Open("sqlite", "file:"+copyDB(t, fixture)+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	rows, err := d.Query("SELECT id, aggregate_id, seq, type, data FROM event ORDER BY rowid")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
+	rows := queryFixture(t, fixture, "SELECT id, aggregate_id, seq, type, data FROM event ORDER BY rowid")
 	var out []eventRow
 	for rows.Next() {
 		var e eventRow
@@ -113,31 +110,10 @@ func (w *writer) event(e eventRow) {
 	w.exec("INSERT INTO event (id, aggregate_id, seq, type, data) VALUES (?, ?, ?, ?, ?)", e.id, e.agg, e.seq, e.typ, e.data)
 }
 
-// run starts the source on home and returns its hub.
+// run starts the source on home and returns its hub, after its first reset.
 func run(t *testing.T, home string) *sourcestest.Hub {
 	t.Helper()
-	return runSource(t, New(sources.Options{Home: home}))
-}
-
-// runSource runs src until the test ends.
-func runSource(t *testing.T, src *Source) *sourcestest.Hub {
-	t.Helper()
-	h := sourcestest.New()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx, hub.Start{Enabled: []string{Harness}, Publisher: h}) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run = %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
-	return h
+	return sourcestest.Start(t, New(sources.Options{Home: home}), nil)
 }
 
 func status(id string, want agentbridge.Status) func(*sourcestest.Hub) bool {
@@ -175,7 +151,6 @@ func quiet(t *testing.T) {
 func TestLive(t *testing.T) {
 	home := t.TempDir()
 	h := run(t, home)
-	h.WaitFor(t, "the first reset", func(h *sourcestest.Hub) bool { return h.Resets() > 0 })
 
 	// opencode starts: the database appears, with its schema.
 	w := openWriter(t, filepath.Join(home, "opencode.db"))

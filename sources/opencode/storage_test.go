@@ -81,7 +81,7 @@ func TestHome(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(home, "opencode-dev.db"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := runSource(t, New(sources.Options{Home: home, Window: -1})) // the fixtures are older than any window
+	h := sourcestest.Start(t, New(sources.Options{Home: home, Window: -1}), nil) // the fixtures are older than any window
 	h.WaitFor(t, "the sessions of both databases and of the storage", func(h *sourcestest.Hub) bool {
 		_, a := h.Snapshot(tuiRoot)
 		_, b := h.Snapshot("ses_dcee4de59ffeQnBJQnVTI71qLt")
