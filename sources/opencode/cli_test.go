@@ -89,12 +89,12 @@ func mockModel(t *testing.T) string {
 	return "http://" + ln.Addr().String() + "/v1"
 }
 
-// TestRealCLI runs the real opencode CLI (skipped when it is not
-// installed) offline against the scripted model, with the source
-// following its data directory: the prompt runs, calls bash and then a
-// subagent, and ends; the bridge shows running, the tool, the subagent
-// under its root (never a second root), and done.
-func TestRealCLI(t *testing.T) {
+// runCLI runs the real opencode CLI once (skipping the test when it is
+// not installed) offline against the scripted model, with the source
+// following its data directory; it returns the source's hub and the
+// project directory the CLI ran in.
+func runCLI(t *testing.T, permission string, args ...string) (*sourcestest.Hub, string) {
+	t.Helper()
 	bin := opencodeBinary()
 	if bin == "" {
 		t.Skip("the opencode CLI is not installed (npm install opencode-ai into /tmp/oc, or set OPENCODE_BIN)")
@@ -112,7 +112,7 @@ func TestRealCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := fmt.Sprintf(`{"provider":{"mock":{"npm":"@ai-sdk/openai-compatible","options":{"baseURL":%q,"apiKey":"dummy"},"models":{"mock-model":{"tool_call":true}}}},"model":"mock/mock-model","small_model":"mock/mock-model","autoupdate":false,"share":"disabled"}`, base)
+	cfg := fmt.Sprintf(`{"provider":{"mock":{"npm":"@ai-sdk/openai-compatible","options":{"baseURL":%q,"apiKey":"dummy"},"models":{"mock-model":{"tool_call":true}}}},"model":"mock/mock-model","small_model":"mock/mock-model","autoupdate":false,"share":"disabled","permission":{"bash":%q}}`, base, permission)
 	if err := os.WriteFile(filepath.Join(cfgDir, "opencode.json"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -120,15 +120,24 @@ func TestRealCLI(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", "--auto", "write a marker")
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = proj
+	cmd.Stdin = nil
 	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TERM=dumb",
 		"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
 		"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_SHARE=1"}
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("opencode run: %v\n%s", err, out)
+	if err != nil && ctx.Err() != nil {
+		t.Fatalf("opencode %v: %v\n%s", args, err, out)
 	}
+	return h, proj
+}
+
+// TestRealCLI: a prompt that calls bash and then a subagent, and ends,
+// shows running, the tool, the subagent under its root (never a second
+// root), and done; the idle source then makes no query.
+func TestRealCLI(t *testing.T) {
+	h, proj := runCLI(t, "allow", "run", "--auto", "write a marker")
 	var root string
 	h.WaitFor(t, "a root session done with its subagent completed", func(h *sourcestest.Hub) bool {
 		for _, s := range h.Snapshots() {
@@ -152,8 +161,23 @@ func TestRealCLI(t *testing.T) {
 	if !sawRunning || !sawBash {
 		t.Errorf("running seen: %v, bash tool seen: %v; want both", sawRunning, sawBash)
 	}
-	if s, _ := h.Snapshot(root); s.Cwd != proj || s.Model != "mock-model" {
-		t.Errorf("snapshot = %+v; want cwd %s and the model", s, proj)
+	if s, _ := h.Snapshot(root); s.Cwd != proj || s.Model != "mock-model" || s.LastTurn != agentbridge.LastTurnCompleted {
+		t.Errorf("snapshot = %+v; want cwd %s, the model, the turn completed", s, proj)
 	}
 	quiet(t)
+}
+
+// TestRealCLIRejected: opencode run without --auto rejects a call that
+// needs permission and stops the turn; the session ends as cancelled
+// rather than running forever.
+func TestRealCLIRejected(t *testing.T) {
+	h, _ := runCLI(t, "ask", "run", "write a marker")
+	h.WaitFor(t, "the turn cancelled", func(h *sourcestest.Hub) bool {
+		for _, s := range h.Snapshots() {
+			if s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCancelled {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -51,8 +51,12 @@ var required = map[string][]string{
 // several queries within the same wake.
 const maxRows = 2000
 
-// maxText bounds the prompt text taken from a part.
-const maxText = 4096
+// maxText bounds the prompt text taken from a part, maxErrorText a tool's
+// error (only its start is compared).
+const (
+	maxText      = 4096
+	maxErrorText = 256
+)
 
 var queries atomic.Uint64 // every query run against a database: the idle test's witness
 
@@ -210,6 +214,7 @@ func partCols(col, prefix string) []string {
 		fmt.Sprintf("substr(%s,1,%d)", str(col, prefix+".text"), maxText),
 		num(col, prefix+".synthetic"), str(col, prefix+".state.metadata.sessionId"),
 		num(col, prefix+".state.time.start"),
+		fmt.Sprintf("substr(%s,1,%d)", str(col, prefix+".state.error"), maxErrorText),
 	}
 }
 
@@ -230,9 +235,10 @@ func messageDest(m *MessageInfo) ([]any, func()) {
 func partDest(p *PartInfo) ([]any, func()) {
 	var typ, tool, status, text, child sql.NullString
 	var synthetic, start sql.NullInt64
-	return []any{&typ, &tool, &status, &text, &synthetic, &child, &start}, func() {
+	var errText sql.NullString
+	return []any{&typ, &tool, &status, &text, &synthetic, &child, &start, &errText}, func() {
 		p.Type, p.Tool, p.Status, p.Text = typ.String, tool.String, status.String, text.String
-		p.Synthetic, p.Child, p.Started = synthetic.Int64 != 0, child.String, start.Int64
+		p.Synthetic, p.Child, p.Started, p.Error = synthetic.Int64 != 0, child.String, start.Int64, errText.String
 	}
 }
 

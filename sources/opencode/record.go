@@ -46,7 +46,8 @@ type PartInfo struct {
 	Text                           string
 	Synthetic                      bool
 	Child                          string
-	Started                        int64 // state.time.start, epoch ms
+	Started                        int64  // state.time.start, epoch ms
+	Error                          string // state.error (its start), for a tool part that failed
 }
 
 // Ask is a permission request found in opencode's log: the session the
@@ -81,6 +82,10 @@ type session struct {
 	turn    string          // the latest user message that opened a turn
 	ended   string          // the latest assistant message that ended a turn
 	tools   map[string]tool // open tool parts by part id
+	// the latest assistant message with a tool call the user rejected, and
+	// the latest one completed with finish tool-calls: both together end
+	// the turn (opencode stops after a rejection)
+	rejected, toolCalls string
 	// a root's open permission wait: its id ("" none), the tool part it
 	// is for and the session (the root or a subagent) that part is in
 	wait, waitPart, waitOwner string
@@ -247,30 +252,54 @@ func (m *Mapper) message(in *MessageInfo) []Out {
 				out = append(out, Out{root, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Model: mod}})
 			}
 		}
-		if in.Completed == 0 || in.ID <= s.ended || (in.Finish == "tool-calls" && in.Error == "") {
+		if in.Completed == 0 || in.ID <= s.ended {
 			return out
 		}
-		s.ended = in.ID
 		outcome := agentbridge.OutcomeSuccess
 		switch {
 		case in.Error == "MessageAbortedError":
 			outcome = agentbridge.OutcomeCancelled
 		case in.Error != "":
 			outcome = agentbridge.OutcomeError
-		}
-		if s.parent != "" {
-			clear(s.tools)
-			if s.started && !s.done {
-				s.done = true
-				out = append(out, Out{root, agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: in.SessionID, Outcome: outcome}})
+		case in.Finish == "tool-calls":
+			// more steps follow, unless the user rejected one of the calls
+			// (opencode then stops the turn)
+			s.toolCalls = in.ID
+			if s.rejected != in.ID {
+				return out
 			}
-			return out
+			outcome = agentbridge.OutcomeCancelled
 		}
-		clear(s.tools)
-		s.wait, s.waitPart, s.waitOwner = "", "", "" // agent.done closes waits
-		out = append(out, Out{root, agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: outcome, OccurredAt: in.Completed}})
+		return m.endTurn(out, root, in.SessionID, s, in.ID, outcome, in.Completed)
 	}
 	return out
+}
+
+// endTurn ends the turn of session id with assistant message msg: agent.done
+// for a root, subagent.done on the root for a subagent.
+func (m *Mapper) endTurn(out []Out, root, id string, s *session, msg string, outcome agentbridge.Outcome, at int64) []Out {
+	if msg <= s.ended {
+		return out
+	}
+	s.ended = msg
+	clear(s.tools)
+	if s.parent != "" {
+		if s.started && !s.done {
+			s.done = true
+			out = append(out, Out{root, agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: id, Outcome: outcome}})
+		}
+		return out
+	}
+	s.wait, s.waitPart, s.waitOwner = "", "", "" // agent.done closes waits
+	return append(out, Out{root, agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: outcome, OccurredAt: at}})
+}
+
+// rejected reports whether a tool's error is opencode's for a call the
+// user rejected or a question dismissed, which stops the turn (the
+// rejection with feedback lets it go on).
+func rejected(errText string) bool {
+	return (strings.HasPrefix(errText, "The user rejected permission to use this specific tool call") &&
+		!strings.Contains(errText, "feedback")) || strings.HasPrefix(errText, "The user dismissed")
 }
 
 func (m *Mapper) part(in *PartInfo) []Out {
@@ -321,6 +350,8 @@ func (m *Mapper) part(in *PartInfo) []Out {
 		if s.parent == "" { // a subagent's tools are not the root's
 			out = append(out, Out{root, agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: in.ID, Name: name}})
 		}
+	}
+	switch {
 	case final && isOpen:
 		delete(s.tools, in.ID)
 		if s.parent == "" {
@@ -329,6 +360,12 @@ func (m *Mapper) part(in *PartInfo) []Out {
 				outcome = agentbridge.OutcomeError
 			}
 			out = append(out, Out{root, agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: in.ID, Outcome: outcome}})
+		}
+	}
+	if final && in.Status == "error" && rejected(in.Error) && in.MessageID > s.ended {
+		s.rejected = in.MessageID
+		if s.toolCalls == in.MessageID { // its message completed first (a scan reads parts after their message)
+			out = m.endTurn(out, root, in.SessionID, s, in.MessageID, agentbridge.OutcomeCancelled, 0)
 		}
 	}
 	return out

@@ -51,6 +51,7 @@ type storageJSON struct {
 	Synthetic bool   `json:"synthetic"`
 	State     struct {
 		Status   string `json:"status"`
+		Error    string `json:"error"`
 		Metadata struct {
 			SessionID string `json:"sessionId"`
 		} `json:"metadata"`
@@ -159,7 +160,7 @@ func StorageRecords(root string, cutoff time.Time) (recs []Record, bad int) {
 			for _, p := range readDirObjects(filepath.Join(root, "part", m.ID), read) {
 				recs = append(recs, Record{Part: &PartInfo{ID: p.ID, MessageID: m.ID, SessionID: s.ID, Type: p.Type,
 					Tool: p.Tool, Status: p.State.Status, Text: truncate(p.Text, maxText), Synthetic: p.Synthetic,
-					Child: p.State.Metadata.SessionID, Started: p.State.Time.Start}})
+					Child: p.State.Metadata.SessionID, Started: p.State.Time.Start, Error: truncate(p.State.Error, maxErrorText)}})
 			}
 		}
 	}
