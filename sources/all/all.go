@@ -14,5 +14,6 @@ import (
 	_ "github.com/agentbridge/agentbridge/sources/kiro"       // kiro
 	_ "github.com/agentbridge/agentbridge/sources/opencode"   // opencode
 	_ "github.com/agentbridge/agentbridge/sources/pi"         // pi
+	_ "github.com/agentbridge/agentbridge/sources/qwen"       // qwen
 	_ "github.com/agentbridge/agentbridge/sources/vibe"       // vibe
 )
