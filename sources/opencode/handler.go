@@ -47,6 +47,10 @@ type handler struct {
 	said     map[string]bool   // diagnostics given once per database and problem
 	trail    *time.Timer       // the trailing read (see changed)
 	trailDBs map[string]bool   // the databases it reads
+
+	storageRoot  string            // home/storage
+	held         []Record          // file storage objects read during a scan
+	sessionFiles map[string]string // session object file → its session
 }
 
 func newHandler(ctx context.Context, ss *sources.Sessions, home string, window time.Duration, w *dirWatch, log *slog.Logger) *handler {
@@ -56,7 +60,7 @@ func newHandler(ctx context.Context, ss *sources.Sessions, home string, window t
 	if window == 0 {
 		window = sources.DefaultWindow
 	}
-	h := &handler{Sessions: ss, ctx: ctx, home: home, window: window, watch: w, log: log}
+	h := &handler{Sessions: ss, ctx: ctx, home: home, window: window, watch: w, log: log, storageRoot: filepath.Join(home, "storage")}
 	h.reset()
 	return h
 }
@@ -91,6 +95,8 @@ func (h *handler) reset() {
 	h.owner = map[string]string{}
 	h.runs = map[string]string{}
 	h.pending = map[string]*Ask{}
+	h.held = nil
+	h.sessionFiles = map[string]string{}
 	h.said = map[string]bool{}
 }
 
@@ -173,7 +179,9 @@ func (h *handler) Rescan() {
 // permission requests the log holds, then publishes the reset.
 func (h *handler) ScanDone() {
 	if h.Enabled(Harness) {
-		h.storage()
+		orderStorage(h.held)
+		h.apply("storage", h.held)
+		h.held = nil
 		h.openAll()
 		h.asks()
 	}
@@ -348,18 +356,42 @@ func (h *handler) asks() {
 	clear(h.pending)
 }
 
-// CodeStorage counts object files of the file storage that were skipped.
+// CodeStorage counts object files of the file storage that were skipped
+// (not an object of their kind).
 const CodeStorage = "opencode-storage-skipped"
 
-// storage reads the older file storage at a scan.
-func (h *handler) storage() {
-	root := filepath.Join(h.home, "storage")
-	if _, err := os.Stat(root); err != nil {
+// MatchWhole picks the object files of the file storage.
+func (h *handler) MatchWhole(p string) bool { return storageKind(h.storageRoot, p) != "" }
+
+// WholeFile takes one object file of the file storage: held until the
+// scan is over (the directories come in name order, messages before
+// sessions), mapped at once afterwards. A session file that goes away
+// stops its session.
+func (h *handler) WholeFile(p string, data []byte) {
+	if !h.Enabled(Harness) {
 		return
 	}
-	recs, bad := StorageRecords(root, h.cutoff())
-	h.apply("storage", recs)
-	for range bad {
-		h.BadLine(CodeStorage)
+	kind := storageKind(h.storageRoot, p)
+	if data == nil {
+		if id := h.sessionFiles[p]; id != "" {
+			delete(h.sessionFiles, p)
+			if h.owner[id] == "storage" {
+				h.apply("storage", []Record{{Session: &SessionInfo{ID: id}, Deleted: true}})
+			}
+		}
+		return
 	}
+	r, ok := DecodeStorage(kind, data)
+	if !ok {
+		h.BadLine(CodeStorage)
+		return
+	}
+	if r.Session != nil && (h.sessionFiles[p] != "" || len(h.sessionFiles) < 1<<16) {
+		h.sessionFiles[p] = r.Session.ID
+	}
+	if !h.Live() {
+		h.held = append(h.held, r)
+		return
+	}
+	h.apply("storage", []Record{r})
 }

@@ -15,7 +15,8 @@
 // checkpoint or recovery in progress) is read again on its next change,
 // never on a timer. The start reads the sessions updated within the
 // window from the tables themselves. The older file storage
-// (storage/session|message|part/**.json) is read at the start.
+// (storage/session|message|part/**.json) is read whole, at the start and
+// whenever a file changes (the shared tailer's whole files).
 //
 // A pending permission is not in the database (the tool part just stays
 // running), but opencode's log (log/*.log under the same home) gets
@@ -103,7 +104,7 @@ func dbOf(home, p string) string {
 // Run follows the home until ctx ends.
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	home := filepath.Clean(s.o.Home)
-	logs := filepath.Join(home, "log")
+	logs, storage := filepath.Join(home, "log"), filepath.Join(home, "storage")
 	ctx, cancel := context.WithCancel(ctx)
 	var h *handler
 	w := newDirWatch(home, s.o.Logger)
@@ -116,9 +117,9 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	}()
 	return sources.Follow(ctx, st, sources.FollowConfig{
 		Tail: sources.TailConfig{
-			Roots:  []string{logs},
+			Roots:  []string{logs, storage},
 			Match:  func(p string) bool { return filepath.Dir(p) == logs && strings.HasSuffix(p, ".log") },
-			Dirs:   func(string) bool { return false },
+			Dirs:   func(p string) bool { return storageDir(storage, p) },
 			Window: s.o.Window,
 		},
 		Linger: s.o.Linger,

@@ -116,6 +116,18 @@ func run(t *testing.T, home string) *sourcestest.Hub {
 	return sourcestest.Start(t, New(sources.Options{Home: home}), nil)
 }
 
+// toolOpen reports whether the hub got tool.started for id and no
+// tool.finished yet.
+func toolOpen(h *sourcestest.Hub, id string) bool {
+	open := false
+	for _, c := range h.Calls() {
+		if c.Event.ToolID == id {
+			open = c.Event.Kind == agentbridge.KindToolStarted
+		}
+	}
+	return open
+}
+
 func status(id string, want agentbridge.Status) func(*sourcestest.Hub) bool {
 	return func(h *sourcestest.Hub) bool {
 		s, ok := h.Snapshot(id)
@@ -150,13 +162,16 @@ func quiet(t *testing.T) {
 // sees at each step; then that the idle source makes no query.
 func TestLive(t *testing.T) {
 	home := t.TempDir()
-	h := run(t, home)
-
-	// opencode starts: the database appears, with its schema.
+	// The database with its schema, before the source starts: the writer
+	// here fills only the event journal, which the source follows from the
+	// end it finds when it opens the database (opencode writes the tables
+	// too, which the opening reads; TestRealCLI has the database appear
+	// while the source runs).
 	w := openWriter(t, filepath.Join(home, "opencode.db"))
 	for _, q := range schemaOf(t, tuiFixture) {
 		w.exec(q)
 	}
+	h := run(t, home)
 	if err := os.MkdirAll(filepath.Join(home, "log"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -199,10 +214,10 @@ func TestLive(t *testing.T) {
 		return e.typ == "message.part.updated.1" && strings.Contains(e.data, tuiPart) && strings.Contains(e.data, `"status":"running"`)
 	}
 	until(running)
-	h.WaitFor(t, "running with the bash tool", status(tuiRoot, agentbridge.StatusRunning))
-	if s, _ := h.Snapshot(tuiRoot); s.Cwd != "/tmp/ocw/home/proj" || s.Model != "mock-model" {
-		t.Errorf("snapshot = %+v; want the cwd and model of the session", s)
-	}
+	h.WaitFor(t, "running with the bash tool, the cwd and the model", func(h *sourcestest.Hub) bool {
+		s, ok := h.Snapshot(tuiRoot)
+		return ok && s.Status == agentbridge.StatusRunning && s.Cwd == "/tmp/ocw/home/proj" && s.Model == "mock-model" && toolOpen(h, tuiPart)
+	})
 
 	logLines("message=asking")
 	h.WaitFor(t, "waiting for the bash permission", func(h *sourcestest.Hub) bool {

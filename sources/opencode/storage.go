@@ -2,25 +2,16 @@ package opencode
 
 import (
 	"encoding/json"
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"time"
-
-	"github.com/agentbridge/agentbridge/sources"
 )
 
 // The older file storage (opencode before its database): one JSON file
 // per object, storage/session/<project>/<session>.json,
 // storage/message/<session>/<message>.json and
-// storage/part/<message>/<part>.json.
-const (
-	maxStorageFile  = 1 << 20 // a larger object file is skipped
-	maxStorageFiles = 20000   // objects read at one scan
-)
+// storage/part/<message>/<part>.json, each rewritten whole: the shared
+// tailer reads them whole (sources.WholeFiles), at the scan and on every
+// change.
 
 // storageJSON is the union of the fields read from the object files.
 type storageJSON struct {
@@ -61,125 +52,103 @@ type storageJSON struct {
 	} `json:"state"`
 }
 
-// StorageRecords reads the file storage under root (the home's storage
-// directory): the sessions whose file was written at or after cutoff,
-// their ancestors, and their messages and parts, in the order they were
-// made. Files that are not regular, too large or not JSON are skipped and
-// counted in bad.
-func StorageRecords(root string, cutoff time.Time) (recs []Record, bad int) {
-	budget := maxStorageFiles
-	read := func(p string) *storageJSON {
-		if budget <= 0 {
-			return nil
-		}
-		budget--
-		data, err := sources.ReadSmall(p, maxStorageFile)
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				bad++
-			}
-			return nil
-		}
-		var o storageJSON
-		if json.Unmarshal(data, &o) != nil || o.ID == "" {
-			bad++
-			return nil
-		}
-		return &o
+// storageKind says which object a file under root (the home's storage
+// directory) is: "session", "message" or "part" for
+// root/<kind>/<dir>/<id>.json, else "".
+func storageKind(root, p string) string {
+	rel, ok := strings.CutPrefix(p, root+"/")
+	if !ok {
+		return ""
 	}
-	all := map[string]*storageJSON{}
-	recent := map[string]bool{}
-	projects, _ := os.ReadDir(filepath.Join(root, "session"))
-	for _, pr := range projects {
-		if !pr.IsDir() {
-			continue
-		}
-		dir := filepath.Join(root, "session", pr.Name())
-		files, _ := os.ReadDir(dir)
-		for _, f := range files {
-			if !strings.HasSuffix(f.Name(), ".json") || !f.Type().IsRegular() {
-				continue
-			}
-			info, err := f.Info()
-			if err != nil {
-				continue
-			}
-			if o := read(filepath.Join(dir, f.Name())); o != nil {
-				all[o.ID] = o
-				if !info.ModTime().Before(cutoff) {
-					recent[o.ID] = true
-				}
-			}
-		}
+	parts := strings.Split(rel, "/")
+	if len(parts) != 3 || !strings.HasSuffix(parts[2], ".json") || parts[1] == "" {
+		return ""
 	}
-	keep := map[string]bool{}
-	for id := range recent {
-		for n := 0; id != "" && n < 64 && !keep[id]; n++ {
-			keep[id] = true
-			if o := all[id]; o != nil {
-				id = o.ParentID
-			} else {
-				id = ""
-			}
-		}
+	switch parts[0] {
+	case "session", "message", "part":
+		return parts[0]
 	}
-	var sess []*storageJSON
-	for id := range keep {
-		if o := all[id]; o != nil {
-			sess = append(sess, o)
-		}
-	}
-	slices.SortFunc(sess, func(a, b *storageJSON) int {
-		if a.Time.Created != b.Time.Created {
-			return cmpInt(a.Time.Created, b.Time.Created)
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	for _, s := range sess {
-		recs = append(recs, Record{Session: &SessionInfo{ID: s.ID, ParentID: s.ParentID, Directory: s.Directory,
-			Title: s.Title, Agent: s.Agent, Created: s.Time.Created, Updated: s.Time.Updated}})
-	}
-	for _, s := range sess {
-		if !recent[s.ID] {
-			continue
-		}
-		for _, m := range readDirObjects(filepath.Join(root, "message", s.ID), read) {
-			model := m.ModelID
-			if model == "" {
-				model = m.Model.ModelID
-			}
-			mi := &MessageInfo{ID: m.ID, SessionID: s.ID, Role: m.Role, Created: m.Time.Created,
-				Completed: m.Time.Completed, Finish: m.Finish, Model: model}
-			if m.Error != nil {
-				mi.Error = m.Error.Name
-				if mi.Error == "" {
-					mi.Error = "error"
-				}
-			}
-			recs = append(recs, Record{Message: mi})
-			for _, p := range readDirObjects(filepath.Join(root, "part", m.ID), read) {
-				recs = append(recs, Record{Part: &PartInfo{ID: p.ID, MessageID: m.ID, SessionID: s.ID, Type: p.Type,
-					Tool: p.Tool, Status: p.State.Status, Text: truncate(p.Text, maxText), Synthetic: p.Synthetic,
-					Child: p.State.Metadata.SessionID, Started: p.State.Time.Start, Error: truncate(p.State.Error, maxErrorText)}})
-			}
-		}
-	}
-	return recs, bad
+	return ""
 }
 
-// readDirObjects reads the object files of one directory, sorted by id.
-func readDirObjects(dir string, read func(string) *storageJSON) []*storageJSON {
-	files, _ := os.ReadDir(dir)
-	var out []*storageJSON
-	for _, f := range files {
-		if strings.HasSuffix(f.Name(), ".json") {
-			if o := read(filepath.Join(dir, f.Name())); o != nil {
-				out = append(out, o)
+// storageDir reports whether dir is on the way to the object files.
+func storageDir(root, dir string) bool {
+	rel, ok := strings.CutPrefix(dir, root+"/")
+	if !ok {
+		return false
+	}
+	parts := strings.Split(rel, "/")
+	switch parts[0] {
+	case "session", "message", "part":
+		return len(parts) <= 2
+	}
+	return false
+}
+
+// DecodeStorage decodes one object file of the given kind; ok is false
+// for a file that is not such an object.
+func DecodeStorage(kind string, data []byte) (r Record, ok bool) {
+	var o storageJSON
+	if json.Unmarshal(data, &o) != nil || o.ID == "" {
+		return Record{}, false
+	}
+	switch kind {
+	case "session":
+		return Record{Session: &SessionInfo{ID: o.ID, ParentID: o.ParentID, Directory: o.Directory,
+			Title: o.Title, Agent: o.Agent, Created: o.Time.Created, Updated: o.Time.Updated}}, true
+	case "message":
+		model := o.ModelID
+		if model == "" {
+			model = o.Model.ModelID
+		}
+		mi := &MessageInfo{ID: o.ID, SessionID: o.SessionID, Role: o.Role, Created: o.Time.Created,
+			Completed: o.Time.Completed, Finish: o.Finish, Model: model}
+		if o.Error != nil {
+			mi.Error = o.Error.Name
+			if mi.Error == "" {
+				mi.Error = "error"
 			}
 		}
+		return Record{Message: mi}, o.SessionID != ""
+	case "part":
+		return Record{Part: &PartInfo{ID: o.ID, MessageID: o.MessageID, SessionID: o.SessionID, Type: o.Type,
+				Tool: o.Tool, Status: o.State.Status, Text: truncate(o.Text, maxText), Synthetic: o.Synthetic,
+				Child: o.State.Metadata.SessionID, Started: o.State.Time.Start, Error: truncate(o.State.Error, maxErrorText)}},
+			o.SessionID != "" && o.MessageID != ""
 	}
-	slices.SortFunc(out, func(a, b *storageJSON) int { return strings.Compare(a.ID, b.ID) })
-	return out
+	return Record{}, false
+}
+
+// orderStorage puts the object files read at a scan (in directory order)
+// in the order they were made: sessions (by creation, so that a parent
+// comes before its subagents), then each message followed by its parts
+// (ids grow with time).
+func orderStorage(recs []Record) {
+	key := func(r Record) (int, int64, string, int, string) {
+		switch {
+		case r.Session != nil:
+			return 0, r.Session.Created, r.Session.ID, 0, ""
+		case r.Message != nil:
+			return 1, 0, r.Message.ID, 0, ""
+		default:
+			return 1, 0, r.Part.MessageID, 1, r.Part.ID
+		}
+	}
+	slices.SortStableFunc(recs, func(a, b Record) int {
+		ag, at, aid, ak, ap := key(a)
+		bg, bt, bid, bk, bp := key(b)
+		switch {
+		case ag != bg:
+			return ag - bg
+		case at != bt:
+			return cmpInt(at, bt)
+		case aid != bid:
+			return strings.Compare(aid, bid)
+		case ak != bk:
+			return ak - bk
+		}
+		return strings.Compare(ap, bp)
+	})
 }
 
 func truncate(s string, n int) string {

@@ -36,17 +36,42 @@ func copyTree(t *testing.T, src, dst string) {
 	}
 }
 
-// TestStorage reads the file storage of an older install: the session, its
+// storageRecords decodes every object file under root and orders them as
+// the scan does.
+func storageRecords(t *testing.T, root string) []Record {
+	t.Helper()
+	var recs []Record
+	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		kind := storageKind(root, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		r, ok := DecodeStorage(kind, data)
+		if !ok {
+			t.Errorf("%s: not decoded", p)
+			return nil
+		}
+		recs = append(recs, r)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orderStorage(recs)
+	return recs
+}
+
+// TestStorage maps the file storage of an older install: the session, its
 // model, and the subagent under it, with the subagent's running tool not
 // shown as a tool of the root.
 func TestStorage(t *testing.T) {
-	recs, bad := StorageRecords("testdata/storage", time.Time{})
-	if bad != 0 {
-		t.Errorf("%d files skipped", bad)
-	}
 	m := NewMapper()
 	var got []Out
-	for _, r := range recs {
+	for _, r := range storageRecords(t, "testdata/storage") {
 		got = append(got, m.Apply(r)...)
 	}
 	want := []Out{
@@ -57,6 +82,35 @@ func TestStorage(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("storage events (-want +got):\n%s", diff)
 	}
+}
+
+// TestStorageLive: an object file written while the source runs is read
+// whole: a new turn in the stored session shows as running, and a
+// session file removed stops its session.
+func TestStorageLive(t *testing.T) {
+	home := t.TempDir()
+	copyTree(t, "testdata/storage", filepath.Join(home, "storage"))
+	now := time.Now()
+	filepath.Walk(filepath.Join(home, "storage"), func(p string, _ os.FileInfo, _ error) error { //nolint:errcheck // best effort
+		return os.Chtimes(p, now, now)
+	})
+	h := sourcestest.Start(t, New(sources.Options{Home: home}), nil)
+	h.WaitFor(t, "the stored session", func(h *sourcestest.Hub) bool {
+		s, ok := h.Snapshot("s_stage0_small")
+		return ok && len(s.Subagents) == 1
+	})
+	msg := filepath.Join(home, "storage", "message", "s_stage0_small", "msg_0009.json")
+	if err := os.WriteFile(msg, []byte(`{"id":"m_user_9","sessionID":"s_stage0_small","role":"user","time":{"created":1730000009000}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "the new turn running", status("s_stage0_small", agentbridge.StatusRunning))
+	if err := os.Remove(filepath.Join(home, "storage", "session", "proj_test", "ses_s_stage0_small.json")); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "the session gone with its file", func(h *sourcestest.Hub) bool {
+		_, ok := h.Snapshot("s_stage0_small")
+		return !ok
+	})
 }
 
 // TestHome: the source reads the file storage, the main database and a
