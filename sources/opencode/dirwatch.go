@@ -2,7 +2,6 @@ package opencode
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -52,24 +51,44 @@ func (w *dirWatch) run(ctx context.Context) {
 	}
 	defer fw.Close()
 	watched := ""
+	// place watches the home, or its nearest existing ancestor while it
+	// does not exist; after each watch is added it checks that the next
+	// directory on the way did not appear meanwhile (its Create event would
+	// have gone to no watch).
 	place := func() {
-		if watched != "" {
-			_ = fw.Remove(watched)
-			watched = ""
-		}
-		for dir := w.home; ; dir = filepath.Dir(dir) {
-			if err := fw.Add(dir); err == nil {
-				watched = dir
-				break
-			} else if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, os.ErrPermission) && !strings.Contains(err.Error(), "not a directory") {
-				w.log.Debug("opencode: cannot watch", "dir", dir, "err", err)
+		for range 64 {
+			dir := w.home
+			for {
+				if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+					break
+				}
+				if dir == filepath.Dir(dir) {
+					return
+				}
+				dir = filepath.Dir(dir)
 			}
-			if dir == filepath.Dir(dir) {
+			if dir != watched {
+				if watched != "" {
+					_ = fw.Remove(watched)
+					watched = ""
+				}
+				if err := fw.Add(dir); err != nil {
+					w.log.Debug("opencode: cannot watch", "dir", dir, "err", err)
+					return
+				}
+				watched = dir
+			}
+			if dir == w.home {
+				w.notify("", true) // it exists: look at what it holds
 				return
 			}
-		}
-		if watched == w.home {
-			w.notify("", true) // it exists now: look at what it holds
+			next := w.home
+			for filepath.Dir(next) != dir {
+				next = filepath.Dir(next)
+			}
+			if _, err := os.Stat(next); err != nil {
+				return // wait for its Create
+			}
 		}
 	}
 	place()

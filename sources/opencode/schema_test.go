@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
@@ -194,5 +195,28 @@ func FuzzLog(f *testing.F) {
 		if l.Ask != nil {
 			_ = askReason(*l.Ask)
 		}
+	})
+}
+
+// TestHomeAppears: the data directory does not exist when the source
+// starts (opencode never ran); opencode makes it, several levels deep at
+// once, and writes its database: the sessions show.
+func TestHomeAppears(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, ".local", "share", "opencode")
+	h := sourcestest.Start(t, New(sources.Options{Home: home, Window: -1}), nil)
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(tuiFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "opencode.db"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "the database's session", func(h *sourcestest.Hub) bool {
+		_, ok := h.Snapshot(tuiRoot)
+		return ok
 	})
 }
