@@ -109,9 +109,6 @@ type Mapper struct {
 // NewMapper returns an empty Mapper.
 func NewMapper() *Mapper { return &Mapper{s: map[string]*session{}, Skipped: map[string]int{}} }
 
-// Known reports whether session id has been seen.
-func (m *Mapper) Known(id string) bool { return m.s[id] != nil }
-
 // Forget drops a session's state (its database went away).
 func (m *Mapper) Forget(id string) { delete(m.s, id) }
 
@@ -127,14 +124,6 @@ func (m *Mapper) Root(id string) string {
 			return id
 		}
 		id = s.parent
-	}
-	return ""
-}
-
-// Parent returns the parent of session id ("" for a root or unknown).
-func (m *Mapper) Parent(id string) string {
-	if s := m.s[id]; s != nil {
-		return s.parent
 	}
 	return ""
 }
