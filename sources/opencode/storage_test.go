@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -14,7 +13,8 @@ import (
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
-// copyTree copies a testdata tree into dst.
+// copyTree copies a testdata tree into dst (the copies are new: written
+// within any window).
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()
 	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
@@ -90,10 +90,6 @@ func TestStorage(t *testing.T) {
 func TestStorageLive(t *testing.T) {
 	home := t.TempDir()
 	copyTree(t, "testdata/storage", filepath.Join(home, "storage"))
-	now := time.Now()
-	filepath.Walk(filepath.Join(home, "storage"), func(p string, _ os.FileInfo, _ error) error { //nolint:errcheck // best effort
-		return os.Chtimes(p, now, now)
-	})
 	h := sourcestest.Start(t, New(sources.Options{Home: home}), nil)
 	h.WaitFor(t, "the stored session", func(h *sourcestest.Hub) bool {
 		s, ok := h.Snapshot("s_stage0_small")
@@ -119,10 +115,6 @@ func TestStorageLive(t *testing.T) {
 func TestHome(t *testing.T) {
 	home := t.TempDir()
 	copyTree(t, "testdata/storage", filepath.Join(home, "storage"))
-	now := time.Now()
-	filepath.Walk(filepath.Join(home, "storage"), func(p string, _ os.FileInfo, _ error) error { //nolint:errcheck // best effort
-		return os.Chtimes(p, now, now)
-	})
 	for name, fx := range map[string]string{"opencode.db": tuiFixture, "opencode-beta.db": "testdata/cli/run-auto.db"} {
 		data, err := os.ReadFile(fx)
 		if err != nil {
