@@ -113,6 +113,7 @@ type source struct {
 type sess struct {
 	fold *validate.Session
 	snap agentbridge.Snapshot
+	act  *agentbridge.Activity // nil: none; never changed once stored
 }
 
 // New returns an empty hub.
@@ -395,7 +396,7 @@ func (h *Hub) Sessions(f Filter) (uint64, []Entry) {
 			continue
 		}
 		for _, ss := range h.sources[sid].sessions {
-			all = append(all, Entry{Source: sid, Snapshot: ss.snap})
+			all = append(all, Entry{Source: sid, Snapshot: ss.snap, Activity: ss.act})
 		}
 	}
 	h.mu.Unlock()
@@ -426,7 +427,7 @@ func (h *Hub) Session(sourceID, id string) (Entry, bool) {
 	if !ok {
 		return Entry{}, false
 	}
-	return Entry{Source: sourceID, Snapshot: ss.snap.Clone()}, true
+	return Entry{Source: sourceID, Snapshot: ss.snap.Clone(), Activity: ss.act}, true
 }
 
 // Diagnostics returns the most recent diagnostics (at most
