@@ -190,8 +190,8 @@ func (u Usage) Sub(v Usage) Usage {
 //   - Otherwise the counts are added.
 type UsageReport struct {
 	Usage
-	MessageID string
-	Total     bool
+	MessageID string `json:"messageId,omitempty"`
+	Total     bool   `json:"total,omitempty"`
 }
 
 // Activity is what a session is doing now and what it has used, beside

@@ -215,7 +215,7 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, strict bool) e
 		return nil
 	}
 	w.hidden = false
-	if !w.aside {
+	if !w.aside && !usageOnly(&given) {
 		if w.ref == nil {
 			w.ref = &incarnation{}
 		}
@@ -231,6 +231,19 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, strict bool) e
 		p.commit(false)
 	}
 	return nil
+}
+
+// usageOnly reports whether e is an agent.metadata event that carries
+// nothing but token counts: its lifecycle record would say nothing (Usage
+// is not part of the event's JSON), so it has none; the counts reach
+// clients in the session's activity.
+func usageOnly(e *agentbridge.Event) bool {
+	if e.Kind != agentbridge.KindAgentMetadata || e.Usage == nil {
+		return false
+	}
+	c := *e
+	c.Usage, c.OccurredAt = nil, 0
+	return c == agentbridge.Event{Kind: agentbridge.KindAgentMetadata}
 }
 
 // stop ends w: its lifecycle records so far are decided by the snapshot
