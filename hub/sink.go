@@ -104,8 +104,8 @@ type work struct {
 	ref         *incarnation // the lifecycle records of this batch
 	shown       *agentbridge.Snapshot
 	shownAct    *agentbridge.Activity // the activity beside shown
-	stamps      []int64 // clock stamps given to agent.done without occurredAt, in order
-	dones       int     // such events folded since the fold began
+	stamps      []int64               // clock stamps given to agent.done without occurredAt, in order
+	dones       int                   // such events folded since the fold began
 	next        agentbridge.Snapshot
 	nextAct     *agentbridge.Activity
 	changed     bool
@@ -295,7 +295,7 @@ func (p *publisher) Session(id string) *validate.Session {
 func (p *publisher) Rescan() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.commit(false) // a scan still open is dropped: this one replaces it
+	p.commit(false)             // a scan still open is dropped: this one replaces it
 	for _, w := range p.dirty { // sessions being built aside: the scan builds them anew
 		w.dirty, w.aside = false, false
 	}

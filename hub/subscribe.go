@@ -231,7 +231,7 @@ type capture struct {
 	source   string
 	sessions []agentbridge.Snapshot // filtered subscribers: sorted by id
 	acts     map[string]*agentbridge.Activity
-	recs     []Record               // unfiltered subscribers: reset and overflow upserts, Rev unset
+	recs     []Record // unfiltered subscribers: reset and overflow upserts, Rev unset
 }
 
 // initCache keeps the encoded initial records of a source for as long as

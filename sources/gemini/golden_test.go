@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // (a rebuild shows as a "rebuild" marker followed by the replay), and the
 // snapshot they fold into.
 type golden struct {
-	Events   []goldenEvent        `json:"events"`
+	Events   []goldenEvent         `json:"events"`
 	Snapshot agentbridge.Snapshot  `json:"snapshot"`
 	Activity *agentbridge.Activity `json:"activity,omitempty"`
 }
