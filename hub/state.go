@@ -444,3 +444,25 @@ func (h *Hub) Revision() uint64 {
 	defer h.mu.Unlock()
 	return h.rev
 }
+
+// Diagnose records a problem the bridge itself met while serving a
+// source's sessions (a webhook that could not be reached): it is shown in
+// GET /v1/diagnostics and on the stream like the source's own. It fails
+// with ErrUnknownSource, or an *InvalidError for a diagnostic that breaks
+// the rules (a code that is not kebab-case, an empty message).
+func (h *Hub) Diagnose(sourceID string, d agentbridge.Diagnostic) error {
+	validate.RedactDiagnostic(&d)
+	if issues := validate.Diagnostic(d); len(issues) > 0 {
+		return &InvalidError{Issues: issues}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.sources[sourceID]
+	if !ok {
+		return ErrUnknownSource
+	}
+	t := h.begin(s)
+	t.add(&entry{rec: Record{Name: NameDiagnostic}, source: sourceID}, diagData{Source: sourceID, Diagnostic: d})
+	h.commit(t)
+	return nil
+}

@@ -1,0 +1,186 @@
+// Package notify tells people when a session needs them: it turns the
+// bridge's stream into transitions (a session starts waiting or blocked,
+// a turn ends or fails, the agent exits) and delivers them — as JSON POSTs
+// to configured webhooks (Webhooks) and as desktop notifications over
+// D-Bus (Desktop, used by `agentbridge notify`).
+//
+// A transition is told once: a wait is one transition however long it
+// goes on (the same status and reason again say nothing), and what a
+// client sees when it first connects is the baseline, never a transition.
+package notify
+
+import (
+	"encoding/json"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// The transition events, as webhooks name them in their "events" list and
+// in the "status" of what they post.
+const (
+	EventWaiting = "waiting" // a session started waiting for the user
+	EventBlocked = "blocked" // a session cannot go on for another reason
+	EventFailed  = "failed"  // a turn ended failed
+	EventDone    = "done"    // a turn ended (completed or cancelled)
+	EventExited  = "exited"  // the agent's process ended
+)
+
+// Events lists every transition event.
+var Events = []string{EventWaiting, EventBlocked, EventFailed, EventDone, EventExited}
+
+// Transition is one change of a session worth telling. Its JSON form is
+// the body a webhook receives, plus "text" (a one-line summary Slack and
+// ntfy show as the message).
+type Transition struct {
+	Source     string `json:"source"`
+	SessionID  string `json:"sessionId"`
+	Harness    string `json:"harness"`
+	Status     string `json:"status"` // the event: waiting, blocked, failed, done, exited
+	Title      string `json:"title,omitempty"`
+	WaitingFor string `json:"waitingFor,omitempty"`
+	Host       string `json:"host,omitempty"`
+	At         int64  `json:"at"` // epoch ms the bridge saw it
+	Text       string `json:"text"`
+
+	id string // the delivery id webhooks send as Idempotency-Key
+}
+
+// Summary is a one-line description: "Claude Code: Fix the tests — waiting: approve Bash".
+func (t Transition) Summary(agent string) string {
+	if agent == "" {
+		agent = t.Harness
+	}
+	s := agent
+	if t.Title != "" {
+		s += ": " + t.Title
+	}
+	s += " — " + t.Status
+	if t.WaitingFor != "" {
+		s += ": " + t.WaitingFor
+	}
+	return s
+}
+
+// Detect returns the event a session's new snapshot makes after prev (nil:
+// a session not seen before), if any.
+func Detect(prev *agentbridge.Snapshot, next *agentbridge.Snapshot) (event string, ok bool) {
+	switch next.Status {
+	case agentbridge.StatusWaiting, agentbridge.StatusBlocked:
+		if prev != nil && prev.Status == next.Status && prev.WaitingFor == next.WaitingFor {
+			return "", false // the same wait goes on
+		}
+		return string(next.Status), true
+	case agentbridge.StatusDone:
+		if prev != nil && prev.Status == agentbridge.StatusDone && prev.LastTurnEndedAt == next.LastTurnEndedAt && prev.LastTurn == next.LastTurn {
+			return "", false
+		}
+		if next.LastTurn == agentbridge.LastTurnFailed {
+			return EventFailed, true
+		}
+		return EventDone, true
+	case agentbridge.StatusExited:
+		if prev != nil && prev.Status == agentbridge.StatusExited {
+			return "", false
+		}
+		return EventExited, true
+	}
+	return "", false
+}
+
+type key struct{ source, id string }
+
+// Tracker keeps the last snapshot of every session a stream showed and
+// turns stream records into transitions. The first reset of a source is
+// its baseline: it yields none. A reset after that (a client that
+// reconnected) yields what changed meanwhile. The zero Tracker is ready;
+// it is not safe for concurrent use.
+type Tracker struct {
+	// Host is put in every transition of a session that carries none (the
+	// machine the bridge runs on).
+	Host string
+	// Now stamps transitions; nil: none (At 0).
+	Now func() int64
+
+	last   map[key]agentbridge.Snapshot
+	primed map[string]bool // sources whose baseline reset came
+}
+
+// record is the data of the stream records the tracker reads.
+type record struct {
+	Source    string                 `json:"source"`
+	Sessions  []agentbridge.Snapshot `json:"sessions"`
+	Snapshot  *agentbridge.Snapshot  `json:"snapshot"`
+	SessionID string                 `json:"sessionId"`
+	Host      string                 `json:"host"`
+}
+
+// Apply reads one stream record (its name and data) and returns the
+// transitions it makes. Records it does not know, or cannot decode, make
+// none.
+func (t *Tracker) Apply(name string, data []byte) []Transition {
+	if name != "reset" && name != "upsert" && name != "remove" {
+		return nil
+	}
+	var r record
+	if json.Unmarshal(data, &r) != nil || r.Source == "" {
+		return nil
+	}
+	if t.last == nil {
+		t.last, t.primed = map[key]agentbridge.Snapshot{}, map[string]bool{}
+	}
+	switch name {
+	case "reset":
+		quiet := !t.primed[r.Source]
+		t.primed[r.Source] = true
+		keep := map[string]bool{}
+		var out []Transition
+		for i := range r.Sessions {
+			keep[r.Sessions[i].ID] = true
+			if tr, ok := t.see(r.Source, r.Host, &r.Sessions[i]); ok && !quiet {
+				out = append(out, tr)
+			}
+		}
+		for k := range t.last {
+			if k.source == r.Source && !keep[k.id] {
+				delete(t.last, k)
+			}
+		}
+		return out
+	case "upsert":
+		if r.Snapshot == nil || r.Snapshot.ID == "" {
+			return nil
+		}
+		if tr, ok := t.see(r.Source, r.Host, r.Snapshot); ok {
+			return []Transition{tr}
+		}
+	case "remove":
+		delete(t.last, key{r.Source, r.SessionID})
+	}
+	return nil
+}
+
+func (t *Tracker) see(source, host string, s *agentbridge.Snapshot) (Transition, bool) {
+	k := key{source, s.ID}
+	var prev *agentbridge.Snapshot
+	if p, ok := t.last[k]; ok {
+		prev = &p
+	}
+	t.last[k] = agentbridge.Snapshot{ID: s.ID, Status: s.Status, WaitingFor: s.WaitingFor, LastTurn: s.LastTurn, LastTurnEndedAt: s.LastTurnEndedAt}
+	ev, ok := Detect(prev, s)
+	if !ok {
+		return Transition{}, false
+	}
+	if host == "" {
+		host = t.Host
+	}
+	// Display text is redacted by the hub; paths a push source put in it
+	// are shortened here, since a notification leaves the machine.
+	tr := Transition{Source: source, SessionID: s.ID, Harness: s.Harness, Status: ev,
+		Title: validate.ShortenPaths(s.Title), WaitingFor: validate.ShortenPaths(s.WaitingFor), Host: host}
+	if t.Now != nil {
+		tr.At = t.Now()
+	}
+	tr.Text = tr.Summary("")
+	return tr, true
+}
