@@ -11,6 +11,7 @@ package notify
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/validate"
@@ -183,4 +184,33 @@ func (t *Tracker) see(source, host string, s *agentbridge.Snapshot) (Transition,
 	}
 	tr.Text = tr.Summary("")
 	return tr, true
+}
+
+// Notifier shows a transition to someone (Desktop does).
+type Notifier interface {
+	Notify(Transition) error
+}
+
+// Teller tells a Notifier the transitions of the chosen events that stream
+// records make.
+type Teller struct {
+	Tracker
+	To     Notifier
+	Events []string // nil: waiting, blocked and failed
+}
+
+// Record reads one stream record; the error is the Notifier's.
+func (t *Teller) Record(name string, data []byte) error {
+	events := t.Events
+	if events == nil {
+		events = []string{EventWaiting, EventBlocked, EventFailed}
+	}
+	for _, tr := range t.Apply(name, data) {
+		if slices.Contains(events, tr.Status) {
+			if err := t.To.Notify(tr); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
