@@ -83,7 +83,7 @@ func TestDashboardActivityAndNotifications(t *testing.T) {
 	ev("s-other", map[string]any{"kind": "wait.started", "waitId": "w1", "state": "waiting", "reason": "Approve shell command: git push"})
 	waitJS(t, ctx, "a notification", `window.__notes.length >= 1`)
 	ev("s-other", map[string]any{"kind": "tool.started", "toolId": "x2", "name": "Bash"}) // the same wait goes on
-	ev("s-tool", map[string]any{"kind": "tool.finished", "toolId": "x1"})                // another session, still running
+	ev("s-tool", map[string]any{"kind": "tool.finished", "toolId": "x1"})                 // another session, still running
 	waitJS(t, ctx, "the later upserts", `!/running Bash/.test(document.querySelector('tr.row[data-session="s-tool"]').innerText)`)
 	if n := notes(); n != 1 {
 		t.Fatalf("%d notifications, want one for the one wait", n)
