@@ -23,7 +23,7 @@ import (
 type State struct {
 	rev       uint64
 	sources   map[string]map[string]hub.Entry // source → id → snapshot and activity
-	harnesses map[string][]string                        // source → enabled harness ids
+	harnesses map[string][]string             // source → enabled harness ids
 }
 
 // Load starts the state from a snapshot: follow the stream with Since set

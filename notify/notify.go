@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -27,8 +28,9 @@ const (
 	EventExited  = "exited"  // the agent's process ended
 )
 
-// Events lists every transition event.
-var Events = []string{EventWaiting, EventBlocked, EventFailed, EventDone, EventExited}
+// Events lists every transition event (the configuration's
+// notify.webhooks[].events values).
+var Events = config.WebhookEvents
 
 // Transition is one change of a session worth telling. Its JSON form is
 // the body a webhook receives, plus "text" (a one-line summary Slack and
