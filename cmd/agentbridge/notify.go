@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -73,23 +72,9 @@ func notifyDesktop(ctx context.Context, c *client.Client, d *notify.Desktop, eve
 	d.Agent = func(h string) string { return names[h] }
 	host, _ := os.Hostname()
 	t := notify.Teller{Tracker: notify.Tracker{Host: host}, To: d, Events: events}
-	lost := false
-	err := c.Follow(ctx, client.FollowOptions{
-		StreamOptions: client.StreamOptions{Format: client.NDJSON},
-		Backoff:       bo,
-		OnConnect: func(bool) {
-			if lost {
-				fmt.Fprintf(stderr, "agentbridge notify: reconnected\n")
-				lost = false
-			}
-		},
-		OnDrop: func(err error) {
-			if !lost {
-				fmt.Fprintf(stderr, "agentbridge notify: %v; resuming\n", err)
-				lost = true
-			}
-		},
-	}, func(ev client.Event) error { return t.Record(ev.Name, ev.Data) })
+	o := client.FollowOptions{StreamOptions: client.StreamOptions{Format: client.NDJSON}, Backoff: bo}
+	o.OnConnect, o.OnDrop = reportDrops("notify", stderr)
+	err := c.Follow(ctx, o, func(ev client.Event) error { return t.Record(ev.Name, ev.Data) })
 	if ctx.Err() != nil {
 		return nil
 	}
