@@ -13,7 +13,7 @@ import (
 // input counts), subagents' included, worked out from the files apart
 // from the mapping.
 func TestUsageMatchesJournals(t *testing.T) {
-	kittest.CheckUsage(t, filepath.Join("testdata", "journals"), Harness,
+	kittest.CheckUsage(t, filepath.Join("testdata", "journals"), Harness, nil,
 		func(id string) kittest.Mapper { return kittest.Mapper{Line: (&mapper{session: id}).Map} },
 		map[string]*agentbridge.Usage{
 			"background-subagent":     {OutputTokens: 36},

@@ -12,7 +12,7 @@ import (
 // journals' own assistant message.usage (input, output, cacheRead,
 // cacheWrite), worked out from the files apart from the mapping.
 func TestUsageMatchesJournals(t *testing.T) {
-	kittest.CheckUsage(t, filepath.Join("testdata", "journals"), Harness, mapper, map[string]*agentbridge.Usage{
+	kittest.CheckUsage(t, filepath.Join("testdata", "journals"), Harness, nil, mapper, map[string]*agentbridge.Usage{
 		"bad-lines":         nil,
 		"checkpoint-rewind": {InputTokens: 8104, OutputTokens: 99, CacheReadTokens: 14336},
 		"model-context":     {InputTokens: 6457, OutputTokens: 36},

@@ -192,19 +192,27 @@ func BenchLines(b *testing.B, dir string, newMapper func(id string) Mapper) {
 	}
 }
 
-// CheckUsage replays dir/<name>.jsonl for each name of want and compares
+// CheckUsage replays dir/<name>.jsonl (with its side file, the name
+// sideName returns, when there is one) for each name of want and compares
 // the session's token usage with want (nil: none recorded): the journals'
 // own counts, which the caller works out independently of the mapping.
-func CheckUsage(t *testing.T, dir, harness string, newMapper func(id string) Mapper, want map[string]*agentbridge.Usage) {
+func CheckUsage(t *testing.T, dir, harness string, sideName func(journal string) string, newMapper func(id string) Mapper, want map[string]*agentbridge.Usage) {
 	t.Helper()
 	for name, w := range want {
 		t.Run(name, func(t *testing.T) {
-			journal, err := os.ReadFile(filepath.Join(dir, name+".jsonl"))
+			path := filepath.Join(dir, name+".jsonl")
+			journal, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
+			var side []byte
+			if sideName != nil {
+				if side, err = os.ReadFile(sideName(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					t.Fatal(err)
+				}
+			}
 			id := "s-" + name
-			g := Replay(t, newMapper(id), id, harness, journal, nil)
+			g := Replay(t, newMapper(id), id, harness, journal, side)
 			var got *agentbridge.Usage
 			if g.Activity != nil {
 				got = g.Activity.Usage
