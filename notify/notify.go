@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -93,11 +94,11 @@ func Detect(prev *agentbridge.Snapshot, next *agentbridge.Snapshot) (event strin
 
 type key struct{ source, id string }
 
-// Tracker keeps the last snapshot of every session a stream showed and
-// turns stream records into transitions. The first reset of a source is
-// its baseline: it yields none. A reset after that (a client that
-// reconnected) yields what changed meanwhile. The zero Tracker is ready;
-// it is not safe for concurrent use.
+// Tracker follows a stream's state (client.State) and turns its records
+// into transitions, comparing each session's snapshot before and after a
+// record. The first reset of a source is its baseline: it yields none. A
+// reset after that (a client that reconnected) yields what changed
+// meanwhile. The zero Tracker is ready; it is not safe for concurrent use.
 type Tracker struct {
 	// Host is put in every transition of a session that carries none (the
 	// machine the bridge runs on).
@@ -105,71 +106,83 @@ type Tracker struct {
 	// Now stamps transitions; nil: none (At 0).
 	Now func() int64
 
-	last   map[key]agentbridge.Snapshot
+	st     client.State
 	primed map[string]bool // sources whose baseline reset came
 }
 
-// record is the data of the stream records the tracker reads.
-type record struct {
-	Source    string                 `json:"source"`
-	Sessions  []agentbridge.Snapshot `json:"sessions"`
-	Snapshot  *agentbridge.Snapshot  `json:"snapshot"`
-	SessionID string                 `json:"sessionId"`
-	Host      string                 `json:"host"`
+// head is what the tracker reads of a record before the state applies it.
+type head struct {
+	Source    string `json:"source"`
+	Host      string `json:"host"`
+	SessionID string `json:"sessionId"`
+	Snapshot  *struct {
+		ID string `json:"id"`
+	} `json:"snapshot"`
 }
 
 // Apply reads one stream record (its name and data) and returns the
 // transitions it makes. Records it does not know, or cannot decode, make
 // none.
 func (t *Tracker) Apply(name string, data []byte) []Transition {
-	if name != "reset" && name != "upsert" && name != "remove" {
+	if name != client.NameReset && name != client.NameUpsert && name != client.NameRemove {
 		return nil
 	}
-	var r record
-	if json.Unmarshal(data, &r) != nil || r.Source == "" {
+	var h head
+	if json.Unmarshal(data, &h) != nil || h.Source == "" {
 		return nil
 	}
-	if t.last == nil {
-		t.last, t.primed = map[key]agentbridge.Snapshot{}, map[string]bool{}
-	}
+	before := map[string]agentbridge.Snapshot{}
 	switch name {
-	case "reset":
-		quiet := !t.primed[r.Source]
-		t.primed[r.Source] = true
-		keep := map[string]bool{}
-		var out []Transition
-		for i := range r.Sessions {
-			keep[r.Sessions[i].ID] = true
-			if tr, ok := t.see(r.Source, r.Host, &r.Sessions[i]); ok && !quiet {
-				out = append(out, tr)
+	case client.NameReset:
+		for _, e := range t.st.Sessions() {
+			if e.Source == h.Source {
+				before[e.Snapshot.ID] = e.Snapshot
 			}
 		}
-		for k := range t.last {
-			if k.source == r.Source && !keep[k.id] {
-				delete(t.last, k)
-			}
-		}
-		return out
-	case "upsert":
-		if r.Snapshot == nil || r.Snapshot.ID == "" {
+	case client.NameUpsert:
+		if h.Snapshot == nil {
 			return nil
 		}
-		if tr, ok := t.see(r.Source, r.Host, r.Snapshot); ok {
-			return []Transition{tr}
+		if s, ok := t.st.Session(h.Source, h.Snapshot.ID); ok {
+			before[s.ID] = s
 		}
-	case "remove":
-		delete(t.last, key{r.Source, r.SessionID})
 	}
-	return nil
+	if t.st.Apply(client.Event{ID: t.st.Revision() + 1, Name: name, Data: data}) != nil {
+		return nil
+	}
+	var out []Transition
+	tell := func(s agentbridge.Snapshot) {
+		var prev *agentbridge.Snapshot
+		if p, ok := before[s.ID]; ok {
+			prev = &p
+		}
+		if tr, ok := t.transition(h.Source, h.Host, prev, &s); ok {
+			out = append(out, tr)
+		}
+	}
+	switch name {
+	case client.NameReset:
+		if t.primed == nil {
+			t.primed = map[string]bool{}
+		}
+		if !t.primed[h.Source] {
+			t.primed[h.Source] = true
+			return nil // the baseline
+		}
+		for _, e := range t.st.Sessions() {
+			if e.Source == h.Source {
+				tell(e.Snapshot)
+			}
+		}
+	case client.NameUpsert:
+		if s, ok := t.st.Session(h.Source, h.Snapshot.ID); ok {
+			tell(s)
+		}
+	}
+	return out
 }
 
-func (t *Tracker) see(source, host string, s *agentbridge.Snapshot) (Transition, bool) {
-	k := key{source, s.ID}
-	var prev *agentbridge.Snapshot
-	if p, ok := t.last[k]; ok {
-		prev = &p
-	}
-	t.last[k] = agentbridge.Snapshot{ID: s.ID, Status: s.Status, WaitingFor: s.WaitingFor, LastTurn: s.LastTurn, LastTurnEndedAt: s.LastTurnEndedAt}
+func (t *Tracker) transition(source, host string, prev, s *agentbridge.Snapshot) (Transition, bool) {
 	ev, ok := Detect(prev, s)
 	if !ok {
 		return Transition{}, false
