@@ -59,7 +59,7 @@ type session struct {
 	subs              map[string]bool // task call ids
 	cwd, title, model string
 	usage             *agentbridge.Usage // the token totals meta.json said last
-	rec               record // decode scratch
+	rec               record             // decode scratch
 }
 
 // newSession returns the mapping state of session id read from its start.
