@@ -208,6 +208,10 @@ func attachmentField(rd reader, name []byte, r *record) error {
 
 func messageField(rd reader, name []byte, m *message) (err error) {
 	switch string(name) {
+	case "id":
+		m.ID, err = d.str(src)
+	case "usage":
+		m.usage, err = d.raw(src)
 	case "model":
 		m.Model, err = str(rd)
 	case "stop_reason":

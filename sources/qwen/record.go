@@ -40,6 +40,15 @@ type record struct {
 		CallID string `json:"callId"`
 		Status string `json:"status"` // success, error, cancelled
 	} `json:"toolCallResult"`
+	// UsageMetadata is an assistant record's token counts, as the Gemini
+	// API gives them: the prompt includes the cached tokens, thoughts are
+	// counted apart from the candidates.
+	UsageMetadata *struct {
+		Prompt     int64 `json:"promptTokenCount"`
+		Candidates int64 `json:"candidatesTokenCount"`
+		Thoughts   int64 `json:"thoughtsTokenCount"`
+		Cached     int64 `json:"cachedContentTokenCount"`
+	} `json:"usageMetadata"`
 }
 
 // State is what the mapping carries from one line of a chat to the next.
@@ -87,6 +96,12 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 	case "assistant":
 		if e, ok := st.meta.Model(r.Model); ok {
 			add(e)
+		}
+		if u := r.UsageMetadata; u != nil && u.Prompt >= 0 && u.Candidates >= 0 && u.Thoughts >= 0 && u.Cached >= 0 {
+			cached := min(u.Cached, u.Prompt)
+			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at, Usage: &agentbridge.UsageReport{
+				Usage:     agentbridge.Usage{InputTokens: u.Prompt - cached, OutputTokens: u.Candidates + u.Thoughts, CacheReadTokens: cached},
+				MessageID: validate.SafeID(r.UUID)}})
 		}
 		if !st.open {
 			break
