@@ -209,9 +209,9 @@ func attachmentField(rd reader, name []byte, r *record) error {
 func messageField(rd reader, name []byte, m *message) (err error) {
 	switch string(name) {
 	case "id":
-		m.ID, err = d.str(src)
+		m.ID, err = str(rd)
 	case "usage":
-		m.usage, err = d.raw(src)
+		m.usage, err = rd.raw()
 	case "model":
 		m.Model, err = str(rd)
 	case "stop_reason":

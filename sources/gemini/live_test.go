@@ -239,8 +239,8 @@ func TestProjectRootLateAndHostile(t *testing.T) {
 	}
 	h, _ := run(t, home, HarnessGemini)
 	const a, b = "aaaaaaaa-1111-4111-8111-111111111111", "bbbbbbbb-1111-4111-8111-111111111111"
-	appendTo(t, filepath.Join(late, "chats", "session-2026-12-01T10-00-aaaaaaaa.jsonl"), `{"sessionId":"`+a+`","startTime":"2026-12-01T10:00:00Z","kind":"main"}`+"\n")
-	appendTo(t, filepath.Join(hostile, "chats", "session-2026-12-01T10-00-bbbbbbbb.jsonl"), `{"sessionId":"`+b+`","startTime":"2026-12-01T10:00:00Z","kind":"main"}`+"\n")
+	sourcestest.Append(t, filepath.Join(late, "chats", "session-2026-12-01T10-00-aaaaaaaa.jsonl"), `{"sessionId":"`+a+`","startTime":"2026-12-01T10:00:00Z","kind":"main"}`+"\n")
+	sourcestest.Append(t, filepath.Join(hostile, "chats", "session-2026-12-01T10-00-bbbbbbbb.jsonl"), `{"sessionId":"`+b+`","startTime":"2026-12-01T10:00:00Z","kind":"main"}`+"\n")
 	h.WaitFor(t, "both sessions", func(h *sourcestest.Hub) bool { return len(h.Snapshots()) == 2 })
 	if err := os.WriteFile(filepath.Join(late, ".project_root"), []byte("/srv/late\n"), 0o644); err != nil {
 		t.Fatal(err)
