@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -594,4 +595,98 @@ func hasControl(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// eachField calls f with the unquoted name and the raw value of every
+// field of the JSON object obj, which must be valid JSON (a slice of a
+// line the decoder read). It reports false when obj is not an object.
+func eachField(obj []byte, f func(name string, v []byte)) bool {
+	s := scanner{b: obj}
+	err := s.object(func(name []byte) error {
+		v, err := s.raw()
+		if err == nil {
+			f(string(name), v) // no allocation when f only compares
+		}
+		return err
+	})
+	return err == nil && s.end()
+}
+
+// jsonString returns the string a raw JSON string value decodes to with
+// encoding/json (invalid UTF-8 replaced as it does), and false for another
+// kind of value.
+func jsonString(v []byte) (string, bool) {
+	if len(v) == 0 || v[0] != '"' {
+		return "", false
+	}
+	for _, c := range v {
+		if c == '\\' || c >= 0x80 {
+			var s string
+			return s, json.Unmarshal(v, &s) == nil
+		}
+	}
+	return string(v[1 : len(v)-1]), true
+}
+
+// agentResultOf reads the status and agentId of an Agent/Task
+// toolUseResult as json.Unmarshal into agentResult does (names in any
+// case, the last one wins, null and other kinds leave the field), without
+// decoding the rest: the result holds the subagent's whole answer.
+func agentResultOf(raw []byte) (res agentResult) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return res
+	}
+	if !eachField(raw, func(name string, v []byte) {
+		var dst *string
+		switch {
+		case strings.EqualFold(name, "status"):
+			dst = &res.Status
+		case strings.EqualFold(name, "agentId"):
+			dst = &res.AgentID
+		default:
+			return
+		}
+		if s, ok := jsonString(v); ok {
+			*dst = s
+		}
+	}) {
+		_ = json.Unmarshal(raw, &res) // names with escapes: as before
+	}
+	return res
+}
+
+// usageOf decodes a message's usage object as json.Unmarshal into
+// apiUsage does, and whether it would succeed: the four counts by name in
+// any case (the last one wins, null leaves a count), each an integer that
+// fits (anything else is an error); other fields are skipped unread.
+func usageOf(raw []byte) (a apiUsage, ok bool) {
+	ok = true
+	if !eachField(raw, func(name string, v []byte) {
+		var dst *int64
+		switch {
+		case strings.EqualFold(name, "input_tokens"):
+			dst = &a.Input
+		case strings.EqualFold(name, "output_tokens"):
+			dst = &a.Output
+		case strings.EqualFold(name, "cache_read_input_tokens"):
+			dst = &a.CacheRead
+		case strings.EqualFold(name, "cache_creation_input_tokens"):
+			dst = &a.CacheWrite
+		default:
+			return
+		}
+		if string(v) == "null" {
+			return
+		}
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || (len(v) > 0 && v[0] == '+') {
+			ok = false
+			return
+		}
+		*dst = n
+	}) {
+		a = apiUsage{}
+		return a, json.Unmarshal(raw, &a) == nil
+	}
+	return a, ok
 }

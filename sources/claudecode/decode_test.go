@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -110,4 +111,31 @@ func TestAttachmentQueuedCommand(t *testing.T) {
 			t.Errorf("attachment %s: subagent finished %v, want %v", att, got, want)
 		}
 	}
+}
+
+// FuzzFieldReaders checks agentResultOf and usageOf against
+// json.Unmarshal into the same structs, for any valid JSON object.
+func FuzzFieldReaders(f *testing.F) {
+	f.Add([]byte(`{"status":"async_launched","agentId":"a1","content":[{"type":"text","text":"long\nanswer"}]}`))
+	f.Add([]byte(`{"STATUS":"x","status":null,"agentid":"\u0061\ud83d\ude00","ſtatus":"y"}`))
+	f.Add([]byte(`{"input_tokens":3,"output_tokens":null,"cache_read_input_tokens":-0,"cache_creation_input_tokens":5,"server_tool_use":{"web_search_requests":0}}`))
+	f.Add([]byte(`{"input_tokens":1.0}`))
+	f.Add([]byte(`{"input_tokens":"5","INPUT_TOKENS":99999999999999999999}`))
+	f.Add([]byte("{\"status\":\"\xff\xfe\"}"))
+	f.Fuzz(func(t *testing.T, obj []byte) {
+		if !json.Valid(obj) || len(obj) == 0 || obj[0] != '{' {
+			return
+		}
+		var wantRes agentResult
+		_ = json.Unmarshal(obj, &wantRes)
+		if got := agentResultOf(obj); got != wantRes {
+			t.Errorf("agentResultOf(%q) = %+v, json.Unmarshal gives %+v", obj, got, wantRes)
+		}
+		var wantUse apiUsage
+		wantOK := json.Unmarshal(obj, &wantUse) == nil
+		gotUse, gotOK := usageOf(obj)
+		if gotOK != wantOK || (wantOK && gotUse != wantUse) {
+			t.Errorf("usageOf(%q) = %+v, %v; json.Unmarshal gives %+v, %v", obj, gotUse, gotOK, wantUse, wantOK)
+		}
+	})
 }

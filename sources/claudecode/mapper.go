@@ -431,10 +431,7 @@ func (m *Mapper) toolResult(r *record, b *block, at int64) {
 	if !t.subagent {
 		return
 	}
-	var res agentResult
-	if len(r.ToolUseResult) > 0 && r.ToolUseResult[0] == '{' {
-		_ = json.Unmarshal(r.ToolUseResult, &res) // best effort: status and agentId
-	}
+	res := agentResultOf(r.ToolUseResult) // best effort: status and agentId
 	if a := validate.SafeID(res.AgentID); a != "" {
 		m.agents[a] = id
 		if s := m.subs[id]; s != nil {
