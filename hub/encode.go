@@ -26,12 +26,14 @@ func fastEncode(v any) (out []byte, ok bool) {
 	case upsertData:
 		b = append(b, `{"source":`...)
 		b = appendString(b, d.Source)
+		b = optString(b, `,"host":`, d.Host)
 		b = append(b, `,"snapshot":`...)
 		b = appendSnapshot(b, &d.Snapshot)
 		b = append(b, '}')
 	case lifecycleData:
 		b = append(b, `{"source":`...)
 		b = appendString(b, d.Source)
+		b = optString(b, `,"host":`, d.Host)
 		b = append(b, `,"sessionId":`...)
 		b = appendString(b, d.SessionID)
 		b = append(b, `,"event":`...)

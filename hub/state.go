@@ -85,8 +85,10 @@ type Hub struct {
 	store     RevisionStore // nil: none
 	block     uint64
 	mark      uint64 // revisions up to it are reserved in store
-	sources   map[string]*source
-	order     []string // source ids in the order added
+	sources   map[string]*source // by sourceKey
+	order     []string           // local source ids in the order added
+	remote    []*source          // (host, source) pairs of remotes, in the order first seen
+	remotes   map[string]*Remote // by remote id
 	diags     []DiagnosticEntry
 	subs      map[*Subscription]struct{}
 	running   bool
@@ -99,6 +101,8 @@ type revRange struct{ lo, hi uint64 }
 // source is the hub's view of one source.
 type source struct {
 	info     agentbridge.SourceInfo
+	host     string // the remote that reports it; "" for this bridge's own
+	all      map[string]*sess // a remote source: every session, shown or hidden by a harness switch
 	run      Source // nil for a push source
 	enabled  validate.Harnesses
 	sessions map[string]*sess
@@ -318,7 +322,7 @@ func (h *Hub) Source(id string) (SourceState, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, ok := h.sources[id]
-	if !ok {
+	if !ok || s.host != "" {
 		return SourceState{}, false
 	}
 	return s.state(), true
@@ -335,7 +339,7 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, ok := h.sources[sourceID]
-	if !ok {
+	if !ok || s.host != "" {
 		return SourceState{}, ErrUnknownSource
 	}
 	if _, ok := s.enabled[harness]; !ok {
@@ -372,6 +376,7 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 		t.replaceAll(keep)
 	}
 	h.commit(t)
+	h.switchRemotes(s)
 
 	if s.run != nil && h.running {
 		select {
@@ -383,19 +388,40 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 	return s.state(), nil
 }
 
+// sourceKey is the key of h.sources: the source id, after "host/" for a
+// remote's source.
+func sourceKey(host, id string) string {
+	if host == "" {
+		return id
+	}
+	return host + "/" + id
+}
+
+// streamed returns every source whose sessions clients see: the local ones
+// in the order added, then the remotes' sources in the order first seen.
+// h.mu must be held.
+func (h *Hub) streamed() []*source {
+	out := make([]*source, 0, len(h.order)+len(h.remote))
+	for _, id := range h.order {
+		out = append(out, h.sources[id])
+	}
+	return append(out, h.remote...)
+}
+
 // Sessions returns the revision and every session that f selects, sorted by
-// source then session id. Applying the stream from that revision on
-// (Subscribe with since = rev) keeps the list exact.
+// host (this bridge's own first), source, then session id. Applying the
+// stream from that revision on (Subscribe with since = rev) keeps the list
+// exact.
 func (h *Hub) Sessions(f Filter) (uint64, []Entry) {
 	h.mu.Lock()
 	rev := h.rev
 	all := make([]Entry, 0, 64)
-	for _, sid := range h.order {
-		if !f.sourceOK(sid) {
+	for _, s := range h.streamed() {
+		if !f.selects(s) {
 			continue
 		}
-		for _, ss := range h.sources[sid].sessions {
-			all = append(all, Entry{Source: sid, Snapshot: ss.snap})
+		for _, ss := range s.sessions {
+			all = append(all, Entry{Source: s.info.ID, Host: s.host, Snapshot: ss.snap})
 		}
 	}
 	h.mu.Unlock()
@@ -403,22 +429,26 @@ func (h *Hub) Sessions(f Filter) (uint64, []Entry) {
 	m := newMatcher(f, h.procRoot)
 	out := all[:0]
 	for _, e := range all {
-		if m.match(e.Source, &e.Snapshot) {
+		if m.match(e.Host, e.Source, &e.Snapshot) {
 			e.Snapshot = e.Snapshot.Clone()
 			out = append(out, e)
 		}
 	}
 	slices.SortFunc(out, func(a, b Entry) int {
-		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Snapshot.ID, b.Snapshot.ID))
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Source, b.Source), cmp.Compare(a.Snapshot.ID, b.Snapshot.ID))
 	})
 	return rev, out
 }
 
-// Session returns one session.
-func (h *Hub) Session(sourceID, id string) (Entry, bool) {
+// Session returns one session of this bridge's own.
+func (h *Hub) Session(sourceID, id string) (Entry, bool) { return h.SessionOn("", sourceID, id) }
+
+// SessionOn returns one session of host: a remote's id, or "" for this
+// bridge's own.
+func (h *Hub) SessionOn(host, sourceID, id string) (Entry, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s, ok := h.sources[sourceID]
+	s, ok := h.sources[sourceKey(host, sourceID)]
 	if !ok {
 		return Entry{}, false
 	}
@@ -426,7 +456,7 @@ func (h *Hub) Session(sourceID, id string) (Entry, bool) {
 	if !ok {
 		return Entry{}, false
 	}
-	return Entry{Source: sourceID, Snapshot: ss.snap.Clone()}, true
+	return Entry{Source: sourceID, Host: host, Snapshot: ss.snap.Clone()}, true
 }
 
 // Diagnostics returns the most recent diagnostics (at most
