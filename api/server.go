@@ -41,7 +41,8 @@ type Hub interface {
 	// Sessions returns the sessions f selects and the revision they are at.
 	Sessions(f hub.Filter) (uint64, []hub.Entry)
 	// Session returns one session; false when there is none.
-	Session(source, id string) (hub.Entry, bool)
+	// SessionOn returns one session of host ("" for this bridge's own).
+	SessionOn(host, source, id string) (hub.Entry, bool)
 	// Diagnostics returns the recent diagnostics, oldest first.
 	Diagnostics() []hub.DiagnosticEntry
 	// Publish applies ops to a push source, all or nothing. Errors wrap
