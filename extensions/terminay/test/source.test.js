@@ -289,5 +289,5 @@ test('hostSessionId: <id>@<host>, never over 128 bytes', () => {
   assert.equal(hostSessionId('a', undefined), 'a');
   assert.equal(hostSessionId('a', ''), 'a');
   assert.equal(hostSessionId('a', 'devbox'), 'a@devbox');
-  assert.equal(hostSessionId('x'.repeat(120), 'devbox'), undefined);
+  assert.equal(hostSessionId('x'.repeat(122), 'devbox'), undefined);
 });
