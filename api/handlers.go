@@ -7,8 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"path/filepath"
-	"regexp"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,10 +36,12 @@ type DiagnosticsResponse struct {
 	Diagnostics []hub.DiagnosticEntry `json:"diagnostics"`
 }
 
-// ValidationResult is the body of POST /v1/validate/{kind}.
+// ValidationResult is the body of POST /v1/validate/{kind}. Issues lists
+// at most validate.MaxIssues issues; IssuesOmitted counts the others.
 type ValidationResult struct {
-	Valid  bool             `json:"valid"`
-	Issues []validate.Issue `json:"issues"`
+	Valid         bool             `json:"valid"`
+	Issues        []validate.Issue `json:"issues"`
+	IssuesOmitted int              `json:"issuesOmitted,omitempty"`
 }
 
 // PublishResult is the body of a successful publish: the hub's revision
@@ -53,11 +54,6 @@ type PublishResult struct {
 type HarnessSwitch struct {
 	Enabled *bool `json:"enabled"`
 }
-
-var (
-	sourceIDRule   = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
-	identityIDRule = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
-)
 
 func (s *Server) handleSources(w http.ResponseWriter, r *http.Request) {
 	if err := onlyParams(r); err != nil {
@@ -73,11 +69,11 @@ func (s *Server) handleSources(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleSetHarness(w http.ResponseWriter, r *http.Request) {
 	source, harness := chi.URLParam(r, "source"), chi.URLParam(r, "harness")
-	if !sourceIDRule.MatchString(source) {
+	if !validate.ValidHarnessID(source) {
 		s.problem(w, r, errorf(http.StatusNotFound, "unknown-source", "no source has this id"))
 		return
 	}
-	if !sourceIDRule.MatchString(harness) {
+	if !validate.ValidHarnessID(harness) {
 		s.problem(w, r, errorf(http.StatusNotFound, "unknown-harness", "the source declares no harness with this id"))
 		return
 	}
@@ -142,7 +138,7 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	source, id := chi.URLParam(r, "source"), chi.URLParam(r, "id")
-	if !sourceIDRule.MatchString(source) || !identityIDRule.MatchString(id) {
+	if !validate.ValidHarnessID(source) || !validate.ValidID(id) {
 		s.problem(w, r, errorf(http.StatusNotFound, "unknown-session", "no session with this source and id"))
 		return
 	}
@@ -227,7 +223,7 @@ func (s *Server) handleValidate(kind string) http.HandlerFunc {
 		q := r.URL.Query()
 		if q.Has("harnesses") {
 			hs = validate.Harnesses{}
-			ids, err := idList(q, "harnesses", sourceIDRule)
+			ids, err := idList(q, "harnesses", validate.ValidHarnessID)
 			if err != nil {
 				s.problem(w, r, err)
 				return
@@ -241,17 +237,15 @@ func (s *Server) handleValidate(kind string) http.HandlerFunc {
 			s.problem(w, r, err)
 			return
 		}
-		issues := check(body, hs)
-		if issues == nil {
-			issues = []validate.Issue{}
-		}
-		s.writeJSON(w, http.StatusOK, ValidationResult{Valid: len(issues) == 0, Issues: issues})
+		all := check(body, hs)
+		issues, omitted := validate.Cap(all, validate.MaxIssues)
+		s.writeJSON(w, http.StatusOK, ValidationResult{Valid: len(all) == 0, Issues: issues, IssuesOmitted: omitted})
 	}
 }
 
 func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request) {
 	source := chi.URLParam(r, "source")
-	if !sourceIDRule.MatchString(source) {
+	if !validate.ValidHarnessID(source) {
 		s.problem(w, r, errorf(http.StatusNotFound, "unknown-source", "no source has this id"))
 		return
 	}
@@ -272,23 +266,19 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ops, single, issues, bad := decodeOps(body, s.enabledHarnesses(source))
-	if len(issues) > 0 && checker != nil {
+	ops, single, counted := decodeOps(body, s.enabledHarnesses(source))
+	issues := counted.Issues
+	if len(issues) > 0 && checker != nil && len(ops) > 0 {
 		// Report every issue: also those the hub finds in the operations
 		// that decoded before the first one that did not (an unknown wait,
 		// a missing harness), each checked against the state the earlier
 		// ones leave. After an operation that could not be decoded that
 		// state is unknown, so later operations are not checked against it.
-		clean := make([]hub.Op, len(ops))
-		for i, op := range ops {
-			if bad[i] {
-				break
-			}
-			clean[i] = op
-		}
 		var inv *hub.InvalidError
-		if err := checker.Check(source, clean); errors.As(err, &inv) {
-			issues = mergeIssues(issues, inv.Issues)
+		if err := checker.Check(source, ops); errors.As(err, &inv) {
+			hubIssues, more := validate.Cap(inv.Issues, validate.MaxIssues)
+			issues = mergeIssues(issues, hubIssues)
+			counted.Omitted += more
 		}
 	}
 	if len(issues) > 0 {
@@ -296,7 +286,7 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request) {
 			issues = unnestSingle(issues)
 		}
 		e := errorf(http.StatusUnprocessableEntity, "invalid-operation", "the operations were rejected; nothing was applied")
-		e.Issues = issues
+		e.Issues, e.Omitted = issues, counted.Omitted
 		s.problem(w, r, e)
 		return
 	}
@@ -382,6 +372,9 @@ func readJSON(r *http.Request) ([]byte, error) {
 		if errors.As(err, &mbe) {
 			return nil, tooLarge()
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, errorf(http.StatusRequestTimeout, "body-timeout", "the body did not arrive in time")
+		}
 		return nil, errorf(http.StatusBadRequest, "invalid-json", "the body could not be read")
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
@@ -417,10 +410,10 @@ func parseFilter(r *http.Request, extra ...string) (hub.Filter, error) {
 	}
 	q := r.URL.Query()
 	var err error
-	if f.Sources, err = idList(q, "source", sourceIDRule); err != nil {
+	if f.Sources, err = idList(q, "source", validate.ValidHarnessID); err != nil {
 		return f, err
 	}
-	if f.Harnesses, err = idList(q, "harness", sourceIDRule); err != nil {
+	if f.Harnesses, err = idList(q, "harness", validate.ValidHarnessID); err != nil {
 		return f, err
 	}
 	if f.Hosts, err = idList(q, "host", sourceIDRule); err != nil {
@@ -434,7 +427,7 @@ func parseFilter(r *http.Request, extra ...string) (hub.Filter, error) {
 	}
 	if q.Has("project") {
 		p := q.Get("project")
-		if len(q["project"]) > 1 || !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsRune(p, 0) || len(p) > validate.MaxCwdBytes {
+		if len(q["project"]) > 1 || !validate.ValidCwd(p) { // a project is named as a cwd is
 			return f, errorf(http.StatusBadRequest, "bad-query", "project must be one absolute, clean path")
 		}
 		f.Project = p
@@ -471,10 +464,10 @@ func list(q map[string][]string, name string) []string {
 	return out
 }
 
-func idList(q map[string][]string, name string, rule *regexp.Regexp) ([]string, error) {
+func idList(q map[string][]string, name string, valid func(string) bool) ([]string, error) {
 	ids := list(q, name)
 	for _, id := range ids {
-		if !rule.MatchString(id) {
+		if !valid(id) {
 			return nil, errorf(http.StatusBadRequest, "bad-query", "%s must be a comma list of ids ([a-z][a-z0-9-]{0,63})", name)
 		}
 	}

@@ -1,6 +1,6 @@
 // Package config loads the bridge's settings in layers, later wins: built-in
 // defaults < the YAML file < AGENTBRIDGE_* environment variables < flags
-// (CONTRACT section 5). Unknown keys, in the file or the environment, are an
+// (docs/contract.md section 5). Unknown keys, in the file or the environment, are an
 // error that names the key. Load reads no globals: the flag set and the
 // environment are passed in, so that tests and the client subcommands can
 // load it the same way the server does.
@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -27,11 +26,25 @@ import (
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
 	envprovider "github.com/knadh/koanf/providers/env/v2"
-	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/providers/posflag"
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
+
+	"github.com/agentbridge/agentbridge/internal/smallfile"
+
+	"github.com/agentbridge/agentbridge/validate"
 )
+
+// maxConfigBytes bounds the YAML configuration file.
+const maxConfigBytes = 1 << 20
+
+// bytesProvider is a koanf.Provider of a configuration file already read.
+type bytesProvider []byte
+
+func (b bytesProvider) ReadBytes() ([]byte, error) { return b, nil }
+func (b bytesProvider) Read() (map[string]any, error) {
+	return nil, errors.New("config: a byte provider needs a parser")
+}
 
 // DefaultListen is the address the bridge serves on when nothing else is
 // configured.
@@ -253,18 +266,19 @@ func (e environ) get(key string) string {
 func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 	e := environ(env)
 	k := koanf.New(".")
+	og := origins{} // where each value came from, for errors
 
 	if err := k.Load(confmap.Provider(defaults(e), "."), nil); err != nil {
 		return nil, fmt.Errorf("load defaults: %w", err)
 	}
 
-	path, explicit := e.get("AGENTBRIDGE_CONFIG"), false
+	path, explicit, namedBy := e.get("AGENTBRIDGE_CONFIG"), false, ""
 	if path != "" {
-		explicit = true
+		explicit, namedBy = true, " named by AGENTBRIDGE_CONFIG"
 	}
 	if fs != nil {
 		if f := fs.Lookup("config"); f != nil && f.Changed {
-			path, explicit = f.Value.String(), true
+			path, explicit, namedBy = f.Value.String(), true, " named by --config"
 		}
 	}
 	if !explicit {
@@ -275,12 +289,19 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 		_, err := os.Stat(path)
 		switch {
 		case err == nil:
-			if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+			// Read without blocking and capped: a FIFO or a huge file
+			// where the config should be fails clearly instead of hanging.
+			data, err := smallfile.Read(path, maxConfigBytes)
+			if err != nil {
+				return nil, fmt.Errorf("config file %s: %w", path, err)
+			}
+			if err := k.Load(bytesProvider(data), yaml.Parser()); err != nil {
 				return nil, fmt.Errorf("config file %s: %w", path, err)
 			}
 			loaded = path
+			og.addFile(path, data)
 		case explicit || !errors.Is(err, os.ErrNotExist):
-			return nil, fmt.Errorf("config file: %w", err)
+			return nil, fmt.Errorf("config file%s: %w", namedBy, err)
 		}
 	}
 
@@ -300,6 +321,7 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 				unknownEnv = append(unknownEnv, name)
 				return "", nil
 			}
+			og.setEnv(key, name, v)
 			if key == "allowedHosts" || key == "allowedOrigins" {
 				return key, splitList(v)
 			}
@@ -321,6 +343,9 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 			if !ok {
 				return "", nil
 			}
+			if f.Changed {
+				og.setFlag(key, f)
+			}
 			return key, posflag.FlagVal(fs, f)
 		}), nil)
 		if err != nil {
@@ -340,12 +365,7 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 		TagName:          "koanf",
 	}
 	if err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{DecoderConfig: dc}); err != nil {
-		where := "config"
-		if loaded != "" {
-			where = "config file " + loaded
-		}
-		msg := strings.NewReplacer("'' has invalid keys: ", "unknown key: ", "' has invalid keys: ", "' has an unknown key: ").Replace(err.Error())
-		return nil, fmt.Errorf("%s: %s", where, msg)
+		return nil, og.decodeError(err)
 	}
 	c.File = loaded
 	c.Env = env
@@ -373,7 +393,7 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 		c.StateDir = filepath.Dir(c.TokenFile)
 	}
 	if err := c.Validate(); err != nil {
-		return nil, err
+		return nil, og.validateError(err)
 	}
 	return &c, nil
 }
@@ -398,7 +418,7 @@ func sourceEnvKey(name string) (string, bool) {
 	for suffix, field := range map[string]string{"_HOME": "home", "_ENABLED": "enabled"} {
 		if id, ok := strings.CutSuffix(rest, suffix); ok && id != "" {
 			id = strings.ReplaceAll(strings.ToLower(id), "_", "-")
-			if ValidID(id) {
+			if validate.ValidHarnessID(id) {
 				return "sources." + id + "." + field, true
 			}
 		}
@@ -473,12 +493,6 @@ func defaultTokenFile(e environ) string {
 	return ""
 }
 
-// idRule is the contract's rule for source and harness ids.
-var idRule = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
-
-// ValidID reports whether s is a valid source or harness id.
-func ValidID(s string) bool { return idRule.MatchString(s) }
-
 // Validate checks every setting and returns all problems found, joined.
 func (c *Config) Validate() error {
 	var errs []error
@@ -527,7 +541,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Heartbeat > 15*time.Second {
-		bad("heartbeat: %v is above 15s (the contract's idle ping bound)", c.Heartbeat)
+		bad("heartbeat: %v is above 15s (the longest idle interval between pings)", c.Heartbeat)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -536,7 +550,7 @@ func (c *Config) Validate() error {
 	}
 	seen := map[string]bool{}
 	for i, p := range c.Push {
-		if !ValidID(p.ID) {
+		if !validate.ValidHarnessID(p.ID) {
 			bad("push[%d].id: %q is not a valid source id ([a-z][a-z0-9-]{0,63})", i, p.ID)
 		} else if seen[p.ID] {
 			bad("push[%d].id: %q is declared twice", i, p.ID)
@@ -547,7 +561,7 @@ func (c *Config) Validate() error {
 		}
 		hs := map[string]bool{}
 		for j, h := range p.Harnesses {
-			if !ValidID(h.ID) {
+			if !validate.ValidHarnessID(h.ID) {
 				bad("push[%d].harnesses[%d].id: %q is not a valid harness id ([a-z][a-z0-9-]{0,63})", i, j, h.ID)
 			} else if hs[h.ID] {
 				bad("push[%d].harnesses[%d].id: %q is declared twice", i, j, h.ID)
@@ -556,7 +570,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	for id := range c.Sources {
-		if !ValidID(id) {
+		if !validate.ValidHarnessID(id) {
 			bad("sources: %q is not a valid source id", id)
 		}
 	}

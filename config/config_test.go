@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -179,7 +180,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown file key", "listen: 127.0.0.1:1\nlistne: x\n", nil, nil, []string{"unknown key", "listne"}},
 		{"unknown nested key", "push:\n  - id: p\n    harnesses: [{id: h, colour: red}]\n", nil, nil, []string{"colour"}},
 		{"unknown env", "", []string{"AGENTBRIDGE_LISTN=x"}, nil, []string{"AGENTBRIDGE_LISTN"}},
-		{"bad auth", "", []string{"AGENTBRIDGE_AUTH=maybe"}, nil, []string{"auth", "maybe"}},
+		{"bad auth", "", []string{"AGENTBRIDGE_AUTH=maybe"}, nil, []string{"AGENTBRIDGE_AUTH", "maybe"}},
 		{"bad duration", "window: forever\n", nil, nil, []string{"window"}},
 		{"duration without unit", "linger: 600\n", nil, nil, []string{"linger", "unit"}},
 		{"negative linger", "", nil, []string{"--linger=-1s"}, []string{"linger"}},
@@ -191,7 +192,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad push id", "push:\n  - id: Example_Push\n    harnesses: [{id: h}]\n", nil, nil, []string{"push[0].id", "Example_Push"}},
 		{"push without harnesses", "push:\n  - id: p\n", nil, nil, []string{"push[0].harnesses"}},
 		{"duplicate harness", "push:\n  - id: p\n    harnesses: [{id: h}, {id: h}]\n", nil, nil, []string{"push[0].harnesses[1].id"}},
-		{"short token", "", []string{"AGENTBRIDGE_TOKEN=abc"}, nil, []string{"token"}},
+		{"short token", "", []string{"AGENTBRIDGE_TOKEN=abc"}, nil, []string{"AGENTBRIDGE_TOKEN"}},
 		{"bad origin", "allowedOrigins: [\"https://app.example/\"]\n", nil, nil, []string{"allowedOrigins"}},
 		{"explicit config missing", "", nil, []string{"--config=/nonexistent/agentbridge.yaml"}, []string{"config file"}},
 		{"env config missing", "", []string{"AGENTBRIDGE_CONFIG=/nonexistent/agentbridge.yaml"}, nil, []string{"config file"}},
@@ -323,6 +324,40 @@ func TestListenIsLoopback(t *testing.T) {
 		got, err := ListenIsLoopback(tt.addr)
 		if err != nil || got != tt.want {
 			t.Errorf("ListenIsLoopback(%q) = %v, %v; want %v", tt.addr, got, err, tt.want)
+		}
+	}
+}
+
+// A FIFO or a huge file where the configuration should be fails at once
+// with an error that says so, instead of hanging the start.
+func TestHostileConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(4 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, p := range []string{fifo, big} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := Load(nil, []string{"HOME=" + dir, "AGENTBRIDGE_CONFIG=" + p})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "config file") {
+				t.Errorf("Load(%s) = %v, want a config file error", filepath.Base(p), err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Load(%s) hung", filepath.Base(p))
 		}
 	}
 }

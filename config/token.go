@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/agentbridge/agentbridge/internal/smallfile"
 )
 
 // ErrNoToken is returned by Token when auth is on, no token is configured
@@ -50,14 +52,8 @@ func Token(c *Config) (string, error) {
 // survives restarts. A token file readable by others is refused. With auth
 // none it returns "".
 func EnsureToken(c *Config) (string, error) {
-	if c.Auth == AuthNone {
-		return "", nil
-	}
-	if c.Token != "" {
-		return c.Token, nil
-	}
-	t, err := readToken(c.TokenFile)
-	if !errors.Is(err, fs.ErrNotExist) {
+	t, err := Token(c)
+	if !errors.Is(err, ErrNoToken) {
 		return t, err
 	}
 	if err := os.MkdirAll(filepath.Dir(c.TokenFile), 0o700); err != nil {
@@ -98,7 +94,7 @@ func readToken(path string) (string, error) {
 	if fi.Mode().Perm()&0o077 != 0 {
 		return "", fmt.Errorf("token file %s has mode %04o; others must not read it: chmod 600 it or delete it", path, fi.Mode().Perm())
 	}
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, 4<<10) // a token is at most 512 bytes
 	if err != nil {
 		return "", fmt.Errorf("read token: %w", err)
 	}

@@ -1,16 +1,16 @@
 package e2e
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
-	"syscall"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 // TestDemoScreenshot regenerates docs/dashboard.png, the README's picture,
@@ -25,34 +25,16 @@ func TestDemoScreenshot(t *testing.T) {
 	home := t.TempDir()
 	cmd := exec.Command(agentbridgeBin(t), "demo", "--loop")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_STATE_HOME=" + filepath.Join(home, "state"), "XDG_CONFIG_HOME=" + filepath.Join(home, "config")}
-	out, err := cmd.StdoutPipe()
+	bridgetest.Exec(t, cmd) // up once it printed its dashboard URL
+	// The demo is found as the README says: `agentbridge open --print`,
+	// with no --addr.
+	open := exec.Command(agentbridgeBin(t), "open", "--print")
+	open.Env = cmd.Env
+	b, err := open.Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("agentbridge open --print did not find the demo: %v", err)
 	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
-	urls := make(chan string, 1)
-	var once sync.Once
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if u := dashURLRe.FindString(sc.Text()); u != "" {
-				once.Do(func() { urls <- u })
-			}
-		}
-	}()
-	var u string
-	select {
-	case u = <-urls:
-	case <-time.After(20 * time.Second):
-		t.Fatal("demo printed no dashboard URL")
-	}
+	u := strings.TrimSpace(string(b))
 	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
 		t.Fatal(err)
 	}

@@ -280,8 +280,10 @@ func (p *publisher) Session(id string) *validate.Session {
 func (p *publisher) Rescan() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.commit(false) // a scan still open is dropped: this one replaces it
-	for _, w := range p.dirty { // sessions being built aside: the scan builds them anew
+	// A scan still open is dropped (this one replaces it), and so are the
+	// sessions being built aside: the scan builds them anew.
+	p.commit(false)
+	for _, w := range p.dirty {
 		w.dirty, w.aside = false, false
 	}
 	p.dirty = nil

@@ -31,6 +31,19 @@ func mustFold(t *testing.T, s Sink, id, harness string, e agentbridge.Event) {
 	}
 }
 
+// recordSession returns the session a record is about ("" for a reset).
+func recordSession(t *testing.T, r Record) string {
+	t.Helper()
+	var d struct {
+		SessionID string `json:"sessionId"`
+		Snapshot  struct {
+			ID string `json:"id"`
+		} `json:"snapshot"`
+	}
+	mustDecode(t, r, &d)
+	return d.SessionID + d.Snapshot.ID
+}
+
 // noRecord checks that nothing was committed.
 func noRecord(t *testing.T, h *Hub, rev uint64, what string) {
 	t.Helper()
@@ -190,14 +203,7 @@ func TestRestartIsOneUpsert(t *testing.T) {
 	var s1 []string
 	for _, r := range drain(t, sub, h.Revision()) {
 		c.apply(t, r)
-		var d struct {
-			SessionID string `json:"sessionId"`
-			Snapshot  struct {
-				ID string `json:"id"`
-			} `json:"snapshot"`
-		}
-		mustDecode(t, r, &d)
-		if d.SessionID == "s1" || d.Snapshot.ID == "s1" {
+		if recordSession(t, r) == "s1" {
 			s1 = append(s1, r.Name)
 		}
 	}
@@ -330,5 +336,43 @@ func TestSwitchedOffHarnessIsKept(t *testing.T) {
 	}
 	if _, ok := h.Session("src", "s2"); !ok {
 		t.Error("s2, made while its harness was off, is missing")
+	}
+}
+
+// TestFilteredBatch: a filtered client of a running source sees a batch's
+// lifecycle records by the snapshot the batch leaves, and applying what
+// it gets yields the filtered sessions.
+func TestFilteredBatch(t *testing.T) {
+	h, s, _ := sinkOf(t, Options{})
+	f := Filter{Statuses: []agentbridge.Status{agentbridge.StatusRunning}}
+	sub := h.Subscribe(0, false, f)
+	defer sub.Close()
+	c := client{}
+	for _, r := range sub.Initial {
+		c.apply(t, r)
+	}
+	// s1 runs at the end of its read: shown; s2 runs and is done within
+	// one read: never shown.
+	mustFold(t, s, "s1", "a", agentbridge.Event{Kind: agentbridge.KindSessionStarted})
+	mustFold(t, s, "s1", "", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t"})
+	mustFold(t, s, "s2", "a", agentbridge.Event{Kind: agentbridge.KindSessionStarted})
+	mustFold(t, s, "s2", "", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t"})
+	mustFold(t, s, "s2", "", agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess, OccurredAt: 5})
+	s.Flush()
+	// s1 finishes: its client still learns of it, then loses it.
+	mustFold(t, s, "s1", "", agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess, OccurredAt: 6})
+	s.Flush()
+	var got []string
+	for _, r := range drain(t, sub, h.Revision()) {
+		c.apply(t, r)
+		got = append(got, r.Name+" "+recordSession(t, r))
+	}
+	want := []string{"lifecycle s1", "lifecycle s1", "upsert s1", "lifecycle s1", "remove s1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("filtered records (-want +got):\n%s", diff)
+	}
+	_, list := h.Sessions(f)
+	if diff := cmp.Diff(list, c.entries()); diff != "" {
+		t.Errorf("filtered stream applied differs from Sessions (-sessions +stream):\n%s", diff)
 	}
 }

@@ -8,10 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentbridge/agentbridge/internal/smallfile"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
-// maxGitFile bounds what is read of a .git or commondir file; real ones hold
-// one short line.
+// maxGitFile bounds a .git or commondir file; real ones hold one short line,
+// and a larger one is not a repository's.
 const maxGitFile = 4096
 
 // Contains reports whether cwd is root or below it, or inside a linked
@@ -49,10 +52,9 @@ func Contains(root, cwd string) bool {
 	return within(rootRepo.rel, cwdRepo.rel)
 }
 
-// valid reports whether p is an absolute, clean path without NUL.
-func valid(p string) bool {
-	return filepath.IsAbs(p) && filepath.Clean(p) == p && !strings.ContainsRune(p, 0)
-}
+// valid reports whether p is an absolute, clean path, by the rule of a
+// snapshot's cwd (validate.ValidCwd).
+func valid(p string) bool { return validate.ValidCwd(p) }
 
 // within reports whether p is dir or below it; both are clean, and either
 // both absolute or both relative to the same top ("." is the top itself).
@@ -141,18 +143,14 @@ func commonDir(top, dotgit string, isDir bool) (string, bool) {
 }
 
 // readLine returns the first line of a small file, without its line end.
+// A FIFO, socket, device (or a symbolic link to one) is refused without
+// being opened for a wait, and so is anything over maxGitFile: a hostile
+// working directory cannot hang or bloat a filtered request.
 func readLine(name string) (string, bool) {
-	f, err := os.Open(name)
-	if err != nil {
+	b, err := smallfile.Read(name, maxGitFile)
+	if err != nil || len(b) == 0 {
 		return "", false
 	}
-	defer f.Close()
-	buf := make([]byte, maxGitFile)
-	n, _ := f.Read(buf)
-	if n == 0 {
-		return "", false
-	}
-	b := buf[:n]
 	if i := bytes.IndexByte(b, '\n'); i >= 0 {
 		b = b[:i]
 	}

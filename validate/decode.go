@@ -58,23 +58,37 @@ func DecodeReset(raw json.RawMessage, enabled Harnesses) ([]agentbridge.Snapshot
 	if n.kind != kindArray {
 		return nil, append(is, typeIssue(p, "an array of session snapshots", n))
 	}
-	sessions := make([]agentbridge.Snapshot, len(n.elems))
-	prs := make([]*presence, len(n.elems))
-	for i := range n.elems {
-		prs[i], is = decodeSnapshot(is, index(p, i), &n.elems[i], &sessions[i])
+	elems := n.elems
+	if len(elems) > MaxResetSessions {
+		// Invalid as a whole: check the sessions up to the bound only, so
+		// that a hostile array of half a million elements costs no more
+		// than a full reset.
+		is = append(is, tooManySessions(p))
+		elems = elems[:MaxResetSessions]
+	}
+	sessions := make([]agentbridge.Snapshot, len(elems))
+	prs := make([]*presence, len(elems))
+	for i := range elems {
+		prs[i], is = decodeSnapshot(is, index(p, i), &elems[i], &sessions[i])
 	}
 	return sessions, checkReset(is, p, sessions, enabled, prs)
+}
+
+// parseObject parses raw, which must be one JSON object.
+func parseObject(raw json.RawMessage) (*node, []Issue) {
+	n, is := parseJSON(raw)
+	if is == nil && n.kind != kindObject {
+		is = append(is, typeIssue("$", "an object", n))
+	}
+	return n, is
 }
 
 // DecodeDiagnostic decodes and checks a JSON diagnostic.
 func DecodeDiagnostic(raw json.RawMessage) (agentbridge.Diagnostic, []Issue) {
 	var d agentbridge.Diagnostic
-	n, is := parseJSON(raw)
+	n, is := parseObject(raw)
 	if is != nil {
 		return d, is
-	}
-	if n.kind != kindObject {
-		return d, append(is, typeIssue("$", "an object", n))
 	}
 	var pr presence
 	is = eachMember(is, "$", n, func(is []Issue, key string, v *node) ([]Issue, bool) {
@@ -92,12 +106,9 @@ func DecodeDiagnostic(raw json.RawMessage) (agentbridge.Diagnostic, []Issue) {
 // DecodeEvent decodes and checks a JSON lifecycle event.
 func DecodeEvent(raw json.RawMessage) (agentbridge.Event, []Issue) {
 	var e agentbridge.Event
-	n, is := parseJSON(raw)
+	n, is := parseObject(raw)
 	if is != nil {
 		return e, is
-	}
-	if n.kind != kindObject {
-		return e, append(is, typeIssue("$", "an object", n))
 	}
 	var pr presence
 	is = eachMember(is, "$", n, func(is []Issue, key string, v *node) ([]Issue, bool) {
@@ -398,6 +409,14 @@ type member struct {
 
 var errTooDeep = errors.New("too deep")
 
+// maxKeptElems bounds the elements parseJSON keeps of an array: one past
+// the longest array any document may hold (a reset's sessions), so that
+// the length rules still see "too long", while a hostile array of half a
+// million elements costs no more memory than a full reset. The elements
+// past it are parsed (the JSON must be well-formed) but not kept, nor
+// checked.
+const maxKeptElems = MaxResetSessions + 1
+
 // parseJSON reads exactly one JSON value from raw. Malformed JSON is one
 // invalid_type issue at "$".
 func parseJSON(raw []byte) (*node, []Issue) {
@@ -459,7 +478,9 @@ func parseValue(dec *json.Decoder, depth int) (node, error) {
 				if err != nil {
 					return node{}, err
 				}
-				n.elems = append(n.elems, v)
+				if len(n.elems) < maxKeptElems {
+					n.elems = append(n.elems, v)
+				}
 			}
 			_, err := dec.Token() // ']'
 			return n, err

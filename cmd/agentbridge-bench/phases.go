@@ -23,6 +23,7 @@ import (
 	r3 "github.com/r3labs/sse/v2"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sse"
 )
@@ -115,14 +116,11 @@ func decodeLines(data []byte) error {
 // reset.
 func coldStart(c *corpus) (wall, cpu time.Duration, sessions map[string]int, err error) {
 	t0, c0 := time.Now(), cpuTime()
-	b, err := startBridge(c, 0)
+	b, err := startReady(c, 0, 5*time.Minute)
 	if err != nil {
 		return 0, 0, nil, err
 	}
 	defer b.stop()
-	if err := b.ready(5 * time.Minute); err != nil {
-		return 0, 0, nil, err
-	}
 	return time.Since(t0), cpuTime() - c0, b.sessions, nil
 }
 
@@ -224,12 +222,8 @@ func ingestOne(cfg *config, root, kind string) ([]row, error) {
 		baseCPU = append(baseCPU, cpuTime()-c0)
 
 		// Live: appended in 1 MiB writes after the bridge is ready.
-		b, err := startBridge(c, 1<<17)
+		b, err := startReady(c, 1<<17, time.Minute)
 		if err != nil {
-			return nil, err
-		}
-		if err := b.ready(time.Minute); err != nil {
-			b.stop()
 			return nil, err
 		}
 		t0, c0 = time.Now(), cpuTime()
@@ -248,16 +242,12 @@ func ingestOne(cfg *config, root, kind string) ([]row, error) {
 
 		// Scan: the same journal present when the bridge starts.
 		t0, c0 = time.Now(), cpuTime()
-		b, err = startBridge(c, 0)
-		if err != nil {
-			return nil, err
-		}
-		err = b.ready(5 * time.Minute)
+		b, err = startReady(c, 0, 5*time.Minute)
 		d, dc := time.Since(t0), cpuTime()-c0
-		b.stop()
 		if err != nil {
 			return nil, err
 		}
+		b.stop()
 		scan, scanCPU = append(scan, d), append(scanCPU, dc)
 		if err := os.Remove(p); err != nil {
 			return nil, fmt.Errorf("remove journal: %w", err)
@@ -403,11 +393,12 @@ func phaseLatency(cfg *config, root string) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, url, err := servedBridge(c)
+	b, err := startReady(c, 0, time.Minute)
 	if err != nil {
 		return nil, err
 	}
 	defer b.stop()
+	url := b.serve(sse.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cl, err := dial(ctx, loopbackClient(), url+"/")
@@ -415,7 +406,7 @@ func phaseLatency(cfg *config, root string) ([]row, error) {
 		return nil, err
 	}
 	s := newSeen(cfg.Appends)
-	go cl.read(func(_ uint64, data []byte) { s.mark(data) })
+	go cl.read(false, func(ev client.Event) { s.mark(ev.Data) })
 	<-cl.ready
 	p := c.journalPath(kindClaude, 0)
 	lat, err := drive(p, sessionUUID(kindClaude, 0), cfg.Appends, cfg.AppendGap, s)
@@ -566,10 +557,10 @@ func (p *progress) check(i int, t uint64) {
 }
 
 // follower returns client i's callback.
-func (p *progress) follower(i int) func(id uint64, _ []byte) {
-	return func(id uint64, _ []byte) {
-		p.seen[i].Store(id)
-		if t := p.target.Load(); t != 0 && id >= t {
+func (p *progress) follower(i int) func(client.Event) {
+	return func(ev client.Event) {
+		p.seen[i].Store(ev.ID)
+		if t := p.target.Load(); t != 0 && ev.ID >= t {
 			p.check(i, t)
 		}
 	}
@@ -652,7 +643,7 @@ func fanout(url string, n, events int, publish func(int) error, rev func() uint6
 		}
 		clients = append(clients, c)
 		f := p.follower(i)
-		wg.Go(func() { c.read(f); ended.Add(1) })
+		wg.Go(func() { c.read(true, f); ended.Add(1) })
 	}
 	if err := ready(clients); err != nil {
 		return 0, err
@@ -780,23 +771,18 @@ func phaseIdle(cfg *config, c *corpus) ([]row, error) {
 	baseCPU, baseWakes, baseSysmon := measureIdle(cfg.Idle, "bare fsnotify watcher", "")
 	w.Close()
 
-	b, err := startBridge(c, 0)
+	b, url, err := startServing(c)
 	if err != nil {
 		return nil, err
 	}
 	defer b.stop()
-	if err := b.ready(5 * time.Minute); err != nil {
-		return nil, err
-	}
-	b.sub.Close()
-	url := b.serve(sse.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cl, err := dial(ctx, loopbackClient(), url+"/")
 	if err != nil {
 		return nil, err
 	}
-	go cl.read(nil)
+	go cl.read(true, nil)
 	<-cl.ready
 	runtime.GC()
 	time.Sleep(cfg.settle)
@@ -860,19 +846,14 @@ func measureIdle(d time.Duration, what, trace string) (cpu time.Duration, switch
 func phaseRSS(cfg *config, c *corpus) ([]row, error) {
 	runtime.GC()
 	rss0, _ := memStatus()
-	b, err := startBridge(c, 0)
+	b, url, err := startServing(c)
 	if err != nil {
 		return nil, err
 	}
 	defer b.stop()
-	if err := b.ready(5 * time.Minute); err != nil {
-		return nil, err
-	}
-	b.sub.Close()
 	if got := b.sessions["claude-code"] + b.sessions["codex"]; got != c.Recent {
 		return nil, fmt.Errorf("the bridge holds %d sessions, want %d", got, c.Recent)
 	}
-	url := b.serve(sse.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client := loopbackClient()
@@ -882,7 +863,7 @@ func phaseRSS(cfg *config, c *corpus) ([]row, error) {
 		if err != nil {
 			return nil, err
 		}
-		go cl.read(nil)
+		go cl.read(true, nil)
 		clients = append(clients, cl)
 	}
 	for _, cl := range clients {
@@ -927,14 +908,14 @@ func phaseStream(cfg *config, root string) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, url, err := servedBridge(c)
+	b, url, err := startServing(c)
 	if err != nil {
 		return nil, err
 	}
 	defer b.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	client := loopbackClient()
+	hc := loopbackClient()
 
 	var cutoffs, records int
 	var last uint64
@@ -946,17 +927,17 @@ func phaseStream(cfg *config, root string) ([]row, error) {
 		if !first {
 			cutoffs++
 		}
-		cl, err := dialFrom(ctx, client, url+"/", last)
+		cl, err := dialFrom(ctx, hc, url+"/", last)
 		if err != nil {
 			return nil, err
 		}
 		if first {
 			go func() { written <- appendChunks(filepath.Join(pdir, id+".jsonl"), data, 1<<20) }()
 		}
-		cl.read(func(rev uint64, d []byte) {
+		cl.read(false, func(ev client.Event) {
 			records++
-			last = rev
-			if !seen.Load() && bytes.Contains(d, []byte(marker)) {
+			last = ev.ID
+			if !seen.Load() && bytes.Contains(ev.Data, []byte(marker)) {
 				seen.Store(true)
 				at = time.Now()
 				cl.resp.Body.Close()
@@ -979,18 +960,4 @@ func phaseStream(cfg *config, root string) ([]row, error) {
 		Target:   "0 cut-offs",
 		Verdict:  verdict(cutoffs == 0, fmt.Sprintf("%d cut-off(s)", cutoffs)),
 	}}, nil
-}
-
-// servedBridge starts the bridge over c, waits for its sources' first
-// resets and serves its stream (the SSE handler's defaults) on loopback.
-func servedBridge(c *corpus) (*bridge, string, error) {
-	b, err := startBridge(c, 0)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := b.ready(time.Minute); err != nil {
-		b.stop()
-		return nil, "", err
-	}
-	return b, b.serve(sse.Options{}), nil
 }

@@ -165,9 +165,9 @@ func TestStartupScan(t *testing.T) {
 		t.Errorf("subagent of the exited session: %+v, want agent-abc cancelled", s.Subagents)
 	}
 	e.view.mu.Lock()
-	ids := make([]string, 0, len(e.view.snaps))
-	for id := range e.view.snaps {
-		ids = append(ids, id)
+	var ids []string
+	for _, en := range e.view.state.Sessions() {
+		ids = append(ids, en.Snapshot.ID)
 	}
 	e.view.mu.Unlock()
 	slices.Sort(ids)
@@ -178,7 +178,7 @@ func TestStartupScan(t *testing.T) {
 	if n := tl.Opens(); n > 6 {
 		t.Errorf("the scan opened %d transcripts; old ones must only be stat'ed", n)
 	}
-	// Let the start settle (the registry watcher's first read), then
+	// Let the start settle (the registry's first read), then
 	// watch a quiet interval.
 	before := tl.Wakes()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {

@@ -5,6 +5,8 @@
 // session's journals into a home at the byte offsets they were recorded
 // at, runs a real source over them and checks the statuses it reports
 // against the phases the recording's authors expect (see LoadScenario).
+// Start runs a source against a new Hub for a test, Append grows a journal,
+// Golden compares a result with its golden file.
 package sourcestest
 
 import (
@@ -47,7 +49,6 @@ type Hub struct {
 	refused  int
 	trans    []Transition
 	last     map[string]agentbridge.Status
-	flushes  int
 }
 
 // Transition is one change of a session's status, in the order of all the
@@ -165,12 +166,9 @@ func (h *Hub) Fold(id, harness string, e agentbridge.Event) error {
 	return h.done(Call{Op: hub.OpEvent, SessionID: id, Event: e}, nil)
 }
 
-// Flush ends a scan with a reset and upserts restarted sessions. A source
-// on the shared runtime flushes at the end of every wake (Sessions.Idle),
-// so Flushes counts the wakes in which it read.
+// Flush ends a scan with a reset and upserts restarted sessions.
 func (h *Hub) Flush() {
 	h.mu.Lock()
-	h.flushes++
 	if h.scan != nil {
 		h.sessions, h.scan = h.scan, nil
 		h.calls = append(h.calls, h.resetCall())
@@ -273,13 +271,6 @@ func (h *Hub) noteAll() {
 		h.last[id] = st
 		h.trans = append(h.trans, Transition{Session: id, Status: st})
 	}
-}
-
-// Flushes counts the calls of Flush so far.
-func (h *Hub) Flushes() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.flushes
 }
 
 // Transitions returns every change of status so far, in call order.
