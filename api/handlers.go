@@ -148,7 +148,7 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	if host == hub.LocalHost {
 		host = ""
 	}
-	if len(r.URL.Query()["host"]) > 1 || (host != "" && !sourceIDRule.MatchString(host)) {
+	if len(r.URL.Query()["host"]) > 1 || (host != "" && !validate.ValidHarnessID(host)) {
 		s.problem(w, r, errorf(http.StatusBadRequest, "bad-query", "host must be one remote id, or local"))
 		return
 	}
@@ -416,7 +416,7 @@ func parseFilter(r *http.Request, extra ...string) (hub.Filter, error) {
 	if f.Harnesses, err = idList(q, "harness", validate.ValidHarnessID); err != nil {
 		return f, err
 	}
-	if f.Hosts, err = idList(q, "host", sourceIDRule); err != nil {
+	if f.Hosts, err = idList(q, "host", validate.ValidHarnessID); err != nil {
 		return f, err
 	}
 	for _, st := range list(q, "status") {

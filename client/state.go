@@ -22,41 +22,51 @@ import (
 // snapshot after a restart that may have changed the configuration).
 type State struct {
 	rev       uint64
-	sources   map[string]map[string]agentbridge.Snapshot // source → id → snapshot
+	sources   map[srcKey]map[string]agentbridge.Snapshot // (host, source) → id → snapshot
 	harnesses map[string][]string                        // source → enabled harness ids
 }
+
+// srcKey names the sessions of one source on one host ("" for the bridge's
+// own): a reset replaces those only.
+type srcKey struct{ host, source string }
 
 // Load starts the state from a snapshot: follow the stream with Since set
 // to l.Revision to keep it exact.
 func (s *State) Load(l SessionList) {
 	s.rev = l.Revision
-	s.sources = map[string]map[string]agentbridge.Snapshot{}
+	s.sources = map[srcKey]map[string]agentbridge.Snapshot{}
 	for _, e := range l.Sessions {
-		s.put(e.Source, e.Snapshot)
+		s.put(srcKey{e.Host, e.Source}, e.Snapshot)
 	}
 }
 
 // Revision is the id of the last event applied (or the revision loaded).
 func (s *State) Revision() uint64 { return s.rev }
 
-// Sessions returns every session, sorted by source then id, as GET
-// /v1/sessions does; never nil.
+// Sessions returns every session, sorted by host (the bridge's own
+// first), source, then id, as GET /v1/sessions does; never nil.
 func (s *State) Sessions() []hub.Entry {
 	out := []hub.Entry{}
-	for src, m := range s.sources {
+	for k, m := range s.sources {
 		for _, snap := range m {
-			out = append(out, hub.Entry{Source: src, Snapshot: snap.Clone()})
+			out = append(out, hub.Entry{Source: k.source, Host: k.host, Snapshot: snap.Clone()})
 		}
 	}
 	slices.SortFunc(out, func(a, b hub.Entry) int {
-		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Snapshot.ID, b.Snapshot.ID))
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Source, b.Source), cmp.Compare(a.Snapshot.ID, b.Snapshot.ID))
 	})
 	return out
 }
 
-// Session returns one session.
+// Session returns one session of the bridge's own.
 func (s *State) Session(source, id string) (agentbridge.Snapshot, bool) {
-	snap, ok := s.sources[source][id]
+	return s.SessionOn("", source, id)
+}
+
+// SessionOn returns one session of host (a remote's id; "" for the
+// bridge's own).
+func (s *State) SessionOn(host, source, id string) (agentbridge.Snapshot, bool) {
+	snap, ok := s.sources[srcKey{host, source}][id]
 	return snap.Clone(), ok
 }
 
@@ -73,6 +83,7 @@ func (s *State) Harnesses(source string) (ids []string, ok bool) {
 func (s *State) Apply(ev Event) error {
 	var d struct {
 		Source           string                 `json:"source"`
+		Host             string                 `json:"host"`
 		Sessions         []agentbridge.Snapshot `json:"sessions"`
 		Snapshot         *agentbridge.Snapshot  `json:"snapshot"`
 		SessionID        string                 `json:"sessionId"`
@@ -84,29 +95,33 @@ func (s *State) Apply(ev Event) error {
 			return badEvent("%s %d has no source or does not decode", ev.Name, ev.ID)
 		}
 	}
+	k := srcKey{d.Host, d.Source}
 	switch ev.Name {
 	case NameReset:
 		if s.sources == nil {
-			s.sources = map[string]map[string]agentbridge.Snapshot{}
+			s.sources = map[srcKey]map[string]agentbridge.Snapshot{}
 		}
-		delete(s.sources, d.Source)
+		delete(s.sources, k)
 		for _, snap := range d.Sessions {
-			s.put(d.Source, snap)
+			s.put(k, snap)
 		}
 	case NameUpsert:
 		if d.Snapshot == nil || d.Snapshot.ID == "" {
 			return badEvent("upsert %d has no snapshot", ev.ID)
 		}
-		s.put(d.Source, *d.Snapshot)
+		s.put(k, *d.Snapshot)
 	case NameRemove:
 		if d.SessionID == "" {
 			return badEvent("remove %d has no session id", ev.ID)
 		}
-		delete(s.sources[d.Source], d.SessionID)
-		if len(s.sources[d.Source]) == 0 {
-			delete(s.sources, d.Source)
+		delete(s.sources[k], d.SessionID)
+		if len(s.sources[k]) == 0 {
+			delete(s.sources, k)
 		}
 	case NameHarnesses:
+		if d.Host != "" {
+			break // the bridge's own switches are what its harnesses records say
+		}
 		if s.harnesses == nil {
 			s.harnesses = map[string][]string{}
 		}
@@ -116,9 +131,9 @@ func (s *State) Apply(ev Event) error {
 	return nil
 }
 
-func (s *State) put(source string, snap agentbridge.Snapshot) {
+func (s *State) put(source srcKey, snap agentbridge.Snapshot) {
 	if s.sources == nil {
-		s.sources = map[string]map[string]agentbridge.Snapshot{}
+		s.sources = map[srcKey]map[string]agentbridge.Snapshot{}
 	}
 	m := s.sources[source]
 	if m == nil {
@@ -132,7 +147,7 @@ func (s *State) put(source string, snap agentbridge.Snapshot) {
 func (s *State) Clone() *State {
 	c := &State{rev: s.rev, harnesses: maps.Clone(s.harnesses)}
 	if s.sources != nil {
-		c.sources = make(map[string]map[string]agentbridge.Snapshot, len(s.sources))
+		c.sources = make(map[srcKey]map[string]agentbridge.Snapshot, len(s.sources))
 		for k, m := range s.sources {
 			c.sources[k] = maps.Clone(m)
 		}

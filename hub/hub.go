@@ -121,9 +121,9 @@ type DiagnosticEntry struct {
 // Filter selects sessions; an empty field selects all. Lists are ORed
 // within a field and fields are ANDed.
 type Filter struct {
-	Sources     []string
-	Harnesses   []string
-	Statuses    []agentbridge.Status
+	Sources   []string
+	Harnesses []string
+	Statuses  []agentbridge.Status
 	// Hosts selects by host: a remote's id, or LocalHost for this
 	// bridge's own sessions.
 	Hosts []string

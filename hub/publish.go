@@ -13,12 +13,12 @@ import (
 type (
 	resetData struct {
 		Source   string                 `json:"source"`
-		Host      string `json:"host,omitempty"`
+		Host     string                 `json:"host,omitempty"`
 		Sessions []agentbridge.Snapshot `json:"sessions"`
 	}
 	upsertData struct {
 		Source   string               `json:"source"`
-		Host      string `json:"host,omitempty"`
+		Host     string               `json:"host,omitempty"`
 		Snapshot agentbridge.Snapshot `json:"snapshot"`
 	}
 	removeData struct {
@@ -28,12 +28,12 @@ type (
 	}
 	diagData struct {
 		Source     string                 `json:"source"`
-		Host      string `json:"host,omitempty"`
+		Host       string                 `json:"host,omitempty"`
 		Diagnostic agentbridge.Diagnostic `json:"diagnostic"`
 	}
 	lifecycleData struct {
 		Source    string            `json:"source"`
-		Host      string `json:"host,omitempty"`
+		Host      string            `json:"host,omitempty"`
 		SessionID string            `json:"sessionId"`
 		Event     agentbridge.Event `json:"event"`
 	}

@@ -90,7 +90,7 @@ type Hub struct {
 	ring      *ring
 	store     RevisionStore // nil: none
 	block     uint64
-	mark      uint64 // revisions up to it are reserved in store
+	mark      uint64             // revisions up to it are reserved in store
 	sources   map[string]*source // by sourceKey
 	order     []string           // local source ids in the order added
 	remote    []*source          // (host, source) pairs of remotes, in the order first seen
@@ -107,9 +107,9 @@ type revRange struct{ lo, hi uint64 }
 // source is the hub's view of one source.
 type source struct {
 	info     agentbridge.SourceInfo
-	host     string // the remote that reports it; "" for this bridge's own
+	host     string           // the remote that reports it; "" for this bridge's own
 	all      map[string]*sess // a remote source: every session, shown or hidden by a harness switch
-	run      Source // nil for a push source
+	run      Source           // nil for a push source
 	enabled  validate.Harnesses
 	sessions map[string]*sess
 	changes  chan []string // capacity 1: only the latest enabled set is kept

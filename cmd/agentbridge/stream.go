@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentbridge/agentbridge/client"
+)
+
+func newStreamCmd(a *app) *cobra.Command {
+	var filter filterFlags
+	var since uint64
+	cmd := &cobra.Command{
+		Use:   "stream",
+		Short: "print the local bridge's event stream on stdout as JSON lines (one connection)",
+		Long: `Print the event stream of the bridge on this machine on standard output, one
+JSON line {"id", "event", "data"} per event and a blank line per heartbeat,
+until the bridge ends the stream or stops; then exit (0 when the bridge
+ended it, 1 on an error). --since resumes after an event id: the bridge
+replays what followed it, or starts again with resets.
+
+It is what another machine's bridge runs over SSH to follow this one
+(config remotes: [{id, ssh: host}] there runs "ssh host agentbridge stream"),
+so that nothing listens on this machine beyond its loopback. Unlike watch it
+never reconnects by itself: the follower on the other end resumes, and
+learns from the end of the stream that this bridge is out of reach.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := url.Values{}
+			if err := filter.query(q); err != nil {
+				return err
+			}
+			c, err := newClient(cmd.Flags(), a.env)
+			if err != nil {
+				return err
+			}
+			return stream(cmd.Context(), c.Client, client.StreamOptions{Query: q, Format: client.NDJSON, Since: since}, a.stdout)
+		},
+	}
+	fs := cmd.Flags()
+	clientFlags(fs)
+	filter.register(fs)
+	filter.complete(cmd)
+	fs.Uint64Var(&since, "since", 0, "resume after this event `id` (the bridge replays what followed it, or sends resets)")
+	return cmd
+}
+
+// stream copies one connection of the stream to stdout as JSON lines,
+// flushing each event and each heartbeat as it comes.
+func stream(ctx context.Context, c *client.Client, so client.StreamOptions, stdout io.Writer) error {
+	s, err := c.Open(ctx, so)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	var werr error
+	s.Ping = func() {
+		if werr == nil {
+			if _, werr = out.WriteString("\n"); werr == nil {
+				werr = out.Flush()
+			}
+		}
+	}
+	for {
+		ev, err := s.Next()
+		if werr != nil {
+			return errWrite{werr}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("stream: %w", err)
+		}
+		line, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("encode event %d: %w", ev.ID, err)
+		}
+		line = append(line, '\n')
+		if _, err := out.Write(line); err != nil {
+			return errWrite{err}
+		}
+		if err := out.Flush(); err != nil {
+			return errWrite{err}
+		}
+	}
+}
