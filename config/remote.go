@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentbridge/agentbridge/validate"
@@ -69,6 +70,9 @@ func checkRemotes(rs []Remote) []error {
 			}
 		case strings.HasPrefix(r.SSH, "-") || strings.ContainsAny(r.SSH, " \t\r\n\x00"):
 			bad("remotes[%d].ssh: %q is not a host name for ssh", i, r.SSH)
+		}
+		if r.TokenFile != "" && !filepath.IsAbs(r.TokenFile) {
+			bad("remotes[%d].tokenFile: must be an absolute path", i)
 		}
 		if r.SSH != "" && r.TokenFile != "" {
 			bad("remotes[%d].tokenFile: an ssh remote needs no token (agentbridge stream reads the remote's own)", i)
