@@ -19,6 +19,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
@@ -114,6 +117,7 @@ type where struct {
 	id      string // the session (gemini-cli: known from the first line) or conversation id
 	parent  string // gemini-cli subagent chats: the parent session id
 	project string // gemini-cli: the project directory (tmp/<project>)
+	legacy  bool   // gemini-cli ≤ 0.39: a whole .json chat, rewritten in full
 }
 
 // kindOf recognises the files the source follows; nil for any other.
@@ -123,6 +127,8 @@ func kindOf(chats, brain, p string) *where {
 		switch {
 		case len(parts) == 3 && parts[1] == "chats" && strings.HasPrefix(parts[2], "session-") && strings.HasSuffix(parts[2], ".jsonl"):
 			return &where{harness: HarnessGemini, project: filepath.Join(chats, parts[0])}
+		case len(parts) == 3 && parts[1] == "chats" && strings.HasPrefix(parts[2], "session-") && strings.HasSuffix(parts[2], ".json"):
+			return &where{harness: HarnessGemini, project: filepath.Join(chats, parts[0]), legacy: true}
 		case len(parts) == 4 && parts[1] == "chats" && strings.HasSuffix(parts[3], ".jsonl") && validate.ValidID(parts[2]):
 			return &where{harness: HarnessGemini, parent: parts[2], project: filepath.Join(chats, parts[0])}
 		}
@@ -158,8 +164,73 @@ func below(root, p string) (string, bool) {
 // file is one followed file and its mapping state.
 type file struct {
 	where
-	chat  *Chat
-	brain *Brain
+	chat       *Chat
+	brain      *Brain
+	superseded bool // a legacy chat that Gemini CLI migrated to a .jsonl
+}
+
+// maxLegacyChat bounds a legacy whole-file chat (read in full on every
+// change, as Gemini CLI rewrites it in full).
+const maxLegacyChat = 32 << 20
+
+// MatchWhole picks the legacy .json chats, which the runtime reads whole
+// on every change (sources.WholeFiles).
+func (h *handler) MatchWhole(p string) bool {
+	w := kindOf(h.chats, h.brain, p)
+	return w != nil && w.legacy
+}
+
+// WholeLimit lets a legacy chat be larger than a sidecar.
+func (h *handler) WholeLimit(string) int64 { return maxLegacyChat }
+
+// legacyChat is the whole-file ConversationRecord of Gemini CLI 0.39 and
+// older.
+type legacyChat struct {
+	SessionID string         `json:"sessionId"`
+	StartTime string         `json:"startTime"`
+	Kind      string         `json:"kind"`
+	Messages  jsontext.Value `json:"messages"`
+}
+
+// WholeFile maps a legacy chat as it stands now: the metadata as the
+// first record, its messages as a replaced history (so that what a
+// rewrite dropped is undone). nil: the file is gone.
+func (h *handler) WholeFile(p string, data []byte) {
+	if data == nil {
+		h.Removed(p)
+		return
+	}
+	f := h.file(p)
+	if f == nil || f.superseded {
+		return
+	}
+	var lc legacyChat
+	if json.Unmarshal(data, &lc) != nil || lc.SessionID == "" {
+		h.BadLine(sources.CodeInvalidJSON)
+		return
+	}
+	if !f.chat.known {
+		meta, _ := json.Marshal(chatMeta{SessionID: lc.SessionID, StartTime: lc.StartTime, Kind: lc.Kind})
+		h.chatLine(f, meta)
+	}
+	msgs := lc.Messages
+	if len(msgs) == 0 {
+		msgs = jsontext.Value("[]")
+	}
+	h.chatLine(f, append(append([]byte(`{"$set":{"messages":`), msgs...), "}}"...))
+}
+
+// supersede retires the legacy chat of session id when Gemini CLI has
+// migrated it to a .jsonl chat (it does on resume): the session is
+// rebuilt from the new file alone.
+func (h *handler) supersede(id string) bool {
+	found := false
+	for _, f := range h.files {
+		if f.legacy && !f.superseded && f.id == id {
+			f.superseded, found = true, true
+		}
+	}
+	return found
 }
 
 // handler maps lines to events; Sessions does the rest. It runs on the
@@ -225,9 +296,13 @@ func (h *handler) chatLine(f *file, line []byte) {
 		h.BadLine(code)
 		return
 	}
+	fresh := f.id == ""
 	f.id = f.chat.SessionID()
 	if f.id == "" {
 		return
+	}
+	if fresh && !f.legacy && h.supersede(f.id) {
+		ch = Rebuilt // the migrated chat replaces what the legacy one said
 	}
 	if f.parent != "" || f.chat.Subagent() {
 		h.subagentChat(f, ch, events)
@@ -332,7 +407,7 @@ func (h *handler) Truncated(p string) {
 func (h *handler) Removed(p string) {
 	f := h.files[p]
 	delete(h.files, p)
-	if f == nil || f.id == "" || f.parent != "" || h.childOf[f.id] != "" {
+	if f == nil || f.id == "" || f.parent != "" || f.superseded || h.childOf[f.id] != "" {
 		return
 	}
 	h.Stop(f.id, "journal removed")
