@@ -241,3 +241,58 @@ func BenchmarkRemoteLatency(b *testing.B) {
 		b.Fatalf("p99 %.1f ms from a remote's change to the local stream, above the 100 ms target", p(0.99))
 	}
 }
+
+// TestFloodingRemoteIsBounded: a remote that sends far faster than the
+// local bridge applies waits in a bounded queue (its own pipe holds it
+// back), and what queued up is applied as batches in which superseded
+// upserts are left out: the local stream carries fewer records than the
+// remote sent, ends at the remote's last state, and a local client with a
+// small queue keeps up.
+func TestFloodingRemoteIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	const n = 20000
+	var sb strings.Builder
+	for i := range n {
+		fmt.Fprintf(&sb, `{"id":%d,"event":"upsert","data":{"source":"codex","snapshot":{"id":"s","harness":"codex","status":"running","title":"turn %d"}}}`+"\n", i+1, i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stream"), []byte(sb.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "ssh")
+	body := fmt.Sprintf("#!/bin/sh\ncase \"$*\" in *--since*) exec sleep 60;; esac\ncat %q\n", filepath.Join(dir, "stream"))
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	local := bridgetest.Start(t, bridgetest.Options{})
+	sub := local.Hub.Subscribe(local.Hub.Revision(), true, hub.Filter{})
+	defer sub.Close()
+	var got int
+	last := make(chan struct{})
+	go func() { // a local client reading as it comes
+		defer close(last)
+		for {
+			select {
+			case r := <-sub.C:
+				got++
+				if strings.Contains(string(r.Data), fmt.Sprintf(`"turn %d"`, n-1)) {
+					return
+				}
+			case <-sub.Done:
+				return
+			}
+		}
+	}()
+	follow(t, local, config.Remote{ID: "devbox", SSH: "dev.example"}, remote.Options{SSH: script, Linger: time.Hour, Queue: 64})
+	select {
+	case <-last:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the remote's last state never reached the local client")
+	}
+	if sub.CutOff() {
+		t.Error("a local client was cut off by a flooding remote")
+	}
+	if got >= n {
+		t.Errorf("the local stream carried %d records for %d the remote sent: nothing was coalesced", got, n)
+	}
+	t.Logf("%d remote records became %d local ones", n, got)
+}
