@@ -323,7 +323,9 @@ func (f *follower) apply(ctx context.Context) {
 				f.fresh = true // what the remote replays from its cursor no longer fits
 				stop := f.stop
 				f.mu.Unlock()
-				stop() // the attempt going on resumes from a cursor: start afresh
+				if stop != nil {
+					stop() // the attempt going on resumes from a cursor: start afresh
+				}
 				continue
 			case m = <-f.msgs:
 			}

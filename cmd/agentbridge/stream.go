@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -80,16 +79,8 @@ func stream(ctx context.Context, c *client.Client, so client.StreamOptions, stdo
 			}
 			return fmt.Errorf("stream: %w", err)
 		}
-		line, err := json.Marshal(ev)
-		if err != nil {
-			return fmt.Errorf("encode event %d: %w", ev.ID, err)
-		}
-		line = append(line, '\n')
-		if _, err := out.Write(line); err != nil {
-			return errWrite{err}
-		}
-		if err := out.Flush(); err != nil {
-			return errWrite{err}
+		if err := printEvent(out, ev); err != nil {
+			return err
 		}
 	}
 }

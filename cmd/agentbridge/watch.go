@@ -92,16 +92,8 @@ func watch(ctx context.Context, c *client.Client, so client.StreamOptions, limit
 		},
 	}
 	err := c.Follow(ctx, o, func(ev client.Event) error {
-		line, err := json.Marshal(ev)
-		if err != nil {
-			return fmt.Errorf("encode event %d: %w", ev.ID, err)
-		}
-		line = append(line, '\n')
-		if _, err := out.Write(line); err != nil {
-			return errWrite{err}
-		}
-		if err := out.Flush(); err != nil {
-			return errWrite{err}
+		if err := printEvent(out, ev); err != nil {
+			return err
 		}
 		if n++; limit > 0 && n >= limit {
 			return errLimit
@@ -112,4 +104,21 @@ func watch(ctx context.Context, c *client.Client, so client.StreamOptions, limit
 		return nil
 	}
 	return err
+}
+
+// printEvent prints ev as one JSON line {"id","event","data"} and flushes
+// it; a failed write is an errWrite.
+func printEvent(out *bufio.Writer, ev client.Event) error {
+	line, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode event %d: %w", ev.ID, err)
+	}
+	line = append(line, '\n')
+	if _, err := out.Write(line); err != nil {
+		return errWrite{err}
+	}
+	if err := out.Flush(); err != nil {
+		return errWrite{err}
+	}
+	return nil
 }
