@@ -22,8 +22,8 @@ import (
 // snapshot after a restart that may have changed the configuration).
 type State struct {
 	rev       uint64
-	sources   map[srcKey]map[string]agentbridge.Snapshot // (host, source) → id → snapshot
-	harnesses map[string][]string                        // source → enabled harness ids
+	sources   map[srcKey]map[string]hub.Entry // (host, source) → id → snapshot and activity
+	harnesses map[string][]string             // source → enabled harness ids
 }
 
 // srcKey names the sessions of one source on one host ("" for the bridge's
@@ -34,9 +34,9 @@ type srcKey struct{ host, source string }
 // to l.Revision to keep it exact.
 func (s *State) Load(l SessionList) {
 	s.rev = l.Revision
-	s.sources = map[srcKey]map[string]agentbridge.Snapshot{}
+	s.sources = map[srcKey]map[string]hub.Entry{}
 	for _, e := range l.Sessions {
-		s.put(srcKey{e.Host, e.Source}, e.Snapshot)
+		s.put(srcKey{e.Host, e.Source}, e.Snapshot, e.Activity)
 	}
 }
 
@@ -48,8 +48,8 @@ func (s *State) Revision() uint64 { return s.rev }
 func (s *State) Sessions() []hub.Entry {
 	out := []hub.Entry{}
 	for k, m := range s.sources {
-		for _, snap := range m {
-			out = append(out, hub.Entry{Source: k.source, Host: k.host, Snapshot: snap.Clone()})
+		for _, e := range m {
+			out = append(out, hub.Entry{Source: k.source, Host: k.host, Snapshot: e.Snapshot.Clone(), Activity: e.Activity})
 		}
 	}
 	slices.SortFunc(out, func(a, b hub.Entry) int {
@@ -66,8 +66,14 @@ func (s *State) Session(source, id string) (agentbridge.Snapshot, bool) {
 // SessionOn returns one session of host (a remote's id; "" for the
 // bridge's own).
 func (s *State) SessionOn(host, source, id string) (agentbridge.Snapshot, bool) {
-	snap, ok := s.sources[srcKey{host, source}][id]
-	return snap.Clone(), ok
+	e, ok := s.sources[srcKey{host, source}][id]
+	return e.Snapshot.Clone(), ok
+}
+
+// Activity returns one session's activity (nil: none known); it is
+// shared: do not change it.
+func (s *State) Activity(source, id string) *agentbridge.Activity {
+	return s.sources[srcKey{"", source}][id].Activity
 }
 
 // Harnesses returns the enabled harnesses of source as its last harnesses
@@ -88,6 +94,7 @@ func (s *State) Apply(ev Event) error {
 		Snapshot         *agentbridge.Snapshot  `json:"snapshot"`
 		SessionID        string                 `json:"sessionId"`
 		EnabledHarnesses []string               `json:"enabledHarnesses"`
+		Activity         json.RawMessage        `json:"activity"` // reset: by session id; upsert: the session's
 	}
 	switch ev.Name {
 	case NameReset, NameUpsert, NameRemove, NameHarnesses:
@@ -98,18 +105,26 @@ func (s *State) Apply(ev Event) error {
 	k := srcKey{d.Host, d.Source}
 	switch ev.Name {
 	case NameReset:
+		var acts map[string]*agentbridge.Activity
+		if len(d.Activity) > 0 && json.Unmarshal(d.Activity, &acts) != nil {
+			return badEvent("reset %d has an activity that does not decode", ev.ID)
+		}
 		if s.sources == nil {
-			s.sources = map[srcKey]map[string]agentbridge.Snapshot{}
+			s.sources = map[srcKey]map[string]hub.Entry{}
 		}
 		delete(s.sources, k)
 		for _, snap := range d.Sessions {
-			s.put(k, snap)
+			s.put(k, snap, acts[snap.ID])
 		}
 	case NameUpsert:
 		if d.Snapshot == nil || d.Snapshot.ID == "" {
 			return badEvent("upsert %d has no snapshot", ev.ID)
 		}
-		s.put(k, *d.Snapshot)
+		var act *agentbridge.Activity
+		if len(d.Activity) > 0 && json.Unmarshal(d.Activity, &act) != nil {
+			return badEvent("upsert %d has an activity that does not decode", ev.ID)
+		}
+		s.put(k, *d.Snapshot, act)
 	case NameRemove:
 		if d.SessionID == "" {
 			return badEvent("remove %d has no session id", ev.ID)
@@ -131,23 +146,23 @@ func (s *State) Apply(ev Event) error {
 	return nil
 }
 
-func (s *State) put(source srcKey, snap agentbridge.Snapshot) {
+func (s *State) put(k srcKey, snap agentbridge.Snapshot, act *agentbridge.Activity) {
 	if s.sources == nil {
-		s.sources = map[srcKey]map[string]agentbridge.Snapshot{}
+		s.sources = map[srcKey]map[string]hub.Entry{}
 	}
-	m := s.sources[source]
+	m := s.sources[k]
 	if m == nil {
-		m = map[string]agentbridge.Snapshot{}
-		s.sources[source] = m
+		m = map[string]hub.Entry{}
+		s.sources[k] = m
 	}
-	m[snap.ID] = snap
+	m[snap.ID] = hub.Entry{Source: k.source, Host: k.host, Snapshot: snap, Activity: act}
 }
 
 // Clone returns a copy that does not share the maps of s.
 func (s *State) Clone() *State {
 	c := &State{rev: s.rev, harnesses: maps.Clone(s.harnesses)}
 	if s.sources != nil {
-		c.sources = make(map[srcKey]map[string]agentbridge.Snapshot, len(s.sources))
+		c.sources = make(map[srcKey]map[string]hub.Entry, len(s.sources))
 		for k, m := range s.sources {
 			c.sources[k] = maps.Clone(m)
 		}

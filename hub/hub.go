@@ -107,6 +107,9 @@ type Entry struct {
 	// (left out of the JSON) for a session of this bridge.
 	Host     string               `json:"host,omitempty"`
 	Snapshot agentbridge.Snapshot `json:"snapshot"`
+	// Activity is what the session is doing now and has used; nil when
+	// nothing is known. It is shared: do not change it.
+	Activity *agentbridge.Activity `json:"activity,omitempty"`
 }
 
 // DiagnosticEntry is one recent diagnostic with where and when it arose.

@@ -12,14 +12,16 @@ import (
 // Stream data shapes (docs/contract.md section 4).
 type (
 	resetData struct {
-		Source   string                 `json:"source"`
-		Host     string                 `json:"host,omitempty"`
-		Sessions []agentbridge.Snapshot `json:"sessions"`
+		Source   string                           `json:"source"`
+		Host     string                           `json:"host,omitempty"`
+		Sessions []agentbridge.Snapshot           `json:"sessions"`
+		Activity map[string]*agentbridge.Activity `json:"activity,omitempty"`
 	}
 	upsertData struct {
-		Source   string               `json:"source"`
-		Host     string               `json:"host,omitempty"`
-		Snapshot agentbridge.Snapshot `json:"snapshot"`
+		Source   string                `json:"source"`
+		Host     string                `json:"host,omitempty"`
+		Snapshot agentbridge.Snapshot  `json:"snapshot"`
+		Activity *agentbridge.Activity `json:"activity,omitempty"`
 	}
 	removeData struct {
 		Source    string `json:"source"`
@@ -85,8 +87,8 @@ func (t *txn) add(e *entry, data any) { t.pend = append(t.pend, pending{e, data}
 func (t *txn) upsert(ss *sess) {
 	t.over[ss.snap.ID] = ss
 	snap := ss.snap
-	t.add(&entry{rec: Record{Name: NameUpsert}, source: t.src.info.ID, host: t.src.host, sessionID: snap.ID, snap: &snap},
-		upsertData{Source: t.src.info.ID, Host: t.src.host, Snapshot: snap})
+	t.add(&entry{rec: Record{Name: NameUpsert}, source: t.src.info.ID, host: t.src.host, sessionID: snap.ID, snap: &snap, act: ss.act},
+		upsertData{Source: t.src.info.ID, Host: t.src.host, Snapshot: snap, Activity: ss.act})
 }
 
 func (t *txn) remove(id string) {
@@ -123,12 +125,14 @@ func (t *txn) replace(items []*sess) {
 	t.reset = true
 	head := items[:min(len(items), validate.MaxResetSessions)]
 	snaps := make([]agentbridge.Snapshot, len(head))
+	var acts map[string]*agentbridge.Activity
 	for i, ss := range head {
 		t.over[ss.snap.ID] = ss
 		snaps[i] = ss.snap
+		acts = addActivity(acts, ss.snap.ID, ss.act)
 	}
-	t.add(&entry{rec: Record{Name: NameReset}, source: t.src.info.ID, host: t.src.host, sessions: snaps},
-		resetData{Source: t.src.info.ID, Host: t.src.host, Sessions: snaps})
+	t.add(&entry{rec: Record{Name: NameReset}, source: t.src.info.ID, host: t.src.host, sessions: snaps, acts: acts},
+		resetData{Source: t.src.info.ID, Host: t.src.host, Sessions: snaps, Activity: acts})
 	for _, ss := range items[len(head):] {
 		t.upsert(ss)
 	}
@@ -246,7 +250,7 @@ func (t *txn) opUpsert(prefix string, ss *sess) []validate.Issue {
 	if ss.fold == nil {
 		ss.fold = validate.FromSnapshot(ss.snap)
 	}
-	if old := t.get(ss.snap.ID); old != nil && snapshotEqual(&old.snap, &ss.snap) {
+	if old := t.get(ss.snap.ID); old != nil && old.same(ss) {
 		t.over[ss.snap.ID] = ss // new fold state, nothing a client sees changed
 		return nil
 	}
@@ -338,8 +342,8 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 		return nil
 	}
 	lc(snap)
-	ss := &sess{fold: fold, snap: snap}
-	if old != nil && snapshotEqual(&old.snap, &snap) {
+	ss := &sess{fold: fold, snap: snap, act: fold.Activity()}
+	if old != nil && old.same(ss) {
 		t.over[id] = ss
 		return nil
 	}
@@ -416,3 +420,19 @@ func (h *Hub) publish(sourceID string, ops []Op, apply bool) error {
 	}
 	return h.finish(t, issues)
 }
+
+// addActivity adds a session's activity to a reset's map (made when the
+// first one is not empty).
+func addActivity(m map[string]*agentbridge.Activity, id string, a *agentbridge.Activity) map[string]*agentbridge.Activity {
+	if a.IsZero() {
+		return m
+	}
+	if m == nil {
+		m = map[string]*agentbridge.Activity{}
+	}
+	m[id] = a
+	return m
+}
+
+// same reports whether two sessions look the same to a client.
+func (ss *sess) same(o *sess) bool { return snapshotEqual(&ss.snap, &o.snap) && ss.act.Equal(o.act) }

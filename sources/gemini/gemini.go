@@ -173,11 +173,48 @@ type file struct {
 // change, as Gemini CLI rewrites it in full).
 const maxLegacyChat = 32 << 20
 
-// MatchWhole picks the legacy .json chats, which the runtime reads whole
-// on every change (sources.WholeFiles).
+// MatchWhole picks the files the runtime reads whole on every change
+// (sources.WholeFiles): the legacy .json chats and each project's
+// .project_root.
 func (h *handler) MatchWhole(p string) bool {
+	if projectDir(h.chats, p) != "" {
+		return true
+	}
 	w := kindOf(h.chats, h.brain, p)
 	return w != nil && w.legacy
+}
+
+// projectDir returns the project directory whose .project_root p is, or "".
+func projectDir(chats, p string) string {
+	rel, ok := below(chats, p)
+	if parts := strings.Split(rel, "/"); ok && len(parts) == 2 && parts[1] == ".project_root" {
+		return filepath.Join(chats, parts[0])
+	}
+	return ""
+}
+
+// projectRoot takes the working directory Gemini CLI recorded for a
+// project (nil: the file went away) and gives it to the project's
+// sessions, those already shown included.
+func (h *handler) projectRoot(dir string, data []byte) {
+	cwd := ""
+	if data != nil {
+		cwd = validate.CleanCwd(strings.TrimSpace(string(data)))
+	}
+	if cwd == "" {
+		delete(h.cwds, dir)
+		return // a cwd once known is not taken back
+	}
+	h.cwds[dir] = cwd
+	for _, f := range h.files {
+		if f.chat == nil || f.project != dir {
+			continue
+		}
+		f.chat.SetCwd(cwd)
+		if f.id != "" && f.parent == "" && !f.chat.Subagent() && !f.superseded {
+			h.Event(f.id, f.harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: cwd})
+		}
+	}
 }
 
 // WholeLimit lets a legacy chat be larger than a sidecar.
@@ -196,6 +233,10 @@ type legacyChat struct {
 // first record, its messages as a replaced history (so that what a
 // rewrite dropped is undone). nil: the file is gone.
 func (h *handler) WholeFile(p string, data []byte) {
+	if dir := projectDir(h.chats, p); dir != "" {
+		h.projectRoot(dir, data)
+		return
+	}
 	if data == nil {
 		h.Removed(p)
 		return
@@ -254,27 +295,12 @@ func (h *handler) file(p string) *file {
 	f := &file{where: *w}
 	if f.harness == HarnessGemini {
 		f.chat = &Chat{}
-		f.chat.SetCwd(h.projectRoot(f.project))
+		f.chat.SetCwd(h.cwds[f.project])
 	} else {
 		f.brain = &Brain{}
 	}
 	h.files[p] = f
 	return f
-}
-
-// projectRoot reads the working directory Gemini CLI recorded for a
-// project directory (its .project_root), once.
-func (h *handler) projectRoot(dir string) string {
-	if cwd, ok := h.cwds[dir]; ok {
-		return cwd
-	}
-	data, err := sources.ReadSmall(filepath.Join(dir, ".project_root"), validate.MaxCwdBytes+64)
-	cwd := ""
-	if err == nil {
-		cwd = validate.CleanCwd(strings.TrimSpace(string(data)))
-	}
-	h.cwds[dir] = cwd
-	return cwd
 }
 
 // Line maps one line of the file at p.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -261,5 +262,41 @@ func TestLegacyChatAndItsMigration(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if _, ok := h.Snapshot(id); !ok {
 		t.Error("removing the superseded legacy chat removed the session")
+	}
+}
+
+// A .project_root written after the chat's first line still gives the
+// session its cwd; one that is a FIFO is skipped with a typed diagnostic.
+func TestProjectRootLateAndHostile(t *testing.T) {
+	home := t.TempDir()
+	late := filepath.Join(home, "tmp", "late")
+	hostile := filepath.Join(home, "tmp", "hostile")
+	for _, d := range []string{late, hostile} {
+		if err := os.MkdirAll(filepath.Join(d, "chats"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(hostile, ".project_root"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := run(t, home, HarnessGemini)
+	const a, b = "aaaaaaaa-1111-4111-8111-111111111111", "bbbbbbbb-1111-4111-8111-111111111111"
+	appendTo(t, filepath.Join(late, "chats", "session-2026-12-01T10-00-aaaaaaaa.jsonl"), `{"sessionId":"`+a+`","startTime":"2026-12-01T10:00:00Z","kind":"main"}`+"\n")
+	appendTo(t, filepath.Join(hostile, "chats", "session-2026-12-01T10-00-bbbbbbbb.jsonl"), `{"sessionId":"`+b+`","startTime":"2026-12-01T10:00:00Z","kind":"main"}`+"\n")
+	h.WaitFor(t, "both sessions", func(h *sourcestest.Hub) bool { return len(h.Snapshots()) == 2 })
+	if err := os.WriteFile(filepath.Join(late, ".project_root"), []byte("/srv/late\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "the late cwd", func(h *sourcestest.Hub) bool { s, _ := h.Snapshot(a); return s.Cwd == "/srv/late" })
+	h.WaitFor(t, "the FIFO's diagnostic", func(h *sourcestest.Hub) bool {
+		for _, d := range h.Diagnostics() {
+			if d.Code == sources.CodeSideNotRegular {
+				return true
+			}
+		}
+		return false
+	})
+	if s, _ := h.Snapshot(b); s.Cwd != "" {
+		t.Errorf("cwd from a FIFO: %q", s.Cwd)
 	}
 }
