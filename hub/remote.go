@@ -46,13 +46,14 @@ type Remote struct {
 // other name (harnesses, names newer than this bridge) are ignored: this
 // bridge's own switches decide what is shown.
 type RemoteRecord struct {
-	Name       string                 // reset, upsert, remove, lifecycle or diagnostic
-	Source     string                 // the remote's source id
-	Sessions   []agentbridge.Snapshot // reset
-	Snapshot   agentbridge.Snapshot   // upsert
-	SessionID  string                 // remove, lifecycle
-	Event      agentbridge.Event      // lifecycle
-	Diagnostic agentbridge.Diagnostic // diagnostic
+	Name       string                           // reset, upsert, remove, lifecycle or diagnostic
+	Source     string                           // the remote's source id
+	Sessions   []agentbridge.Snapshot           // reset
+	Activity   map[string]*agentbridge.Activity // reset: by session id; upsert: under the session's id
+	Snapshot   agentbridge.Snapshot             // upsert
+	SessionID  string                           // remove, lifecycle
+	Event      agentbridge.Event                // lifecycle
+	Diagnostic agentbridge.Diagnostic           // diagnostic
 }
 
 // AddRemote registers a remote bridge by its id: lowercase
@@ -169,6 +170,28 @@ func (h *Hub) switchRemotes(local *source) {
 		t.replaceAll(vis)
 		h.commit(t)
 	}
+}
+
+// cleanActivity makes a remote's activity safe to show: the tool name
+// redacted and bounded like any label, times and counts not negative; nil
+// when nothing is left.
+func cleanActivity(a *agentbridge.Activity) *agentbridge.Activity {
+	if a.IsZero() {
+		return nil
+	}
+	c := &agentbridge.Activity{StatusSince: max(0, a.StatusSince), TurnStartedAt: max(0, a.TurnStartedAt)}
+	if a.Tool != nil {
+		if name := validate.Label(validate.Redact(a.Tool.Name)); name != "" {
+			c.Tool = &agentbridge.ToolActivity{Name: name, Since: max(0, a.Tool.Since)}
+		}
+	}
+	if u := a.Usage; u != nil && u.InputTokens >= 0 && u.OutputTokens >= 0 && u.CacheReadTokens >= 0 && u.CacheWriteTokens >= 0 {
+		c.Usage = &agentbridge.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens}
+	}
+	if c.IsZero() {
+		return nil
+	}
+	return c
 }
 
 // checkSnapshot validates and redacts one snapshot of a remote.
@@ -292,7 +315,7 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 				if !r.room() {
 					break
 				}
-				ss := &sess{snap: snap}
+				ss := &sess{snap: snap, act: cleanActivity(rc.Activity[snap.ID])}
 				s.all[snap.ID] = ss
 				r.n++
 				if h.visible(s, &snap) {
@@ -308,7 +331,7 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 				}
 				r.n++
 			}
-			ss := &sess{snap: rc.Snapshot}
+			ss := &sess{snap: rc.Snapshot, act: cleanActivity(rc.Activity[id])}
 			s.all[id] = ss
 			old := t.get(id)
 			switch {
@@ -316,7 +339,7 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 				if old != nil {
 					t.remove(id)
 				}
-			case old != nil && snapshotEqual(&old.snap, &ss.snap):
+			case old != nil && snapshotEqual(&old.snap, &ss.snap) && old.act.Equal(ss.act):
 				t.over[id] = ss
 			default:
 				t.upsert(ss)

@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/hub"
@@ -399,6 +400,7 @@ func decode(ev client.Event) (rec *hub.RemoteRecord, ok bool) {
 		SessionID  string          `json:"sessionId"`
 		Event      json.RawMessage `json:"event"`
 		Diagnostic json.RawMessage `json:"diagnostic"`
+		Activity   json.RawMessage `json:"activity"`
 	}
 	switch ev.Name {
 	case hub.NameReset, hub.NameUpsert, hub.NameRemove, hub.NameLifecycle, hub.NameDiagnostic:
@@ -416,8 +418,18 @@ func decode(ev client.Event) (rec *hub.RemoteRecord, ok bool) {
 	switch ev.Name {
 	case hub.NameReset:
 		rec.Sessions, issues = validate.DecodeReset(d.Sessions, nil)
+		if len(d.Activity) > 0 && json.Unmarshal(d.Activity, &rec.Activity) != nil {
+			return nil, false
+		}
 	case hub.NameUpsert:
 		rec.Snapshot, issues = validate.DecodeSnapshot(d.Snapshot, nil)
+		var act *agentbridge.Activity
+		if len(d.Activity) > 0 && json.Unmarshal(d.Activity, &act) != nil {
+			return nil, false
+		}
+		if act != nil {
+			rec.Activity = map[string]*agentbridge.Activity{rec.Snapshot.ID: act}
+		}
 	case hub.NameLifecycle:
 		rec.Event, issues = validate.DecodeEvent(d.Event)
 	case hub.NameDiagnostic:

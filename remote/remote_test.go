@@ -296,3 +296,21 @@ func TestFloodingRemoteIsBounded(t *testing.T) {
 	}
 	t.Logf("%d remote records became %d local ones", n, got)
 }
+
+// TestRemoteActivity: a remote session's activity comes with it.
+func TestRemoteActivity(t *testing.T) {
+	devbox := bridgetest.Start(t, bridgetest.Options{})
+	local := bridgetest.Start(t, bridgetest.Options{})
+	follow(t, local, config.Remote{ID: "devbox", URL: devbox.URL, TokenFile: tokenFile(t, devbox.Token)}, remote.Options{Linger: time.Hour})
+	devbox.Publish(t, "test-push",
+		hub.Op{Op: hub.OpEvent, SessionID: "a", Harness: "test-agent", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}},
+		hub.Op{Op: hub.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "x", Name: "Bash"}})
+	want, _ := devbox.Hub.Session("test-push", "a")
+	if want.Activity == nil || want.Activity.Tool == nil {
+		t.Fatalf("the remote's own session has no tool activity: %+v", want.Activity)
+	}
+	waitFor(t, "the remote's activity", func() bool {
+		e, ok := local.Hub.SessionOn("devbox", "test-push", "a")
+		return ok && e.Activity.Equal(want.Activity)
+	})
+}
