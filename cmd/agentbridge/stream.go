@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 
 	"github.com/spf13/cobra"
 
@@ -14,8 +13,7 @@ import (
 )
 
 func newStreamCmd(a *app) *cobra.Command {
-	var filter filterFlags
-	var since uint64
+	var sf streamFlags
 	cmd := &cobra.Command{
 		Use:   "stream",
 		Short: "print the local bridge's event stream on stdout as JSON lines (one connection)",
@@ -32,22 +30,14 @@ never reconnects by itself: the follower on the other end resumes, and
 learns from the end of the stream that this bridge is out of reach.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := url.Values{}
-			if err := filter.query(q); err != nil {
-				return err
-			}
-			c, err := newClient(cmd.Flags(), a.env)
+			c, so, err := sf.options(cmd, a.env)
 			if err != nil {
 				return err
 			}
-			return stream(cmd.Context(), c.Client, client.StreamOptions{Query: q, Format: client.NDJSON, Since: since}, a.stdout)
+			return stream(cmd.Context(), c, so, a.stdout)
 		},
 	}
-	fs := cmd.Flags()
-	clientFlags(fs)
-	filter.register(fs)
-	filter.complete(cmd)
-	fs.Uint64Var(&since, "since", 0, "resume after this event `id` (the bridge replays what followed it, or sends resets)")
+	sf.register(cmd)
 	return cmd
 }
 
