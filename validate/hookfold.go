@@ -3,6 +3,7 @@ package validate
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 
 	"github.com/agentbridge/agentbridge"
 )
@@ -32,17 +33,22 @@ const (
 // Hook is one hook signal as the fold takes it. Package hooks decodes the
 // agents' payloads into it.
 type Hook struct {
-	Kind HookKind
+	Kind HookKind `json:"kind"`
 	// Key names the prompt: a digest of the tool's name and input, the same
 	// for the PreToolUse, PermissionRequest and PostToolUse of one call.
-	Key string
+	Key string `json:"key,omitempty"`
 	// ToolID is the agent's tool call id when the payload names it.
-	ToolID string
+	ToolID string `json:"toolId,omitempty"`
 	// Reason is what a HookAsk asks, as display text (bounded, redacted).
-	Reason string
+	Reason string `json:"reason,omitempty"`
 	// At is when the hook ran, epoch ms, on the bridge's clock.
-	At int64
+	At int64 `json:"at,omitempty"`
 }
+
+// HookNotified is the Key of a prompt known only from a notification,
+// which names the tool but not its input: any answer ends it, and it adds
+// nothing while a prompt a hook named is open (the same dialog).
+const HookNotified = "notified"
 
 // maxHookMemory bounds the bindings and the settled prompts a session
 // remembers: enough for the parallel calls of one turn.
@@ -166,7 +172,8 @@ func (s *Session) closeHookWaits(match func(*openWait) bool) bool {
 //     tool.finished came first), or when it ran at or before the fence: the
 //     latest turn start or end the journal dated, or HookTurnEnd.
 //   - HookAnswered closes the wait of that tool (or, with no tool known, of
-//     that Key opened at or before At) and remembers the prompt as over.
+//     that Key opened at or before At) and any HookNotified wait opened at
+//     or before At, and remembers the prompt as over.
 //   - HookTurnEnd closes every wait hooks opened at or before At and raises
 //     the fence to At.
 //
@@ -196,6 +203,9 @@ func (s *Session) Hook(h Hook) []agentbridge.Event {
 		if st.over(h.Key, tool, h.At) {
 			return nil
 		}
+		if h.Key == HookNotified && slices.ContainsFunc(s.waits, func(w openWait) bool { return w.hook }) {
+			return nil
+		}
 		e := agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: hookWaitID(h.Key, tool),
 			State: agentbridge.StatusWaiting, Reason: Bound(h.Reason, MaxWaitingFor)}
 		if len(s.Apply(e)) > 0 { // a duplicate, or too many open waits
@@ -212,6 +222,9 @@ func (s *Session) Hook(h Hook) []agentbridge.Event {
 		}
 		st.settle(h.Key, tool, h.At)
 		return s.finishHookWaits(func(w *openWait) bool {
+			if w.key == HookNotified {
+				return w.at <= h.At
+			}
 			if tool != "" && w.tool != "" {
 				return w.tool == tool
 			}
@@ -241,3 +254,16 @@ func (s *Session) finishHookWaits(match func(*openWait) bool) []agentbridge.Even
 	}
 	return out
 }
+
+var hookKindNames = [...]string{"none", "tool", "ask", "answered", "turn-end"}
+
+// String names the kind: none, tool, ask, answered, turn-end.
+func (k HookKind) String() string {
+	if int(k) < len(hookKindNames) {
+		return hookKindNames[k]
+	}
+	return "unknown"
+}
+
+// MarshalText gives the kind's name, for logs and golden files.
+func (k HookKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }

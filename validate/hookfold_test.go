@@ -223,3 +223,24 @@ func TestHookMemoryIsBounded(t *testing.T) {
 		t.Fatalf("memory grew: %d bindings, %d settled", len(s.hk.bind), len(s.hk.settled))
 	}
 }
+
+func TestHookNotification(t *testing.T) {
+	s := NewSession("s1", "claude-code")
+	s.Apply(turn(10))
+	if evs := s.Hook(Hook{Kind: HookAsk, Key: HookNotified, Reason: "Approve Bash", At: 11}); len(evs) != 1 {
+		t.Fatalf("a notified prompt folded %v", evs)
+	}
+	if got := s.Snapshot(); got.Status != waiting || got.WaitingFor != "Approve Bash" {
+		t.Fatalf("got %q %q", got.Status, got.WaitingFor)
+	}
+	if evs := s.Hook(answer("k1", "toolu_1", 12)); len(evs) != 1 {
+		t.Fatalf("any answer ends a notified prompt: %v", evs)
+	}
+	s.Hook(ask("k2", 13))
+	if evs := s.Hook(Hook{Kind: HookAsk, Key: HookNotified, Reason: "Approve Bash", At: 14}); len(evs) != 0 {
+		t.Fatalf("the notification of a named prompt adds a wait: %v", evs)
+	}
+	if got := s.Snapshot().WaitingFor; got != why {
+		t.Fatalf("waitingFor %q", got)
+	}
+}

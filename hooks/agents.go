@@ -1,0 +1,66 @@
+package hooks
+
+import (
+	"strings"
+
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// claudeCode is Claude Code's hook vocabulary (its hooks documentation and
+// the payloads its 2.1 CLI builds). PermissionRequest names no tool id: it
+// is matched to its call by the PreToolUse before it.
+var claudeCode = agent{
+	events: map[string]validate.HookKind{
+		"PreToolUse":         validate.HookTool,
+		"PermissionRequest":  validate.HookAsk,
+		"Notification":       validate.HookAsk, // decoded by notify
+		"PostToolUse":        validate.HookAnswered,
+		"PostToolUseFailure": validate.HookAnswered,
+		"PermissionDenied":   validate.HookAnswered,
+		"Stop":               validate.HookTurnEnd,
+		"StopFailure":        validate.HookTurnEnd,
+		"UserPromptSubmit":   validate.HookTurnEnd,
+		"SessionStart":       validate.HookTurnEnd,
+		"SessionEnd":         validate.HookTurnEnd,
+		"SubagentStop":       validate.HookNone, // a subagent's end: its prompts end with their answers
+	},
+	notify: claudeNotification,
+}
+
+// claudeNotification maps a Notification: a permission prompt ("Claude
+// needs your permission to use Bash") or an MCP server's question waits;
+// the others (idle_prompt after a minute without input, auth_success, …)
+// change nothing.
+func claudeNotification(p *payload) (validate.HookKind, string) {
+	switch p.NotificationType {
+	case "permission_prompt", "worker_permission_prompt":
+		const lead = "permission to use "
+		if i := strings.LastIndex(p.Message, lead); i >= 0 {
+			if tool := validate.Label(strings.TrimSpace(p.Message[i+len(lead):])); tool != "" && !strings.ContainsAny(tool, " ") {
+				return validate.HookAsk, "Approve " + tool
+			}
+		}
+		return validate.HookAsk, "Approve a tool"
+	case "elicitation_dialog", "elicitation_url_dialog", "agent_needs_input":
+		return validate.HookAsk, "Answer a question"
+	}
+	return validate.HookNone, ""
+}
+
+// codex is Codex's hook vocabulary (its hooks documentation and the JSON
+// schemas of its 0.1xx CLI: *.command.input). Codex's shell tools are
+// reported as tool_name "Bash"; PermissionRequest carries turn_id but no
+// tool id. Interrupt runs when the user interrupts a turn.
+var codex = agent{
+	events: map[string]validate.HookKind{
+		"PreToolUse":        validate.HookTool,
+		"PermissionRequest": validate.HookAsk,
+		"PostToolUse":       validate.HookAnswered,
+		"Stop":              validate.HookTurnEnd,
+		"Interrupt":         validate.HookTurnEnd,
+		"UserPromptSubmit":  validate.HookTurnEnd,
+		"SessionStart":      validate.HookTurnEnd,
+		"SessionEnd":        validate.HookTurnEnd,
+		"SubagentStop":      validate.HookNone,
+	},
+}
