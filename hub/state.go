@@ -106,6 +106,8 @@ type source struct {
 	ctx      context.Context
 	ver      uint64 // bumped on every commit that touches the source
 	cache    *initCache
+	held     []heldHook // hooks for sessions not reported yet (hooks.go)
+	hooked   time.Time  // when the latest hook was taken
 }
 
 // sess is one session: the fold state and the (redacted, valid) snapshot
@@ -292,8 +294,9 @@ func (s *source) enabledList() []string {
 	return out
 }
 
-func (s *source) state() SourceState {
+func (s *source) state(now time.Time) SourceState {
 	st := SourceState{SourceInfo: s.info, Harnesses: make([]HarnessState, 0, len(s.info.Harnesses))}
+	st.Observes = s.observes(now)
 	st.SourceInfo.Harnesses = slices.Clone(s.info.Harnesses)
 	for _, hr := range s.info.Harnesses {
 		st.Harnesses = append(st.Harnesses, HarnessState{Harness: hr, Enabled: s.enabled[hr.ID]})
@@ -308,7 +311,7 @@ func (h *Hub) Sources() []SourceState {
 	defer h.mu.Unlock()
 	out := make([]SourceState, 0, len(h.order))
 	for _, id := range h.order {
-		out = append(out, h.sources[id].state())
+		out = append(out, h.sources[id].state(h.now()))
 	}
 	return out
 }
@@ -321,7 +324,7 @@ func (h *Hub) Source(id string) (SourceState, bool) {
 	if !ok {
 		return SourceState{}, false
 	}
-	return s.state(), true
+	return s.state(h.now()), true
 }
 
 // SetHarness switches one harness of a source on or off and returns the
@@ -342,7 +345,7 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 		return SourceState{}, ErrUnknownHarness
 	}
 	if s.enabled[harness] == enabled {
-		return s.state(), nil
+		return s.state(h.now()), nil
 	}
 	s.enabled[harness] = enabled
 
@@ -380,7 +383,7 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 		}
 		s.changes <- list // capacity 1 and only senders hold h.mu: never blocks
 	}
-	return s.state(), nil
+	return s.state(h.now()), nil
 }
 
 // Sessions returns the revision and every session that f selects, sorted by

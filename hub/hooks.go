@@ -1,0 +1,143 @@
+package hub
+
+import (
+	"maps"
+	"reflect"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// Hook timing and bounds.
+const (
+	// HookHold is how long a hook for a session the source has not
+	// reported yet is held: an agent runs SessionStart and
+	// UserPromptSubmit hooks before its journal has a line.
+	HookHold = 5 * time.Second
+	// MaxHeldHooks bounds the held hooks of one source; the oldest go first.
+	MaxHeldHooks = 64
+	// HookFresh is how long after its latest hook a source's
+	// observes.waiting says "hooks".
+	HookFresh = 24 * time.Hour
+)
+
+// heldHook is a hook for a session the source has not reported yet.
+type heldHook struct {
+	id   string
+	hook validate.Hook
+	at   time.Time
+}
+
+// Hook folds a hook's signal into a session of a running source, beside
+// the journal's events, in the session's one fold (validate.Session.Hook):
+// the lifecycle events it makes (wait.started, wait.finished) are streamed
+// as the source's own, then the upsert. A hook for a session the source has
+// not reported yet is held for HookHold and folded when the session
+// appears. h.At is stamped with the hub's clock when zero. It fails with
+// ErrUnknownSource only; a hook that changes nothing is no error.
+func (h *Hub) Hook(sourceID, sessionID string, hk validate.Hook) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.sources[sourceID]
+	if !ok {
+		return ErrUnknownSource
+	}
+	now := h.now()
+	if hk.At == 0 {
+		hk.At = now.UnixMilli()
+	}
+	s.hooked = now
+	s.pruneHeld(now)
+	if s.sessions[sessionID] == nil {
+		if len(s.held) >= MaxHeldHooks {
+			s.held = s.held[1:]
+		}
+		s.held = append(s.held, heldHook{id: sessionID, hook: hk, at: now})
+		return nil
+	}
+	t := h.begin(s)
+	t.opHook(sessionID, hk)
+	h.commit(t)
+	return nil
+}
+
+func (s *source) pruneHeld(now time.Time) {
+	n := 0
+	for _, hh := range s.held {
+		if now.Sub(hh.at) < HookHold {
+			s.held[n] = hh
+			n++
+		}
+	}
+	clear(s.held[n:])
+	s.held = s.held[:n]
+}
+
+// opHook folds one hook into a known session.
+func (t *txn) opHook(id string, hk validate.Hook) {
+	old := t.get(id)
+	if old == nil {
+		return
+	}
+	fold := old.fold.Clone()
+	evs := fold.Hook(hk)
+	if len(evs) == 0 {
+		t.over[id] = &sess{fold: fold, snap: old.snap} // what the hook taught the fold, nothing shown
+		return
+	}
+	snap := fold.Snapshot()
+	redactChanged(&snap, &old.snap)
+	for _, e := range evs {
+		at := snap
+		t.add(&entry{rec: Record{Name: NameLifecycle}, source: t.src.info.ID, sessionID: id, snap: &at},
+			lifecycleData{Source: t.src.info.ID, SessionID: id, Event: e})
+	}
+	ss := &sess{fold: fold, snap: snap}
+	if reflect.DeepEqual(old.snap, snap) {
+		t.over[id] = ss
+		return
+	}
+	t.upsert(ss)
+}
+
+// foldHeld folds the held hooks of the sessions a commit made known, in
+// the order they were taken. h.mu must be held.
+func (h *Hub) foldHeld(s *source) {
+	if len(s.held) == 0 {
+		return
+	}
+	s.pruneHeld(h.now())
+	var t *txn
+	n := 0
+	for _, hh := range s.held {
+		if s.sessions[hh.id] == nil {
+			s.held[n] = hh
+			n++
+			continue
+		}
+		if t == nil {
+			t = h.begin(s)
+		}
+		t.opHook(hh.id, hh.hook)
+	}
+	clear(s.held[n:])
+	s.held = s.held[:n]
+	if t != nil {
+		h.commit(t)
+	}
+}
+
+// observes is the source's Observes as GET /v1/sources shows it: waiting
+// is observed from hooks while its hooks are fresh.
+func (s *source) observes(now time.Time) map[string]agentbridge.Observe {
+	if s.hooked.IsZero() || now.Sub(s.hooked) >= HookFresh {
+		return s.info.Observes
+	}
+	o := maps.Clone(s.info.Observes)
+	if o == nil {
+		o = map[string]agentbridge.Observe{}
+	}
+	o["waiting"] = agentbridge.Observe{How: agentbridge.Observed, From: "hooks"}
+	return o
+}
