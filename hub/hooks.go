@@ -141,3 +141,29 @@ func (s *source) observes(now time.Time) map[string]agentbridge.Observe {
 	o["waiting"] = agentbridge.Observe{How: agentbridge.Observed, From: "hooks"}
 	return o
 }
+
+// hookRefusalGap is how often the same refusal of a source is recorded:
+// an agent whose every hook is refused would otherwise flood the
+// diagnostics.
+const hookRefusalGap = 10 * time.Second
+
+// HookRefused records a diagnostic for a hook payload that was refused,
+// at most once per code and source every hookRefusalGap. An unknown source
+// is ignored.
+func (h *Hub) HookRefused(sourceID string, d agentbridge.Diagnostic) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.sources[sourceID]
+	if !ok {
+		return
+	}
+	now := h.now()
+	if d.Code == s.refusedCode && now.Sub(s.refusedAt) < hookRefusalGap {
+		return
+	}
+	s.refusedCode, s.refusedAt = d.Code, now
+	t := h.begin(s)
+	if issues := t.opDiagnostic("$", d); len(issues) == 0 {
+		h.commit(t)
+	}
+}

@@ -108,6 +108,9 @@ type source struct {
 	cache    *initCache
 	held     []heldHook // hooks for sessions not reported yet (hooks.go)
 	hooked   time.Time  // when the latest hook was taken
+	// the latest refused hook payload's code and time (hooks.go)
+	refusedCode string
+	refusedAt   time.Time
 }
 
 // sess is one session: the fold state and the (redacted, valid) snapshot
