@@ -37,8 +37,10 @@ var (
 	done = func(at int64) agentbridge.Event {
 		return agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess, OccurredAt: at}
 	}
-	pre    = func(key, tool string, at int64) Hook { return Hook{Kind: HookTool, Key: key, ToolID: tool, At: at} }
-	ask    = func(key string, at int64) Hook { return Hook{Kind: HookAsk, Key: key, Reason: "Approve Bash: git push", At: at} }
+	pre = func(key, tool string, at int64) Hook { return Hook{Kind: HookTool, Key: key, ToolID: tool, At: at} }
+	ask = func(key string, at int64) Hook {
+		return Hook{Kind: HookAsk, Key: key, Reason: "Approve Bash: git push", At: at}
+	}
 	answer = func(key, tool string, at int64) Hook { return Hook{Kind: HookAnswered, Key: key, ToolID: tool, At: at} }
 	stop   = func(at int64) Hook { return Hook{Kind: HookTurnEnd, At: at} }
 )
