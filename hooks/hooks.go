@@ -77,16 +77,20 @@ func Sources() []string {
 	return ids
 }
 
-// Events lists the hook events of a source the bridge takes, sorted (nil
-// for a source without hooks): what `agentbridge hooks install` registers.
+// Events lists the hook events of a source that tell the bridge
+// something, sorted (nil for a source without hooks): what `agentbridge
+// hooks install` registers. Events the bridge takes but has no use for
+// (SubagentStop) are not among them: each hook costs the agent a process.
 func Events(source string) []string {
 	a, ok := agents[source]
 	if !ok {
 		return nil
 	}
 	out := make([]string, 0, len(a.events))
-	for ev := range a.events {
-		out = append(out, ev)
+	for ev, k := range a.events {
+		if k != validate.HookNone {
+			out = append(out, ev)
+		}
 	}
 	slices.Sort(out)
 	return out

@@ -143,6 +143,8 @@ client subcommands. With no subcommand it serves on 127.0.0.1:7391.`,
 		newSessionsCmd(a),
 		newWatchCmd(a),
 		newValidateCmd(a),
+		newHookCmd(a),
+		newHooksCmd(a),
 		newVersionCmd(a),
 		newManCmd(a),
 	)

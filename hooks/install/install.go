@@ -157,14 +157,14 @@ func Uninstall(t Target) ([]Change, error) {
 
 // State is what Status finds for one harness.
 type State struct {
-	Harness  string
-	File     string   // the hooks file
-	Events   []string // the events whose hook command is installed
-	Missing  []string // the events the bridge takes that have none
-	Programs []string // the programs the installed commands run, distinct
-	Current  bool     // something is installed and every command runs prog
-	Feature  string   // Codex: "on", "on (default)", "off"; "" otherwise
-	Problem  string   // a file that cannot be read or parsed, else ""
+	Harness  string   `json:"harness"`
+	File     string   `json:"file"`              // the hooks file
+	Events   []string `json:"events"`            // the events whose hook command is installed
+	Missing  []string `json:"missing"`           // the events the bridge takes that have none
+	Programs []string `json:"programs"`          // the programs the installed commands run, distinct
+	Current  bool     `json:"current"`           // something is installed and every command runs prog
+	Feature  string   `json:"feature,omitempty"` // Codex: "on", "on (default)", "off"; "" otherwise
+	Problem  string   `json:"problem,omitempty"` // a file that cannot be read or parsed, else ""
 }
 
 // Installed reports whether every event has the hook command.
