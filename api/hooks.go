@@ -39,7 +39,7 @@ const maxHookAge = time.Minute
 func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 	source := chi.URLParam(r, "source")
 	hk, _ := s.Hub.(Hooker)
-	if hk == nil || !sourceIDRule.MatchString(source) || !hooksOf(source) {
+	if hk == nil || !validate.ValidHarnessID(source) || !hooksOf(source) {
 		s.problem(w, r, errorf(http.StatusNotFound, "unknown-source", "no source with hooks has this id"))
 		return
 	}

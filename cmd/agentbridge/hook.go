@@ -66,16 +66,16 @@ func (a *app) hook(ctx context.Context, args []string) {
 	if err != nil {
 		return
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/hooks/"+source, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.Addr+"/v1/hooks/"+source, bytes.NewReader(body))
 	if err != nil {
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(api.HookAtHeader, strconv.FormatInt(start.UnixMilli(), 10))
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return
 	}

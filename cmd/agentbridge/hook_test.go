@@ -84,7 +84,7 @@ func TestHookNeverFails(t *testing.T) {
 		args  []string
 		posts bool
 	}{
-		{"bridge down", freeAddr(t), strings.NewReader(body), []string{"codex"}, false},
+		{"bridge down", deadAddr(t), strings.NewReader(body), []string{"codex"}, false},
 		{"bridge slow", slow.addr(), strings.NewReader(body), []string{"codex"}, true},
 		{"bridge refuses", refusing.addr(), strings.NewReader(body), []string{"codex"}, true},
 		{"stdin never ends", refusing.addr(), never, []string{"codex"}, false},
@@ -166,6 +166,17 @@ func TestHooksInstallStatusUninstall(t *testing.T) {
 // BenchmarkHookCommand measures what one hook costs the agent: the wall
 // time of one run of the real binary, bridge up and bridge down, and
 // reports its p99 (p99-ms).
+// deadAddr returns a loopback address where nothing listens.
+func deadAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
 func BenchmarkHookCommand(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "agentbridge")
 	build := exec.Command("go", "build", "-o", bin, ".")
@@ -178,12 +189,7 @@ func BenchmarkHookCommand(b *testing.B) {
 	}))
 	defer up.Close()
 	payload, _ := os.ReadFile("../../hooks/testdata/claude-code/pre-tool-use.json")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	down := l.Addr().String()
-	l.Close() // nothing listens there: a bridge that is down
+	down := deadAddr(b) // nothing listens there: a bridge that is down
 	for _, bridge := range []struct{ name, addr string }{{"up", strings.TrimPrefix(up.URL, "http://")}, {"down", down}} {
 		b.Run(bridge.name, func(b *testing.B) {
 			home := b.TempDir()

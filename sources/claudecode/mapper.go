@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -114,7 +115,7 @@ func NewMapper(sessionID string, o MapperOptions) *Mapper {
 // SessionID returns the session id the bridge publishes for a Claude Code
 // session id: itself when it is an identity value (a UUID always is), else
 // a stable derived id.
-func SessionID(claudeID string) string { return safeID(claudeID) }
+func SessionID(claudeID string) string { return validate.SafeID(claudeID) }
 
 // ID returns the published session id.
 func (m *Mapper) ID() string { return m.id }
@@ -182,11 +183,11 @@ func (m *Mapper) record(r *record) {
 	if m.sidechain {
 		r.IsSidechain = false
 	}
-	at := parseTime(r.Timestamp)
+	at := sources.Millis(r.Timestamp)
 	if at > m.lastAt {
 		m.lastAt = at
 	}
-	if c := cleanCwd(r.Cwd); c != "" && !r.IsSidechain {
+	if c := validate.CleanCwd(r.Cwd); c != "" && !r.IsSidechain {
 		if m.cwd == "" || !m.started {
 			m.cwd = c
 		}
@@ -273,13 +274,13 @@ func (m *Mapper) LastAt() int64 { return m.lastAt }
 func (m *Mapper) SetOrigin(pid int, cwd string, startedAt int64) {
 	m.pid, m.startAt = pid, startedAt
 	if m.cwd == "" {
-		m.cwd = cleanCwd(cwd)
+		m.cwd = validate.CleanCwd(cwd)
 	}
 }
 
 func (m *Mapper) effectiveTitle() string {
 	for _, t := range []string{m.customTitle, m.aiTitle, m.summaryTitle, m.promptTitle} {
-		if d := display(t, validate.MaxTitle); d != "" {
+		if d := validate.Display(t, validate.MaxTitle); d != "" {
 			return d
 		}
 	}
@@ -358,7 +359,7 @@ func (m *Mapper) prompt(r *record, text string, at int64) {
 	if m.promptTitle == "" {
 		m.promptTitle = text
 	}
-	m.openTurn(r, display(text, validate.MaxText), at)
+	m.openTurn(r, validate.Display(text, validate.MaxText), at)
 }
 
 // turnID picks a turn id no earlier turn of the session used: the
@@ -368,7 +369,7 @@ func (m *Mapper) turnID(r *record) string {
 	m.turns++
 	id := ""
 	for _, c := range []string{r.PromptID, r.UUID} {
-		if c = safeID(c); c != "" {
+		if c = validate.SafeID(c); c != "" {
 			if _, dup := m.used[c]; !dup {
 				id = c
 				break
@@ -403,7 +404,7 @@ func (m *Mapper) ensureTurn(r *record, at int64) {
 }
 
 func (m *Mapper) toolResult(r *record, b *block, at int64) {
-	id := safeID(b.ToolUseID)
+	id := validate.SafeID(b.ToolUseID)
 	t, ok := m.tools[id]
 	if !ok {
 		return // a result for a tool this transcript never started
@@ -427,7 +428,7 @@ func (m *Mapper) toolResult(r *record, b *block, at int64) {
 	if len(r.ToolUseResult) > 0 && r.ToolUseResult[0] == '{' {
 		_ = json.Unmarshal(r.ToolUseResult, &res) // best effort: status and agentId
 	}
-	if a := safeID(res.AgentID); a != "" {
+	if a := validate.SafeID(res.AgentID); a != "" {
 		m.agents[a] = id
 		if s := m.subs[id]; s != nil {
 			s.linked = true
@@ -461,7 +462,7 @@ func subOutcome(status string, result agentbridge.Outcome) agentbridge.Outcome {
 // <task-notification> message.
 func (m *Mapper) taskNotification(text string, at int64) {
 	toolID, status := taskNotification(text)
-	id := safeID(toolID)
+	id := validate.SafeID(toolID)
 	if s := m.subs[id]; s == nil || !s.async {
 		return
 	}
@@ -482,7 +483,7 @@ func (m *Mapper) assistant(r *record, at int64) {
 		return // a partial reply cut off by an interrupt, or a local notice
 	}
 	if msg.Model != "" {
-		if mod := validate.Bound(msg.Model, validate.MaxModel); mod != m.model {
+		if mod := validate.Model(msg.Model); mod != m.model {
 			m.model = mod
 			m.emit(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at, Model: mod})
 		}
@@ -507,7 +508,7 @@ func apiErrorSummary(r *record) string {
 		_ = json.Unmarshal(r.Error, &kind)
 	}
 	s := "API error"
-	if kind != "" && validID(kind) {
+	if kind != "" && validate.ValidID(kind) {
 		s += ": " + kind
 	}
 	if st := string(bytes.TrimSpace(r.APIStatus)); st != "" && st != "null" {
@@ -519,18 +520,18 @@ func apiErrorSummary(r *record) string {
 }
 
 func (m *Mapper) toolUse(r *record, b *block, index int, at int64) {
-	id := safeID(b.ID)
+	id := validate.SafeID(b.ID)
 	if id == "" {
-		id = safeID(r.UUID + "." + strconv.Itoa(index))
+		id = validate.SafeID(r.UUID + "." + strconv.Itoa(index))
 	}
 	if id == "" {
 		id = "tool-" + strconv.Itoa(len(m.toolOrder)+1) + "." + m.turn
-		id = safeID(id)
+		id = validate.SafeID(id)
 	}
 	if _, dup := m.tools[id]; dup {
 		return
 	}
-	name := validate.Bound(b.Name, validate.MaxText)
+	name := validate.Label(b.Name)
 	if name == "" {
 		name = "tool"
 	}
@@ -554,8 +555,8 @@ func (m *Mapper) toolUse(r *record, b *block, index int, at int64) {
 		m.emit(agentbridge.Event{
 			Kind: agentbridge.KindSubagentStarted, OccurredAt: at,
 			SubagentID: id, ParentAgentID: m.id,
-			Title: display(in.Description, validate.MaxTitle),
-			Type:  display(in.SubagentType, validate.MaxText),
+			Title: validate.Display(in.Description, validate.MaxTitle),
+			Type:  validate.Display(in.SubagentType, validate.MaxText),
 		})
 	case toolAskQuestion, toolExitPlan:
 		if !m.inferWaits {
@@ -712,11 +713,11 @@ func (m *Mapper) Registry(st RegistryState, at int64) []agentbridge.Event {
 }
 
 func (m *Mapper) openRegistryWait(at int64) {
-	id := safeID(m.reg.WaitID)
+	id := validate.SafeID(m.reg.WaitID)
 	if id == "" || !m.started {
 		return
 	}
-	reason := display(m.reg.WaitingFor, validate.MaxWaitingFor)
+	reason := validate.Display(m.reg.WaitingFor, validate.MaxWaitingFor)
 	if reason == "" {
 		reason = "input needed"
 	}
@@ -740,8 +741,8 @@ func (m *Mapper) openRegistryWait(at int64) {
 // its own, "agent-<agentID>", kept across turns until its transcript ends.
 func (m *Mapper) Child(agentID, toolUseID, agentType, description string, at int64) (evs []agentbridge.Event, subID string, own bool) {
 	m.out = m.out[:0]
-	aid := safeID(agentID)
-	if id := safeID(toolUseID); id != "" {
+	aid := validate.SafeID(agentID)
+	if id := validate.SafeID(toolUseID); id != "" {
 		// The parent's tool_use starts (or started) this subagent under the
 		// tool's id; its tool_result ends it.
 		if aid != "" {
@@ -762,7 +763,7 @@ func (m *Mapper) Child(agentID, toolUseID, agentType, description string, at int
 			}
 		}
 	}
-	subID = safeID("agent-" + agentID)
+	subID = validate.SafeID("agent-" + agentID)
 	if _, dup := m.everSub[subID]; dup || subID == "" || len(m.subs) >= validate.MaxSubagents {
 		return nil, subID, false
 	}
@@ -776,8 +777,8 @@ func (m *Mapper) Child(agentID, toolUseID, agentType, description string, at int
 	m.emit(agentbridge.Event{
 		Kind: agentbridge.KindSubagentStarted, OccurredAt: at,
 		SubagentID: subID, ParentAgentID: m.id,
-		Title: display(description, validate.MaxTitle),
-		Type:  display(agentType, validate.MaxText),
+		Title: validate.Display(description, validate.MaxTitle),
+		Type:  validate.Display(agentType, validate.MaxText),
 	})
 	return m.out, subID, true
 }

@@ -2,13 +2,13 @@ package gemini
 
 import (
 	"encoding/json"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
@@ -26,34 +26,6 @@ var splitChats = sourcestest.SplitAt(func(line []byte) (string, bool) {
 	}
 	return "session-" + strings.ReplaceAll(m.StartTime[:16], ":", "-") + "-" + m.SessionID[:8], true
 })
-
-// An Antigravity transcript carries no session id: its files are cut from
-// the concatenation by each session's largest logged size, in the order
-// the log first saw them.
-func splitBrains(rec *sourcestest.Recording) func([]byte) ([]sourcestest.File, error) {
-	return func(data []byte) ([]sourcestest.File, error) {
-		size := map[string]int64{}
-		for _, g := range rec.Growth {
-			if strings.Contains(g.Path, "/antigravity-cli/brain/") { // not another agent's row
-				size[g.Session] = max(size[g.Session], g.Size)
-			}
-		}
-		var out []sourcestest.File
-		off := int64(0)
-		for _, id := range rec.Sessions() {
-			if size[id] == 0 {
-				continue
-			}
-			end := min(off+size[id], int64(len(data)))
-			if end <= off {
-				return nil, errors.New("the transcript is shorter than its logged sizes")
-			}
-			out = append(out, sourcestest.File{Session: id, Data: data[off:end]})
-			off = end
-		}
-		return out, nil
-	}
-}
 
 // TestRecordedScenarios replays the recordings of real Gemini CLI and
 // Antigravity CLI sessions into the live source, by the byte offsets they
@@ -95,7 +67,7 @@ func TestRecordedScenarios(t *testing.T) {
 				r.Enabled = []string{HarnessAntigravity}
 				for _, rec := range sc.Recordings {
 					r := r
-					r.Split = splitBrains(rec)
+					r.Split = kittest.SplitBySize(rec, func(recorded string) bool { return strings.Contains(recorded, "/antigravity-cli/brain/") })
 					r.Check(t, &sourcestest.Scenario{Name: sc.Name, Phases: sc.Phases, Recordings: []*sourcestest.Recording{rec}})
 				}
 				return
