@@ -163,9 +163,6 @@ func TestHooksInstallStatusUninstall(t *testing.T) {
 	}
 }
 
-// BenchmarkHookCommand measures what one hook costs the agent: the wall
-// time of one run of the real binary, bridge up and bridge down, and
-// reports its p99 (p99-ms).
 // deadAddr returns a loopback address where nothing listens.
 func deadAddr(tb testing.TB) string {
 	tb.Helper()
@@ -177,6 +174,9 @@ func deadAddr(tb testing.TB) string {
 	return l.Addr().String()
 }
 
+// BenchmarkHookCommand measures what one hook costs the agent: the wall
+// time of one run of the real binary, bridge up and bridge down, and
+// reports its p99 (p99-ms).
 func BenchmarkHookCommand(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "agentbridge")
 	build := exec.Command("go", "build", "-o", bin, ".")
