@@ -64,3 +64,62 @@ var codex = agent{
 		"SubagentStop":      validate.HookNone,
 	},
 }
+
+// gemini is Gemini CLI's hook vocabulary (its hooks reference, and the
+// payloads its 0.61 CLI builds). Its tools carry no call id, and a
+// confirmation is a Notification of type ToolPermission whose details
+// say what is asked; the tool's AfterTool, the turn's AfterAgent or the
+// next prompt's BeforeAgent ends it.
+var gemini = agent{
+	events: map[string]validate.HookKind{
+		"Notification": validate.HookAsk, // decoded by notify
+		"AfterTool":    validate.HookAnswered,
+		"AfterAgent":   validate.HookTurnEnd,
+		"BeforeAgent":  validate.HookTurnEnd,
+		"SessionStart": validate.HookTurnEnd,
+		"SessionEnd":   validate.HookTurnEnd,
+		"BeforeTool":   validate.HookNone, // no call id to bind
+	},
+	notify: geminiNotification,
+}
+
+// geminiDetails is the part of a ToolPermission notification's details the
+// bridge reads (the serialized confirmation: type exec, edit, mcp, info).
+type geminiDetails struct {
+	Type            string `json:"type"`
+	Title           string `json:"title"`
+	Command         string `json:"command"`
+	FilePath        string `json:"filePath"`
+	FileName        string `json:"fileName"`
+	ServerName      string `json:"serverName"`
+	ToolDisplayName string `json:"toolDisplayName"`
+}
+
+func geminiNotification(p *payload) (validate.HookKind, string) {
+	if p.NotificationType != "ToolPermission" {
+		return validate.HookNone, ""
+	}
+	d := p.Details
+	if d == nil {
+		return validate.HookAsk, "Approve a tool"
+	}
+	var r string
+	switch d.Type {
+	case "exec":
+		r = "Approve shell: " + d.Command
+	case "edit":
+		f := d.FilePath
+		if f == "" {
+			f = d.FileName
+		}
+		r = "Approve edit: " + f
+	case "mcp":
+		r = "Approve " + strings.TrimSpace(d.ServerName+" "+d.ToolDisplayName)
+	default:
+		r = "Approve: " + d.Title
+	}
+	if r = validate.Title(r); r == "" || strings.HasSuffix(r, ":") {
+		r = "Approve a tool"
+	}
+	return validate.HookAsk, r
+}

@@ -1,5 +1,6 @@
 // Package hooks decodes the payloads the agents' hook commands receive on
-// standard input (Claude Code's and Codex's hooks, which share one shape)
+// standard input (Claude Code's, Codex's and Gemini CLI's hooks, which
+// share one shape)
 // into signals for the fold (validate.Hook). Decoding is pure: bytes in, a
 // Signal or a typed *Error out; nothing of a payload is kept raw. Tool
 // inputs are reduced to a short reason ("Approve Bash: git push"),
@@ -65,6 +66,7 @@ type agent struct {
 var agents = map[string]agent{
 	"claude-code": claudeCode,
 	"codex":       codex,
+	"gemini":      gemini,
 }
 
 // Sources lists the source ids that take hooks, sorted.
@@ -106,6 +108,7 @@ type payload struct {
 	ToolUseID        string          `json:"tool_use_id"`
 	Message          string          `json:"message"`
 	NotificationType string          `json:"notification_type"`
+	Details          *geminiDetails  `json:"details"` // Gemini CLI's Notification
 }
 
 // Decode decodes one payload of source. It fails with ErrUnknownSource, or

@@ -27,7 +27,9 @@ import (
 //   - tool.started: the tool opens; status running, unless a wait is open,
 //     in which case the latest open wait's state and reason stay shown.
 //   - tool.finished: the tool closes; a wait a hook opened for that tool
-//     closes with it (the tool ran or was refused, so the prompt is over).
+//     closes with it (the tool ran or was refused, so the prompt is over),
+//     and so does one known only from a notification opened before the
+//     event's occurredAt.
 //   - wait.started: the wait opens; status = state, waitingFor = reason
 //     (cleared when there is no reason).
 //   - wait.finished: the wait closes; when another is still open, the latest
@@ -295,7 +297,9 @@ func (s *Session) fold(e *agentbridge.Event) {
 		delete(s.tools, e.ToolID)
 		if s.hk != nil {
 			s.hk.settle("", e.ToolID, e.OccurredAt)
-			if s.closeHookWaits(func(w *openWait) bool { return w.tool == e.ToolID }) {
+			if s.closeHookWaits(func(w *openWait) bool {
+				return w.tool == e.ToolID || w.key == HookNotified && e.OccurredAt != 0 && w.at <= e.OccurredAt
+			}) {
 				s.showWaits()
 			}
 		}

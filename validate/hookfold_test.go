@@ -161,6 +161,14 @@ func TestHookFusion(t *testing.T) {
 			hk(ask("k2", 13), waiting, why, 1),
 			hk(stop(14), running, "", 2),
 		}},
+		{"a prompt known from a notification ends with the journal's next tool result", []hstep{
+			jr(turn(10), running, ""),
+			jr(toolStart("t1"), running, ""),
+			hk(Hook{Kind: HookAsk, Key: HookNotified, Reason: "Approve shell: ls", At: 12}, waiting, "Approve shell: ls", 1),
+			jr(toolEnd("t1", 11), waiting, "Approve shell: ls"), // older than the prompt
+			jr(toolStart("t2"), waiting, "Approve shell: ls"),
+			jr(toolEnd("t2", 13), running, ""),
+		}},
 		{"a prompt without a key changes nothing", []hstep{
 			jr(turn(10), running, ""),
 			hk(Hook{Kind: HookAsk, Reason: "x", At: 12}, running, "", 0),

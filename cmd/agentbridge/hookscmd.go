@@ -19,16 +19,17 @@ import (
 func newHooksCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "hooks install|uninstall|status",
-		Short: "add the bridge's hook to Claude Code and Codex, remove it, or show it",
+		Short: "add the bridge's hook to Claude Code, Codex and Gemini CLI, remove it, or show it",
 		Long: `Hooks make "waiting for you" exact: the agent runs 'agentbridge hook SOURCE'
 when it shows a permission prompt, runs a tool, stops a turn, and the bridge
 shows the session as waiting with the tool it asks about
 ("Approve Bash: git push") until it is answered.
 
 install merges the hook into the agent's own settings: Claude Code's
-settings.json (in CLAUDE_CONFIG_DIR, default ~/.claude) and Codex's hooks.json
+settings.json (in CLAUDE_CONFIG_DIR, default ~/.claude), Codex's hooks.json
 plus the [features] hooks flag of its config.toml (in CODEX_HOME, default
-~/.codex). Other settings and hooks are kept as they are; a file is copied
+~/.codex), and Gemini CLI's settings.json (in $GEMINI_CLI_HOME/.gemini,
+default ~/.gemini). Other settings and hooks are kept as they are; a file is copied
 to <file>.agentbridge-backup before its first change; installing twice
 changes nothing. uninstall removes exactly what install added. status says
 per harness what is installed and whether it runs this binary.
@@ -93,13 +94,14 @@ func (a *app) hookTargets(fs *pflag.FlagSet, names []string) (targets []install.
 		if !slices.Contains(install.Harnesses, n) {
 			return nil, false, usagef("--harness: no hooks for %q (harnesses with hooks: %s)", n, strings.Join(install.Harnesses, ", "))
 		}
-		r, ok := sources.Lookup(n)
+		src := install.Source(n)
+		r, ok := sources.Lookup(src)
 		if !ok {
-			return nil, false, fmt.Errorf("source %s is not built in", n)
+			return nil, false, fmt.Errorf("source %s is not built in", src)
 		}
-		home := r.ResolveHome(cfg.SourceHome(n), cfg.Getenv)
+		home := r.ResolveHome(cfg.SourceHome(src), cfg.Getenv)
 		if home == "" {
-			return nil, false, fmt.Errorf("%s: no home directory (set %s or HOME)", n, r.HomeEnv)
+			return nil, false, fmt.Errorf("%s: no home directory (set the agent's home variable or HOME)", n)
 		}
 		targets = append(targets, install.Target{Harness: n, Home: home})
 	}
@@ -132,7 +134,7 @@ func (a *app) hooksEdit(fs *pflag.FlagSet, names []string, add bool) error {
 		}
 		var changes []install.Change
 		if add {
-			changes, err = install.Install(t, install.Command(prog, t.Harness))
+			changes, err = install.Install(t, install.Command(prog, install.Source(t.Harness)))
 		} else {
 			changes, err = install.Uninstall(t)
 		}

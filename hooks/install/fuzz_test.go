@@ -31,7 +31,7 @@ func FuzzSettings(f *testing.F) {
 		}
 		indent, final := layout(b)
 		want := format(doc, indent, final)
-		if err := addHandlers(doc, "codex", Command("/x/agentbridge", "codex"), []string{"Stop", "PreToolUse"}); err != nil {
+		if err := addHandlers(doc, "codex", Command("/x/agentbridge", "codex"), []string{"Stop", "PreToolUse"}, Timeout); err != nil {
 			return
 		}
 		again, err := parseDoc(format(doc, indent, final))

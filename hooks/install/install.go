@@ -1,7 +1,8 @@
 // Package install adds the bridge's hook command to an agent's own
 // settings, removes it again, and says what is installed: Claude Code's
 // settings.json (under CLAUDE_CONFIG_DIR), Codex's hooks.json and the
-// hooks feature flag of its config.toml (under CODEX_HOME).
+// hooks feature flag of its config.toml (under CODEX_HOME), Gemini CLI's
+// settings.json (under its .gemini directory).
 //
 // Edits merge with what the user has: other settings and hooks are kept
 // in their order and spelling, the file keeps its indentation, and TOML
@@ -30,14 +31,31 @@ import (
 const BackupSuffix = ".agentbridge-backup"
 
 // Timeout is the hook timeout written for each handler, in seconds (the
-// command itself ends within one second).
+// command itself ends within one second); Gemini CLI counts milliseconds.
 const Timeout = 5
 
 // maxSettings bounds a settings file that is read.
 const maxSettings = 4 << 20
 
 // Harnesses are the harness ids that take hooks, sorted.
-var Harnesses = []string{"claude-code", "codex"}
+var Harnesses = []string{"claude-code", "codex", "gemini-cli"}
+
+// spec is where a harness keeps its hooks.
+type spec struct {
+	source  string // the source id: what `agentbridge hook` is given
+	file    string // the hooks file in the agent's home
+	config  bool   // Codex: the feature flag in config.toml
+	timeout int    // the handler's timeout, in the agent's unit
+}
+
+var specs = map[string]spec{
+	"claude-code": {source: "claude-code", file: "settings.json", timeout: Timeout},
+	"codex":       {source: "codex", file: "hooks.json", config: true, timeout: Timeout},
+	"gemini-cli":  {source: "gemini", file: "settings.json", timeout: Timeout * 1000},
+}
+
+// Source is the source id of a harness with hooks ("" for none).
+func Source(harness string) string { return specs[harness].source }
 
 // Target is one agent's home where hooks are installed.
 type Target struct {
@@ -47,15 +65,17 @@ type Target struct {
 
 // HooksFile is the JSON file that holds the agent's hooks.
 func (t Target) HooksFile() string {
-	if t.Harness == "codex" {
-		return filepath.Join(t.Home, "hooks.json")
+	if f := specs[t.Harness].file; f != "" {
+		return filepath.Join(t.Home, f)
 	}
 	return filepath.Join(t.Home, "settings.json")
 }
 
+func (t Target) source() string { return specs[t.Harness].source }
+
 // ConfigFile is Codex's config.toml ("" for other harnesses).
 func (t Target) ConfigFile() string {
-	if t.Harness == "codex" {
+	if specs[t.Harness].config {
 		return filepath.Join(t.Home, "config.toml")
 	}
 	return ""
@@ -71,9 +91,9 @@ func (t Target) check() error {
 	return nil
 }
 
-// Command is the hook command line for harness run by the program at
-// prog: "'/usr/local/bin/agentbridge' hook claude-code", quoted for sh.
-func Command(prog, harness string) string { return shellQuote(prog) + " hook " + harness }
+// Command is the hook command line for a source run by the program at
+// prog: "'/opt/my tools/agentbridge' hook claude-code", quoted for sh.
+func Command(prog, source string) string { return shellQuote(prog) + " hook " + source }
 
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+@:") == "" {
@@ -82,11 +102,11 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// ours reports whether a hook command is one install writes for harness,
+// ours reports whether a hook command is one install writes for source,
 // and returns the program it runs.
-func ours(cmd, harness string) (prog string, ok bool) {
+func ours(cmd, source string) (prog string, ok bool) {
 	cmd = strings.TrimSpace(cmd)
-	rest, found := strings.CutSuffix(cmd, " hook "+harness)
+	rest, found := strings.CutSuffix(cmd, " hook "+source)
 	if !found {
 		return "", false
 	}
@@ -117,9 +137,11 @@ func Install(t Target, command string) ([]Change, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	events := hooks.Events(t.Harness)
+	events := hooks.Events(t.source())
 	var plan []edit
-	e, err := planJSON(t.HooksFile(), func(doc *node) error { return addHandlers(doc, t.Harness, command, events) })
+	e, err := planJSON(t.HooksFile(), func(doc *node) error {
+		return addHandlers(doc, t.source(), command, events, specs[t.Harness].timeout)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +162,7 @@ func Uninstall(t Target) ([]Change, error) {
 		return nil, err
 	}
 	var plan []edit
-	e, err := planJSON(t.HooksFile(), func(doc *node) error { removeHandlers(doc, t.Harness); return nil })
+	e, err := planJSON(t.HooksFile(), func(doc *node) error { removeHandlers(doc, t.source()); return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -189,14 +211,14 @@ func Status(t Target, prog string) State {
 	}
 	found := map[string]bool{}
 	forHandlers(doc, func(ev string, h *node) {
-		if p, ok := ours(str(h.get("command").rawOr()), t.Harness); ok {
+		if p, ok := ours(str(h.get("command").rawOr()), t.source()); ok {
 			found[ev] = true
 			if !slices.Contains(st.Programs, p) {
 				st.Programs = append(st.Programs, p)
 			}
 		}
 	})
-	for _, ev := range hooks.Events(t.Harness) {
+	for _, ev := range hooks.Events(t.source()) {
 		if found[ev] {
 			st.Events = append(st.Events, ev)
 		} else {
@@ -252,7 +274,7 @@ func forHandlers(doc *node, fn func(event string, handler *node)) {
 // addHandlers makes sure every event has one handler running command:
 // an existing one of ours gets the command (another binary path), else a
 // group with one handler is appended.
-func addHandlers(doc *node, harness, command string, events []string) error {
+func addHandlers(doc *node, source, command string, events []string, timeout int) error {
 	hs := doc.get("hooks")
 	if hs == nil {
 		hs = &node{kind: '{'}
@@ -277,7 +299,7 @@ func addHandlers(doc *node, harness, command string, events []string) error {
 				continue
 			}
 			for _, h := range list.vals {
-				if _, ok := ours(str(h.get("command").rawOr()), harness); ok {
+				if _, ok := ours(str(h.get("command").rawOr()), source); ok {
 					if !have && str(h.get("command").rawOr()) != command {
 						h.set("command", strNode(command))
 					}
@@ -289,7 +311,7 @@ func addHandlers(doc *node, harness, command string, events []string) error {
 			handler := &node{kind: '{'}
 			handler.set("type", strNode("command"))
 			handler.set("command", strNode(command))
-			handler.set("timeout", scalar(fmt.Sprint(Timeout)))
+			handler.set("timeout", scalar(fmt.Sprint(timeout)))
 			list := &node{kind: '[', vals: []*node{handler}}
 			group := &node{kind: '{'}
 			group.set("hooks", list)
@@ -302,7 +324,7 @@ func addHandlers(doc *node, harness, command string, events []string) error {
 // removeHandlers removes every handler of ours, the groups it leaves
 // without handlers, the event lists it leaves empty and the hooks object
 // when nothing is left in it.
-func removeHandlers(doc *node, harness string) {
+func removeHandlers(doc *node, source string) {
 	hs := doc.get("hooks")
 	if hs == nil || hs.kind != '{' {
 		return
@@ -320,7 +342,7 @@ func removeHandlers(doc *node, harness string) {
 			if list != nil && list.kind == '[' {
 				n := len(list.vals)
 				list.vals = slices.DeleteFunc(slices.Clone(list.vals), func(h *node) bool {
-					_, ok := ours(str(h.get("command").rawOr()), harness)
+					_, ok := ours(str(h.get("command").rawOr()), source)
 					return ok
 				})
 				if len(list.vals) < n {

@@ -130,7 +130,7 @@ func TestMissingFiles(t *testing.T) {
 		t.Run(harness, func(t *testing.T) {
 			home := filepath.Join(t.TempDir(), "not-yet")
 			tg := Target{Harness: harness, Home: home}
-			mustInstall(t, tg, Command(prog, harness))
+			mustInstall(t, tg, Command(prog, Source(harness)))
 			if st := Status(tg, prog); !st.Installed() || !st.Current {
 				t.Fatalf("status %+v", st)
 			}
@@ -281,5 +281,33 @@ func TestOurs(t *testing.T) {
 		if ok != tt.ok || p != tt.prog {
 			t.Errorf("ours(%q) = %q %v", tt.cmd, p, ok)
 		}
+	}
+}
+
+func TestGeminiRoundTrip(t *testing.T) {
+	home := t.TempDir()
+	tg := Target{Harness: "gemini-cli", Home: home}
+	orig := copyFixture(t, "gemini-settings.json", tg.HooksFile())
+	mustInstall(t, tg, Command(prog, "gemini"))
+	b := read(t, tg.HooksFile())
+	var doc struct {
+		Hooks map[string]json.RawMessage `json:"hooks"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range hooks.Events("gemini") {
+		if !bytes.Contains(doc.Hooks[ev], []byte(`"timeout": 5000`)) || !bytes.Contains(doc.Hooks[ev], []byte(" hook gemini")) {
+			t.Errorf("%s: %s", ev, doc.Hooks[ev])
+		}
+	}
+	if st := Status(tg, prog); !st.Installed() || !st.Current {
+		t.Fatalf("status %+v", st)
+	}
+	if _, err := Uninstall(tg); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(read(t, tg.HooksFile()), orig) {
+		t.Fatalf("uninstall:\n%s", read(t, tg.HooksFile()))
 	}
 }
