@@ -10,10 +10,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
+
+// golden is what a fixture decodes to: a signal, or a refusal.
+type golden struct {
+	Event     string `json:"event,omitempty"`
+	SessionID string `json:"sessionId,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	Key       string `json:"key,omitempty"`
+	ToolID    string `json:"toolId,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Code      string `json:"code,omitempty"`
+	Message   string `json:"message,omitempty"`
+}
 
 // TestGolden decodes every fixture of every source and compares the
 // signal, or the refusal, with its golden file.
@@ -29,31 +42,19 @@ func TestGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				var got golden
 				sig, err := Decode(source, body)
-				var out any = sig
 				if err != nil {
 					var he *Error
 					if !errors.As(err, &he) {
 						t.Fatalf("untyped error %v", err)
 					}
-					out = map[string]string{"code": he.Code, "message": he.Message}
+					got = golden{Code: he.Code, Message: he.Message}
+				} else {
+					h := sig.Hook
+					got = golden{Event: sig.Event, SessionID: sig.SessionID, Kind: h.Kind.String(), Key: h.Key, ToolID: h.ToolID, Reason: h.Reason}
 				}
-				got, _ := json.MarshalIndent(out, "", "  ")
-				got = append(got, '\n')
-				golden := strings.TrimSuffix(f, ".json") + ".golden"
-				if *update {
-					if err := os.WriteFile(golden, got, 0o644); err != nil {
-						t.Fatal(err)
-					}
-					return
-				}
-				want, err := os.ReadFile(golden)
-				if err != nil {
-					t.Fatalf("%v (run with -update)", err)
-				}
-				if !bytes.Equal(got, want) {
-					t.Errorf("got\n%s\nwant\n%s", got, want)
-				}
+				sourcestest.Golden(t, strings.TrimSuffix(f, ".json")+".golden", got, *update)
 			})
 		}
 	}
