@@ -77,7 +77,7 @@ func (s *source) pruneHeld(now time.Time) {
 // opHook folds one hook into a known session.
 func (t *txn) opHook(id string, hk validate.Hook) {
 	old := t.get(id)
-	if old == nil {
+	if old == nil || old.fold == nil {
 		return
 	}
 	fold := old.fold.Clone()
