@@ -169,8 +169,9 @@ func (s *Session) closeHookWaits(match func(*openWait) bool) bool {
 //     tool) with Reason, shown before any wait the journal opened. It is
 //     ignored when the same prompt is open already (a duplicate), when
 //     its tool or prompt is already over (a PostToolUse or the journal's
-//     tool.finished came first), or when it ran at or before the fence: the
-//     latest turn start or end the journal dated, or HookTurnEnd.
+//     tool.finished came first), when it ran at or before the fence (the
+//     latest turn start or end the journal dated, or HookTurnEnd), or when
+//     the session is exited (a resumed process starts it again first).
 //   - HookAnswered closes the wait of that tool (or, with no tool known, of
 //     that Key opened at or before At) and any HookNotified wait opened at
 //     or before At, and remembers the prompt as over.
@@ -200,8 +201,8 @@ func (s *Session) Hook(h Hook) []agentbridge.Event {
 		if tool == "" {
 			tool = st.boundTool(h.Key)
 		}
-		if st.over(h.Key, tool, h.At) {
-			return nil
+		if st.over(h.Key, tool, h.At) || s.snap.Status == agentbridge.StatusExited {
+			return nil // late, or from a process that is gone
 		}
 		if h.Key == HookNotified && slices.ContainsFunc(s.waits, func(w openWait) bool { return w.hook }) {
 			return nil

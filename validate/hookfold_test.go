@@ -146,6 +146,13 @@ func TestHookFusion(t *testing.T) {
 			jr(agentbridge.Event{Kind: agentbridge.KindAgentExited, OccurredAt: 20}, exited, ""),
 			hk(ask("k1", 12), exited, "", 0),
 		}},
+		{"a late prompt after an exit the journal does not date", []hstep{
+			jr(turn(10), running, ""),
+			jr(agentbridge.Event{Kind: agentbridge.KindAgentExited}, exited, ""),
+			hk(ask("k1", 50), exited, "", 0),
+			jr(agentbridge.Event{Kind: agentbridge.KindSessionStarted}, agentbridge.StatusIdle, ""),
+			hk(ask("k1", 60), waiting, why, 1),
+		}},
 		{"a restarted bridge: the session is rebuilt from its journal, the answer comes late", []hstep{
 			// what the journal holds of the turn; the PermissionRequest was
 			// taken by the bridge before it restarted
