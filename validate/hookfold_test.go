@@ -261,3 +261,51 @@ func TestHookNotification(t *testing.T) {
 		t.Fatalf("waitingFor %q", got)
 	}
 }
+
+// FuzzHookFold folds any sequence of hooks and journal events: the
+// snapshot stays valid, every event a hook folds is valid, and what hooks
+// remember stays bounded.
+func FuzzHookFold(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add([]byte{0, 2, 2, 3, 0x12, 0x23, 8, 0x44, 6})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		s := NewSession("s1", "codex")
+		keys := []string{"k1", "k2", HookNotified}
+		tools := []string{"", "t1", "t2"}
+		for i, op := range ops {
+			at := int64(i)*10 + int64(op>>6)
+			key, tool := keys[int(op>>4)%3], tools[int(op>>2)%3]
+			switch op % 10 {
+			case 0:
+				s.Apply(turn(at))
+			case 1:
+				if tool != "" {
+					s.Apply(toolStart(tool))
+				}
+			case 2:
+				if tool != "" {
+					s.Apply(toolEnd(tool, at))
+				}
+			case 3:
+				s.Apply(done(at))
+			case 4:
+				s.Apply(agentbridge.Event{Kind: agentbridge.KindAgentExited})
+			case 5:
+				s.Apply(agentbridge.Event{Kind: agentbridge.KindSessionStarted})
+			default:
+				kind := HookKind(op%10 - 5)
+				for _, e := range s.Hook(Hook{Kind: kind, Key: key, ToolID: tool, Reason: "Approve x", At: at}) {
+					if is := Event(e); len(is) > 0 {
+						t.Fatalf("invalid hook event %+v: %v", e, is)
+					}
+				}
+			}
+			if is := Snapshot(s.Snapshot(), Harnesses{"codex": true}); len(is) > 0 {
+				t.Fatalf("invalid snapshot after op %d: %v", i, is)
+			}
+			if s.hk != nil && (len(s.hk.bind) > maxHookMemory || len(s.hk.settled) > maxHookMemory) {
+				t.Fatal("hook memory grew")
+			}
+		}
+	})
+}
