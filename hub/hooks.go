@@ -54,10 +54,16 @@ func (h *Hub) Hook(sourceID, sessionID string, hk validate.Hook) error {
 			s.held = s.held[1:]
 		}
 		s.held = append(s.held, heldHook{id: sessionID, hook: hk, at: now})
+		h.met.hook(sourceID, "held")
 		return nil
 	}
 	t := h.begin(s)
 	t.opHook(sessionID, hk)
+	if len(t.pend) > 0 {
+		h.met.hook(sourceID, "folded")
+	} else {
+		h.met.hook(sourceID, "unchanged")
+	}
 	h.commit(t)
 	return nil
 }
@@ -158,6 +164,7 @@ func (h *Hub) HookRefused(sourceID string, d agentbridge.Diagnostic) {
 		return
 	}
 	now := h.now()
+	h.met.hook(sourceID, "refused")
 	if d.Code == s.refusedCode && now.Sub(s.refusedAt) < hookRefusalGap {
 		return
 	}
