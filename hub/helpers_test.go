@@ -47,6 +47,7 @@ type fakeSource struct {
 	live    []*validate.Session
 	resets  chan []string // each enabled set it answered
 	err     error         // returned from Run once started is read
+	deaf    bool          // leaves harness changes to the test
 }
 
 func newFake(in agentbridge.SourceInfo) *fakeSource {
@@ -65,6 +66,9 @@ func (f *fakeSource) Run(ctx context.Context, st Start) error {
 		case <-ctx.Done():
 			return nil
 		case set := <-st.Changes:
+			if f.deaf {
+				continue
+			}
 			f.mu.Lock()
 			var keep []*validate.Session
 			for _, s := range f.live {

@@ -29,18 +29,22 @@ type heldHook struct {
 	at   time.Time
 }
 
-// Hook folds a hook's signal into a session of a running source, beside
-// the journal's events, in the session's one fold (validate.Session.Hook):
-// the lifecycle events it makes (wait.started, wait.finished) are streamed
-// as the source's own, then the upsert. A hook for a session the source has
-// not reported yet is held for HookHold and folded when the session
-// appears. h.At is stamped with the hub's clock when zero. It fails with
-// ErrUnknownSource only; a hook that changes nothing is no error.
+// Hook folds a hook's signal into a session of a source, beside the
+// journal's events, in the session's one fold (validate.Session.Hook; for
+// a running source the fold its Sink keeps, in or out of view): the
+// lifecycle events it makes (wait.started, wait.finished) are streamed as
+// the source's own, then the upsert, committed at once (with what the
+// source folded before, as a Publisher call is). A hook for a session the
+// source has not reported yet is held for HookHold and folded when the
+// session appears. A session built again from its journal (Rescan,
+// Restart) starts without what hooks told. h.At is stamped with the hub's
+// clock when zero. It fails with ErrUnknownSource only; a hook that
+// changes nothing is no error.
 func (h *Hub) Hook(sourceID, sessionID string, hk validate.Hook) error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	s, ok := h.sources[sourceID]
 	if !ok {
+		h.mu.Unlock()
 		return ErrUnknownSource
 	}
 	now := h.now()
@@ -48,7 +52,15 @@ func (h *Hub) Hook(sourceID, sessionID string, hk validate.Hook) error {
 		hk.At = now.UnixMilli()
 	}
 	s.hooked = now
-	s.pruneHeld(now)
+	if pub := s.pub; pub != nil {
+		// a running source: its folds are its publisher's, which commits
+		// under h.mu itself
+		h.mu.Unlock()
+		h.met.hook(sourceID, pub.hook(sessionID, hk, now))
+		return nil
+	}
+	defer h.mu.Unlock()
+	s.held = pruneHeld(s.held, now)
 	if s.sessions[sessionID] == nil {
 		if len(s.held) >= MaxHeldHooks {
 			s.held = s.held[1:]
@@ -68,16 +80,83 @@ func (h *Hub) Hook(sourceID, sessionID string, hk validate.Hook) error {
 	return nil
 }
 
-func (s *source) pruneHeld(now time.Time) {
+// pruneHeld drops the held hooks older than HookHold.
+func pruneHeld(held []heldHook, now time.Time) []heldHook {
 	n := 0
-	for _, hh := range s.held {
+	for _, hh := range held {
 		if now.Sub(hh.at) < HookHold {
-			s.held[n] = hh
+			held[n] = hh
 			n++
 		}
 	}
-	clear(s.held[n:])
-	s.held = s.held[:n]
+	clear(held[n:])
+	return held[:n]
+}
+
+// hook folds a hook into a session of a running source and commits what
+// it changed at once; it holds a hook for a session not reported yet. It
+// returns the result the metric counts.
+func (p *publisher) hook(id string, hk validate.Hook, now time.Time) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held = pruneHeld(p.held, now)
+	w := p.cur()[id]
+	if w == nil {
+		if len(p.held) >= MaxHeldHooks {
+			p.held = p.held[1:]
+		}
+		p.held = append(p.held, heldHook{id: id, hook: hk, at: now})
+		return "held"
+	}
+	if !p.hookInto(w, hk) {
+		return "unchanged"
+	}
+	p.commit(false)
+	return "folded"
+}
+
+// hookInto folds hk into w's fold and queues the lifecycle records it
+// made, as fold does for an event; p.mu must be held.
+func (p *publisher) hookInto(w *work, hk validate.Hook) bool {
+	evs := w.fold.Hook(hk)
+	if len(evs) == 0 {
+		return false
+	}
+	if p.scan != nil {
+		return true // built aside: the scan's reset shows it
+	}
+	w.hidden = false
+	if !w.aside {
+		if w.ref == nil {
+			w.ref = &incarnation{}
+		}
+		for _, e := range evs {
+			p.pend = append(p.pend, op{kind: opLifecycle, w: w, ref: w.ref, id: w.id,
+				data: encode(lifecycleData{Source: p.src.info.ID, SessionID: w.id, Event: e})})
+		}
+	}
+	p.touch(w)
+	return true
+}
+
+// foldHeld folds the held hooks of w, in the order they were taken, once
+// its session is reported; p.mu must be held.
+func (p *publisher) foldHeld(w *work) {
+	if len(p.held) == 0 {
+		return
+	}
+	p.held = pruneHeld(p.held, p.h.now())
+	n := 0
+	for _, hh := range p.held {
+		if hh.id != w.id {
+			p.held[n] = hh
+			n++
+			continue
+		}
+		p.hookInto(w, hh.hook)
+	}
+	clear(p.held[n:])
+	p.held = p.held[:n]
 }
 
 // opHook folds one hook into a known session.
@@ -107,13 +186,13 @@ func (t *txn) opHook(id string, hk validate.Hook) {
 	t.upsert(ss)
 }
 
-// foldHeld folds the held hooks of the sessions a commit made known, in
-// the order they were taken. h.mu must be held.
+// foldHeld folds the held hooks of a push source's sessions that a commit
+// made known, in the order they were taken. h.mu must be held.
 func (h *Hub) foldHeld(s *source) {
 	if len(s.held) == 0 {
 		return
 	}
-	s.pruneHeld(h.now())
+	s.held = pruneHeld(s.held, h.now())
 	var t *txn
 	n := 0
 	for _, hh := range s.held {

@@ -43,7 +43,7 @@ type Source interface {
 type Start struct {
 	Enabled   []string        // harness ids switched on at start
 	Changes   <-chan []string // each later enabled set; answer with a reset
-	Publisher Publisher
+	Publisher Sink
 }
 
 // Publisher is a source's way into the hub. Every call is validated and

@@ -43,7 +43,7 @@ type Options struct {
 	Logger    *slog.Logger          // nil: slog.Default()
 	RingSize  int                   // records kept for resume; 0: DefaultRingSize
 	RingBytes int                   // bytes kept for resume; 0: DefaultRingBytes
-	QueueSize int                   // live queue per subscriber; 0: DefaultQueueSize
+	QueueSize int                   // live queue per subscriber (until it attaches its own); 0: DefaultQueueSize
 	Now       func() time.Time      // nil: time.Now
 	Registry  prometheus.Registerer // nil: no metrics registered
 	ProcRoot  string                // for the ancestorPid filter; "": "/proc"
@@ -106,7 +106,8 @@ type source struct {
 	ctx      context.Context
 	ver      uint64 // bumped on every commit that touches the source
 	cache    *initCache
-	held     []heldHook // hooks for sessions not reported yet (hooks.go)
+	pub      *publisher // a running source's Sink (nil: a push source)
+	held     []heldHook // push sources: hooks for sessions not reported yet (hooks.go)
 	hooked   time.Time  // when the latest hook was taken
 	// the latest refused hook payload's code and time (hooks.go)
 	refusedCode string
@@ -254,7 +255,8 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	starts := make([]Start, len(runs))
 	for i, s := range runs {
-		starts[i] = Start{Enabled: s.enabledList(), Changes: s.changes, Publisher: &publisher{h: h, src: s}}
+		s.pub = newPublisher(h, s)
+		starts[i] = Start{Enabled: s.enabledList(), Changes: s.changes, Publisher: s.pub}
 	}
 	h.mu.Unlock()
 

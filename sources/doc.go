@@ -1,7 +1,8 @@
 // Package sources holds what every file-based session source shares: the
 // Tailer, which follows the journal files under one or more directory trees
-// with fsnotify, and Sessions, which keeps a source's per-session state,
-// publishes it through a hub.Publisher and binds sessions to processes. The
+// with fsnotify, and Sessions, which hands a source's events to the hub (a
+// hub.Sink: the hub alone keeps and folds the sessions) and binds sessions
+// to processes. The
 // sources themselves live in sub-packages (example, claudecode, codex) and
 // only map their journal records to lifecycle events.
 //
@@ -33,6 +34,21 @@
 //			Logger: s.log,
 //		}, func(ss *sources.Sessions) sources.Handler { return &handler{Sessions: ss} })
 //	}
+//
+// Optional capabilities are found by interface on the Handler: one that
+// also implements WholeFiles gets small side files (an agent's process
+// registry, a subagent's metadata, sidecars) read whole through ReadSmall
+// at each scan and change, instead of followed line by line (see
+// claudecode, whose registry root is listed before its transcripts).
+//
+// Process binding knows the agent: FollowConfig.Agent (a proc.Agent)
+// declares the agent's executable, and BindHolder, Holder and HeldOpen
+// count a process only when it holds the journal open for writing
+// (/proc/<pid>/fdinfo) and Agent matches it. Readers — tail -f, less, cp,
+// an editor — are never bound, so their exit never marks a session
+// exited. The rule of each source: codex.Agent (a codex process, or Node
+// running Codex), claudecode.Agent (claude; bound through its registry,
+// never by holders), example (any writer: its executable is not known).
 //
 // Follow runs everything on one goroutine: every Handler call, every
 // Sessions method and every function given to Tailer.Post run there, one at

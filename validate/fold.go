@@ -105,6 +105,12 @@ func (s *Session) ID() string { return s.snap.ID }
 // Harness returns the session's harness id.
 func (s *Session) Harness() string { return s.snap.Harness }
 
+// PID returns the process id the snapshot shows (0: none).
+func (s *Session) PID() int { return s.snap.PID }
+
+// Status returns the status the snapshot shows.
+func (s *Session) Status() agentbridge.Status { return s.snap.Status }
+
 // Snapshot returns a copy of the current snapshot.
 func (s *Session) Snapshot() agentbridge.Snapshot { return s.snap.Clone() }
 
