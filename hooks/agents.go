@@ -123,3 +123,24 @@ func geminiNotification(p *payload) (validate.HookKind, string) {
 	}
 	return validate.HookAsk, r
 }
+
+// qwen is Qwen Code's hook vocabulary: the events and payloads of Claude
+// Code (as its 0.24 CLI builds them: PermissionRequest without a tool id,
+// a Notification "Qwen Code needs your permission to use X" of type
+// permission_prompt), without StopFailure.
+var qwen = agent{
+	events: map[string]validate.HookKind{
+		"PreToolUse":         validate.HookTool,
+		"PermissionRequest":  validate.HookAsk,
+		"Notification":       validate.HookAsk, // decoded by notify
+		"PostToolUse":        validate.HookAnswered,
+		"PostToolUseFailure": validate.HookAnswered,
+		"PermissionDenied":   validate.HookAnswered,
+		"Stop":               validate.HookTurnEnd,
+		"UserPromptSubmit":   validate.HookTurnEnd,
+		"SessionStart":       validate.HookTurnEnd,
+		"SessionEnd":         validate.HookTurnEnd,
+		"SubagentStop":       validate.HookNone,
+	},
+	notify: claudeNotification,
+}

@@ -1,6 +1,6 @@
 // Package hooks decodes the payloads the agents' hook commands receive on
-// standard input (Claude Code's, Codex's and Gemini CLI's hooks, which
-// share one shape)
+// standard input (Claude Code's, Codex's, Gemini CLI's and Qwen Code's
+// hooks, which share one shape)
 // into signals for the fold (validate.Hook). Decoding is pure: bytes in, a
 // Signal or a typed *Error out; nothing of a payload is kept raw. Tool
 // inputs are reduced to a short reason ("Approve Bash: git push"),
@@ -67,6 +67,7 @@ var agents = map[string]agent{
 	"claude-code": claudeCode,
 	"codex":       codex,
 	"gemini":      gemini,
+	"qwen":        qwen,
 }
 
 // Sources lists the source ids that take hooks, sorted.

@@ -91,7 +91,7 @@ func TestReason(t *testing.T) {
 // even when the PermissionRequest's input carries more (Codex's
 // description), and two different calls do not.
 func TestKeyMatchesAcrossHooks(t *testing.T) {
-	for _, source := range []string{"claude-code", "codex"} { // Gemini CLI names no prompt but by notification
+	for _, source := range []string{"claude-code", "codex", "qwen"} { // Gemini CLI names no prompt but by notification
 		sig := func(name string) Signal {
 			b, err := os.ReadFile(filepath.Join("testdata", source, name))
 			if err != nil {

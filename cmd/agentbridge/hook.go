@@ -29,7 +29,7 @@ func newHookCmd(a *app) *cobra.Command {
 post it, unchanged, to the running bridge (POST /v1/hooks/SOURCE), found as
 the other client subcommands find it (--addr, AGENTBRIDGE_ADDR, the config;
 the token from AGENTBRIDGE_TOKEN or the token file). SOURCE is claude-code,
-codex or gemini.
+codex, gemini or qwen.
 
 It always exits 0 within a second and prints nothing: an agent reads a hook's
 standard output as its decision, so a bridge that is down, slow or refusing

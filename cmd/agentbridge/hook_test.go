@@ -118,14 +118,14 @@ func TestHooksInstallStatusUninstall(t *testing.T) {
 	home := envGet(env, "HOME")
 	claude, codex := filepath.Join(home, "claude"), filepath.Join(home, "codex-home")
 	os.MkdirAll(claude, 0o700)
-	env = append(env, "CLAUDE_CONFIG_DIR="+claude, "CODEX_HOME="+codex, "GEMINI_CLI_HOME="+filepath.Join(home, "g"))
+	env = append(env, "CLAUDE_CONFIG_DIR="+claude, "CODEX_HOME="+codex, "GEMINI_CLI_HOME="+filepath.Join(home, "g"), "QWEN_HOME="+filepath.Join(home, "q"))
 	run := func(args ...string) (string, string, error) {
 		var out, errb bytes.Buffer
 		err := runArgs(t.Context(), "hooks", args, env, strings.NewReader(""), &out, &errb, watchBackoff)
 		return out.String(), errb.String(), err
 	}
 	out, _, err := run("install")
-	if err != nil || !strings.Contains(out, "claude-code  changed "+filepath.Join(claude, "settings.json")) || !strings.Contains(out, "codex        skipped") || !strings.Contains(out, "gemini-cli   skipped") {
+	if err != nil || !strings.Contains(out, "claude-code  changed "+filepath.Join(claude, "settings.json")) || !strings.Contains(out, "codex        skipped") || !strings.Contains(out, "gemini-cli   skipped") || !strings.Contains(out, "qwen-code    skipped") {
 		t.Fatalf("install: %v\n%s", err, out)
 	}
 	if _, err := os.Stat(codex); err == nil {

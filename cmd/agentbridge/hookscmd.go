@@ -19,7 +19,7 @@ import (
 func newHooksCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "hooks install|uninstall|status",
-		Short: "add the bridge's hook to Claude Code, Codex and Gemini CLI, remove it, or show it",
+		Short: "add the bridge's hook to Claude Code, Codex, Gemini CLI and Qwen Code, remove it, or show it",
 		Long: `Hooks make "waiting for you" exact: the agent runs 'agentbridge hook SOURCE'
 when it shows a permission prompt, runs a tool, stops a turn, and the bridge
 shows the session as waiting with the tool it asks about
@@ -28,8 +28,8 @@ shows the session as waiting with the tool it asks about
 install merges the hook into the agent's own settings: Claude Code's
 settings.json (in CLAUDE_CONFIG_DIR, default ~/.claude), Codex's hooks.json
 plus the [features] hooks flag of its config.toml (in CODEX_HOME, default
-~/.codex), and Gemini CLI's settings.json (in $GEMINI_CLI_HOME/.gemini,
-default ~/.gemini). Other settings and hooks are kept as they are; a file is copied
+~/.codex), Gemini CLI's settings.json (in $GEMINI_CLI_HOME/.gemini, default
+~/.gemini) and Qwen Code's settings.json (in QWEN_HOME, default ~/.qwen). Other settings and hooks are kept as they are; a file is copied
 to <file>.agentbridge-backup before its first change; installing twice
 changes nothing. uninstall removes exactly what install added. status says
 per harness what is installed and whether it runs this binary.

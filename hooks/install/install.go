@@ -2,7 +2,8 @@
 // settings, removes it again, and says what is installed: Claude Code's
 // settings.json (under CLAUDE_CONFIG_DIR), Codex's hooks.json and the
 // hooks feature flag of its config.toml (under CODEX_HOME), Gemini CLI's
-// settings.json (under its .gemini directory).
+// settings.json (under its .gemini directory), Qwen Code's settings.json
+// (under QWEN_HOME, default ~/.qwen).
 //
 // Edits merge with what the user has: other settings and hooks are kept
 // in their order and spelling, the file keeps its indentation, and TOML
@@ -38,7 +39,7 @@ const Timeout = 5
 const maxSettings = 4 << 20
 
 // Harnesses are the harness ids that take hooks, sorted.
-var Harnesses = []string{"claude-code", "codex", "gemini-cli"}
+var Harnesses = []string{"claude-code", "codex", "gemini-cli", "qwen-code"}
 
 // spec is where a harness keeps its hooks.
 type spec struct {
@@ -52,6 +53,7 @@ var specs = map[string]spec{
 	"claude-code": {source: "claude-code", file: "settings.json", timeout: Timeout},
 	"codex":       {source: "codex", file: "hooks.json", config: true, timeout: Timeout},
 	"gemini-cli":  {source: "gemini", file: "settings.json", timeout: Timeout * 1000},
+	"qwen-code":   {source: "qwen", file: "settings.json", timeout: Timeout},
 }
 
 // Source is the source id of a harness with hooks ("" for none).
