@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"maps"
 	"strings"
 
 	"github.com/agentbridge/agentbridge/validate"
@@ -128,19 +129,10 @@ func geminiNotification(p *payload) (validate.HookKind, string) {
 // Code (as its 0.24 CLI builds them: PermissionRequest without a tool id,
 // a Notification "Qwen Code needs your permission to use X" of type
 // permission_prompt), without StopFailure.
-var qwen = agent{
-	events: map[string]validate.HookKind{
-		"PreToolUse":         validate.HookTool,
-		"PermissionRequest":  validate.HookAsk,
-		"Notification":       validate.HookAsk, // decoded by notify
-		"PostToolUse":        validate.HookAnswered,
-		"PostToolUseFailure": validate.HookAnswered,
-		"PermissionDenied":   validate.HookAnswered,
-		"Stop":               validate.HookTurnEnd,
-		"UserPromptSubmit":   validate.HookTurnEnd,
-		"SessionStart":       validate.HookTurnEnd,
-		"SessionEnd":         validate.HookTurnEnd,
-		"SubagentStop":       validate.HookNone,
-	},
-	notify: claudeNotification,
+var qwen = agent{events: without(claudeCode.events, "StopFailure"), notify: claudeNotification}
+
+func without(events map[string]validate.HookKind, name string) map[string]validate.HookKind {
+	out := maps.Clone(events)
+	delete(out, name)
+	return out
 }
