@@ -26,13 +26,25 @@ import (
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
 	envprovider "github.com/knadh/koanf/providers/env/v2"
-	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/providers/posflag"
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
 
+	"github.com/agentbridge/agentbridge/internal/smallfile"
+
 	"github.com/agentbridge/agentbridge/validate"
 )
+
+// maxConfigBytes bounds the YAML configuration file.
+const maxConfigBytes = 1 << 20
+
+// bytesProvider is a koanf.Provider of a configuration file already read.
+type bytesProvider []byte
+
+func (b bytesProvider) ReadBytes() ([]byte, error) { return b, nil }
+func (b bytesProvider) Read() (map[string]any, error) {
+	return nil, errors.New("config: a byte provider needs a parser")
+}
 
 // DefaultListen is the address the bridge serves on when nothing else is
 // configured.
@@ -274,11 +286,17 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 		_, err := os.Stat(path)
 		switch {
 		case err == nil:
-			if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+			// Read without blocking and capped: a FIFO or a huge file
+			// where the config should be fails clearly instead of hanging.
+			data, err := smallfile.Read(path, maxConfigBytes)
+			if err != nil {
+				return nil, fmt.Errorf("config file %s: %w", path, err)
+			}
+			if err := k.Load(bytesProvider(data), yaml.Parser()); err != nil {
 				return nil, fmt.Errorf("config file %s: %w", path, err)
 			}
 			loaded = path
-			og.addFile(path)
+			og.addFile(path, data)
 		case explicit || !errors.Is(err, os.ErrNotExist):
 			return nil, fmt.Errorf("config file%s: %w", namedBy, err)
 		}

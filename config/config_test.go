@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -323,6 +324,40 @@ func TestListenIsLoopback(t *testing.T) {
 		got, err := ListenIsLoopback(tt.addr)
 		if err != nil || got != tt.want {
 			t.Errorf("ListenIsLoopback(%q) = %v, %v; want %v", tt.addr, got, err, tt.want)
+		}
+	}
+}
+
+// A FIFO or a huge file where the configuration should be fails at once
+// with an error that says so, instead of hanging the start.
+func TestHostileConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(4 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, p := range []string{fifo, big} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := Load(nil, []string{"HOME=" + dir, "AGENTBRIDGE_CONFIG=" + p})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "config file") {
+				t.Errorf("Load(%s) = %v, want a config file error", filepath.Base(p), err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Load(%s) hung", filepath.Base(p))
 		}
 	}
 }

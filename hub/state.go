@@ -28,6 +28,12 @@ const (
 	DefaultRevisionBlock = 1_000_000
 )
 
+// MaxStartRevision (2^52) is the highest revision a hub starts at: a saved
+// mark at or above it is not believed (see New), and neither is a clock
+// past it. Revisions then stay below 2^53, the largest integer a
+// JavaScript number holds exactly, for 2^52 more records.
+const MaxStartRevision uint64 = 1 << 52
+
 // RevisionStore keeps the hub's revision high-water mark across runs. The
 // hub saves a mark before it hands out any revision up to it, one block at
 // a time (Options.RevisionBlock), never once per record.
@@ -144,13 +150,21 @@ func New(o Options) *Hub {
 	if o.RevisionBlock == 0 {
 		o.RevisionBlock = DefaultRevisionBlock
 	}
-	start := uint64(max(0, o.Now().UnixMicro()))
+	start := min(uint64(max(0, o.Now().UnixMicro())), MaxStartRevision)
 	if o.Revisions != nil {
 		switch last, err := o.Revisions.Load(); {
 		case err != nil:
 			// The error may name the file: keep it out of the default level.
 			o.Logger.Warn("cannot read the revision mark of the last run; revisions start from the clock")
 			o.Logger.Debug("read revision mark", "err", err)
+		case last >= MaxStartRevision:
+			// No run reaches it (the clock is at about 2^50.7 µs in 2026 and
+			// a run adds at most a block above it): the file was tampered
+			// with or garbled. Start at the ceiling: above every revision
+			// an honest earlier run handed out, yet 2^52 revisions short
+			// of 2^53.
+			o.Logger.Warn("the revision mark of the last run is implausibly large; revisions continue from the ceiling below 2^53")
+			start = max(start, MaxStartRevision)
 		case last >= start:
 			start = last + 1
 		}
