@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbridge/agentbridge/hooks"
+	"github.com/agentbridge/agentbridge/internal/smallfile"
 )
 
 // BackupSuffix is appended to a file's name for its backup.
@@ -379,18 +380,17 @@ type edit struct {
 	after   []byte
 }
 
+// readFile reads a settings file safely (a FIFO or device is refused, a
+// huge file is refused, never read whole).
 func readFile(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
+	b, err := smallfile.Read(path, maxSettings)
+	switch {
+	case errors.Is(err, smallfile.ErrNotRegular):
 		return nil, fmt.Errorf("%s is not a regular file", filepath.Base(path))
-	}
-	if fi.Size() > maxSettings {
+	case errors.Is(err, smallfile.ErrTooLarge):
 		return nil, fmt.Errorf("%s is over %d bytes", filepath.Base(path), maxSettings)
 	}
-	return os.ReadFile(path)
+	return b, err
 }
 
 // resolve follows a symlinked settings file (dotfile managers), so that

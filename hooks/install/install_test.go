@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentbridge/agentbridge/hooks"
 )
 
@@ -309,5 +311,19 @@ func TestGeminiRoundTrip(t *testing.T) {
 	}
 	if !bytes.Equal(read(t, tg.HooksFile()), orig) {
 		t.Fatalf("uninstall:\n%s", read(t, tg.HooksFile()))
+	}
+}
+
+func TestFIFOIsRefused(t *testing.T) {
+	home := t.TempDir()
+	tg := Target{Harness: "claude-code", Home: home}
+	if err := unix.Mkfifo(tg.HooksFile(), 0o644); err != nil {
+		t.Skip(err)
+	}
+	if _, err := Install(tg, Command(prog, "claude-code")); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("install into a FIFO: %v", err)
+	}
+	if st := Status(tg, prog); st.Problem == "" {
+		t.Fatalf("status of a FIFO: %+v", st)
 	}
 }
