@@ -182,7 +182,7 @@ func TestEventRecords(t *testing.T) {
 	want := []string{
 		"lifecycle", "upsert", // started: new session
 		"lifecycle", "upsert", // tool.started: idle → running
-		"lifecycle",           // tool.finished: nothing shown changes
+		"lifecycle", "upsert", // tool.finished: the running tool is gone from the activity
 		"lifecycle", "upsert", // agent.done
 		"lifecycle", "remove", // session.stopped
 	}
@@ -190,12 +190,12 @@ func TestEventRecords(t *testing.T) {
 		t.Errorf("record names mismatch (-want +got):\n%s", diff)
 	}
 	var done upsertData
-	mustDecode(t, got[6], &done)
+	mustDecode(t, got[7], &done)
 	if done.Snapshot.LastTurnEndedAt != t0.UnixMilli() {
 		t.Errorf("agent.done without occurredAt: lastTurnEndedAt = %d, want the hub clock %d", done.Snapshot.LastTurnEndedAt, t0.UnixMilli())
 	}
 	var lc lifecycleData
-	mustDecode(t, got[5], &lc)
+	mustDecode(t, got[6], &lc)
 	if lc.Event.OccurredAt != 0 {
 		t.Errorf("lifecycle event occurredAt = %d, want it absent as the source gave it", lc.Event.OccurredAt)
 	}

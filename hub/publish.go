@@ -12,12 +12,14 @@ import (
 // Stream data shapes (docs/contract.md section 4).
 type (
 	resetData struct {
-		Source   string                 `json:"source"`
-		Sessions []agentbridge.Snapshot `json:"sessions"`
+		Source   string                           `json:"source"`
+		Sessions []agentbridge.Snapshot           `json:"sessions"`
+		Activity map[string]*agentbridge.Activity `json:"activity,omitempty"`
 	}
 	upsertData struct {
-		Source   string               `json:"source"`
-		Snapshot agentbridge.Snapshot `json:"snapshot"`
+		Source   string                `json:"source"`
+		Snapshot agentbridge.Snapshot  `json:"snapshot"`
+		Activity *agentbridge.Activity `json:"activity,omitempty"`
 	}
 	removeData struct {
 		Source    string `json:"source"`
@@ -80,8 +82,8 @@ func (t *txn) add(e *entry, data any) { t.pend = append(t.pend, pending{e, data}
 func (t *txn) upsert(ss *sess) {
 	t.over[ss.snap.ID] = ss
 	snap := ss.snap
-	t.add(&entry{rec: Record{Name: NameUpsert}, source: t.src.info.ID, sessionID: snap.ID, snap: &snap},
-		upsertData{Source: t.src.info.ID, Snapshot: snap})
+	t.add(&entry{rec: Record{Name: NameUpsert}, source: t.src.info.ID, sessionID: snap.ID, snap: &snap, act: ss.act},
+		upsertData{Source: t.src.info.ID, Snapshot: snap, Activity: ss.act})
 }
 
 func (t *txn) remove(id string) {
@@ -118,12 +120,14 @@ func (t *txn) replace(items []*sess) {
 	t.reset = true
 	head := items[:min(len(items), validate.MaxResetSessions)]
 	snaps := make([]agentbridge.Snapshot, len(head))
+	var acts map[string]*agentbridge.Activity
 	for i, ss := range head {
 		t.over[ss.snap.ID] = ss
 		snaps[i] = ss.snap
+		acts = addActivity(acts, ss.snap.ID, ss.act)
 	}
-	t.add(&entry{rec: Record{Name: NameReset}, source: t.src.info.ID, sessions: snaps},
-		resetData{Source: t.src.info.ID, Sessions: snaps})
+	t.add(&entry{rec: Record{Name: NameReset}, source: t.src.info.ID, sessions: snaps, acts: acts},
+		resetData{Source: t.src.info.ID, Sessions: snaps, Activity: acts})
 	for _, ss := range items[len(head):] {
 		t.upsert(ss)
 	}
@@ -242,7 +246,7 @@ func (t *txn) opUpsert(prefix string, ss *sess) []validate.Issue {
 	if ss.fold == nil {
 		ss.fold = validate.FromSnapshot(ss.snap)
 	}
-	if old := t.get(ss.snap.ID); old != nil && snapshotEqual(&old.snap, &ss.snap) {
+	if old := t.get(ss.snap.ID); old != nil && old.same(ss) {
 		t.over[ss.snap.ID] = ss // new fold state, nothing a client sees changed
 		return nil
 	}
@@ -334,8 +338,8 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 		return nil
 	}
 	lc(snap)
-	ss := &sess{fold: fold, snap: snap}
-	if old != nil && snapshotEqual(&old.snap, &snap) {
+	ss := &sess{fold: fold, snap: snap, act: fold.Activity()}
+	if old != nil && old.same(ss) {
 		t.over[id] = ss
 		return nil
 	}
@@ -412,3 +416,19 @@ func (h *Hub) publish(sourceID string, ops []Op, apply bool) error {
 	}
 	return h.finish(t, issues)
 }
+
+// addActivity adds a session's activity to a reset's map (made when the
+// first one is not empty).
+func addActivity(m map[string]*agentbridge.Activity, id string, a *agentbridge.Activity) map[string]*agentbridge.Activity {
+	if a.IsZero() {
+		return m
+	}
+	if m == nil {
+		m = map[string]*agentbridge.Activity{}
+	}
+	m[id] = a
+	return m
+}
+
+// same reports whether two sessions look the same to a client.
+func (ss *sess) same(o *sess) bool { return snapshotEqual(&ss.snap, &o.snap) && ss.act.Equal(o.act) }

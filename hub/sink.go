@@ -104,9 +104,11 @@ type work struct {
 	dirty       bool
 	ref         *incarnation // the lifecycle records of this batch
 	shown       *agentbridge.Snapshot
-	stamps      []int64 // clock stamps given to agent.done without occurredAt, in order
-	dones       int     // such events folded since the fold began
+	shownAct    *agentbridge.Activity // the activity beside shown
+	stamps      []int64               // clock stamps given to agent.done without occurredAt, in order
+	dones       int                   // such events folded since the fold began
 	next        agentbridge.Snapshot
+	nextAct     *agentbridge.Activity
 	changed     bool
 	data        []byte // next, encoded as an upsert, when changed
 }
@@ -214,7 +216,7 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, strict bool) e
 		return nil
 	}
 	w.hidden = false
-	if !w.aside {
+	if !w.aside && !usageOnly(&given) {
 		if w.ref == nil {
 			w.ref = &incarnation{}
 		}
@@ -231,6 +233,19 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, strict bool) e
 		p.commit(false)
 	}
 	return nil
+}
+
+// usageOnly reports whether e is an agent.metadata event that carries
+// nothing but token counts: its lifecycle record would say nothing (Usage
+// is not part of the event's JSON), so it has none; the counts reach
+// clients in the session's activity.
+func usageOnly(e *agentbridge.Event) bool {
+	if e.Kind != agentbridge.KindAgentMetadata || e.Usage == nil {
+		return false
+	}
+	c := *e
+	c.Usage, c.OccurredAt = nil, 0
+	return c == agentbridge.Event{Kind: agentbridge.KindAgentMetadata}
 }
 
 // stop ends w: its lifecycle records so far are decided by the snapshot
@@ -360,11 +375,12 @@ func (p *publisher) commit(all bool) {
 			continue // stopped
 		}
 		w.next = w.fold.Snapshot()
+		w.nextAct = w.fold.Activity()
 		redactChanged(&w.next, w.shown)
-		w.changed = w.shown == nil || !snapshotEqual(&w.next, w.shown)
+		w.changed = w.shown == nil || !snapshotEqual(&w.next, w.shown) || !w.nextAct.Equal(w.shownAct)
 		w.data = nil
 		if w.changed {
-			w.data = encode(upsertData{Source: p.src.info.ID, Snapshot: w.next})
+			w.data = encode(upsertData{Source: p.src.info.ID, Snapshot: w.next, Activity: w.nextAct})
 		}
 		ready = append(ready, w)
 	}
@@ -386,6 +402,7 @@ func (p *publisher) commit(all bool) {
 		snap := new(agentbridge.Snapshot)
 		*snap = w.next
 		w.shown = snap // the latest snapshot, in view or not
+		w.shownAct = w.nextAct
 		if w.ref != nil && w.visible(p.src) {
 			w.ref.snap = snap
 		}
@@ -410,7 +427,7 @@ func (p *publisher) commit(all bool) {
 	clear(pend)
 	for _, w := range ready {
 		data := w.data
-		w.data, w.next = nil, agentbridge.Snapshot{}
+		w.data, w.next, w.nextAct = nil, agentbridge.Snapshot{}, nil
 		if !w.visible(p.src) {
 			if t.get(w.id) != nil {
 				t.remove(w.id)
@@ -419,10 +436,10 @@ func (p *publisher) commit(all bool) {
 		}
 		if t.get(w.id) == nil || w.changed {
 			if data == nil {
-				data = encode(upsertData{Source: p.src.info.ID, Snapshot: *w.shown})
+				data = encode(upsertData{Source: p.src.info.ID, Snapshot: *w.shown, Activity: w.shownAct})
 			}
-			t.over[w.id] = &sess{snap: *w.shown}
-			t.add(&entry{rec: Record{Name: NameUpsert, Data: data}, source: p.src.info.ID, sessionID: w.id, snap: w.shown}, nil)
+			t.over[w.id] = &sess{snap: *w.shown, act: w.shownAct}
+			t.add(&entry{rec: Record{Name: NameUpsert, Data: data}, source: p.src.info.ID, sessionID: w.id, snap: w.shown, act: w.shownAct}, nil)
 		}
 	}
 	if scan {
@@ -457,8 +474,9 @@ func (p *publisher) replaceInView(t *txn) {
 			s := w.fold.Snapshot()
 			redactChanged(&s, w.shown)
 			w.shown = &s
+			w.shownAct = w.fold.Activity()
 		}
-		items = append(items, &sess{snap: *w.shown})
+		items = append(items, &sess{snap: *w.shown, act: w.shownAct})
 	}
 	if issues := t.opReset("$", items, false); len(issues) > 0 {
 		// Cannot happen: the fold keeps its snapshots valid.
@@ -531,7 +549,7 @@ func (p *publisher) Reset(sessions []*validate.Session) error {
 		}
 		w := p.adopt(s)
 		next[w.id] = w
-		items[i] = &sess{snap: *w.shown}
+		items[i] = &sess{snap: *w.shown, act: w.shownAct}
 	}
 	return p.apply(func(t *txn) []validate.Issue { return t.opReset("$", items, false) }, func() {
 		p.work = next
@@ -565,7 +583,7 @@ func (p *publisher) Upsert(s *validate.Session) error {
 	defer p.mu.Unlock()
 	p.commit(false)
 	w := p.adopt(s)
-	return p.apply(func(t *txn) []validate.Issue { return t.opUpsert("$", &sess{snap: *w.shown}) }, func() { p.work[w.id] = w })
+	return p.apply(func(t *txn) []validate.Issue { return t.opUpsert("$", &sess{snap: *w.shown, act: w.shownAct}) }, func() { p.work[w.id] = w })
 }
 
 // adopt makes a work session from a copy of a source's fold.
@@ -573,7 +591,7 @@ func (p *publisher) adopt(s *validate.Session) *work {
 	f := s.Clone()
 	snap := f.Snapshot()
 	validate.RedactSnapshot(&snap)
-	w := &work{id: f.ID(), harness: f.Harness(), fold: f, shown: &snap}
+	w := &work{id: f.ID(), harness: f.Harness(), fold: f, shown: &snap, shownAct: f.Activity()}
 	if old := p.work[w.id]; old != nil {
 		w.stamps = old.stamps
 	}

@@ -125,6 +125,7 @@ type source struct {
 type sess struct {
 	fold *validate.Session
 	snap agentbridge.Snapshot
+	act  *agentbridge.Activity // nil: none; never changed once stored
 }
 
 // New returns an empty hub.
@@ -417,7 +418,7 @@ func (h *Hub) Sessions(f Filter) (uint64, []Entry) {
 			continue
 		}
 		for _, ss := range h.sources[sid].sessions {
-			all = append(all, Entry{Source: sid, Snapshot: ss.snap})
+			all = append(all, Entry{Source: sid, Snapshot: ss.snap, Activity: ss.act})
 		}
 	}
 	h.mu.Unlock()
@@ -448,7 +449,7 @@ func (h *Hub) Session(sourceID, id string) (Entry, bool) {
 	if !ok {
 		return Entry{}, false
 	}
-	return Entry{Source: sourceID, Snapshot: ss.snap.Clone()}, true
+	return Entry{Source: sourceID, Snapshot: ss.snap.Clone(), Activity: ss.act}, true
 }
 
 // Diagnostics returns the most recent diagnostics (at most
@@ -464,4 +465,26 @@ func (h *Hub) Revision() uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.rev
+}
+
+// Diagnose records a problem the bridge itself met while serving a
+// source's sessions (a webhook that could not be reached): it is shown in
+// GET /v1/diagnostics and on the stream like the source's own. It fails
+// with ErrUnknownSource, or an *InvalidError for a diagnostic that breaks
+// the rules (a code that is not kebab-case, an empty message).
+func (h *Hub) Diagnose(sourceID string, d agentbridge.Diagnostic) error {
+	validate.RedactDiagnostic(&d)
+	if issues := validate.Diagnostic(d); len(issues) > 0 {
+		return &InvalidError{Issues: issues}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.sources[sourceID]
+	if !ok {
+		return ErrUnknownSource
+	}
+	t := h.begin(s)
+	t.add(&entry{rec: Record{Name: NameDiagnostic}, source: sourceID}, diagData{Source: sourceID, Diagnostic: d})
+	h.commit(t)
+	return nil
 }

@@ -230,7 +230,8 @@ func (h *Hub) prunePartial() {
 type capture struct {
 	source   string
 	sessions []agentbridge.Snapshot // filtered subscribers: sorted by id
-	recs     []Record               // unfiltered subscribers: reset and overflow upserts, Rev unset
+	acts     map[string]*agentbridge.Activity
+	recs     []Record // unfiltered subscribers: reset and overflow upserts, Rev unset
 }
 
 // initCache keeps the encoded initial records of a source for as long as
@@ -251,17 +252,19 @@ func (h *Hub) captureAll(f Filter, filtered bool) (out []capture, base, top uint
 		}
 		src := h.sources[id]
 		snaps := make([]agentbridge.Snapshot, 0, len(src.sessions))
+		var acts map[string]*agentbridge.Activity
 		for _, ss := range src.sessions {
 			snaps = append(snaps, ss.snap)
+			acts = addActivity(acts, ss.snap.ID, ss.act)
 		}
-		c := capture{source: id}
+		c := capture{source: id, acts: acts}
 		if filtered {
 			slices.SortFunc(snaps, bySessionID)
 			c.sessions = snaps
 		} else {
 			if src.cache == nil || src.cache.ver != src.ver {
 				slices.SortFunc(snaps, bySessionID)
-				src.cache = &initCache{ver: src.ver, recs: initialRecords(id, snaps)}
+				src.cache = &initCache{ver: src.ver, recs: initialRecords(id, snaps, acts)}
 			}
 			c.recs = src.cache.recs
 		}
@@ -291,11 +294,15 @@ func bySessionID(a, b agentbridge.Snapshot) int {
 
 // initialRecords encodes a reset of snaps (the first MaxResetSessions) and
 // upserts for the rest; revisions are left for the caller.
-func initialRecords(source string, snaps []agentbridge.Snapshot) []Record {
+func initialRecords(source string, snaps []agentbridge.Snapshot, acts map[string]*agentbridge.Activity) []Record {
 	head := snaps[:min(len(snaps), validate.MaxResetSessions)]
-	out := []Record{{Name: NameReset, Data: encode(resetData{Source: source, Sessions: head})}}
+	var headActs map[string]*agentbridge.Activity
+	for _, sn := range head {
+		headActs = addActivity(headActs, sn.ID, acts[sn.ID])
+	}
+	out := []Record{{Name: NameReset, Data: encode(resetData{Source: source, Sessions: head, Activity: headActs})}}
 	for _, sn := range snaps[len(head):] {
-		out = append(out, Record{Name: NameUpsert, Data: encode(upsertData{Source: source, Snapshot: sn})})
+		out = append(out, Record{Name: NameUpsert, Data: encode(upsertData{Source: source, Snapshot: sn, Activity: acts[sn.ID]})})
 	}
 	return out
 }

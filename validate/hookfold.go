@@ -161,7 +161,8 @@ func (s *Session) closeHookWaits(match func(*openWait) bool) bool {
 }
 
 // Hook folds a hook's signal, the second signal beside the journal, and
-// returns the lifecycle events it folded (none when it changes nothing:
+// returns the lifecycle events it folded (dated At: when the agent ran
+// the hook) (none when it changes nothing:
 // a duplicate, a late or an out-of-order hook). The rules:
 //
 //   - HookTool binds Key to ToolID; nothing shown changes.
@@ -207,7 +208,7 @@ func (s *Session) Hook(h Hook) []agentbridge.Event {
 		if h.Key == HookNotified && slices.ContainsFunc(s.waits, func(w openWait) bool { return w.hook }) {
 			return nil
 		}
-		e := agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: hookWaitID(h.Key, tool),
+		e := agentbridge.Event{Kind: agentbridge.KindWaitStarted, OccurredAt: max(h.At, 0), WaitID: hookWaitID(h.Key, tool),
 			State: agentbridge.StatusWaiting, Reason: Bound(h.Reason, MaxWaitingFor)}
 		if len(s.Apply(e)) > 0 { // a duplicate, or too many open waits
 			return nil
@@ -222,7 +223,7 @@ func (s *Session) Hook(h Hook) []agentbridge.Event {
 			tool = st.boundTool(h.Key)
 		}
 		st.settle(h.Key, tool, h.At)
-		return s.finishHookWaits(func(w *openWait) bool {
+		return s.finishHookWaits(h.At, func(w *openWait) bool {
 			if w.key == HookNotified {
 				return w.at <= h.At
 			}
@@ -233,13 +234,14 @@ func (s *Session) Hook(h Hook) []agentbridge.Event {
 		})
 	case HookTurnEnd:
 		st.fenceAt(h.At)
-		return s.finishHookWaits(func(w *openWait) bool { return w.at <= h.At })
+		return s.finishHookWaits(h.At, func(w *openWait) bool { return w.at <= h.At })
 	}
 	return nil
 }
 
-// finishHookWaits folds a wait.finished for every hook wait match selects.
-func (s *Session) finishHookWaits(match func(*openWait) bool) []agentbridge.Event {
+// finishHookWaits folds a wait.finished, at at, for every hook wait match
+// selects.
+func (s *Session) finishHookWaits(at int64, match func(*openWait) bool) []agentbridge.Event {
 	var ids []string
 	for i := range s.waits {
 		if s.waits[i].hook && match(&s.waits[i]) {
@@ -248,7 +250,7 @@ func (s *Session) finishHookWaits(match func(*openWait) bool) []agentbridge.Even
 	}
 	var out []agentbridge.Event
 	for _, id := range ids {
-		e := agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: id}
+		e := agentbridge.Event{Kind: agentbridge.KindWaitFinished, OccurredAt: max(at, 0), WaitID: id}
 		if len(s.Apply(e)) == 0 {
 			out = append(out, e)
 		}

@@ -309,3 +309,18 @@ func FuzzHookFold(f *testing.F) {
 		}
 	})
 }
+
+// TestHookDatesTheWait: the wait a hook opens is dated when the agent ran
+// the hook, so the session shows how long it has waited.
+func TestHookDatesTheWait(t *testing.T) {
+	s := NewSession("s1", "codex")
+	s.Apply(turn(10))
+	s.Hook(ask("k1", 12))
+	if a := s.Activity(); a == nil || a.StatusSince != 12 {
+		t.Fatalf("activity %+v, want waiting since 12", a)
+	}
+	s.Hook(answer("k1", "", 20))
+	if a := s.Activity(); a == nil || a.StatusSince != 20 {
+		t.Fatalf("activity %+v, want running since 20", a)
+	}
+}

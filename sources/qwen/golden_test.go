@@ -18,8 +18,10 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 type golden struct {
-	Events   []agentbridge.Event  `json:"events"`
-	Snapshot agentbridge.Snapshot `json:"snapshot"`
+	Events   []agentbridge.Event       `json:"events"`
+	Usage    []agentbridge.UsageReport `json:"usage,omitempty"` // the events' Event.Usage, in order
+	Snapshot agentbridge.Snapshot      `json:"snapshot"`
+	Activity *agentbridge.Activity     `json:"activity,omitempty"`
 }
 
 // replay maps a chat the way the source does and folds the events,
@@ -47,10 +49,15 @@ func replay(t *testing.T, data []byte) golden {
 			if issues := s.Apply(e); len(issues) > 0 {
 				t.Fatalf("line %d: fold rejected %s: %+v", i+1, e.Kind, issues)
 			}
+			if e.Usage != nil {
+				g.Usage = append(g.Usage, *e.Usage)
+				e.Usage = nil
+			}
 			g.Events = append(g.Events, e)
 		}
 	}
 	g.Snapshot = s.Snapshot()
+	g.Activity = s.Activity()
 	if issues := validate.Snapshot(g.Snapshot, validate.Harnesses{Harness: true}); len(issues) > 0 {
 		t.Fatalf("final snapshot invalid: %+v", issues)
 	}
@@ -123,5 +130,28 @@ func TestRecordedTUISession(t *testing.T) {
 	s := g.Snapshot
 	if s.Status != agentbridge.StatusRunning || s.Title != "write a marker" || s.Model != "mock-model" || s.Cwd != "/tmp/qhome/proj" {
 		t.Errorf("snapshot %+v", s)
+	}
+}
+
+// TestUsageMatchesJournals: the session's tokens are the sums of the
+// chats' own usageMetadata (prompt less cached, candidates plus thoughts,
+// cached), worked out from the files apart from the mapping.
+func TestUsageMatchesJournals(t *testing.T) {
+	for name, want := range map[string]*agentbridge.Usage{
+		"v0.21-agent-sessions-fixture": nil,
+		"v0.24.4-headless-prompt":      {InputTokens: 10, OutputTokens: 5},
+		"v0.24.4-tui-approve-deny-esc": {InputTokens: 30, OutputTokens: 15},
+	} {
+		data, err := os.ReadFile(filepath.Join("testdata", "journals", name+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got *agentbridge.Usage
+		if a := replay(t, data).Activity; a != nil {
+			got = a.Usage
+		}
+		if (got == nil) != (want == nil) || (got != nil && *got != *want) {
+			t.Errorf("%s: usage = %+v, want the chat's own %+v", name, got, want)
+		}
 	}
 }

@@ -39,6 +39,15 @@ type record struct {
 		CallID string `json:"callId"`
 		Status string `json:"status"` // success, error, cancelled
 	} `json:"toolCallResult"`
+	// UsageMetadata is an assistant record's token counts, as the Gemini
+	// API gives them: the prompt includes the cached tokens, thoughts are
+	// counted apart from the candidates.
+	UsageMetadata *struct {
+		Prompt     int64 `json:"promptTokenCount"`
+		Candidates int64 `json:"candidatesTokenCount"`
+		Thoughts   int64 `json:"thoughtsTokenCount"`
+		Cached     int64 `json:"cachedContentTokenCount"`
+	} `json:"usageMetadata"`
 }
 
 // State is what the mapping carries from one line of a chat to the next.
@@ -89,6 +98,12 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 		if m := validate.Model(r.Model); m != "" && m != st.model {
 			st.model = m
 			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Model: m})
+		}
+		if u := r.UsageMetadata; u != nil && u.Prompt >= 0 && u.Candidates >= 0 && u.Thoughts >= 0 && u.Cached >= 0 {
+			cached := min(u.Cached, u.Prompt)
+			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at, Usage: &agentbridge.UsageReport{
+				Usage:     agentbridge.Usage{InputTokens: u.Prompt - cached, OutputTokens: u.Candidates + u.Thoughts, CacheReadTokens: cached},
+				MessageID: validate.SafeID(r.UUID)}})
 		}
 		if !st.open {
 			break
