@@ -174,6 +174,10 @@ func (s *Server) Handler() http.Handler {
 				r.Post("/validate/"+kind, s.handleValidate(kind))
 			}
 		})
+		r.Group(func(r chi.Router) {
+			r.Use(s.crossOriginProtection(), s.noteOversizedHook, s.requireJSON)
+			r.Post("/hooks/{source}", s.handleHook)
+		})
 	})
 
 	r.Get("/", s.handleDashboard)
@@ -225,4 +229,5 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 var (
 	_ Hub     = (*hub.Hub)(nil)
 	_ Checker = (*hub.Hub)(nil)
+	_ Hooker  = (*hub.Hub)(nil)
 )

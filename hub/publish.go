@@ -184,6 +184,7 @@ func (h *Hub) commit(t *txn) {
 		h.deliver(e)
 	}
 	h.prunePartial()
+	h.foldHeld(s)
 }
 
 // finish commits t unless there are issues.

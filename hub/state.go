@@ -116,6 +116,12 @@ type source struct {
 	ctx      context.Context
 	ver      uint64 // bumped on every commit that touches the source
 	cache    *initCache
+	pub      *publisher // a running source's Sink (nil: a push source)
+	held     []heldHook // push sources: hooks for sessions not reported yet (hooks.go)
+	hooked   time.Time  // when the latest hook was taken
+	// the latest refused hook payload's code and time (hooks.go)
+	refusedCode string
+	refusedAt   time.Time
 }
 
 // sess is one session: the fold state and the (redacted, valid) snapshot
@@ -268,7 +274,8 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	starts := make([]Start, len(runs))
 	for i, s := range runs {
-		starts[i] = Start{Enabled: s.enabledList(), Changes: s.changes, Publisher: newPublisher(h, s)}
+		s.pub = newPublisher(h, s)
+		starts[i] = Start{Enabled: s.enabledList(), Changes: s.changes, Publisher: s.pub}
 	}
 	h.mu.Unlock()
 
@@ -311,8 +318,9 @@ func (s *source) enabledList() []string {
 	return out
 }
 
-func (s *source) state() SourceState {
+func (s *source) state(now time.Time) SourceState {
 	st := SourceState{SourceInfo: s.info, Harnesses: make([]HarnessState, 0, len(s.info.Harnesses))}
+	st.Observes = s.observes(now)
 	st.SourceInfo.Harnesses = slices.Clone(s.info.Harnesses)
 	for _, hr := range s.info.Harnesses {
 		st.Harnesses = append(st.Harnesses, HarnessState{Harness: hr, Enabled: s.enabled[hr.ID]})
@@ -327,7 +335,7 @@ func (h *Hub) Sources() []SourceState {
 	defer h.mu.Unlock()
 	out := make([]SourceState, 0, len(h.order))
 	for _, id := range h.order {
-		out = append(out, h.sources[id].state())
+		out = append(out, h.sources[id].state(h.now()))
 	}
 	return out
 }
@@ -340,7 +348,7 @@ func (h *Hub) Source(id string) (SourceState, bool) {
 	if !ok || s.host != "" {
 		return SourceState{}, false
 	}
-	return s.state(), true
+	return s.state(h.now()), true
 }
 
 // SetHarness switches one harness of a source on or off and returns the
@@ -361,7 +369,7 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 		return SourceState{}, ErrUnknownHarness
 	}
 	if s.enabled[harness] == enabled {
-		return s.state(), nil
+		return s.state(h.now()), nil
 	}
 	s.enabled[harness] = enabled
 
@@ -400,7 +408,7 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 		}
 		s.changes <- list // capacity 1 and only senders hold h.mu: never blocks
 	}
-	return s.state(), nil
+	return s.state(h.now()), nil
 }
 
 // sourceKey is the key of h.sources: the source id, after "host/" for a

@@ -145,6 +145,8 @@ client subcommands. With no subcommand it serves on 127.0.0.1:7391.`,
 		newStreamCmd(a),
 		newNotifyCmd(a),
 		newValidateCmd(a),
+		newHookCmd(a),
+		newHooksCmd(a),
 		newVersionCmd(a),
 		newManCmd(a),
 	)
