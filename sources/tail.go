@@ -1054,16 +1054,22 @@ func (t *Tailer) diagOnce(code, msg string) {
 // inotify limits name their sysctl.
 func (t *Tailer) watchErr(err error) {
 	t.log.Debug("watch failed", "err", err)
+	t.diagOnce(WatchDiagnostic(err))
+}
+
+// WatchDiagnostic is the typed diagnostic of a failure to watch a
+// directory with inotify (the limits named with the sysctl to raise), for
+// every source that watches on its own. It carries no path.
+func WatchDiagnostic(err error) (code, message string) {
 	switch {
 	case errors.Is(err, syscall.ENOSPC):
-		t.diagOnce(CodeWatchLimit, "the inotify watch limit is reached, so some journal directories are not followed; raise the sysctl fs.inotify.max_user_watches (e.g. sysctl -w fs.inotify.max_user_watches=524288), then restart agentbridge")
+		return CodeWatchLimit, "the inotify watch limit is reached, so some journal directories are not followed; raise the sysctl fs.inotify.max_user_watches (e.g. sysctl -w fs.inotify.max_user_watches=524288), then restart agentbridge"
 	case errors.Is(err, syscall.EMFILE):
-		t.diagOnce(CodeInstanceLimit, "the inotify instance limit is reached, so journals are not followed; raise the sysctl fs.inotify.max_user_instances (e.g. sysctl -w fs.inotify.max_user_instances=1024), then restart agentbridge")
+		return CodeInstanceLimit, "the inotify instance limit is reached, so journals are not followed; raise the sysctl fs.inotify.max_user_instances (e.g. sysctl -w fs.inotify.max_user_instances=1024), then restart agentbridge"
 	case errors.Is(err, fs.ErrPermission):
-		t.diagOnce(CodePermission, "a journal directory cannot be watched (permission denied); its sessions are not reported")
-	default:
-		t.diagOnce(CodeWatchError, "a journal directory cannot be watched ("+errnoText(err)+")")
+		return CodePermission, "a journal directory cannot be watched (permission denied); its sessions are not reported"
 	}
+	return CodeWatchError, "a journal directory cannot be watched (" + errnoText(err) + ")"
 }
 
 // fsErr reports a failure to read a directory or journal without its path.

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/agentbridge/agentbridge/sources"
 )
 
 // dirWatch watches the home directory itself (not its subdirectories)
@@ -19,6 +21,7 @@ import (
 type dirWatch struct {
 	home   string
 	notify func(db string, lost bool) // lost: events were lost, or the home (re)appeared: look at every database
+	diag   func(code, message string) // a watch could not be placed (typed, no path)
 	log    *slog.Logger
 	wg     sync.WaitGroup
 }
@@ -30,10 +33,11 @@ func newDirWatch(home string, log *slog.Logger) *dirWatch {
 	return &dirWatch{home: home, log: log}
 }
 
-// start runs the watch until ctx ends, calling notify from its own
-// goroutine; wait waits for it to end.
-func (w *dirWatch) start(ctx context.Context, notify func(db string, lost bool)) {
-	w.notify = notify
+// start runs the watch until ctx ends, calling notify (and diag, when a
+// watch cannot be placed: the inotify limits) from its own goroutine;
+// wait waits for it to end.
+func (w *dirWatch) start(ctx context.Context, notify func(db string, lost bool), diag func(code, message string)) {
+	w.notify, w.diag = notify, diag
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -47,6 +51,7 @@ func (w *dirWatch) run(ctx context.Context) {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		w.log.Debug("opencode: cannot watch the data directory", "err", err)
+		w.diag(sources.WatchDiagnostic(err))
 		return
 	}
 	defer fw.Close()
@@ -74,6 +79,7 @@ func (w *dirWatch) run(ctx context.Context) {
 				}
 				if err := fw.Add(dir); err != nil {
 					w.log.Debug("opencode: cannot watch", "dir", dir, "err", err)
+					w.diag(sources.WatchDiagnostic(err))
 					return
 				}
 				watched = dir

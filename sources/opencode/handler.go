@@ -171,7 +171,10 @@ func (h *handler) Rescan() {
 	h.reset()
 	if !h.watching {
 		h.watching = true
-		h.watch.start(h.ctx, func(db string, all bool) { h.Post(func() { h.changed(db, all) }) })
+		h.watch.start(h.ctx, func(db string, all bool) { h.Post(func() { h.changed(db, all) }) },
+			func(code, message string) {
+				h.Post(func() { h.Diagnostic(agentbridge.Diagnostic{Code: code, Message: message}) })
+			})
 	}
 }
 
