@@ -37,16 +37,17 @@ type handler struct {
 	watching bool // the watch was started
 	log      *slog.Logger
 
-	m        *Mapper
-	dbs      map[string]*DB    // open databases by path
-	dirty    map[string]bool   // databases changed since they were read
-	all      bool              // look at every database of the home
-	owner    map[string]string // session → the database (or "storage") it came from
-	runs     map[string]string // log run → the session it named last
-	pending  map[string]*Ask   // log run → its permission request not yet placed
-	said     map[string]bool   // diagnostics given once per database and problem
-	trail    *time.Timer       // the trailing read (see changed)
-	trailDBs map[string]bool   // the databases it reads
+	m          *Mapper
+	dbs        map[string]*DB    // open databases by path
+	dirty      map[string]bool   // databases changed since they were read
+	all        bool              // look at every database of the home
+	owner      map[string]string // session → the database (or "storage") it came from
+	runs       map[string]string // log run → the session it named last
+	pending    map[string]*Ask   // log run → its permission request not yet placed
+	said       map[string]bool   // diagnostics given once per database and problem
+	trail      *time.Timer       // the trailing read (see changed)
+	trailDBs   map[string]bool   // the databases it reads
+	trailStage int               // which of trailDelays is armed
 
 	storageRoot  string            // home/storage
 	held         []Record          // file storage objects read during a scan
@@ -100,16 +101,19 @@ func (h *handler) reset() {
 	h.said = map[string]bool{}
 }
 
-// trailDelay is how long after the last change of a burst a database is
-// read once more. SQLite writes a commit's frames to the -wal file (which
-// inotify reports) and only then publishes it in the -shm index (a memory
-// write inotify cannot see): a read woken by the write may come just
-// before the commit is visible, and no later event would come for it.
-const trailDelay = 50 * time.Millisecond
+// trailDelays are how long after the last change of a burst a database
+// is read once more, each after the one before. SQLite writes a commit's
+// frames to the -wal file (which inotify reports) and only then publishes
+// it in the -shm index (a memory write inotify cannot see): a read woken
+// by the write may come just before the commit is visible, and no later
+// event would come for it. A writer descheduled on a busy machine can take
+// longer than the first delay to publish, hence the later ones; after the
+// last, nothing runs until the next change.
+var trailDelays = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second}
 
 // changed is posted by the directory watch: db changed, or (all) every
-// database must be looked at. The database is read at once, and once more
-// trailDelay after its last change (a one-shot timer, re-armed by each
+// database must be looked at. The database is read at once, and again
+// trailDelays after its last change (one-shot timers, re-armed by each
 // change, never running while nothing changes).
 func (h *handler) changed(db string, all bool) {
 	if all {
@@ -118,17 +122,23 @@ func (h *handler) changed(db string, all bool) {
 	}
 	h.dirty[db] = true
 	h.trailDBs[db] = true
+	h.trailStage = 0
 	if h.trail == nil {
-		h.trail = time.AfterFunc(trailDelay, func() { h.Post(h.trailed) })
+		h.trail = time.AfterFunc(trailDelays[0], func() { h.Post(h.trailed) })
 	} else {
-		h.trail.Reset(trailDelay)
+		h.trail.Reset(trailDelays[0])
 	}
 }
 
-// trailed is the trailing read of a burst of changes.
+// trailed is a trailing read of a burst of changes; it arms the next one
+// until the last.
 func (h *handler) trailed() {
 	for db := range h.trailDBs {
 		h.dirty[db] = true
+	}
+	if h.trailStage++; h.trailStage < len(trailDelays) {
+		h.trail.Reset(trailDelays[h.trailStage])
+		return
 	}
 	clear(h.trailDBs)
 	h.trail = nil

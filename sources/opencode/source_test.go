@@ -139,6 +139,12 @@ func status(id string, want agentbridge.Status) func(*sourcestest.Hub) bool {
 // quiet second passes without a query, a wake-up or a read.
 func quiet(t *testing.T) {
 	t.Helper()
+	// The trailing reads of the last change run first (see trailDelays).
+	var trail time.Duration
+	for _, d := range trailDelays {
+		trail += d
+	}
+	time.Sleep(trail + 100*time.Millisecond)
 	before, q := sources.ReadActivity(), queries.Load()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
 		time.Sleep(200 * time.Millisecond)
