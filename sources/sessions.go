@@ -625,6 +625,8 @@ func badMessage(code string, n int, why map[string]bool) string {
 		return fmt.Sprintf("dropped %s that broke the host's rules (%s)", plural(n, "lifecycle event", "lifecycle events"), strings.Join(codes, ", "))
 	case CodePublishRefused:
 		return "the hub refused " + plural(n, "session update", "session updates")
+	case CodeSideNotRegular, CodeSideTooLarge:
+		return sideMessage(code, n)
 	}
 	return fmt.Sprintf("skipped %s (%s)", plural(n, "journal line", "journal lines"), code)
 }

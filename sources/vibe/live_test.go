@@ -1,7 +1,10 @@
 package vibe
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
@@ -57,4 +60,30 @@ func TestLive(t *testing.T) {
 	}
 	_ = agent.Process.Kill()
 	h.WaitFor(t, "exited with its process", kittest.Status(id, agentbridge.StatusExited))
+}
+
+// A meta.json that is a FIFO (or a link to a device) is skipped with a
+// typed diagnostic, and the session is followed all the same.
+func TestHostileMetaFile(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "vibe")
+	h := kittest.Run(t, New(sources.Options{Home: home}), Harness)
+	const id = "session_20260707_162829_447cd2b1"
+	dir := filepath.Join(SessionsDir(home), id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, metaFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sourcestest.Append(t, filepath.Join(dir, messagesFile), `{"role": "user", "content": "hi", "injected": false, "message_id": "u1"}
+`)
+	h.WaitFor(t, "running", kittest.Status(id, agentbridge.StatusRunning))
+	h.WaitFor(t, "the side file's diagnostic", func(h *sourcestest.Hub) bool {
+		for _, d := range h.Diagnostics() {
+			if d.Code == sources.CodeSideNotRegular && !strings.Contains(d.Message, dir) {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -1,6 +1,7 @@
 package kit
 
 import (
+	"errors"
 	"maps"
 	"slices"
 
@@ -135,7 +136,7 @@ func (h *Handler[S]) Idle() {
 			h.BadLine(code) // a side file caught half-written is read again at its next change
 		}
 		h.publish(id, h.journals[id])
-	})
+	}, h.BadLine)
 	h.procs.Flush(h.BindPID)
 	h.Sessions.Idle()
 }
@@ -191,11 +192,19 @@ func (s *sideFiles) Reset() { clear(s.paths) }
 // Read reads each marked side file with sources.ReadSmall (regular files
 // of at most limit bytes), in session id order, hands the bytes to f, and
 // drops the marks. A side file that is missing or not a small regular
-// file is skipped until its next change.
-func (s *sideFiles) Read(limit int64, f func(id string, data []byte)) {
+// file is skipped until its next change; one that is a FIFO, a device
+// (or a link to one) or too large is reported to bad with its typed code
+// (sources.CodeSideNotRegular, CodeSideTooLarge).
+func (s *sideFiles) Read(limit int64, f func(id string, data []byte), bad func(code string)) {
 	for _, id := range slices.Sorted(maps.Keys(s.paths)) {
-		if data, err := sources.ReadSmall(s.paths[id], limit); err == nil {
+		data, err := sources.ReadSmall(s.paths[id], limit)
+		switch {
+		case err == nil:
 			f(id, data)
+		case errors.Is(err, sources.ErrNotRegular):
+			bad(sources.CodeSideNotRegular)
+		case errors.Is(err, sources.ErrTooLarge):
+			bad(sources.CodeSideTooLarge)
 		}
 	}
 	clear(s.paths)
