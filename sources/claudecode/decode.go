@@ -178,6 +178,8 @@ func (d *decoder) topField(src, name []byte, r *record) (err error) {
 
 func (d *decoder) messageField(src, name []byte, m *message) (err error) {
 	switch string(name) {
+	case "id":
+		m.ID, err = d.str(src)
 	case "model":
 		m.Model, err = d.str(src)
 	case "stop_reason":

@@ -52,6 +52,11 @@ type Mapper struct {
 	title                                           string // as last published
 
 	turn  string // open turn id; "" when none
+	// endedBy is the API message id of the reply that ended the last turn:
+	// Claude Code writes one assistant record per content block (thinking,
+	// then text), each with the reply's stop_reason, so the blocks after
+	// the first belong to the turn that already ended.
+	endedBy string
 	turns int
 	used  map[string]struct{} // turn ids given out, so none repeats
 
@@ -387,6 +392,7 @@ func (m *Mapper) turnID(r *record) string {
 
 func (m *Mapper) openTurn(r *record, promptText string, at int64) {
 	m.turn = m.turnID(r)
+	m.endedBy = ""
 	m.emit(agentbridge.Event{Kind: agentbridge.KindTurnStarted, OccurredAt: at, TurnID: m.turn, PromptText: promptText})
 	if m.reg.Status == RegistryWaiting {
 		m.openRegistryWait(at)
@@ -481,6 +487,9 @@ func (m *Mapper) assistant(r *record, at int64) {
 	if msg.Model == "<synthetic>" {
 		return // a partial reply cut off by an interrupt, or a local notice
 	}
+	if m.turn == "" && msg.ID != "" && msg.ID == m.endedBy {
+		return // a later block of the reply that ended the last turn
+	}
 	if msg.Model != "" {
 		if mod := validate.Bound(msg.Model, validate.MaxModel); mod != m.model {
 			m.model = mod
@@ -496,8 +505,9 @@ func (m *Mapper) assistant(r *record, at int64) {
 			m.toolUse(r, &blocks[i], i, at)
 		}
 	}
-	if (msg.StopReason == "end_turn" || msg.StopReason == "stop_sequence") && len(m.tools) == 0 {
+	if (msg.StopReason == "end_turn" || msg.StopReason == "stop_sequence") && len(m.tools) == 0 && m.turn != "" {
 		m.finishTurn(agentbridge.OutcomeSuccess, "", at)
+		m.endedBy = msg.ID
 	}
 }
 

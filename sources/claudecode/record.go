@@ -40,6 +40,7 @@ type record struct {
 
 // message is the inner API message of user and assistant records.
 type message struct {
+	ID         string // the API message id; every block record of one reply shares it
 	Model      string
 	StopReason string
 	content    []block // a string content is one text block

@@ -1,0 +1,384 @@
+package live
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// snapshot is the part of a session snapshot the scenarios check.
+type snapshot struct {
+	ID              string     `json:"id"`
+	Harness         string     `json:"harness"`
+	PID             int        `json:"pid"`
+	Cwd             string     `json:"cwd"`
+	Title           string     `json:"title"`
+	Model           string     `json:"model"`
+	Status          string     `json:"status"`
+	WaitingFor      string     `json:"waitingFor"`
+	LastTurn        string     `json:"lastTurn"`
+	LastTurnEndedAt int64      `json:"lastTurnEndedAt"`
+	Subagents       []subagent `json:"subagents"`
+}
+
+type subagent struct {
+	ID     string `json:"id"`
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status string `json:"status"`
+}
+
+func (s snapshot) String() string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// lifecycle is one lifecycle event of the stream.
+type lifecycle struct {
+	Kind       string `json:"kind"`
+	TurnID     string `json:"turnId"`
+	PromptText string `json:"promptText"`
+	Reason     string `json:"reason"`
+	Outcome    string `json:"outcome"`
+	Name       string `json:"name"`
+	SubagentID string `json:"subagentId"`
+}
+
+// bridge is a running agentbridge process watching one private home, and
+// a follower of its event stream that keeps the sessions it reports.
+type bridge struct {
+	t     *testing.T
+	base  string
+	token string
+	cmd   *exec.Cmd
+	out   *lockedBuffer
+	done  chan struct{}
+
+	mu       sync.Mutex
+	sessions map[string]snapshot    // "source/id" → snapshot
+	history  map[string][]string    // "source/id" → statuses in order, repeats folded
+	events   map[string][]lifecycle // "source/id" → lifecycle events
+	removed  map[string]bool
+	changed  chan struct{}
+	cancel   context.CancelFunc
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startBridge runs `agentbridge serve` on a free loopback port, watching
+// the agent homes under home, and follows its stream.
+func startBridge(t *testing.T, home string) *bridge {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := &bridge{
+		t: t, base: "http://" + addr, token: "live-token-0123456789abcdef", out: &lockedBuffer{},
+		done: make(chan struct{}), sessions: map[string]snapshot{}, history: map[string][]string{},
+		events: map[string][]lifecycle{}, removed: map[string]bool{}, changed: make(chan struct{}),
+	}
+	b.cmd = exec.Command(agentbridgeBin(t), "serve", "--listen", addr, "--config", cfg)
+	b.cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
+		"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
+		"CODEX_HOME=" + filepath.Join(home, ".codex"),
+		"AGENTBRIDGE_TOKEN=" + b.token,
+	}
+	b.cmd.Stdout, b.cmd.Stderr = b.out, b.out
+	if err := b.cmd.Start(); err != nil {
+		t.Fatalf("start bridge: %v", err)
+	}
+	go func() { b.cmd.Wait(); close(b.done) }()
+	t.Cleanup(b.stop)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if res, err := http.Get(b.base + "/healthz"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case <-b.done:
+			t.Fatalf("bridge exited early:\n%s", b.out)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bridge did not answer /healthz:\n%s", b.out)
+		}
+	}
+	b.follow()
+	return b
+}
+
+func (b *bridge) stop() {
+	if b.cancel != nil {
+		b.cancel()
+	}
+	select {
+	case <-b.done:
+		return
+	default:
+	}
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.done:
+	case <-time.After(10 * time.Second):
+		b.cmd.Process.Kill()
+		<-b.done
+	}
+}
+
+// follow reads the NDJSON stream and applies it to the session table.
+// A dropped stream fails the test: the bridge runs on loopback and must
+// not cut a reader that keeps up.
+func (b *bridge) follow() {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.base+"/v1/events?format=ndjson", nil)
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.t.Fatalf("open stream: %v", err)
+	}
+	if res.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(res.Body)
+		b.t.Fatalf("open stream: %s: %s", res.Status, body)
+	}
+	go func() {
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			b.apply(sc.Bytes())
+		}
+	}()
+}
+
+func (b *bridge) apply(line []byte) {
+	var rec struct {
+		Event string          `json:"event"`
+		Data  json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(line, &rec) != nil {
+		return
+	}
+	var d struct {
+		Source    string     `json:"source"`
+		Sessions  []snapshot `json:"sessions"`
+		Snapshot  snapshot   `json:"snapshot"`
+		SessionID string     `json:"sessionId"`
+		Event     lifecycle  `json:"event"`
+	}
+	if json.Unmarshal(rec.Data, &d) != nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	put := func(s snapshot) {
+		k := d.Source + "/" + s.ID
+		b.sessions[k] = s
+		delete(b.removed, k)
+		h := b.history[k]
+		if len(h) == 0 || h[len(h)-1] != s.Status {
+			b.history[k] = append(h, s.Status)
+		}
+	}
+	switch rec.Event {
+	case "reset":
+		for k := range b.sessions {
+			if strings.HasPrefix(k, d.Source+"/") {
+				delete(b.sessions, k)
+			}
+		}
+		for _, s := range d.Sessions {
+			put(s)
+		}
+	case "upsert":
+		put(d.Snapshot)
+	case "remove":
+		k := d.Source + "/" + d.SessionID
+		delete(b.sessions, k)
+		b.removed[k] = true
+	case "lifecycle":
+		k := d.Source + "/" + d.SessionID
+		b.events[k] = append(b.events[k], d.Event)
+	default:
+		return
+	}
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// Sessions returns the sessions of one source.
+func (b *bridge) Sessions(source string) []snapshot {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []snapshot
+	for k, s := range b.sessions {
+		if strings.HasPrefix(k, source+"/") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Session returns one session (ok false when not listed).
+func (b *bridge) Session(source, id string) (snapshot, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, ok := b.sessions[source+"/"+id]
+	return s, ok
+}
+
+// History returns the statuses a session went through, repeats folded.
+func (b *bridge) History(source, id string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.history[source+"/"+id]...)
+}
+
+// Events returns the lifecycle events of a session.
+func (b *bridge) Events(source, id string) []lifecycle {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]lifecycle(nil), b.events[source+"/"+id]...)
+}
+
+// Removed reports whether the session was removed.
+func (b *bridge) Removed(source, id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.removed[source+"/"+id]
+}
+
+// Await waits until cond holds for the bridge's state; it fails the test
+// with what the bridge reports otherwise.
+func (b *bridge) Await(what string, timeout time.Duration, cond func() bool) {
+	b.t.Helper()
+	if err := b.await(timeout, cond); err != nil {
+		b.t.Fatalf("bridge: %s: %v\nsessions: %s", what, err, b.dump())
+	}
+}
+
+func (b *bridge) await(timeout time.Duration, cond func() bool) error {
+	deadline := time.After(timeout)
+	for {
+		b.mu.Lock()
+		ch := b.changed
+		b.mu.Unlock()
+		if cond() {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			return fmt.Errorf("not within %v", timeout)
+		case <-b.done:
+			return fmt.Errorf("the bridge exited:\n%s", b.out)
+		}
+	}
+}
+
+// AwaitOne waits for exactly one session of source matching pred and
+// returns it.
+func (b *bridge) AwaitOne(what, source string, timeout time.Duration, pred func(snapshot) bool) snapshot {
+	b.t.Helper()
+	var got snapshot
+	b.Await(what, timeout, func() bool {
+		n := 0
+		for _, s := range b.Sessions(source) {
+			if pred(s) {
+				got, n = s, n+1
+			}
+		}
+		return n == 1
+	})
+	return got
+}
+
+// AwaitStatus waits until the session has the status and returns it.
+func (b *bridge) AwaitStatus(source, id, status string, timeout time.Duration) snapshot {
+	b.t.Helper()
+	var got snapshot
+	b.Await(fmt.Sprintf("session %s to be %s", id, status), timeout, func() bool {
+		s, ok := b.Session(source, id)
+		got = s
+		return ok && s.Status == status
+	})
+	return got
+}
+
+func (b *bridge) dump() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var sb strings.Builder
+	for k, s := range b.sessions {
+		fmt.Fprintf(&sb, "\n  %s %s history=%v", k, s, b.history[k])
+	}
+	for k := range b.removed {
+		fmt.Fprintf(&sb, "\n  %s removed", k)
+	}
+	return sb.String()
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// agentbridgeBin builds ./cmd/agentbridge once per run.
+func agentbridgeBin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binPath = filepath.Join(workDir, "agentbridge")
+		build := exec.Command("go", "build", "-o", binPath, "./cmd/agentbridge")
+		build.Dir = repoRoot
+		if out, err := build.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build agentbridge: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
