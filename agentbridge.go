@@ -4,8 +4,8 @@
 // standard library; validation lives in package validate, the ordered state
 // in package hub, journal parsing in package sources and its sub-packages.
 //
-// The JSON shape of every type here is the external contract
-// (../shared/CONTRACT.md, openapi.yaml): field names must not change.
+// The JSON shape of every type here is the external contract (docs/ and
+// openapi.yaml): field names must not change.
 package agentbridge
 
 // Status is where a session stands.
@@ -171,14 +171,22 @@ const (
 	Unavailable Observation = "unavailable"
 )
 
+// Observe says how a source knows one thing: the level, and where it comes
+// from when that is worth saying ("journal", "registry", "hooks",
+// "process"). GET /v1/sources shows it as {"how": …, "from": …}.
+type Observe struct {
+	How  Observation `json:"how"`
+	From string      `json:"from,omitempty"`
+}
+
 // SourceInfo describes a source: its id, name, declared harnesses, the
 // environment variables it reads, and what it can observe, keyed by what is
 // observed ("waiting", "exited", "subagents", …).
 type SourceInfo struct {
-	ID                   string                 `json:"id"`
-	DisplayName          string                 `json:"displayName"`
-	Harnesses            []Harness              `json:"harnesses"`
-	EnvironmentVariables []string               `json:"environmentVariables"`
-	Observes             map[string]Observation `json:"observes,omitempty"`
-	Push                 bool                   `json:"push"` // takes POST /v1/sources/{id}/publish
+	ID                   string             `json:"id"`
+	DisplayName          string             `json:"displayName"`
+	Harnesses            []Harness          `json:"harnesses"`
+	EnvironmentVariables []string           `json:"environmentVariables"`
+	Observes             map[string]Observe `json:"observes,omitempty"`
+	Push                 bool               `json:"push"` // takes POST /v1/sources/{id}/publish
 }

@@ -41,7 +41,7 @@ func newFakeHub() *fakeHub {
 		sources: []hub.SourceState{{
 			SourceInfo: agentbridge.SourceInfo{ID: "claude-code", DisplayName: "Claude Code",
 				EnvironmentVariables: []string{"CLAUDE_CONFIG_DIR"},
-				Observes:             map[string]agentbridge.Observation{"waiting": agentbridge.Observed}},
+				Observes:             map[string]agentbridge.Observe{"waiting": {How: agentbridge.Observed, From: "journal"}}},
 			Harnesses: []hub.HarnessState{{Harness: agentbridge.Harness{ID: "claude-code", DisplayName: "Claude Code"}, Enabled: true}},
 		}, {
 			SourceInfo: agentbridge.SourceInfo{ID: "example-push", DisplayName: "Example Agent", EnvironmentVariables: []string{}, Push: true},

@@ -66,7 +66,8 @@ type Config struct {
 	// Push declares the push sources, which take POST
 	// /v1/sources/{id}/publish.
 	Push []PushSource `koanf:"push"`
-	// Sources switches built-in sources by id (e.g. "codex"); absent means on.
+	// Sources sets built-in sources by id (e.g. "codex"): whether each is
+	// on (absent means on) and where its agent's home is.
 	Sources map[string]SourceSwitch `koanf:"sources"`
 	// Window is how far back journals are read at start (recent sessions).
 	Window time.Duration `koanf:"window"`
@@ -76,12 +77,13 @@ type Config struct {
 	Heartbeat time.Duration `koanf:"heartbeat"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `koanf:"logLevel"`
-	// ClaudeConfigDir is Claude Code's home (CLAUDE_CONFIG_DIR, ~/.claude).
-	ClaudeConfigDir string `koanf:"claudeConfigDir"`
-	// CodexHome is Codex's home (CODEX_HOME, ~/.codex).
-	CodexHome string `koanf:"codexHome"`
-	// ExampleAgentHome is the reference example agent's home
-	// (EXAMPLE_AGENT_HOME); empty turns the example source off.
+	// ClaudeConfigDir, CodexHome and ExampleAgentHome are the older names
+	// of sources.claude-code.home, sources.codex.home and
+	// sources.example.home, kept as aliases (the generic key wins when
+	// both are set). Empty means: the agent's own variable, else its
+	// default home (see SourceHome).
+	ClaudeConfigDir  string `koanf:"claudeConfigDir"`
+	CodexHome        string `koanf:"codexHome"`
 	ExampleAgentHome string `koanf:"exampleAgentHome"`
 	// Addr is the address the client subcommands dial (AGENTBRIDGE_ADDR);
 	// empty means Listen. The server ignores it.
@@ -89,6 +91,9 @@ type Config struct {
 
 	// File is the YAML file that was loaded, empty when none was.
 	File string `koanf:"-"`
+	// Env is the environment the configuration was loaded from; sources
+	// read their agents' own variables from it (Getenv).
+	Env []string `koanf:"-"`
 	// StateDir is the bridge's state directory: the token file's directory
 	// ($XDG_STATE_HOME/agentbridge or ~/.local/state/agentbridge unless
 	// tokenFile says otherwise); empty when it cannot be named. The server
@@ -109,10 +114,38 @@ type PushHarness struct {
 	DisplayName string `koanf:"displayName"`
 }
 
-// SourceSwitch turns a built-in source on or off.
+// SourceSwitch turns a built-in source on or off and names its agent's
+// home.
 type SourceSwitch struct {
-	Enabled *bool `koanf:"enabled"`
+	Enabled *bool  `koanf:"enabled"`
+	Home    string `koanf:"home"`
 }
+
+// legacyHomes maps the older top-level home keys to the source whose
+// sources.<id>.home they alias. New sources have only the generic key.
+var legacyHomes = map[string]func(*Config) string{
+	"claude-code": func(c *Config) string { return c.ClaudeConfigDir },
+	"codex":       func(c *Config) string { return c.CodexHome },
+	"example":     func(c *Config) string { return c.ExampleAgentHome },
+}
+
+// SourceHome returns the home configured for source id
+// (sources.<id>.home, else its legacy alias key), absolute, or empty when
+// none is configured: the source then looks at its agent's own variable
+// and default home.
+func (c *Config) SourceHome(id string) string {
+	if h := c.Sources[id].Home; h != "" {
+		return h
+	}
+	if f := legacyHomes[id]; f != nil {
+		return f(c)
+	}
+	return ""
+}
+
+// Getenv reads a variable of the environment the configuration was
+// loaded from (the last value wins, as in os.Getenv).
+func (c *Config) Getenv(key string) string { return environ(c.Env).get(key) }
 
 // SourceEnabled reports whether the built-in source id is switched on
 // (sources.<id>.enabled, default true).
@@ -258,6 +291,9 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 			}
 			key, ok := envKeys[name]
 			if !ok {
+				key, ok = sourceEnvKey(name)
+			}
+			if !ok {
 				unknownEnv = append(unknownEnv, name)
 				return "", nil
 			}
@@ -309,7 +345,19 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %s", where, msg)
 	}
 	c.File = loaded
-	for _, home := range []*string{&c.ClaudeConfigDir, &c.CodexHome, &c.ExampleAgentHome, &c.TokenFile} {
+	c.Env = env
+	homes := []*string{&c.ClaudeConfigDir, &c.CodexHome, &c.ExampleAgentHome, &c.TokenFile}
+	for id, sw := range c.Sources {
+		if sw.Home != "" {
+			abs, err := filepath.Abs(sw.Home)
+			if err != nil {
+				return nil, fmt.Errorf("sources.%s.home: make %q absolute: %w", id, sw.Home, err)
+			}
+			sw.Home = abs
+			c.Sources[id] = sw
+		}
+	}
+	for _, home := range homes {
 		if *home != "" && !filepath.IsAbs(*home) {
 			abs, err := filepath.Abs(*home)
 			if err != nil {
@@ -336,6 +384,25 @@ func durationNeedsUnit(from, to reflect.Type, data any) (any, error) {
 	return data, nil
 }
 
+// sourceEnvKey maps AGENTBRIDGE_SOURCES_<ID>_HOME and _ENABLED to
+// sources.<id>.home and .enabled; the id is lower-cased, with '_' for '-'
+// (AGENTBRIDGE_SOURCES_CLAUDE_CODE_ENABLED=false).
+func sourceEnvKey(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "AGENTBRIDGE_SOURCES_")
+	if !ok {
+		return "", false
+	}
+	for suffix, field := range map[string]string{"_HOME": "home", "_ENABLED": "enabled"} {
+		if id, ok := strings.CutSuffix(rest, suffix); ok && id != "" {
+			id = strings.ReplaceAll(strings.ToLower(id), "_", "-")
+			if ValidID(id) {
+				return "sources." + id + "." + field, true
+			}
+		}
+	}
+	return "", false
+}
+
 func knownEnv() []string {
 	var names []string
 	for n := range envKeys {
@@ -356,24 +423,10 @@ func splitList(s string) []string {
 	return out
 }
 
-// defaults is the bottom layer. The agent homes come from the agents' own
-// variables, as the agents themselves read them.
+// defaults is the bottom layer. The agent homes are not here: each
+// source resolves its own from its agent's variables (Config.SourceHome
+// and the source registry).
 func defaults(e environ) map[string]any {
-	home := e.get("HOME")
-	under := func(dir string) string {
-		if home == "" {
-			return ""
-		}
-		return filepath.Join(home, dir)
-	}
-	claude := e.get("CLAUDE_CONFIG_DIR")
-	if claude == "" {
-		claude = under(".claude")
-	}
-	codex := e.get("CODEX_HOME")
-	if codex == "" {
-		codex = under(".codex")
-	}
 	return map[string]any{
 		"listen":           DefaultListen,
 		"allowRemote":      false,
@@ -386,9 +439,9 @@ func defaults(e environ) map[string]any {
 		"linger":           "10m",
 		"heartbeat":        "15s",
 		"logLevel":         "info",
-		"claudeConfigDir":  claude,
-		"codexHome":        codex,
-		"exampleAgentHome": e.get("EXAMPLE_AGENT_HOME"),
+		"claudeConfigDir":  "",
+		"codexHome":        "",
+		"exampleAgentHome": "",
 		"addr":             "",
 	}
 }

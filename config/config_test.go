@@ -47,18 +47,17 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatalf("Load: %v", err)
 	}
 	want := &Config{
-		Listen:          "127.0.0.1:7391",
-		Auth:            "token",
-		TokenFile:       filepath.Join(home, ".local/state/agentbridge/token"),
-		StateDir:        filepath.Join(home, ".local/state/agentbridge"),
-		AllowedHosts:    []string{},
-		AllowedOrigins:  []string{},
-		Window:          2 * time.Hour,
-		Linger:          10 * time.Minute,
-		Heartbeat:       15 * time.Second,
-		LogLevel:        "info",
-		ClaudeConfigDir: filepath.Join(home, ".claude"),
-		CodexHome:       filepath.Join(home, ".codex"),
+		Listen:         "127.0.0.1:7391",
+		Auth:           "token",
+		TokenFile:      filepath.Join(home, ".local/state/agentbridge/token"),
+		StateDir:       filepath.Join(home, ".local/state/agentbridge"),
+		AllowedHosts:   []string{},
+		AllowedOrigins: []string{},
+		Window:         2 * time.Hour,
+		Linger:         10 * time.Minute,
+		Heartbeat:      15 * time.Second,
+		LogLevel:       "info",
+		Env:            env,
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Load defaults mismatch (-want +got):\n%s", diff)
@@ -68,19 +67,38 @@ func TestLoadDefaults(t *testing.T) {
 	}
 }
 
-func TestLoadAgentHomesFromTheirVariables(t *testing.T) {
+// Agent homes: sources.<id>.home from every layer, the legacy alias
+// keys, and nothing when unset (the source registry then resolves the
+// agent's own variable; see sources/all).
+func TestSourceHomes(t *testing.T) {
 	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(file, []byte("sources:\n  copilot: {home: /srv/copilot}\n  codex: {home: /srv/codex-generic}\ncodexHome: /srv/codex-alias\nclaudeConfigDir: /srv/claude-alias\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	_, env := setup(t, "")
-	env = append(env, "CLAUDE_CONFIG_DIR=/srv/claude", "CODEX_HOME=/srv/codex",
-		"EXAMPLE_AGENT_HOME=/srv/example", "XDG_STATE_HOME=/srv/state")
+	env = append(env, "AGENTBRIDGE_CONFIG="+file, "AGENTBRIDGE_SOURCES_PI_HOME=/srv/pi", "AGENTBRIDGE_SOURCES_CLAUDE_CODE_ENABLED=false")
 	c, err := Load(nil, env)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	got := []string{c.ClaudeConfigDir, c.CodexHome, c.ExampleAgentHome, c.TokenFile}
-	want := []string{"/srv/claude", "/srv/codex", "/srv/example", "/srv/state/agentbridge/token"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("agent homes mismatch (-want +got):\n%s", diff)
+	for id, want := range map[string]string{
+		"copilot":     "/srv/copilot",
+		"codex":       "/srv/codex-generic", // the generic key wins over the alias
+		"claude-code": "/srv/claude-alias",
+		"pi":          "/srv/pi",
+		"example":     "",
+	} {
+		if got := c.SourceHome(id); got != want {
+			t.Errorf("SourceHome(%s) = %q, want %q", id, got, want)
+		}
+	}
+	if c.SourceEnabled("claude-code") || !c.SourceEnabled("pi") {
+		t.Errorf("SourceEnabled: claude-code %v pi %v, want false true", c.SourceEnabled("claude-code"), c.SourceEnabled("pi"))
+	}
+	if got := c.Getenv("AGENTBRIDGE_SOURCES_PI_HOME"); got != "/srv/pi" {
+		t.Errorf("Getenv = %q", got)
 	}
 }
 

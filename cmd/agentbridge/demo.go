@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/example"
 	journals "github.com/agentbridge/agentbridge/sources/example/demo"
 )
@@ -69,11 +70,14 @@ func demoMain(ctx context.Context, args, env []string, stdout, stderr io.Writer)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("demo home: %w", err)
 	}
-	cfg.ExampleAgentHome = home
+	// Only the example agent, in its temporary home: every other
+	// registered source is off, so the demo never reads the user's agents.
 	on, off := true, false
-	cfg.Sources = map[string]config.SourceSwitch{
-		"example": {Enabled: &on}, "claude-code": {Enabled: &off}, "codex": {Enabled: &off},
+	cfg.Sources = map[string]config.SourceSwitch{}
+	for _, r := range sources.Registered() {
+		cfg.Sources[r.Info.ID] = config.SourceSwitch{Enabled: &off}
 	}
+	cfg.Sources[example.ID] = config.SourceSwitch{Enabled: &on, Home: home}
 	if !flags.Changed("listen") {
 		cfg.Listen = "127.0.0.1:0"
 	}

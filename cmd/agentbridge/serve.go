@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -22,9 +23,8 @@ import (
 	"github.com/agentbridge/agentbridge/api"
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/hub"
-	"github.com/agentbridge/agentbridge/sources/claudecode"
-	"github.com/agentbridge/agentbridge/sources/codex"
-	"github.com/agentbridge/agentbridge/sources/example"
+	"github.com/agentbridge/agentbridge/sources"
+	_ "github.com/agentbridge/agentbridge/sources/all" // every built-in source
 	"github.com/agentbridge/agentbridge/sse"
 )
 
@@ -36,10 +36,6 @@ const (
 	sourcesGrace    = 10 * time.Second // for the sources to stop
 	readHeaderLimit = 10 * time.Second
 )
-
-// builtinSources are the ids of the sources buildSources may make; the
-// config's sources.<id> keys must name one of them.
-var builtinSources = []string{claudecode.SourceID, codex.ID, example.ID}
 
 func init() {
 	register("serve", "serve the API, the event stream and the dashboard (the default)",
@@ -66,35 +62,49 @@ func serveMain(ctx context.Context, args, env []string, stdout, stderr io.Writer
 	return serve(ctx, cfg, stdout, stderr)
 }
 
-// buildSources makes the built-in sources the configuration switches on
-// (sources.<id>.enabled, default on): Claude Code (claudeConfigDir), Codex
-// (codexHome) and the reference example agent (exampleAgentHome; off
-// unless set). An agent home that could not be named (no HOME) leaves its
-// source out with a warning. New built-in sources are added here and to
-// builtinSources.
+// buildSources makes every registered source the configuration leaves
+// on (sources.<id>.enabled, default on), each watching its agent's home:
+// sources.<id>.home (or its legacy alias), else the agent's own variable,
+// else its default home. A home that cannot be named (no HOME) leaves the
+// source out with a warning; an optional source (the reference example
+// agent) runs only when its home is named.
 func buildSources(cfg *config.Config, log *slog.Logger) []hub.Source {
 	var out []hub.Source
-	on := func(id, home string) bool {
+	for _, r := range sources.Registered() {
+		id := r.Info.ID
 		if !cfg.SourceEnabled(id) {
 			log.Info("source switched off by configuration", "source", id)
-			return false
+			continue
 		}
+		if r.HomeEnv != "" {
+			if v := cfg.Getenv(r.HomeEnv); v != "" && !filepath.IsAbs(v) {
+				log.Warn("the agent's home variable is not an absolute path; using the default home", "source", id, "variable", r.HomeEnv)
+			}
+		}
+		home := r.ResolveHome(cfg.SourceHome(id), cfg.Getenv)
 		if home == "" {
-			log.Warn("source left out: its home directory is unknown (set HOME or the agent's variable)", "source", id)
-			return false
+			if !r.Optional {
+				log.Warn("source left out: its home directory is unknown (set HOME or the agent's variable)", "source", id)
+			}
+			continue
 		}
-		return true
-	}
-	if on(claudecode.SourceID, cfg.ClaudeConfigDir) {
-		out = append(out, claudecode.New(claudecode.Options{ConfigDir: cfg.ClaudeConfigDir, Window: cfg.Window, Linger: cfg.Linger, Logger: log}))
-	}
-	if on(codex.ID, cfg.CodexHome) {
-		out = append(out, codex.New(codex.Options{Home: cfg.CodexHome, Window: cfg.Window, Linger: cfg.Linger, Logger: log}))
-	}
-	if cfg.ExampleAgentHome != "" && on(example.ID, cfg.ExampleAgentHome) {
-		out = append(out, example.New(example.Config{Home: cfg.ExampleAgentHome, Window: cfg.Window, Linger: cfg.Linger, Logger: log}))
+		out = append(out, r.New(sources.Options{Home: home, Window: cfg.Window, Linger: cfg.Linger, Logger: log, Getenv: cfg.Getenv}))
 	}
 	return out
+}
+
+// checkSourceIDs refuses configuration for a source that is not built in.
+func checkSourceIDs(cfg *config.Config) error {
+	var known []string
+	for _, r := range sources.Registered() {
+		known = append(known, r.Info.ID)
+	}
+	for id := range cfg.Sources {
+		if !slices.Contains(known, id) {
+			return fmt.Errorf("sources.%s: no built-in source has this id (known: %s)", id, strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
 
 // pushInfo turns a configured push source into the hub's description.
@@ -130,10 +140,8 @@ func serve(parent context.Context, cfg *config.Config, stdout, stderr io.Writer)
 	ctx, stop := context.WithCancel(parent)
 	defer stop()
 	log := newLogger(stderr, cfg.LogLevel)
-	for id := range cfg.Sources {
-		if !slices.Contains(builtinSources, id) {
-			return fmt.Errorf("sources.%s: no built-in source has this id (known: %s)", id, strings.Join(builtinSources, ", "))
-		}
+	if err := checkSourceIDs(cfg); err != nil {
+		return err
 	}
 	token, err := config.EnsureToken(cfg)
 	if err != nil {

@@ -65,19 +65,21 @@ func New(o Options) *Source {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	waiting := agentbridge.Inferred
+	waiting := agentbridge.Observe{How: agentbridge.Inferred, From: "journal"}
 	if fi, err := os.Stat(filepath.Join(o.ConfigDir, "sessions")); err == nil && fi.IsDir() {
-		waiting = agentbridge.Observed
+		waiting = agentbridge.Observe{How: agentbridge.Observed, From: "registry"}
 	}
 	return &Source{o: o, info: agentbridge.SourceInfo{
 		ID:                   SourceID,
 		DisplayName:          DisplayName,
 		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
 		EnvironmentVariables: []string{EnvConfigDir},
-		Observes: map[string]agentbridge.Observation{
+		Observes: map[string]agentbridge.Observe{
 			"waiting":   waiting,
-			"exited":    agentbridge.Observed,
-			"subagents": agentbridge.Observed,
+			"exited":    {How: agentbridge.Observed, From: "process"},
+			"subagents": {How: agentbridge.Observed, From: "journal"},
+			"title":     {How: agentbridge.Observed, From: "journal"},
+			"model":     {How: agentbridge.Observed, From: "journal"},
 		},
 	}}
 }

@@ -37,8 +37,8 @@ func TestInfo(t *testing.T) {
 			}
 			want := map[string]agentbridge.Observation{"waiting": tc.waiting, "exited": agentbridge.Observed, "subagents": agentbridge.Observed}
 			for k, v := range want {
-				if info.Observes[k] != v {
-					t.Errorf("observes[%s] = %q, want %q", k, info.Observes[k], v)
+				if info.Observes[k].How != v {
+					t.Errorf("observes[%s] = %q, want %q", k, info.Observes[k].How, v)
 				}
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // The records a Rollout reads, each decoded into a struct with only the
@@ -48,16 +49,16 @@ func (r *Rollout) sessionMeta(dst []agentbridge.Event, line, payload []byte) []a
 	r.metaSeen = true
 	r.meta.ID = id
 	r.meta.Cwd = cleanCwd(p.Cwd)
-	r.meta.CLIVersion = displayName(p.CLIVersion)
-	r.meta.Nickname = displayName(p.AgentNickname)
-	r.meta.Role = displayName(p.AgentRole)
+	r.meta.CLIVersion = validate.Label(p.CLIVersion)
+	r.meta.Nickname = validate.Label(p.AgentNickname)
+	r.meta.Role = validate.Label(p.AgentRole)
 	parent := p.ParentThreadID
 	if len(p.Source) > 0 {
 		switch p.Source[0] {
 		case '"':
 			var s string
 			if json.Unmarshal(p.Source, &s) == nil {
-				r.meta.Source = displayName(s)
+				r.meta.Source = validate.Label(s)
 			}
 		case '{':
 			var src struct {
@@ -74,15 +75,15 @@ func (r *Rollout) sessionMeta(dst []agentbridge.Event, line, payload []byte) []a
 						parent = sa.ThreadSpawn.ParentThreadID
 					}
 					if r.meta.Nickname == "" {
-						r.meta.Nickname = displayName(sa.ThreadSpawn.AgentNickname)
+						r.meta.Nickname = validate.Label(sa.ThreadSpawn.AgentNickname)
 					}
 					if r.meta.Role == "" {
-						r.meta.Role = displayName(sa.ThreadSpawn.AgentRole)
+						r.meta.Role = validate.Label(sa.ThreadSpawn.AgentRole)
 					}
 				} else if src.Subagent[0] == '"' {
 					var kind string
 					if json.Unmarshal(src.Subagent, &kind) == nil && r.meta.Role == "" {
-						r.meta.Role = displayName(kind) // "review", "compact"
+						r.meta.Role = validate.Label(kind) // "review", "compact"
 					}
 				}
 			}
@@ -109,7 +110,7 @@ func (r *Rollout) turnContext(dst []agentbridge.Event, line, payload []byte) []a
 		return dst
 	}
 	if p.ApprovalPolicy != "" {
-		r.meta.ApprovalPolicy = displayName(p.ApprovalPolicy)
+		r.meta.ApprovalPolicy = validate.Label(p.ApprovalPolicy)
 	}
 	if r.meta.Cwd == "" {
 		if r.meta.Cwd = cleanCwd(p.Cwd); r.meta.Cwd != "" && r.started {
@@ -118,7 +119,7 @@ func (r *Rollout) turnContext(dst []agentbridge.Event, line, payload []byte) []a
 			dst = append(dst, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: r.meta.Cwd})
 		}
 	}
-	if m := displayName(p.Model); m != "" {
+	if m := validate.Label(p.Model); m != "" {
 		dst = r.setModel(dst, m)
 	}
 	return dst
@@ -297,7 +298,7 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 		return append(dst, agentbridge.Event{
 			Kind: agentbridge.KindSubagentStarted, OccurredAt: at,
 			SubagentID: child, ParentAgentID: sender,
-			Title: displayName(p.NewAgentNickname), Type: displayName(p.NewAgentRole),
+			Title: validate.Label(p.NewAgentNickname), Type: validate.Label(p.NewAgentRole),
 		})
 	case "collab_waiting_end":
 		var p waitingEndPayload
@@ -426,7 +427,7 @@ func (r *Rollout) responseItem(dst []agentbridge.Event, ptype string, line, payl
 			return dst
 		}
 		id := p.toolID("call", r.line)
-		name := displayName(p.Name)
+		name := validate.Label(p.Name)
 		if name == "" {
 			name = strings.TrimSuffix(ptype, "_call")
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // Meta is what a rollout's session_meta (and turn_context) says about its
@@ -171,7 +172,7 @@ func (r *Rollout) Flush(dst []agentbridge.Event) []agentbridge.Event {
 // the first prompt as title. It returns the agent.metadata to publish, if
 // any.
 func (r *Rollout) SetName(dst []agentbridge.Event, name string) []agentbridge.Event {
-	t := title(name)
+	t := validate.Title(name)
 	if t == "" {
 		return dst
 	}
@@ -206,7 +207,7 @@ func (r *Rollout) reopenInferred(dst []agentbridge.Event, at int64) []agentbridg
 
 func (r *Rollout) userMessage(dst []agentbridge.Event, text string, at int64) []agentbridge.Event {
 	if !r.named && r.titleText == "" {
-		if t := title(text); t != "" {
+		if t := validate.Title(text); t != "" {
 			dst = r.setTitle(dst, t)
 		}
 	}

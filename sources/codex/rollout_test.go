@@ -283,8 +283,8 @@ func TestScrubPaths(t *testing.T) {
 		{"http://host/a/b", "http://host/a/b"},
 	}
 	for _, tt := range tests {
-		if got := scrubPaths(tt.in); got != tt.want {
-			t.Errorf("scrubPaths(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := validate.ShortenPaths(tt.in); got != tt.want {
+			t.Errorf("ShortenPaths(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

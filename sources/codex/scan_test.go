@@ -85,8 +85,8 @@ func TestInfo(t *testing.T) {
 	}
 	want := map[string]agentbridge.Observation{"waiting": agentbridge.Unavailable, "exited": agentbridge.Observed, "subagents": agentbridge.Observed}
 	for k, v := range want {
-		if info.Observes[k] != v {
-			t.Errorf("observes[%s] = %q, want %q", k, info.Observes[k], v)
+		if info.Observes[k].How != v {
+			t.Errorf("observes[%s] = %q, want %q", k, info.Observes[k].How, v)
 		}
 	}
 }

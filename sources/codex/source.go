@@ -95,6 +95,15 @@ func New(opt Options) *Source {
 	return &Source{opt: opt}
 }
 
+// observes is what the source can know, and from where.
+var observes = map[string]agentbridge.Observe{
+	"waiting":   {How: agentbridge.Unavailable},               // approvals are never persisted
+	"exited":    {How: agentbridge.Observed, From: "process"}, // through the process holding the rollout
+	"subagents": {How: agentbridge.Observed, From: "journal"}, // subagent threads' own rollouts
+	"title":     {How: agentbridge.Observed, From: "journal"}, // the thread name or first prompt
+	"model":     {How: agentbridge.Observed, From: "journal"}, // turn_context records
+}
+
 // Info describes the source.
 func (s *Source) Info() agentbridge.SourceInfo {
 	return agentbridge.SourceInfo{
@@ -102,11 +111,7 @@ func (s *Source) Info() agentbridge.SourceInfo {
 		DisplayName:          DisplayName,
 		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
 		EnvironmentVariables: []string{EnvHome},
-		Observes: map[string]agentbridge.Observation{
-			"waiting":   agentbridge.Unavailable, // approvals are never persisted
-			"exited":    agentbridge.Observed,    // through the process holding the rollout
-			"subagents": agentbridge.Observed,    // subagent threads' own rollouts
-		},
+		Observes:             observes,
 	}
 }
 

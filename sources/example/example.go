@@ -74,11 +74,13 @@ func (s *Source) Info() agentbridge.SourceInfo {
 		DisplayName:          DisplayName,
 		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
 		EnvironmentVariables: []string{EnvHome},
-		Observes: map[string]agentbridge.Observation{
-			"waiting":   agentbridge.Observed, // approval_needed records
-			"exited":    agentbridge.Observed, // exit records, and the journal's process through a pidfd
-			"subagents": agentbridge.Observed,
-			"tools":     agentbridge.Observed,
+		Observes: map[string]agentbridge.Observe{
+			"waiting":   {How: agentbridge.Observed, From: "journal"}, // approval_needed records
+			"exited":    {How: agentbridge.Observed, From: "journal"}, // exit records, and the journal's process through a pidfd
+			"subagents": {How: agentbridge.Observed, From: "journal"},
+			"tools":     {How: agentbridge.Observed, From: "journal"},
+			"title":     {How: agentbridge.Observed, From: "journal"},
+			"model":     {How: agentbridge.Observed, From: "journal"},
 		},
 	}
 }

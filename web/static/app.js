@@ -466,9 +466,11 @@ function renderHarnesses() {
     head.classList.toggle('visually-hidden', single);
     head.firstChild.textContent = src.displayName;
     head.lastChild.textContent = src.push ? `${src.id} · push` : src.id;
+    // observes values are {how, from?}; older bridges sent the level alone.
     const notes = Object.entries(src.observes ?? {})
-      .filter(([, v]) => v !== 'observed')
-      .map(([k, v]) => `${k}: ${v}`);
+      .map(([k, v]) => [k, typeof v === 'string' ? { how: v } : v ?? {}])
+      .filter(([, v]) => v.how !== 'observed')
+      .map(([k, v]) => `${k}: ${v.how}`);
     obs.textContent = notes.length ? notes.join(' · ') : '';
     obs.hidden = notes.length === 0;
     const items = src.harnesses.map((hh) => {

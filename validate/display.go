@@ -1,45 +1,43 @@
-package codex
+package validate
 
 import (
 	"path/filepath"
 	"strings"
-
-	"github.com/agentbridge/agentbridge/validate"
 )
 
 // maxTitleScan bounds how much of a prompt is looked at to make a title:
-// a title is at most validate.MaxTitle characters, so the rest of a long
+// a title is at most MaxTitle characters, so the rest of a long
 // pasted prompt is never needed (4 bytes per character, plus slack for
 // the whitespace that Bound folds and the paths that shorten).
 const maxTitleScan = 4096
 
-// title turns conversation text (a prompt or a thread name) into display
+// Title turns conversation text (a prompt, a thread name) into display
 // text that may be published: credentials redacted, absolute paths cut to
-// their last element, bounded to validate.MaxTitle characters. It returns ""
+// their last element, bounded to MaxTitle characters. It returns ""
 // when nothing printable is left.
-func title(s string) string {
+func Title(s string) string {
 	if len(s) > maxTitleScan {
 		s = s[:maxTitleScan] // Bound repairs a cut character
 	}
 	// redact the whole text (a credential must be seen whole), bound it
 	// (which folds every kind of space to ' '), then cut the paths, which
 	// never makes text longer
-	return strings.TrimSpace(scrubPaths(validate.Bound(validate.Redact(s), validate.MaxTitle)))
+	return strings.TrimSpace(ShortenPaths(Bound(Redact(s), MaxTitle)))
 }
 
-// displayName bounds a short label from a record (a tool name, an agent
+// Label bounds a short label from a record (a tool name, an agent
 // role or nickname) for publishing.
-func displayName(s string) string {
+func Label(s string) string {
 	if len(s) > maxTitleScan {
 		s = s[:maxTitleScan]
 	}
-	return strings.TrimSpace(scrubPaths(validate.Bound(validate.Redact(s), validate.MaxText)))
+	return strings.TrimSpace(ShortenPaths(Bound(Redact(s), MaxText)))
 }
 
-// scrubPaths replaces every absolute (or home-relative) path in s with "…/"
+// ShortenPaths replaces every absolute (or home-relative) path in s with "…/"
 // and its last element, so that display text never carries a file-system
 // path: "fix /home/u/repo/main.go" becomes "fix …/main.go".
-func scrubPaths(s string) string {
+func ShortenPaths(s string) string {
 	if !strings.ContainsRune(s, '/') {
 		return s
 	}
@@ -51,7 +49,7 @@ func scrubPaths(s string) string {
 		// a path starts at "/" or "~/" at the start of s or after a
 		// separator (space, quote, bracket, '=' or ':')
 		// ("//" is a URL's authority or a comment, not a path)
-		if (s[i] == '/' || (s[i] == '~' && i+1 < len(s) && s[i+1] == '/')) && (i == 0 || isPathBoundary(s[i-1])) &&
+		if (s[i] == '/' || (s[i] == '~' && i+1 < len(s) && s[i+1] == '/')) && (i == 0 || isPathStart(s[i-1])) &&
 			!(s[i] == '/' && i+1 < len(s) && s[i+1] == '/') {
 			j := i
 			for j < len(s) && !endsPath(s, j) {
@@ -77,7 +75,7 @@ func scrubPaths(s string) string {
 	return b.String()
 }
 
-func isPathBoundary(c byte) bool {
+func isPathStart(c byte) bool {
 	switch c {
 	case ' ', '\t', '\n', '\r', '"', '\'', '`', '(', '[', '{', '<', '=', ':', ',':
 		return true

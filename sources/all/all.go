@@ -1,0 +1,11 @@
+// Package all links every built-in source into a program: importing it
+// runs each source package's init, which registers the source with
+// package sources. Adding an agent to the bridge is one package under
+// sources/ plus one line here.
+package all
+
+import (
+	_ "github.com/agentbridge/agentbridge/sources/claudecode" // claude-code
+	_ "github.com/agentbridge/agentbridge/sources/codex"      // codex
+	_ "github.com/agentbridge/agentbridge/sources/example"    // example
+)
