@@ -289,7 +289,9 @@ func modelOf(body []byte) string {
 
 type messagesAPI struct{}
 
-func (messagesAPI) turn(body []byte) bool { return hasTools(body) && bytes.Contains(body, []byte(`"stream":true`)) }
+func (messagesAPI) turn(body []byte) bool {
+	return hasTools(body) && bytes.Contains(body, []byte(`"stream":true`))
+}
 
 func (messagesAPI) route(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	switch {

@@ -51,14 +51,14 @@ type Mapper struct {
 	customTitle, aiTitle, summaryTitle, promptTitle string
 	title                                           string // as last published
 
-	turn  string // open turn id; "" when none
+	turn string // open turn id; "" when none
 	// endedBy is the API message id of the reply that ended the last turn:
 	// Claude Code writes one assistant record per content block (thinking,
 	// then text), each with the reply's stop_reason, so the blocks after
 	// the first belong to the turn that already ended.
 	endedBy string
-	turns int
-	used  map[string]struct{} // turn ids given out, so none repeats
+	turns   int
+	used    map[string]struct{} // turn ids given out, so none repeats
 
 	tools     map[string]*openTool // open tools by id
 	toolOrder []string             // open tool ids in start order
