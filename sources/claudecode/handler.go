@@ -415,6 +415,7 @@ func (h *handler) applyRegistry(rp *regProc, prev string) {
 		}
 	}
 	h.publish(rp.id, se, se.m.Registry(rp.state, rp.entry.Changed))
+	h.watchIdle(rp, se)
 }
 
 // ---- subagent transcripts ----

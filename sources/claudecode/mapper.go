@@ -69,6 +69,10 @@ type Mapper struct {
 
 	reg     RegistryState // last registry state applied
 	regWait string        // open registry wait id
+	// regWaitTool is the tool the open registry wait names ("" when its
+	// reason is the registry's own text, e.g. "permission prompt").
+	regWaitTool string
+	answered    bool // the open turn has a reply from the model
 
 	out []agentbridge.Event
 	dec decoder
@@ -77,6 +81,7 @@ type Mapper struct {
 
 type openTool struct {
 	name     string
+	detail   string // what it acts on (command, file, URL…), raw; "" if none
 	subagent bool
 	wait     bool // an inferred wait is open on it
 }
@@ -393,9 +398,10 @@ func (m *Mapper) turnID(r *record) string {
 func (m *Mapper) openTurn(r *record, promptText string, at int64) {
 	m.turn = m.turnID(r)
 	m.endedBy = ""
+	m.answered = false
 	m.emit(agentbridge.Event{Kind: agentbridge.KindTurnStarted, OccurredAt: at, TurnID: m.turn, PromptText: promptText})
 	if m.reg.Status == RegistryWaiting {
-		m.openRegistryWait(at)
+		m.openRegistryWait(at, "")
 	}
 }
 
@@ -499,6 +505,7 @@ func (m *Mapper) assistant(r *record, at int64) {
 	blocks := msg.blocks()
 	if len(blocks) > 0 {
 		m.ensureTurn(r, at)
+		m.answered = true
 	}
 	for i := range blocks {
 		if blocks[i].Type == "tool_use" {
@@ -544,10 +551,17 @@ func (m *Mapper) toolUse(r *record, b *block, index int, at int64) {
 	if name == "" {
 		name = "tool"
 	}
-	t := &openTool{name: name}
+	t := &openTool{name: name, detail: toolDetail(b.Input)}
 	m.tools[id] = t
 	m.toolOrder = append(m.toolOrder, id)
 	m.emit(agentbridge.Event{Kind: agentbridge.KindToolStarted, OccurredAt: at, ToolID: id, Name: name})
+	if m.regWait != "" && m.regWaitTool == "" && b.Name != toolAgent && b.Name != toolTask {
+		// The registry said "waiting" before this tool_use was read: the
+		// wait names it now (a new wait id: an open wait keeps its reason).
+		m.emit(agentbridge.Event{Kind: agentbridge.KindWaitFinished, OccurredAt: at, WaitID: m.regWait})
+		m.regWait = ""
+		m.openRegistryWait(at, ".1")
+	}
 	switch b.Name {
 	case toolAgent, toolTask:
 		var in agentInput
@@ -602,6 +616,7 @@ func (m *Mapper) closeOpen(at int64) {
 		m.emit(agentbridge.Event{Kind: agentbridge.KindWaitFinished, OccurredAt: at, WaitID: m.regWait})
 		m.regWait = ""
 	}
+	m.regWaitTool = ""
 	for _, id := range m.toolOrder {
 		t := m.tools[id]
 		if t.wait {
@@ -665,7 +680,7 @@ func (m *Mapper) Exited(at int64, exitCode *int, signal string) []agentbridge.Ev
 	if m.turn != "" {
 		m.turn = ""
 	}
-	m.regWait = ""
+	m.regWait, m.regWaitTool = "", ""
 	m.reg = RegistryState{}
 	m.emit(agentbridge.Event{Kind: agentbridge.KindAgentExited, OccurredAt: at, ExitCode: exitCode, Signal: signal})
 	return m.out
@@ -710,29 +725,86 @@ func (m *Mapper) Registry(st RegistryState, at int64) []agentbridge.Event {
 			}
 		}
 	}
-	if m.regWait != "" && (st.Status != RegistryWaiting || st.WaitID != m.regWait) {
+	if m.regWait != "" && (st.Status != RegistryWaiting || st.WaitID != m.reg.WaitID) {
 		m.emit(agentbridge.Event{Kind: agentbridge.KindWaitFinished, OccurredAt: at, WaitID: m.regWait})
 		m.regWait = ""
 	}
 	m.reg = st
 	if st.Status == RegistryWaiting && m.regWait == "" && m.turn != "" {
-		m.openRegistryWait(at)
+		m.openRegistryWait(at, "")
 	}
 	return m.out
 }
 
-func (m *Mapper) openRegistryWait(at int64) {
-	id := safeID(m.reg.WaitID)
+// openRegistryWait opens the wait the registry reports. Its reason names
+// the pending tool of the transcript when there is one ("Approve Bash:
+// touch …/marker"), else it is the registry's own text. suffix makes the
+// wait id of a replacement wait differ from the one it replaces.
+func (m *Mapper) openRegistryWait(at int64, suffix string) {
+	id := m.reg.WaitID
+	if id != "" {
+		id = safeID(id + suffix)
+	}
 	if id == "" || !m.started {
 		return
 	}
-	reason := display(m.reg.WaitingFor, validate.MaxWaitingFor)
+	reason, tool := m.pendingReason()
+	if reason == "" {
+		reason = display(m.reg.WaitingFor, validate.MaxWaitingFor)
+	}
 	if reason == "" {
 		reason = "input needed"
 	}
-	m.regWait = id
+	m.regWait, m.regWaitTool = id, tool
 	m.emit(agentbridge.Event{Kind: agentbridge.KindWaitStarted, OccurredAt: at, WaitID: id, State: agentbridge.StatusWaiting, Reason: reason})
 }
+
+// pendingReason describes the newest open tool that is not a subagent —
+// the one a permission prompt asks about — and returns it with its id;
+// "" when no such tool is open.
+func (m *Mapper) pendingReason() (reason, toolID string) {
+	for i := len(m.toolOrder) - 1; i >= 0; i-- {
+		id := m.toolOrder[i]
+		t := m.tools[id]
+		if t.subagent {
+			continue
+		}
+		switch t.name {
+		case toolAskQuestion:
+			return reasonQuestion, id
+		case toolExitPlan:
+			return reasonPlan, id
+		}
+		r := "Approve " + t.name
+		if t.detail != "" {
+			r += ": " + t.detail
+		}
+		return display(r, validate.MaxWaitingFor), id
+	}
+	return "", ""
+}
+
+// EndIdle ends the turn turnID when it is still open: the registry showed
+// the process idle for a while and the transcript wrote no end. That is
+// what an Escape before the model's first output leaves (Claude Code
+// writes no interrupt marker then and puts the prompt back): the turn is
+// cancelled when no reply came, else it completed. at is the time the
+// registry went idle (epoch ms).
+func (m *Mapper) EndIdle(turnID string, at int64) []agentbridge.Event {
+	m.out = m.out[:0]
+	if m.turn == "" || m.turn != turnID {
+		return nil
+	}
+	outcome := agentbridge.OutcomeCancelled
+	if m.answered {
+		outcome = agentbridge.OutcomeSuccess
+	}
+	m.finishTurn(outcome, "", at)
+	return m.out
+}
+
+// Turn returns the id of the open turn ("" when none).
+func (m *Mapper) Turn() string { return m.turn }
 
 // ---- subagent transcripts ----
 

@@ -13,9 +13,12 @@ import (
 // step is one input to a mapper in a rule test: a transcript line, or a
 // registry state when reg is set.
 type step struct {
-	line string
-	reg  *RegistryState
+	line    string
+	reg     *RegistryState
+	endIdle bool // the registry showed the process idle past the grace
 }
+
+var idleStep = step{endIdle: true}
 
 func lines(ls ...string) []step {
 	out := make([]step, len(ls))
@@ -45,6 +48,10 @@ func run(t *testing.T, infer bool, steps []step) (agentbridge.Snapshot, []agentb
 		}
 	}
 	for _, st := range steps {
+		if st.endIdle {
+			fold(m.EndIdle(m.Turn(), 0))
+			continue
+		}
 		if st.reg != nil {
 			fold(m.Registry(*st.reg, 0))
 			continue
@@ -74,6 +81,7 @@ func TestMapperRules(t *testing.T) {
 		title    string
 		waiting  string
 		subs     string // "id:status,…"
+		turns    int    // turn.started events expected; 0: not checked
 	}{
 		{name: "a prompt starts a turn", steps: lines(u("fix the bug")),
 			status: agentbridge.StatusRunning, title: "fix the bug"},
@@ -127,8 +135,34 @@ func TestMapperRules(t *testing.T) {
 			status: agentbridge.StatusRunning, title: "ask me"},
 		{name: "no inference without the option (a registry observes waits)", steps: lines(u("ask me"), toolUse(sid, 2, "t1", "AskUserQuestion", `{}`)),
 			status: agentbridge.StatusRunning, title: "ask me"},
-		{name: "registry waiting during a turn", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{}`)), regStep(RegistryWaiting, "approve Bash", "w1")),
-			status: agentbridge.StatusWaiting, title: "hi", waiting: "approve Bash"},
+		{name: "registry waiting during a turn names the pending tool", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{}`)), regStep(RegistryWaiting, "permission prompt", "w1")),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "Approve Bash"},
+		{name: "waitingFor: the command, its paths shortened", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{"command":"touch /home/alice/proj/marker","description":"Create it"}`)), regStep(RegistryWaiting, "permission prompt", "w1")),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "Approve Bash: touch …/marker"},
+		{name: "waitingFor: a file tool names its file", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Write", `{"file_path":"/home/alice/proj/notes.md","content":"x"}`)), regStep(RegistryWaiting, "permission prompt", "w1")),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "Approve Write: …/notes.md"},
+		{name: "waitingFor: a credential in the command is redacted", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{"command":"curl -H 'Authorization: Bearer sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789'"}`)), regStep(RegistryWaiting, "permission prompt", "w1")),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "?"},
+		{name: "waitingFor: a long command is bounded", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{"command":"echo `+strings.Repeat("word ", 100)+`"}`)), regStep(RegistryWaiting, "permission prompt", "w1")),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "?"},
+		{name: "waitingFor: a pending question is a question", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "AskUserQuestion", `{"questions":[]}`)), regStep(RegistryWaiting, "permission prompt", "w1")),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "answer a question"},
+		{name: "waitingFor: the registry's text while no tool is pending", steps: append(lines(u("hi")), regStep(RegistryWaiting, "permission prompt", "w1")),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "permission prompt"},
+		{name: "waitingFor: a tool_use read after the registry wait renames it", steps: append(append(lines(u("hi")), regStep(RegistryWaiting, "permission prompt", "w1")), lines(toolUse(sid, 2, "t1", "Bash", `{"command":"ls"}`))...),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "Approve Bash: ls"},
+		{name: "a reply written block by block, each with end_turn, is one turn", steps: lines(u("hi"),
+			rec(sid, 2, "assistant", `"message":{"model":"m","id":"msg_1","role":"assistant","content":[{"type":"thinking","thinking":"hm"}],"stop_reason":"end_turn"}`),
+			rec(sid, 3, "assistant", `"message":{"model":"m","id":"msg_1","role":"assistant","content":[{"type":"text","text":"hello"}],"stop_reason":"end_turn"}`)),
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 1},
+		{name: "a new reply after the end is a new turn", steps: lines(u("hi"), reply(sid, 2, "one", "end_turn"), reply(sid, 3, "two", "end_turn")),
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 2},
+		{name: "idle past the grace with no reply: cancelled", steps: []step{step{line: u("hi")}, regStep(RegistryBusy, "", ""), regStep(RegistryIdle, "", ""), idleStep},
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCancelled, title: "hi", turns: 1},
+		{name: "idle past the grace after a reply: completed", steps: []step{step{line: u("hi")}, step{line: reply(sid, 2, "partial", "")}, idleStep},
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 1},
+		{name: "idle grace after the journal ended the turn: nothing more", steps: []step{step{line: u("hi")}, step{line: reply(sid, 2, "ok", "end_turn")}, idleStep},
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 1},
 		{name: "registry approved", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{}`)), regStep(RegistryWaiting, "approve Bash", "w1"), regStep(RegistryBusy, "", "")),
 			status: agentbridge.StatusRunning, title: "hi"},
 		{name: "registry status closes inferred waits", infer: true, steps: append(lines(u("q"), toolUse(sid, 2, "t1", "AskUserQuestion", `{}`)), regStep(RegistryBusy, "", "")),
@@ -160,7 +194,24 @@ func TestMapperRules(t *testing.T) {
 			status: agentbridge.StatusRunning, title: "hi"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			snap, _ := run(t, tc.infer, tc.steps)
+			snap, evs := run(t, tc.infer, tc.steps)
+			if tc.waiting == "?" {
+				if strings.Contains(snap.WaitingFor, "sk-ant") || len([]rune(snap.WaitingFor)) > validate.MaxWaitingFor || !strings.HasPrefix(snap.WaitingFor, "Approve Bash: ") {
+					t.Errorf("waitingFor leaks or is too long: %q", snap.WaitingFor)
+				}
+				tc.waiting = snap.WaitingFor
+			}
+			if tc.turns > 0 {
+				n := 0
+				for _, e := range evs {
+					if e.Kind == agentbridge.KindTurnStarted {
+						n++
+					}
+				}
+				if n != tc.turns {
+					t.Errorf("%d turns started, want %d", n, tc.turns)
+				}
+			}
 			if snap.Status != tc.status || snap.LastTurn != tc.lastTurn || snap.WaitingFor != tc.waiting {
 				t.Errorf("status %q lastTurn %q waitingFor %q; want %q %q %q", snap.Status, snap.LastTurn, snap.WaitingFor, tc.status, tc.lastTurn, tc.waiting)
 			}

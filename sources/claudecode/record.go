@@ -136,3 +136,27 @@ func between(s, open, close string) string {
 	}
 	return strings.TrimSpace(s[:j])
 }
+
+// detailKeys are the tool_use input fields that say what a tool acts on,
+// in the order they are preferred: what a permission prompt asks about.
+var detailKeys = []string{"command", "file_path", "notebook_path", "url", "pattern", "path", "query", "description", "prompt"}
+
+// toolDetail returns the first of detailKeys that the tool_use input holds
+// as a non-empty string, raw (display bounds, redacts and shortens it).
+func toolDetail(input json.RawMessage) string {
+	if len(input) == 0 || input[0] != '{' {
+		return ""
+	}
+	var in map[string]json.RawMessage
+	if json.Unmarshal(input, &in) != nil {
+		return ""
+	}
+	for _, k := range detailKeys {
+		if v := in[k]; len(v) > 0 && v[0] == '"' {
+			if s := strings.TrimSpace(unquote(v)); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
+}
