@@ -225,16 +225,31 @@ func claudeApproval(t *testing.T, c agentCLI, approve bool) {
 	pid := term.PID()
 	s := r.session(30*time.Second, func(s snapshot) bool { return s.PID == pid })
 	prompt(term, "make the marker")
-	term.AwaitScreen(60*time.Second, "Do you want to proceed?")
+	term.AwaitScreen(60*time.Second, "Do you want to proceed?", "Esc to cancel")
 	s = r.bridge.AwaitStatus(claudeSource, s.ID, "waiting", 20*time.Second)
-	r.checkf(strings.Contains(s.WaitingFor, "Bash") && strings.Contains(s.WaitingFor, "marker") && !strings.Contains(s.WaitingFor, r.cwd),
-		"waitingFor names the tool and its command, paths shortened: %q", s.WaitingFor)
-	if approve {
-		term.Keys("1")
-	} else {
-		term.Keys("Escape")
+	// The registry may say "waiting" a moment before the tool_use is read;
+	// the reason names the tool as soon as it is.
+	if err := r.bridge.await(5*time.Second, func() bool {
+		s, _ = r.bridge.Session(claudeSource, s.ID)
+		return strings.Contains(s.WaitingFor, "Bash")
+	}); err != nil || !strings.Contains(s.WaitingFor, "marker") || strings.Contains(s.WaitingFor, r.cwd) {
+		r.checkf(false, "waitingFor names the tool and its command, paths shortened: %q", s.WaitingFor)
 	}
-	term.AwaitNoScreen(20*time.Second, "Do you want to proceed?")
+	key := "Escape"
+	if approve {
+		key = "1"
+	}
+	// A key pressed while the dialog is still drawing can be lost: press
+	// it again (it is only read while the dialog is up).
+	for i := 0; ; i++ {
+		term.Keys(key)
+		if _, gone := term.waitScreen(3*time.Second, func(x string) bool { return !strings.Contains(x, "Do you want to proceed?") }); gone {
+			break
+		}
+		if i == 3 {
+			term.AwaitNoScreen(time.Second, "Do you want to proceed?")
+		}
+	}
 	if approve {
 		term.AwaitScreen(60*time.Second, "Finished with the file.")
 		s = r.bridge.AwaitStatus(claudeSource, s.ID, "done", 20*time.Second)
@@ -270,8 +285,12 @@ func claudeInterrupt(t *testing.T, c agentCLI) {
 	term.Keys("C-u")
 	prompt(term, "again")
 	term.AwaitScreen(60*time.Second, "Second answer.")
-	s = r.bridge.AwaitStatus(claudeSource, s.ID, "done", 20*time.Second)
-	r.checkf(s.LastTurn == "completed", "after the interrupt: %s", s)
+	r.bridge.Await("the next turn to complete", 20*time.Second, func() bool {
+		s, _ = r.bridge.Session(claudeSource, s.ID)
+		return s.Status == "done" && s.LastTurn == "completed"
+	})
+	h := r.bridge.History(claudeSource, s.ID)
+	r.checkf(equal(h, []string{"idle", "running", "done", "running", "done"}), "statuses %v", h)
 }
 
 // A subagent (background by default in 2.1.3xx): the parent lists it

@@ -557,10 +557,14 @@ func (m *Mapper) toolUse(r *record, b *block, index int, at int64) {
 	m.emit(agentbridge.Event{Kind: agentbridge.KindToolStarted, OccurredAt: at, ToolID: id, Name: name})
 	if m.regWait != "" && m.regWaitTool == "" && b.Name != toolAgent && b.Name != toolTask {
 		// The registry said "waiting" before this tool_use was read: the
-		// wait names it now (a new wait id: an open wait keeps its reason).
-		m.emit(agentbridge.Event{Kind: agentbridge.KindWaitFinished, OccurredAt: at, WaitID: m.regWait})
-		m.regWait = ""
+		// wait names it now. An open wait keeps its reason, so a new one
+		// (another id) opens first and the old one ends after it: the
+		// session stays waiting throughout (the newest wait is shown).
+		old := m.regWait
 		m.openRegistryWait(at, ".1")
+		if m.regWait != old {
+			m.emit(agentbridge.Event{Kind: agentbridge.KindWaitFinished, OccurredAt: at, WaitID: old})
+		}
 	}
 	switch b.Name {
 	case toolAgent, toolTask:

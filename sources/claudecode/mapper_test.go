@@ -82,6 +82,7 @@ func TestMapperRules(t *testing.T) {
 		waiting  string
 		subs     string // "id:status,…"
 		turns    int    // turn.started events expected; 0: not checked
+		statuses string // the statuses the session went through, repeats folded; "": not checked
 	}{
 		{name: "a prompt starts a turn", steps: lines(u("fix the bug")),
 			status: agentbridge.StatusRunning, title: "fix the bug"},
@@ -150,7 +151,9 @@ func TestMapperRules(t *testing.T) {
 		{name: "waitingFor: the registry's text while no tool is pending", steps: append(lines(u("hi")), regStep(RegistryWaiting, "permission prompt", "w1")),
 			status: agentbridge.StatusWaiting, title: "hi", waiting: "permission prompt"},
 		{name: "waitingFor: a tool_use read after the registry wait renames it", steps: append(append(lines(u("hi")), regStep(RegistryWaiting, "permission prompt", "w1")), lines(toolUse(sid, 2, "t1", "Bash", `{"command":"ls"}`))...),
-			status: agentbridge.StatusWaiting, title: "hi", waiting: "Approve Bash: ls"},
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "Approve Bash: ls", statuses: "idle running waiting"},
+		{name: "waitingFor: the renamed wait ends with the registry's", steps: append(append(lines(u("hi")), regStep(RegistryWaiting, "permission prompt", "w1")), append(lines(toolUse(sid, 2, "t1", "Bash", `{"command":"ls"}`)), regStep(RegistryBusy, "", ""))...),
+			status: agentbridge.StatusRunning, title: "hi", statuses: "idle running waiting running"},
 		{name: "a reply written block by block, each with end_turn, is one turn", steps: lines(u("hi"),
 			rec(sid, 2, "assistant", `"message":{"model":"m","id":"msg_1","role":"assistant","content":[{"type":"thinking","thinking":"hm"}],"stop_reason":"end_turn"}`),
 			rec(sid, 3, "assistant", `"message":{"model":"m","id":"msg_1","role":"assistant","content":[{"type":"text","text":"hello"}],"stop_reason":"end_turn"}`)),
@@ -201,6 +204,11 @@ func TestMapperRules(t *testing.T) {
 				}
 				tc.waiting = snap.WaitingFor
 			}
+			if tc.statuses != "" {
+				if got := statusTrail(t, tc.infer, tc.steps); got != tc.statuses {
+					t.Errorf("statuses %q, want %q", got, tc.statuses)
+				}
+			}
 			if tc.turns > 0 {
 				n := 0
 				for _, e := range evs {
@@ -231,6 +239,22 @@ func TestMapperRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// statusTrail replays steps and lists the statuses the snapshot went
+// through after each event, repeats folded: what a client sees.
+func statusTrail(t *testing.T, infer bool, steps []step) string {
+	t.Helper()
+	_, evs := run(t, infer, steps)
+	s := validate.NewSession("s-1", Harness)
+	var trail []string
+	for _, e := range evs {
+		s.Apply(e)
+		if st := string(s.Snapshot().Status); len(trail) == 0 || trail[len(trail)-1] != st {
+			trail = append(trail, st)
+		}
+	}
+	return strings.Join(trail, " ")
 }
 
 func TestMalformedLine(t *testing.T) {
