@@ -147,6 +147,17 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		Linger: s.opt.Linger,
 		Logger: s.opt.Logger,
 	}
+	cw, err := sources.NewCloseWatch(ctx, func(path string) {
+		if ss := h.Sessions; ss != nil {
+			ss.Post(func() { h.closed(path) })
+		}
+	})
+	if err != nil {
+		s.opt.Logger.Debug("no close watch: sessions hosted by the Codex daemon end only with it", "err", err)
+	} else {
+		h.closes = cw
+		defer cw.Close()
+	}
 	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
 		h.Sessions = ss
 		return h
@@ -165,6 +176,7 @@ type handler struct {
 	looked                map[string]bool // exited sessions whose holder was looked up in this wake
 	held                  map[proc.FileKey][]int
 	heldDone              bool
+	closes                *sources.CloseWatch // nil when inotify is unavailable
 	log                   *slog.Logger
 }
 
@@ -215,6 +227,11 @@ func (h *handler) Line(path string, line []byte) {
 			h.Restart(id) // the same rollout again (e.g. decompressed)
 		}
 		h.eng.Open(key, h.holder(path))
+		if h.closes != nil {
+			if err := h.closes.Add(path); err != nil {
+				h.log.Debug("cannot watch the rollout's close", "err", err)
+			}
+		}
 	} else if id, root, ok := h.eng.Thread(key); ok && root && h.resumed(id) {
 		// The rollout goes on after its process exited (codex resume
 		// appends to it): announce the session again with the process
@@ -268,6 +285,9 @@ func (h *handler) Removed(path string) {
 	}
 	delete(h.seen, path)
 	delete(h.dirty, path)
+	if h.closes != nil {
+		h.closes.Remove(path)
+	}
 	if _, err := os.Stat(path + ".zst"); err == nil {
 		h.log.Debug("rollout compressed: same session", "path", path)
 		return
@@ -313,6 +333,24 @@ func (h *handler) Idle() {
 	clear(h.dirty)
 	clear(h.looked)
 	h.Sessions.Idle()
+}
+
+// closed ends the root session of a rollout that its last writer closed
+// (CloseWatch checked that no other process holds it open for writing).
+// Codex's app-server daemon hosts the agent of a TUI and outlives it: it
+// closes the rollout once the thread has had no client for
+// thread_unload_delay_secs, and that close is the only sign on disk that
+// the session is over. A TUI without the daemon (--no-daemon) closes its
+// rollout when it exits, so both modes end the same way (its pidfd says
+// the same; the second exit is a no-op). A rollout written again later
+// (codex resume) brings the session back through the resume path of
+// Line.
+func (h *handler) closed(path string) {
+	id, root, ok := h.eng.Thread(keyOf(path))
+	if !ok || !root || h.Get(id) == nil || h.Exited(id) {
+		return
+	}
+	h.Event(id, Harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
 }
 
 // publish folds the engine's events into the sessions. A subagent.done

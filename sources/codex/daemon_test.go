@@ -1,0 +1,104 @@
+package codex
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sse"
+)
+
+// daemonLike is a process that holds a rollout open for writing, as the
+// Codex app-server daemon does, and closes it (without exiting) when told.
+type daemonLike struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+func startDaemonLike(t *testing.T, path string) *daemonLike {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", `exec 3>>"$0"; echo held; read x; exec 3>&-; echo closed; exec sleep 600`, path)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	d := &daemonLike{cmd: cmd, stdin: in, out: bufio.NewReader(out)}
+	d.expect(t, "held")
+	return d
+}
+
+func (d *daemonLike) expect(t *testing.T, want string) {
+	t.Helper()
+	line, err := d.out.ReadString('\n')
+	if err != nil || line != want+"\n" {
+		t.Fatalf("helper said %q (%v), want %q", line, err, want)
+	}
+}
+
+// TestDaemonClosesRollout: the session of a rollout whose last writer
+// closes it ends then, while that process (the daemon) lives on; a later
+// writer taking the rollout up again brings the same session back.
+func TestDaemonClosesRollout(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("needs sh")
+	}
+	home := t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	h := hub.New(hub.Options{Logger: log})
+	if err := h.Add(New(Options{Home: home, Linger: -1, Logger: log})); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- h.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	srv := httptest.NewServer(sse.New(h, sse.Options{Logger: log}))
+	t.Cleanup(srv.Close)
+	st := openStream(t, srv.URL)
+
+	const id = "019f6400-0000-7000-8000-000000000001"
+	path := filepath.Join(home, "sessions", "2026", "12", "01", "rollout-2026-12-01T09-00-00-"+id+".jsonl")
+	r := createRollout(t, path)
+	daemon := startDaemonLike(t, path)
+	r.add(`"type":"session_meta","payload":{"id":"`+id+`","cwd":"/srv/x","source":"cli"}`,
+		`"type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}`,
+		`"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"ok"}`)
+	st.waitFor(t, "done, bound to the daemon", func(m map[string]agentbridge.Snapshot) bool {
+		s, ok := m[id]
+		return ok && s.Status == agentbridge.StatusDone && s.PID == daemon.cmd.Process.Pid
+	})
+
+	// The daemon unloads the thread: it closes the rollout and lives on.
+	daemon.stdin.Write([]byte("go\n"))
+	daemon.expect(t, "closed")
+	closedAt := time.Now()
+	st.waitFor(t, "exited once the daemon closed the rollout", func(m map[string]agentbridge.Snapshot) bool {
+		s := m[id]
+		return s.Status == agentbridge.StatusExited && s.LastTurn == agentbridge.LastTurnCompleted
+	})
+	if d := time.Since(closedAt); d > 2*time.Second {
+		t.Errorf("the end showed %v after the close, want within 2 s", d)
+	}
+	if daemon.cmd.ProcessState != nil {
+		t.Fatal("the daemon-like helper exited; the test needs it alive")
+	}
+
+	// A client takes the thread up again: the daemon reopens the rollout.
+	again := startDaemonLike(t, path)
+	r.add(`"type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}`)
+	st.waitFor(t, "running again under the process holding it now", func(m map[string]agentbridge.Snapshot) bool {
+		s, ok := m[id]
+		return ok && s.Status == agentbridge.StatusRunning && s.PID == again.cmd.Process.Pid
+	})
+}
