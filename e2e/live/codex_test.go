@@ -8,9 +8,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const codexSource = "codex"
@@ -36,6 +39,12 @@ func newCodexRig(t *testing.T, c agentCLI, daemon bool) *codexRig {
 	t.Helper()
 	enabled(t)
 	bin := install(t, c)
+	// The npm package's command is a Node wrapper that spawns the native
+	// binary; run the native one, so that the terminal's process is Codex.
+	root := filepath.Dir(filepath.Dir(bin))
+	if native, _ := filepath.Glob(filepath.Join(root, "@openai", "codex-linux-*", "vendor", "*", "bin", "codex")); len(native) == 1 {
+		bin = native[0]
+	}
 	dir := t.TempDir()
 	r := &codexRig{t: t, cli: c, bin: bin, home: filepath.Join(dir, "home"), cwd: filepath.Join(dir, "project"),
 		tmp: filepath.Join(dir, "tmp"), daemon: daemon}
@@ -53,6 +62,7 @@ model_provider = "mock"
 approval_policy = "on-request"
 sandbox_mode = "workspace-write"
 check_for_update_on_startup = false
+thread_unload_delay_secs = 2
 
 [model_providers.mock]
 name = "mock"
@@ -89,7 +99,7 @@ hide_full_access_warning = true
 
 func (r *codexRig) env() []string {
 	return []string{
-		"PATH=" + filepath.Dir(r.bin) + ":/usr/local/bin:/usr/bin:/bin",
+		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + r.home,
 		"TERM=xterm-256color",
 		"LANG=C.UTF-8",
@@ -200,9 +210,36 @@ func TestCodex(t *testing.T) {
 			t.Run(c.Version+"/"+mode, func(t *testing.T) {
 				name := func(s string) string { return s + " (" + mode + ")" }
 				scenario(t, c, name("prompt answered"), func(t *testing.T) { codexPrompt(t, c, daemon) })
+				scenario(t, c, name("approval: approve"), func(t *testing.T) { codexApproval(t, c, daemon, true) })
+				scenario(t, c, name("approval: deny"), func(t *testing.T) { codexApproval(t, c, daemon, false) })
+				scenario(t, c, name("interrupt"), func(t *testing.T) { codexInterrupt(t, c, daemon) })
+				scenario(t, c, name("two sessions, one cwd"), func(t *testing.T) { codexTwoSessions(t, c, daemon) })
+				scenario(t, c, name("quit, resume"), func(t *testing.T) { codexResume(t, c, daemon) })
+				scenario(t, c, name("kill -9"), func(t *testing.T) { codexKill(t, c, daemon) })
 			})
 		}
+		t.Run(c.Version+"/headless", func(t *testing.T) {
+			scenario(t, c, "prompt answered (headless)", func(t *testing.T) { codexExec(t, c) })
+		})
 	}
+	for _, c := range codexCLIs {
+		notApplicable(c, "subagent")
+	}
+}
+
+// pidOK: without the daemon the session's process is the TUI; with it,
+// the daemon that hosts the thread (which TUI drives it cannot be told
+// from /proc).
+func (r *codexRig) pidOK(s snapshot, term *terminal) bool {
+	if !r.daemon {
+		return s.PID == term.PID()
+	}
+	for _, d := range r.daemons() {
+		if s.PID == d {
+			return true
+		}
+	}
+	return false
 }
 
 func codexPrompt(t *testing.T, c agentCLI, daemon bool) {
@@ -212,10 +249,192 @@ func codexPrompt(t *testing.T, c agentCLI, daemon bool) {
 	prompt(term, "say hello")
 	term.AwaitScreen(60*time.Second, "Hello from the live model.")
 	s := r.session(20*time.Second, func(s snapshot) bool { return s.Status == "done" })
-	t.Logf("session %s history %v events %v daemons %v tui %d", s, r.bridge.History(codexSource, s.ID), r.bridge.Events(codexSource, s.ID), r.daemons(), term.PID())
-	t.Logf("%s\n%s", r.describeRollouts(), r.model.Log())
-	entries, _ := os.ReadDir(r.tmp)
-	for _, e := range entries {
-		t.Logf("tmp: %s", e.Name())
+	h := r.bridge.History(codexSource, s.ID)
+	r.checkf(s.LastTurn == "completed" && s.Cwd == r.cwd && s.Model == "mock-model" && r.pidOK(s, term), "done: %s", s)
+	r.checkf(equal(h, []string{"idle", "running", "done"}) || equal(h, []string{"running", "done"}), "statuses %v", h)
+	r.checkf(turnsStarted(r.bridge.Events(codexSource, s.ID)) == 1, "one turn: %v", r.bridge.Events(codexSource, s.ID))
+}
+
+// codex exec: headless, no daemon; the process exits at the end.
+func codexExec(t *testing.T, c agentCLI) {
+	r := newCodexRig(t, c, false)
+	r.model.Script(Step{Text: "Headless answer."})
+	cmd := exec.Command(r.bin, "exec", "--skip-git-repo-check", "answer headless")
+	cmd.Dir, cmd.Env = r.cwd, r.env()
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	r.checkf(err == nil && strings.Contains(string(out), "Headless answer."), "codex exec: %v\n%s", err, out)
+	s := r.session(20*time.Second, func(s snapshot) bool { return s.Status == "exited" })
+	r.checkf(s.LastTurn == "completed", "exec: %s", s)
+}
+
+// A command outside the sandbox needs approval. Codex persists nothing
+// about the prompt, so the bridge shows the turn running (waiting is
+// unavailable for Codex) until the decision; approving runs the command.
+func codexApproval(t *testing.T, c agentCLI, daemon, approve bool) {
+	r := newCodexRig(t, c, daemon)
+	marker := filepath.Join(r.home, "outside-marker")
+	r.model.Script(
+		Step{Tool: &ToolCall{Name: "exec_command", Input: map[string]any{
+			"cmd": "touch " + shellQuote(marker), "sandbox_permissions": "require_escalated", "justification": "Create the marker outside the workspace"}}},
+		Step{When: "function_call_output", Text: "Finished with the file."},
+	)
+	term := r.tui()
+	prompt(term, "make the marker")
+	screen := term.AwaitScreen(60*time.Second, "Would you like to run")
+	s := r.session(20*time.Second, func(s snapshot) bool { return s.Status == "running" })
+	if approve {
+		term.Keys("y")
+		term.AwaitScreen(60*time.Second, "Finished with the file.")
+		s = r.bridge.AwaitStatus(codexSource, s.ID, "done", 20*time.Second)
+		_, err := os.Stat(marker)
+		r.checkf(err == nil && s.LastTurn == "completed", "approved: marker %v, %s", err, s)
+	} else {
+		term.Keys("Escape")
+		term.AwaitNoScreen(20*time.Second, "Would you like to run")
+		s = r.bridge.AwaitStatus(codexSource, s.ID, "done", 30*time.Second)
+		_, err := os.Stat(marker)
+		r.checkf(os.IsNotExist(err), "denied: marker %v, %s\n%s", err, s, screen)
+	}
+}
+
+// Escape while the model has not answered: turn_aborted, cancelled.
+func codexInterrupt(t *testing.T, c agentCLI, daemon bool) {
+	r := newCodexRig(t, c, daemon)
+	r.model.Script(Step{Hold: true}, Step{Text: "Second answer."})
+	term := r.tui()
+	prompt(term, "wait for it")
+	r.model.WaitHolding(60 * time.Second)
+	s := r.session(20*time.Second, func(s snapshot) bool { return s.Status == "running" })
+	term.Keys("Escape")
+	s = r.bridge.AwaitStatus(codexSource, s.ID, "done", 20*time.Second)
+	r.checkf(s.LastTurn == "cancelled", "interrupted: %s", s)
+	prompt(term, "again")
+	term.AwaitScreen(60*time.Second, "Second answer.")
+	r.bridge.Await("the next turn to complete", 20*time.Second, func() bool {
+		s, _ = r.bridge.Session(codexSource, s.ID)
+		return s.Status == "done" && s.LastTurn == "completed"
+	})
+}
+
+func codexTwoSessions(t *testing.T, c agentCLI, daemon bool) {
+	r := newCodexRig(t, c, daemon)
+	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Hold: true})
+	a := r.tui()
+	prompt(a, "first prompt")
+	a.AwaitScreen(60*time.Second, "First answer.")
+	sa := r.session(20*time.Second, func(s snapshot) bool { return s.Status == "done" })
+	b := r.tui()
+	prompt(b, "second prompt")
+	r.model.WaitHolding(60 * time.Second)
+	sb := r.session(20*time.Second, func(s snapshot) bool { return s.ID != sa.ID && s.Status == "running" })
+	r.checkf(sa.Cwd == r.cwd && sb.Cwd == r.cwd && r.pidOK(sa, a) && r.pidOK(sb, b), "two sessions: %s %s", sa, sb)
+	sa, _ = r.bridge.Session(codexSource, sa.ID)
+	r.checkf(sa.Status == "done", "the first is untouched: %s", sa)
+}
+
+// quitCodex ends the TUI with /quit and waits for it to be gone.
+func quitCodex(term *terminal) {
+	term.t.Helper()
+	pid := term.PID()
+	term.Type("/quit")
+	time.Sleep(300 * time.Millisecond)
+	term.Keys("Enter")
+	deadline := time.Now().Add(30 * time.Second)
+	for !term.Dead() {
+		if time.Now().After(deadline) {
+			term.t.Fatalf("codex did not quit:\n%s", term.Screen())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	awaitGone(pid, 10*time.Second)
+}
+
+// Quit ends the session (daemon mode: once the daemon unloads the thread
+// and closes the rollout; never by a timer of the bridge); `codex resume`
+// brings the same session back.
+func codexResume(t *testing.T, c agentCLI, daemon bool) {
+	r := newCodexRig(t, c, daemon)
+	r.model.Script(Step{Text: "First answer."}, Step{Text: "Resumed answer."})
+	term := r.tui()
+	prompt(term, "first")
+	term.AwaitScreen(60*time.Second, "First answer.")
+	s := r.session(20*time.Second, func(s snapshot) bool { return s.Status == "done" })
+	rollouts := r.rollouts()
+	r.checkf(len(rollouts) == 1, "one rollout: %v", rollouts)
+	closed := lastClose(t, rollouts[0])
+	quitCodex(term)
+	s = r.bridge.AwaitStatus(codexSource, s.ID, "exited", 20*time.Second)
+	seen := time.Now()
+	r.checkf(s.LastTurn == "completed", "quit: %s", s)
+	if daemon {
+		// The daemon closes the rollout thread_unload_delay_secs after the
+		// TUI left, and lives on: the end shows within 2 s of that close.
+		at := closed()
+		r.checkf(!at.IsZero() && seen.Sub(at) < 2*time.Second && len(r.daemons()) > 0,
+			"exited %v after the daemon closed the rollout (closed at %v, daemons %v)", seen.Sub(at), at, r.daemons())
+	}
+	term2 := r.tui("resume", s.ID)
+	prompt(term2, "second")
+	term2.AwaitScreen(60*time.Second, "Resumed answer.")
+	r.bridge.Await("the resumed session's turn", 20*time.Second, func() bool {
+		x, _ := r.bridge.Session(codexSource, s.ID)
+		return x.Status == "done" && r.pidOK(x, term2) && turnsStarted(r.bridge.Events(codexSource, s.ID)) == 2
+	})
+	r.checkf(!r.bridge.Removed(codexSource, s.ID) && len(r.bridge.Sessions(codexSource)) == 1, "resume makes no second session: %s", r.bridge.dump())
+}
+
+// kill -9 of the TUI mid-turn. Without the daemon the session exits with
+// it; with the daemon the turn goes on there (Codex finishes it) and the
+// session ends when the daemon unloads the thread.
+func codexKill(t *testing.T, c agentCLI, daemon bool) {
+	r := newCodexRig(t, c, daemon)
+	r.model.Script(Step{Text: "Finished after the kill.", Delay: 2 * time.Second})
+	term := r.tui()
+	prompt(term, "slow answer")
+	r.model.WaitTurns(1, 60*time.Second)
+	s := r.session(20*time.Second, func(s snapshot) bool { return s.Status == "running" })
+	if err := syscall.Kill(term.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	s = r.bridge.AwaitStatus(codexSource, s.ID, "exited", 30*time.Second)
+	if daemon {
+		r.checkf(s.LastTurn == "completed", "the daemon finished the turn before the end: %s", s)
+	}
+}
+
+// lastClose watches path (inotify IN_CLOSE_WRITE, independently of the
+// bridge) and returns a function that tells when a writer last closed it.
+func lastClose(t *testing.T, path string) func() time.Time {
+	t.Helper()
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.InotifyAddWatch(fd, path, unix.IN_CLOSE_WRITE); err != nil {
+		unix.Close(fd)
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var at time.Time
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := unix.Read(fd, buf)
+			if err != nil || n <= 0 {
+				return
+			}
+			mu.Lock()
+			at = time.Now()
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { unix.Close(fd) })
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return at
 	}
 }

@@ -2,6 +2,7 @@ package live
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -61,10 +62,26 @@ func (term *terminal) close() {
 	}
 }
 
-// awaitGone waits until pid no longer exists, killing it after timeout.
+// alive reports whether pid exists and is not a zombie (a CLI that
+// exited under tmux stays a zombie until tmux reaps it).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] != 'Z' && b[i+2] != 'X'
+	}
+	return true
+}
+
+// awaitGone waits until pid no longer runs, killing it after timeout.
 func awaitGone(pid int, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
-	for syscall.Kill(pid, 0) == nil {
+	for alive(pid) {
 		if time.Now().After(deadline) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			deadline = time.Now().Add(timeout)
