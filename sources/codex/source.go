@@ -25,6 +25,14 @@
 //     written again after its process exited (codex resume appends to
 //     it) is bound to the process holding it now: the same session, idle
 //     again, its linger cancelled (Sessions.BindPID).
+//   - Codex's TUI runs its agent in a shared app-server daemon by default:
+//     the daemon holds the rollout and outlives the TUI, so the session's
+//     pid is the daemon's (which TUI drives a thread cannot be told from
+//     /proc). The session ends when the rollout's last writer closes it
+//     (sources.CloseWatch: inotify IN_CLOSE_WRITE, then no other process
+//     holding it open for writing): the daemon does that once the thread
+//     has had no client for thread_unload_delay_secs. --no-daemon TUIs
+//     close it when they exit. No timer of the bridge is involved.
 //   - Waiting for approval is never persisted by Codex: it is not reported
 //     (Info says waiting is unavailable).
 package codex
