@@ -145,15 +145,15 @@ func prompt(term *terminal, text string) {
 func TestClaudeCode(t *testing.T) {
 	for _, c := range claudeCLIs {
 		t.Run(c.Version, func(t *testing.T) {
-			scenario(t, c, "prompt answered (tui)", func(t *testing.T) { claudePrompt(t, c) })
-			scenario(t, c, "prompt answered (headless)", func(t *testing.T) { claudeHeadless(t, c) })
-			scenario(t, c, "approval: approve", func(t *testing.T) { claudeApproval(t, c, true) })
-			scenario(t, c, "approval: deny", func(t *testing.T) { claudeApproval(t, c, false) })
-			scenario(t, c, "interrupt before output", func(t *testing.T) { claudeInterrupt(t, c) })
-			scenario(t, c, "subagent", func(t *testing.T) { claudeSubagent(t, c) })
-			scenario(t, c, "two sessions, one cwd", func(t *testing.T) { claudeTwoSessions(t, c) })
-			scenario(t, c, "quit, resume", func(t *testing.T) { claudeResume(t, c) })
-			scenario(t, c, "kill -9", func(t *testing.T) { claudeKill(t, c) })
+			scenario(t, c.Label(), "prompt answered", func(t *testing.T) { claudePrompt(t, c) })
+			scenario(t, c.Label(), "prompt answered (headless)", func(t *testing.T) { claudeHeadless(t, c) })
+			scenario(t, c.Label(), "approval: approve", func(t *testing.T) { claudeApproval(t, c, true) })
+			scenario(t, c.Label(), "approval: deny", func(t *testing.T) { claudeApproval(t, c, false) })
+			scenario(t, c.Label(), "interrupt before output", func(t *testing.T) { claudeInterrupt(t, c) })
+			scenario(t, c.Label(), "subagent", func(t *testing.T) { claudeSubagent(t, c) })
+			scenario(t, c.Label(), "two sessions, one cwd", func(t *testing.T) { claudeTwoSessions(t, c) })
+			scenario(t, c.Label(), "quit, resume", func(t *testing.T) { claudeResume(t, c) })
+			scenario(t, c.Label(), "kill -9", func(t *testing.T) { claudeKill(t, c) })
 		})
 	}
 }

@@ -207,23 +207,24 @@ func TestCodex(t *testing.T) {
 			if !daemon {
 				mode = "no-daemon"
 			}
+			col := c.Label() + " (" + mode + ")"
 			t.Run(c.Version+"/"+mode, func(t *testing.T) {
-				name := func(s string) string { return s + " (" + mode + ")" }
-				scenario(t, c, name("prompt answered"), func(t *testing.T) { codexPrompt(t, c, daemon) })
-				scenario(t, c, name("approval: approve"), func(t *testing.T) { codexApproval(t, c, daemon, true) })
-				scenario(t, c, name("approval: deny"), func(t *testing.T) { codexApproval(t, c, daemon, false) })
-				scenario(t, c, name("interrupt"), func(t *testing.T) { codexInterrupt(t, c, daemon) })
-				scenario(t, c, name("two sessions, one cwd"), func(t *testing.T) { codexTwoSessions(t, c, daemon) })
-				scenario(t, c, name("quit, resume"), func(t *testing.T) { codexResume(t, c, daemon) })
-				scenario(t, c, name("kill -9"), func(t *testing.T) { codexKill(t, c, daemon) })
+				scenario(t, col, "prompt answered", func(t *testing.T) { codexPrompt(t, c, daemon) })
+				if daemon {
+					notApplicable(col, "prompt answered (headless)")
+				} else {
+					// codex exec runs its agent in its own process.
+					scenario(t, col, "prompt answered (headless)", func(t *testing.T) { codexExec(t, c) })
+				}
+				scenario(t, col, "approval: approve", func(t *testing.T) { codexApproval(t, c, daemon, true) })
+				scenario(t, col, "approval: deny", func(t *testing.T) { codexApproval(t, c, daemon, false) })
+				scenario(t, col, "interrupt before output", func(t *testing.T) { codexInterrupt(t, c, daemon) })
+				notApplicable(col, "subagent")
+				scenario(t, col, "two sessions, one cwd", func(t *testing.T) { codexTwoSessions(t, c, daemon) })
+				scenario(t, col, "quit, resume", func(t *testing.T) { codexResume(t, c, daemon) })
+				scenario(t, col, "kill -9", func(t *testing.T) { codexKill(t, c, daemon) })
 			})
 		}
-		t.Run(c.Version+"/headless", func(t *testing.T) {
-			scenario(t, c, "prompt answered (headless)", func(t *testing.T) { codexExec(t, c) })
-		})
-	}
-	for _, c := range codexCLIs {
-		notApplicable(c, "subagent")
 	}
 }
 

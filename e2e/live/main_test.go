@@ -57,9 +57,9 @@ var (
 	rows      []string
 )
 
-// scenario runs one scenario of one CLI as a subtest and records its
-// result for the table.
-func scenario(t *testing.T, c agentCLI, name string, f func(t *testing.T)) {
+// scenario runs one scenario as a subtest and records its result in the
+// table, in the row name and the column of the CLI (and mode) it ran.
+func scenario(t *testing.T, column, name string, f func(t *testing.T)) {
 	t.Helper()
 	start := time.Now()
 	var res string
@@ -82,24 +82,24 @@ func scenario(t *testing.T, c agentCLI, name string, f func(t *testing.T)) {
 		results[name] = map[string]string{}
 		rows = append(rows, name)
 	}
-	if !contains(columns, c.Label()) {
-		columns = append(columns, c.Label())
+	if !contains(columns, column) {
+		columns = append(columns, column)
 	}
-	results[name][c.Label()] = res
+	results[name][column] = res
 }
 
-// notApplicable marks a scenario that an agent does not have.
-func notApplicable(c agentCLI, name string) {
+// notApplicable marks a scenario that an agent (or mode) does not have.
+func notApplicable(column, name string) {
 	resultsMu.Lock()
 	defer resultsMu.Unlock()
 	if results[name] == nil {
 		results[name] = map[string]string{}
 		rows = append(rows, name)
 	}
-	if !contains(columns, c.Label()) {
-		columns = append(columns, c.Label())
+	if !contains(columns, column) {
+		columns = append(columns, column)
 	}
-	results[name][c.Label()] = "n/a"
+	results[name][column] = "n/a"
 }
 
 func contains(s []string, v string) bool {
