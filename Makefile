@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 FUZZTIME ?= 10m
 SOAKTIME ?= 10m
 
-.PHONY: help build run test lint gotest nodetest live bench demo soak fuzz clean
+.PHONY: help build run test lint gotest nodetest live bench demo soak fuzz man clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -22,7 +22,8 @@ demo: build ## replay bundled journals so sessions move without any agent instal
 
 test: lint gotest nodetest ## everything CI runs: vet, gofmt, go test -race (fuzz seeds, browser test), node tests
 
-lint:
+lint: ## gofmt, go vet, and no tracked file over 1 MiB
+	@.ci/large-files
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
@@ -49,6 +50,9 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10m) each
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
+
+man: build ## man pages for every subcommand in bin/man (not committed): man -l bin/man/agentbridge.1
+	./$(BIN) man bin/man
 
 clean:
 	rm -rf bin artifacts

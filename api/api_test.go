@@ -595,3 +595,28 @@ func (l *logBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestDashboardWrongTokenInABrowser: a browser opening a dashboard link
+// with a wrong token gets the dashboard page (which shows its sign-in card)
+// with status 401 and no cookie; a script still gets the problem.
+func TestDashboardWrongTokenInABrowser(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	for _, h := range []map[string]string{
+		{"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"},
+		{"Sec-Fetch-Dest": "document"},
+	} {
+		resp, body := f.do(t, req{path: "/?token=wrong", noToken: true, headers: h})
+		if resp.StatusCode != http.StatusUnauthorized || len(resp.Cookies()) != 0 {
+			t.Errorf("%v: status %d, cookies %v; want 401 and none", h, resp.StatusCode, resp.Cookies())
+		}
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") || !strings.Contains(string(body), "app.js") {
+			t.Errorf("%v: %s %q, want the dashboard page", h, ct, body)
+		}
+		if resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+			t.Errorf("%v: headers %v, want no-store and no-referrer", h, resp.Header)
+		}
+	}
+	resp, body := f.do(t, req{path: "/?token=wrong", noToken: true, headers: map[string]string{"Accept": "application/json"}})
+	problemOf(t, resp, body, http.StatusUnauthorized)
+}

@@ -184,7 +184,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		} else if c, err := r.Cookie(CookieName(s.port)); err == nil {
 			presented = c.Value
 		} else {
-			s.unauthorized(w, "this route needs the bridge's token (Authorization: Bearer, or open the dashboard URL the bridge printed)")
+			s.unauthorized(w, "this route needs the bridge's token (Authorization: Bearer, or sign the dashboard in with `agentbridge open`)")
 			return
 		}
 		if !s.validToken(presented) {
@@ -246,6 +246,32 @@ func tooLarge() *Error {
 	return errorf(http.StatusRequestEntityTooLarge, "body-too-large", "the body is over the 1 MiB limit")
 }
 
+// wantsPage reports whether r is a browser opening a page (rather than a
+// script that wants a problem document).
+func wantsPage(r *http.Request) bool {
+	return r.Header.Get("Sec-Fetch-Dest") == "document" || strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// signInPage answers a browser whose dashboard link holds a wrong token:
+// 401, no cookie, and the dashboard page itself, which takes the token out
+// of the address bar and shows its sign-in card (as with no token at all),
+// rather than a raw problem document.
+func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
+	page, err := fs.ReadFile(s.Dashboard, "index.html")
+	if err != nil {
+		s.unauthorized(w, "the token in the URL is not this bridge's token; run `agentbridge open` for the dashboard")
+		return
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="agentbridge"`)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(http.StatusUnauthorized)
+	if r.Method != http.MethodHead {
+		w.Write(page)
+	}
+}
+
 // handleDashboard serves the dashboard's files. GET with ?token= trades a
 // valid token for the session cookie (HttpOnly, SameSite=Strict, Path=/)
 // and redirects (303) to the same URL without the token.
@@ -253,7 +279,11 @@ func (s *Server) handleDashboard(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if q.Has("token") {
 		if s.Token != "" && !s.validToken(q.Get("token")) {
-			s.unauthorized(w, "the token in the URL is not this bridge's token; open the URL the bridge printed")
+			if wantsPage(r) {
+				s.signInPage(w, r)
+				return
+			}
+			s.unauthorized(w, "the token in the URL is not this bridge's token; run `agentbridge open` for the dashboard")
 			return
 		}
 		if s.Token != "" {

@@ -132,7 +132,7 @@ func (f *hardFixture) streams() int {
 	return *f.evs
 }
 
-// hardRoute is one route of CONTRACT section 3 with a body that would be
+// hardRoute is one route of docs/contract.md section 3 with a body that would be
 // accepted.
 type hardRoute struct {
 	method, path, body string

@@ -1,7 +1,7 @@
-// Package api is the bridge's HTTP surface (CONTRACT section 3): the /v1
+// Package api is the bridge's HTTP surface (docs/contract.md section 3): the /v1
 // REST routes, the stream route that it hands to the sse package, health,
 // metrics, the dashboard and the OpenAPI document, behind the security rules
-// of CONTRACT section 6 (Host allow-list, Origin policy, token).
+// of docs/contract.md section 6 (Host allow-list, Origin policy, token).
 //
 // Server depends on the hub and the stream only through the small
 // interfaces declared here, so that its tests run against fakes.

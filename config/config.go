@@ -1,6 +1,6 @@
 // Package config loads the bridge's settings in layers, later wins: built-in
 // defaults < the YAML file < AGENTBRIDGE_* environment variables < flags
-// (CONTRACT section 5). Unknown keys, in the file or the environment, are an
+// (docs/contract.md section 5). Unknown keys, in the file or the environment, are an
 // error that names the key. Load reads no globals: the flag set and the
 // environment are passed in, so that tests and the client subcommands can
 // load it the same way the server does.
@@ -250,18 +250,19 @@ func (e environ) get(key string) string {
 func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 	e := environ(env)
 	k := koanf.New(".")
+	og := origins{} // where each value came from, for errors
 
 	if err := k.Load(confmap.Provider(defaults(e), "."), nil); err != nil {
 		return nil, fmt.Errorf("load defaults: %w", err)
 	}
 
-	path, explicit := e.get("AGENTBRIDGE_CONFIG"), false
+	path, explicit, namedBy := e.get("AGENTBRIDGE_CONFIG"), false, ""
 	if path != "" {
-		explicit = true
+		explicit, namedBy = true, " named by AGENTBRIDGE_CONFIG"
 	}
 	if fs != nil {
 		if f := fs.Lookup("config"); f != nil && f.Changed {
-			path, explicit = f.Value.String(), true
+			path, explicit, namedBy = f.Value.String(), true, " named by --config"
 		}
 	}
 	if !explicit {
@@ -276,8 +277,9 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 				return nil, fmt.Errorf("config file %s: %w", path, err)
 			}
 			loaded = path
+			og.addFile(path)
 		case explicit || !errors.Is(err, os.ErrNotExist):
-			return nil, fmt.Errorf("config file: %w", err)
+			return nil, fmt.Errorf("config file%s: %w", namedBy, err)
 		}
 	}
 
@@ -297,6 +299,7 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 				unknownEnv = append(unknownEnv, name)
 				return "", nil
 			}
+			og.setEnv(key, name, v)
 			if key == "allowedHosts" || key == "allowedOrigins" {
 				return key, splitList(v)
 			}
@@ -318,6 +321,9 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 			if !ok {
 				return "", nil
 			}
+			if f.Changed {
+				og.setFlag(key, f)
+			}
 			return key, posflag.FlagVal(fs, f)
 		}), nil)
 		if err != nil {
@@ -337,12 +343,7 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 		TagName:          "koanf",
 	}
 	if err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{DecoderConfig: dc}); err != nil {
-		where := "config"
-		if loaded != "" {
-			where = "config file " + loaded
-		}
-		msg := strings.NewReplacer("'' has invalid keys: ", "unknown key: ", "' has invalid keys: ", "' has an unknown key: ").Replace(err.Error())
-		return nil, fmt.Errorf("%s: %s", where, msg)
+		return nil, og.decodeError(err)
 	}
 	c.File = loaded
 	c.Env = env
@@ -370,7 +371,7 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 		c.StateDir = filepath.Dir(c.TokenFile)
 	}
 	if err := c.Validate(); err != nil {
-		return nil, err
+		return nil, og.validateError(err)
 	}
 	return &c, nil
 }
@@ -524,7 +525,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Heartbeat > 15*time.Second {
-		bad("heartbeat: %v is above 15s (the contract's idle ping bound)", c.Heartbeat)
+		bad("heartbeat: %v is above 15s (the longest idle interval between pings)", c.Heartbeat)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

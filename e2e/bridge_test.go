@@ -80,18 +80,17 @@ const pushConfig = `push:
 
 // bridge is a running agentbridge process in a private home.
 type bridge struct {
-	t       *testing.T
-	bin     string
-	base    string // http://127.0.0.1:PORT
-	addr    string
-	token   string
-	config  string
-	env     []string
-	mu      sync.Mutex
-	output  bytes.Buffer
-	cmd     *exec.Cmd
-	done    chan struct{}
-	dashURL string // the URL serve printed, with its token
+	t      *testing.T
+	bin    string
+	base   string // http://127.0.0.1:PORT
+	addr   string
+	token  string
+	config string
+	env    []string
+	mu     sync.Mutex
+	output bytes.Buffer
+	cmd    *exec.Cmd
+	done   chan struct{}
 }
 
 var dashURLRe = regexp.MustCompile(`https?://\S+[?&]token=\S+`)
@@ -161,9 +160,6 @@ func (b *bridge) start() {
 			line := sc.Text()
 			b.mu.Lock()
 			b.output.WriteString(line + "\n")
-			if m := dashURLRe.FindString(line); m != "" && b.dashURL == "" {
-				b.dashURL = m
-			}
 			b.mu.Unlock()
 		}
 	}()
@@ -218,22 +214,24 @@ func (b *bridge) log() string {
 	return b.output.String()
 }
 
-// dashboardURL is the URL with token that serve printed.
+// dashboardURL is the URL that signs a browser in, as a user gets it:
+// `agentbridge open --print` (serve prints it only to a terminal).
 func (b *bridge) dashboardURL() string {
 	b.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b.mu.Lock()
-		u := b.dashURL
-		b.mu.Unlock()
-		if u != "" {
-			return u
-		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("serve printed no dashboard URL with a token:\n%s", b.log())
-		}
-		time.Sleep(20 * time.Millisecond)
+	cmd := exec.Command(b.bin, "open", "--print", "--addr", b.addr)
+	cmd.Env = b.env
+	out, err := cmd.Output()
+	if err != nil {
+		b.t.Fatalf("agentbridge open --print: %v\n%s", err, b.log())
 	}
+	u := strings.TrimSpace(string(out))
+	if !dashURLRe.MatchString(u) {
+		b.t.Fatalf("agentbridge open --print = %q, want a URL with a token", u)
+	}
+	if strings.Contains(b.log(), "token=") {
+		b.t.Errorf("serve printed the token to a pipe:\n%s", b.log())
+	}
+	return u
 }
 
 // publish posts ops to the push source and fails the test on an error.

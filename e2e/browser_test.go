@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -251,20 +253,99 @@ func TestDashboard(t *testing.T) {
 	})
 }
 
-// TestDashboardWithoutToken shows the sign-in hint instead of failing
-// silently when the page is opened without the token or cookie.
+// TestDashboardWithoutToken: opened with no token, a wrong token in its
+// link, or a stale cookie, the dashboard shows the same sign-in card (never
+// a raw error page), takes the token out of the address bar, and its
+// Harnesses panel says it is signed out. Signed in with `agentbridge open
+// --print`'s link, it shows sessions without a cwd under a plain heading.
 func TestDashboardWithoutToken(t *testing.T) {
 	ctx := newTab(t)
 	b := startBridge(t)
-	if err := chromedp.Do(ctx, chromedp.Navigate(b.base+"/")); err != nil {
-		t.Fatalf("open the dashboard: %v", err)
+	port := b.addr[strings.LastIndexByte(b.addr, ':')+1:]
+	for _, tt := range []struct{ name, url, cookie string }{
+		{"no token", b.base + "/", ""},
+		{"a wrong token in the link", b.base + "/?token=not-this-bridges-token", ""},
+		{"a cookie from another token", b.base + "/", "e2e-token-of-an-earlier-run"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := chromedp.Do(ctx, clearCookies(), setCookie("agentbridge_"+port, tt.cookie), chromedp.Navigate(tt.url)); err != nil {
+				t.Fatalf("open the dashboard: %v", err)
+			}
+			waitJS(t, ctx, "the unauthorized state", `document.querySelector('#conn')?.dataset.state === 'unauthorized'`)
+			card, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#empty').innerText`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"Sign in to see your agents.", "agentbridge open", "agentbridge open --print"} {
+				if !strings.Contains(card, want) {
+					t.Errorf("sign-in card lacks %q: %q", want, card)
+				}
+			}
+			panel, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#harnesses').innerText`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(panel, "Signed out") {
+				t.Errorf("Harnesses panel = %q, want it to say signed out", panel)
+			}
+			loc, err := chromedp.Run(ctx, chromedp.Location())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(loc, "token") {
+				t.Errorf("the token stays in the address bar: %s", loc)
+			}
+			screenshot(t, ctx, "dashboard-signin-"+strings.ReplaceAll(tt.name, " ", "-")+".png")
+		})
 	}
-	waitJS(t, ctx, "the unauthorized state", `document.querySelector('#conn').dataset.state === 'unauthorized'`)
-	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#empty').innerText`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(text, "token") {
-		t.Errorf("no sign-in hint: %q", text)
-	}
+
+	t.Run("signed in, a session without a cwd", func(t *testing.T) {
+		b.publish(map[string]any{"op": "reset", "sessions": []map[string]any{
+			{"id": "s-nowhere", "harness": "example-agent", "title": "No directory known", "status": "running"},
+			{"id": "s-here", "harness": "example-agent", "cwd": "/home/ana/src/payments", "title": "In a project", "status": "running"},
+		}})
+		if err := chromedp.Do(ctx, clearCookies(), chromedp.Navigate(b.dashboardURL())); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, ctx, "both sessions", `document.querySelectorAll('tr.row').length === 2`)
+		names, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('tr.group .name')].map(e => e.textContent)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(names, ",") != "payments,No working directory" {
+			t.Errorf("group names = %q, want payments, then No working directory", names)
+		}
+		heads, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('tr.group th')].map(e => e.textContent)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(heads) != 2 || heads[1] != "No working directory1 session" {
+			t.Errorf("group headings = %q, want the second to be just its name and count", heads)
+		}
+		for _, h := range heads {
+			if strings.Contains(h, "null") || strings.Contains(h, "undefined") {
+				t.Errorf("group heading %q", h)
+			}
+		}
+	})
+}
+
+// clearCookies forgets every cookie of the browser.
+func clearCookies() chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, network.ClearBrowserCookies, cdp.Empty{})
+		return err
+	})
+}
+
+// setCookie sets a cookie for 127.0.0.1, as an earlier sign-in would have
+// (nothing when value is empty).
+func setCookie(name, value string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		if value == "" {
+			return nil
+		}
+		_, err := chromedp.Call(ctx, network.SetCookie, network.SetCookieParams{Name: name, Value: value, Domain: "127.0.0.1", Path: "/", HTTPOnly: &[]bool{true}[0]})
+		return err
+	})
 }

@@ -1,11 +1,11 @@
 package e2e
 
 import (
-	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -37,21 +37,23 @@ func TestDemoScreenshot(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
-	urls := make(chan string, 1)
-	var once sync.Once
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if u := dashURLRe.FindString(sc.Text()); u != "" {
-				once.Do(func() { urls <- u })
-			}
-		}
-	}()
+	go io.Copy(io.Discard, out)
+	// The demo is found as the README says: `agentbridge open --print`,
+	// with no --addr.
 	var u string
-	select {
-	case u = <-urls:
-	case <-time.After(20 * time.Second):
-		t.Fatal("demo printed no dashboard URL")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		open := exec.Command(agentbridgeBin(t), "open", "--print")
+		open.Env = cmd.Env
+		b, err := open.Output()
+		if err == nil {
+			u = strings.TrimSpace(string(b))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agentbridge open --print never found the demo: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
 		t.Fatal(err)

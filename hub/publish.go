@@ -10,7 +10,7 @@ import (
 	"github.com/agentbridge/agentbridge/validate"
 )
 
-// Stream data shapes (CONTRACT section 4).
+// Stream data shapes (docs/contract.md section 4).
 type (
 	resetData struct {
 		Source   string                 `json:"source"`

@@ -20,7 +20,7 @@ type hardLeak struct {
 	name, text, secret string
 }
 
-// hardLeaks are the credential shapes of CONTRACT section 6 and issue 7, as they
+// hardLeaks are the credential shapes of docs/contract.md section 6 and docs/reliability.md, as they
 // show up in prompts, titles and error messages.
 var hardLeaks = []hardLeak{
 	{"anthropic key", "export ANTHROPIC_API_KEY=sk-ant-api03-Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lz_Xc-Vb9Nm8Qw7Er6Ty5Ui4Op3As2Df1-AA and run", "Zx9Qw8Er7Ty6Ui5Op4As3"},

@@ -645,23 +645,33 @@ func (ss *Sessions) Idle() {
 	clear(ss.why)
 }
 
+// badMessage is the diagnostic text for n skipped lines (or dropped
+// events) of code, in plain English for any n.
 func badMessage(code string, n int, why map[string]bool) string {
 	switch code {
 	case CodeInvalidJSON:
-		return fmt.Sprintf("skipped %s that %s not JSON objects", lines(n), are(n))
+		return "skipped " + plural(n, "journal line that is not a JSON object", "journal lines that are not JSON objects")
 	case CodeInvalidRecord:
-		return fmt.Sprintf("skipped %s whose records have unusable fields", lines(n))
+		return "skipped " + plural(n, "journal line whose record has unusable fields", "journal lines whose records have unusable fields")
 	case CodeInvalidEvent:
 		codes := make([]string, 0, len(why))
 		for c := range why {
 			codes = append(codes, c)
 		}
 		sort.Strings(codes)
-		return fmt.Sprintf("dropped %d lifecycle event(s) that broke the contract's rules (%s)", n, strings.Join(codes, ", "))
+		return fmt.Sprintf("dropped %s that broke the host's rules (%s)", plural(n, "lifecycle event", "lifecycle events"), strings.Join(codes, ", "))
 	case CodePublishRefused:
-		return fmt.Sprintf("the hub refused %d session update(s)", n)
+		return "the hub refused " + plural(n, "session update", "session updates")
 	}
-	return fmt.Sprintf("skipped %s (%s)", lines(n), code)
+	return fmt.Sprintf("skipped %s (%s)", plural(n, "journal line", "journal lines"), code)
+}
+
+// plural is "1 one" or "n many".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // Diagnostic implements Handler: it publishes d (redacted) to the hub.

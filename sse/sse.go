@@ -1,4 +1,4 @@
-// Package sse serves the hub's record stream, GET /v1/events (CONTRACT
+// Package sse serves the hub's record stream, GET /v1/events (docs/contract.md
 // section 4): as Server-Sent Events through r3labs/sse, or as JSON lines.
 //
 // Wire format. Every event has `id:` = the hub revision, `event:` = the

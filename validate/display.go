@@ -104,3 +104,26 @@ func isPathEnd(c byte) bool {
 	}
 	return false
 }
+
+// Model bounds a model name from a record for publishing.
+func Model(s string) string {
+	if len(s) > maxTitleScan {
+		s = s[:maxTitleScan]
+	}
+	return strings.TrimSpace(Bound(Redact(s), MaxModel))
+}
+
+// CleanCwd returns a working directory from a record when it is what a
+// snapshot allows (absolute, at most MaxCwdBytes, no NUL), cleaned of a
+// trailing "/"; else "". A path that is not already clean ("/a/../b",
+// "/a//b") is refused rather than guessed at.
+func CleanCwd(cwd string) string {
+	if cwd == "" || cwd[0] != '/' || len(cwd) > MaxCwdBytes || strings.IndexByte(cwd, 0) >= 0 {
+		return ""
+	}
+	c := filepath.Clean(cwd)
+	if c != cwd && c+"/" != cwd {
+		return ""
+	}
+	return c
+}

@@ -11,7 +11,7 @@ import (
 // where a lifecycle event becomes a snapshot change. A Session is not safe
 // for concurrent use.
 //
-// The fold (CONTRACT section 2), with the choices the contract leaves open:
+// The fold (docs/contract.md section 2), with the choices the contract leaves open:
 //
 //   - session.started: the session is known. Its status becomes idle when
 //     it was exited (a new process) or unset, and is kept otherwise (a

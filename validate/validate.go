@@ -1,6 +1,6 @@
-// Package validate enforces the host's rules (CONTRACT section 1) on
+// Package validate enforces the host's rules (docs/contract.md section 1) on
 // snapshots, resets, diagnostics and lifecycle events, and folds lifecycle
-// events into snapshots (CONTRACT section 2, see Session).
+// events into snapshots (docs/contract.md section 2, see Session).
 //
 // Every check reports all issues it finds, in the host's form: a JSON path
 // ("$", "$.subagents[2].id"), a code and a message. A message never repeats
@@ -356,7 +356,7 @@ func EventFields(k agentbridge.EventKind) map[string]bool {
 
 // ---- snapshots ----
 
-// Snapshot checks a typed snapshot against every rule of CONTRACT section 1.
+// Snapshot checks a typed snapshot against every rule of docs/contract.md section 1.
 func Snapshot(s agentbridge.Snapshot, enabled Harnesses) []Issue {
 	return checkSnapshot(nil, "$", &s, enabled, nil, nil)
 }

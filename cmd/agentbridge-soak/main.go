@@ -84,15 +84,21 @@ func startBridge(ctx context.Context, bin, home string) (*bridge, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start bridge: %w", err)
 	}
+	// To a pipe the bridge prints only its address; the token is in the
+	// token file of the home it runs in.
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
-		if raw, ok := strings.CutPrefix(sc.Text(), "agentbridge: dashboard at "); ok {
+		if raw, ok := strings.CutPrefix(sc.Text(), "agentbridge: serving at "); ok {
 			go io.Copy(io.Discard, out)
-			u, tok, _ := strings.Cut(raw, "?token=")
-			return &bridge{cmd: cmd, base: strings.TrimSuffix(u, "/"), token: tok}, nil
+			u, _, _ := strings.Cut(raw, " ")
+			tok, err := os.ReadFile(filepath.Join(home, ".local", "state", "agentbridge", "token"))
+			if err != nil {
+				return nil, fmt.Errorf("the bridge's token: %w", err)
+			}
+			return &bridge{cmd: cmd, base: strings.TrimSuffix(u, "/"), token: strings.TrimSpace(string(tok))}, nil
 		}
 	}
-	return nil, errors.New("the bridge printed no dashboard URL")
+	return nil, errors.New("the bridge printed no address")
 }
 
 func (b *bridge) get(ctx context.Context, path string) (*http.Response, error) {

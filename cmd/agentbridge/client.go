@@ -15,8 +15,11 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/agentbridge/agentbridge/config"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/sources"
 )
 
 // clientFlags are the flags every client subcommand shares: where the
@@ -41,6 +44,21 @@ func (f *filterFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.ancestorPID, "ancestor-pid", 0, "only sessions whose process descends from `pid`")
 }
 
+// complete registers the filters' value completions on cmd.
+func (f *filterFlags) complete(cmd *cobra.Command) {
+	mustComplete(cmd, "status", fixedCompletions("idle", "running", "waiting", "blocked", "done", "exited"))
+	mustComplete(cmd, "source", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		var ids []string
+		for _, r := range sources.Registered() {
+			ids = append(ids, r.Info.ID)
+		}
+		return ids, cobra.ShellCompDirectiveNoFileComp
+	})
+	mustComplete(cmd, "project", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return nil, cobra.ShellCompDirectiveFilterDirs
+	})
+}
+
 // query adds the filters to q. A relative --project is taken from the
 // working directory, as a user typing "--project ." means.
 func (f *filterFlags) query(q url.Values) error {
@@ -61,7 +79,7 @@ func (f *filterFlags) query(q url.Values) error {
 		q.Set("project", p)
 	}
 	if f.ancestorPID < 0 {
-		return fmt.Errorf("--ancestor-pid: %d is not a process id", f.ancestorPID)
+		return usagef("--ancestor-pid: %d is not a process id", f.ancestorPID)
 	}
 	if f.ancestorPID > 0 {
 		q.Set("ancestorPid", strconv.Itoa(f.ancestorPID))
@@ -75,6 +93,8 @@ type client struct {
 	base  string // "http://host:port"
 	token string // "" when none was found
 	http  *http.Client
+	// stateDir is the bridge's state directory ("" when it cannot be named).
+	stateDir string
 }
 
 // newClient finds the bridge and its token the way the server does: the
@@ -82,12 +102,22 @@ type client struct {
 // address; the token from AGENTBRIDGE_TOKEN or config, else the token file.
 // A token file that does not exist yet is not an error here: the bridge may
 // run with auth none, and a 401 answer says what to do.
+//
+// When no layer names an address (no --addr, AGENTBRIDGE_ADDR, addr or
+// listen setting), a running demo is found through the address it records
+// in the state directory (see demoAddrFile).
 func newClient(fs *pflag.FlagSet, env []string) (*client, error) {
 	cfg, err := config.Load(fs, env)
 	if err != nil {
 		return nil, err
 	}
-	addr, err := dialAddr(cfg.ClientAddr())
+	target := cfg.ClientAddr()
+	if cfg.Addr == "" && cfg.Listen == config.DefaultListen {
+		if demo, ok := runningDemo(cfg.StateDir); ok {
+			target = demo
+		}
+	}
+	addr, err := dialAddr(target)
 	if err != nil {
 		return nil, err
 	}
@@ -96,10 +126,11 @@ func newClient(fs *pflag.FlagSet, env []string) (*client, error) {
 		return nil, err
 	}
 	return &client{
-		addr:  addr,
-		base:  "http://" + addr,
-		token: token,
-		http:  &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}},
+		addr:     addr,
+		base:     "http://" + addr,
+		token:    token,
+		http:     &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}},
+		stateDir: cfg.StateDir,
 	}, nil
 }
 
@@ -237,23 +268,4 @@ func (c *client) statusError(resp *http.Response) error {
 // isRefused reports whether err means nothing listens at the address.
 func isRefused(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED)
-}
-
-// parseFlags parses args into fs, printing usage on -h. It returns done
-// when the command has nothing more to do (help was shown).
-func parseFlags(fs *pflag.FlagSet, args []string, stderr io.Writer, usage string) (done bool, err error) {
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: agentbridge %s\n\nflags:\n", usage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return true, nil
-		}
-		fmt.Fprintf(stderr, "agentbridge %s: %v\n", fs.Name(), err)
-		fs.Usage()
-		return false, errExit1
-	}
-	return false, nil
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbridge/agentbridge/sources"
 )
 
 // realBridge runs the serve subcommand in-process with a push source, on an
@@ -27,11 +29,13 @@ func realBridge(t *testing.T) (env []string, addr, token string) {
 	env = testEnv(t)
 	home := envGet(env, "HOME")
 	addr = freeAddr(t)
+	off := ""
+	for _, r := range sources.Registered() { // only the push source: no agent's files
+		off += "  " + r.Info.ID + ": {enabled: false}\n"
+	}
 	writeFile(t, filepath.Join(home, "config", "agentbridge", "config.yaml"), `listen: `+addr+`
 sources:
-  claude-code: {enabled: false}
-  codex: {enabled: false}
-push:
+`+off+`push:
   - id: test-push
     displayName: Test Push
     harnesses:
@@ -158,8 +162,8 @@ func TestSessionsAgainstServe(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-		if len(lines) != 3 || !strings.HasPrefix(lines[0], "HARNESS") ||
-			!strings.HasPrefix(lines[1], "codex          waiting") || !strings.Contains(lines[2], "Fix tests") {
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID           HARNESS") ||
+			!strings.HasPrefix(lines[1], "in-worktree  codex          waiting") || !strings.Contains(lines[2], "Fix tests") {
 			t.Errorf("table:\n%s", stdout.String())
 		}
 	})

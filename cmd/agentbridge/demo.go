@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/agentbridge/agentbridge/config"
@@ -31,33 +31,44 @@ const (
 	demoLinger  = 30 * time.Second       // how long an exited session stays, unless --linger says otherwise
 )
 
-func init() {
-	register("demo", "replay the bundled example journals live, with no agent installed",
-		func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-			return demoMain(ctx, args, os.Environ(), stdout, stderr)
-		})
+func newDemoCmd(a *app) *cobra.Command {
+	var speed float64
+	var loop bool
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "replay the bundled example journals live, with no agent installed",
+		Long: `Serve a real bridge with only the example source on, reading a temporary
+home into which the journals bundled in the binary are written record by
+record at a human pace: sessions appear, run tools, wait for approval, spawn
+subagents, finish, fail and exit.
+
+The demo serves at 127.0.0.1:7391 when that is free, else at a free loopback
+port, and records its address in the state directory while it runs, so that
+"agentbridge sessions", "watch" and "open" find it without --addr.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !(speed > 0) || math.IsInf(speed, 0) {
+				return usagef("--speed must be a positive number")
+			}
+			return a.demo(cmd.Context(), cmd.Flags(), speed, loop)
+		},
+	}
+	fs := cmd.Flags()
+	fs.String("listen", config.DefaultListen, "`host:port` to serve on (when it is taken: a free loopback port)")
+	fs.Duration("linger", demoLinger, "how long exited sessions stay listed")
+	fs.String("log-level", "info", "log level: debug, info, warn or error")
+	fs.Float64Var(&speed, "speed", 1, "replay speed factor (2 = twice as fast)")
+	fs.BoolVar(&loop, "loop", true, "after a pause, remove the journals (their sessions stop) and replay them again; --loop=false replays once")
+	mustComplete(cmd, "log-level", fixedCompletions("debug", "info", "warn", "error"))
+	return cmd
 }
 
-// demoMain serves like serve, with the example source reading a temporary
+// demo serves like serve, with the example source reading a temporary
 // home into which the journals bundled in sources/example/demo are written
 // record by record, at a human pace. The other built-in sources are off.
-// It listens on a free loopback port unless --listen says otherwise.
-func demoMain(ctx context.Context, args, env []string, stdout, stderr io.Writer) error {
-	flags := pflag.NewFlagSet("demo", pflag.ContinueOnError)
-	config.RegisterFlags(flags)
-	speed := flags.Float64("speed", 1, "replay speed factor (2 = twice as fast)")
-	loop := flags.Bool("loop", true, "after a pause, remove the journals (their sessions stop) and replay them again; --loop=false replays once")
-	done, err := parseFlags(flags, args, stderr, "demo [flags]")
-	if done || err != nil {
-		return err
-	}
-	if flags.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", flags.Arg(0))
-	}
-	if !(*speed > 0) || math.IsInf(*speed, 0) {
-		return fmt.Errorf("--speed must be a positive number")
-	}
-	cfg, err := config.Load(flags, env)
+func (a *app) demo(ctx context.Context, flags *pflag.FlagSet, speed float64, loop bool) error {
+	stdout := a.stdout
+	cfg, err := config.Load(flags, a.env)
 	if err != nil {
 		return err
 	}
@@ -78,26 +89,33 @@ func demoMain(ctx context.Context, args, env []string, stdout, stderr io.Writer)
 		cfg.Sources[r.Info.ID] = config.SourceSwitch{Enabled: &off}
 	}
 	cfg.Sources[example.ID] = config.SourceSwitch{Enabled: &on, Home: home}
-	if !flags.Changed("listen") {
-		cfg.Listen = "127.0.0.1:0"
-	}
 	if !flags.Changed("linger") {
 		cfg.Linger = demoLinger
+	}
+	opt := serveOptions{listening: func(addr string) func() {
+		remove, err := recordDemoAddr(cfg.StateDir, addr)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "agentbridge demo: %v; clients need --addr %s\n", err, addr)
+		}
+		return remove
+	}}
+	if cfg.Listen == config.DefaultListen {
+		opt.fallbackListen = "127.0.0.1:0"
 	}
 
 	names, _ := bundledJournals(journals.Journals)
 	fmt.Fprintf(stdout, "agentbridge demo: replaying %d example sessions into %s (EXAMPLE_AGENT_HOME)\n", len(names), home)
-	fmt.Fprintln(stdout, "agentbridge demo: open the dashboard below, or follow the stream with curl -N (see README); Ctrl-C stops")
+	fmt.Fprintln(stdout, "agentbridge demo: `agentbridge open` opens the dashboard, `agentbridge sessions` lists the sessions; Ctrl-C stops")
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := replayJournals(ctx, journals.Journals, dir, *speed, *loop); err == nil {
+		if err := replayJournals(ctx, journals.Journals, dir, speed, loop); err == nil {
 			fmt.Fprintln(stdout, "agentbridge demo: every journal replayed; Ctrl-C stops")
 		}
 	})
-	err = serve(ctx, cfg, stdout, stderr)
+	err = a.serve(ctx, cfg, opt)
 	cancel()
 	wg.Wait()
 	return err

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -73,8 +72,10 @@ func TestDemoRejectsBadSpeed(t *testing.T) {
 	}
 }
 
-// TestDemoEndToEnd runs the demo subcommand fast and reads the sessions
-// from its API: every bundled session appears and reaches its final state.
+// TestDemoEndToEnd runs the demo subcommand fast and reads its sessions
+// the way the README says, with no --addr: the client subcommands find
+// the demo through the address it records, every bundled session appears
+// and reaches its final state, and `open --print` signs a browser in.
 func TestDemoEndToEnd(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
@@ -84,9 +85,16 @@ func TestDemoEndToEnd(t *testing.T) {
 	errw := &logBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- demoMain(ctx, []string{"--speed=100", "--loop=false", "--auth=none", "--linger=1h"}, env, out, errw)
+		// Not the default address: tests run in parallel, and a real
+		// bridge may hold it. What is found is the recorded address.
+		done <- demoMain(ctx, []string{"--speed=100", "--loop=false", "--linger=1h", "--listen=127.0.0.1:0"}, env, out, errw)
 	}()
-	t.Cleanup(func() {
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		select {
 		case err := <-done:
@@ -96,51 +104,76 @@ func TestDemoEndToEnd(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Errorf("demo did not stop")
 		}
-	})
-	var base string
-	waitUntil(t, "the dashboard URL", func() bool {
-		m := regexp.MustCompile(`dashboard at (http://\S+/)`).FindStringSubmatch(out.String())
-		if m != nil {
-			base = m[1]
-		}
-		return m != nil
-	})
+	}
+	t.Cleanup(stop)
+	waitUntil(t, "the demo to serve", func() bool { return strings.Contains(out.String(), "serving at") })
+	if strings.Contains(out.String(), "token=") {
+		t.Errorf("the demo printed its token to a pipe:\n%s", out)
+	}
 	want := map[string]string{
 		"0b1e7c52-refactor": "done", "4d2f9a11-approval": "waiting", "9a7c3e05-subagents": "done",
 		"c5e80f3a-failure": "done", "e81d4b77-exit": "exited",
 	}
+	var last string
 	waitUntil(t, "every session in its final state", func() bool {
-		resp, err := http.Get(base + "v1/sessions?source=example")
-		if err != nil {
+		var stdout, stderr strings.Builder
+		if err := sessionsMain(context.Background(), []string{"--json", "--source", "example"}, env, &stdout, &stderr); err != nil {
+			last = fmt.Sprintf("%v %s", err, stderr.String())
 			return false
 		}
-		defer resp.Body.Close()
 		var body struct {
 			Sessions []struct {
 				Snapshot struct{ ID, Status string }
 			}
 		}
-		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		if err := json.Unmarshal([]byte(stdout.String()), &body); err != nil {
+			last = err.Error()
 			return false
 		}
 		got := map[string]string{}
 		for _, s := range body.Sessions {
 			got[s.Snapshot.ID] = s.Snapshot.Status
 		}
-		return fmt.Sprint(got) == fmt.Sprint(want)
-	})
+		last = fmt.Sprint(got)
+		return last == fmt.Sprint(want)
+	}, func() string { return last })
 	if !strings.Contains(out.String(), "every journal replayed") {
 		waitUntil(t, "the end of the replay", func() bool { return strings.Contains(out.String(), "every journal replayed") })
+	}
+
+	// The table finds it too, and shows the ids.
+	var table, stderr strings.Builder
+	if err := sessionsMain(context.Background(), nil, env, &table, &stderr); err != nil {
+		t.Fatalf("sessions: %v %s", err, stderr.String())
+	}
+	if !strings.Contains(table.String(), "4d2f9a11") {
+		t.Errorf("sessions table without the ids:\n%s", table.String())
+	}
+
+	// open --print gives a URL that signs a browser in.
+	var link strings.Builder
+	if err := runArgs(context.Background(), "open", []string{"--print"}, env, strings.NewReader(""), &link, &stderr, watchBackoff); err != nil {
+		t.Fatalf("open --print: %v %s", err, stderr.String())
+	}
+	signIn(t, strings.TrimSpace(link.String()))
+
+	// Once the demo stops, its address is forgotten.
+	stop()
+	if _, ok := readDemoAddr(tmp + "/agentbridge"); ok {
+		t.Error("the demo left its address file behind")
 	}
 }
 
 // waitUntil polls cond (a condition on another process's state) for up
-// to 10 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
+// to 10 s; detail, when given, says what was last seen.
+func waitUntil(t *testing.T, what string, cond func() bool, detail ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
+			for _, d := range detail {
+				what += " (last seen: " + d() + ")"
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -68,18 +68,19 @@ func hardStartBridgeProc(t *testing.T, env []string, args ...string) *hardBridge
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "agentbridge: dashboard at "); ok {
-				urls <- u
+			if strings.HasPrefix(sc.Text(), "agentbridge: serving at ") {
+				urls <- sc.Text()
 			}
 		}
 		io.Copy(io.Discard, out)
 	}()
 	select {
-	case u := <-urls:
-		u = strings.TrimPrefix(u, "http://")
-		host, rest, _ := strings.Cut(u, "/")
-		p.host = host
-		_, p.token, _ = strings.Cut(rest, "token=")
+	case line := <-urls:
+		u, err := dashboardFrom(t, line, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.host, p.token = u.Host, u.Query().Get("token")
 	case <-time.After(20 * time.Second):
 		t.Fatalf("bridge printed no URL within 20s; stderr:\n%s", p.stderr)
 	}

@@ -8,16 +8,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/api"
@@ -37,29 +37,26 @@ const (
 	readHeaderLimit = 10 * time.Second
 )
 
-func init() {
-	register("serve", "serve the API, the event stream and the dashboard (the default)",
-		func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-			return serveMain(ctx, args, os.Environ(), stdout, stderr)
-		})
-}
+func newServeCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "serve the API, the event stream and the dashboard (the default)",
+		Long: `Serve the REST API, the event stream and the dashboard until interrupted.
 
-// serveMain is the serve subcommand with its environment injected.
-func serveMain(ctx context.Context, args, env []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	config.RegisterFlags(fs)
-	done, err := parseFlags(fs, args, stderr, "serve [flags]")
-	if done || err != nil {
-		return err
+When stdout is a terminal, serve prints the dashboard's URL with its token
+once; otherwise (a log, a pipe, a service) it prints only the address, and
+"agentbridge open" opens the dashboard.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(cmd.Flags(), a.env)
+			if err != nil {
+				return err
+			}
+			return a.serve(cmd.Context(), cfg, serveOptions{})
+		},
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	cfg, err := config.Load(fs, env)
-	if err != nil {
-		return err
-	}
-	return serve(ctx, cfg, stdout, stderr)
+	config.RegisterFlags(cmd.Flags())
+	return cmd
 }
 
 // buildSources makes every registered source the configuration leaves
@@ -132,11 +129,22 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
+// serveOptions are what the demo changes in serve.
+type serveOptions struct {
+	// fallbackListen is listened on when cfg.Listen is taken ("" for none).
+	fallbackListen string
+	// listening is called with the address once it is known; the function
+	// it returns is called when serving ends.
+	listening func(addr string) (done func())
+}
+
 // serve runs the bridge until ctx ends, then shuts it down: open streams
 // end (their context is ctx), in-flight requests get shutdownGrace, the
-// sources sourcesGrace. It prints the dashboard URL, with the token, once
-// to stdout; the token is never logged.
-func serve(parent context.Context, cfg *config.Config, stdout, stderr io.Writer) error {
+// sources sourcesGrace. When stdout is a terminal it prints the dashboard
+// URL with the token once; otherwise only the address, so that the token
+// does not end up in a log or a pipe. The token is never logged.
+func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions) error {
+	stdout, stderr := a.stdout, a.stderr
 	ctx, stop := context.WithCancel(parent)
 	defer stop()
 	log := newLogger(stderr, cfg.LogLevel)
@@ -169,18 +177,25 @@ func serve(parent context.Context, cfg *config.Config, stdout, stderr io.Writer)
 
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
+	if err != nil && opt.fallbackListen != "" && errors.Is(err, syscall.EADDRINUSE) {
+		log.Info("address in use; listening elsewhere", "addr", cfg.Listen)
+		ln, err = lc.Listen(ctx, "tcp", opt.fallbackListen)
+	}
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	addr := ln.Addr().String()
-	a := &api.Server{
+	if opt.listening != nil {
+		defer opt.listening(addr)()
+	}
+	apiSrv := &api.Server{
 		Hub: h, Events: sse.New(h, sse.Options{Logger: log, Heartbeat: cfg.Heartbeat}), Addr: addr, Token: token,
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
 		Gatherer: reg, Version: versionString(), Logger: log,
 	}
 	fresh := &freshConns{}
 	srv := &http.Server{
-		Handler:           a.Handler(),
+		Handler:           apiSrv.Handler(),
 		ReadHeaderTimeout: readHeaderLimit,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -199,7 +214,11 @@ func serve(parent context.Context, cfg *config.Config, stdout, stderr io.Writer)
 		log.Warn("listening beyond loopback, but only loopback Host names (and the listen IP) are accepted; add the names remote clients use to allowedHosts")
 	}
 	log.Info("serving", "addr", addr, "auth", cfg.Auth, "sources", len(srcs), "push", len(cfg.Push), "version", versionString())
-	fmt.Fprintf(stdout, "agentbridge: dashboard at %s\n", dashboardURL(addr, token))
+	if a.terminal(stdout) {
+		fmt.Fprintf(stdout, "agentbridge: dashboard at %s\n", dashboardURL(addr, token))
+	} else {
+		fmt.Fprintf(stdout, "agentbridge: serving at %s (run `agentbridge open` for the dashboard)\n", dashboardURL(addr, ""))
+	}
 
 	var serveErr error
 	select {

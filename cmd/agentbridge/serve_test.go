@@ -12,10 +12,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/sources"
 )
 
 // logBuffer is a goroutine-safe buffer for serve's output.
@@ -81,13 +85,9 @@ func startServe(t *testing.T, env []string, args ...string) (dashboard *url.URL,
 		if !ok {
 			t.Fatalf("serve printed no URL; err %v; stderr:\n%s", <-errc, stderr)
 		}
-		raw, found := strings.CutPrefix(line, "agentbridge: dashboard at ")
-		if !found {
-			t.Fatalf("stdout line %q, want the dashboard URL", line)
-		}
-		u, err := url.Parse(raw)
+		u, err := dashboardFrom(t, line, env)
 		if err != nil {
-			t.Fatalf("dashboard URL %q: %v", raw, err)
+			t.Fatalf("dashboard URL: %v", err)
 		}
 		return u, stop, stderr
 	case <-time.After(10 * time.Second):
@@ -274,14 +274,32 @@ func TestVersionString(t *testing.T) {
 
 func TestServeBuildsTheConfiguredSources(t *testing.T) {
 	t.Parallel()
+	// Every registered source that is not optional runs by default.
+	var defaults []string
+	for _, r := range sources.Registered() {
+		if !r.Optional {
+			defaults = append(defaults, r.Info.ID)
+		}
+	}
+	with := func(ids []string, add string) []string {
+		out := append(slices.Clone(ids), add)
+		slices.Sort(out)
+		return out
+	}
+	without := func(ids []string, drop string) []string {
+		return slices.DeleteFunc(slices.Clone(ids), func(s string) bool { return s == drop })
+	}
+	if !slices.Contains(defaults, "claude-code") || !slices.Contains(defaults, "codex") || slices.Contains(defaults, "example") {
+		t.Fatalf("default sources %v", defaults)
+	}
 	tests := []struct {
 		name string
 		env  []string
 		want []string // source ids, in order
 	}{
-		{"defaults", nil, []string{"claude-code", "codex"}},
-		{"example agent home set", []string{"EXAMPLE_AGENT_HOME=@EXDIR@"}, []string{"claude-code", "codex", "example"}},
-		{"codex switched off", []string{"AGENTBRIDGE_CONFIG=CFG"}, []string{"claude-code", "test-push"}},
+		{"defaults", nil, defaults},
+		{"example agent home set", []string{"EXAMPLE_AGENT_HOME=@EXDIR@"}, with(defaults, "example")},
+		{"codex switched off", []string{"AGENTBRIDGE_CONFIG=CFG"}, append(without(defaults, "codex"), "test-push")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -423,5 +441,65 @@ func TestServeRevisionsGrowAcrossRestarts(t *testing.T) {
 	defer stop2()
 	if rev2 := revision(u2); rev2 <= ahead {
 		t.Errorf("restarted bridge at revision %d, want above the kept mark %d", rev2, ahead)
+	}
+}
+
+// TestServePrintsTheTokenOnlyToATerminal: to a terminal, serve prints the
+// dashboard URL with its token; to anything else only the address (the
+// pipe case is checked by every test that starts serve, via dashboardFrom).
+func TestServePrintsTheTokenOnlyToATerminal(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	out := &logBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := &app{env: env, stdin: strings.NewReader(""), stdout: out, stderr: io.Discard, backoff: watchBackoff,
+		isTerminal: func(io.Writer) bool { return true }}
+	done := make(chan error, 1)
+	go func() { done <- a.execute(ctx, []string{"serve", "--listen", "127.0.0.1:0"}) }()
+	waitUntil(t, "the dashboard URL", func() bool { return strings.Contains(out.String(), "\n") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	tok, err := os.ReadFile(filepath.Join(envGet(env, "XDG_STATE_HOME"), "agentbridge", "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.SplitN(out.String(), "\n", 2)[0]
+	if !strings.HasPrefix(line, "agentbridge: dashboard at http://127.0.0.1:") || !strings.HasSuffix(line, "/?token="+strings.TrimSpace(string(tok))) {
+		t.Errorf("serve printed %q to a terminal, want the dashboard URL with the token", line)
+	}
+}
+
+// TestServeFallsBackWhenTheAddressIsTaken: the demo's fallback listens
+// elsewhere when its address is taken, and says where.
+func TestServeFallsBackWhenTheAddressIsTaken(t *testing.T) {
+	t.Parallel()
+	busy := realListener(t)
+	env := testEnv(t)
+	out := &logBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := &app{env: env, stdin: strings.NewReader(""), stdout: out, stderr: io.Discard, backoff: watchBackoff}
+	cfg, err := config.Load(nil, append(env, "AGENTBRIDGE_LISTEN="+busy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	done := make(chan error, 1)
+	go func() {
+		done <- a.serve(ctx, cfg, serveOptions{fallbackListen: "127.0.0.1:0", listening: func(addr string) func() {
+			got = addr
+			return func() {}
+		}})
+	}()
+	waitUntil(t, "serve to listen", func() bool { return strings.Contains(out.String(), "serving at") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got == "" || got == busy || !strings.Contains(out.String(), got) {
+		t.Errorf("listened at %q (busy: %s), printed %q", got, busy, out.String())
 	}
 }

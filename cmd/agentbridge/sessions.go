@@ -8,22 +8,50 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/agentbridge/agentbridge"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
+
+	"github.com/agentbridge/agentbridge"
 )
 
-func init() {
-	register("sessions", "list the sessions of a running bridge (table, or --json)", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		return sessionsMain(ctx, args, os.Environ(), stdout, stderr)
-	})
+func newSessionsCmd(a *app) *cobra.Command {
+	var o sessionsOptions
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "list the sessions of a running bridge (table, or --json)",
+		Long: `List the sessions of a running bridge as a table. Sessions that need you
+come first, then the most recently active. ID is the session id; one longer
+than 12 characters is shortened to its shortest prefix of at least 8 that is
+unique in the listing (--wide shows it whole, with the source and the whole
+title). AGE is the
+time since the last turn ended.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.sessions(cmd.Context(), cmd.Flags(), o)
+		},
+	}
+	fs := cmd.Flags()
+	clientFlags(fs)
+	o.filter.register(fs)
+	o.filter.complete(cmd)
+	fs.BoolVar(&o.json, "json", false, "print the listing as JSON, as GET /v1/sessions answers it")
+	fs.BoolVarP(&o.wide, "wide", "w", false, "show the whole session id and title, and the source")
+	fs.StringVar(&o.color, "color", "auto", "colour the status column: auto (when stdout is a terminal), always or never")
+	mustComplete(cmd, "color", fixedCompletions("auto", "always", "never"))
+	return cmd
+}
+
+// sessionsOptions are the sessions subcommand's flags.
+type sessionsOptions struct {
+	filter     filterFlags
+	json, wide bool
+	color      string
 }
 
 // sessionEntry is one session as GET /v1/sessions lists it.
@@ -41,25 +69,14 @@ type sessionList struct {
 // maxTitle is how many characters of a title the table shows.
 const maxTitle = 60
 
-func sessionsMain(ctx context.Context, args, env []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("sessions", pflag.ContinueOnError)
-	clientFlags(fs)
-	var filter filterFlags
-	filter.register(fs)
-	asJSON := fs.Bool("json", false, "print the listing as JSON, as GET /v1/sessions answers it")
-	colorMode := fs.String("color", "auto", "colour the status column: auto (when stdout is a terminal), always or never")
-	if done, err := parseFlags(fs, args, stderr, "sessions [flags]"); done || err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	color, err := useColor(*colorMode, stdout, env)
+func (a *app) sessions(ctx context.Context, fs *pflag.FlagSet, o sessionsOptions) error {
+	stdout, stderr, env := a.stdout, a.stderr, a.env
+	color, err := useColor(o.color, stdout, env)
 	if err != nil {
 		return err
 	}
 	q := url.Values{}
-	if err := filter.query(q); err != nil {
+	if err := o.filter.query(q); err != nil {
 		return err
 	}
 	c, err := newClient(fs, env)
@@ -75,7 +92,7 @@ func sessionsMain(ctx context.Context, args, env []string, stdout, stderr io.Wri
 	if err != nil {
 		return fmt.Errorf("agentbridge at %s: read sessions: %w", c.addr, err)
 	}
-	if *asJSON {
+	if o.json {
 		var out bytes.Buffer
 		if err := json.Indent(&out, body, "", "  "); err != nil {
 			return fmt.Errorf("agentbridge at %s: bad answer to /v1/sessions: %w", c.addr, err)
@@ -96,6 +113,7 @@ func sessionsMain(ctx context.Context, args, env []string, stdout, stderr io.Wri
 		now:   time.Now(),
 		home:  envGet(env, "HOME"),
 		color: color,
+		wide:  o.wide,
 	})
 }
 
@@ -104,6 +122,7 @@ type tableStyle struct {
 	now   time.Time
 	home  string // cwd under it is shown as ~/…
 	color bool
+	wide  bool // whole ids and titles, and a SOURCE column
 }
 
 // statusOrder puts what needs the user first.
@@ -122,8 +141,8 @@ var statusColor = map[agentbridge.Status]string{
 	agentbridge.StatusExited:  "2",
 }
 
-// writeTable prints the sessions as an aligned table: harness, status, age
-// (since the last turn ended), title and cwd. Sessions that need the user
+// writeTable prints the sessions as an aligned table: id, harness, status,
+// age (since the last turn ended), title and cwd; wide adds the source. Sessions that need the user
 // come first, then the most recently active.
 func writeTable(w io.Writer, entries []sessionEntry, st tableStyle) error {
 	entries = slices.Clone(entries)
@@ -142,15 +161,35 @@ func writeTable(w io.Writer, entries []sessionEntry, st tableStyle) error {
 		}
 		return strings.Compare(a.Snapshot.ID, b.Snapshot.ID)
 	})
-	rows := [][]string{{"HARNESS", "STATUS", "AGE", "TITLE", "CWD"}}
-	for _, e := range entries {
+	head := []string{"ID", "HARNESS", "STATUS", "AGE", "TITLE", "CWD"}
+	const statusCol = 2
+	if st.wide {
+		head = append([]string{"SOURCE"}, head...)
+	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = cell(e.Snapshot.ID)
+	}
+	if !st.wide {
+		ids = shortIDs(ids)
+	}
+	rows := [][]string{head}
+	for i, e := range entries {
 		s := e.Snapshot
+		title := cell(s.Title)
+		if !st.wide {
+			title = shorten(title, maxTitle)
+		}
 		r := []string{
+			ids[i],
 			cell(s.Harness),
 			cell(string(s.Status)),
 			age(s.LastTurnEndedAt, st.now),
-			shorten(cell(s.Title), maxTitle),
+			title,
 			cell(tilde(s.Cwd, st.home)),
+		}
+		if st.wide {
+			r = append([]string{cell(e.Source)}, r...)
 		}
 		for i := range r {
 			if r[i] == "" {
@@ -158,6 +197,10 @@ func writeTable(w io.Writer, entries []sessionEntry, st tableStyle) error {
 			}
 		}
 		rows = append(rows, r)
+	}
+	colorCol := statusCol
+	if st.wide {
+		colorCol++
 	}
 	widths := make([]int, len(rows[0]))
 	for _, r := range rows {
@@ -173,7 +216,7 @@ func writeTable(w io.Writer, entries []sessionEntry, st tableStyle) error {
 			if !last {
 				pad = strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2)
 			}
-			if st.color && i == 1 && n > 0 {
+			if st.color && i == colorCol && n > 0 {
 				if code, ok := statusColor[agentbridge.Status(c)]; ok {
 					c = "\x1b[" + code + "m" + c + "\x1b[0m"
 				}
@@ -185,6 +228,41 @@ func writeTable(w io.Writer, entries []sessionEntry, st tableStyle) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// Shortened ids: those longer than maxWholeID characters are shown by a
+// prefix of at least minShortID.
+const (
+	minShortID = 8
+	maxWholeID = 12
+)
+
+// shortIDs shortens each id longer than maxWholeID to its shortest prefix
+// of at least minShortID characters that no other id in the list starts
+// with, as Git shortens commit ids; duplicates stay whole. Ids are ASCII
+// (the host's rule), so characters are bytes.
+func shortIDs(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		if len(id) <= maxWholeID {
+			out[i] = id
+			continue
+		}
+		n := minShortID
+		for j, other := range ids {
+			if j == i || other == id {
+				continue
+			}
+			for n < len(id) && strings.HasPrefix(other, id[:n]) {
+				n++
+			}
+		}
+		out[i] = id[:n]
+		if n < len(id) {
+			out[i] += "…"
+		}
+	}
+	return out
 }
 
 func rank(s agentbridge.Status) int {
@@ -264,14 +342,9 @@ func useColor(mode string, stdout io.Writer, env []string) (bool, error) {
 		if envGet(env, "NO_COLOR") != "" || envGet(env, "TERM") == "dumb" {
 			return false, nil
 		}
-		f, ok := stdout.(*os.File)
-		if !ok {
-			return false, nil
-		}
-		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-		return err == nil, nil
+		return isTerminal(stdout), nil
 	default:
-		return false, fmt.Errorf("--color: %q is not auto, always or never", mode)
+		return false, usagef("--color: %q is not auto, always or never", mode)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"net/url"
 	"os"
@@ -27,12 +28,12 @@ func TestWriteTable(t *testing.T) {
 		{"codex", agentbridge.Snapshot{ID: "c3", Harness: "codex", Status: "exited", Title: strings.Repeat("é", 70)}},
 	}
 	want := strings.Join([]string{
-		"HARNESS      STATUS   AGE  TITLE                                                         CWD",
-		"claude-code  waiting  3d   Deploy [31m now                                               /srv/app",
-		"claude-code  running  -    Fix tests                                                     ~",
-		"codex        done     30s  -                                                             /home/user2/x",
-		"codex        done     5m   Refactor the parser                                           ~/src/parser",
-		"codex        exited   -    " + strings.Repeat("é", 59) + "…  -",
+		"ID  HARNESS      STATUS   AGE  TITLE                                                         CWD",
+		"a2  claude-code  waiting  3d   Deploy [31m now                                               /srv/app",
+		"a1  claude-code  running  -    Fix tests                                                     ~",
+		"c2  codex        done     30s  -                                                             /home/user2/x",
+		"c1  codex        done     5m   Refactor the parser                                           ~/src/parser",
+		"c3  codex        exited   -    " + strings.Repeat("é", 59) + "…  -",
 		"",
 	}, "\n")
 	var b bytes.Buffer
@@ -56,9 +57,9 @@ func TestWriteTableColor(t *testing.T) {
 	if err := writeTable(&b, entries, tableStyle{now: tableNow, color: true}); err != nil {
 		t.Fatal(err)
 	}
-	want := "HARNESS  STATUS   AGE  TITLE  CWD\n" +
-		"codex    \x1b[1;33mwaiting\x1b[0m  -    -      -\n" +
-		"codex    \x1b[32mrunning\x1b[0m  -    -      -\n"
+	want := "ID  HARNESS  STATUS   AGE  TITLE  CWD\n" +
+		"w   codex    \x1b[1;33mwaiting\x1b[0m  -    -      -\n" +
+		"r   codex    \x1b[32mrunning\x1b[0m  -    -      -\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("coloured table (-want +got):\n%s", diff)
 	}
@@ -177,7 +178,7 @@ func TestSessionsOutput(t *testing.T) {
 		wantStdout string
 		wantStderr string
 	}{
-		{"table", nil, "HARNESS  STATUS   AGE  TITLE      CWD\ncodex    running  -    Fix tests  /tmp/x\n", ""},
+		{"table", nil, "ID  HARNESS  STATUS   AGE  TITLE      CWD\ns1  codex    running  -    Fix tests  /tmp/x\n", ""},
 		{"json", []string{"--json"}, `{
   "revision": 7,
   "sessions": [
@@ -231,10 +232,50 @@ func TestSessionsFlagErrors(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if err := sessionsMain(t.Context(), []string{"--nope"}, testEnv(t), &stdout, &stderr); err != errExit1 {
-		t.Errorf("unknown flag: err = %v, want errExit1", err)
+	err := sessionsMain(t.Context(), []string{"--nope"}, testEnv(t), &stdout, &stderr)
+	if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "unknown flag: --nope") {
+		t.Errorf("unknown flag: err = %v, want a usage error naming it", err)
 	}
-	if !strings.Contains(stderr.String(), "unknown flag: --nope") || !strings.Contains(stderr.String(), "--ancestor-pid") {
-		t.Errorf("unknown flag: stderr = %q, want the error and the usage", stderr.String())
+}
+
+// TestWriteTableIDs: the ID column shows each id by its shortest unique
+// prefix of at least 8 characters; --wide shows ids and titles whole, with
+// the source.
+func TestWriteTableIDs(t *testing.T) {
+	long := strings.Repeat("long title ", 10)
+	entries := []sessionEntry{
+		{"codex", agentbridge.Snapshot{ID: "019e5615-9632-7740-b2cf-3061e4ff06e2", Harness: "codex", Status: "running", Title: long}},
+		{"codex", agentbridge.Snapshot{ID: "019e5615-9f00-7000-8000-000000000000", Harness: "codex", Status: "running"}},
+		{"claude-code", agentbridge.Snapshot{ID: "8a525d27-2ad4-4f5e-a8b0-7a3b1d2c9e10", Harness: "claude-code", Status: "running"}},
+		{"example", agentbridge.Snapshot{ID: "short-id", Harness: "example-agent", Status: "running"}},
+	}
+	var b bytes.Buffer
+	if err := writeTable(&b, entries, tableStyle{now: tableNow}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n")[1:] {
+		ids = append(ids, strings.Fields(l)[0])
+	}
+	want := []string{"8a525d27…", "019e5615-96…", "019e5615-9f…", "short-id"} // claude-code sorts first
+	if diff := cmp.Diff(want, ids); diff != "" {
+		t.Errorf("short ids (-want +got):\n%s", diff)
+	}
+
+	b.Reset()
+	if err := writeTable(&b, entries, tableStyle{now: tableNow, wide: true}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	if !strings.HasPrefix(lines[0], "SOURCE  ID  ") && !strings.HasPrefix(lines[0], "SOURCE       ID") {
+		t.Errorf("wide header %q, want SOURCE then ID", lines[0])
+	}
+	for _, e := range entries {
+		if !strings.Contains(b.String(), e.Snapshot.ID) {
+			t.Errorf("wide table lacks the whole id %s:\n%s", e.Snapshot.ID, b.String())
+		}
+	}
+	if !strings.Contains(b.String(), strings.TrimSpace(long)) {
+		t.Errorf("wide table cut the title:\n%s", b.String())
 	}
 }

@@ -59,11 +59,7 @@ func startHardServe(t *testing.T, env []string, args ...string) *hardServe {
 		if !ok {
 			t.Fatalf("serve printed no URL; stderr:\n%s", s.stderr)
 		}
-		raw, found := strings.CutPrefix(line, "agentbridge: dashboard at ")
-		if !found {
-			t.Fatalf("stdout line %q, want the dashboard URL", line)
-		}
-		u, err := url.Parse(raw)
+		u, err := dashboardFrom(t, line, env)
 		if err != nil {
 			t.Fatal(err)
 		}

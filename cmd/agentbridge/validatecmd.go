@@ -1,61 +1,75 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/agentbridge/agentbridge/validate"
-	"github.com/spf13/pflag"
 )
 
-func init() {
-	register("validate", "check a snapshot, reset, diagnostic or event: validate KIND FILE|-", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
-		return validateMain(args, os.Stdin, stdout, stderr)
-	})
+func newValidateCmd(a *app) *cobra.Command {
+	var harnesses []string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "validate snapshot|reset|diagnostic|event FILE|-",
+		Short: "check a snapshot, reset, diagnostic or event offline: validate KIND FILE|-",
+		Long: `Check a snapshot, reset, diagnostic or event document (from FILE, or stdin
+for -) against the host's rules, offline: no bridge needs to run. Every issue
+is printed on a line of its own as "PATH CODE: message"; the exit status is
+1 when there is any.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usagef("want two arguments, KIND and FILE (or - for stdin), got %d", len(args))
+			}
+			if _, ok := validate.Kinds[args[0]]; !ok {
+				return usagef("unknown kind %q: want snapshot, reset, diagnostic or event", args[0])
+			}
+			return nil
+		},
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) == 0 {
+				return []string{"snapshot", "reset", "diagnostic", "event"}, cobra.ShellCompDirectiveNoFileComp
+			}
+			return nil, cobra.ShellCompDirectiveDefault
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var enabled validate.Harnesses
+			if cmd.Flags().Changed("harnesses") {
+				enabled = validate.Harnesses{}
+				for _, h := range harnesses {
+					if h = strings.TrimSpace(h); h != "" {
+						enabled[h] = true
+					}
+				}
+			}
+			return validateDoc(args[0], args[1], enabled, asJSON, a.stdin, a.stdout)
+		},
+	}
+	cmd.Flags().StringSliceVar(&harnesses, "harnesses", nil, "the enabled harness `ids` to check snapshots against (comma list; default: no harness check)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"valid": bool, "issues": [...]}, as POST /v1/validate/{kind} answers`)
+	return cmd
 }
 
 // maxValidateInput is the largest document validate reads, as the API's
 // body limit.
 const maxValidateInput = 1 << 20
 
-// validateMain checks a document locally, with the bridge's own rules; no
-// bridge needs to run. It prints one issue a line ("PATH CODE: MESSAGE") and
-// returns errExit1 when there is any.
-func validateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("validate", pflag.ContinueOnError)
-	harnesses := fs.StringSlice("harnesses", nil, "the enabled harness `ids` to check snapshots against (comma list; default: no harness check)")
-	asJSON := fs.Bool("json", false, `print {"valid": bool, "issues": [...]}, as POST /v1/validate/{kind} answers`)
-	if done, err := parseFlags(fs, args, stderr, "validate [flags] snapshot|reset|diagnostic|event FILE|-"); done || err != nil {
-		return err
-	}
-	if fs.NArg() != 2 {
-		fs.Usage()
-		return errExit1
-	}
-	kind, name := fs.Arg(0), fs.Arg(1)
-	check, ok := validate.Kinds[kind]
-	if !ok {
-		return fmt.Errorf("unknown kind %q: want snapshot, reset, diagnostic or event", kind)
-	}
+// validateDoc checks a document locally, with the bridge's own rules. It
+// prints one issue a line ("PATH CODE: MESSAGE") and returns errExit1 when
+// there is any.
+func validateDoc(kind, name string, enabled validate.Harnesses, asJSON bool, stdin io.Reader, stdout io.Writer) error {
+	check := validate.Kinds[kind]
 	raw, err := readInput(name, stdin)
 	if err != nil {
 		return err
 	}
-	var enabled validate.Harnesses
-	if fs.Changed("harnesses") {
-		enabled = validate.Harnesses{}
-		for _, h := range *harnesses {
-			if h = strings.TrimSpace(h); h != "" {
-				enabled[h] = true
-			}
-		}
-	}
 	issues := check(raw, enabled)
-	if *asJSON {
+	if asJSON {
 		if issues == nil {
 			issues = []validate.Issue{}
 		}

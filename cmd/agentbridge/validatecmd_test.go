@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,16 +46,21 @@ func TestValidateCommand(t *testing.T) {
 		{name: "event missing its id", args: []string{"event", "-"}, stdin: `{"kind":"turn.started"}`,
 			wantErr: errExit1, wantCodes: []string{"missing_field"}},
 		{name: "not JSON", args: []string{"snapshot", "-"}, stdin: `{"id":`, wantErr: errExit1, wantPaths: []string{"$"}},
-		{name: "unknown kind", args: []string{"session", file}, wantErr: errOther},
+		{name: "unknown kind", args: []string{"session", file}, wantErr: errUsage},
 		{name: "missing file", args: []string{"snapshot", filepath.Join(dir, "nope.json")}, wantErr: errOther},
 		{name: "over 1 MiB", args: []string{"snapshot", big}, wantErr: errOther},
-		{name: "no file named", args: []string{"snapshot"}, wantErr: errExit1},
+		{name: "no file named", args: []string{"snapshot"}, wantErr: errUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			err := validateMain(tt.args, strings.NewReader(tt.stdin), &stdout, &stderr)
 			switch {
+			case tt.wantErr == errUsage:
+				if !errors.As(err, new(usageError)) {
+					t.Fatalf("err = %v, want a usage error", err)
+				}
+				return
 			case tt.wantErr == errOther && (err == nil || err == errExit1):
 				t.Fatalf("err = %v, want an explained error", err)
 			case tt.wantErr != errOther && err != tt.wantErr:
@@ -86,6 +92,9 @@ func TestValidateCommand(t *testing.T) {
 
 // errOther stands for any error but errExit1 in the table above.
 var errOther = os.ErrInvalid
+
+// errUsage stands for a usage error (exit status 2) in the table above.
+var errUsage = os.ErrPermission
 
 func hasLine(lines []string, f func(string) bool) bool {
 	for _, l := range lines {

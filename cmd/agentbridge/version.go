@@ -1,24 +1,26 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"runtime/debug"
+
+	"github.com/spf13/cobra"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v1.2.3".
 // Empty means: take it from the build information.
 var version string
 
-func init() {
-	register("version", "print the version", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		if len(args) > 0 {
-			return fmt.Errorf("version takes no arguments")
-		}
-		fmt.Fprintln(stdout, "agentbridge", versionString())
-		return nil
-	})
+func newVersionCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print the version",
+		Args:  noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintln(a.stdout, "agentbridge", versionString())
+			return err
+		},
+	}
 }
 
 // versionString is the ldflags version, else the module version and VCS

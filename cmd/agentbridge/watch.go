@@ -11,18 +11,52 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register("watch", "follow the event stream as JSON lines, resuming after a drop", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		return watchMain(ctx, args, os.Environ(), stdout, stderr, watchBackoff)
-	})
+func newWatchCmd(a *app) *cobra.Command {
+	var filter filterFlags
+	var since uint64
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "follow the event stream as JSON lines, resuming after a drop",
+		Long: `Follow the bridge's event stream and print each event as one JSON line
+{"id", "event", "data"}. It starts with a reset per source. When the
+connection drops or the bridge restarts, watch says so on stderr, resumes
+after the last id it printed and says "reconnected" once it is back, so no
+event is lost and none is printed twice.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usagef("--limit: %d is negative", limit)
+			}
+			q := url.Values{}
+			if err := filter.query(q); err != nil {
+				return err
+			}
+			c, err := newClient(cmd.Flags(), a.env)
+			if err != nil {
+				return err
+			}
+			w := &watcher{c: c, q: q, out: bufio.NewWriter(a.stdout), limit: limit, stderr: a.stderr}
+			if cmd.Flags().Changed("since") {
+				w.last, w.haveLast = since, true
+			}
+			return w.run(cmd.Context(), a.backoff)
+		},
+	}
+	fs := cmd.Flags()
+	clientFlags(fs)
+	filter.register(fs)
+	filter.complete(cmd)
+	fs.Uint64Var(&since, "since", 0, "resume after this event `id` (the bridge replays what followed it, or sends resets)")
+	fs.IntVar(&limit, "limit", 0, "stop after `n` events (0: follow until interrupted)")
+	return cmd
 }
 
 // backoff is the reconnect delay: it starts at min, doubles after each
@@ -43,37 +77,6 @@ type streamEvent struct {
 	Data  json.RawMessage `json:"data"`
 }
 
-func watchMain(ctx context.Context, args, env []string, stdout, stderr io.Writer, bo backoff) error {
-	fs := pflag.NewFlagSet("watch", pflag.ContinueOnError)
-	clientFlags(fs)
-	var filter filterFlags
-	filter.register(fs)
-	since := fs.Uint64("since", 0, "resume after this event `id` (the bridge replays what followed it, or sends resets)")
-	limit := fs.Int("limit", 0, "stop after `n` events (0: follow until interrupted)")
-	if done, err := parseFlags(fs, args, stderr, "watch [flags]"); done || err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if *limit < 0 {
-		return fmt.Errorf("--limit: %d is negative", *limit)
-	}
-	q := url.Values{}
-	if err := filter.query(q); err != nil {
-		return err
-	}
-	c, err := newClient(fs, env)
-	if err != nil {
-		return err
-	}
-	w := &watcher{c: c, q: q, out: bufio.NewWriter(stdout), limit: *limit}
-	if fs.Changed("since") {
-		w.last, w.haveLast = *since, true
-	}
-	return w.run(ctx, stderr, bo)
-}
-
 // watcher follows the stream across reconnections.
 type watcher struct {
 	c        *client
@@ -83,6 +86,17 @@ type watcher struct {
 	n        int    // events printed
 	last     uint64 // id of the last event printed
 	haveLast bool
+	stderr   io.Writer // where drops and reconnections are reported
+	lost     bool      // a connection was lost and not yet re-established
+}
+
+// connected is called when the bridge answers with a stream; after a drop
+// it says so at once, not when that connection ends.
+func (w *watcher) connected() {
+	if w.lost {
+		fmt.Fprintf(w.stderr, "agentbridge watch: reconnected\n")
+		w.lost = false
+	}
 }
 
 // errLimit ends the watch once --limit events are printed.
@@ -97,8 +111,8 @@ func (e errWrite) Unwrap() error { return e.err }
 // run connects, prints, and on a drop resumes after the last event printed,
 // waiting with backoff. Only a first connection that fails, an answer that
 // asking again cannot fix (a 4xx) or a failed write ends it with an error.
-func (w *watcher) run(ctx context.Context, stderr io.Writer, bo backoff) error {
-	delay, everConnected, lost := bo.min, false, false
+func (w *watcher) run(ctx context.Context, bo backoff) error {
+	delay, everConnected := bo.min, false
 	for {
 		connected, got, err := w.once(ctx)
 		switch {
@@ -116,10 +130,6 @@ func (w *watcher) run(ctx context.Context, stderr io.Writer, bo backoff) error {
 		}
 		if connected {
 			everConnected = true
-			if lost {
-				fmt.Fprintf(stderr, "agentbridge watch: reconnected\n")
-				lost = false
-			}
 		}
 		if got > 0 {
 			delay = bo.min
@@ -127,9 +137,9 @@ func (w *watcher) run(ctx context.Context, stderr io.Writer, bo backoff) error {
 		if err == nil {
 			err = errors.New("the bridge ended the stream")
 		}
-		if !lost {
-			fmt.Fprintf(stderr, "agentbridge watch: %v; resuming\n", err)
-			lost = true
+		if !w.lost {
+			fmt.Fprintf(w.stderr, "agentbridge watch: %v; resuming\n", err)
+			w.lost = true
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -158,6 +168,7 @@ func (w *watcher) once(ctx context.Context) (connected bool, got int, err error)
 		return false, 0, err
 	}
 	defer resp.Body.Close()
+	w.connected()
 	emit := func(ev streamEvent) error {
 		line, err := json.Marshal(ev)
 		if err != nil {

@@ -420,3 +420,31 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestWatchSaysReconnectedOnReconnecting: after a drop, "reconnected" is
+// printed as soon as the bridge answers again, while that connection is
+// still open, not when it ends.
+func TestWatchSaysReconnectedOnReconnecting(t *testing.T) {
+	srv := &streamServer{script: [][]string{{ndjson(5, "reset", `{"source":"codex","sessions":[]}`)}}} // then a connection that stays open
+	fb := httptest.NewServer(srv)
+	defer fb.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- watchMain(ctx, []string{"--addr", strings.TrimPrefix(fb.URL, "http://")}, testEnv(t), io.Discard, &stderr, fastBackoff)
+	}()
+	waitFor(t, func() bool { return strings.Contains(stderr.String(), "reconnected") })
+	if n := len(srv.sinces()); n != 2 {
+		t.Errorf("%d connections when reconnected was printed, want 2 (the second still open)", n)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("watch: %v", err)
+	}
+	want := "agentbridge watch: the bridge ended the stream; resuming\nagentbridge watch: reconnected\n"
+	if got := stderr.String(); got != want {
+		t.Errorf("stderr = %q, want %q", got, want)
+	}
+}

@@ -8,4 +8,8 @@ import (
 	_ "github.com/agentbridge/agentbridge/sources/claudecode" // claude-code
 	_ "github.com/agentbridge/agentbridge/sources/codex"      // codex
 	_ "github.com/agentbridge/agentbridge/sources/example"    // example
+	_ "github.com/agentbridge/agentbridge/sources/gemini"     // gemini: gemini-cli, antigravity-cli
+	_ "github.com/agentbridge/agentbridge/sources/kiro"       // kiro
+	_ "github.com/agentbridge/agentbridge/sources/pi"         // pi
+	_ "github.com/agentbridge/agentbridge/sources/vibe"       // vibe
 )

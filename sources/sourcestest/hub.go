@@ -1,7 +1,10 @@
 // Package sourcestest helps test session sources without the real hub: Hub
 // is a hub.Publisher that validates and folds what it is given the way the
-// hub does, keeps the resulting snapshots, and lets a test wait for a
-// condition on them.
+// hub does, keeps the resulting snapshots and every change of status, and
+// lets a test wait for a condition on them. Replay grows a recorded
+// session's journals into a home at the byte offsets they were recorded
+// at, runs a real source over them and checks the statuses it reports
+// against the phases the recording's authors expect (see LoadScenario).
 package sourcestest
 
 import (
@@ -37,11 +40,21 @@ type Hub struct {
 	calls    []Call
 	resets   int
 	refused  int
+	trans    []Transition
+	last     map[string]agentbridge.Status
+}
+
+// Transition is one change of a session's status, in the order of all the
+// Hub's calls. Status "" means the session left the Hub (removed, stopped,
+// or dropped by a reset).
+type Transition struct {
+	Session string
+	Status  agentbridge.Status
 }
 
 // New returns an empty Hub.
 func New() *Hub {
-	return &Hub{changed: make(chan struct{}, 1), sessions: map[string]*validate.Session{}}
+	return &Hub{changed: make(chan struct{}, 1), sessions: map[string]*validate.Session{}, last: map[string]agentbridge.Status{}}
 }
 
 func (h *Hub) done(c Call, err error) error {
@@ -70,9 +83,18 @@ func (h *Hub) Reset(list []*validate.Session) error {
 	if issues := validate.Reset(snaps, nil); len(issues) > 0 {
 		return h.done(Call{}, &hub.InvalidError{Issues: issues})
 	}
+	old := h.sessions
 	h.sessions = map[string]*validate.Session{}
 	for _, s := range list {
 		h.sessions[s.Snapshot().ID] = s.Clone()
+	}
+	for id := range old {
+		if h.sessions[id] == nil {
+			h.note(id, "")
+		}
+	}
+	for _, sn := range snaps {
+		h.note(sn.ID, sn.Status)
 	}
 	h.resets++
 	return h.done(Call{Op: hub.OpReset, Sessions: ids}, nil)
@@ -86,6 +108,7 @@ func (h *Hub) Upsert(s *validate.Session) error {
 		return h.done(Call{}, &hub.InvalidError{Issues: issues})
 	}
 	h.sessions[snap.ID] = s.Clone()
+	h.note(snap.ID, snap.Status)
 	return h.done(Call{Op: hub.OpUpsert, SessionID: snap.ID}, nil)
 }
 
@@ -104,8 +127,10 @@ func (h *Hub) Event(id, harness string, e agentbridge.Event) error {
 	}
 	if s.Stopped() {
 		delete(h.sessions, id)
+		h.note(id, "")
 	} else {
 		h.sessions[id] = s
+		h.note(id, s.Snapshot().Status)
 	}
 	return h.done(Call{Op: hub.OpEvent, SessionID: id, Event: e}, nil)
 }
@@ -114,6 +139,7 @@ func (h *Hub) Event(id, harness string, e agentbridge.Event) error {
 func (h *Hub) Remove(id string) error {
 	h.mu.Lock()
 	delete(h.sessions, id)
+	h.note(id, "")
 	return h.done(Call{Op: hub.OpRemove, SessionID: id}, nil)
 }
 
@@ -124,6 +150,22 @@ func (h *Hub) Diagnostic(d agentbridge.Diagnostic) error {
 		return h.done(Call{}, &hub.InvalidError{Issues: issues})
 	}
 	return h.done(Call{Op: hub.OpDiagnostic, Diag: d}, nil)
+}
+
+// note records a session's status when it changed; called under h.mu.
+func (h *Hub) note(id string, st agentbridge.Status) {
+	if prev, seen := h.last[id]; seen && prev == st || !seen && st == "" {
+		return
+	}
+	h.last[id] = st
+	h.trans = append(h.trans, Transition{Session: id, Status: st})
+}
+
+// Transitions returns every change of status so far, in call order.
+func (h *Hub) Transitions() []Transition {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.trans)
 }
 
 // Snapshots returns the current snapshots, sorted by id.

@@ -1,5 +1,5 @@
 // agentbridge-client.js — the one place that speaks the agentbridge stream
-// protocol (CONTRACT sections 3, 4 and 6). The dashboard uses only this
+// protocol (docs/contract.md sections 3, 4 and 6). The dashboard uses only this
 // module; it also runs unchanged in Node ≥ 20 (global fetch, TextDecoder).
 //
 //   import { AgentBridgeClient } from '/agentbridge-client.js';

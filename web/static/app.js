@@ -390,10 +390,13 @@ function renderSessions() {
     const counts = [`${g.sessions.length} session${g.sessions.length === 1 ? '' : 's'}`];
     const hot = [];
     for (const st of ['waiting', 'blocked']) if (g.counts[st]) hot.push(h('span', { class: `hot ${st}`, text: `${g.counts[st]} ${st}` }));
+    // replaceChildren would print a null child as "null": only real nodes.
     tb.firstElementChild.firstElementChild.replaceChildren(
-      h('span', { class: 'name', text: g.name }),
-      g.cwd && g.cwd !== '/' ? h('span', { class: 'path', text: g.cwd }) : null,
-      h('span', { class: 'gcounts' }, ...hot.flatMap((x) => [x, ' · ']), counts[0]),
+      ...[
+        h('span', { class: g.cwd ? 'name' : 'name plain', text: g.name }),
+        g.cwd && g.cwd !== '/' ? h('span', { class: 'path', text: g.cwd }) : null,
+        h('span', { class: 'gcounts' }, ...hot.flatMap((x) => [x, ' · ']), counts[0]),
+      ].filter(Boolean),
     );
     const trs = g.sessions.map((s) => {
       seen.add(s.key);
@@ -421,12 +424,14 @@ function renderSessions() {
     empty.hidden = false;
     if (c === 'unauthorized') {
       empty.replaceChildren(
-        h('strong', { text: 'This page needs the bridge’s token.' }),
-        'Open the dashboard URL that ',
-        h('code', { text: 'agentbridge serve' }),
-        ' printed (it ends in ',
+        h('strong', { text: 'Sign in to see your agents.' }),
+        'This page needs the bridge’s token, and has none that the bridge accepts. On the machine the bridge runs on, run ',
+        h('code', { text: 'agentbridge open' }),
+        ': it opens the dashboard signed in. Elsewhere, ',
+        h('code', { text: 'agentbridge open --print' }),
+        ' prints the link (it ends in ',
         h('code', { text: '?token=…' }),
-        '). The bridge trades the token for a cookie and removes it from the address bar.',
+        ') to paste here. The bridge trades the token for a cookie and removes it from the address bar.',
       );
     } else if (state.sessions.length) {
       empty.replaceChildren(
@@ -503,7 +508,11 @@ function renderHarnesses() {
   });
   const root = $('harnesses');
   reconcile(root, blocks);
-  if (!blocks.length) root.replaceChildren(h('p', { class: 'panel-note', text: state.connection.state === 'live' ? 'No sources.' : '…' }));
+  if (!blocks.length) {
+    const c = state.connection.state;
+    const note = c === 'unauthorized' ? 'Signed out: sign in to see and switch the harnesses.' : c === 'live' ? 'No sources.' : '…';
+    root.replaceChildren(h('p', { class: 'panel-note', 'data-state': c, text: note }));
+  }
 }
 
 async function flip(source, harness, btn) {

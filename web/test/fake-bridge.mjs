@@ -1,4 +1,4 @@
-// A small in-memory stand-in for the bridge's stream protocol (CONTRACT §3-4),
+// A small in-memory stand-in for the bridge's stream protocol (docs/contract.md sections 3 and 4),
 // used to test client behaviour the real bridge cannot be made to show on
 // demand (CR line endings, a cut stream, a 204, a wrong content type) and
 // to preview the page while developing:

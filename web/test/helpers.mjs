@@ -111,6 +111,16 @@ export async function startBridge({ token = 'test-token-0123456789', port } = {}
       await new Promise((r) => setTimeout(r, 50));
     }
   };
+  /** The dashboard URL as a user gets it: `agentbridge open --print`. */
+  bridge.openPrint = () =>
+    new Promise((resolve, reject) => {
+      const p = spawn(bin, ['open', '--print', '--addr', `127.0.0.1:${port}`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      let err = '';
+      p.stdout.on('data', (b) => (out += b));
+      p.stderr.on('data', (b) => (err += b));
+      p.on('exit', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`agentbridge open --print exited ${code}: ${err}`))));
+    });
   bridge.stop = async () => {
     const proc = bridge.proc;
     if (!proc || proc.exitCode !== null) return;

@@ -1,0 +1,256 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// readmeBlock is one command the README shows: a line of a ```sh block,
+// or a "$ " line of a ```console block with the output shown after it.
+type readmeBlock struct {
+	lang   string   // "sh" or "console"
+	cmds   []string // the commands, in order (an sh block runs as one script)
+	output string   // console: what the README shows after the command
+	line   int      // where the block starts
+}
+
+// readmeBlocks reads the README's sh and console blocks.
+func readmeBlocks(t *testing.T, readme string) []readmeBlock {
+	t.Helper()
+	var out []readmeBlock
+	lines := strings.Split(readme, "\n")
+	for i := 0; i < len(lines); i++ {
+		lang, ok := strings.CutPrefix(lines[i], "```")
+		if !ok || (lang != "sh" && lang != "console") {
+			continue
+		}
+		start := i + 1
+		var body []string
+		for i++; i < len(lines) && lines[i] != "```"; i++ {
+			body = append(body, lines[i])
+		}
+		if lang == "sh" {
+			b := readmeBlock{lang: lang, line: start}
+			for _, l := range body {
+				if s := strings.TrimSpace(l); s != "" && !strings.HasPrefix(s, "#") {
+					b.cmds = append(b.cmds, l)
+				}
+			}
+			out = append(out, b)
+			continue
+		}
+		for j := 0; j < len(body); j++ {
+			cmd, ok := strings.CutPrefix(body[j], "$ ")
+			if !ok {
+				t.Fatalf("README line %d: a console block line without a $ command: %q", start+j, body[j])
+			}
+			b := readmeBlock{lang: lang, cmds: []string{cmd}, line: start + j}
+			var shown []string
+			for j+1 < len(body) && !strings.HasPrefix(body[j+1], "$ ") {
+				j++
+				shown = append(shown, body[j])
+			}
+			b.output = strings.Join(shown, "\n")
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// shell runs script with bash in dir and env, for at most d; followers
+// (a stream piped into jq) are stopped then, with their whole process
+// group. It reports whether the time ran out.
+func shell(t *testing.T, dir string, env []string, d time.Duration, script string) (out string, timedOut bool, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	cmd.Dir, cmd.Env = dir, env
+	var b bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 3 * time.Second
+	err = cmd.Run()
+	return b.String(), ctx.Err() != nil, err
+}
+
+// TestReadmeCommands runs every command the README shows, verbatim, as a
+// newcomer would: the make targets exist (make -n), the client commands
+// work against `agentbridge demo` found without --addr, the curl lines
+// work with an XDG_STATE_HOME of their own, and where the README shows
+// output for certain (no bridge, validate), the output is that.
+func TestReadmeCommands(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := readmeBlocks(t, string(b))
+	if len(blocks) < 5 {
+		t.Fatalf("found %d command blocks in the README; the parser is broken", len(blocks))
+	}
+	bin := agentbridgeBin(t)
+	home := t.TempDir()
+	state := filepath.Join(home, "my state") // any XDG_STATE_HOME, even with a space
+	env := []string{
+		"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH"),
+		"HOME=" + home, "XDG_STATE_HOME=" + state, "XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"NO_COLOR=1",
+	}
+	// The client commands run in a copy of the parts of the repository they
+	// touch (npm pack writes its package there).
+	work := t.TempDir()
+	if out, err := exec.Command("cp", "-r", filepath.Join(repoRoot, "extensions"), work).CombinedOutput(); err != nil {
+		t.Fatalf("copy extensions: %v %s", err, out)
+	}
+
+	defaultFree := func() bool {
+		l, err := net.Listen("tcp", "127.0.0.1:7391")
+		if err != nil {
+			return false
+		}
+		l.Close()
+		return true
+	}
+	// What the README shows with no bridge running is true only when
+	// nothing else holds the default address.
+	noBridge := defaultFree()
+
+	var demo *exec.Cmd
+	startDemo := func() {
+		demo = exec.Command(bin, "demo", "--speed", "10")
+		demo.Env = env
+		var log bytes.Buffer
+		demo.Stdout, demo.Stderr = &log, &log
+		if err := demo.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			demo.Process.Signal(syscall.SIGTERM)
+			demo.Wait()
+		})
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			cmd := exec.Command(bin, "sessions", "--json")
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			if err == nil && bytes.Contains(out, []byte(`"example"`)) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the demo's sessions never showed: %v %s\ndemo log:\n%s", err, out, log.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	sawDefault := false
+	for _, blk := range blocks {
+		script := strings.Join(blk.cmds, "\n")
+		name := strings.TrimSpace(blk.cmds[0])
+		t.Run(name, func(t *testing.T) {
+			if strings.HasPrefix(name, "make ") {
+				for _, c := range blk.cmds {
+					target := strings.Fields(c)[1]
+					cmd := exec.Command("make", "-n", target)
+					cmd.Dir = repoRoot
+					if out, err := cmd.CombinedOutput(); err != nil {
+						t.Errorf("README line %d: make %s: %v %s", blk.line, target, err, out)
+					}
+				}
+				return
+			}
+			if blk.output != "" && strings.Contains(blk.output, "no agentbridge at") {
+				// Shown before any bridge runs.
+				sawDefault = true
+				if !noBridge || demo != nil {
+					t.Skip("something else listens at 127.0.0.1:7391")
+				}
+				out, _, _ := shell(t, work, env, 10*time.Second, script)
+				if strings.TrimSpace(out) != blk.output {
+					t.Errorf("README line %d: %s printed\n%s\nwant\n%s", blk.line, name, out, blk.output)
+				}
+				return
+			}
+			if demo == nil {
+				startDemo()
+			}
+			uses7391 := strings.Contains(script, "127.0.0.1:7391")
+			if uses7391 && !noBridge {
+				t.Skip("the demo could not take 127.0.0.1:7391, which this command names")
+			}
+			if strings.HasPrefix(name, "cd extensions/terminay") {
+				if _, err := exec.LookPath("npm"); err != nil {
+					t.Skip("no npm")
+				}
+			}
+			out, timedOut, err := shell(t, work, env, 6*time.Second, script)
+			switch {
+			case blk.lang == "console" && strings.HasPrefix(name, "echo "):
+				// A check offline: the README shows its output exactly.
+				if strings.TrimSpace(out) != blk.output {
+					t.Errorf("README line %d: %s printed\n%s\nwant\n%s", blk.line, name, out, blk.output)
+				}
+			case timedOut:
+				// A command that follows the stream: it must still have been
+				// running, without complaint.
+				if strings.Contains(out, "agentbridge") && strings.Contains(out, ": ") && !strings.Contains(out, `"id"`) {
+					t.Errorf("README line %d: %s complained:\n%s", blk.line, name, out)
+				}
+			case err != nil:
+				t.Errorf("README line %d: %s: %v\n%s", blk.line, name, err, out)
+			case blk.lang == "console":
+				header := strings.Fields(strings.SplitN(blk.output, "\n", 2)[0])
+				first := strings.Fields(strings.SplitN(out, "\n", 2)[0])
+				if strings.TrimSpace(out) != "no sessions" && !slices.Equal(header, first) {
+					t.Errorf("README line %d: %s printed\n%s\nwant a table like\n%s", blk.line, name, out, blk.output)
+				}
+			}
+			if strings.Contains(script, "curl") && !timedOut && !strings.Contains(out, `"revision"`) {
+				t.Errorf("README line %d: the curl lines got no sessions:\n%s", blk.line, out)
+			}
+		})
+	}
+	if !sawDefault {
+		t.Error("the README no longer shows what a client says when no bridge runs; update this test")
+	}
+}
+
+// TestReadmeInlineCommands: the agentbridge commands the README names in
+// running text exist with the flags it gives them (each accepts --help).
+func TestReadmeInlineCommands(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := agentbridgeBin(t)
+	span := regexp.MustCompile("`((?:bin/)?agentbridge(?: [a-z][a-z-]*)+(?: --?[a-z][a-z-]*(?:=[a-z0-9]+)?)*)`")
+	seen := map[string]bool{}
+	for _, m := range span.FindAllStringSubmatch(string(b), -1) {
+		if seen[m[1]] {
+			continue
+		}
+		seen[m[1]] = true
+		args := append(strings.Fields(m[1])[1:], "--help")
+		cmd := exec.Command(bin, args...)
+		cmd.Env = []string{"HOME=" + t.TempDir()}
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Errorf("README mentions `%s`, but `%s` fails: %v\n%s", m[1], strings.Join(args, " "), err, out.String())
+		}
+	}
+	if len(seen) < 5 {
+		t.Errorf("found only %d inline commands in the README; the pattern is broken", len(seen))
+	}
+}

@@ -1,0 +1,419 @@
+package gemini
+
+import (
+	"hash/fnv"
+	"strings"
+
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// Chat is one Gemini CLI chat file as its records build it. Gemini CLI
+// (0.40 and later) writes an upsert log, not plain appends: a metadata
+// line, then message records (the same message id again whenever its
+// tool calls or tokens change), {"$set": {…}} patches (a "messages"
+// array replaces the whole history: a checkpoint or a rollback) and
+// {"$rewindTo": id} (the message with that id and every later one are
+// gone). Chat keeps the conversation those records leave and derives
+// the lifecycle events from it, so that a rewind undoes what it rewinds.
+//
+// Events are a pure function of the metadata and the message list
+// (events); Line reports only what changed: the new events when the
+// ones reported before are still a prefix of the new ones, else a
+// rebuild (the caller drops the session's state and replays Events).
+type Chat struct {
+	meta  chatMeta
+	known bool // the metadata line was seen
+	msgs  []chatEntry
+	cwd   string
+}
+
+// chatMeta is the first line of a chat file.
+type chatMeta struct {
+	SessionID   string `json:"sessionId"`
+	ProjectHash string `json:"projectHash"`
+	StartTime   string `json:"startTime"`
+	Kind        string `json:"kind"` // "main" or "subagent"
+}
+
+// chatEntry is one message of the conversation with the events it
+// yields and the turn state after it.
+type chatEntry struct {
+	id     string
+	sum    uint64 // fingerprint of the record, to notice a re-append that changed nothing
+	events []agentbridge.Event
+	after  turnState
+}
+
+// turnState is what the mapping carries from one message to the next.
+type turnState struct {
+	open   bool   // a turn is running
+	titled bool   // the title was set from the first prompt
+	model  string // the model last reported
+	tools  string // ids of tools started and not finished, "\x00"-separated
+}
+
+// chatRecord is the union of the record shapes of a chat file; only the
+// fields the mapping reads.
+type chatRecord struct {
+	// metadata line
+	SessionID string `json:"sessionId"`
+	StartTime string `json:"startTime"`
+	Kind      string `json:"kind"`
+	// message
+	ID        string         `json:"id"`
+	Timestamp string         `json:"timestamp"`
+	Type      string         `json:"type"`
+	Content   jsontext.Value `json:"content"`
+	Display   jsontext.Value `json:"displayContent"` // what the user typed, when the CLI added to it
+	Model     string         `json:"model"`
+	ToolCalls []chatToolCall `json:"toolCalls"`
+	// patches
+	Set      *chatSet `json:"$set"`
+	RewindTo *string  `json:"$rewindTo"`
+}
+
+type chatSet struct {
+	Messages []jsontext.Value `json:"messages"`
+}
+
+type chatToolCall struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	DisplayName string `json:"displayName"`
+	Status      string `json:"status"`
+}
+
+// part is one element of a message's content list.
+type part struct {
+	Text             *string   `json:"text"`
+	FunctionResponse *struct{} `json:"functionResponse"`
+}
+
+// Change is what one line did to a chat.
+type Change int
+
+// The changes Line reports.
+const (
+	// Unchanged: nothing to report (a patch of metadata, a re-append that
+	// changed no event).
+	Unchanged Change = iota
+	// Appended: the events returned follow the ones reported before.
+	Appended
+	// Rebuilt: the events reported before no longer hold (a rewind, a
+	// replaced history, a message that changed its meaning): drop the
+	// session's state and replay Events.
+	Rebuilt
+)
+
+// SessionID is the chat's session id, from its metadata line; empty until
+// that line was read.
+func (c *Chat) SessionID() string { return c.meta.SessionID }
+
+// Subagent reports whether the chat is a subagent's (kind "subagent").
+func (c *Chat) Subagent() bool { return c.meta.Kind == "subagent" }
+
+// SetCwd sets the working directory session.started reports (from the
+// project directory's .project_root).
+func (c *Chat) SetCwd(cwd string) { c.cwd = cwd }
+
+// Line applies one record. It returns the change and, for Appended, the
+// new events; code is a sources.Code* for a line that was skipped.
+func (c *Chat) Line(line []byte) (ch Change, events []agentbridge.Event, code string) {
+	if len(line) == 0 || line[0] != '{' {
+		return Unchanged, nil, sources.CodeInvalidJSON
+	}
+	var r chatRecord
+	if err := json.Unmarshal(line, &r, json.RejectUnknownMembers(false)); err != nil {
+		return Unchanged, nil, sources.CodeInvalidJSON
+	}
+	switch {
+	case !c.known:
+		if r.SessionID == "" || r.ID != "" {
+			return Unchanged, nil, sources.CodeInvalidRecord
+		}
+		if !sources.ValidID(r.SessionID) {
+			return Unchanged, nil, sources.CodeInvalidRecord
+		}
+		c.meta = chatMeta{SessionID: r.SessionID, StartTime: r.StartTime, Kind: r.Kind}
+		c.known = true
+		return Appended, []agentbridge.Event{c.started()}, ""
+	case r.RewindTo != nil:
+		i := c.index(*r.RewindTo)
+		if i < 0 {
+			i = 0 // Gemini CLI clears everything when the id is unknown
+		}
+		return c.replace(i, nil)
+	case r.Set != nil:
+		if r.Set.Messages == nil {
+			return Unchanged, nil, "" // lastUpdated, summary, directories…
+		}
+		recs := make([]chatRecord, 0, len(r.Set.Messages))
+		raws := make([][]byte, 0, len(r.Set.Messages))
+		for _, m := range r.Set.Messages {
+			var mr chatRecord
+			if json.Unmarshal(m, &mr) != nil || mr.ID == "" {
+				continue
+			}
+			recs = append(recs, mr)
+			raws = append(raws, m)
+		}
+		return c.replaceWith(recs, raws)
+	case r.ID != "":
+		if i := c.index(r.ID); i >= 0 {
+			if c.msgs[i].sum == fingerprint(line) {
+				return Unchanged, nil, ""
+			}
+			return c.update(i, r, line) // re-appended: its tool calls or tokens changed
+		}
+		return c.update(len(c.msgs), r, line)
+	}
+	return Unchanged, nil, ""
+}
+
+// Events returns every event of the chat as it stands: what a rebuild
+// replays.
+func (c *Chat) Events() []agentbridge.Event {
+	if !c.known {
+		return nil
+	}
+	out := []agentbridge.Event{c.started()}
+	for _, m := range c.msgs {
+		out = append(out, m.events...)
+	}
+	return out
+}
+
+func (c *Chat) started() agentbridge.Event {
+	return agentbridge.Event{Kind: agentbridge.KindSessionStarted, OccurredAt: sources.Millis(c.meta.StartTime), Cwd: c.cwd}
+}
+
+func (c *Chat) index(id string) int {
+	for i := len(c.msgs) - 1; i >= 0; i-- {
+		if c.msgs[i].id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// update sets message i (len(msgs) appends) to r; a later message that
+// exists already keeps its place but is derived again.
+func (c *Chat) update(i int, r chatRecord, raw []byte) (Change, []agentbridge.Event, string) {
+	if !sources.ValidID(r.ID) {
+		return Unchanged, nil, sources.CodeInvalidRecord
+	}
+	old := append([]chatEntry(nil), c.msgs[i:]...)
+	if i == len(c.msgs) {
+		c.msgs = append(c.msgs, chatEntry{})
+	}
+	prev := c.stateBefore(i)
+	e := derive(r, prev)
+	e.sum = fingerprint(raw)
+	c.msgs[i] = e
+	// Messages after i are not re-derived from their records (not kept);
+	// an update of a message that is not the last one is rare (Gemini CLI
+	// re-appends only the last): their events stay, after the new ones.
+	return c.report(old, c.msgs[i:])
+}
+
+// replace cuts the conversation at i and appends nothing (a rewind).
+func (c *Chat) replace(i int, _ []chatEntry) (Change, []agentbridge.Event, string) {
+	old := append([]chatEntry(nil), c.msgs[i:]...)
+	c.msgs = c.msgs[:i]
+	return c.report(old, nil)
+}
+
+// replaceWith sets the whole conversation ($set.messages).
+func (c *Chat) replaceWith(recs []chatRecord, raws [][]byte) (Change, []agentbridge.Event, string) {
+	old := c.msgs
+	c.msgs = nil
+	for k, r := range recs {
+		if !sources.ValidID(r.ID) {
+			continue
+		}
+		e := derive(r, c.stateBefore(len(c.msgs)))
+		e.sum = fingerprint(raws[k])
+		c.msgs = append(c.msgs, e)
+	}
+	return c.report(old, c.msgs)
+}
+
+// report compares the events of the replaced tail with the new tail.
+func (c *Chat) report(old, cur []chatEntry) (Change, []agentbridge.Event, string) {
+	var was, now []agentbridge.Event
+	for _, m := range old {
+		was = append(was, m.events...)
+	}
+	for _, m := range cur {
+		now = append(now, m.events...)
+	}
+	if len(now) >= len(was) && equalEvents(now[:len(was)], was) {
+		if len(now) == len(was) {
+			return Unchanged, nil, ""
+		}
+		return Appended, now[len(was):], ""
+	}
+	return Rebuilt, nil, ""
+}
+
+func (c *Chat) stateBefore(i int) turnState {
+	if i == 0 {
+		return turnState{}
+	}
+	return c.msgs[i-1].after
+}
+
+// derive maps one message, given the state before it.
+func derive(r chatRecord, st turnState) chatEntry {
+	e := chatEntry{id: r.ID}
+	at := sources.Millis(r.Timestamp)
+	add := func(ev agentbridge.Event) { e.events = append(e.events, ev) }
+	switch r.Type {
+	case "user":
+		text, prompt := userText(r.Content)
+		if !prompt {
+			break // a tool's response, or context the CLI sends
+		}
+		if shown, ok := userText(r.Display); ok {
+			text = shown
+		}
+		st.open, st.tools = true, ""
+		add(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: r.ID, OccurredAt: at})
+		if t := validate.Title(text); t != "" && !st.titled {
+			st.titled = true
+			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Title: t})
+		}
+	case "gemini":
+		if m := validate.Model(r.Model); m != "" && m != st.model {
+			st.model = m
+			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Model: m})
+		}
+		if !st.open {
+			break
+		}
+		for _, tc := range r.ToolCalls {
+			if !sources.ValidID(tc.ID) {
+				continue
+			}
+			if !hasTool(st.tools, tc.ID) {
+				name := validate.Label(tc.DisplayName)
+				if name == "" {
+					name = validate.Label(tc.Name)
+				}
+				if name == "" {
+					name = "tool"
+				}
+				add(agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: tc.ID, Name: name, OccurredAt: at})
+				st.tools += tc.ID + "\x00"
+			}
+			if out, done := toolOutcome(tc.Status); done {
+				add(agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: tc.ID, Outcome: out})
+				st.tools = strings.Replace(st.tools, tc.ID+"\x00", "", 1)
+			}
+		}
+		// A reply with text and no tool call ends the turn; a reply that
+		// calls tools is followed by their results and another reply.
+		if len(r.ToolCalls) == 0 && contentText(r.Content) != "" {
+			st.open, st.tools = false, ""
+			add(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess, OccurredAt: at})
+		}
+	case "error":
+		if st.open {
+			st.open, st.tools = false, ""
+			add(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeError, OccurredAt: at})
+		}
+	case "info":
+		if st.open && strings.HasPrefix(contentText(r.Content), "Request cancelled") {
+			st.open, st.tools = false, ""
+			add(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeCancelled, OccurredAt: at})
+		}
+	}
+	e.after = st
+	return e
+}
+
+// userText returns a user message's text and whether it is a prompt the
+// user typed: not a tool's functionResponse, not the session context the
+// CLI sends first.
+func userText(content []byte) (string, bool) {
+	var parts []part
+	if json.Unmarshal(content, &parts) != nil {
+		var s string
+		if json.Unmarshal(content, &s) != nil {
+			return "", false
+		}
+		parts = []part{{Text: &s}}
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.FunctionResponse != nil {
+			return "", false
+		}
+		if p.Text != nil {
+			b.WriteString(*p.Text)
+		}
+	}
+	text := strings.TrimSpace(b.String())
+	if text == "" || strings.HasPrefix(text, "<session_context>") {
+		return "", false
+	}
+	return text, true
+}
+
+// contentText returns the text of a content value (a string or a part
+// list).
+func contentText(content []byte) string {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return strings.TrimSpace(s)
+	}
+	var parts []part
+	if json.Unmarshal(content, &parts) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Text != nil {
+			b.WriteString(*p.Text)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func hasTool(set, id string) bool { return strings.Contains("\x00"+set, "\x00"+id+"\x00") }
+
+// toolOutcome maps a Gemini CLI tool call status.
+func toolOutcome(status string) (agentbridge.Outcome, bool) {
+	switch status {
+	case "success":
+		return agentbridge.OutcomeSuccess, true
+	case "error":
+		return agentbridge.OutcomeError, true
+	case "cancelled":
+		return agentbridge.OutcomeCancelled, true
+	}
+	return "", false // validating, scheduled, awaiting_approval, executing
+}
+
+func equalEvents(a, b []agentbridge.Event) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func fingerprint(b []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}

@@ -1,0 +1,349 @@
+// Package gemini is the source of Google's Gemini CLI and its successor
+// Antigravity CLI (agy), two harnesses that share the home ~/.gemini
+// (GEMINI_CLI_HOME names the directory that holds .gemini):
+//
+//   - gemini-cli: chats at tmp/<project>/chats/session-<time>-<id8>.jsonl,
+//     an upsert log (chat.go); subagents' chats at
+//     tmp/<project>/chats/<parent session id>/<id>.jsonl. The project
+//     directory's .project_root file names the working directory.
+//   - antigravity-cli: antigravity-cli/brain/<conversation>/
+//     .system_generated/logs/transcript.jsonl, one step a line (brain.go);
+//     never transcript_full.jsonl. A subagent is a conversation of its own,
+//     named by the parent's INVOKE_SUBAGENT step.
+//
+// The mapping is in README.md beside this file.
+package gemini
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// The source's identity.
+const (
+	ID                 = "gemini"
+	DisplayName        = "Gemini"
+	HarnessGemini      = "gemini-cli"
+	HarnessAntigravity = "antigravity-cli"
+	EnvHome            = "GEMINI_CLI_HOME" // the directory that holds .gemini
+)
+
+// info describes the source.
+var info = agentbridge.SourceInfo{
+	ID:          ID,
+	DisplayName: DisplayName,
+	Harnesses: []agentbridge.Harness{
+		{ID: HarnessAntigravity, DisplayName: "Antigravity CLI"},
+		{ID: HarnessGemini, DisplayName: "Gemini CLI"},
+	},
+	EnvironmentVariables: []string{EnvHome},
+	Observes: map[string]agentbridge.Observe{
+		"waiting":   {How: agentbridge.Unavailable}, // confirmations are not written before they are answered
+		"exited":    {How: agentbridge.Unavailable}, // neither CLI keeps its file open; sessions expire after the window
+		"subagents": {How: agentbridge.Observed, From: "journal"},
+		"title":     {How: agentbridge.Observed, From: "journal"},
+		"model":     {How: agentbridge.Observed, From: "journal"},
+	},
+}
+
+func init() {
+	sources.Register(sources.Registration{
+		Info:    info,
+		HomeEnv: "", // GEMINI_CLI_HOME names the parent of .gemini: resolved by DefaultHome
+		DefaultHome: func(getenv func(string) string) string {
+			if h := getenv(EnvHome); filepath.IsAbs(h) {
+				return filepath.Join(h, ".gemini")
+			}
+			return sources.HomeUnder(".gemini")(getenv)
+		},
+		New: func(o sources.Options) hub.Source { return New(o) },
+	})
+}
+
+// Source follows both harnesses' files under one home. It implements
+// hub.Source.
+type Source struct{ o sources.Options }
+
+// New returns the source for o.Home (the .gemini directory).
+func New(o sources.Options) *Source { return &Source{o: o} }
+
+// Info describes the source.
+func (s *Source) Info() agentbridge.SourceInfo { return info }
+
+func (s *Source) chatsRoot() string { return filepath.Join(s.o.Home, "tmp") }
+func (s *Source) brainRoot() string { return filepath.Join(s.o.Home, "antigravity-cli", "brain") }
+
+// Run follows the files of the switched-on harnesses until ctx ends.
+func (s *Source) Run(ctx context.Context, st hub.Start) error {
+	chats, brain := s.chatsRoot(), s.brainRoot()
+	return sources.Follow(ctx, st, sources.FollowConfig{
+		Tail: sources.TailConfig{
+			Roots:  []string{chats, brain},
+			Match:  func(p string) bool { return kindOf(chats, brain, p) != nil },
+			Dirs:   func(p string) bool { return descend(chats, brain, p) },
+			Window: s.o.Window,
+		},
+		RootsFor: func(enabled []string) []string {
+			var roots []string
+			for _, h := range enabled {
+				switch h {
+				case HarnessAntigravity:
+					roots = append(roots, brain)
+				case HarnessGemini:
+					roots = append(roots, chats)
+				}
+			}
+			return roots
+		},
+		Linger: s.o.Linger,
+		Logger: s.o.Logger,
+	}, func(ss *sources.Sessions) sources.Handler {
+		return &handler{Sessions: ss, chats: chats, brain: brain, files: map[string]*file{}, childOf: map[string]string{}, cwds: map[string]string{}}
+	})
+}
+
+// where says what a followed file is.
+type where struct {
+	harness string
+	id      string // the session (gemini-cli: known from the first line) or conversation id
+	parent  string // gemini-cli subagent chats: the parent session id
+	project string // gemini-cli: the project directory (tmp/<project>)
+}
+
+// kindOf recognises the files the source follows; nil for any other.
+func kindOf(chats, brain, p string) *where {
+	if rel, ok := below(chats, p); ok {
+		parts := strings.Split(rel, "/")
+		switch {
+		case len(parts) == 3 && parts[1] == "chats" && strings.HasPrefix(parts[2], "session-") && strings.HasSuffix(parts[2], ".jsonl"):
+			return &where{harness: HarnessGemini, project: filepath.Join(chats, parts[0])}
+		case len(parts) == 4 && parts[1] == "chats" && strings.HasSuffix(parts[3], ".jsonl") && sources.ValidID(parts[2]):
+			return &where{harness: HarnessGemini, parent: parts[2], project: filepath.Join(chats, parts[0])}
+		}
+		return nil
+	}
+	if rel, ok := below(brain, p); ok {
+		parts := strings.Split(rel, "/")
+		if len(parts) == 4 && parts[1] == ".system_generated" && parts[2] == "logs" && parts[3] == "transcript.jsonl" && sources.ValidID(parts[0]) {
+			return &where{harness: HarnessAntigravity, id: parts[0]}
+		}
+	}
+	return nil
+}
+
+// descend picks the directories on the way to the followed files.
+func descend(chats, brain, p string) bool {
+	if rel, ok := below(chats, p); ok {
+		parts := strings.Split(rel, "/")
+		return len(parts) == 1 || (len(parts) == 2 && parts[1] == "chats") || (len(parts) == 3 && parts[1] == "chats")
+	}
+	if rel, ok := below(brain, p); ok {
+		parts := strings.Split(rel, "/")
+		return len(parts) == 1 || (len(parts) == 2 && parts[1] == ".system_generated") || (len(parts) == 3 && parts[2] == "logs")
+	}
+	return false
+}
+
+func below(root, p string) (string, bool) {
+	rel, ok := strings.CutPrefix(p, root+"/")
+	return rel, ok && rel != ""
+}
+
+// file is one followed file and its mapping state.
+type file struct {
+	where
+	chat  *Chat
+	brain *Brain
+}
+
+// handler maps lines to events; Sessions does the rest. It runs on the
+// source's goroutine only.
+type handler struct {
+	*sources.Sessions
+	chats, brain string
+	files        map[string]*file
+	childOf      map[string]string // antigravity: child conversation → parent conversation
+	cwds         map[string]string // gemini-cli project directory → its .project_root
+}
+
+func (h *handler) file(p string) *file {
+	if f := h.files[p]; f != nil {
+		return f
+	}
+	w := kindOf(h.chats, h.brain, p)
+	if w == nil {
+		return nil
+	}
+	f := &file{where: *w}
+	if f.harness == HarnessGemini {
+		f.chat = &Chat{}
+		f.chat.SetCwd(h.projectRoot(f.project))
+	} else {
+		f.brain = &Brain{}
+	}
+	h.files[p] = f
+	return f
+}
+
+// projectRoot reads the working directory Gemini CLI recorded for a
+// project directory (its .project_root), once.
+func (h *handler) projectRoot(dir string) string {
+	if cwd, ok := h.cwds[dir]; ok {
+		return cwd
+	}
+	data, err := sources.ReadSmall(filepath.Join(dir, ".project_root"), validate.MaxCwdBytes+64)
+	cwd := ""
+	if err == nil {
+		cwd = validate.CleanCwd(strings.TrimSpace(string(data)))
+	}
+	h.cwds[dir] = cwd
+	return cwd
+}
+
+// Line maps one line of the file at p.
+func (h *handler) Line(p string, line []byte) {
+	f := h.file(p)
+	if f == nil {
+		return
+	}
+	if f.chat != nil {
+		h.chatLine(f, line)
+		return
+	}
+	h.brainLine(f, line)
+}
+
+func (h *handler) chatLine(f *file, line []byte) {
+	ch, events, code := f.chat.Line(line)
+	if code != "" {
+		h.BadLine(code)
+		return
+	}
+	f.id = f.chat.SessionID()
+	if f.id == "" {
+		return
+	}
+	if f.parent != "" || f.chat.Subagent() {
+		h.subagentChat(f, ch, events)
+		return
+	}
+	switch ch {
+	case Appended:
+		for _, e := range events {
+			h.Event(f.id, f.harness, e)
+		}
+	case Rebuilt:
+		h.Restart(f.id)
+		for _, e := range f.chat.Events() {
+			h.Event(f.id, f.harness, e)
+		}
+	}
+}
+
+// subagentChat reports a subagent's chat on its parent session: started
+// with its first line, done when its turn ends.
+func (h *handler) subagentChat(f *file, ch Change, events []agentbridge.Event) {
+	parent := f.parent
+	if parent == "" || ch != Appended {
+		return
+	}
+	for _, e := range events {
+		switch e.Kind {
+		case agentbridge.KindSessionStarted:
+			h.Event(parent, f.harness, agentbridge.Event{Kind: agentbridge.KindSubagentStarted, SubagentID: f.id, ParentAgentID: parent, Type: "subagent", OccurredAt: e.OccurredAt})
+		case agentbridge.KindAgentDone:
+			h.Event(parent, f.harness, agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: f.id, Outcome: e.Outcome})
+		}
+	}
+}
+
+func (h *handler) brainLine(f *file, line []byte) {
+	events, code := f.brain.Line(f.id, line)
+	if code != "" {
+		h.BadLine(code)
+		return
+	}
+	if parent, ok := h.childOf[f.id]; ok {
+		h.childProgress(parent, f)
+		return
+	}
+	for _, e := range events {
+		h.Event(f.id, f.harness, e)
+		if e.Kind == agentbridge.KindSubagentStarted {
+			h.adopt(f.id, e.SubagentID)
+		}
+	}
+}
+
+// adopt makes conversation child a subagent of parent: it is never a
+// root session. A child already shown as one leaves; one that already
+// finished is reported done.
+func (h *handler) adopt(parent, child string) {
+	h.childOf[child] = parent
+	if f := h.brainFile(child); f != nil {
+		h.Stop(child, "a subagent of another conversation")
+		h.childProgress(parent, f)
+	}
+}
+
+// childProgress reports a child conversation's end on its parent.
+func (h *handler) childProgress(parent string, child *file) {
+	if !child.brain.Done() {
+		return
+	}
+	pf := h.brainFile(parent)
+	if pf == nil {
+		return
+	}
+	for _, e := range pf.brain.ChildDone(child.id, agentbridge.OutcomeSuccess, 0) {
+		h.Event(parent, HarnessAntigravity, e)
+	}
+}
+
+func (h *handler) brainFile(id string) *file {
+	for _, f := range h.files {
+		if f.brain != nil && f.id == id {
+			return f
+		}
+	}
+	return nil
+}
+
+// Truncated starts the file's mapping again: it is read from the start.
+func (h *handler) Truncated(p string) {
+	f := h.files[p]
+	if f == nil {
+		return
+	}
+	delete(h.files, p)
+	if f.id != "" && f.parent == "" && h.childOf[f.id] == "" {
+		h.Restart(f.id)
+	}
+}
+
+// Removed ends the file's session (Gemini CLI deletes a chat with nothing
+// to resume when it exits).
+func (h *handler) Removed(p string) {
+	f := h.files[p]
+	delete(h.files, p)
+	if f == nil || f.id == "" || f.parent != "" || h.childOf[f.id] != "" {
+		return
+	}
+	h.Stop(f.id, "journal removed")
+}
+
+// Rescan drops the mapping state: every file is read again.
+func (h *handler) Rescan() {
+	clear(h.files)
+	clear(h.childOf)
+	clear(h.cwds)
+	h.Sessions.Rescan()
+}
+
+var _ hub.Source = (*Source)(nil)

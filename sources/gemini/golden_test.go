@@ -1,0 +1,228 @@
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// golden is what one session file becomes: the events reported, in order
+// (a rebuild shows as a "rebuild" marker followed by the replay), and the
+// snapshot they fold into.
+type golden struct {
+	Events   []goldenEvent        `json:"events"`
+	Snapshot agentbridge.Snapshot `json:"snapshot"`
+}
+
+type goldenEvent struct {
+	Rebuild bool               `json:"rebuild,omitempty"`
+	Event   *agentbridge.Event `json:"event,omitempty"`
+}
+
+// session is one session's lines, cut out of a recording that holds
+// several files one after the other.
+type session struct {
+	name  string
+	lines [][]byte
+}
+
+// split cuts a recording into its files: a Gemini CLI chat starts with a
+// metadata line, an Antigravity transcript with step 0.
+func split(harness string, data []byte) []session {
+	var out []session
+	for _, line := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
+		first := false
+		if harness == HarnessGemini {
+			var m struct {
+				SessionID string `json:"sessionId"`
+				ID        string `json:"id"`
+			}
+			first = json.Unmarshal(line, &m) == nil && m.SessionID != "" && m.ID == ""
+		} else {
+			var s struct {
+				StepIndex *int `json:"step_index"`
+			}
+			first = json.Unmarshal(line, &s) == nil && s.StepIndex != nil && *s.StepIndex == 0
+		}
+		if first || len(out) == 0 {
+			out = append(out, session{})
+		}
+		out[len(out)-1].lines = append(out[len(out)-1].lines, line)
+	}
+	for i := range out {
+		out[i].name = "s" + string(rune('1'+i))
+	}
+	return out
+}
+
+// replayFile maps one session's lines the way the source does and folds
+// the events, failing on an event the fold rejects.
+func replayFile(t *testing.T, harness, id string, lines [][]byte) golden {
+	t.Helper()
+	g := golden{Events: []goldenEvent{}}
+	s := validate.NewSession(id, harness)
+	fold := func(e agentbridge.Event) {
+		if issues := s.Apply(e); len(issues) > 0 {
+			t.Fatalf("fold rejected %s: %+v", e.Kind, issues)
+		}
+		g.Events = append(g.Events, goldenEvent{Event: &e})
+	}
+	chat, brain := &Chat{}, &Brain{}
+	for _, line := range lines {
+		if harness == HarnessGemini {
+			ch, events, _ := chat.Line(line)
+			switch ch {
+			case Appended:
+				for _, e := range events {
+					fold(e)
+				}
+			case Rebuilt:
+				g.Events = append(g.Events, goldenEvent{Rebuild: true})
+				s = validate.NewSession(id, harness)
+				for _, e := range chat.Events() {
+					fold(e)
+				}
+			}
+			continue
+		}
+		events, _ := brain.Line(id, line)
+		for _, e := range events {
+			fold(e)
+		}
+	}
+	g.Snapshot = s.Snapshot()
+	if issues := validate.Snapshot(g.Snapshot, validate.Harnesses{harness: true}); len(issues) > 0 {
+		t.Fatalf("final snapshot invalid: %+v", issues)
+	}
+	return g
+}
+
+// goldenCases lists every recorded file under testdata with its harness.
+func goldenCases(t *testing.T) map[string]struct {
+	harness string
+	lines   [][]byte
+} {
+	t.Helper()
+	cases := map[string]struct {
+		harness string
+		lines   [][]byte
+	}{}
+	add := func(name, harness string, data []byte) {
+		for _, s := range split(harness, data) {
+			cases[name+"__"+s.name] = struct {
+				harness string
+				lines   [][]byte
+			}{harness, s.lines}
+		}
+	}
+	chats, _ := filepath.Glob("testdata/chats/*.jsonl")
+	for _, p := range chats {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		add("chats__"+strings.TrimSuffix(filepath.Base(p), ".jsonl"), HarnessGemini, data)
+	}
+	recs, _ := filepath.Glob("testdata/irrlicht/*/*/recordings/*/transcript.jsonl")
+	for _, p := range recs {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scenario := filepath.Dir(filepath.Dir(filepath.Dir(p)))
+		agent := filepath.Base(filepath.Dir(scenario))
+		harness := HarnessGemini
+		if agent == "antigravity" {
+			harness = HarnessAntigravity
+		}
+		add(agent+"__"+filepath.Base(scenario), harness, data)
+	}
+	if len(cases) < 10 {
+		t.Fatalf("only %d recorded files under testdata", len(cases))
+	}
+	return cases
+}
+
+// TestGolden maps every recorded file to its events and final snapshot
+// and compares them with testdata/golden/<name>.json.
+func TestGolden(t *testing.T) {
+	for name, c := range goldenCases(t) {
+		t.Run(name, func(t *testing.T) {
+			got := replayFile(t, c.harness, "sess-1", c.lines)
+			path := filepath.Join("testdata", "golden", name+".json")
+			if *update {
+				b, err := json.MarshalIndent(got, "", "  ")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to write it)", err)
+			}
+			var want golden
+			if err := json.Unmarshal(data, &want); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("mapping changed (-golden +now):\n%s", diff)
+			}
+		})
+	}
+}
+
+// What the recordings must show, whatever the goldens say: every Gemini CLI
+// session with a prompt ends its turn; the rewind scenario's snapshot keeps
+// the first prompt's title; every Antigravity turn that got a reply ends.
+func TestRecordedOutcomes(t *testing.T) {
+	for name, c := range goldenCases(t) {
+		g := replayFile(t, c.harness, "sess-1", c.lines)
+		turns := 0
+		for _, e := range g.Events {
+			if e.Event != nil && e.Event.Kind == agentbridge.KindTurnStarted {
+				turns++
+			}
+		}
+		if turns == 0 {
+			continue
+		}
+		if strings.Contains(name, "3-") && c.harness == HarnessAntigravity {
+			continue // subagent scenarios: the children's own transcripts were not recorded
+		}
+		// killed mid-turn: the turn never ended, and no reply named a model
+		killed := strings.Contains(name, "1-2_session-end__s3") || strings.Contains(name, "3-4_subagent-orphan-cleanup")
+		if killed {
+			if g.Snapshot.Status != agentbridge.StatusRunning {
+				t.Errorf("%s: status %s, want running (killed mid-turn)", name, g.Snapshot.Status)
+			}
+			continue
+		}
+		if g.Snapshot.Status != agentbridge.StatusDone {
+			t.Errorf("%s: status %s after %d turns, want done", name, g.Snapshot.Status, turns)
+		}
+		if g.Snapshot.Model == "" {
+			t.Errorf("%s: no model", name)
+		}
+		if g.Snapshot.Title == "" {
+			t.Errorf("%s: no title", name)
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package gemini
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
+)
+
+// run starts the source on home with a fake hub until the test ends and
+// returns the hub and the channel that switches harnesses.
+func run(t *testing.T, home string, enabled ...string) (*sourcestest.Hub, chan<- []string) {
+	t.Helper()
+	h := sourcestest.New()
+	changes := make(chan []string)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- New(sources.Options{Home: home}).Run(ctx, hub.Start{Enabled: enabled, Changes: changes, Publisher: h})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run = %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("Run did not return after cancel")
+		}
+		if n := h.Refused(); n > 0 {
+			t.Errorf("the hub refused %d calls", n)
+		}
+	})
+	return h, changes
+}
+
+func appendTo(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func status(id string, want agentbridge.Status) func(*sourcestest.Hub) bool {
+	return func(h *sourcestest.Hub) bool {
+		s, ok := h.Snapshot(id)
+		return ok && s.Status == want
+	}
+}
+
+const sid = "11111111-2222-4333-8444-555555555555"
+
+// A Gemini CLI chat written live, a record at a time and with lines cut
+// in two: prompt → running (with its cwd from .project_root) → a tool →
+// done; a rewind takes the second turn back; a subagent's chat shows
+// under its parent; the chat's removal ends the session.
+func TestGeminiChatLive(t *testing.T) {
+	home := t.TempDir()
+	project := filepath.Join(home, "tmp", "myproj")
+	if err := os.MkdirAll(filepath.Join(project, "chats"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, ".project_root"), []byte("/work/myproj\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chat := filepath.Join(project, "chats", "session-2026-12-01T10-00-11111111.jsonl")
+	h, _ := run(t, home, HarnessGemini, HarnessAntigravity)
+
+	appendTo(t, chat, `{"sessionId":"`+sid+`","projectHash":"x","startTime":"2026-12-01T10:00:00.000Z","lastUpdated":"2026-12-01T10:00:00.000Z","kind":"main"}`+"\n")
+	h.WaitFor(t, "the session", status(sid, agentbridge.StatusIdle))
+	if s, _ := h.Snapshot(sid); s.Cwd != "/work/myproj" || s.Harness != HarnessGemini {
+		t.Errorf("cwd %q harness %q", s.Cwd, s.Harness)
+	}
+	prompt := `{"id":"u1","timestamp":"2026-12-01T10:00:01.000Z","type":"user","content":[{"text":"list the files"}]}` + "\n"
+	appendTo(t, chat, prompt[:30])
+	appendTo(t, chat, prompt[30:])
+	h.WaitFor(t, "running", status(sid, agentbridge.StatusRunning))
+	appendTo(t, chat, `{"id":"g1","timestamp":"2026-12-01T10:00:02.000Z","type":"gemini","content":"","model":"gemini-3-flash"}`+"\n")
+	appendTo(t, chat, `{"id":"g1","timestamp":"2026-12-01T10:00:02.000Z","type":"gemini","content":"","model":"gemini-3-flash","toolCalls":[{"id":"ls_1","name":"list_directory","displayName":"ReadFolder","status":"success"}]}`+"\n")
+	appendTo(t, chat, `{"id":"u2","timestamp":"2026-12-01T10:00:03.000Z","type":"user","content":[{"functionResponse":{"id":"ls_1","name":"list_directory","response":{}}}]}`+"\n")
+	appendTo(t, chat, `{"id":"g2","timestamp":"2026-12-01T10:00:04.000Z","type":"gemini","content":"Here they are.","model":"gemini-3-flash"}`+"\n")
+	h.WaitFor(t, "done", status(sid, agentbridge.StatusDone))
+	s, _ := h.Snapshot(sid)
+	if s.Title != "list the files" || s.Model != "gemini-3-flash" || s.LastTurn != agentbridge.LastTurnCompleted {
+		t.Errorf("after the turn: %+v", s)
+	}
+
+	// A second turn, then the user rewinds it: the session is done again
+	// with the first turn's end.
+	appendTo(t, chat, `{"id":"u3","timestamp":"2026-12-01T10:01:00.000Z","type":"user","content":[{"text":"and again"}]}`+"\n")
+	h.WaitFor(t, "running again", status(sid, agentbridge.StatusRunning))
+	appendTo(t, chat, `{"$rewindTo":"u3"}`+"\n")
+	h.WaitFor(t, "the rewind", status(sid, agentbridge.StatusDone))
+	if s, _ := h.Snapshot(sid); s.LastTurnEndedAt != time.Date(2026, 12, 1, 10, 0, 4, 0, time.UTC).UnixMilli() {
+		t.Errorf("after the rewind lastTurnEndedAt = %d", s.LastTurnEndedAt)
+	}
+
+	// A subagent's chat under chats/<parent id>/ is a subagent, never a root.
+	sub := filepath.Join(project, "chats", sid, "22222222-2222-4333-8444-555555555555.jsonl")
+	appendTo(t, sub, `{"sessionId":"22222222-2222-4333-8444-555555555555","projectHash":"x","startTime":"2026-12-01T10:02:00.000Z","kind":"subagent"}`+"\n")
+	h.WaitFor(t, "the subagent", func(h *sourcestest.Hub) bool {
+		s, _ := h.Snapshot(sid)
+		return len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentRunning
+	})
+	appendTo(t, sub, `{"id":"su1","timestamp":"2026-12-01T10:02:01.000Z","type":"user","content":[{"text":"read it"}]}`+"\n"+
+		`{"id":"sg1","timestamp":"2026-12-01T10:02:02.000Z","type":"gemini","content":"read."}`+"\n")
+	h.WaitFor(t, "the subagent done", func(h *sourcestest.Hub) bool {
+		s, _ := h.Snapshot(sid)
+		return len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentCompleted
+	})
+	if len(h.Snapshots()) != 1 {
+		t.Errorf("sessions %v, want the parent only", h.Snapshots())
+	}
+
+	if err := os.Remove(chat); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "the session to leave", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot(sid); return !ok })
+}
+
+// An Antigravity conversation written live; a child conversation named
+// by the parent's INVOKE_SUBAGENT is its subagent, and the parent's turn
+// ends when the child reports back. Switching the harness off drops its
+// sessions; on brings them back.
+func TestAntigravityLive(t *testing.T) {
+	home := t.TempDir()
+	parent, child := "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
+	tr := func(conv string) string {
+		return filepath.Join(home, "antigravity-cli", "brain", conv, ".system_generated", "logs", "transcript.jsonl")
+	}
+	h, changes := run(t, home, HarnessGemini, HarnessAntigravity)
+
+	appendTo(t, tr(parent), `{"step_index":0,"source":"USER_EXPLICIT","type":"USER_INPUT","status":"DONE","created_at":"2026-12-01T10:00:00Z","content":"<USER_REQUEST>\nsummarise the notes\n</USER_REQUEST>\n<USER_SETTINGS_CHANGE>\nThe user changed setting `+"`Model Selection`"+` from None to Gemini 3.1 Pro (Low). No need to comment.\n</USER_SETTINGS_CHANGE>"}`+"\n")
+	h.WaitFor(t, "running", status(parent, agentbridge.StatusRunning))
+	appendTo(t, tr(parent), `{"step_index":3,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:01Z","tool_calls":[{"name":"invoke_subagent","args":{}}]}`+"\n"+
+		fmt.Sprintf(`{"step_index":4,"source":"MODEL","type":"INVOKE_SUBAGENT","status":"DONE","created_at":"2026-12-01T10:00:02Z","content":"Created the following subagents:\n{\n  \"conversationId\":  \"%s\"\n}"}`, child)+"\n"+
+		`{"step_index":7,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:03Z","content":"dispatched"}`+"\n")
+	appendTo(t, tr(child), `{"step_index":0,"source":"USER_EXPLICIT","type":"USER_INPUT","status":"DONE","created_at":"2026-12-01T10:00:02Z","content":"count the files"}`+"\n")
+	h.WaitFor(t, "the running subagent", func(h *sourcestest.Hub) bool {
+		s, _ := h.Snapshot(parent)
+		return len(s.Subagents) == 1 && s.Subagents[0].ID == child && s.Subagents[0].Status == agentbridge.SubagentRunning
+	})
+	if s, _ := h.Snapshot(parent); s.Status != agentbridge.StatusRunning || s.Title != "summarise the notes" || s.Model != "Gemini 3.1 Pro (Low)" {
+		t.Errorf("parent while its child runs: %+v", s)
+	}
+	appendTo(t, tr(child), `{"step_index":2,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:09Z","content":"5 files"}`+"\n")
+	h.WaitFor(t, "the parent done after its child", status(parent, agentbridge.StatusDone))
+	if ids := ids(h); !slices.Equal(ids, []string{parent}) {
+		t.Errorf("sessions %v, want the parent only", ids)
+	}
+
+	changes <- []string{HarnessGemini}
+	h.WaitFor(t, "antigravity switched off", func(h *sourcestest.Hub) bool { return len(h.Snapshots()) == 0 })
+	changes <- []string{HarnessGemini, HarnessAntigravity}
+	h.WaitFor(t, "antigravity back", status(parent, agentbridge.StatusDone))
+	if ids := ids(h); !slices.Equal(ids, []string{parent}) {
+		t.Errorf("after the switch: sessions %v, want the parent only", ids)
+	}
+}
+
+func ids(h *sourcestest.Hub) []string {
+	var out []string
+	for _, s := range h.Snapshots() {
+		out = append(out, s.ID)
+	}
+	return out
+}
+
+// At start, a child conversation may be read before its parent: it is
+// still never reported as a root session, and its end is its parent's.
+func TestAntigravityChildBeforeParentAtScan(t *testing.T) {
+	home := t.TempDir()
+	parent, child := "zzzzzzzz-0000-4000-8000-000000000001", "aaaaaaaa-0000-4000-8000-000000000002" // the child sorts first
+	tr := func(conv string) string {
+		return filepath.Join(home, "antigravity-cli", "brain", conv, ".system_generated", "logs", "transcript.jsonl")
+	}
+	appendTo(t, tr(child), `{"step_index":0,"source":"USER_EXPLICIT","type":"USER_INPUT","status":"DONE","created_at":"2026-12-01T10:00:02Z","content":"count"}`+"\n"+
+		`{"step_index":2,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:09Z","content":"5 files"}`+"\n")
+	appendTo(t, tr(parent), `{"step_index":0,"source":"USER_EXPLICIT","type":"USER_INPUT","status":"DONE","created_at":"2026-12-01T10:00:00Z","content":"go"}`+"\n"+
+		`{"step_index":3,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:01Z","tool_calls":[{"name":"invoke_subagent","args":{}}]}`+"\n"+
+		fmt.Sprintf(`{"step_index":4,"source":"MODEL","type":"INVOKE_SUBAGENT","status":"DONE","created_at":"2026-12-01T10:00:02Z","content":"\"conversationId\": \"%s\""}`, child)+"\n"+
+		`{"step_index":7,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:03Z","content":"dispatched"}`+"\n")
+	h, _ := run(t, home, HarnessAntigravity)
+	h.WaitFor(t, "the parent done", status(parent, agentbridge.StatusDone))
+	if ids := ids(h); !slices.Equal(ids, []string{parent}) {
+		t.Errorf("sessions %v, want the parent only", ids)
+	}
+	if s, _ := h.Snapshot(parent); len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentCompleted {
+		t.Errorf("subagents %+v", s.Subagents)
+	}
+}

@@ -1,0 +1,202 @@
+package kit
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
+)
+
+// MapFunc is a source's pure mapping of one input (a journal line, or a
+// whole side file) with its session's state S: the events it yields,
+// appended to out, and the code it is skipped with ("" when used or
+// deliberately ignored).
+type MapFunc[S any] func(st S, data []byte, out []agentbridge.Event) ([]agentbridge.Event, string)
+
+// Agent describes one agent's files to Handler.
+type Agent[S any] struct {
+	// Harness is the harness of every session.
+	Harness string
+	// Names are the command names of the agent's process (see Procs).
+	Names []string
+	// Files returns, for a path the tailer follows, the session it belongs
+	// to, that session's journal, and its side file ("" when the agent
+	// keeps none).
+	Files func(path string) (id, journal, side string)
+	// New returns the mapping state of session id read from its start.
+	New func(id string) S
+	// Line maps one journal line.
+	Line MapFunc[S]
+	// Side maps a whole side file (nil when the agent keeps none); it is
+	// read with sources.ReadSmall, at most SideLimit bytes.
+	Side      MapFunc[S]
+	SideLimit int64
+}
+
+// Handler is the sources.Handler of an agent that Agent describes: it maps
+// journal lines as they come, reads a changed side file whole once per
+// wake (at Idle, however many lines announced it), binds a session to its
+// process by cwd (Procs), and drops a session's state when its journal is
+// cut, replaced, removed or rescanned. It runs on the source's goroutine.
+type Handler[S any] struct {
+	*sources.Sessions
+	a        *Agent[S]
+	states   map[string]S      // by session id
+	journals map[string]string // session id → its journal, for the side files read at Idle
+	sides    sideFiles
+	procs    Procs
+	evs      []agentbridge.Event // scratch
+}
+
+// NewHandler returns the Handler of a for ss, finding processes under
+// procRoot (proc.Root).
+func NewHandler[S any](ss *sources.Sessions, a *Agent[S], procRoot string) *Handler[S] {
+	return &Handler[S]{
+		Sessions: ss, a: a, states: map[string]S{}, journals: map[string]string{},
+		procs: Procs{Root: procRoot, Names: a.Names},
+	}
+}
+
+func (h *Handler[S]) state(id string) S {
+	st, ok := h.states[id]
+	if !ok {
+		st = h.a.New(id)
+		h.states[id] = st
+	}
+	return st
+}
+
+// mark notes that the side file of the session at path may have changed
+// (a journal line is followed by a side file write for these agents, and
+// a side file's own lines say it changed), and returns whether path is the
+// side file.
+func (h *Handler[S]) mark(path string) (id string, side bool) {
+	id, journal, sidePath := h.a.Files(path)
+	if h.a.Side != nil && sidePath != "" {
+		h.sides.Mark(id, sidePath)
+		h.journals[id] = journal
+	}
+	return id, path == sidePath
+}
+
+// Line maps one journal line and folds its events into the session; a
+// side file's line only marks it.
+func (h *Handler[S]) Line(path string, line []byte) {
+	id, side := h.mark(path)
+	if side {
+		return
+	}
+	var code string
+	h.evs, code = h.a.Line(h.state(id), line, h.evs[:0])
+	if code != "" {
+		h.BadLine(code)
+	}
+	h.publish(id, path)
+}
+
+// Truncated drops the session's state when its journal was cut or
+// replaced (it is read again from the start); a side file rewritten is
+// only read again.
+func (h *Handler[S]) Truncated(path string) {
+	if id, side := h.mark(path); !side {
+		delete(h.states, id)
+		h.Restart(id)
+	}
+}
+
+// Removed ends the session when its journal is gone.
+func (h *Handler[S]) Removed(path string) {
+	id, _, sidePath := h.a.Files(path)
+	if path == sidePath {
+		return
+	}
+	delete(h.states, id)
+	delete(h.journals, id)
+	h.sides.Forget(id)
+	h.Stop(id, "journal removed")
+}
+
+// Rescan forgets every session: all files are read again from the start.
+func (h *Handler[S]) Rescan() {
+	clear(h.states)
+	clear(h.journals)
+	h.sides.Reset()
+	h.Sessions.Rescan()
+}
+
+// Idle reads the side files that changed, binds new sessions to their
+// processes (one pass over /proc), then lets Sessions flush.
+func (h *Handler[S]) Idle() {
+	h.sides.Read(h.a.SideLimit, func(id string, data []byte) {
+		var code string
+		h.evs, code = h.a.Side(h.state(id), data, h.evs[:0])
+		if code != "" {
+			h.BadLine(code) // a side file caught half-written is read again at its next change
+		}
+		h.publish(id, h.journals[id])
+	})
+	h.procs.Flush(h.BindPID)
+	h.Sessions.Idle()
+}
+
+// publish folds h.evs into session id and queues the session for a
+// process lookup (the journal is the writer's evidence, see Procs.Flush)
+// when a session.started names its cwd, and when a turn starts in a
+// session with no process: one whose process ended (a resumed session is
+// written by a new process) or was never found.
+func (h *Handler[S]) publish(id, journal string) {
+	for _, e := range h.evs {
+		if e.Kind == agentbridge.KindSessionStarted {
+			// A session's start time is when it began, not when the
+			// process writing it now did (a resumed session is written by
+			// a later one): Procs checks the process against the journal's
+			// last write instead of Sessions' start-time guard.
+			e.OccurredAt = 0
+		}
+		orphan := e.Kind == agentbridge.KindTurnStarted && h.Exited(id)
+		if !h.Event(id, h.a.Harness, e) {
+			continue
+		}
+		switch {
+		case e.Kind == agentbridge.KindSessionStarted && e.Cwd != "":
+			h.procs.Want(id, e.Cwd, journal)
+		case e.Kind == agentbridge.KindTurnStarted:
+			if snap := h.Get(id).Snapshot(); orphan || snap.PID == 0 {
+				h.procs.Want(id, snap.Cwd, journal)
+			}
+		}
+	}
+}
+
+// sideFiles remembers which sessions' side files (sidecars an agent
+// rewrites whole) changed, so that each is read once, whole, at the
+// tailer's next idle moment however many lines announced it.
+type sideFiles struct{ paths map[string]string } // session id → side file
+
+// Mark says session id's side file at path may have changed.
+func (s *sideFiles) Mark(id, path string) {
+	if s.paths == nil {
+		s.paths = map[string]string{}
+	}
+	s.paths[id] = path
+}
+
+// Forget drops what was marked for id (its session is gone).
+func (s *sideFiles) Forget(id string) { delete(s.paths, id) }
+
+// Reset drops every mark.
+func (s *sideFiles) Reset() { clear(s.paths) }
+
+// Read reads each marked side file with sources.ReadSmall (regular files
+// of at most limit bytes), in session id order, hands the bytes to f, and
+// drops the marks. A side file that is missing or not a small regular
+// file is skipped until its next change.
+func (s *sideFiles) Read(limit int64, f func(id string, data []byte)) {
+	for _, id := range slices.Sorted(maps.Keys(s.paths)) {
+		if data, err := sources.ReadSmall(s.paths[id], limit); err == nil {
+			f(id, data)
+		}
+	}
+	clear(s.paths)
+}

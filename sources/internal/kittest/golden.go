@@ -1,0 +1,174 @@
+package kittest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// MapFunc is a source's pure mapping of one input (a journal line, or a
+// whole side file) to the events it yields, appended to out, and the code
+// it is skipped with.
+type MapFunc func(data []byte, out []agentbridge.Event) ([]agentbridge.Event, string)
+
+// Mapper is one session's mapping: Line for journal lines and, when the
+// source reads a side file, Side for it (nil otherwise).
+type Mapper struct {
+	Line MapFunc
+	Side MapFunc
+}
+
+// Golden is what one session becomes: per journal line (and, last, its
+// side file, read as the source reads it once the journal's writes are
+// in), the events it maps to or the code it is skipped with, and the
+// snapshot the events fold into.
+type Golden struct {
+	Lines    []GoldenLine         `json:"lines"`
+	Side     *GoldenLine          `json:"side,omitempty"`
+	Snapshot agentbridge.Snapshot `json:"snapshot"`
+}
+
+// GoldenLine is one input's result.
+type GoldenLine struct {
+	Line    int                 `json:"line,omitempty"`
+	Skipped string              `json:"skipped,omitempty"`
+	Events  []agentbridge.Event `json:"events,omitempty"`
+}
+
+// Replay maps a journal line by line, then its side file when side is not
+// nil, and folds every event into a session of harness, failing the test
+// on an event the validator or the fold refuses: a mapping must only say
+// what the fold accepts.
+func Replay(t testing.TB, m Mapper, id, harness string, journal, side []byte) Golden {
+	t.Helper()
+	var g Golden
+	s := validate.NewSession(id, harness)
+	apply := func(where []byte, evs []agentbridge.Event, code string) {
+		t.Helper()
+		switch code {
+		case "", sources.CodeInvalidJSON, sources.CodeInvalidRecord:
+		default:
+			t.Fatalf("unknown code %q", code)
+		}
+		for _, e := range evs {
+			if issues := validate.Event(e); len(issues) > 0 {
+				t.Fatalf("invalid %s from %q: %+v", e.Kind, where, issues)
+			}
+			if issues := s.Apply(e); len(issues) > 0 {
+				t.Fatalf("fold refused %s from %q: %+v", e.Kind, where, issues)
+			}
+		}
+	}
+	for i, line := range bytes.Split(bytes.TrimRight(journal, "\n"), []byte("\n")) {
+		evs, code := m.Line(line, nil)
+		apply(line, evs, code)
+		if code != "" || len(evs) > 0 {
+			g.Lines = append(g.Lines, GoldenLine{Line: i + 1, Skipped: code, Events: evs})
+		}
+	}
+	if side != nil && m.Side != nil {
+		evs, code := m.Side(side, nil)
+		apply(side, evs, code)
+		g.Side = &GoldenLine{Skipped: code, Events: evs}
+	}
+	g.Snapshot = s.Snapshot()
+	if issues := validate.Snapshot(g.Snapshot, validate.Harnesses{harness: true}); len(issues) > 0 {
+		t.Fatalf("final snapshot invalid: %+v", issues)
+	}
+	return g
+}
+
+// GoldenDir replays every dir/<name>.jsonl (with its side file, the name
+// sideName returns, when there is one) through a fresh Mapper and compares
+// the result with testdata/golden/<name>.json; update rewrites those.
+func GoldenDir(t *testing.T, dir, harness string, sideName func(journal string) string, newMapper func(id string) Mapper, update bool) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no journals in %s: %v", dir, err)
+	}
+	for _, name := range names {
+		base := strings.TrimSuffix(filepath.Base(name), ".jsonl")
+		t.Run(base, func(t *testing.T) {
+			journal, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var side []byte
+			if sideName != nil {
+				side, err = os.ReadFile(sideName(name))
+				if err != nil && !errors.Is(err, fs.ErrNotExist) {
+					t.Fatal(err)
+				}
+			}
+			id := "s-" + base
+			got := Replay(t, newMapper(id), id, harness, journal, side)
+			path := filepath.Join("testdata", "golden", base+".json")
+			if update {
+				b, err := json.MarshalIndent(got, "", "  ")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run the test with -update to create it)", err)
+			}
+			var want Golden
+			if err := json.Unmarshal(b, &want); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s mismatch (-want +got):\n%s", base, diff)
+			}
+		})
+	}
+}
+
+// BenchLines measures a mapping over every journal in dir, line by line
+// with a fresh session per journal (as a scan at start reads them), in
+// bytes per second and allocations per line.
+func BenchLines(b *testing.B, dir string, newMapper func(id string) Mapper) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil || len(names) == 0 {
+		b.Fatalf("no journals in %s: %v", dir, err)
+	}
+	var journals [][][]byte
+	var size int64
+	for _, n := range names {
+		data, err := os.ReadFile(n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size += int64(len(data))
+		journals = append(journals, bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")))
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	var out []agentbridge.Event
+	for b.Loop() {
+		for _, lines := range journals {
+			m := newMapper("bench")
+			for _, l := range lines {
+				out, _ = m.Line(l, out[:0])
+			}
+		}
+	}
+}

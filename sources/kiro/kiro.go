@@ -1,0 +1,118 @@
+// Package kiro is the session source for Kiro CLI (kiro-cli). Kiro CLI
+// keeps one JSON-lines journal per session at
+// $KIRO_HOME/sessions/cli/<uuid>.jsonl (Prompt, AssistantMessage,
+// ToolResults, Clear records in a versioned envelope) and rewrites a
+// metadata sidecar beside it, <uuid>.json (session_id, cwd, title, the
+// model, and per finished turn its message ids and end reason).
+//
+// The journal carries no cwd, model or end-of-turn record: a turn ends at
+// the assistant message that calls no tool, or, when the journal never
+// shows one (an interrupted or failed turn), when the sidecar lists the
+// turn as ended. The sidecar is read whole with sources.ReadSmall when it
+// or the journal changes. The session id is the file name's <uuid>. Kiro
+// CLI opens its journal only to write, so the process (comm "kiro-cli") is
+// found by its working directory (kit.Procs) and watched with a pidfd.
+// Headless runs (kiro-cli chat --no-interactive) may write no journal at
+// all: such a run is not seen.
+package kiro
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
+	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/internal/kit"
+)
+
+// The source's identity.
+const (
+	ID          = "kiro"
+	DisplayName = "Kiro CLI"
+	Harness     = "kiro-cli"
+	EnvHome     = "KIRO_HOME"
+)
+
+// maxSidecar bounds the sidecar read: it grows by about a kilobyte a turn.
+const maxSidecar = 4 << 20
+
+// Source reports Kiro CLI's sessions. It implements hub.Source.
+type Source struct{ cfg sources.Options }
+
+// New returns the source for the agent's home o.Home (Window, Linger and
+// Logger as sources.Options says); it touches nothing until Run.
+func New(o sources.Options) *Source { return &Source{cfg: o} }
+
+// SessionsDir returns where Kiro CLI under home keeps its journals.
+func SessionsDir(home string) string { return filepath.Join(home, "sessions", "cli") }
+
+// Info describes the source.
+func (s *Source) Info() agentbridge.SourceInfo {
+	return agentbridge.SourceInfo{
+		ID:                   ID,
+		DisplayName:          DisplayName,
+		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
+		EnvironmentVariables: []string{EnvHome},
+		Observes: map[string]agentbridge.Observe{
+			"waiting":   {How: agentbridge.Unavailable},               // tool approvals are not written down
+			"exited":    {How: agentbridge.Inferred, From: "process"}, // the process found by cwd and name, then a pidfd
+			"subagents": {How: agentbridge.Unavailable},               // no recording shows how subagents are written
+			"title":     {How: agentbridge.Observed, From: "sidecar"}, // the sidecar's title, else the first prompt
+			"model":     {How: agentbridge.Observed, From: "sidecar"}, // the sidecar's model
+		},
+	}
+}
+
+// Run follows the journals until ctx ends (see hub.Source).
+func (s *Source) Run(ctx context.Context, st hub.Start) error {
+	return sources.Follow(ctx, st, sources.FollowConfig{
+		Tail: sources.TailConfig{
+			Roots:  []string{SessionsDir(s.cfg.Home)},
+			Match:  isSessionFile,
+			Dirs:   func(string) bool { return false }, // everything sits directly in sessions/cli
+			Window: s.cfg.Window,
+		},
+		Linger: s.cfg.Linger,
+		Logger: s.cfg.Logger,
+	}, func(ss *sources.Sessions) sources.Handler {
+		return kit.NewHandler(ss, agent, proc.Root)
+	})
+}
+
+// isSessionFile picks <uuid>.jsonl journals and their <uuid>.json sidecars.
+func isSessionFile(path string) bool {
+	id, _ := idOf(path)
+	return sources.ValidID(id)
+}
+
+// idOf returns the session id of a journal or sidecar path and whether it
+// is the sidecar; "" for other files.
+func idOf(path string) (id string, side bool) {
+	switch base := filepath.Base(path); {
+	case strings.HasSuffix(base, ".jsonl"):
+		return strings.TrimSuffix(base, ".jsonl"), false
+	case strings.HasSuffix(base, ".json"):
+		return strings.TrimSuffix(base, ".json"), true
+	}
+	return "", false
+}
+
+// agent describes Kiro CLI's journals and sidecars to kit.Handler.
+var agent = &kit.Agent[*session]{
+	Harness: Harness,
+	Names:   []string{"kiro-cli"}, // the kiro-cli chat process, not its kiro-cli-chat helper
+	Files: func(p string) (id, journal, side string) {
+		id, _ = idOf(p)
+		stem := filepath.Join(filepath.Dir(p), id)
+		return id, stem + ".jsonl", stem + ".json"
+	},
+	New:       func(string) *session { return newSession() },
+	Line:      (*session).mapRecord,
+	Side:      (*session).mapSidecar,
+	SideLimit: maxSidecar,
+}
+
+var _ hub.Source = (*Source)(nil)

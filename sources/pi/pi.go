@@ -1,0 +1,119 @@
+// Package pi is the session source for Pi, the coding agent of
+// @mariozechner/pi-coding-agent. Pi keeps one JSON-lines journal per
+// session at $PI_CODING_AGENT_DIR/sessions/--<cwd with / as ->--/
+// <timestamp>_<uuid>.jsonl (PI_CODING_AGENT_SESSION_DIR, when set, names
+// the sessions directory itself, and the journals sit directly in it). The
+// journal is a tree of entries (session header, model_change, message, …)
+// appended in order; Pi writes nothing until the first reply of a session
+// is complete, then everything up to it at once.
+//
+// The mapping (record.go, README.md) is a pure function of the entry and a
+// little per-journal state. The session id is the journal name's <uuid>
+// (the header's id). Pi has no approval prompts, so a session is never
+// waiting. Pi opens its journal only to append, so the process is found by
+// its working directory and command name (kit.Procs) and watched with a
+// pidfd.
+package pi
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
+	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/internal/kit"
+)
+
+// The source's identity.
+const (
+	ID          = "pi"
+	DisplayName = "Pi"
+	Harness     = "pi"
+	EnvHome     = "PI_CODING_AGENT_DIR"
+	EnvSessions = "PI_CODING_AGENT_SESSION_DIR"
+)
+
+// Source reports Pi's sessions. It implements hub.Source.
+type Source struct {
+	cfg sources.Options
+	dir string // the sessions directory
+}
+
+// New returns the source for the agent's home o.Home (Window, Linger and
+// Logger as sources.Options says; o.Getenv reads
+// PI_CODING_AGENT_SESSION_DIR); it touches nothing until Run.
+func New(o sources.Options) *Source { return &Source{cfg: o, dir: sessionsDir(o.Home, o.Getenv)} }
+
+// sessionsDir is $PI_CODING_AGENT_SESSION_DIR when it is absolute (Pi's
+// own order: the variable wins over the home), else home/sessions.
+func sessionsDir(home string, getenv func(string) string) string {
+	if getenv != nil {
+		if d := getenv(EnvSessions); d != "" && filepath.IsAbs(d) {
+			return filepath.Clean(d)
+		}
+	}
+	return SessionsDir(home)
+}
+
+// SessionsDir returns where Pi under home keeps its journals by default.
+func SessionsDir(home string) string { return filepath.Join(home, "sessions") }
+
+// Info describes the source.
+func (s *Source) Info() agentbridge.SourceInfo {
+	return agentbridge.SourceInfo{
+		ID:                   ID,
+		DisplayName:          DisplayName,
+		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
+		EnvironmentVariables: []string{EnvHome, EnvSessions},
+		Observes: map[string]agentbridge.Observe{
+			"waiting":   {How: agentbridge.Unavailable},               // Pi asks for no approvals
+			"exited":    {How: agentbridge.Inferred, From: "process"}, // the process found by cwd and name, then a pidfd
+			"subagents": {How: agentbridge.Unavailable},               // Pi has no subagents of its own
+			"title":     {How: agentbridge.Observed, From: "journal"}, // /name, else the first prompt
+			"model":     {How: agentbridge.Observed, From: "journal"}, // model_change and each reply's model
+		},
+	}
+}
+
+// Run follows the journals until ctx ends (see hub.Source).
+func (s *Source) Run(ctx context.Context, st hub.Start) error {
+	root := s.dir
+	return sources.Follow(ctx, st, sources.FollowConfig{
+		Tail: sources.TailConfig{
+			Roots:  []string{root},
+			Match:  isJournal,
+			Dirs:   func(p string) bool { return filepath.Dir(p) == root }, // --<cwd>--/ only
+			Window: s.cfg.Window,
+		},
+		Linger: s.cfg.Linger,
+		Logger: s.cfg.Logger,
+	}, func(ss *sources.Sessions) sources.Handler {
+		return kit.NewHandler(ss, agent, proc.Root)
+	})
+}
+
+// isJournal picks <timestamp>_<uuid>.jsonl files.
+func isJournal(path string) bool {
+	return strings.HasSuffix(path, ".jsonl") && sources.ValidID(sessionID(path))
+}
+
+// sessionID is the journal name's <uuid>: what follows the last "_" of its
+// stem (the whole stem when there is none, e.g. pi --session <file>).
+func sessionID(path string) string {
+	stem := sources.Stem(path, ".jsonl")
+	return stem[strings.LastIndexByte(stem, '_')+1:]
+}
+
+// agent describes Pi's journals to kit.Handler; there is no side file.
+var agent = &kit.Agent[*session]{
+	Harness: Harness,
+	Names:   []string{"pi"}, // Pi sets its process title
+	Files:   func(p string) (string, string, string) { return sessionID(p), p, "" },
+	New:     func(string) *session { return newSession() },
+	Line:    (*session).mapRecord,
+}
+
+var _ hub.Source = (*Source)(nil)

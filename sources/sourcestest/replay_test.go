@@ -1,0 +1,120 @@
+package sourcestest_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sources/example"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
+)
+
+// splitExample cuts the synthetic transcript at each session record; its
+// title is the session id (the example agent's id is the file name).
+var splitExample = sourcestest.SplitAt(func(line []byte) (string, bool) {
+	var r struct{ Type, Title string }
+	if json.Unmarshal(line, &r) != nil || r.Type != "session" {
+		return "", false
+	}
+	return r.Title, true
+})
+
+func exampleReplay() sourcestest.Replay {
+	return sourcestest.Replay{
+		New:     func(home string) hub.Source { return example.New(example.Config{Home: home}) },
+		Split:   splitExample,
+		Path:    func(_, recorded string) string { return sourcestest.After(recorded, "home") },
+		Checked: sourcestest.Checked{Exits: true},
+	}
+}
+
+func TestReplayExample(t *testing.T) {
+	sc, err := sourcestest.LoadScenario(filepath.Join("testdata", "replay", "approve-then-second-session"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Recordings) != 1 || len(sc.Phases) != 10 {
+		t.Fatalf("loaded %d recordings, %d phases; want 1, 10", len(sc.Recordings), len(sc.Phases))
+	}
+	exampleReplay().Check(t, sc)
+}
+
+// TestReplayGrowsAtOffsets checks what a source sees: the journal grows
+// to the logged sizes (lines cut in two included), is rewritten when the
+// log's size falls, and ends with the bytes the log never saw.
+func TestReplayGrowsAtOffsets(t *testing.T) {
+	sc, err := sourcestest.LoadScenario(filepath.Join("testdata", "replay", "approve-then-second-session"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := exampleReplay().Run(t, sc.Recordings[0])
+	a, ok := h.Snapshot("s-a")
+	if !ok || a.Status != agentbridge.StatusExited || a.Title != "s-a" {
+		t.Errorf("s-a = %+v, %v; want exited (its exit line is after the last logged size)", a, ok)
+	}
+	b, ok := h.Snapshot("s-b")
+	if !ok || b.Status != agentbridge.StatusDone {
+		t.Errorf("s-b = %+v, %v; want done", b, ok)
+	}
+	var seqB []string
+	for _, tr := range h.Transitions() {
+		if st := sourcestest.State(tr.Status); tr.Session == "s-b" && (len(seqB) == 0 || seqB[len(seqB)-1] != st) {
+			seqB = append(seqB, st)
+		}
+	}
+	// idle, running, done, then the rewrite: read again from the start.
+	if want := []string{"ready", "working", "ready", "working", "ready"}; !slices.Equal(seqB, want) {
+		t.Errorf("s-b went %v; want %v", seqB, want)
+	}
+}
+
+func TestSplitAt(t *testing.T) {
+	first := func(line []byte) (string, bool) {
+		id, ok := bytes.CutPrefix(line, []byte("start "))
+		return string(id), ok
+	}
+	for _, tc := range []struct {
+		name, in string
+		want     []sourcestest.File
+		err      bool
+	}{
+		{name: "one", in: "start a\nx\n", want: []sourcestest.File{{"a", []byte("start a\nx\n")}}},
+		{name: "two", in: "start a\nx\nstart b\ny", want: []sourcestest.File{{"a", []byte("start a\nx\n")}, {"b", []byte("start b\ny")}}},
+		{name: "lines before the first go with it", in: "z\nstart a\n", want: []sourcestest.File{{"a", []byte("z\nstart a\n")}}},
+		{name: "a journal recorded twice keeps one copy", in: "start a\nx\nstart a\nx\n", want: []sourcestest.File{{"a", []byte("start a\nx\n")}}},
+		{name: "the longer copy wins", in: "start a\nstart b\nstart a\nx\n", want: []sourcestest.File{{"a", []byte("start a\nx\n")}, {"b", []byte("start b\n")}}},
+		{name: "no journal", in: "x\ny\n", err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := sourcestest.SplitAt(first)([]byte(tc.in))
+			if (err != nil) != tc.err {
+				t.Fatalf("err = %v, want error %v", err, tc.err)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d files %q, want %d", len(got), got, len(tc.want))
+			}
+			for i := range got {
+				if got[i].Session != tc.want[i].Session || !bytes.Equal(got[i].Data, tc.want[i].Data) {
+					t.Errorf("file %d = %s %q, want %s %q", i, got[i].Session, got[i].Data, tc.want[i].Session, tc.want[i].Data)
+				}
+			}
+		})
+	}
+}
+
+func TestAfter(t *testing.T) {
+	for in, want := range map[string]string{
+		"/Users/x/rec/copilot-home/session-state/abc/events.jsonl": "session-state/abc/events.jsonl",
+		"/Users/x/rec/elsewhere/abc/events.jsonl":                  "",
+		"copilot-home/a.jsonl":                                     "a.jsonl",
+		"/copilot-home":                                            "",
+	} {
+		if got := sourcestest.After(in, "copilot-home"); got != want {
+			t.Errorf("After(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
