@@ -339,17 +339,18 @@ func claudeTwoSessions(t *testing.T, c agentCLI) {
 	sa = r.bridge.AwaitStatus(claudeSource, sa.ID, "done", 20*time.Second)
 	sb = r.bridge.AwaitStatus(claudeSource, sb.ID, "running", 20*time.Second)
 	r.checkf(sa.Cwd == r.cwd && sb.Cwd == r.cwd, "both in the project: %s %s", sa, sb)
-	quit(a)
+	quit(a, "/exit")
 	r.bridge.AwaitStatus(claudeSource, sa.ID, "exited", 20*time.Second)
 	sb, _ = r.bridge.Session(claudeSource, sb.ID)
 	r.checkf(sb.Status == "running", "the other session is untouched: %s", sb)
 }
 
-// quit ends the TUI with /exit and waits for its process to be gone.
-func quit(term *terminal) {
+// quit ends the TUI with a slash command (/exit, /quit) and waits for its
+// process to be gone.
+func quit(term *terminal, command string) {
 	term.t.Helper()
 	pid := term.PID()
-	term.Type("/exit")
+	term.Type(command)
 	time.Sleep(300 * time.Millisecond)
 	term.Keys("Enter")
 	deadline := time.Now().Add(30 * time.Second)
@@ -373,7 +374,7 @@ func claudeResume(t *testing.T, c agentCLI) {
 	prompt(term, "first")
 	term.AwaitScreen(60*time.Second, "First answer.")
 	r.bridge.AwaitStatus(claudeSource, s.ID, "done", 20*time.Second)
-	quit(term)
+	quit(term, "/exit")
 	r.bridge.AwaitStatus(claudeSource, s.ID, "exited", 20*time.Second)
 	term2 := r.tui("--resume", s.ID)
 	pid2 := term2.PID()

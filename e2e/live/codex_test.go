@@ -334,23 +334,6 @@ func codexTwoSessions(t *testing.T, c agentCLI, daemon bool) {
 	r.checkf(sa.Status == "done", "the first is untouched: %s", sa)
 }
 
-// quitCodex ends the TUI with /quit and waits for it to be gone.
-func quitCodex(term *terminal) {
-	term.t.Helper()
-	pid := term.PID()
-	term.Type("/quit")
-	time.Sleep(300 * time.Millisecond)
-	term.Keys("Enter")
-	deadline := time.Now().Add(30 * time.Second)
-	for !term.Dead() {
-		if time.Now().After(deadline) {
-			term.t.Fatalf("codex did not quit:\n%s", term.Screen())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	awaitGone(pid, 10*time.Second)
-}
-
 // Quit ends the session (daemon mode: once the daemon unloads the thread
 // and closes the rollout; never by a timer of the bridge); `codex resume`
 // brings the same session back.
@@ -364,7 +347,7 @@ func codexResume(t *testing.T, c agentCLI, daemon bool) {
 	rollouts := r.rollouts()
 	r.checkf(len(rollouts) == 1, "one rollout: %v", rollouts)
 	closed := lastClose(t, rollouts[0])
-	quitCodex(term)
+	quit(term, "/quit")
 	s = r.bridge.AwaitStatus(codexSource, s.ID, "exited", 20*time.Second)
 	seen := time.Now()
 	r.checkf(s.LastTurn == "completed", "quit: %s", s)

@@ -76,6 +76,13 @@ func scenario(t *testing.T, column, name string, f func(t *testing.T)) {
 		}()
 		f(t)
 	})
+	record(column, name, res)
+}
+
+// notApplicable marks a scenario that an agent (or mode) does not have.
+func notApplicable(column, name string) { record(column, name, "n/a") }
+
+func record(column, name, res string) {
 	resultsMu.Lock()
 	defer resultsMu.Unlock()
 	if results[name] == nil {
@@ -86,20 +93,6 @@ func scenario(t *testing.T, column, name string, f func(t *testing.T)) {
 		columns = append(columns, column)
 	}
 	results[name][column] = res
-}
-
-// notApplicable marks a scenario that an agent (or mode) does not have.
-func notApplicable(column, name string) {
-	resultsMu.Lock()
-	defer resultsMu.Unlock()
-	if results[name] == nil {
-		results[name] = map[string]string{}
-		rows = append(rows, name)
-	}
-	if !contains(columns, column) {
-		columns = append(columns, column)
-	}
-	results[name][column] = "n/a"
 }
 
 func contains(s []string, v string) bool {

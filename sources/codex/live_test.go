@@ -2,12 +2,9 @@ package codex
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +14,6 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
-	"github.com/agentbridge/agentbridge/sse"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -216,18 +212,7 @@ func TestLive(t *testing.T) {
 	}
 	home := t.TempDir()
 	cwd := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	h := hub.New(hub.Options{Logger: log})
-	if err := h.Add(New(Options{Home: home, Linger: -1, Logger: log})); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	ran := make(chan error, 1)
-	go func() { ran <- h.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-ran })
-	srv := httptest.NewServer(sse.New(h, sse.Options{Logger: log}))
-	t.Cleanup(srv.Close)
-	st := openStream(t, srv.URL)
+	h, st := serveSource(t, Options{Home: home, Linger: -1})
 
 	const (
 		parent = "019f6249-055d-76d3-b381-cd9d3eb99189"
@@ -357,18 +342,7 @@ func TestResumeAfterExit(t *testing.T) {
 		t.Skip("needs sleep(1)")
 	}
 	home := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	h := hub.New(hub.Options{Logger: log})
-	if err := h.Add(New(Options{Home: home, Logger: log})); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	ran := make(chan error, 1)
-	go func() { ran <- h.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-ran })
-	srv := httptest.NewServer(sse.New(h, sse.Options{Logger: log}))
-	t.Cleanup(srv.Close)
-	st := openStream(t, srv.URL)
+	_, st := serveSource(t, Options{Home: home, Linger: 0})
 
 	const id = "019f6300-0000-7000-8000-000000000001"
 	path := filepath.Join(home, "sessions", "2026", "11", "30", "rollout-2026-11-30T09-00-00-"+id+".jsonl")

@@ -1,17 +1,12 @@
 package codex
 
 import (
-	"context"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
-	"github.com/agentbridge/agentbridge/sse"
 )
 
 // TestScanAtStart starts the source on a home that already has rollouts:
@@ -44,18 +39,7 @@ func TestScanAtStart(t *testing.T) {
 	write(recent, time.Minute)
 	write(old, 5*time.Hour)
 
-	log := slog.New(slog.DiscardHandler)
-	h := hub.New(hub.Options{Logger: log})
-	if err := h.Add(New(Options{Home: home, Logger: log})); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	ran := make(chan error, 1)
-	go func() { ran <- h.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-ran })
-	srv := httptest.NewServer(sse.New(h, sse.Options{Logger: log}))
-	t.Cleanup(srv.Close)
-	s := openStream(t, srv.URL)
+	_, s := serveSource(t, Options{Home: home, Linger: 0})
 	got := s.waitFor(t, "initial state", func(m map[string]agentbridge.Snapshot) bool { return len(m) >= 2 })
 	if len(got) != 2 {
 		t.Errorf("sessions %v, want the held and the recent rollout only", got)
