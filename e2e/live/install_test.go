@@ -22,8 +22,9 @@ type agentCLI struct {
 // Label is how the table names the CLI.
 func (c agentCLI) Label() string { return c.Agent + " " + c.Version }
 
-// The pinned CLIs. Claude Code: the newest and one from about three months
-// earlier, so that format drift between them shows as a failing scenario.
+// The pinned CLIs: the newest and an older one, so that format drift
+// between them shows as a failing scenario (Claude Code: about three
+// months apart; Codex: a month, its rollouts move faster).
 var (
 	claudeCLIs = []agentCLI{
 		{Agent: "claude-code", Pkg: "@anthropic-ai/claude-code", Version: "2.1.332", Bin: "claude"},
@@ -31,6 +32,7 @@ var (
 	}
 	codexCLIs = []agentCLI{
 		{Agent: "codex", Pkg: "@openai/codex", Version: "0.171.0", Bin: "codex"},
+		{Agent: "codex", Pkg: "@openai/codex", Version: "0.165.0", Bin: "codex"},
 	}
 )
 
