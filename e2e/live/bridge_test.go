@@ -382,3 +382,32 @@ func agentbridgeBin(t *testing.T) string {
 	}
 	return binPath
 }
+
+// SessionsOf asks GET /v1/sessions with query (e.g. "ancestorPid=123")
+// and returns the ids of the source's sessions it lists.
+func (b *bridge) SessionsOf(source, query string) []string {
+	b.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, b.base+"/v1/sessions?"+query, nil)
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.t.Fatalf("GET /v1/sessions: %v", err)
+	}
+	defer res.Body.Close()
+	var body struct {
+		Sessions []struct {
+			Source   string   `json:"source"`
+			Snapshot snapshot `json:"snapshot"`
+		} `json:"sessions"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil || res.StatusCode != http.StatusOK {
+		b.t.Fatalf("GET /v1/sessions?%s: %s %v", query, res.Status, err)
+	}
+	var ids []string
+	for _, e := range body.Sessions {
+		if e.Source == source {
+			ids = append(ids, e.Snapshot.ID)
+		}
+	}
+	return ids
+}

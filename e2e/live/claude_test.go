@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -198,6 +199,9 @@ func claudePrompt(t *testing.T, c agentCLI) {
 	evs := r.bridge.Events(claudeSource, s.ID)
 	r.checkf(equal(h, []string{"idle", "running", "done"}) && turnsStarted(evs) == 1,
 		"one prompt, one turn: statuses %v, events %v", h, evs)
+	// A terminal finds the session it runs by its shell's pid.
+	ids := r.bridge.SessionsOf(claudeSource, "ancestorPid="+strconv.Itoa(pid))
+	r.checkf(equal(ids, []string{s.ID}), "ancestorPid=%d lists %v", pid, ids)
 }
 
 // claude -p: the session appears, runs and ends: exited where the build

@@ -254,6 +254,12 @@ func codexPrompt(t *testing.T, c agentCLI, daemon bool) {
 	r.checkf(s.LastTurn == "completed" && s.Cwd == r.cwd && s.Model == "mock-model" && r.pidOK(s, term), "done: %s", s)
 	r.checkf(equal(h, []string{"idle", "running", "done"}) || equal(h, []string{"running", "done"}), "statuses %v", h)
 	r.checkf(turnsStarted(r.bridge.Events(codexSource, s.ID)) == 1, "one turn: %v", r.bridge.Events(codexSource, s.ID))
+	if !daemon {
+		// A terminal finds the session it runs by its shell's pid (with the
+		// daemon it cannot: the daemon is no descendant of the TUI).
+		ids := r.bridge.SessionsOf(codexSource, "ancestorPid="+strconv.Itoa(term.PID()))
+		r.checkf(equal(ids, []string{s.ID}), "ancestorPid=%d lists %v", term.PID(), ids)
+	}
 }
 
 // codex exec: headless, no daemon; the process exits at the end.
