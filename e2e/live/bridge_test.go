@@ -169,7 +169,9 @@ func (b *bridge) stop() {
 
 // follow reads the NDJSON stream and applies it to the session table.
 // A dropped stream fails the test: the bridge runs on loopback and must
-// not cut a reader that keeps up.
+// not cut a reader that keeps up. (A deliberately small reader: once the
+// project's Go client package, with resume and a reducer, is in, this
+// becomes a use of it.)
 func (b *bridge) follow() {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
