@@ -144,6 +144,7 @@ func prompt(term *terminal, text string) {
 }
 
 func TestClaudeCode(t *testing.T) {
+	enabled(t)
 	for _, c := range claudeCLIs {
 		t.Run(c.Version, func(t *testing.T) {
 			scenario(t, c.Label(), "prompt answered", func(t *testing.T) { claudePrompt(t, c) })

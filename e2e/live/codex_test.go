@@ -201,6 +201,7 @@ func (r *codexRig) session(timeout time.Duration, pred func(snapshot) bool) snap
 }
 
 func TestCodex(t *testing.T) {
+	enabled(t)
 	for _, c := range codexCLIs {
 		for _, daemon := range []bool{true, false} {
 			mode := "daemon"
