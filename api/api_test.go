@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/testlog"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -561,7 +561,7 @@ func TestBodyLimitsWithoutLength(t *testing.T) {
 
 func TestTokenNeverLogged(t *testing.T) {
 	t.Parallel()
-	var logs logBuffer
+	var logs testlog.Buffer
 	f := newFixture(t, func(s *Server) {
 		s.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
@@ -576,24 +576,6 @@ func TestTokenNeverLogged(t *testing.T) {
 	if strings.Contains(out, testToken) {
 		t.Errorf("the token appears in the log:\n%s", out)
 	}
-}
-
-// logBuffer is a goroutine-safe log sink.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestDashboardWrongTokenInABrowser: a browser opening a dashboard link

@@ -7,8 +7,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,11 +52,6 @@ type HarnessSwitch struct {
 	Enabled *bool `json:"enabled"`
 }
 
-var (
-	sourceIDRule   = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
-	identityIDRule = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
-)
-
 func (s *Server) handleSources(w http.ResponseWriter, r *http.Request) {
 	if err := onlyParams(r); err != nil {
 		s.problem(w, r, err)
@@ -73,11 +66,11 @@ func (s *Server) handleSources(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleSetHarness(w http.ResponseWriter, r *http.Request) {
 	source, harness := chi.URLParam(r, "source"), chi.URLParam(r, "harness")
-	if !sourceIDRule.MatchString(source) {
+	if !validate.ValidHarnessID(source) {
 		s.problem(w, r, errorf(http.StatusNotFound, "unknown-source", "no source has this id"))
 		return
 	}
-	if !sourceIDRule.MatchString(harness) {
+	if !validate.ValidHarnessID(harness) {
 		s.problem(w, r, errorf(http.StatusNotFound, "unknown-harness", "the source declares no harness with this id"))
 		return
 	}
@@ -142,7 +135,7 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	source, id := chi.URLParam(r, "source"), chi.URLParam(r, "id")
-	if !sourceIDRule.MatchString(source) || !identityIDRule.MatchString(id) {
+	if !validate.ValidHarnessID(source) || !validate.ValidID(id) {
 		s.problem(w, r, errorf(http.StatusNotFound, "unknown-session", "no session with this source and id"))
 		return
 	}
@@ -213,7 +206,7 @@ func (s *Server) handleValidate(kind string) http.HandlerFunc {
 		q := r.URL.Query()
 		if q.Has("harnesses") {
 			hs = validate.Harnesses{}
-			ids, err := idList(q, "harnesses", sourceIDRule)
+			ids, err := idList(q, "harnesses", validate.ValidHarnessID)
 			if err != nil {
 				s.problem(w, r, err)
 				return
@@ -237,7 +230,7 @@ func (s *Server) handleValidate(kind string) http.HandlerFunc {
 
 func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request) {
 	source := chi.URLParam(r, "source")
-	if !sourceIDRule.MatchString(source) {
+	if !validate.ValidHarnessID(source) {
 		s.problem(w, r, errorf(http.StatusNotFound, "unknown-source", "no source has this id"))
 		return
 	}
@@ -403,10 +396,10 @@ func parseFilter(r *http.Request, extra ...string) (hub.Filter, error) {
 	}
 	q := r.URL.Query()
 	var err error
-	if f.Sources, err = idList(q, "source", sourceIDRule); err != nil {
+	if f.Sources, err = idList(q, "source", validate.ValidHarnessID); err != nil {
 		return f, err
 	}
-	if f.Harnesses, err = idList(q, "harness", sourceIDRule); err != nil {
+	if f.Harnesses, err = idList(q, "harness", validate.ValidHarnessID); err != nil {
 		return f, err
 	}
 	for _, st := range list(q, "status") {
@@ -417,7 +410,7 @@ func parseFilter(r *http.Request, extra ...string) (hub.Filter, error) {
 	}
 	if q.Has("project") {
 		p := q.Get("project")
-		if len(q["project"]) > 1 || !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsRune(p, 0) || len(p) > validate.MaxCwdBytes {
+		if len(q["project"]) > 1 || !validate.ValidCwd(p) { // a project is named as a cwd is
 			return f, errorf(http.StatusBadRequest, "bad-query", "project must be one absolute, clean path")
 		}
 		f.Project = p
@@ -454,10 +447,10 @@ func list(q map[string][]string, name string) []string {
 	return out
 }
 
-func idList(q map[string][]string, name string, rule *regexp.Regexp) ([]string, error) {
+func idList(q map[string][]string, name string, valid func(string) bool) ([]string, error) {
 	ids := list(q, name)
 	for _, id := range ids {
-		if !rule.MatchString(id) {
+		if !valid(id) {
 			return nil, errorf(http.StatusBadRequest, "bad-query", "%s must be a comma list of ids ([a-z][a-z0-9-]{0,63})", name)
 		}
 	}

@@ -155,11 +155,11 @@ func decodeOp(raw []byte, p string, hs validate.Harnesses) (hub.Op, []validate.I
 		is = append(is, validate.Nest(more, fieldPath(p, "event"))...)
 	}
 	if v, ok := fields["sessionId"]; ok && slices.Contains(spec.allowed, "sessionId") {
-		op.SessionID, is = decodeID(is, fieldPath(p, "sessionId"), v, identityIDRule.MatchString,
+		op.SessionID, is = decodeID(is, fieldPath(p, "sessionId"), v, validate.ValidID,
 			"must be 1 to 128 bytes of A-Z a-z 0-9 . _ : @ -")
 	}
 	if v, ok := fields["harness"]; ok && slices.Contains(spec.allowed, "harness") {
-		op.Harness, is = decodeID(is, fieldPath(p, "harness"), v, sourceIDRule.MatchString,
+		op.Harness, is = decodeID(is, fieldPath(p, "harness"), v, validate.ValidHarnessID,
 			"must be a harness id: [a-z][a-z0-9-]{0,63}")
 	}
 	return op, is

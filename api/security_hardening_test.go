@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -21,6 +20,7 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/api"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/testlog"
 )
 
 const hardToken = "hardening-token-6f1c0e0b9d8a7c6b5a4f3e2d1c0b"
@@ -78,32 +78,15 @@ type hardFixture struct {
 	host string // 127.0.0.1:port
 	port string
 	hub  *countingHub
-	logs *syncBuf
+	logs *testlog.Buffer
 	evs  *int
 	mu   sync.Mutex
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newHardFixture(t *testing.T, mutate func(*api.Server)) *hardFixture {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(nil)
-	f := &hardFixture{host: ts.Listener.Addr().String(), hub: &countingHub{}, logs: &syncBuf{}, evs: new(int)}
+	f := &hardFixture{host: ts.Listener.Addr().String(), hub: &countingHub{}, logs: &testlog.Buffer{}, evs: new(int)}
 	_, f.port, _ = net.SplitHostPort(f.host)
 	f.url = "http://" + f.host
 	s := &api.Server{

@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +30,8 @@ import (
 	"github.com/knadh/koanf/providers/posflag"
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
+
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // DefaultListen is the address the bridge serves on when nothing else is
@@ -396,7 +397,7 @@ func sourceEnvKey(name string) (string, bool) {
 	for suffix, field := range map[string]string{"_HOME": "home", "_ENABLED": "enabled"} {
 		if id, ok := strings.CutSuffix(rest, suffix); ok && id != "" {
 			id = strings.ReplaceAll(strings.ToLower(id), "_", "-")
-			if ValidID(id) {
+			if validate.ValidHarnessID(id) {
 				return "sources." + id + "." + field, true
 			}
 		}
@@ -471,12 +472,6 @@ func defaultTokenFile(e environ) string {
 	return ""
 }
 
-// idRule is the contract's rule for source and harness ids.
-var idRule = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
-
-// ValidID reports whether s is a valid source or harness id.
-func ValidID(s string) bool { return idRule.MatchString(s) }
-
 // Validate checks every setting and returns all problems found, joined.
 func (c *Config) Validate() error {
 	var errs []error
@@ -534,7 +529,7 @@ func (c *Config) Validate() error {
 	}
 	seen := map[string]bool{}
 	for i, p := range c.Push {
-		if !ValidID(p.ID) {
+		if !validate.ValidHarnessID(p.ID) {
 			bad("push[%d].id: %q is not a valid source id ([a-z][a-z0-9-]{0,63})", i, p.ID)
 		} else if seen[p.ID] {
 			bad("push[%d].id: %q is declared twice", i, p.ID)
@@ -545,7 +540,7 @@ func (c *Config) Validate() error {
 		}
 		hs := map[string]bool{}
 		for j, h := range p.Harnesses {
-			if !ValidID(h.ID) {
+			if !validate.ValidHarnessID(h.ID) {
 				bad("push[%d].harnesses[%d].id: %q is not a valid harness id ([a-z][a-z0-9-]{0,63})", i, j, h.ID)
 			} else if hs[h.ID] {
 				bad("push[%d].harnesses[%d].id: %q is declared twice", i, j, h.ID)
@@ -554,7 +549,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	for id := range c.Sources {
-		if !ValidID(id) {
+		if !validate.ValidHarnessID(id) {
 			bad("sources: %q is not a valid source id", id)
 		}
 	}

@@ -50,14 +50,8 @@ func Token(c *Config) (string, error) {
 // survives restarts. A token file readable by others is refused. With auth
 // none it returns "".
 func EnsureToken(c *Config) (string, error) {
-	if c.Auth == AuthNone {
-		return "", nil
-	}
-	if c.Token != "" {
-		return c.Token, nil
-	}
-	t, err := readToken(c.TokenFile)
-	if !errors.Is(err, fs.ErrNotExist) {
+	t, err := Token(c)
+	if !errors.Is(err, ErrNoToken) {
 		return t, err
 	}
 	if err := os.MkdirAll(filepath.Dir(c.TokenFile), 0o700); err != nil {

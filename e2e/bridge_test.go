@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 // repoRoot is the repository root, where artifacts/ lives.
@@ -87,16 +87,12 @@ type bridge struct {
 	token  string
 	config string
 	env    []string
-	mu     sync.Mutex
-	output bytes.Buffer
-	cmd    *exec.Cmd
-	done   chan struct{}
+	proc   *bridgetest.Process
+	done   chan struct{} // closed when proc has exited
 }
 
-var dashURLRe = regexp.MustCompile(`https?://\S+[?&]token=\S+`)
-
 // startBridge runs `agentbridge serve` on a free loopback port with a push
-// source, and waits until it answers /healthz.
+// source, and waits until it printed its dashboard URL.
 func startBridge(t *testing.T) *bridge {
 	t.Helper()
 	dir := t.TempDir()
@@ -110,7 +106,7 @@ func startBridge(t *testing.T) *bridge {
 	}
 	b := &bridge{
 		t:      t,
-		addr:   freeAddr(t),
+		addr:   bridgetest.FreeAddr(t),
 		token:  "e2e-token-0123456789abcdef",
 		config: cfg,
 		env: []string{
@@ -130,68 +126,20 @@ func startBridge(t *testing.T) *bridge {
 	return b
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 // start runs the process (again, after stop) on the same address.
 func (b *bridge) start() {
 	b.t.Helper()
 	cmd := exec.Command(b.bin, "serve", "--listen", b.addr, "--config", b.config)
 	cmd.Env = b.env
-	pr, pw := io.Pipe()
-	cmd.Stdout = pw
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		b.t.Fatalf("start bridge: %v", err)
-	}
-	b.cmd = cmd
-	b.done = make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			line := sc.Text()
-			b.mu.Lock()
-			b.output.WriteString(line + "\n")
-			b.mu.Unlock()
-		}
-	}()
-	go func() {
-		cmd.Wait()
-		pw.Close()
-		close(b.done)
-	}()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		res, err := http.Get(b.base + "/healthz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		select {
-		case <-b.done:
-			b.t.Fatalf("bridge exited early:\n%s", b.log())
-		default:
-		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("bridge did not answer /healthz:\n%s", b.log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	p := bridgetest.Exec(b.t, cmd)
+	done := make(chan struct{})
+	go func() { <-p.Exited; close(done) }()
+	b.proc, b.done = p, done
 }
 
 // stop ends the process with SIGTERM (SIGKILL after 10 s).
 func (b *bridge) stop() {
-	if b.cmd == nil || b.cmd.Process == nil {
+	if b.proc == nil {
 		return
 	}
 	select {
@@ -199,20 +147,17 @@ func (b *bridge) stop() {
 		return
 	default:
 	}
-	b.cmd.Process.Signal(syscall.SIGTERM)
+	b.proc.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-b.done:
 	case <-time.After(10 * time.Second):
-		b.cmd.Process.Kill()
+		b.proc.Cmd.Process.Kill()
 		<-b.done
 	}
 }
 
-func (b *bridge) log() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.output.String()
-}
+// dashURLRe matches a dashboard URL that signs a browser in.
+var dashURLRe = regexp.MustCompile(`https?://\S+[?&]token=\S+`)
 
 // dashboardURL is the URL that signs a browser in, as a user gets it:
 // `agentbridge open --print` (serve prints it only to a terminal).
@@ -222,14 +167,14 @@ func (b *bridge) dashboardURL() string {
 	cmd.Env = b.env
 	out, err := cmd.Output()
 	if err != nil {
-		b.t.Fatalf("agentbridge open --print: %v\n%s", err, b.log())
+		b.t.Fatalf("agentbridge open --print: %v\n%s", err, b.proc.Stderr)
 	}
 	u := strings.TrimSpace(string(out))
 	if !dashURLRe.MatchString(u) {
 		b.t.Fatalf("agentbridge open --print = %q, want a URL with a token", u)
 	}
-	if strings.Contains(b.log(), "token=") {
-		b.t.Errorf("serve printed the token to a pipe:\n%s", b.log())
+	if strings.Contains(b.proc.Line+"\n"+b.proc.Stderr.String(), "token=") {
+		b.t.Errorf("serve printed the token to a pipe:\n%s\n%s", b.proc.Line, b.proc.Stderr)
 	}
 	return u
 }
@@ -241,19 +186,9 @@ func (b *bridge) publish(ops any) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, b.base+"/v1/sources/example-push/publish", bytes.NewReader(body))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
+	res, err := client.New(b.addr, b.token).Do(context.Background(), http.MethodPost, "/v1/sources/example-push/publish", nil, bytes.NewReader(body), "")
 	if err != nil {
 		b.t.Fatalf("publish: %v", err)
 	}
-	defer res.Body.Close()
-	out, _ := io.ReadAll(res.Body)
-	if res.StatusCode/100 != 2 {
-		b.t.Fatalf("publish: %s: %s", res.Status, strings.TrimSpace(string(out)))
-	}
+	res.Body.Close()
 }

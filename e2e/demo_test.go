@@ -1,16 +1,16 @@
 package e2e
 
 import (
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 // TestDemoScreenshot regenerates docs/dashboard.png, the README's picture,
@@ -25,36 +25,16 @@ func TestDemoScreenshot(t *testing.T) {
 	home := t.TempDir()
 	cmd := exec.Command(agentbridgeBin(t), "demo", "--loop")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_STATE_HOME=" + filepath.Join(home, "state"), "XDG_CONFIG_HOME=" + filepath.Join(home, "config")}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
-	go io.Copy(io.Discard, out)
+	bridgetest.Exec(t, cmd) // up once it printed its dashboard URL
 	// The demo is found as the README says: `agentbridge open --print`,
 	// with no --addr.
-	var u string
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		open := exec.Command(agentbridgeBin(t), "open", "--print")
-		open.Env = cmd.Env
-		b, err := open.Output()
-		if err == nil {
-			u = strings.TrimSpace(string(b))
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agentbridge open --print never found the demo: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	open := exec.Command(agentbridgeBin(t), "open", "--print")
+	open.Env = cmd.Env
+	b, err := open.Output()
+	if err != nil {
+		t.Fatalf("agentbridge open --print did not find the demo: %v", err)
 	}
+	u := strings.TrimSpace(string(b))
 	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
 		t.Fatal(err)
 	}

@@ -1,63 +1,38 @@
 package hub_test
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/api"
+	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 	"github.com/agentbridge/agentbridge/sse"
 )
 
 // hardLoadBridge is a real hub, stream and API over a real listener, with a
 // push source "load" (harness "load-agent").
-type hardLoadBridge struct {
-	h    *hub.Hub
-	reg  *prometheus.Registry
-	url  string
-	host string
-}
+type hardLoadBridge struct{ *bridgetest.Bridge }
 
 const hardLoadToken = "load-token-0123456789abcdef0123"
 
 func hardNewLoadBridge(t *testing.T, ho hub.Options, so sse.Options) *hardLoadBridge {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	ho.Registry = reg
-	h := hub.New(ho)
-	if err := h.AddPush(agentbridge.SourceInfo{ID: "load", DisplayName: "Load", EnvironmentVariables: []string{},
-		Harnesses: []agentbridge.Harness{{ID: "load-agent", DisplayName: "Load Agent"}}}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	hubDone := make(chan struct{})
-	go func() { defer close(hubDone); h.Run(ctx) }()
-	ts := httptest.NewUnstartedServer(nil)
-	ts.Listener = hardSmallBufListener{ts.Listener}
-	ts.Config.BaseContext = func(net.Listener) context.Context { return ctx }
-	b := &hardLoadBridge{h: h, reg: reg, host: ts.Listener.Addr().String()}
-	b.url = "http://" + b.host
-	s := &api.Server{Hub: h, Events: sse.New(h, so), Addr: b.host, Token: hardLoadToken, OpenAPI: []byte("openapi: 3.0.3\n")}
-	ts.Config.Handler = s.Handler()
-	ts.Start()
-	t.Cleanup(func() { cancel(); ts.CloseClientConnections(); ts.Close(); <-hubDone })
-	return b
+	load := agentbridge.SourceInfo{ID: "load", DisplayName: "Load", EnvironmentVariables: []string{},
+		Harnesses: []agentbridge.Harness{{ID: "load-agent", DisplayName: "Load Agent"}}}
+	return &hardLoadBridge{bridgetest.Start(t, bridgetest.Options{Push: []agentbridge.SourceInfo{load}, Hub: ho, SSE: so, Token: hardLoadToken,
+		Listener: func(l net.Listener) net.Listener { return hardSmallBufListener{l} }})}
 }
 
 // hardSmallBufListener gives accepted connections an 8 KiB send buffer, so a
@@ -74,7 +49,7 @@ func (l hardSmallBufListener) Accept() (net.Conn, error) {
 }
 
 func (b *hardLoadBridge) counter(name string) float64 {
-	mfs, _ := b.reg.Gather()
+	mfs, _ := b.Registry.Gather()
 	for _, mf := range mfs {
 		if mf.GetName() == name {
 			var sum float64
@@ -95,132 +70,6 @@ func hardMetricValue(m *dto.Metric) float64 {
 		return g.GetValue()
 	}
 	return 0
-}
-
-// sessionsView returns GET /v1/sessions as source/id → canonical snapshot.
-func (b *hardLoadBridge) sessionsView(t testing.TB) (uint64, map[string]string) {
-	req, _ := http.NewRequest("GET", b.url+"/v1/sessions", nil)
-	req.Header.Set("Authorization", "Bearer "+hardLoadToken)
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatalf("GET /v1/sessions: %v", err)
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Revision uint64 `json:"revision"`
-		Sessions []struct {
-			Source   string          `json:"source"`
-			Snapshot json.RawMessage `json:"snapshot"`
-		} `json:"sessions"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatalf("GET /v1/sessions: %v", err)
-	}
-	m := map[string]string{}
-	for _, s := range body.Sessions {
-		m[s.Source+"/"+hardSnapID(s.Snapshot)] = hardCanon(s.Snapshot)
-	}
-	return body.Revision, m
-}
-
-func hardSnapID(b json.RawMessage) string {
-	var v struct{ ID string }
-	json.Unmarshal(b, &v)
-	return v.ID
-}
-
-func hardCanon(b []byte) string {
-	var v any
-	if json.Unmarshal(b, &v) != nil {
-		return string(b)
-	}
-	out, _ := json.Marshal(v)
-	return string(out)
-}
-
-// hardHonestReader follows the SSE stream, applies it, and resumes with
-// Last-Event-ID whenever it is dropped.
-type hardHonestReader struct {
-	mu    sync.Mutex
-	state map[string]string
-	last  uint64
-	conns int
-}
-
-func (r *hardHonestReader) view() (uint64, map[string]string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m := make(map[string]string, len(r.state))
-	for k, v := range r.state {
-		m[k] = v
-	}
-	return r.last, m
-}
-
-func (r *hardHonestReader) apply(id uint64, name string, data []byte) {
-	var d struct {
-		Source    string            `json:"source"`
-		Sessions  []json.RawMessage `json:"sessions"`
-		Snapshot  json.RawMessage   `json:"snapshot"`
-		SessionID string            `json:"sessionId"`
-	}
-	json.Unmarshal(data, &d)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.last = id
-	switch name {
-	case "reset":
-		for k := range r.state {
-			if strings.HasPrefix(k, d.Source+"/") {
-				delete(r.state, k)
-			}
-		}
-		for _, s := range d.Sessions {
-			r.state[d.Source+"/"+hardSnapID(s)] = hardCanon(s)
-		}
-	case "upsert":
-		r.state[d.Source+"/"+hardSnapID(d.Snapshot)] = hardCanon(d.Snapshot)
-	case "remove":
-		delete(r.state, d.Source+"/"+d.SessionID)
-	}
-}
-
-func (r *hardHonestReader) run(ctx context.Context, base string) {
-	for ctx.Err() == nil {
-		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/events", nil)
-		req.Header.Set("Authorization", "Bearer "+hardLoadToken)
-		r.mu.Lock()
-		if r.last != 0 {
-			req.Header.Set("Last-Event-ID", fmt.Sprint(r.last))
-		}
-		r.conns++
-		r.mu.Unlock()
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(nil, 16<<20)
-		var id uint64
-		var name, data string
-		for sc.Scan() { // fields in any order; an empty line dispatches
-			line := sc.Text()
-			switch {
-			case line == "":
-				if data != "" {
-					r.apply(id, name, []byte(data))
-				}
-				name, data = "", ""
-			case strings.HasPrefix(line, "id: "):
-				fmt.Sscan(line[4:], &id)
-			case strings.HasPrefix(line, "event: "):
-				name = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				data = line[6:]
-			}
-		}
-		resp.Body.Close()
-	}
 }
 
 // hardStuckClient opens a stream and never reads it, with a tiny receive
@@ -263,13 +112,10 @@ func TestHardeningLoadWithStuckClients(t *testing.T) {
 
 	var conns []net.Conn
 	for range stuck {
-		conns = append(conns, hardStuckClient(t, b.host))
+		conns = append(conns, hardStuckClient(t, b.Addr))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	hr := &hardHonestReader{state: map[string]string{}}
-	readerDone := make(chan struct{})
-	go func() { defer close(readerDone); hr.run(ctx, b.url) }()
-	defer func() { cancel(); <-readerDone }()
+	// the honest reader resumes at once whenever it is dropped
+	hr := bridgetest.Follow(t, b.Client(), client.FollowOptions{Backoff: client.Backoff{Min: time.Millisecond, Max: time.Millisecond}})
 
 	// Every client is subscribed before the first publish: a stream that
 	// starts after the load is merely idle, not stuck.
@@ -286,7 +132,7 @@ func TestHardeningLoadWithStuckClients(t *testing.T) {
 	var mu sync.Mutex
 	var slowest time.Duration
 	errs := make(chan error, publishers)
-	client := &http.Client{Timeout: 30 * time.Second}
+	hc := &http.Client{Timeout: 30 * time.Second}
 	for p := range publishers {
 		wg.Go(func() {
 			for i := range perPub {
@@ -297,11 +143,11 @@ func TestHardeningLoadWithStuckClients(t *testing.T) {
 				} else {
 					body = fmt.Sprintf(`{"op":"upsert","session":{"id":%q,"harness":"load-agent","status":"running","title":"%s %d"}}`, id, title, i)
 				}
-				req, _ := http.NewRequest("POST", b.url+"/v1/sources/load/publish", strings.NewReader(body))
+				req, _ := http.NewRequest("POST", b.URL+"/v1/sources/load/publish", strings.NewReader(body))
 				req.Header.Set("Authorization", "Bearer "+hardLoadToken)
 				req.Header.Set("Content-Type", "application/json")
 				start := time.Now()
-				resp, err := client.Do(req)
+				resp, err := hc.Do(req)
 				if err != nil {
 					errs <- err
 					return
@@ -363,38 +209,19 @@ func TestHardeningLoadWithStuckClients(t *testing.T) {
 	hubCut := b.counter("agentbridge_stream_clients_cut_off_total")
 
 	// The honest reader converges on GET /v1/sessions.
-	deadline = time.Now().Add(20 * time.Second)
-	for {
-		rev, want := b.sessionsView(t)
-		last, got := hr.view()
-		if last >= rev && len(got) == len(want) && fmt.Sprint(got) == fmt.Sprint(want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			for k, v := range got {
-				if want[k] != v {
-					t.Errorf("honest reader has %s = %s; GET /v1/sessions has %q", k, v, want[k])
-				}
-			}
-			for k, v := range want {
-				if _, ok := got[k]; !ok {
-					t.Errorf("honest reader lacks %s = %s", k, v)
-				}
-			}
-			t.Fatalf("honest reader at %d with %d sessions; GET /v1/sessions at %d with %d", last, len(got), rev, len(want))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	cancel()
-	<-readerDone
+	hr.Converge(t, b.Client(), nil, func([]hub.Entry) bool { return true })
+	hr.Stop()
 
 	grown := int64(hardHeapInUse()) - int64(base)
 	t.Logf("slowest publish %v; heap grew %d KiB; honest reader connected %d times; %d of %d stuck clients cut off (%v by the hub's queue)",
-		slowest, grown>>10, hr.conns, cut, stuck, hubCut)
+		slowest, grown>>10, hr.Record().Resumed+1, cut, stuck, hubCut)
 	if grown > 32<<20 {
 		t.Errorf("heap in use grew by %d MiB, want under 32 MiB (the ring is bounded at 8 MiB)", grown>>20)
 	}
-	// No goroutine outlives its client.
+	// No goroutine outlives its client (the idle keep-alive connections of
+	// the publishers and the GETs above are not a client's).
+	hc.CloseIdleConnections()
+	b.Client().HTTP.CloseIdleConnections()
 	deadline = time.Now().Add(10 * time.Second)
 	for runtime.NumGoroutine() > goroutines0+5 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)

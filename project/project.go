@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // maxGitFile bounds what is read of a .git or commondir file; real ones hold
@@ -49,10 +51,9 @@ func Contains(root, cwd string) bool {
 	return within(rootRepo.rel, cwdRepo.rel)
 }
 
-// valid reports whether p is an absolute, clean path without NUL.
-func valid(p string) bool {
-	return filepath.IsAbs(p) && filepath.Clean(p) == p && !strings.ContainsRune(p, 0)
-}
+// valid reports whether p is an absolute, clean path, by the rule of a
+// snapshot's cwd (validate.ValidCwd).
+func valid(p string) bool { return validate.ValidCwd(p) }
 
 // within reports whether p is dir or below it; both are clean, and either
 // both absolute or both relative to the same top ("." is the top itself).

@@ -56,6 +56,16 @@
 // harness of the roots is on) and sends a reset without the harness's
 // sessions (the hub drops them); on rescans and sends a fresh reset.
 //
+// Text and JSON rules are shared, never copied: identity values
+// (validate.ValidID, validate.SafeID for an id that is not one), display
+// text (validate.Display, Title, Label, Model: redacted, bounded, paths cut
+// by the one path grammar of validate.ShortenPaths), working directories
+// (validate.CleanCwd) and record times (Millis). Records are decoded with
+// github.com/go-json-experiment/json (and its jsontext for scanning): one
+// pass into the fields the mapper reads, several times faster than
+// encoding/json on agent journals; its strict defaults apply, so a record
+// with invalid UTF-8 or a member named twice is a bad line.
+//
 // The mapping rules of each source sit beside its code: the package doc
 // of example (the record format) and of codex, and
 // claudecode/README.md (the mapping table).

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -50,18 +48,6 @@ func hardWriteJournal(t *testing.T, home, id, title string) {
 func hardRunExample(t *testing.T, home string) *sourcestest.Hub {
 	t.Helper()
 	return hardRunExampleWith(t, example.Config{Home: home, Window: -1})
-}
-
-// hardSyncWriter serializes writes to w.
-type hardSyncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *hardSyncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
 
 // hardRunExampleWith runs the example source with cfg until the test ends.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge/internal/testlog"
 	"github.com/agentbridge/agentbridge/sources/example"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
@@ -61,9 +62,8 @@ func TestHardeningJournalRedaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var log bytes.Buffer
-	sw := &hardSyncWriter{w: &log}
-	logger := slog.New(slog.NewTextHandler(sw, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var log testlog.Buffer
+	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h := hardRunExampleWith(t, example.Config{Home: home, Window: -1, Logger: logger})
 	h.WaitFor(t, "every session with its waiting reason", func(h *sourcestest.Hub) bool {
 		if len(hardIds(h)) != len(want) {
@@ -84,9 +84,7 @@ func TestHardeningJournalRedaction(t *testing.T) {
 	if !strings.Contains(out.String(), validate.Redacted) {
 		t.Fatalf("no %s in the output: the journals were not read", validate.Redacted)
 	}
-	sw.mu.Lock()
 	logText := log.String()
-	sw.mu.Unlock()
 	for _, s := range hardJournalSecrets {
 		for where, text := range map[string]string{"events, snapshots and diagnostics": out.String(), "debug log": logText} {
 			if i := strings.Index(text, s.secret); i >= 0 {

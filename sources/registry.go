@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // Registration describes one built-in source: what it is, where its agent
@@ -60,8 +60,6 @@ type Options struct {
 var (
 	regMu sync.Mutex
 	regs  = map[string]Registration{}
-	// sourceID is the contract's rule for source and harness ids.
-	sourceID = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
 )
 
 // Register adds a built-in source. It is called from the source package's
@@ -70,7 +68,7 @@ var (
 func Register(r Registration) {
 	id := r.Info.ID
 	switch {
-	case !sourceID.MatchString(id):
+	case !validate.ValidHarnessID(id):
 		panic(fmt.Sprintf("sources: register %q: invalid source id", id))
 	case len(r.Info.Harnesses) == 0:
 		panic(fmt.Sprintf("sources: register %q: no harness", id))
@@ -78,7 +76,7 @@ func Register(r Registration) {
 		panic(fmt.Sprintf("sources: register %q: no constructor", id))
 	}
 	for _, h := range r.Info.Harnesses {
-		if !sourceID.MatchString(h.ID) {
+		if !validate.ValidHarnessID(h.ID) {
 			panic(fmt.Sprintf("sources: register %q: invalid harness id %q", id, h.ID))
 		}
 	}

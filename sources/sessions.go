@@ -152,7 +152,7 @@ func (ss *Sessions) IDs() []string {
 // idle, when it is new) and publishes it when the scan is over and the
 // harness is on. It reports whether the fold accepted it; a rejected event
 // changes nothing and is counted under CodeInvalidEvent; a session id that
-// is not an identity value (ValidID) is counted under CodeInvalidRecord.
+// is not an identity value (validate.ValidID) is counted under CodeInvalidRecord.
 //
 // session.started with a pid binds the session to that process (BindPID);
 // session.started's OccurredAt guards against pid reuse. agent.exited
@@ -161,7 +161,7 @@ func (ss *Sessions) Event(id, harness string, e agentbridge.Event) bool {
 	validate.RedactEvent(&e)
 	en := ss.m[id]
 	isNew := en == nil
-	if isNew && !ValidID(id) {
+	if isNew && !validate.ValidID(id) {
 		ss.bad[CodeInvalidRecord]++ // one bad id must not spoil the reset
 		return false
 	}

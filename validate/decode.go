@@ -66,15 +66,21 @@ func DecodeReset(raw json.RawMessage, enabled Harnesses) ([]agentbridge.Snapshot
 	return sessions, checkReset(is, p, sessions, enabled, prs)
 }
 
+// parseObject parses raw, which must be one JSON object.
+func parseObject(raw json.RawMessage) (*node, []Issue) {
+	n, is := parseJSON(raw)
+	if is == nil && n.kind != kindObject {
+		is = append(is, typeIssue("$", "an object", n))
+	}
+	return n, is
+}
+
 // DecodeDiagnostic decodes and checks a JSON diagnostic.
 func DecodeDiagnostic(raw json.RawMessage) (agentbridge.Diagnostic, []Issue) {
 	var d agentbridge.Diagnostic
-	n, is := parseJSON(raw)
+	n, is := parseObject(raw)
 	if is != nil {
 		return d, is
-	}
-	if n.kind != kindObject {
-		return d, append(is, typeIssue("$", "an object", n))
 	}
 	var pr presence
 	is = eachMember(is, "$", n, func(is []Issue, key string, v *node) ([]Issue, bool) {
@@ -92,12 +98,9 @@ func DecodeDiagnostic(raw json.RawMessage) (agentbridge.Diagnostic, []Issue) {
 // DecodeEvent decodes and checks a JSON lifecycle event.
 func DecodeEvent(raw json.RawMessage) (agentbridge.Event, []Issue) {
 	var e agentbridge.Event
-	n, is := parseJSON(raw)
+	n, is := parseObject(raw)
 	if is != nil {
 		return e, is
-	}
-	if n.kind != kindObject {
-		return e, append(is, typeIssue("$", "an object", n))
 	}
 	var pr presence
 	is = eachMember(is, "$", n, func(is []Issue, key string, v *node) ([]Issue, bool) {

@@ -41,6 +41,8 @@
 package validate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path"
 	"strconv"
@@ -197,6 +199,20 @@ func ValidID(s string) bool {
 		}
 	}
 	return true
+}
+
+// SafeID returns s when it is a valid identity value (ValidID), "" when s
+// is empty, and otherwise a stable id derived from it: "x-" and the first
+// 32 hex digits of its SHA-256. The same record id always maps to the same
+// derived id (a tool call and its result still match, a re-read journal
+// gives the same events), and the original, which may carry anything, even
+// conversation text, is never published.
+func SafeID(s string) string {
+	if s == "" || ValidID(s) {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return "x-" + hex.EncodeToString(sum[:16])
 }
 
 // ValidHarnessID reports whether s is a source or harness id: lowercase
@@ -532,59 +548,6 @@ func checkDiagnostic(is []Issue, p string, d *agentbridge.Diagnostic, pr *presen
 		is = append(is, missing(p, "message"))
 	}
 	return is
-}
-
-// ContainsPath reports whether s holds a token that looks like a
-// file-system path: one that starts (at the start of s or after a space,
-// quote, bracket, "=", ":" or ",") with "/" followed by a path character,
-// "~/" or "~user/", a drive letter ("C:\", "C:/"), a UNC prefix ("\\"), or
-// "file:/". URLs ("https://host/x") are not paths.
-func ContainsPath(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if i > 0 && !isPathBoundary(s[i-1]) {
-			continue
-		}
-		rest := s[i:]
-		switch c := rest[0]; {
-		case c == '/':
-			if len(rest) > 1 && isPathChar(rest[1]) {
-				return true
-			}
-		case c == '~':
-			j := 1
-			for j < len(rest) && (rest[j] >= 'a' && rest[j] <= 'z' || rest[j] >= 'A' && rest[j] <= 'Z' || rest[j] >= '0' && rest[j] <= '9' || rest[j] == '_' || rest[j] == '-' || rest[j] == '.') {
-				j++
-			}
-			if j < len(rest) && (rest[j] == '/' || rest[j] == '\\') {
-				return true
-			}
-		case c == '\\':
-			if len(rest) > 2 && rest[1] == '\\' && isPathChar(rest[2]) {
-				return true
-			}
-		case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z':
-			if len(rest) > 2 && rest[1] == ':' && (rest[2] == '\\' || rest[2] == '/' && (len(rest) < 4 || rest[3] != '/')) {
-				return true
-			}
-			if len(rest) > 5 && strings.EqualFold(rest[:6], "file:/") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func isPathBoundary(c byte) bool {
-	switch c {
-	case ' ', '"', '\'', '`', '(', '[', '{', '<', '=', ':', ',', ';':
-		return true
-	}
-	return false
-}
-
-func isPathChar(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		c == '.' || c == '_' || c == '-' || c == '~' || c == '@' || c == '+' || c >= 0x80
 }
 
 // ---- events ----

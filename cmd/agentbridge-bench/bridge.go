@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,11 +9,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources/claudecode"
 	"github.com/agentbridge/agentbridge/sources/codex"
@@ -53,6 +52,31 @@ func startBridge(c *corpus, queue int) (*bridge, error) {
 		_ = h.Run(ctx)
 	}()
 	return b, nil
+}
+
+// startReady is startBridge that also waits (up to timeout) until the
+// sources are ready; on an error nothing is left running.
+func startReady(c *corpus, queue int, timeout time.Duration) (*bridge, error) {
+	b, err := startBridge(c, queue)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.ready(timeout); err != nil {
+		b.stop()
+		return nil, err
+	}
+	return b, nil
+}
+
+// startServing starts a ready bridge over c that serves the stream (its
+// URL is returned) and no longer feeds the bench's own subscription.
+func startServing(c *corpus) (*bridge, string, error) {
+	b, err := startReady(c, 0, 5*time.Minute)
+	if err != nil {
+		return nil, "", err
+	}
+	b.sub.Close()
+	return b, b.serve(sse.Options{}), nil
 }
 
 // ready waits until every source sent its first live reset (the end of its
@@ -169,31 +193,23 @@ func loopbackClient() *http.Client {
 	}}
 }
 
-// read follows the stream until it ends, calling onData for every event
-// (its id and data line) and counting comment lines (heartbeats).
-func (c *sseClient) read(onData func(id uint64, data []byte)) {
+// read follows the stream until it ends, calling onEvent (when not nil)
+// for every event, its Data valid during the call and nil with skipData,
+// and counting heartbeats.
+func (c *sseClient) read(skipData bool, onEvent func(client.Event)) {
 	defer c.resp.Body.Close()
-	br := bufio.NewReaderSize(c.resp.Body, 16<<10)
-	var id uint64
+	r := client.NewReader(c.resp.Body, client.SSE, 0)
+	r.Ping = func() { c.pings.Add(1) }
+	r.SkipData = skipData
 	for {
-		line, err := br.ReadSlice('\n')
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+		ev, err := r.Next()
+		if err != nil {
 			return
 		}
-		switch {
-		case bytes.HasPrefix(line, []byte("id:")):
-			id, _ = strconv.ParseUint(string(bytes.TrimSpace(line[3:])), 10, 64)
-		case bytes.HasPrefix(line, []byte("data:")):
-			c.events.Add(1)
-			c.once.Do(func() { close(c.ready) })
-			if onData != nil {
-				onData(id, line[5:])
-			}
-		case bytes.HasPrefix(line, []byte(":")):
-			c.pings.Add(1)
-		}
-		for errors.Is(err, bufio.ErrBufferFull) { // the rest of a long line
-			_, err = br.ReadSlice('\n')
+		c.events.Add(1)
+		c.once.Do(func() { close(c.ready) })
+		if onEvent != nil {
+			onEvent(ev)
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	r3 "github.com/r3labs/sse/v2"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sse"
 )
@@ -115,14 +116,11 @@ func decodeLines(data []byte) error {
 // reset.
 func coldStart(c *corpus) (wall, cpu time.Duration, sessions map[string]int, err error) {
 	t0, c0 := time.Now(), cpuTime()
-	b, err := startBridge(c, 0)
+	b, err := startReady(c, 0, 5*time.Minute)
 	if err != nil {
 		return 0, 0, nil, err
 	}
 	defer b.stop()
-	if err := b.ready(5 * time.Minute); err != nil {
-		return 0, 0, nil, err
-	}
 	return time.Since(t0), cpuTime() - c0, b.sessions, nil
 }
 
@@ -224,12 +222,8 @@ func ingestOne(cfg *config, root, kind string) ([]row, error) {
 		baseCPU = append(baseCPU, cpuTime()-c0)
 
 		// Live: appended in 1 MiB writes after the bridge is ready.
-		b, err := startBridge(c, 1<<17)
+		b, err := startReady(c, 1<<17, time.Minute)
 		if err != nil {
-			return nil, err
-		}
-		if err := b.ready(time.Minute); err != nil {
-			b.stop()
 			return nil, err
 		}
 		t0, c0 = time.Now(), cpuTime()
@@ -248,16 +242,12 @@ func ingestOne(cfg *config, root, kind string) ([]row, error) {
 
 		// Scan: the same journal present when the bridge starts.
 		t0, c0 = time.Now(), cpuTime()
-		b, err = startBridge(c, 0)
-		if err != nil {
-			return nil, err
-		}
-		err = b.ready(5 * time.Minute)
+		b, err = startReady(c, 0, 5*time.Minute)
 		d, dc := time.Since(t0), cpuTime()-c0
-		b.stop()
 		if err != nil {
 			return nil, err
 		}
+		b.stop()
 		scan, scanCPU = append(scan, d), append(scanCPU, dc)
 		if err := os.Remove(p); err != nil {
 			return nil, fmt.Errorf("remove journal: %w", err)
@@ -403,14 +393,11 @@ func phaseLatency(cfg *config, root string) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := startBridge(c, 0)
+	b, err := startReady(c, 0, time.Minute)
 	if err != nil {
 		return nil, err
 	}
 	defer b.stop()
-	if err := b.ready(time.Minute); err != nil {
-		return nil, err
-	}
 	url := b.serve(sse.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -419,7 +406,7 @@ func phaseLatency(cfg *config, root string) ([]row, error) {
 		return nil, err
 	}
 	s := newSeen(cfg.Appends)
-	go cl.read(func(_ uint64, data []byte) { s.mark(data) })
+	go cl.read(false, func(ev client.Event) { s.mark(ev.Data) })
 	<-cl.ready
 	p := c.journalPath(kindClaude, 0)
 	lat, err := drive(p, sessionUUID(kindClaude, 0), cfg.Appends, cfg.AppendGap, s)
@@ -553,11 +540,11 @@ func (p *progress) arm(target uint64) chan struct{} {
 }
 
 // follower returns a per-client callback that reports reaching the target.
-func (p *progress) follower() func(id uint64, _ []byte) {
+func (p *progress) follower() func(client.Event) {
 	var reached uint64
-	return func(id uint64, _ []byte) {
+	return func(ev client.Event) {
 		t := p.target.Load()
-		if t == 0 || id < t || reached == t {
+		if t == 0 || ev.ID < t || reached == t {
 			return
 		}
 		reached = t
@@ -643,7 +630,7 @@ func fanout(url string, n, events int, publish func(int) error, rev func() uint6
 		}
 		clients = append(clients, c)
 		f := p.follower()
-		wg.Go(func() { c.read(f) })
+		wg.Go(func() { c.read(true, f) })
 	}
 	if err := ready(clients); err != nil {
 		return 0, err
@@ -771,23 +758,18 @@ func phaseIdle(cfg *config, c *corpus) ([]row, error) {
 	baseCPU, baseWakes, baseSysmon := measureIdle(cfg.Idle, "bare fsnotify watcher", "")
 	w.Close()
 
-	b, err := startBridge(c, 0)
+	b, url, err := startServing(c)
 	if err != nil {
 		return nil, err
 	}
 	defer b.stop()
-	if err := b.ready(5 * time.Minute); err != nil {
-		return nil, err
-	}
-	b.sub.Close()
-	url := b.serve(sse.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cl, err := dial(ctx, loopbackClient(), url+"/")
 	if err != nil {
 		return nil, err
 	}
-	go cl.read(nil)
+	go cl.read(true, nil)
 	<-cl.ready
 	runtime.GC()
 	time.Sleep(cfg.settle)
@@ -851,19 +833,14 @@ func measureIdle(d time.Duration, what, trace string) (cpu time.Duration, switch
 func phaseRSS(cfg *config, c *corpus) ([]row, error) {
 	runtime.GC()
 	rss0, _ := memStatus()
-	b, err := startBridge(c, 0)
+	b, url, err := startServing(c)
 	if err != nil {
 		return nil, err
 	}
 	defer b.stop()
-	if err := b.ready(5 * time.Minute); err != nil {
-		return nil, err
-	}
-	b.sub.Close()
 	if got := b.sessions["claude-code"] + b.sessions["codex"]; got != c.Recent {
 		return nil, fmt.Errorf("the bridge holds %d sessions, want %d", got, c.Recent)
 	}
-	url := b.serve(sse.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client := loopbackClient()
@@ -873,7 +850,7 @@ func phaseRSS(cfg *config, c *corpus) ([]row, error) {
 		if err != nil {
 			return nil, err
 		}
-		go cl.read(nil)
+		go cl.read(true, nil)
 		clients = append(clients, cl)
 	}
 	for _, cl := range clients {

@@ -14,7 +14,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,6 +32,12 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 type options struct {
@@ -67,9 +72,8 @@ func main() {
 
 // bridge is the running bridge process.
 type bridge struct {
-	cmd   *exec.Cmd
-	base  string // http://127.0.0.1:port
-	token string
+	cmd *exec.Cmd
+	*client.Client
 }
 
 func startBridge(ctx context.Context, bin, home string) (*bridge, error) {
@@ -84,59 +88,23 @@ func startBridge(ctx context.Context, bin, home string) (*bridge, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start bridge: %w", err)
 	}
-	// To a pipe the bridge prints only its address; the token is in the
-	// token file of the home it runs in.
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if raw, ok := strings.CutPrefix(sc.Text(), "agentbridge: serving at "); ok {
-			go io.Copy(io.Discard, out)
-			u, _, _ := strings.Cut(raw, " ")
-			tok, err := os.ReadFile(filepath.Join(home, ".local", "state", "agentbridge", "token"))
-			if err != nil {
-				return nil, fmt.Errorf("the bridge's token: %w", err)
-			}
-			return &bridge{cmd: cmd, base: strings.TrimSuffix(u, "/"), token: strings.TrimSpace(string(tok))}, nil
-		}
-	}
-	return nil, errors.New("the bridge printed no address")
-}
-
-func (b *bridge) get(ctx context.Context, path string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", b.base+path, nil)
+	d, err := bridgetest.WaitDashboard(out)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultClient.Do(req)
-}
-
-// sessions returns GET /v1/sessions as source/id → canonical snapshot.
-func (b *bridge) sessions(ctx context.Context) (uint64, map[string]string, error) {
-	resp, err := b.get(ctx, "/v1/sessions")
-	if err != nil {
-		return 0, nil, err
+	if d.Token == "" { // to a pipe the bridge prints only its address
+		tok, err := os.ReadFile(filepath.Join(home, ".local", "state", "agentbridge", "token"))
+		if err != nil {
+			return nil, fmt.Errorf("the bridge's token: %w", err)
+		}
+		d.Token = strings.TrimSpace(string(tok))
 	}
-	defer resp.Body.Close()
-	var body struct {
-		Revision uint64 `json:"revision"`
-		Sessions []struct {
-			Source   string          `json:"source"`
-			Snapshot json.RawMessage `json:"snapshot"`
-		} `json:"sessions"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return 0, nil, err
-	}
-	m := map[string]string{}
-	for _, s := range body.Sessions {
-		m[s.Source+"/"+idOf(s.Snapshot)] = canon(s.Snapshot)
-	}
-	return body.Revision, m, nil
+	return &bridge{cmd: cmd, Client: d.Client()}, nil
 }
 
 // metric reads one unlabelled value from GET /metrics.
 func (b *bridge) metric(ctx context.Context, name string) (float64, error) {
-	resp, err := b.get(ctx, "/metrics")
+	resp, err := b.Do(ctx, http.MethodGet, "/metrics", nil, nil, "")
 	if err != nil {
 		return 0, err
 	}
@@ -150,129 +118,55 @@ func (b *bridge) metric(ctx context.Context, name string) (float64, error) {
 	return 0, fmt.Errorf("metric %s not found", name)
 }
 
-func idOf(b []byte) string {
-	var v struct{ ID string }
-	json.Unmarshal(b, &v)
-	return v.ID
-}
-
-func canon(b []byte) string {
-	var v any
-	if json.Unmarshal(b, &v) != nil {
-		return string(b)
-	}
-	out, _ := json.Marshal(v)
-	return string(out)
-}
-
-// client follows the stream and keeps the state it implies.
-type client struct {
+// follower follows the stream and keeps the state it implies.
+type follower struct {
 	mu    sync.Mutex
-	state map[string]string
-	last  uint64
-}
-
-func (c *client) apply(id uint64, name string, data []byte) {
-	var d struct {
-		Source    string            `json:"source"`
-		Sessions  []json.RawMessage `json:"sessions"`
-		Snapshot  json.RawMessage   `json:"snapshot"`
-		SessionID string            `json:"sessionId"`
-	}
-	json.Unmarshal(data, &d)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.last = id
-	switch name {
-	case "reset":
-		for k := range c.state {
-			if strings.HasPrefix(k, d.Source+"/") {
-				delete(c.state, k)
-			}
-		}
-		for _, s := range d.Sessions {
-			c.state[d.Source+"/"+idOf(s)] = canon(s)
-		}
-	case "upsert":
-		c.state[d.Source+"/"+idOf(d.Snapshot)] = canon(d.Snapshot)
-	case "remove":
-		delete(c.state, d.Source+"/"+d.SessionID)
-	}
+	state client.State
 }
 
 // follow reads one connection until it ends or ctx does. ndjson picks the
-// JSON-lines form; resume sends the last id; slow sleeps between lines.
-func (c *client) follow(ctx context.Context, b *bridge, ndjson, resume, slow bool) error {
-	path := "/v1/events"
+// JSON-lines form; resume sends the last id; slow sleeps between events.
+func (f *follower) follow(ctx context.Context, b *bridge, ndjson, resume, slow bool) error {
+	o := client.StreamOptions{Format: client.SSE}
 	if ndjson {
-		path += "?format=ndjson"
+		o.Format = client.NDJSON
 	}
-	req, _ := http.NewRequestWithContext(ctx, "GET", b.base+path, nil)
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	c.mu.Lock()
-	if resume && c.last != 0 {
-		req.Header.Set("Last-Event-ID", strconv.FormatUint(c.last, 10))
+	f.mu.Lock()
+	if resume {
+		o.Since = f.state.Revision()
 	} else {
-		c.state, c.last = map[string]string{}, 0
+		f.state = client.State{}
 	}
-	c.mu.Unlock()
-	resp, err := http.DefaultClient.Do(req)
+	f.mu.Unlock()
+	s, err := b.Open(ctx, o)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return fmt.Errorf("GET %s: %s", path, resp.Status)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 16<<20)
-	var id uint64
-	var name, data string
-	for sc.Scan() {
-		line := sc.Text()
+	defer s.Close()
+	for {
+		ev, err := s.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
 		if slow {
 			time.Sleep(time.Millisecond)
 		}
-		if ndjson {
-			if line == "" {
-				continue
-			}
-			var rec struct {
-				ID    uint64          `json:"id"`
-				Event string          `json:"event"`
-				Data  json.RawMessage `json:"data"`
-			}
-			if err := json.Unmarshal([]byte(line), &rec); err != nil {
-				return fmt.Errorf("bad ndjson line: %w", err)
-			}
-			c.apply(rec.ID, rec.Event, rec.Data)
-			continue
-		}
-		switch {
-		case line == "":
-			if data != "" {
-				c.apply(id, name, []byte(data))
-			}
-			name, data = "", ""
-		case strings.HasPrefix(line, "id: "):
-			id, _ = strconv.ParseUint(line[4:], 10, 64)
-		case strings.HasPrefix(line, "event: "):
-			name = line[7:]
-		case strings.HasPrefix(line, "data: "):
-			data = line[6:]
+		f.mu.Lock()
+		err = f.state.Apply(ev)
+		f.mu.Unlock()
+		if err != nil {
+			return err
 		}
 	}
-	return nil
 }
 
-func (c *client) view() map[string]string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := make(map[string]string, len(c.state))
-	for k, v := range c.state {
-		m[k] = v
-	}
-	return m
+func (f *follower) view() []hub.Entry {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state.Sessions()
 }
 
 // writer plays one session after another into dir until ctx ends.
@@ -350,7 +244,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		return err
 	}
 	defer func() { stopBridge(); b.cmd.Wait() }()
-	log.Info("bridge up", "url", b.base, "duration", o.duration, "sessions", o.sessions, "clients", o.clients)
+	log.Info("bridge up", "addr", b.Addr, "duration", o.duration, "sessions", o.sessions, "clients", o.clients)
 
 	// Writers and churning clients.
 	wctx, stopWriters := context.WithTimeout(ctx, o.duration)
@@ -360,9 +254,9 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	for n := range o.sessions {
 		wg.Go(func() { writer(wctx, dir, n, o.interval, &records) })
 	}
-	churners := make([]*client, o.clients)
+	churners := make([]*follower, o.clients)
 	for n := range o.clients {
-		churners[n] = &client{state: map[string]string{}}
+		churners[n] = &follower{}
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(n), 11))
 			c := churners[n]
@@ -443,16 +337,15 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	}
 	var mismatched []int
 	deadline := time.Now().Add(30 * time.Second)
-	var want map[string]string
-	var rev uint64
-	var err2 error
+	var want client.SessionList
 	for {
-		if rev, want, err2 = b.sessions(ctx); err2 != nil {
-			return err2
+		var err error
+		if want, err = b.Sessions(ctx, nil); err != nil {
+			return err
 		}
 		mismatched = mismatched[:0]
 		for i, c := range finals {
-			if fmt.Sprint(c.view()) != fmt.Sprint(want) {
+			if !cmp.Equal(c.view(), want.Sessions) {
 				mismatched = append(mismatched, i)
 			}
 		}
@@ -470,7 +363,7 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 	gor, _ := b.metric(ctx, "go_goroutines")
 	cut, _ := b.metric(ctx, "agentbridge_stream_clients_cut_off_total")
 	growth := heap1 - heap0
-	log.Info("result", "revision", rev, "sessions", len(want), "clients_checked", len(finals),
+	log.Info("result", "revision", want.Revision, "sessions", len(want.Sessions), "clients_checked", len(finals),
 		"clients_mismatched", len(mismatched), "heap_peak_first_half_bytes", int64(heap0),
 		"heap_peak_second_half_bytes", int64(heap1), "heap_settled_bytes", int64(heapSettled), "heap_samples", len(samples),
 		"goroutines_peak_first_half", gors0, "goroutines_peak_second_half", gors1, "goroutines_end", gor, "cut_off", cut, "client_errors", clientErrs.Load())

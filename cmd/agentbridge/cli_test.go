@@ -7,13 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 // TestExitCodesAndStreams: help and version go to stdout with status 0;
 // a usage error is one line and a hint on stderr with status 2; a command
 // that fails exits 1.
 func TestExitCodesAndStreams(t *testing.T) {
-	dead := freeAddr(t)
+	dead := bridgetest.FreeAddr(t)
 	tests := []struct {
 		name       string
 		args       []string

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 // fakeBridge is an httptest server that records the requests it gets and
@@ -56,18 +57,6 @@ func testEnv(t *testing.T, extra ...string) []string {
 	}, extra...)
 }
 
-// freeAddr returns a loopback address where nothing listens.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 func writeFile(t *testing.T, name, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
@@ -75,29 +64,6 @@ func writeFile(t *testing.T, name, content string, mode os.FileMode) {
 	}
 	if err := os.WriteFile(name, []byte(content), mode); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestDialAddr(t *testing.T) {
-	tests := []struct {
-		listen, want string
-		wantErr      bool
-	}{
-		{"127.0.0.1:7391", "127.0.0.1:7391", false},
-		{"localhost:8000", "localhost:8000", false},
-		{":7391", "127.0.0.1:7391", false},
-		{"0.0.0.0:7391", "127.0.0.1:7391", false},
-		{"[::]:7391", "[::1]:7391", false},
-		{"[::1]:7391", "[::1]:7391", false},
-		{"127.0.0.1:0", "", true},
-		{"127.0.0.1", "", true},
-		{"127.0.0.1:http", "", true},
-	}
-	for _, tt := range tests {
-		got, err := dialAddr(tt.listen)
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("dialAddr(%q) = %q, %v; want %q, error %v", tt.listen, got, err, tt.want, tt.wantErr)
-		}
 	}
 }
 
@@ -110,7 +76,7 @@ func TestClientFindsBridgeAndToken(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"revision":1,"sessions":[]}`))
 	})
-	dead := freeAddr(t)
+	dead := bridgetest.FreeAddr(t)
 	tests := []struct {
 		name      string
 		args      []string
@@ -171,7 +137,7 @@ func TestClientErrors(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`<html>`))
 	})
-	dead := freeAddr(t)
+	dead := bridgetest.FreeAddr(t)
 	tests := []struct {
 		name string
 		args []string
@@ -207,7 +173,7 @@ func TestClientErrors(t *testing.T) {
 // TestRunReportsNotRunning checks what a user sees through the command
 // dispatcher: one line and exit status 1.
 func TestRunReportsNotRunning(t *testing.T) {
-	dead := freeAddr(t)
+	dead := bridgetest.FreeAddr(t)
 	var stdout, stderr bytes.Buffer
 	if code := run(t.Context(), []string{"sessions", "--addr", dead}, &stdout, &stderr); code != 1 {
 		t.Errorf("exit status %d, want 1", code)

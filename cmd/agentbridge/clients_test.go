@@ -17,6 +17,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 	"github.com/agentbridge/agentbridge/sources"
 )
 
@@ -28,7 +30,7 @@ func realBridge(t *testing.T) (env []string, addr, token string) {
 	t.Helper()
 	env = testEnv(t)
 	home := envGet(env, "HOME")
-	addr = freeAddr(t)
+	addr = bridgetest.FreeAddr(t)
 	off := ""
 	for _, r := range sources.Registered() { // only the push source: no agent's files
 		off += "  " + r.Info.ID + ": {enabled: false}\n"
@@ -182,7 +184,7 @@ func TestWatchAgainstServe(t *testing.T) {
 	}})
 
 	next := startWatch(t, env, "--project", repo, "--limit", "3")
-	var events []streamEvent
+	var events []client.Event
 	ev := next()
 	events = append(events, ev)
 	var reset struct {
@@ -191,20 +193,20 @@ func TestWatchAgainstServe(t *testing.T) {
 			ID string `json:"id"`
 		} `json:"sessions"`
 	}
-	if err := json.Unmarshal(ev.Data, &reset); ev.Event != "reset" || err != nil || reset.Source != "test-push" ||
+	if err := json.Unmarshal(ev.Data, &reset); ev.Name != "reset" || err != nil || reset.Source != "test-push" ||
 		len(reset.Sessions) != 1 || reset.Sessions[0].ID != "a" {
-		t.Fatalf("first event %s %s, want the filtered reset with a only", ev.Event, ev.Data)
+		t.Fatalf("first event %s %s, want the filtered reset with a only", ev.Name, ev.Data)
 	}
 
 	publish(t, addr, token, obj{"op": "upsert", "session": obj{"id": "a", "harness": "example-agent", "status": "done", "lastTurn": "completed", "cwd": repo}})
 	publish(t, addr, token, obj{"op": "upsert", "session": obj{"id": "b", "harness": "example-agent", "status": "done", "cwd": outside}})
 	publish(t, addr, token, obj{"op": "upsert", "session": obj{"id": "a", "harness": "example-agent", "status": "done", "cwd": outside}})
 	events = append(events, next(), next())
-	if events[1].Event != "upsert" || !strings.Contains(string(events[1].Data), `"status":"done"`) {
-		t.Errorf("second event %s %s, want the upsert of a", events[1].Event, events[1].Data)
+	if events[1].Name != "upsert" || !strings.Contains(string(events[1].Data), `"status":"done"`) {
+		t.Errorf("second event %s %s, want the upsert of a", events[1].Name, events[1].Data)
 	}
-	if events[2].Event != "remove" || !strings.Contains(string(events[2].Data), `"sessionId":"a"`) {
-		t.Errorf("third event %s %s, want a removed as it left the project (b is never shown)", events[2].Event, events[2].Data)
+	if events[2].Name != "remove" || !strings.Contains(string(events[2].Data), `"sessionId":"a"`) {
+		t.Errorf("third event %s %s, want a removed as it left the project (b is never shown)", events[2].Name, events[2].Data)
 	}
 	if !(events[0].ID < events[1].ID && events[1].ID < events[2].ID) {
 		t.Errorf("ids %d, %d, %d do not grow", events[0].ID, events[1].ID, events[2].ID)
@@ -222,7 +224,7 @@ func TestWatchAgainstServe(t *testing.T) {
 		if cmp.Equal(got, events[2]) {
 			break
 		}
-		if got.Event != "remove" || !strings.Contains(string(got.Data), `"sessionId":"b"`) || got.ID > events[2].ID {
+		if got.Name != "remove" || !strings.Contains(string(got.Data), `"sessionId":"b"`) || got.ID > events[2].ID {
 			t.Fatalf("after --since: unexpected %+v before %+v", got, events[2])
 		}
 	}
@@ -230,12 +232,12 @@ func TestWatchAgainstServe(t *testing.T) {
 
 // startWatch runs the watch subcommand until the test ends and returns a
 // function that reads its next printed event.
-func startWatch(t *testing.T, env []string, args ...string) func() streamEvent {
+func startWatch(t *testing.T, env []string, args ...string) func() client.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
-	stderr := &syncBuffer{}
+	stderr := &logBuffer{}
 	go func() {
 		err := watchMain(ctx, args, env, pw, stderr, fastBackoff)
 		pw.CloseWithError(io.EOF)
@@ -247,13 +249,13 @@ func startWatch(t *testing.T, env []string, args ...string) func() streamEvent {
 		<-done
 	})
 	sc := bufio.NewScanner(pr)
-	sc.Buffer(nil, maxLine)
-	return func() streamEvent {
+	sc.Buffer(nil, client.MaxLine)
+	return func() client.Event {
 		t.Helper()
 		if !sc.Scan() {
 			t.Fatalf("watch %v ended early; stderr %q", args, stderr.String())
 		}
-		var ev streamEvent
+		var ev client.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatalf("watch printed %q: %v", sc.Text(), err)
 		}

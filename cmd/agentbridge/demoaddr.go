@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentbridge/agentbridge/client"
 )
 
 // demoAddrName is the file in the state directory where a running demo
@@ -85,7 +87,7 @@ func runningDemo(stateDir string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	d, err := dialAddr(addr)
+	d, err := client.DialAddr(addr)
 	if err != nil {
 		return "", false
 	}

@@ -45,10 +45,10 @@ func (a *app) open(ctx context.Context, fs *pflag.FlagSet, printURL bool) error 
 		return err
 	}
 	var sources struct{}
-	if err := c.getJSON(ctx, "/v1/sources", nil, &sources); err != nil {
+	if err := c.GetJSON(ctx, "/v1/sources", nil, &sources); err != nil {
 		return err
 	}
-	u := dashboardURL(c.addr, c.token)
+	u := dashboardURL(c.Addr, c.Token)
 	browse := a.browse
 	if browse == nil && !printURL {
 		browse = systemBrowser(a.env, c.stateDir)
@@ -63,7 +63,7 @@ func (a *app) open(ctx context.Context, fs *pflag.FlagSet, printURL bool) error 
 	if err := browse(u); err != nil {
 		return fmt.Errorf("open a browser: %w (`agentbridge open --print` prints the URL)", err)
 	}
-	_, err = fmt.Fprintf(a.stdout, "agentbridge open: opened %s in the browser\n", dashboardURL(c.addr, ""))
+	_, err = fmt.Fprintf(a.stdout, "agentbridge open: opened %s in the browser\n", dashboardURL(c.Addr, ""))
 	return err
 }
 

@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 // signIn opens link as a browser does (following the redirect, keeping
@@ -127,7 +129,7 @@ func TestOpenWithoutABrowserPrintsTheURL(t *testing.T) {
 
 func TestOpenNeedsARunningBridge(t *testing.T) {
 	t.Parallel()
-	_, _, err := openCmd(t, testEnv(t), "--print", "--addr", freeAddr(t))
+	_, _, err := openCmd(t, testEnv(t), "--print", "--addr", bridgetest.FreeAddr(t))
 	if err == nil || !strings.Contains(err.Error(), "no agentbridge at") {
 		t.Errorf("open with no bridge: %v, want it to say none runs", err)
 	}
@@ -149,7 +151,7 @@ func TestDemoAddrFile(t *testing.T) {
 	if got, ok := runningDemo(dir); !ok || got != live {
 		t.Errorf("runningDemo = %q, %v; want %q", got, ok, live)
 	}
-	removeOther, _ := recordDemoAddr(dir, freeAddr(t)) // a second demo took over, then died
+	removeOther, _ := recordDemoAddr(dir, bridgetest.FreeAddr(t)) // a second demo took over, then died
 	remove()
 	if _, ok := readDemoAddr(dir); !ok {
 		t.Error("the first demo removed the second one's address")

@@ -2,10 +2,7 @@ package main
 
 import (
 	"bufio"
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -13,10 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 // hardMainEnv makes the test binary run main() (see TestHardeningHelperMain),
@@ -35,13 +35,7 @@ func TestHardeningHelperMain(t *testing.T) {
 }
 
 // hardBridgeProc is a bridge running as a child process.
-type hardBridgeProc struct {
-	cmd    *exec.Cmd
-	host   string // host:port
-	token  string
-	stderr *logBuffer
-	waited chan error
-}
+type hardBridgeProc struct{ *bridgetest.Process }
 
 // hardStartBridgeProc starts the bridge in a child process with env and args
 // and waits for its dashboard URL.
@@ -49,241 +43,27 @@ func hardStartBridgeProc(t *testing.T, env []string, args ...string) *hardBridge
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHardeningHelperMain$", "--"}, args...)...)
 	cmd.Env = append([]string{hardMainEnv + "=1", "PATH=" + os.Getenv("PATH")}, env...)
-	out, err := cmd.StdoutPipe()
+	p := bridgetest.Exec(t, cmd)
+	u, err := dashboardFrom(t, p.Line, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &hardBridgeProc{cmd: cmd, stderr: &logBuffer{}, waited: make(chan error, 1)}
-	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.waited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-p.waited
-		p.waited <- nil
-	})
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "agentbridge: serving at ") {
-				urls <- sc.Text()
-			}
-		}
-		io.Copy(io.Discard, out)
-	}()
-	select {
-	case line := <-urls:
-		u, err := dashboardFrom(t, line, env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.host, p.token = u.Host, u.Query().Get("token")
-	case <-time.After(20 * time.Second):
-		t.Fatalf("bridge printed no URL within 20s; stderr:\n%s", p.stderr)
-	}
-	return p
-}
-
-func (p *hardBridgeProc) get(t *testing.T, path string, v any) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", "http://"+p.host+path, nil)
-	req.Header.Set("Authorization", "Bearer "+p.token)
-	c := &http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
+	p.URL, p.Token = u, u.Query().Get("token")
+	return &hardBridgeProc{p}
 }
 
 func (p *hardBridgeProc) post(t *testing.T, path, body string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", "http://"+p.host+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+p.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	resp, err := p.Client().Do(t.Context(), http.MethodPost, path, nil, strings.NewReader(body), "")
 	if err != nil {
 		t.Fatalf("POST %s: %v", path, err)
 	}
-	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("POST %s: %d %s", path, resp.StatusCode, b)
-	}
 }
 
-// sessionsView is GET /v1/sessions reduced to source/id → snapshot JSON.
-func (p *hardBridgeProc) sessionsView(t *testing.T) (uint64, map[string]string) {
-	var body struct {
-		Revision uint64 `json:"revision"`
-		Sessions []struct {
-			Source   string          `json:"source"`
-			Snapshot json.RawMessage `json:"snapshot"`
-		} `json:"sessions"`
-	}
-	p.get(t, "/v1/sessions", &body)
-	m := map[string]string{}
-	for _, s := range body.Sessions {
-		var id struct{ ID string }
-		json.Unmarshal(s.Snapshot, &id)
-		m[s.Source+"/"+id.ID] = hardCanonJSON(s.Snapshot)
-	}
-	return body.Revision, m
-}
-
-func hardCanonJSON(b []byte) string {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return string(b)
-	}
-	out, _ := json.Marshal(v)
-	return string(out)
-}
-
-// hardFollower applies the JSON-lines stream to its own state like a client
-// would, reconnecting with the last id after a drop.
-type hardFollower struct {
-	mu      sync.Mutex
-	state   map[string]string
-	last    uint64
-	ids     []uint64 // every id seen, in order
-	firsts  []string // the first record name of each connection
-	resumes int      // connections after the first
-	events  chan struct{}
-}
-
-func (f *hardFollower) snapshot() (map[string]string, uint64, []string, []uint64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m := make(map[string]string, len(f.state))
-	for k, v := range f.state {
-		m[k] = v
-	}
-	return m, f.last, slices.Clone(f.firsts), slices.Clone(f.ids)
-}
-
-// apply folds one stream record into the hardFollower's state.
-func (f *hardFollower) apply(id uint64, name string, data json.RawMessage, first bool) {
-	var d struct {
-		Source    string            `json:"source"`
-		Sessions  []json.RawMessage `json:"sessions"`
-		Snapshot  json.RawMessage   `json:"snapshot"`
-		SessionID string            `json:"sessionId"`
-	}
-	json.Unmarshal(data, &d)
-	idOf := func(s json.RawMessage) string {
-		var v struct{ ID string }
-		json.Unmarshal(s, &v)
-		return v.ID
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if first {
-		f.firsts = append(f.firsts, name)
-	}
-	f.last = id
-	f.ids = append(f.ids, id)
-	switch name {
-	case "reset":
-		for k := range f.state {
-			if strings.HasPrefix(k, d.Source+"/") {
-				delete(f.state, k)
-			}
-		}
-		for _, s := range d.Sessions {
-			f.state[d.Source+"/"+idOf(s)] = hardCanonJSON(s)
-		}
-	case "upsert":
-		f.state[d.Source+"/"+idOf(d.Snapshot)] = hardCanonJSON(d.Snapshot)
-	case "remove":
-		delete(f.state, d.Source+"/"+d.SessionID)
-	}
-}
-
-// follow reads the stream until ctx ends, reconnecting (with the last id)
-// whenever the connection drops or cannot be made.
-func (f *hardFollower) follow(ctx context.Context, hostToken func() (string, string)) {
-	for n := 0; ctx.Err() == nil; {
-		host, token := hostToken()
-		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+host+"/v1/events?format=ndjson", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		f.mu.Lock()
-		if f.last != 0 {
-			req.Header.Set("Last-Event-ID", fmt.Sprint(f.last))
-		}
-		f.mu.Unlock()
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil || resp.StatusCode != 200 {
-			if err == nil {
-				resp.Body.Close()
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(50 * time.Millisecond):
-			}
-			continue
-		}
-		if n > 0 {
-			f.mu.Lock()
-			f.resumes++
-			f.mu.Unlock()
-		}
-		n++
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(nil, 16<<20)
-		first := true
-		for sc.Scan() {
-			if len(sc.Bytes()) == 0 {
-				continue
-			}
-			var rec struct {
-				ID    uint64          `json:"id"`
-				Event string          `json:"event"`
-				Data  json.RawMessage `json:"data"`
-			}
-			if json.Unmarshal(sc.Bytes(), &rec) != nil {
-				continue
-			}
-			f.apply(rec.ID, rec.Event, rec.Data, first)
-			first = false
-			select {
-			case f.events <- struct{}{}:
-			default:
-			}
-		}
-		resp.Body.Close()
-	}
-}
-
-// hardWaitConverged waits until the hardFollower's state equals GET /v1/sessions
-// of p and want holds for it.
-func hardWaitConverged(t *testing.T, f *hardFollower, p *hardBridgeProc, what string, want func(map[string]string) bool) map[string]string {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, view := p.sessionsView(t)
-		got, _, _, _ := f.snapshot()
-		if hardMapsEqual(got, view) && want(view) {
-			return view
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: client state %v\nGET /v1/sessions %v", what, got, view)
-		}
-		select {
-		case <-f.events:
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+// hardHas reports whether the list holds the session source/id.
+func hardHas(l []hub.Entry, source, id string) bool {
+	return slices.ContainsFunc(l, func(e hub.Entry) bool { return e.Source == source && e.Snapshot.ID == id })
 }
 
 // TestHardeningRestartWhileFollowing kills the bridge (SIGKILL) while a
@@ -318,47 +98,31 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 	p1 := hardStartBridgeProc(t, env, "--listen", "127.0.0.1:0")
 	p1.post(t, "/v1/sources/example-push/publish", `{"op":"upsert","session":{"id":"gone-1","harness":"example-agent","status":"running"}}`)
 
-	var mu sync.Mutex
-	cur := p1
-	hostToken := func() (string, string) {
-		mu.Lock()
-		defer mu.Unlock()
-		return cur.host, cur.token
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	f := &hardFollower{state: map[string]string{}, events: make(chan struct{}, 1)}
-	done := make(chan struct{})
-	go func() { defer close(done); f.follow(ctx, hostToken) }()
-	defer func() { cancel(); <-done }()
-
-	hardWaitConverged(t, f, p1, "run 1", func(v map[string]string) bool {
-		_, kept := v["example/kept-1"]
-		_, gone := v["example-push/gone-1"]
-		return kept && gone
+	// the restarted bridge has the same address and token
+	f := bridgetest.Follow(t, p1.Client(), client.FollowOptions{StreamOptions: client.StreamOptions{Format: client.NDJSON},
+		Backoff: client.Backoff{Min: 50 * time.Millisecond, Max: 50 * time.Millisecond}})
+	f.Converge(t, p1.Client(), nil, func(v []hub.Entry) bool {
+		return hardHas(v, "example", "kept-1") && hardHas(v, "example-push", "gone-1")
 	})
-	_, last1, _, ids1 := f.snapshot()
+	ids1 := f.Record().IDs
 
-	if err := p1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := p1.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-p1.waited
-	p1.waited <- nil
+	<-p1.Exited
 
-	p2 := hardStartBridgeProc(t, env, "--listen", p1.host, "--log-level", "debug") // the token stays out of debug lines too
-	if p2.token != p1.token {
+	p2 := hardStartBridgeProc(t, env, "--listen", p1.Addr, "--log-level", "debug") // the token stays out of debug lines too
+	if p2.Token != p1.Token {
 		t.Errorf("the restarted bridge has another token: the token file was not reused")
 	}
-	mu.Lock()
-	cur = p2
-	mu.Unlock()
-	view := hardWaitConverged(t, f, p2, "after the restart", func(v map[string]string) bool {
-		_, kept := v["example/kept-1"]
-		return kept
+	view := f.Converge(t, p2.Client(), nil, func(v []hub.Entry) bool {
+		return hardHas(v, "example", "kept-1")
 	})
-	if _, stale := view["example-push/gone-1"]; stale {
+	if hardHas(view, "example-push", "gone-1") {
 		t.Errorf("the push session of the killed run survived the restart")
 	}
-	_, _, firsts, ids := f.snapshot()
+	rec := f.Record()
+	firsts, ids := rec.Firsts, rec.IDs
 	if len(firsts) < 2 {
 		t.Fatalf("the client connected %d times, want a resume after the restart", len(firsts))
 	}
@@ -367,19 +131,14 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 			t.Errorf("connection %d after the restart began with %q, want a reset", i+2, name)
 		}
 	}
-	for i := 1; i < len(ids); i++ {
-		if ids[i] <= ids[i-1] {
-			t.Errorf("ids went from %d to %d (the killed run ended at %d): ids must only grow", ids[i-1], ids[i], last1)
-			break
-		}
-	}
+	f.CheckIDs(t) // across the killed run and the new one
 	if len(ids) <= len(ids1) {
 		t.Errorf("no records after the restart")
 	}
 
 	// The one-time dashboard URL, at debug level: the token must not be logged.
 	noRedirect := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	if resp, err := noRedirect.Get("http://" + p2.host + "/?token=" + p2.token); err == nil {
+	if resp, err := noRedirect.Get("http://" + p2.Addr + "/?token=" + p2.Token); err == nil {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusSeeOther {
 			t.Errorf("GET /?token=: %d, want 303", resp.StatusCode)
@@ -387,11 +146,11 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 	}
 
 	// SIGTERM with a stream whose client aborted: exits promptly and clean.
-	c, err := net.DialTimeout("tcp", p2.host, 10*time.Second)
+	c, err := net.DialTimeout("tcp", p2.Addr, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", p2.host, p2.token)
+	fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", p2.Addr, p2.Token)
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(c)
 	for {
@@ -401,18 +160,16 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 		}
 	}
 	c.Close()
-	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p2.cmd.Process.Pid))
-	if strings.Contains(string(cmdline), p2.token) {
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p2.Cmd.Process.Pid))
+	if strings.Contains(string(cmdline), p2.Token) {
 		t.Errorf("the token is in the process's argv")
 	}
 	time.Sleep(100 * time.Millisecond)
-	cancel()
-	<-done
+	f.Stop()
 	start := time.Now()
-	p2.cmd.Process.Signal(syscall.SIGTERM)
+	p2.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-p2.waited:
-		p2.waited <- nil
+	case err := <-p2.Exited:
 		if err != nil {
 			t.Errorf("bridge exit after SIGTERM: %v, want status 0", err)
 		}
@@ -425,27 +182,15 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 		t.Logf("exit took %v after SIGTERM", took)
 	}
 	for _, p := range []*hardBridgeProc{p1, p2} {
-		if strings.Contains(p.stderr.String(), p.token) {
-			t.Errorf("the token is in the log:\n%s", p.stderr)
+		if strings.Contains(p.Stderr.String(), p.Token) {
+			t.Errorf("the token is in the log:\n%s", p.Stderr)
 		}
 	}
 	b, err := os.ReadFile(filepath.Join(home, ".local", "state", "agentbridge", "token"))
-	if err != nil || strings.TrimSpace(string(b)) != p2.token {
+	if err != nil || strings.TrimSpace(string(b)) != p2.Token {
 		t.Errorf("token file: %q, %v", b, err)
 	}
 	if fi, err := os.Stat(filepath.Join(home, ".local", "state", "agentbridge", "token")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("token file mode %v (%v), want 0600", fi.Mode().Perm(), err)
 	}
-}
-
-func hardMapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

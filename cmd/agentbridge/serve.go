@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/api"
+	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
@@ -294,7 +295,7 @@ func (f *freshConns) closeAll() {
 // dashboardURL is the URL to open: the listen address made dialable, with
 // the one-time ?token= when auth is on.
 func dashboardURL(addr, token string) string {
-	if d, err := dialAddr(addr); err == nil {
+	if d, err := client.DialAddr(addr); err == nil {
 		addr = d
 	}
 	u := "http://" + addr + "/"

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -14,86 +13,39 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 	"github.com/agentbridge/agentbridge/sources"
 )
 
 // logBuffer is a goroutine-safe buffer for serve's output.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type logBuffer = bridgetest.LogBuffer
 
-func (s *logBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *logBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// runServe runs serveMain in-process with env and args until the test
+// ends and returns once it printed its dashboard URL.
+func runServe(t *testing.T, env []string, args ...string) *bridgetest.Served {
+	t.Helper()
+	s := bridgetest.Serve(t, func(ctx context.Context, stdout, stderr io.Writer) error {
+		return serveMain(ctx, args, env, stdout, stderr)
+	})
+	u, err := dashboardFrom(t, s.Line, env)
+	if err != nil {
+		t.Fatalf("dashboard URL: %v", err)
+	}
+	s.URL, s.Token = u, u.Query().Get("token")
+	return s
 }
 
 // startServe runs serveMain in the background and returns the dashboard URL
 // it printed, a way to stop it, and its stderr.
 func startServe(t *testing.T, env []string, args ...string) (dashboard *url.URL, stop func() error, stderr *logBuffer) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	stderr = &logBuffer{}
-	errc := make(chan error, 1)
-	go func() {
-		err := serveMain(ctx, args, env, pw, stderr)
-		pw.CloseWithError(io.EOF)
-		errc <- err
-	}()
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-		close(lines)
-	}()
-	stopped := false
-	stop = func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-errc:
-			return err
-		case <-time.After(10 * time.Second):
-			t.Fatalf("serve did not stop within 10s of cancel; stderr:\n%s", stderr)
-			return nil
-		}
-	}
-	t.Cleanup(func() { stop() })
-	select {
-	case line, ok := <-lines:
-		if !ok {
-			t.Fatalf("serve printed no URL; err %v; stderr:\n%s", <-errc, stderr)
-		}
-		u, err := dashboardFrom(t, line, env)
-		if err != nil {
-			t.Fatalf("dashboard URL: %v", err)
-		}
-		return u, stop, stderr
-	case <-time.After(10 * time.Second):
-		t.Fatalf("serve printed nothing within 10s; stderr:\n%s", stderr)
-	}
-	return nil, nil, nil
+	s := runServe(t, env, args...)
+	return s.URL, func() error { return s.Stop(t) }, s.Stderr
 }
 
 func TestServeAnswersAndShutsDown(t *testing.T) {
@@ -151,27 +103,26 @@ func TestServeAnswersAndShutsDown(t *testing.T) {
 	}
 
 	// An open stream must not hold the shutdown up.
-	sreq, _ := http.NewRequest("GET", base+"/v1/events", nil)
-	sreq.Header.Set("Authorization", "Bearer "+token)
-	sresp, err := http.DefaultClient.Do(sreq)
+	stream, err := client.New(u.Host, token).Open(t.Context(), client.StreamOptions{Format: client.SSE})
 	if err != nil {
 		t.Fatalf("GET /v1/events: %v", err)
 	}
-	defer sresp.Body.Close()
-	if ct := sresp.Header.Get("Content-Type"); sresp.StatusCode != 200 || !strings.HasPrefix(ct, "text/event-stream") {
-		t.Fatalf("GET /v1/events = %d %s, want 200 text/event-stream", sresp.StatusCode, ct)
+	defer stream.Close()
+	if stream.Format() != client.SSE {
+		t.Fatalf("GET /v1/events answered %v, want text/event-stream", stream.Format())
 	}
-	sc := bufio.NewScanner(sresp.Body)
-	for sc.Scan() && sc.Text() != "event: reset" {
-	}
-	if sc.Text() != "event: reset" {
-		t.Fatalf("the stream did not start with a reset: %v", sc.Err())
+	if ev, err := stream.Next(); err != nil || ev.Name != client.NameReset {
+		t.Fatalf("the stream did not start with a reset: %s, %v", ev.Name, err)
 	}
 
 	if err := stop(); err != nil {
 		t.Errorf("serve returned %v after cancel, want nil", err)
 	}
-	io.Copy(io.Discard, sresp.Body) // ends: the stream was closed
+	for { // ends: the stream was closed
+		if _, err := stream.Next(); err != nil {
+			break
+		}
+	}
 	if _, err := http.Get(base + "/healthz"); err == nil {
 		t.Errorf("server still answers after shutdown")
 	}
@@ -315,21 +266,13 @@ func TestServeBuildsTheConfiguredSources(t *testing.T) {
 				e = strings.ReplaceAll(e, "CFG", cfg)
 				env = append(env, strings.ReplaceAll(e, "@EXDIR@", filepath.Join(home, "example")))
 			}
-			u, stop, _ := startServe(t, env, "--listen=127.0.0.1:0")
-			defer stop()
-			req, _ := http.NewRequest("GET", "http://"+u.Host+"/v1/sources", nil)
-			req.Header.Set("Authorization", "Bearer "+u.Query().Get("token"))
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
+			s := runServe(t, env, "--listen=127.0.0.1:0")
 			var body struct {
 				Sources []struct {
 					ID string `json:"id"`
 				} `json:"sources"`
 			}
-			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			if err := s.Client().GetJSON(t.Context(), "/v1/sources", nil, &body); err != nil {
 				t.Fatal(err)
 			}
 			var got []string
@@ -402,20 +345,11 @@ func TestServeRevisionsGrowAcrossRestarts(t *testing.T) {
 	markFile := filepath.Join(home, ".local/state/agentbridge/revision")
 	revision := func(u *url.URL) uint64 {
 		t.Helper()
-		req, _ := http.NewRequest("GET", "http://"+u.Host+"/v1/sessions", nil)
-		req.Header.Set("Authorization", "Bearer "+u.Query().Get("token"))
-		resp, err := http.DefaultClient.Do(req)
+		l, err := client.New(u.Host, u.Query().Get("token")).Sessions(t.Context(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		var body struct {
-			Revision uint64 `json:"revision"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-			t.Fatal(err)
-		}
-		return body.Revision
+		return l.Revision
 	}
 	u1, stop1, _ := startServe(t, env, "--listen=127.0.0.1:0")
 	rev1 := revision(u1)

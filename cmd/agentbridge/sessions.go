@@ -83,19 +83,19 @@ func (a *app) sessions(ctx context.Context, fs *pflag.FlagSet, o sessionsOptions
 	if err != nil {
 		return err
 	}
-	resp, err := c.do(ctx, http.MethodGet, "/v1/sessions", q, nil, "application/json")
+	resp, err := c.Do(ctx, http.MethodGet, "/v1/sessions", q, nil, "application/json")
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("agentbridge at %s: read sessions: %w", c.addr, err)
+		return fmt.Errorf("agentbridge at %s: read sessions: %w", c.Addr, err)
 	}
 	if o.json {
 		var out bytes.Buffer
 		if err := json.Indent(&out, body, "", "  "); err != nil {
-			return fmt.Errorf("agentbridge at %s: bad answer to /v1/sessions: %w", c.addr, err)
+			return fmt.Errorf("agentbridge at %s: bad answer to /v1/sessions: %w", c.Addr, err)
 		}
 		out.WriteByte('\n')
 		_, err := stdout.Write(out.Bytes())
@@ -103,7 +103,7 @@ func (a *app) sessions(ctx context.Context, fs *pflag.FlagSet, o sessionsOptions
 	}
 	var list sessionList
 	if err := json.Unmarshal(body, &list); err != nil {
-		return fmt.Errorf("agentbridge at %s: bad answer to /v1/sessions: %w", c.addr, err)
+		return fmt.Errorf("agentbridge at %s: bad answer to /v1/sessions: %w", c.Addr, err)
 	}
 	if len(list.Sessions) == 0 {
 		fmt.Fprintln(stderr, "no sessions")

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbridge/agentbridge"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 var tableNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -226,7 +228,7 @@ func TestSessionsFlagErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer
-		err := sessionsMain(t.Context(), append(tt.args, "--addr", freeAddr(t)), testEnv(t), &stdout, &stderr)
+		err := sessionsMain(t.Context(), append(tt.args, "--addr", bridgetest.FreeAddr(t)), testEnv(t), &stdout, &stderr)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("sessions %v: err = %v, want %q", tt.args, err, tt.want)
 		}

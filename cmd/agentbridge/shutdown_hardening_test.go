@@ -2,87 +2,35 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 // hardServe is one bridge run in-process by serveMain.
-type hardServe struct {
-	url    *url.URL
-	token  string
-	cancel context.CancelFunc
-	errc   chan error
-	stderr *logBuffer
-}
+type hardServe struct{ *bridgetest.Served }
 
 // startHardServe runs serveMain with env and args until the test ends and
 // returns once it printed its dashboard URL.
 func startHardServe(t *testing.T, env []string, args ...string) *hardServe {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	s := &hardServe{cancel: cancel, errc: make(chan error, 1), stderr: &logBuffer{}}
-	go func() {
-		err := serveMain(ctx, args, env, pw, s.stderr)
-		pw.CloseWithError(io.EOF)
-		s.errc <- err
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-s.errc:
-		case <-time.After(20 * time.Second):
-		}
-	})
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-		close(lines)
-	}()
-	select {
-	case line, ok := <-lines:
-		if !ok {
-			t.Fatalf("serve printed no URL; stderr:\n%s", s.stderr)
-		}
-		u, err := dashboardFrom(t, line, env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.url, s.token = u, u.Query().Get("token")
-	case <-time.After(15 * time.Second):
-		t.Fatalf("serve printed nothing within 15s; stderr:\n%s", s.stderr)
-	}
-	return s
+	return &hardServe{runServe(t, env, args...)}
 }
 
 // stop cancels the bridge and returns how long serveMain took to return.
 func (s *hardServe) stop(t *testing.T) time.Duration {
 	t.Helper()
 	start := time.Now()
-	s.cancel()
-	select {
-	case err := <-s.errc:
-		if err != nil {
-			t.Errorf("serve returned %v, want nil", err)
-		}
-		s.errc <- nil
-	case <-time.After(20 * time.Second):
-		t.Fatalf("serve did not return within 20s of cancel; stderr:\n%s", s.stderr)
+	if err := s.Stop(t); err != nil {
+		t.Errorf("serve returned %v, want nil", err)
 	}
 	return time.Since(start)
 }
@@ -91,12 +39,12 @@ func (s *hardServe) stop(t *testing.T) time.Duration {
 // reset arrived; the caller owns the connection.
 func hardOpenStream(t *testing.T, s *hardServe, path string) (net.Conn, *bufio.Reader) {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", s.url.Host, 10*time.Second)
+	c, err := net.DialTimeout("tcp", s.Addr, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.SetDeadline(time.Now().Add(15 * time.Second))
-	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", path, s.url.Host, s.token)
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", path, s.Addr, s.Token)
 	br := bufio.NewReader(c)
 	for {
 		line, err := br.ReadString('\n')
@@ -189,8 +137,8 @@ func TestHardeningShutdownWithStuckStream(t *testing.T) {
 			ops = append(ops, fmt.Sprintf(`{"op":"upsert","session":{"id":"s-%d-%d","harness":"example-agent","status":"running","title":"%s","subagents":[%s]}}`,
 				i, j, title, strings.Join(subs, ",")))
 		}
-		req, _ := http.NewRequest("POST", "http://"+s.url.Host+"/v1/sources/example-push/publish", strings.NewReader("["+strings.Join(ops, ",")+"]"))
-		req.Header.Set("Authorization", "Bearer "+s.token)
+		req, _ := http.NewRequest("POST", "http://"+s.Addr+"/v1/sources/example-push/publish", strings.NewReader("["+strings.Join(ops, ",")+"]"))
+		req.Header.Set("Authorization", "Bearer "+s.Token)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := client.Do(req)
 		if err != nil {
@@ -202,20 +150,20 @@ func TestHardeningShutdownWithStuckStream(t *testing.T) {
 			t.Fatalf("publish: %d %s", resp.StatusCode, body)
 		}
 	}
-	c, err := net.DialTimeout("tcp", s.url.Host, 10*time.Second)
+	c, err := net.DialTimeout("tcp", s.Addr, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	c.(*net.TCPConn).SetReadBuffer(1024)
 	start := time.Now()
-	fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", s.url.Host, s.token)
+	fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", s.Addr, s.Token)
 	// Wait until the client is subscribed, then give its initial reset a
 	// moment to fill the buffers; it must still be connected (not cut off)
 	// so that the shutdown below meets a blocked write.
 	clients := func() string {
-		req, _ := http.NewRequest("GET", "http://"+s.url.Host+"/metrics", nil)
-		req.Header.Set("Authorization", "Bearer "+s.token)
+		req, _ := http.NewRequest("GET", "http://"+s.Addr+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+s.Token)
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -15,105 +15,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 // fastBackoff keeps reconnection tests quick.
-var fastBackoff = backoff{min: 5 * time.Millisecond, max: 50 * time.Millisecond}
-
-func TestParseNDJSONLine(t *testing.T) {
-	tests := []struct {
-		line    string
-		want    streamEvent
-		wantErr bool
-	}{
-		{`{"id":17,"event":"upsert","data":{"source":"codex","snapshot":{"id":"a"}}}`,
-			streamEvent{17, "upsert", []byte(`{"source":"codex","snapshot":{"id":"a"}}`)}, false},
-		{`{"id":"18","event":"remove","data": {"source": "codex", "sessionId": "a"}}`,
-			streamEvent{18, "remove", []byte(`{"source":"codex","sessionId":"a"}`)}, false},
-		{`{"id":0,"event":"x","data":{}}`, streamEvent{}, true},
-		{`{"id":9007199254740992,"event":"x","data":{}}`, streamEvent{}, true}, // 2^53
-		{`{"id":-1,"event":"x","data":{}}`, streamEvent{}, true},
-		{`{"id":1,"data":{}}`, streamEvent{}, true},
-		{`{"id":1,"event":"x"}`, streamEvent{}, true},
-		{`{"id":1,"event":"x","data":{]}`, streamEvent{}, true},
-		{`[1,2]`, streamEvent{}, true},
-		{`not json`, streamEvent{}, true},
-	}
-	for _, tt := range tests {
-		got, err := parseNDJSONLine([]byte(tt.line))
-		if (err != nil) != tt.wantErr {
-			t.Errorf("parseNDJSONLine(%s): err = %v, want error %v", tt.line, err, tt.wantErr)
-			continue
-		}
-		if diff := cmp.Diff(tt.want, got); diff != "" {
-			t.Errorf("parseNDJSONLine(%s) (-want +got):\n%s", tt.line, diff)
-		}
-	}
-}
-
-func TestReadSSE(t *testing.T) {
-	tests := []struct {
-		name    string
-		stream  string
-		want    []streamEvent
-		wantErr bool
-	}{
-		{"contract form", "retry: 2000\n\nid: 5\nevent: reset\ndata: {\"source\":\"codex\",\"sessions\":[]}\n\n: ping\n\nid: 6\nevent: upsert\ndata: {\"source\":\"codex\"}\n\n",
-			[]streamEvent{{5, "reset", []byte(`{"source":"codex","sessions":[]}`)}, {6, "upsert", []byte(`{"source":"codex"}`)}}, false},
-		{"CRLF and CR line ends", "id: 7\r\nevent: remove\r\ndata: {}\r\n\r\nid: 8\revent: remove\rdata: {}\r\r",
-			[]streamEvent{{7, "remove", []byte(`{}`)}, {8, "remove", []byte(`{}`)}}, false},
-		{"no space after colon, multi-line data", "id:9\nevent:diagnostic\ndata:{\"a\":\ndata: 1}\n\n",
-			[]streamEvent{{9, "diagnostic", []byte(`{"a":1}`)}}, false},
-		{"unfinished event at the end is dropped", "id: 10\nevent: upsert\ndata: {}\n", nil, false},
-		{"unknown fields ignored", "id: 11\nfoo: bar\nevent: upsert\ndata: {}\n\n", []streamEvent{{11, "upsert", []byte(`{}`)}}, false},
-		{"missing id", "event: upsert\ndata: {}\n\n", nil, true},
-		{"data not JSON", "id: 12\nevent: upsert\ndata: hello\n\n", nil, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got []streamEvent
-			err := readSSE(strings.NewReader(tt.stream), func(ev streamEvent) error {
-				got = append(got, ev)
-				return nil
-			})
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func FuzzParseNDJSONLine(f *testing.F) {
-	f.Add([]byte(`{"id":17,"event":"upsert","data":{"source":"codex"}}`))
-	f.Add([]byte(`{"id":"1","event":"x","data":[]}`))
-	f.Add([]byte(`{}`))
-	f.Fuzz(func(t *testing.T, line []byte) {
-		ev, err := parseNDJSONLine(line)
-		if err != nil {
-			return
-		}
-		if ev.ID == 0 || ev.ID >= 1<<53 || ev.Event == "" || bytes.ContainsAny(ev.Data, "\n\r") {
-			t.Fatalf("accepted a bad event: %+v", ev)
-		}
-	})
-}
-
-func FuzzReadSSE(f *testing.F) {
-	f.Add("id: 5\nevent: reset\ndata: {}\n\n")
-	f.Add("id:1\r\ndata:{\"a\":\r\ndata:1}\r\n\r\n")
-	f.Add(": ping\n\nretry: 10\n\n")
-	f.Fuzz(func(t *testing.T, stream string) {
-		_ = readSSE(strings.NewReader(stream), func(ev streamEvent) error {
-			if ev.ID == 0 || ev.ID >= 1<<53 || ev.Event == "" || bytes.ContainsAny(ev.Data, "\n\r") {
-				t.Fatalf("emitted a bad event: %+v", ev)
-			}
-			return nil
-		})
-	})
-}
+var fastBackoff = client.Backoff{Min: 5 * time.Millisecond, Max: 50 * time.Millisecond}
 
 // streamServer serves /v1/events from a script: connection i gets
 // script[i] (lines written one by one, then the connection ends); later
@@ -224,7 +132,7 @@ func TestWatchSurvivesBridgeRestart(t *testing.T) {
 	defer cancel()
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
-	var stderr syncBuffer
+	var stderr logBuffer
 	go func() {
 		done <- watchMain(ctx, []string{"--addr", addr, "--limit", "2"}, testEnv(t), pw, &stderr, fastBackoff)
 		pw.Close()
@@ -304,7 +212,7 @@ func TestWatchSinceFlag(t *testing.T) {
 
 func TestWatchStops(t *testing.T) {
 	t.Run("not running at start", func(t *testing.T) {
-		dead := freeAddr(t)
+		dead := bridgetest.FreeAddr(t)
 		var stdout, stderr bytes.Buffer
 		err := watchMain(t.Context(), []string{"--addr", dead}, testEnv(t), &stdout, &stderr, fastBackoff)
 		if err == nil || err.Error() != "no agentbridge at "+dead+": start it with `agentbridge serve`" {
@@ -391,24 +299,6 @@ type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitFor waits up to 10 s for cond.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
@@ -430,7 +320,7 @@ func TestWatchSaysReconnectedOnReconnecting(t *testing.T) {
 	defer fb.Close()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr logBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- watchMain(ctx, []string{"--addr", strings.TrimPrefix(fb.URL, "http://")}, testEnv(t), io.Discard, &stderr, fastBackoff)

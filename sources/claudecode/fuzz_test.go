@@ -76,7 +76,7 @@ func FuzzParseRegistry(f *testing.F) {
 		if e.SessionID == "" || e.PID != 42 {
 			t.Fatalf("accepted entry without session id or with another pid: %+v", e)
 		}
-		if e.Cwd != "" && cleanCwd(e.Cwd) != e.Cwd {
+		if e.Cwd != "" && validate.CleanCwd(e.Cwd) != e.Cwd {
 			t.Fatalf("unclean cwd %q", e.Cwd)
 		}
 	})

@@ -90,7 +90,7 @@ func firstSessionID(data []byte) string {
 		var r struct {
 			SessionID string `json:"sessionId"`
 		}
-		if json.Unmarshal(l, &r) == nil && validID(r.SessionID) {
+		if json.Unmarshal(l, &r) == nil && validate.ValidID(r.SessionID) {
 			return r.SessionID
 		}
 	}

@@ -1,9 +1,9 @@
 package claudecode
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,12 +12,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sse"
 	"github.com/agentbridge/agentbridge/validate"
@@ -30,34 +30,27 @@ import (
 type streamView struct {
 	mu      sync.Mutex
 	changed chan struct{}
-	snaps   map[string]agentbridge.Snapshot
+	state   client.State
 	kinds   []agentbridge.EventKind
 	diags   []agentbridge.Diagnostic
 	errs    []string
 }
 
-type streamLine struct {
-	ID    uint64          `json:"id"`
-	Event string          `json:"event"`
-	Data  json.RawMessage `json:"data"`
-}
-
 func (v *streamView) read(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 4<<20)
-	for sc.Scan() {
-		if len(strings.TrimSpace(sc.Text())) == 0 {
-			continue
+	rd := client.NewReader(r, client.NDJSON, 4<<20)
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, client.ErrBadEvent) || errors.Is(err, client.ErrLineTooLong) {
+			v.fail(err.Error())
+			return
 		}
-		var l streamLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			v.fail("bad stream line: " + err.Error())
-			continue
+		if err != nil {
+			return
 		}
 		if os.Getenv("CCDEBUG") != "" {
-			fmt.Println(sc.Text())
+			fmt.Println(ev.ID, ev.Name, string(ev.Data))
 		}
-		v.apply(l)
+		v.apply(ev)
 	}
 }
 
@@ -67,42 +60,19 @@ func (v *streamView) fail(s string) {
 	v.mu.Unlock()
 }
 
-func (v *streamView) apply(l streamLine) {
+func (v *streamView) apply(ev client.Event) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	switch l.Event {
-	case hub.NameReset:
-		var d struct {
-			Source   string                 `json:"source"`
-			Sessions []agentbridge.Snapshot `json:"sessions"`
-		}
-		_ = json.Unmarshal(l.Data, &d)
-		if d.Source != SourceID {
-			return
-		}
-		clear(v.snaps)
-		for _, s := range d.Sessions {
-			v.snaps[s.ID] = s
-		}
-	case hub.NameUpsert:
-		var d struct {
-			Source   string               `json:"source"`
-			Snapshot agentbridge.Snapshot `json:"snapshot"`
-		}
-		_ = json.Unmarshal(l.Data, &d)
-		v.snaps[d.Snapshot.ID] = d.Snapshot
-	case hub.NameRemove:
-		var d struct {
-			SessionID string `json:"sessionId"`
-		}
-		_ = json.Unmarshal(l.Data, &d)
-		delete(v.snaps, d.SessionID)
+	if err := v.state.Apply(ev); err != nil {
+		v.errs = append(v.errs, err.Error())
+	}
+	switch ev.Name {
 	case hub.NameLifecycle:
 		var d struct {
 			SessionID string            `json:"sessionId"`
 			Event     agentbridge.Event `json:"event"`
 		}
-		_ = json.Unmarshal(l.Data, &d)
+		_ = json.Unmarshal(ev.Data, &d)
 		if is := validate.Event(d.Event); len(is) > 0 {
 			v.errs = append(v.errs, fmt.Sprintf("stream event %s is invalid: %+v", d.Event.Kind, is))
 		}
@@ -111,7 +81,7 @@ func (v *streamView) apply(l streamLine) {
 		var d struct {
 			Diagnostic agentbridge.Diagnostic `json:"diagnostic"`
 		}
-		_ = json.Unmarshal(l.Data, &d)
+		_ = json.Unmarshal(ev.Data, &d)
 		v.diags = append(v.diags, d.Diagnostic)
 	}
 	select {
@@ -126,7 +96,7 @@ func (v *streamView) waitFor(t *testing.T, step, id string, ok func(s agentbridg
 	deadline := time.After(10 * time.Second)
 	for {
 		v.mu.Lock()
-		snap, found := v.snaps[id]
+		snap, found := v.state.Session(SourceID, id)
 		errs := append([]string(nil), v.errs...)
 		v.mu.Unlock()
 		if len(errs) > 0 {
@@ -198,7 +168,7 @@ func startLiveWith(t *testing.T, prepare func(dir string), srcOut **Source) *liv
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	v := &streamView{changed: make(chan struct{}, 1), snaps: map[string]agentbridge.Snapshot{}}
+	v := &streamView{changed: make(chan struct{}, 1)}
 	readDone := make(chan struct{})
 	go func() { defer close(readDone); v.read(resp.Body) }()
 	t.Cleanup(func() {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -124,7 +125,7 @@ func NewMapper(sessionID string, o MapperOptions) *Mapper {
 // SessionID returns the session id the bridge publishes for a Claude Code
 // session id: itself when it is an identity value (a UUID always is), else
 // a stable derived id.
-func SessionID(claudeID string) string { return safeID(claudeID) }
+func SessionID(claudeID string) string { return validate.SafeID(claudeID) }
 
 // ID returns the published session id.
 func (m *Mapper) ID() string { return m.id }
@@ -192,11 +193,11 @@ func (m *Mapper) record(r *record) {
 	if m.sidechain {
 		r.IsSidechain = false
 	}
-	at := parseTime(r.Timestamp)
+	at := sources.Millis(r.Timestamp)
 	if at > m.lastAt {
 		m.lastAt = at
 	}
-	if c := cleanCwd(r.Cwd); c != "" && !r.IsSidechain {
+	if c := validate.CleanCwd(r.Cwd); c != "" && !r.IsSidechain {
 		if m.cwd == "" || !m.started {
 			m.cwd = c
 		}
@@ -283,13 +284,13 @@ func (m *Mapper) LastAt() int64 { return m.lastAt }
 func (m *Mapper) SetOrigin(pid int, cwd string, startedAt int64) {
 	m.pid, m.startAt = pid, startedAt
 	if m.cwd == "" {
-		m.cwd = cleanCwd(cwd)
+		m.cwd = validate.CleanCwd(cwd)
 	}
 }
 
 func (m *Mapper) effectiveTitle() string {
 	for _, t := range []string{m.customTitle, m.aiTitle, m.summaryTitle, m.promptTitle} {
-		if d := display(t, validate.MaxTitle); d != "" {
+		if d := validate.Display(t, validate.MaxTitle); d != "" {
 			return d
 		}
 	}
@@ -368,7 +369,7 @@ func (m *Mapper) prompt(r *record, text string, at int64) {
 	if m.promptTitle == "" {
 		m.promptTitle = text
 	}
-	m.openTurn(r, display(text, validate.MaxText), at)
+	m.openTurn(r, validate.Display(text, validate.MaxText), at)
 }
 
 // turnID picks a turn id no earlier turn of the session used: the
@@ -378,7 +379,7 @@ func (m *Mapper) turnID(r *record) string {
 	m.turns++
 	id := ""
 	for _, c := range []string{r.PromptID, r.UUID} {
-		if c = safeID(c); c != "" {
+		if c = validate.SafeID(c); c != "" {
 			if _, dup := m.used[c]; !dup {
 				id = c
 				break
@@ -415,7 +416,7 @@ func (m *Mapper) ensureTurn(r *record, at int64) {
 }
 
 func (m *Mapper) toolResult(r *record, b *block, at int64) {
-	id := safeID(b.ToolUseID)
+	id := validate.SafeID(b.ToolUseID)
 	t, ok := m.tools[id]
 	if !ok {
 		return // a result for a tool this transcript never started
@@ -439,7 +440,7 @@ func (m *Mapper) toolResult(r *record, b *block, at int64) {
 	if len(r.ToolUseResult) > 0 && r.ToolUseResult[0] == '{' {
 		_ = json.Unmarshal(r.ToolUseResult, &res) // best effort: status and agentId
 	}
-	if a := safeID(res.AgentID); a != "" {
+	if a := validate.SafeID(res.AgentID); a != "" {
 		m.agents[a] = id
 		if s := m.subs[id]; s != nil {
 			s.linked = true
@@ -473,7 +474,7 @@ func subOutcome(status string, result agentbridge.Outcome) agentbridge.Outcome {
 // <task-notification> message.
 func (m *Mapper) taskNotification(text string, at int64) {
 	toolID, status := taskNotification(text)
-	id := safeID(toolID)
+	id := validate.SafeID(toolID)
 	if s := m.subs[id]; s == nil || !s.async {
 		return
 	}
@@ -497,7 +498,7 @@ func (m *Mapper) assistant(r *record, at int64) {
 		return // a later block of the reply that ended the last turn
 	}
 	if msg.Model != "" {
-		if mod := validate.Bound(msg.Model, validate.MaxModel); mod != m.model {
+		if mod := validate.Model(msg.Model); mod != m.model {
 			m.model = mod
 			m.emit(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at, Model: mod})
 		}
@@ -524,7 +525,7 @@ func apiErrorSummary(r *record) string {
 		_ = json.Unmarshal(r.Error, &kind)
 	}
 	s := "API error"
-	if kind != "" && validID(kind) {
+	if kind != "" && validate.ValidID(kind) {
 		s += ": " + kind
 	}
 	if st := string(bytes.TrimSpace(r.APIStatus)); st != "" && st != "null" {
@@ -536,18 +537,18 @@ func apiErrorSummary(r *record) string {
 }
 
 func (m *Mapper) toolUse(r *record, b *block, index int, at int64) {
-	id := safeID(b.ID)
+	id := validate.SafeID(b.ID)
 	if id == "" {
-		id = safeID(r.UUID + "." + strconv.Itoa(index))
+		id = validate.SafeID(r.UUID + "." + strconv.Itoa(index))
 	}
 	if id == "" {
 		id = "tool-" + strconv.Itoa(len(m.toolOrder)+1) + "." + m.turn
-		id = safeID(id)
+		id = validate.SafeID(id)
 	}
 	if _, dup := m.tools[id]; dup {
 		return
 	}
-	name := validate.Bound(b.Name, validate.MaxText)
+	name := validate.Label(b.Name)
 	if name == "" {
 		name = "tool"
 	}
@@ -582,8 +583,8 @@ func (m *Mapper) toolUse(r *record, b *block, index int, at int64) {
 		m.emit(agentbridge.Event{
 			Kind: agentbridge.KindSubagentStarted, OccurredAt: at,
 			SubagentID: id, ParentAgentID: m.id,
-			Title: display(in.Description, validate.MaxTitle),
-			Type:  display(in.SubagentType, validate.MaxText),
+			Title: validate.Display(in.Description, validate.MaxTitle),
+			Type:  validate.Display(in.SubagentType, validate.MaxText),
 		})
 	case toolAskQuestion, toolExitPlan:
 		if !m.inferWaits {
@@ -747,14 +748,14 @@ func (m *Mapper) Registry(st RegistryState, at int64) []agentbridge.Event {
 func (m *Mapper) openRegistryWait(at int64, suffix string) {
 	id := m.reg.WaitID
 	if id != "" {
-		id = safeID(id + suffix)
+		id = validate.SafeID(id + suffix)
 	}
 	if id == "" || !m.started {
 		return
 	}
 	reason, tool := m.pendingReason()
 	if reason == "" {
-		reason = display(m.reg.WaitingFor, validate.MaxWaitingFor)
+		reason = validate.Display(m.reg.WaitingFor, validate.MaxWaitingFor)
 	}
 	if reason == "" {
 		reason = "input needed"
@@ -783,7 +784,7 @@ func (m *Mapper) pendingReason() (reason, toolID string) {
 		if t.detail != "" {
 			r += ": " + t.detail
 		}
-		return display(r, validate.MaxWaitingFor), id
+		return validate.Display(r, validate.MaxWaitingFor), id
 	}
 	return "", ""
 }
@@ -826,8 +827,8 @@ func (m *Mapper) Turn() string { return m.turn }
 // its own, "agent-<agentID>", kept across turns until its transcript ends.
 func (m *Mapper) Child(agentID, toolUseID, agentType, description string, at int64) (evs []agentbridge.Event, subID string, own bool) {
 	m.out = m.out[:0]
-	aid := safeID(agentID)
-	if id := safeID(toolUseID); id != "" {
+	aid := validate.SafeID(agentID)
+	if id := validate.SafeID(toolUseID); id != "" {
 		// The parent's tool_use starts (or started) this subagent under the
 		// tool's id; its tool_result ends it.
 		if aid != "" {
@@ -848,7 +849,7 @@ func (m *Mapper) Child(agentID, toolUseID, agentType, description string, at int
 			}
 		}
 	}
-	subID = safeID("agent-" + agentID)
+	subID = validate.SafeID("agent-" + agentID)
 	if _, dup := m.everSub[subID]; dup || subID == "" || len(m.subs) >= validate.MaxSubagents {
 		return nil, subID, false
 	}
@@ -862,8 +863,8 @@ func (m *Mapper) Child(agentID, toolUseID, agentType, description string, at int
 	m.emit(agentbridge.Event{
 		Kind: agentbridge.KindSubagentStarted, OccurredAt: at,
 		SubagentID: subID, ParentAgentID: m.id,
-		Title: display(description, validate.MaxTitle),
-		Type:  display(agentType, validate.MaxText),
+		Title: validate.Display(description, validate.MaxTitle),
+		Type:  validate.Display(agentType, validate.MaxText),
 	})
 	return m.out, subID, true
 }

@@ -282,55 +282,12 @@ func TestTurnIDsUnique(t *testing.T) {
 		if e.Kind != agentbridge.KindTurnStarted {
 			continue
 		}
-		if seen[e.TurnID] || !validID(e.TurnID) {
+		if seen[e.TurnID] || !validate.ValidID(e.TurnID) {
 			t.Errorf("turn id %q repeated or invalid", e.TurnID)
 		}
 		seen[e.TurnID] = true
 	}
 	if len(seen) != 3 {
 		t.Errorf("%d turns, want 3", len(seen))
-	}
-}
-
-func TestSafeID(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"toolu_01FUU3kHfh1aksNtQQSYSuse", "toolu_01FUU3kHfh1aksNtQQSYSuse"},
-		{"5d7e0c1a-2b3c-4d5e-8f90-a1b2c3d4e5f6", "5d7e0c1a-2b3c-4d5e-8f90-a1b2c3d4e5f6"},
-		{"", ""},
-	} {
-		if got := safeID(tc.in); got != tc.want {
-			t.Errorf("safeID(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-	for _, bad := range []string{"[trimmed for fixture]", strings.Repeat("a", 129), "a b", "ü"} {
-		got := safeID(bad)
-		if !validID(got) || got == bad || safeID(bad) != got {
-			t.Errorf("safeID(%q) = %q: want a valid, stable, derived id", bad, got)
-		}
-	}
-}
-
-func TestScrubPaths(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"look at /home/alice/src/app.go please", "look at …/app.go please"},
-		{"run `ls /etc/passwd`", "run `ls …/passwd`"},
-		{"(/Users/bob/x/) and /tmp", "(…/x) and /tmp"},
-		{"see https://example.com/a/b", "see https://example.com/a/b"},
-		{"a/b/c relative", "a/b/c relative"},
-	} {
-		if got := scrubPaths(tc.in); got != tc.want {
-			t.Errorf("scrubPaths(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
-func TestCleanCwd(t *testing.T) {
-	for in, want := range map[string]string{
-		"/work/proj": "/work/proj", "/work/proj/": "/work/proj", "/": "/",
-		"relative": "", `C:\Users\x`: "", "/a/../b": "", "/a//b": "", "/a/./b": "", "": "", "/a\x00b": "",
-	} {
-		if got := cleanCwd(in); got != want {
-			t.Errorf("cleanCwd(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

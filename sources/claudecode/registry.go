@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // ErrPartial means a registry file is empty or cut short: Claude Code
@@ -80,7 +82,7 @@ func ParseRegistry(pid int, data []byte) (RegistryEntry, error) {
 	e := RegistryEntry{
 		PID:        pid,
 		SessionID:  f.SessionID,
-		Cwd:        cleanCwd(f.Cwd),
+		Cwd:        validate.CleanCwd(f.Cwd),
 		WaitingFor: f.WaitingFor,
 		StartedAt:  jsonInt(f.StartedAt),
 		ProcStart:  jsonText(f.ProcStart),

@@ -165,9 +165,9 @@ func TestStartupScan(t *testing.T) {
 		t.Errorf("subagent of the exited session: %+v, want agent-abc cancelled", s.Subagents)
 	}
 	e.view.mu.Lock()
-	ids := make([]string, 0, len(e.view.snaps))
-	for id := range e.view.snaps {
-		ids = append(ids, id)
+	var ids []string
+	for _, en := range e.view.state.Sessions() {
+		ids = append(ids, en.Snapshot.ID)
 	}
 	e.view.mu.Unlock()
 	slices.Sort(ids)

@@ -2,38 +2,15 @@ package codex
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
-	"github.com/agentbridge/agentbridge/sse"
 )
-
-// serveSource runs a source with opt (its Logger discards) behind the
-// real hub and event stream until the test ends, and opens a stream.
-func serveSource(t *testing.T, opt Options) (*hub.Hub, *stream) {
-	t.Helper()
-	log := slog.New(slog.DiscardHandler)
-	opt.Logger = log
-	h := hub.New(hub.Options{Logger: log})
-	if err := h.Add(New(opt)); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	ran := make(chan error, 1)
-	go func() { ran <- h.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-ran })
-	srv := httptest.NewServer(sse.New(h, sse.Options{Logger: log}))
-	t.Cleanup(srv.Close)
-	return h, openStream(t, srv.URL)
-}
 
 // daemonLike is a process that holds a rollout open for writing, as the
 // Codex app-server daemon does, and closes it (without exiting) when told.
@@ -73,7 +50,7 @@ func TestDaemonClosesRollout(t *testing.T) {
 		t.Skip("needs sh")
 	}
 	home := t.TempDir()
-	_, st := serveSource(t, Options{Home: home, Linger: -1})
+	st := startStream(t, New(Options{Home: home, Linger: -1, Logger: slog.New(slog.DiscardHandler)}))
 
 	const id = "019f6400-0000-7000-8000-000000000001"
 	path := filepath.Join(home, "sessions", "2026", "12", "01", "rollout-2026-12-01T09-00-00-"+id+".jsonl")

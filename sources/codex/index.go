@@ -1,6 +1,6 @@
 package codex
 
-import "encoding/json"
+import json "github.com/go-json-experiment/json"
 
 // indexEntry is one line of $CODEX_HOME/session_index.jsonl, which Codex
 // appends (and fsyncs) whenever a thread is named: {id, thread_name,

@@ -1,10 +1,9 @@
 package codex
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"net/http"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,62 +12,49 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 // stream follows GET /v1/events?format=ndjson and applies it, as a client
 // would, to the codex source's sessions.
 type stream struct {
-	mu       sync.Mutex
-	sessions map[string]*validate.Session
-	resets   int
-	gone     map[string]int // times a session left the client's view
-	changed  chan struct{}
-	err      error
+	mu      sync.Mutex
+	state   client.State
+	resets  int
+	gone    map[string]int // times a session left the client's view
+	changed chan struct{}
+	err     error
+	hub     *hub.Hub // the bridge's
 }
 
-func openStream(t *testing.T, url string) *stream {
+// startStream runs src behind a real hub, stream and API and follows
+// the stream until the test ends.
+func startStream(t *testing.T, src hub.Source) *stream {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url+"?format=ndjson", nil)
+	b := bridgetest.Start(t, bridgetest.Options{Sources: []hub.Source{src}})
+	rd, err := b.Client().Open(t.Context(), client.StreamOptions{Format: client.NDJSON, MaxLine: 1 << 20})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("GET events: %v", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET events: %s", resp.Status)
-	}
-	s := &stream{sessions: map[string]*validate.Session{}, gone: map[string]int{}, changed: make(chan struct{}, 1)}
+	s := &stream{gone: map[string]int{}, changed: make(chan struct{}, 1), hub: b.Hub}
 	done := make(chan struct{})
-	t.Cleanup(func() { resp.Body.Close(); <-done })
+	t.Cleanup(func() { rd.Close(); <-done })
 	go func() {
 		defer close(done)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if len(sc.Bytes()) == 0 {
-				continue // heartbeat
+		for {
+			ev, err := rd.Next()
+			if err != nil {
+				return
 			}
-			s.apply(sc.Bytes())
+			s.apply(ev)
 		}
 	}()
 	return s
 }
 
-func (s *stream) apply(line []byte) {
-	var rec struct {
-		Event string `json:"event"`
-		Data  struct {
-			Source    string                 `json:"source"`
-			Sessions  []agentbridge.Snapshot `json:"sessions"`
-			Snapshot  agentbridge.Snapshot   `json:"snapshot"`
-			SessionID string                 `json:"sessionId"`
-			Event     agentbridge.Event      `json:"event"`
-		} `json:"data"`
-	}
+func (s *stream) apply(ev client.Event) {
 	s.mu.Lock()
 	defer func() {
 		s.mu.Unlock()
@@ -77,46 +63,27 @@ func (s *stream) apply(line []byte) {
 		default:
 		}
 	}()
-	if err := json.Unmarshal(line, &rec); err != nil {
-		s.err = fmt.Errorf("stream line %q: %w", line, err)
+	var d struct {
+		Source string `json:"source"`
+	}
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		s.err = fmt.Errorf("stream event %d: %w", ev.ID, err)
 		return
 	}
-	if rec.Data.Source != ID {
+	if d.Source != ID {
 		return
 	}
-	d := rec.Data
-	switch rec.Event {
-	case hub.NameReset:
+	before := s.state.Sessions()
+	if err := s.state.Apply(ev); err != nil {
+		s.err = err
+		return
+	}
+	if ev.Name == hub.NameReset {
 		s.resets++
-		kept := map[string]*validate.Session{}
-		for _, snap := range d.Sessions {
-			kept[snap.ID] = validate.FromSnapshot(snap)
-		}
-		for id := range s.sessions {
-			if kept[id] == nil {
-				s.gone[id]++
-			}
-		}
-		s.sessions = kept
-	case hub.NameUpsert:
-		s.sessions[d.Snapshot.ID] = validate.FromSnapshot(d.Snapshot)
-	case hub.NameRemove:
-		if s.sessions[d.SessionID] != nil {
-			s.gone[d.SessionID]++
-		}
-		delete(s.sessions, d.SessionID)
-	case hub.NameLifecycle:
-		ss := s.sessions[d.SessionID]
-		if ss == nil {
-			ss = validate.NewSession(d.SessionID, Harness)
-			s.sessions[d.SessionID] = ss
-		}
-		// a tool opened before an upsert is unknown to a snapshot-based
-		// session; its finish changes nothing shown, so issues are ignored
-		ss.Apply(d.Event)
-		if ss.Stopped() {
-			s.gone[d.SessionID]++
-			delete(s.sessions, d.SessionID)
+	}
+	for _, e := range before {
+		if _, ok := s.state.Session(ID, e.Snapshot.ID); !ok {
+			s.gone[e.Snapshot.ID]++
 		}
 	}
 }
@@ -129,8 +96,8 @@ func (s *stream) waitFor(t *testing.T, what string, cond func(map[string]agentbr
 	for {
 		s.mu.Lock()
 		snaps := map[string]agentbridge.Snapshot{}
-		for id, ss := range s.sessions {
-			snaps[id] = ss.Snapshot()
+		for _, e := range s.state.Sessions() {
+			snaps[e.Snapshot.ID] = e.Snapshot
 		}
 		err, resets := s.err, s.resets
 		s.mu.Unlock()
@@ -212,7 +179,7 @@ func TestLive(t *testing.T) {
 	}
 	home := t.TempDir()
 	cwd := t.TempDir()
-	h, st := serveSource(t, Options{Home: home, Linger: -1})
+	st := startStream(t, New(Options{Home: home, Linger: -1, Logger: slog.New(slog.DiscardHandler)}))
 
 	const (
 		parent = "019f6249-055d-76d3-b381-cd9d3eb99189"
@@ -307,7 +274,7 @@ func TestLive(t *testing.T) {
 		t.Errorf("exited session %+v lost its last turn or subagents", s)
 	}
 	// What the stream built is what the hub holds.
-	_, entries := h.Sessions(hub.Filter{Sources: []string{ID}})
+	_, entries := st.hub.Sessions(hub.Filter{Sources: []string{ID}})
 	for _, e := range entries {
 		if !equalSnap(e.Snapshot, final[e.Snapshot.ID]) {
 			t.Errorf("hub has %+v, stream built %+v", e.Snapshot, final[e.Snapshot.ID])
@@ -342,7 +309,7 @@ func TestResumeAfterExit(t *testing.T) {
 		t.Skip("needs sleep(1)")
 	}
 	home := t.TempDir()
-	_, st := serveSource(t, Options{Home: home, Linger: 0})
+	st := startStream(t, New(Options{Home: home, Logger: slog.New(slog.DiscardHandler)}))
 
 	const id = "019f6300-0000-7000-8000-000000000001"
 	path := filepath.Join(home, "sessions", "2026", "11", "30", "rollout-2026-11-30T09-00-00-"+id+".jsonl")

@@ -2,9 +2,11 @@ package codex
 
 import (
 	"bytes"
-	"encoding/json"
 	"slices"
 	"strings"
+
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/validate"
@@ -16,14 +18,14 @@ import (
 // ---- session_meta and turn_context ----
 
 type sessionMetaPayload struct {
-	ID             string          `json:"id"`
-	Timestamp      string          `json:"timestamp"`
-	Cwd            string          `json:"cwd"`
-	CLIVersion     string          `json:"cli_version"`
-	Source         json.RawMessage `json:"source"`
-	ParentThreadID string          `json:"parent_thread_id"`
-	AgentNickname  string          `json:"agent_nickname"`
-	AgentRole      string          `json:"agent_role"`
+	ID             string         `json:"id"`
+	Timestamp      string         `json:"timestamp"`
+	Cwd            string         `json:"cwd"`
+	CLIVersion     string         `json:"cli_version"`
+	Source         jsontext.Value `json:"source"`
+	ParentThreadID string         `json:"parent_thread_id"`
+	AgentNickname  string         `json:"agent_nickname"`
+	AgentRole      string         `json:"agent_role"`
 }
 
 type threadSpawn struct {
@@ -42,13 +44,13 @@ func (r *Rollout) sessionMeta(dst []agentbridge.Event, line, payload []byte) []a
 	if !decode(line, payload, &p) {
 		return dst
 	}
-	id := safeID(p.ID)
+	id := validate.SafeID(p.ID)
 	if id == "" {
 		return dst
 	}
 	r.metaSeen = true
 	r.meta.ID = id
-	r.meta.Cwd = cleanCwd(p.Cwd)
+	r.meta.Cwd = validate.CleanCwd(p.Cwd)
 	r.meta.CLIVersion = validate.Label(p.CLIVersion)
 	r.meta.Nickname = validate.Label(p.AgentNickname)
 	r.meta.Role = validate.Label(p.AgentRole)
@@ -62,7 +64,7 @@ func (r *Rollout) sessionMeta(dst []agentbridge.Event, line, payload []byte) []a
 			}
 		case '{':
 			var src struct {
-				Subagent json.RawMessage `json:"subagent"`
+				Subagent jsontext.Value `json:"subagent"`
 			}
 			if json.Unmarshal(p.Source, &src) == nil && len(src.Subagent) > 0 && string(src.Subagent) != "null" {
 				r.meta.Subagent = true
@@ -90,7 +92,7 @@ func (r *Rollout) sessionMeta(dst []agentbridge.Event, line, payload []byte) []a
 		}
 	}
 	if r.meta.Subagent {
-		r.meta.Parent = safeID(parent)
+		r.meta.Parent = validate.SafeID(parent)
 	}
 	// session.started is emitted lazily (ensureStarted), so that a model,
 	// title or cwd read just after can join it
@@ -113,7 +115,7 @@ func (r *Rollout) turnContext(dst []agentbridge.Event, line, payload []byte) []a
 		r.meta.ApprovalPolicy = validate.Label(p.ApprovalPolicy)
 	}
 	if r.meta.Cwd == "" {
-		if r.meta.Cwd = cleanCwd(p.Cwd); r.meta.Cwd != "" && r.started {
+		if r.meta.Cwd = validate.CleanCwd(p.Cwd); r.meta.Cwd != "" && r.started {
 			// session_meta named no cwd: a repeated session.started sets
 			// it (the fold keeps the status of a known session)
 			dst = append(dst, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: r.meta.Cwd})
@@ -128,9 +130,9 @@ func (r *Rollout) turnContext(dst []agentbridge.Event, line, payload []byte) []a
 // ---- event_msg ----
 
 type turnPayload struct {
-	TurnID string          `json:"turn_id"`
-	Reason string          `json:"reason"` // turn_aborted
-	Error  json.RawMessage `json:"error"`  // task_complete
+	TurnID string         `json:"turn_id"`
+	Reason string         `json:"reason"` // turn_aborted
+	Error  jsontext.Value `json:"error"`  // task_complete
 }
 
 type userMessagePayload struct {
@@ -150,7 +152,7 @@ type commandEndPayload struct {
 	ExitCode *int   `json:"exit_code"` // exec_command_end
 	Success  *bool  `json:"success"`   // patch_apply_end
 	Result   *struct {
-		Err json.RawMessage `json:"Err"`
+		Err jsontext.Value `json:"Err"`
 	} `json:"result"` // mcp_tool_call_end
 }
 
@@ -162,18 +164,18 @@ type spawnEndPayload struct {
 }
 
 type agentStatus struct {
-	ThreadID string          `json:"thread_id"`
-	Status   json.RawMessage `json:"status"`
+	ThreadID string         `json:"thread_id"`
+	Status   jsontext.Value `json:"status"`
 }
 
 type waitingEndPayload struct {
-	AgentStatuses []agentStatus              `json:"agent_statuses"`
-	Statuses      map[string]json.RawMessage `json:"statuses"`
+	AgentStatuses []agentStatus             `json:"agent_statuses"`
+	Statuses      map[string]jsontext.Value `json:"statuses"`
 }
 
 type closeEndPayload struct {
-	ReceiverThreadID string          `json:"receiver_thread_id"`
-	Status           json.RawMessage `json:"status"`
+	ReceiverThreadID string         `json:"receiver_thread_id"`
+	Status           jsontext.Value `json:"status"`
 }
 
 func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload []byte, at int64) []agentbridge.Event {
@@ -184,7 +186,7 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 			return dst
 		}
 		r.taskEvents = true
-		id := safeID(p.TurnID)
+		id := validate.SafeID(p.TurnID)
 		if id == "" {
 			id = lineID("turn", r.line)
 		}
@@ -252,7 +254,7 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 		if !decode(line, payload, &p) {
 			return dst
 		}
-		id := safeID(p.CallID)
+		id := validate.SafeID(p.CallID)
 		if id == "" {
 			return dst
 		}
@@ -283,11 +285,11 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 		if !decode(line, payload, &p) {
 			return dst
 		}
-		child := safeID(p.NewThreadID)
+		child := validate.SafeID(p.NewThreadID)
 		if child == "" {
 			return dst
 		}
-		sender := safeID(p.SenderThreadID)
+		sender := validate.SafeID(p.SenderThreadID)
 		if sender == "" {
 			sender = r.meta.ID
 		}
@@ -323,7 +325,7 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 		if !decode(line, payload, &p) {
 			return dst
 		}
-		id := safeID(p.ReceiverThreadID)
+		id := validate.SafeID(p.ReceiverThreadID)
 		if id == "" {
 			return dst
 		}
@@ -339,8 +341,8 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 
 // appendChildStatus appends subagent.done for a child whose status (Codex's
 // AgentStatus) is final.
-func appendChildStatus(dst []agentbridge.Event, thread string, status json.RawMessage, at int64) []agentbridge.Event {
-	id := safeID(thread)
+func appendChildStatus(dst []agentbridge.Event, thread string, status jsontext.Value, at int64) []agentbridge.Event {
+	id := validate.SafeID(thread)
 	if id == "" {
 		return dst
 	}
@@ -354,7 +356,7 @@ func appendChildStatus(dst []agentbridge.Event, thread string, status json.RawMe
 // agentOutcome maps Codex's AgentStatus ("running", {"completed": …},
 // {"errored": …}, "shutdown", "interrupted", "not_found", …) to an outcome;
 // ok is false while the agent still runs or the status is unknown.
-func agentOutcome(status json.RawMessage) (agentbridge.Outcome, bool) {
+func agentOutcome(status jsontext.Value) (agentbridge.Outcome, bool) {
 	status = bytes.TrimSpace(status)
 	if len(status) == 0 {
 		return "", false
@@ -366,7 +368,7 @@ func agentOutcome(status json.RawMessage) (agentbridge.Outcome, bool) {
 			return "", false
 		}
 	case '{':
-		var m map[string]json.RawMessage
+		var m map[string]jsontext.Value
 		if json.Unmarshal(status, &m) != nil || len(m) != 1 {
 			return "", false
 		}
@@ -390,21 +392,21 @@ func agentOutcome(status json.RawMessage) (agentbridge.Outcome, bool) {
 // ---- response_item ----
 
 type callPayload struct {
-	ID     string          `json:"id"`
-	CallID string          `json:"call_id"`
-	Name   string          `json:"name"`
-	Status string          `json:"status"`
-	Output json.RawMessage `json:"output"`
+	ID     string         `json:"id"`
+	CallID string         `json:"call_id"`
+	Name   string         `json:"name"`
+	Status string         `json:"status"`
+	Output jsontext.Value `json:"output"`
 }
 
 // toolID is the call's stable id: its call_id, else its item id, else one
 // made from kind and the line number, so that a call without ids still
 // opens and is closed at turn end.
 func (p *callPayload) toolID(kind string, line int) string {
-	if id := safeID(p.CallID); id != "" {
+	if id := validate.SafeID(p.CallID); id != "" {
 		return id
 	}
-	if id := safeID(p.ID); id != "" {
+	if id := validate.SafeID(p.ID); id != "" {
 		return id
 	}
 	return lineID(kind, line)
@@ -456,7 +458,7 @@ func (r *Rollout) responseItem(dst []agentbridge.Event, ptype string, line, payl
 		if !decode(line, payload, &p) {
 			return dst
 		}
-		id := safeID(p.CallID)
+		id := validate.SafeID(p.CallID)
 		if id == "" {
 			return dst
 		}
@@ -500,7 +502,7 @@ func (r *Rollout) responseItem(dst []agentbridge.Event, ptype string, line, payl
 // toolOutcome decides how a tool ended: from an exit code of an *_end
 // record, or from the exit code the output itself reports. It returns ""
 // (no outcome) when neither says.
-func (r *Rollout) toolOutcome(id string, output json.RawMessage) agentbridge.Outcome {
+func (r *Rollout) toolOutcome(id string, output jsontext.Value) agentbridge.Outcome {
 	code, ok := r.exitCodes[id]
 	if ok {
 		delete(r.exitCodes, id)
@@ -520,7 +522,7 @@ func (r *Rollout) toolOutcome(id string, output json.RawMessage) agentbridge.Out
 // outputExitCode finds the exit code a shell tool's output reports, looking
 // only at its head: "Process exited with code N" / "Exit code: N" lines, or
 // the older JSON form {"output": …, "metadata": {"exit_code": N}}.
-func outputExitCode(output json.RawMessage) (int, bool) {
+func outputExitCode(output jsontext.Value) (int, bool) {
 	if len(output) < 2 || output[0] != '"' {
 		return 0, false
 	}
@@ -573,7 +575,7 @@ func environmentCwd(text string) (string, bool) {
 		if i := strings.Index(t, "<cwd>"); i >= 0 {
 			rest := t[i+len("<cwd>"):]
 			if j := strings.Index(rest, "</cwd>"); j >= 0 {
-				return cleanCwd(rest[:j]), true
+				return validate.CleanCwd(rest[:j]), true
 			}
 		}
 		return "", true

@@ -2,13 +2,13 @@ package codex
 
 import (
 	"bytes"
-	"encoding/json"
-	"path"
 	"slices"
-	"strings"
-	"time"
+
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -87,11 +87,11 @@ func (r *Rollout) Bad() bool { return r.bad }
 // {timestamp, type, payload}, the oldest one has the item's own fields at
 // the top level.
 type envelope struct {
-	Timestamp  string          `json:"timestamp"`
-	Type       string          `json:"type"`
-	Payload    json.RawMessage `json:"payload"`
-	RecordType string          `json:"record_type"`
-	ID         string          `json:"id"`
+	Timestamp  string         `json:"timestamp"`
+	Type       string         `json:"type"`
+	Payload    jsontext.Value `json:"payload"`
+	RecordType string         `json:"record_type"`
+	ID         string         `json:"id"`
 }
 
 // typeOnly decodes a payload's tag.
@@ -142,7 +142,7 @@ func (r *Rollout) Line(dst []agentbridge.Event, line []byte) []agentbridge.Event
 			return dst
 		}
 	}
-	at := millis(ts)
+	at := sources.Millis(ts)
 	switch typ {
 	case "session_meta":
 		return r.sessionMeta(dst, line, payload)
@@ -381,31 +381,3 @@ func plainString(b []byte) (string, []byte, bool) {
 	}
 	return "", b, false
 }
-
-// millis parses a record timestamp (RFC 3339) to epoch milliseconds; 0
-// when it is missing or malformed (then no occurredAt is given).
-func millis(ts string) int64 {
-	if ts == "" {
-		return 0
-	}
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
-		return 0
-	}
-	ms := t.UnixMilli()
-	if ms < 0 {
-		return 0
-	}
-	return ms
-}
-
-// cleanCwd returns p when it is an absolute, clean path the contract
-// accepts, a cleaned form when cleaning makes it one, else "".
-func cleanCwd(p string) string {
-	if p == "" || p[0] != '/' || len(p) > 4096 || strings.IndexByte(p, 0) >= 0 || !utf8Valid(p) {
-		return ""
-	}
-	return path.Clean(p)
-}
-
-func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }

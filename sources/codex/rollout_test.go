@@ -244,8 +244,8 @@ func TestRolloutDerivedIDs(t *testing.T) {
 	if started == "" || started != finished || !strings.HasPrefix(started, "x-") {
 		t.Errorf("tool ids started %q finished %q, want the same derived x- id", started, finished)
 	}
-	if safeID(bad) != started {
-		t.Errorf("derived id is not stable: %q vs %q", safeID(bad), started)
+	if validate.SafeID(bad) != started {
+		t.Errorf("derived id is not stable: %q vs %q", validate.SafeID(bad), started)
 	}
 	if snap.Status != agentbridge.StatusRunning {
 		t.Errorf("status %s, want running", snap.Status)
@@ -254,7 +254,7 @@ func TestRolloutDerivedIDs(t *testing.T) {
 	e := NewEngine()
 	pubs = e.Line("k", []byte(`{"type":"session_meta","payload":{"id":"thread id?","cwd":"/x"}}`))
 	pubs = append(pubs, e.Flush("k")...)
-	if len(pubs) != 1 || pubs[0].Session != safeID("thread id?") {
+	if len(pubs) != 1 || pubs[0].Session != validate.SafeID("thread id?") {
 		t.Errorf("got %+v, want one session.started for the derived id", pubs)
 	}
 }
@@ -268,24 +268,6 @@ func TestRolloutMeta(t *testing.T) {
 		Cwd: "/a/b", Source: "subagent", Nickname: "Euclid", Role: "explorer", ApprovalPolicy: "never"}
 	if !ok || m != want {
 		t.Errorf("Meta() = %+v, %v\nwant      %+v", m, ok, want)
-	}
-}
-
-func TestScrubPaths(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"no paths here", "no paths here"},
-		{"/usr/bin/env", "…/env"},
-		{"see (/tmp/x/y.txt)", "see (…/y.txt)"},
-		{"a/b/c relative", "a/b/c relative"},
-		{"root / alone", "root / alone"},
-		{"/single", "/single"},
-		{"cwd=/srv/app/", "cwd=…/app"},
-		{"http://host/a/b", "http://host/a/b"},
-	}
-	for _, tt := range tests {
-		if got := validate.ShortenPaths(tt.in); got != tt.want {
-			t.Errorf("ShortenPaths(%q) = %q, want %q", tt.in, got, tt.want)
-		}
 	}
 }
 

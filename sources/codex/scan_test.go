@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -39,7 +40,7 @@ func TestScanAtStart(t *testing.T) {
 	write(recent, time.Minute)
 	write(old, 5*time.Hour)
 
-	_, s := serveSource(t, Options{Home: home, Linger: 0})
+	s := startStream(t, New(Options{Home: home, Logger: slog.New(slog.DiscardHandler)}))
 	got := s.waitFor(t, "initial state", func(m map[string]agentbridge.Snapshot) bool { return len(m) >= 2 })
 	if len(got) != 2 {
 		t.Errorf("sessions %v, want the held and the recent rollout only", got)

@@ -133,7 +133,7 @@ func (e *Engine) Meta(key string) (Meta, bool) {
 // a known root.
 func (e *Engine) SetName(id, name string) []Pub {
 	e.out = e.out[:0]
-	id = safeID(id)
+	id = validate.SafeID(id)
 	if id == "" || e.names[id] == name {
 		return e.out
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // The source's identity.
@@ -102,7 +103,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 
 // isJournal picks <id>.jsonl files whose stem is a valid session id.
 func isJournal(path string) bool {
-	return strings.HasSuffix(path, ".jsonl") && sources.ValidID(sources.Stem(path, ".jsonl"))
+	return strings.HasSuffix(path, ".jsonl") && validate.ValidID(sources.Stem(path, ".jsonl"))
 }
 
 // handler maps journal lines to events; Sessions does the rest. It runs on

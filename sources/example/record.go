@@ -1,9 +1,7 @@
 package example
 
 import (
-	"path/filepath"
 	"strings"
-	"time"
 
 	json "github.com/go-json-experiment/json"
 
@@ -79,29 +77,25 @@ func mapRecord(id string, line []byte, r *record) (e agentbridge.Event, ok bool,
 	case "session":
 		e = agentbridge.Event{
 			Kind:  agentbridge.KindSessionStarted,
-			Title: text(r.Title, validate.MaxTitle),
-			Model: text(r.Model, validate.MaxModel),
-			Cwd:   cleanPath(r.Cwd),
+			Title: validate.Display(r.Title, validate.MaxTitle),
+			Model: validate.Model(r.Model),
+			Cwd:   validate.CleanCwd(r.Cwd),
 		}
 		if r.PID > 0 && r.PID <= validate.MaxPID {
 			e.PID = r.PID
 		}
 	case "prompt":
-		if !sources.ValidID(r.TurnID) {
+		if !validate.ValidID(r.TurnID) {
 			return e, false, sources.CodeInvalidRecord
 		}
-		e = agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: r.TurnID, PromptText: text(r.Text, validate.MaxText)}
+		e = agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: r.TurnID, PromptText: validate.Display(r.Text, validate.MaxText)}
 	case "tool_started":
-		if !sources.ValidID(r.ToolID) {
+		if !validate.ValidID(r.ToolID) {
 			return e, false, sources.CodeInvalidRecord
 		}
-		name := text(r.Name, validate.MaxText)
-		if name == "" {
-			name = "Tool"
-		}
-		e = agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: r.ToolID, Name: name}
+		e = agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: r.ToolID, Name: displayOr(r.Name, validate.MaxText, "Tool")}
 	case "tool_finished":
-		if !sources.ValidID(r.ToolID) {
+		if !validate.ValidID(r.ToolID) {
 			return e, false, sources.CodeInvalidRecord
 		}
 		e = agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: r.ToolID}
@@ -109,38 +103,35 @@ func mapRecord(id string, line []byte, r *record) (e agentbridge.Event, ok bool,
 			e.Outcome = outcome(r.OK, r.Cancelled)
 		}
 	case "approval_needed":
-		if !sources.ValidID(r.RequestID) {
+		if !validate.ValidID(r.RequestID) {
 			return e, false, sources.CodeInvalidRecord
 		}
-		reason := text(r.Reason, validate.MaxWaitingFor)
-		if reason == "" {
-			reason = "Approval requested"
-		}
+		reason := displayOr(r.Reason, validate.MaxWaitingFor, "Approval requested")
 		e = agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: r.RequestID, State: agentbridge.StatusWaiting, Reason: reason}
 	case "approval_resolved":
-		if !sources.ValidID(r.RequestID) {
+		if !validate.ValidID(r.RequestID) {
 			return e, false, sources.CodeInvalidRecord
 		}
 		e = agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: r.RequestID}
 	case "complete":
-		e = agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: outcome(r.OK, r.Cancelled), Summary: text(r.Summary, validate.MaxText)}
+		e = agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: outcome(r.OK, r.Cancelled), Summary: validate.Display(r.Summary, validate.MaxText)}
 	case "subagent_started":
 		parent := r.ParentID
 		if parent == "" {
 			parent = id // the session's own agent started it
 		}
-		if !sources.ValidID(r.SubagentID) || !sources.ValidID(parent) {
+		if !validate.ValidID(r.SubagentID) || !validate.ValidID(parent) {
 			return e, false, sources.CodeInvalidRecord
 		}
 		e = agentbridge.Event{
 			Kind: agentbridge.KindSubagentStarted, SubagentID: r.SubagentID, ParentAgentID: parent,
-			Title: text(r.Title, validate.MaxTitle), Type: text(r.AgentType, validate.MaxText),
+			Title: validate.Display(r.Title, validate.MaxTitle), Type: validate.Display(r.AgentType, validate.MaxText),
 		}
 	case "subagent_done":
-		if !sources.ValidID(r.SubagentID) {
+		if !validate.ValidID(r.SubagentID) {
 			return e, false, sources.CodeInvalidRecord
 		}
-		e = agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: r.SubagentID, Outcome: outcome(r.OK, r.Cancelled), Summary: text(r.Summary, validate.MaxText)}
+		e = agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: r.SubagentID, Outcome: outcome(r.OK, r.Cancelled), Summary: validate.Display(r.Summary, validate.MaxText)}
 	case "exit":
 		e = agentbridge.Event{Kind: agentbridge.KindAgentExited, Signal: signal(r.Signal)}
 		if r.Code != nil && *r.Code >= 0 && *r.Code <= 255 {
@@ -150,8 +141,8 @@ func mapRecord(id string, line []byte, r *record) (e agentbridge.Event, ok bool,
 	default:
 		return e, false, ""
 	}
-	if t, err := time.Parse(time.RFC3339Nano, r.TS); err == nil && t.UnixMilli() > 0 {
-		e.OccurredAt = t.UnixMilli()
+	if ms := sources.Millis(r.TS); ms > 0 {
+		e.OccurredAt = ms
 	}
 	return e, true, ""
 }
@@ -168,22 +159,13 @@ func outcome(ok *bool, cancelled bool) agentbridge.Outcome {
 	return agentbridge.OutcomeSuccess
 }
 
-// text is display text made safe: bounded (newlines folded, control
-// characters dropped) to max characters; empty stays empty.
-func text(s string, max int) string {
-	if s == "" {
-		return ""
+// displayOr is validate.Display, or fallback when nothing printable is
+// left.
+func displayOr(s string, limit int, fallback string) string {
+	if d := validate.Display(s, limit); d != "" {
+		return d
 	}
-	return validate.Bound(s, max)
-}
-
-// cleanPath keeps a cwd only when it already is what the contract allows:
-// absolute, clean, no NUL, at most MaxCwdBytes.
-func cleanPath(p string) string {
-	if p == "" || len(p) > validate.MaxCwdBytes || !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.IndexByte(p, 0) >= 0 {
-		return ""
-	}
-	return p
+	return fallback
 }
 
 // signal keeps a signal name of the form SIGxxx.

@@ -136,7 +136,7 @@ func (c *Chat) Line(line []byte) (ch Change, events []agentbridge.Event, code st
 		if r.SessionID == "" || r.ID != "" {
 			return Unchanged, nil, sources.CodeInvalidRecord
 		}
-		if !sources.ValidID(r.SessionID) {
+		if !validate.ValidID(r.SessionID) {
 			return Unchanged, nil, sources.CodeInvalidRecord
 		}
 		c.meta = chatMeta{SessionID: r.SessionID, StartTime: r.StartTime, Kind: r.Kind}
@@ -204,7 +204,7 @@ func (c *Chat) index(id string) int {
 // update sets message i (len(msgs) appends) to r; a later message that
 // exists already keeps its place but is derived again.
 func (c *Chat) update(i int, r chatRecord, raw []byte) (Change, []agentbridge.Event, string) {
-	if !sources.ValidID(r.ID) {
+	if !validate.ValidID(r.ID) {
 		return Unchanged, nil, sources.CodeInvalidRecord
 	}
 	old := append([]chatEntry(nil), c.msgs[i:]...)
@@ -233,7 +233,7 @@ func (c *Chat) replaceWith(recs []chatRecord, raws [][]byte) (Change, []agentbri
 	old := c.msgs
 	c.msgs = nil
 	for k, r := range recs {
-		if !sources.ValidID(r.ID) {
+		if !validate.ValidID(r.ID) {
 			continue
 		}
 		e := derive(r, c.stateBefore(len(c.msgs)))
@@ -297,7 +297,7 @@ func derive(r chatRecord, st turnState) chatEntry {
 			break
 		}
 		for _, tc := range r.ToolCalls {
-			if !sources.ValidID(tc.ID) {
+			if !validate.ValidID(tc.ID) {
 				continue
 			}
 			if !hasTool(st.tools, tc.ID) {

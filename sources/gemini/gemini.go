@@ -123,14 +123,14 @@ func kindOf(chats, brain, p string) *where {
 		switch {
 		case len(parts) == 3 && parts[1] == "chats" && strings.HasPrefix(parts[2], "session-") && strings.HasSuffix(parts[2], ".jsonl"):
 			return &where{harness: HarnessGemini, project: filepath.Join(chats, parts[0])}
-		case len(parts) == 4 && parts[1] == "chats" && strings.HasSuffix(parts[3], ".jsonl") && sources.ValidID(parts[2]):
+		case len(parts) == 4 && parts[1] == "chats" && strings.HasSuffix(parts[3], ".jsonl") && validate.ValidID(parts[2]):
 			return &where{harness: HarnessGemini, parent: parts[2], project: filepath.Join(chats, parts[0])}
 		}
 		return nil
 	}
 	if rel, ok := below(brain, p); ok {
 		parts := strings.Split(rel, "/")
-		if len(parts) == 4 && parts[1] == ".system_generated" && parts[2] == "logs" && parts[3] == "transcript.jsonl" && sources.ValidID(parts[0]) {
+		if len(parts) == 4 && parts[1] == ".system_generated" && parts[2] == "logs" && parts[3] == "transcript.jsonl" && validate.ValidID(parts[0]) {
 			return &where{harness: HarnessAntigravity, id: parts[0]}
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kit"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // The source's identity.
@@ -85,7 +86,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 // isSessionFile picks <uuid>.jsonl journals and their <uuid>.json sidecars.
 func isSessionFile(path string) bool {
 	id, _ := idOf(path)
-	return sources.ValidID(id)
+	return validate.ValidID(id)
 }
 
 // idOf returns the session id of a journal or sidecar path and whether it

@@ -77,8 +77,8 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 		}
 		s.turn = r.Data.MessageID // as the sidecar names it
 		out = append(out, agentbridge.Event{
-			Kind: agentbridge.KindTurnStarted, TurnID: kit.ID(r.Data.MessageID),
-			PromptText: kit.Text(promptText(r.Data.Content), validate.MaxText),
+			Kind: agentbridge.KindTurnStarted, TurnID: validate.SafeID(r.Data.MessageID),
+			PromptText: validate.Display(promptText(r.Data.Content), validate.MaxText),
 			OccurredAt: kit.UnixSeconds(r.Data.Meta.Timestamp),
 		})
 	case "AssistantMessage":
@@ -92,11 +92,11 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 			if json.Unmarshal(p.Data, &t) != nil {
 				continue
 			}
-			id := kit.ID(t.ToolUseID)
+			id := validate.SafeID(t.ToolUseID)
 			if id == "" || s.open[id] {
 				continue
 			}
-			name := kit.Text(t.Name, validate.MaxText)
+			name := validate.Display(t.Name, validate.MaxText)
 			if name == "" {
 				name = "tool"
 			}
@@ -114,7 +114,7 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 			if p.Kind != "toolResult" || json.Unmarshal(p.Data, &t) != nil {
 				continue
 			}
-			id := kit.ID(t.ToolUseID)
+			id := validate.SafeID(t.ToolUseID)
 			if !s.open[id] {
 				continue
 			}
@@ -202,9 +202,9 @@ func (s *session) mapSidecar(data []byte, out []agentbridge.Event) ([]agentbridg
 	if err := json.Unmarshal(data, &sc); err != nil {
 		return out, sources.CodeInvalidJSON
 	}
-	cwd := kit.Cwd(sc.Cwd)
-	title := kit.Text(sc.Title, validate.MaxTitle)
-	model := kit.Text(sc.SessionState.RTSModelState.ModelInfo.ModelID, validate.MaxModel)
+	cwd := validate.CleanCwd(sc.Cwd)
+	title := validate.Display(sc.Title, validate.MaxTitle)
+	model := validate.Display(sc.SessionState.RTSModelState.ModelInfo.ModelID, validate.MaxModel)
 	if (cwd != "" && cwd != s.cwd) || (title != "" && title != s.title) || (model != "" && model != s.model) {
 		s.cwd, s.title, s.model = cmp.Or(cwd, s.cwd), cmp.Or(title, s.title), cmp.Or(model, s.model)
 		out = append(out, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: cwd, Title: title, Model: model})

@@ -25,6 +25,7 @@ import (
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kit"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // The source's identity.
@@ -97,7 +98,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 
 // isJournal picks <timestamp>_<uuid>.jsonl files.
 func isJournal(path string) bool {
-	return strings.HasSuffix(path, ".jsonl") && sources.ValidID(sessionID(path))
+	return strings.HasSuffix(path, ".jsonl") && validate.ValidID(sessionID(path))
 }
 
 // sessionID is the journal name's <uuid>: what follows the last "_" of its

@@ -76,9 +76,9 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 	at := sources.Millis(r.Timestamp)
 	switch r.Type {
 	case "session":
-		out = append(out, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: kit.Cwd(r.Cwd), OccurredAt: at})
+		out = append(out, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: validate.CleanCwd(r.Cwd), OccurredAt: at})
 	case "model_change":
-		if m := kit.Text(r.ModelID, validate.MaxModel); m != "" && m != s.model {
+		if m := validate.Display(r.ModelID, validate.MaxModel); m != "" && m != s.model {
 			s.model = m
 			out = append(out, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Model: m, OccurredAt: at})
 		}
@@ -86,7 +86,7 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 		// the user's own name for the session (/name); a cleared name
 		// leaves the title shown as it is
 		if r.Name != nil {
-			if t := kit.Text(*r.Name, validate.MaxTitle); t != "" {
+			if t := validate.Display(*r.Name, validate.MaxTitle); t != "" {
 				out = append(out, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Title: t, OccurredAt: at})
 			}
 		}
@@ -103,25 +103,25 @@ func (s *session) mapMessage(r *record, at int64, out []agentbridge.Event) ([]ag
 	m := r.Message
 	switch m.Role {
 	case "user":
-		turn := kit.ID(r.ID)
+		turn := validate.SafeID(r.ID)
 		if turn == "" {
 			return out, sources.CodeInvalidRecord
 		}
 		out = append(out, agentbridge.Event{
 			Kind: agentbridge.KindTurnStarted, TurnID: turn,
-			PromptText: kit.Text(s.promptText(m.Content), validate.MaxText), OccurredAt: at,
+			PromptText: validate.Display(s.promptText(m.Content), validate.MaxText), OccurredAt: at,
 		})
 	case "assistant":
-		if mod := kit.Text(m.Model, validate.MaxModel); mod != "" && mod != s.model {
+		if mod := validate.Display(m.Model, validate.MaxModel); mod != "" && mod != s.model {
 			s.model = mod
 			out = append(out, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Model: mod, OccurredAt: at})
 		}
 		for _, b := range s.blocks(m.Content) {
-			id := kit.ID(b.ID)
+			id := validate.SafeID(b.ID)
 			if b.Type != "toolCall" || id == "" || s.open[id] {
 				continue
 			}
-			name := kit.Text(b.Name, validate.MaxText)
+			name := validate.Display(b.Name, validate.MaxText)
 			if name == "" {
 				name = "tool"
 			}
@@ -134,7 +134,7 @@ func (s *session) mapMessage(r *record, at int64, out []agentbridge.Event) ([]ag
 			out = append(out, e)
 		}
 	case "toolResult":
-		id := kit.ID(m.ToolCallID)
+		id := validate.SafeID(m.ToolCallID)
 		if !s.open[id] {
 			return out, ""
 		}
@@ -161,7 +161,7 @@ func turnEnd(m *message) (agentbridge.Event, bool) {
 		e.Outcome = agentbridge.OutcomeSuccess
 	case "error":
 		e.Outcome = agentbridge.OutcomeError
-		e.Summary = kit.Text(m.ErrorMessage, validate.MaxText)
+		e.Summary = validate.Display(m.ErrorMessage, validate.MaxText)
 	case "aborted":
 		e.Outcome = agentbridge.OutcomeCancelled
 	default:

@@ -90,7 +90,7 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 			return out, sources.CodeInvalidRecord
 		default:
 			s.turn = true
-			out = append(out, agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: kit.ID(r.MessageID), PromptText: kit.Text(text, validate.MaxText)})
+			out = append(out, agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: validate.SafeID(r.MessageID), PromptText: validate.Display(text, validate.MaxText)})
 		}
 	case "assistant":
 		if len(r.ToolCalls) == 0 {
@@ -104,7 +104,7 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 			out = s.toolStarted(c, out)
 		}
 	case "tool":
-		id := kit.ID(r.ToolCallID)
+		id := validate.SafeID(r.ToolCallID)
 		o := outcome(text)
 		if s.open[id] {
 			delete(s.open, id)
@@ -122,14 +122,14 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 }
 
 func (s *session) toolStarted(c toolCall, out []agentbridge.Event) []agentbridge.Event {
-	id := kit.ID(c.ID)
+	id := validate.SafeID(c.ID)
 	if id == "" || s.open[id] {
 		return out
 	}
-	name := cmp.Or(kit.Text(c.Function.Name, validate.MaxText), "tool")
+	name := cmp.Or(validate.Display(c.Function.Name, validate.MaxText), "tool")
 	s.open[id] = true
 	out = append(out, agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: id, Name: name})
-	if c.Function.Name != taskTool || s.subs[id] || !sources.ValidID(s.id) {
+	if c.Function.Name != taskTool || s.subs[id] || !validate.ValidID(s.id) {
 		return out
 	}
 	// the task tool runs a subagent and waits for it: the subagent's own
@@ -141,7 +141,7 @@ func (s *session) toolStarted(c toolCall, out []agentbridge.Event) []agentbridge
 	s.subs[id] = true
 	return append(out, agentbridge.Event{
 		Kind: agentbridge.KindSubagentStarted, SubagentID: id, ParentAgentID: s.id,
-		Type: kit.Text(a.Agent, validate.MaxSubagentType), Title: kit.Text(a.Task, validate.MaxTitle),
+		Type: validate.Display(a.Agent, validate.MaxSubagentType), Title: validate.Display(a.Task, validate.MaxTitle),
 	})
 }
 
@@ -201,11 +201,11 @@ func (s *session) mapMeta(data []byte, out []agentbridge.Event) ([]agentbridge.E
 	if err := json.Unmarshal(data, &m); err != nil {
 		return out, sources.CodeInvalidJSON
 	}
-	cwd := kit.Cwd(m.Environment.WorkingDirectory)
-	model := kit.Text(m.Config.ActiveModel, validate.MaxModel)
+	cwd := validate.CleanCwd(m.Environment.WorkingDirectory)
+	model := validate.Display(m.Config.ActiveModel, validate.MaxModel)
 	var title string
 	if m.TitleSource == "manual" {
-		title = kit.Text(m.Title, validate.MaxTitle)
+		title = validate.Display(m.Title, validate.MaxTitle)
 	}
 	if (cwd != "" && cwd != s.cwd) || (title != "" && title != s.title) || (model != "" && model != s.model) {
 		s.cwd, s.title, s.model = cmp.Or(cwd, s.cwd), cmp.Or(title, s.title), cmp.Or(model, s.model)

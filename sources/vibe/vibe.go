@@ -25,6 +25,7 @@ import (
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kit"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // The source's identity.
@@ -77,7 +78,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 			Roots: []string{root},
 			Match: func(p string) bool {
 				b := filepath.Base(p)
-				return (b == messagesFile || b == metaFile) && filepath.Dir(filepath.Dir(p)) == root && sources.ValidID(idOf(p))
+				return (b == messagesFile || b == metaFile) && filepath.Dir(filepath.Dir(p)) == root && validate.ValidID(idOf(p))
 			},
 			Dirs:   func(p string) bool { return filepath.Dir(p) == root }, // session directories, never their agents/
 			Window: s.cfg.Window,

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // TestJournals: every bundled journal is named by a valid session id and
@@ -20,7 +21,7 @@ func TestJournals(t *testing.T) {
 	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			if id := sources.Stem(name, ".jsonl"); !sources.ValidID(id) {
+			if id := sources.Stem(name, ".jsonl"); !validate.ValidID(id) {
 				t.Errorf("session id %q is not an identity value", id)
 			}
 			data, err := fs.ReadFile(Journals, name)

@@ -1,0 +1,183 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
+)
+
+func snap(id string, st agentbridge.Status) agentbridge.Snapshot {
+	return agentbridge.Snapshot{ID: id, Harness: "test-agent", Status: st, Title: "session " + id}
+}
+
+func count(n int) func([]hub.Entry) bool { return func(e []hub.Entry) bool { return len(e) == n } }
+
+// TestFollowKeepsStateExact applies a live stream through upserts,
+// lifecycle events, removes, a reset, a harness switched off and on, and
+// dropped connections, in both wire forms; after each step the state must
+// equal GET /v1/sessions at the same revision and no event may come twice.
+func TestFollowKeepsStateExact(t *testing.T) {
+	for _, format := range []client.Format{client.SSE, client.NDJSON} {
+		t.Run(fmt.Sprint(format), func(t *testing.T) {
+			t.Parallel()
+			b := bridgetest.Start(t, bridgetest.Options{})
+			c := b.Client()
+			const src = "test-push"
+			b.Publish(t, src, hub.Op{Op: hub.OpUpsert, Session: snap("a", agentbridge.StatusIdle)})
+			f := bridgetest.Follow(t, c, client.FollowOptions{StreamOptions: client.StreamOptions{Format: format}})
+			f.Converge(t, c, nil, count(1))
+
+			b.Publish(t, src,
+				hub.Op{Op: hub.OpEvent, SessionID: "b", Harness: "other-agent", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "b"}},
+				hub.Op{Op: hub.OpEvent, SessionID: "b", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}},
+				hub.Op{Op: hub.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t"}},
+			)
+			got := f.Converge(t, c, nil, count(2))
+			if got[1].Snapshot.Status != agentbridge.StatusRunning {
+				t.Errorf("b after turn.started: %+v, want running", got[1].Snapshot)
+			}
+
+			b.DropStreams() // resume by since: the ring still holds everything
+			b.Publish(t, src, hub.Op{Op: hub.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess}})
+			b.Publish(t, src, hub.Op{Op: hub.OpRemove, SessionID: "b"})
+			f.Converge(t, c, nil, func(e []hub.Entry) bool { return len(e) == 1 && e[0].Snapshot.Status == agentbridge.StatusDone })
+
+			b.Publish(t, src, hub.Op{Op: hub.OpReset, Sessions: []agentbridge.Snapshot{snap("c", agentbridge.StatusIdle), {ID: "d", Harness: "other-agent", Status: agentbridge.StatusWaiting, WaitingFor: "approval"}}})
+			f.Converge(t, c, nil, count(2))
+
+			if _, err := b.Hub.SetHarness(src, "other-agent", false); err != nil {
+				t.Fatal(err)
+			}
+			f.Converge(t, c, nil, count(1))
+			on, ok := f.Harnesses(src)
+			if !ok || !slices.Equal(on, []string{"test-agent"}) {
+				t.Errorf("enabled harnesses = %v (%v), want [test-agent]", on, ok)
+			}
+			if _, err := b.Hub.SetHarness(src, "other-agent", true); err != nil {
+				t.Fatal(err)
+			}
+			b.DropStreams()
+			b.Publish(t, src, hub.Op{Op: hub.OpUpsert, Session: snap("e", agentbridge.StatusIdle)})
+			f.Converge(t, c, nil, count(2))
+			f.CheckIDs(t)
+			rec := f.Record()
+			if rec.Resumed < 2 || rec.Drops < 2 {
+				t.Errorf("%d resumed connections after %d drops, want ≥ 2 of each", rec.Resumed, rec.Drops)
+			}
+			if rec.Firsts[0] != client.NameReset {
+				t.Errorf("first connection began with %q, want a reset", rec.Firsts[0])
+			}
+			for i, n := range rec.Firsts[1:] {
+				if n == client.NameReset {
+					t.Errorf("resumed connection %d began with a reset: the ring held its cursor, it must replay", i+1)
+				}
+			}
+		})
+	}
+}
+
+// TestFollowFiltered: a filtered stream folds to the filtered GET.
+func TestFollowFiltered(t *testing.T) {
+	t.Parallel()
+	b := bridgetest.Start(t, bridgetest.Options{})
+	c := b.Client()
+	q := url.Values{"status": {"running"}}
+	f := bridgetest.Follow(t, c, client.FollowOptions{StreamOptions: client.StreamOptions{Query: q, Format: client.NDJSON}})
+	b.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("a", agentbridge.StatusIdle)},
+		hub.Op{Op: hub.OpUpsert, Session: snap("b", agentbridge.StatusRunning)})
+	got := f.Converge(t, c, q, count(1))
+	if got[0].Snapshot.ID != "b" {
+		t.Errorf("filtered state %v, want only b", got)
+	}
+	b.Publish(t, "test-push", hub.Op{Op: hub.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t"}})
+	f.Converge(t, c, q, count(2))
+}
+
+// TestLoadThenFollow starts from the snapshot and follows from its
+// revision: no reset is needed to be exact.
+func TestLoadThenFollow(t *testing.T) {
+	t.Parallel()
+	b := bridgetest.Start(t, bridgetest.Options{})
+	c := b.Client()
+	b.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("a", agentbridge.StatusIdle)})
+	l, err := c.Sessions(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st client.State
+	st.Load(l)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var names []string
+	errc := make(chan error, 1)
+	go func() {
+		errc <- c.Follow(ctx, client.FollowOptions{StreamOptions: client.StreamOptions{Since: l.Revision}}, func(e client.Event) error {
+			names = append(names, e.Name)
+			if err := st.Apply(e); err != nil {
+				return err
+			}
+			if e.Name == client.NameUpsert {
+				return errDone
+			}
+			return nil
+		})
+	}()
+	b.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("b", agentbridge.StatusRunning)})
+	if err := <-errc; err != errDone {
+		t.Fatalf("Follow: %v", err)
+	}
+	want, err := c.Sessions(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Revision() != want.Revision || !cmp.Equal(st.Sessions(), want.Sessions) {
+		t.Errorf("state at %d: %v; GET /v1/sessions at %d: %v", st.Revision(), st.Sessions(), want.Revision, want.Sessions)
+	}
+	if slices.Contains(names, client.NameReset) {
+		t.Errorf("records %v: a cursor the bridge holds must not bring a reset", names)
+	}
+}
+
+var errDone = errors.New("done")
+
+func TestFollowEnds(t *testing.T) {
+	t.Parallel()
+	t.Run("nothing listens", func(t *testing.T) {
+		c := client.New(bridgetest.FreeAddr(t), "")
+		err := c.Follow(t.Context(), client.FollowOptions{}, func(client.Event) error { return nil })
+		if !errors.Is(err, client.ErrNotRunning) {
+			t.Errorf("err = %v, want ErrNotRunning", err)
+		}
+	})
+	t.Run("wrong token is not retried", func(t *testing.T) {
+		b := bridgetest.Start(t, bridgetest.Options{})
+		c := client.New(b.Addr, "wrong-token-0123456789abcdef")
+		err := c.Follow(t.Context(), client.FollowOptions{}, func(client.Event) error { return nil })
+		var se *client.StatusError
+		if !errors.As(err, &se) || se.Status != http.StatusUnauthorized || se.Retryable() {
+			t.Fatalf("err = %v, want a 401 not to retry", err)
+		}
+		if want := "the bridge refused the token"; !contains(err.Error(), want) || contains(err.Error(), "0123456789") {
+			t.Errorf("err = %q, want %q and no token", err, want)
+		}
+	})
+	t.Run("the callback's error", func(t *testing.T) {
+		b := bridgetest.Start(t, bridgetest.Options{})
+		stop := errors.New("enough")
+		err := b.Client().Follow(t.Context(), client.FollowOptions{}, func(client.Event) error { return stop })
+		if err != stop {
+			t.Errorf("err = %v, want the callback's", err)
+		}
+	})
+}

@@ -1,0 +1,141 @@
+package client
+
+import (
+	"cmp"
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+)
+
+// State is the list of sessions a stream implies: it applies reset,
+// upsert and remove records (and keeps what harnesses records say), so
+// that after the event with id N it holds exactly what GET /v1/sessions
+// (with the same filters) returned at revision N. The zero State is empty
+// and ready; it is not safe for concurrent use.
+//
+// Every source the bridge runs sends a reset when a stream starts afresh,
+// so its sessions are always replaced; a source that a restarted bridge no
+// longer runs sends nothing, and its sessions stay until Load (fetch the
+// snapshot after a restart that may have changed the configuration).
+type State struct {
+	rev       uint64
+	sources   map[string]map[string]agentbridge.Snapshot // source → id → snapshot
+	harnesses map[string][]string                        // source → enabled harness ids
+}
+
+// Load starts the state from a snapshot: follow the stream with Since set
+// to l.Revision to keep it exact.
+func (s *State) Load(l SessionList) {
+	s.rev = l.Revision
+	s.sources = map[string]map[string]agentbridge.Snapshot{}
+	for _, e := range l.Sessions {
+		s.put(e.Source, e.Snapshot)
+	}
+}
+
+// Revision is the id of the last event applied (or the revision loaded).
+func (s *State) Revision() uint64 { return s.rev }
+
+// Sessions returns every session, sorted by source then id, as GET
+// /v1/sessions does; never nil.
+func (s *State) Sessions() []hub.Entry {
+	out := []hub.Entry{}
+	for src, m := range s.sources {
+		for _, snap := range m {
+			out = append(out, hub.Entry{Source: src, Snapshot: snap.Clone()})
+		}
+	}
+	slices.SortFunc(out, func(a, b hub.Entry) int {
+		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Snapshot.ID, b.Snapshot.ID))
+	})
+	return out
+}
+
+// Session returns one session.
+func (s *State) Session(source, id string) (agentbridge.Snapshot, bool) {
+	snap, ok := s.sources[source][id]
+	return snap.Clone(), ok
+}
+
+// Harnesses returns the enabled harnesses of source as its last harnesses
+// record said; ok is false when none came.
+func (s *State) Harnesses(source string) (ids []string, ok bool) {
+	ids, ok = s.harnesses[source]
+	return slices.Clone(ids), ok
+}
+
+// Apply folds one event into the state. Diagnostics, lifecycle records and
+// unknown names change only the revision. Data that does not fit its
+// record wraps ErrBadEvent and leaves the state as it was.
+func (s *State) Apply(ev Event) error {
+	var d struct {
+		Source           string                 `json:"source"`
+		Sessions         []agentbridge.Snapshot `json:"sessions"`
+		Snapshot         *agentbridge.Snapshot  `json:"snapshot"`
+		SessionID        string                 `json:"sessionId"`
+		EnabledHarnesses []string               `json:"enabledHarnesses"`
+	}
+	switch ev.Name {
+	case NameReset, NameUpsert, NameRemove, NameHarnesses:
+		if err := json.Unmarshal(ev.Data, &d); err != nil || d.Source == "" {
+			return badEvent("%s %d has no source or does not decode", ev.Name, ev.ID)
+		}
+	}
+	switch ev.Name {
+	case NameReset:
+		if s.sources == nil {
+			s.sources = map[string]map[string]agentbridge.Snapshot{}
+		}
+		delete(s.sources, d.Source)
+		for _, snap := range d.Sessions {
+			s.put(d.Source, snap)
+		}
+	case NameUpsert:
+		if d.Snapshot == nil || d.Snapshot.ID == "" {
+			return badEvent("upsert %d has no snapshot", ev.ID)
+		}
+		s.put(d.Source, *d.Snapshot)
+	case NameRemove:
+		if d.SessionID == "" {
+			return badEvent("remove %d has no session id", ev.ID)
+		}
+		delete(s.sources[d.Source], d.SessionID)
+		if len(s.sources[d.Source]) == 0 {
+			delete(s.sources, d.Source)
+		}
+	case NameHarnesses:
+		if s.harnesses == nil {
+			s.harnesses = map[string][]string{}
+		}
+		s.harnesses[d.Source] = append([]string{}, d.EnabledHarnesses...)
+	}
+	s.rev = max(s.rev, ev.ID)
+	return nil
+}
+
+func (s *State) put(source string, snap agentbridge.Snapshot) {
+	if s.sources == nil {
+		s.sources = map[string]map[string]agentbridge.Snapshot{}
+	}
+	m := s.sources[source]
+	if m == nil {
+		m = map[string]agentbridge.Snapshot{}
+		s.sources[source] = m
+	}
+	m[snap.ID] = snap
+}
+
+// Clone returns a copy that does not share the maps of s.
+func (s *State) Clone() *State {
+	c := &State{rev: s.rev, harnesses: maps.Clone(s.harnesses)}
+	if s.sources != nil {
+		c.sources = make(map[string]map[string]agentbridge.Snapshot, len(s.sources))
+		for k, m := range s.sources {
+			c.sources[k] = maps.Clone(m)
+		}
+	}
+	return c
+}
