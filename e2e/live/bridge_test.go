@@ -1,12 +1,10 @@
 package live
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/client"
 )
 
 // snapshot is the part of a session snapshot the scenarios check.
@@ -67,13 +68,14 @@ type bridge struct {
 	out   *lockedBuffer
 	done  chan struct{}
 
-	mu       sync.Mutex
-	sessions map[string]snapshot    // "source/id" → snapshot
-	history  map[string][]string    // "source/id" → statuses in order, repeats folded
-	events   map[string][]lifecycle // "source/id" → lifecycle events
-	removed  map[string]bool
-	changed  chan struct{}
-	cancel   context.CancelFunc
+	mu      sync.Mutex
+	state   client.State           // what the stream says, folded
+	errs    []string               // what the stream did wrong
+	history map[string][]string    // "source/id" → statuses in order, repeats folded
+	events  map[string][]lifecycle // "source/id" → lifecycle events
+	removed map[string]bool
+	changed chan struct{}
+	cancel  context.CancelFunc
 }
 
 type lockedBuffer struct {
@@ -109,7 +111,7 @@ func startBridge(t *testing.T, home string) *bridge {
 	}
 	b := &bridge{
 		t: t, base: "http://" + addr, token: "live-token-0123456789abcdef", out: &lockedBuffer{},
-		done: make(chan struct{}), sessions: map[string]snapshot{}, history: map[string][]string{},
+		done: make(chan struct{}), history: map[string][]string{},
 		events: map[string][]lifecycle{}, removed: map[string]bool{}, changed: make(chan struct{}),
 	}
 	b.cmd = exec.Command(agentbridgeBin(t), "serve", "--listen", addr, "--config", cfg)
@@ -153,6 +155,12 @@ func (b *bridge) stop() {
 	if b.cancel != nil {
 		b.cancel()
 	}
+	b.mu.Lock()
+	errs := b.errs
+	b.mu.Unlock()
+	if len(errs) > 0 {
+		b.t.Errorf("the bridge's event stream: %v", errs)
+	}
 	select {
 	case <-b.done:
 		return
@@ -167,87 +175,84 @@ func (b *bridge) stop() {
 	}
 }
 
-// follow reads the NDJSON stream and applies it to the session table.
-// A dropped stream fails the test: the bridge runs on loopback and must
-// not cut a reader that keeps up. (A deliberately small reader: once the
-// project's Go client package, with resume and a reducer, is in, this
-// becomes a use of it.)
+// follow follows the event stream with the project's Go client (JSON
+// lines; it resumes after a drop without losing or repeating an event)
+// and folds it into a client.State, recording besides the statuses each
+// session went through and its lifecycle events. A duplicate event or a
+// stream that breaks its grammar fails the test.
 func (b *bridge) follow() {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.base+"/v1/events?format=ndjson", nil)
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.t.Fatalf("open stream: %v", err)
-	}
-	if res.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(res.Body)
-		b.t.Fatalf("open stream: %s: %s", res.Status, body)
-	}
+	c := client.New(strings.TrimPrefix(b.base, "http://"), b.token)
+	connected := make(chan struct{})
+	var once sync.Once
 	go func() {
-		defer res.Body.Close()
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
-			b.apply(sc.Bytes())
+		err := c.Follow(ctx, client.FollowOptions{
+			StreamOptions: client.StreamOptions{Format: client.NDJSON},
+			OnConnect:     func(bool) { once.Do(func() { close(connected) }) },
+			OnDuplicate:   func(ev client.Event) { b.fail(fmt.Sprintf("event %d delivered twice", ev.ID)) },
+		}, b.apply)
+		if ctx.Err() == nil {
+			b.fail(fmt.Sprintf("the stream ended: %v", err))
+			once.Do(func() { close(connected) })
 		}
 	}()
+	select {
+	case <-connected:
+	case <-time.After(15 * time.Second):
+		b.t.Fatal("the event stream did not open")
+	}
 }
 
-func (b *bridge) apply(line []byte) {
-	var rec struct {
-		Event string          `json:"event"`
-		Data  json.RawMessage `json:"data"`
-	}
-	if json.Unmarshal(line, &rec) != nil {
-		return
-	}
+func (b *bridge) fail(msg string) {
+	b.mu.Lock()
+	b.errs = append(b.errs, msg)
+	b.mu.Unlock()
+}
+
+func (b *bridge) apply(ev client.Event) error {
 	var d struct {
-		Source    string     `json:"source"`
-		Sessions  []snapshot `json:"sessions"`
-		Snapshot  snapshot   `json:"snapshot"`
-		SessionID string     `json:"sessionId"`
-		Event     lifecycle  `json:"event"`
+		Source    string    `json:"source"`
+		SessionID string    `json:"sessionId"`
+		Event     lifecycle `json:"event"`
 	}
-	if json.Unmarshal(rec.Data, &d) != nil {
-		return
-	}
+	_ = json.Unmarshal(ev.Data, &d)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	put := func(s snapshot) {
-		k := d.Source + "/" + s.ID
-		b.sessions[k] = s
-		delete(b.removed, k)
-		h := b.history[k]
-		if len(h) == 0 || h[len(h)-1] != s.Status {
-			b.history[k] = append(h, s.Status)
-		}
+	if err := b.state.Apply(ev); err != nil {
+		b.errs = append(b.errs, err.Error())
+		return nil
 	}
-	switch rec.Event {
-	case "reset":
-		for k := range b.sessions {
-			if strings.HasPrefix(k, d.Source+"/") {
-				delete(b.sessions, k)
+	switch ev.Name {
+	case client.NameReset, client.NameUpsert:
+		for _, e := range b.state.Sessions() {
+			if e.Source != d.Source {
+				continue
+			}
+			k := e.Source + "/" + e.Snapshot.ID
+			delete(b.removed, k)
+			h := b.history[k]
+			if st := string(e.Snapshot.Status); len(h) == 0 || h[len(h)-1] != st {
+				b.history[k] = append(h, st)
 			}
 		}
-		for _, s := range d.Sessions {
-			put(s)
-		}
-	case "upsert":
-		put(d.Snapshot)
-	case "remove":
-		k := d.Source + "/" + d.SessionID
-		delete(b.sessions, k)
-		b.removed[k] = true
-	case "lifecycle":
+	case client.NameRemove:
+		b.removed[d.Source+"/"+d.SessionID] = true
+	case client.NameLifecycle:
 		k := d.Source + "/" + d.SessionID
 		b.events[k] = append(b.events[k], d.Event)
-	default:
-		return
 	}
 	close(b.changed)
 	b.changed = make(chan struct{})
+	return nil
+}
+
+// convert turns the bridge's snapshot into the suite's flat form.
+func convert(s agentbridge.Snapshot) snapshot {
+	var out snapshot
+	b, _ := json.Marshal(s)
+	_ = json.Unmarshal(b, &out)
+	return out
 }
 
 // Sessions returns the sessions of one source.
@@ -255,9 +260,9 @@ func (b *bridge) Sessions(source string) []snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []snapshot
-	for k, s := range b.sessions {
-		if strings.HasPrefix(k, source+"/") {
-			out = append(out, s)
+	for _, e := range b.state.Sessions() {
+		if e.Source == source {
+			out = append(out, convert(e.Snapshot))
 		}
 	}
 	return out
@@ -267,8 +272,8 @@ func (b *bridge) Sessions(source string) []snapshot {
 func (b *bridge) Session(source, id string) (snapshot, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s, ok := b.sessions[source+"/"+id]
-	return s, ok
+	s, ok := b.state.Session(source, id)
+	return convert(s), ok
 }
 
 // History returns the statuses a session went through, repeats folded.
@@ -353,11 +358,15 @@ func (b *bridge) dump() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var sb strings.Builder
-	for k, s := range b.sessions {
-		fmt.Fprintf(&sb, "\n  %s %s history=%v", k, s, b.history[k])
+	for _, e := range b.state.Sessions() {
+		k := e.Source + "/" + e.Snapshot.ID
+		fmt.Fprintf(&sb, "\n  %s %s history=%v", k, convert(e.Snapshot), b.history[k])
 	}
 	for k := range b.removed {
 		fmt.Fprintf(&sb, "\n  %s removed", k)
+	}
+	for _, e := range b.errs {
+		fmt.Fprintf(&sb, "\n  stream: %s", e)
 	}
 	return sb.String()
 }
