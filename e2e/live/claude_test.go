@@ -44,16 +44,7 @@ func newClaudeRig(t *testing.T, c agentCLI) *claudeRig {
 		}
 	}
 	r.seed()
-	if keep := os.Getenv("AGENTBRIDGE_LIVE_KEEP"); keep != "" {
-		// Keep the CLI's home for a look after the run (cleanups run last
-		// registered first: this one after the CLI is gone).
-		t.Cleanup(func() {
-			dst := filepath.Join(keep, strings.NewReplacer("/", "_", " ", "_", ":", "").Replace(t.Name()))
-			os.RemoveAll(dst)
-			os.MkdirAll(dst, 0o755)
-			exec.Command("cp", "-a", r.config, dst).Run()
-		})
-	}
+	keepHome(t, r.config)
 	r.model = newModelServer(t, messagesAPI{})
 	r.bridge = startBridge(t, r.home)
 	return r

@@ -85,14 +85,7 @@ hide_full_access_warning = true
 		t.Fatal(err)
 	}
 	t.Cleanup(r.killDaemons)
-	if keep := os.Getenv("AGENTBRIDGE_LIVE_KEEP"); keep != "" {
-		t.Cleanup(func() {
-			dst := filepath.Join(keep, strings.NewReplacer("/", "_", " ", "_", ":", "").Replace(t.Name()))
-			os.RemoveAll(dst)
-			os.MkdirAll(dst, 0o755)
-			exec.Command("cp", "-a", r.codex, dst).Run()
-		})
-	}
+	keepHome(t, r.codex)
 	r.bridge = startBridge(t, r.home)
 	return r
 }

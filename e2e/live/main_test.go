@@ -48,6 +48,23 @@ func enabled(t *testing.T) {
 	}
 }
 
+// keepHome copies an agent's home to $AGENTBRIDGE_LIVE_KEEP/<test name>
+// when the test ends, for a look after the run. Register it before the
+// CLI starts: cleanups run last registered first, so this one runs after
+// the CLI is gone.
+func keepHome(t *testing.T, dir string) {
+	keep := os.Getenv("AGENTBRIDGE_LIVE_KEEP")
+	if keep == "" {
+		return
+	}
+	t.Cleanup(func() {
+		dst := filepath.Join(keep, strings.NewReplacer("/", "_", " ", "_", ":", "").Replace(t.Name()))
+		os.RemoveAll(dst)
+		os.MkdirAll(dst, 0o755)
+		exec.Command("cp", "-a", dir, dst).Run()
+	})
+}
+
 // ---- the table of scenarios × agents ----
 
 var (
