@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
@@ -279,6 +280,7 @@ func (h *handler) syncExit(id string, se *session) {
 	}
 	if h.ss.Exited(id) {
 		se.exited = true
+		se.m.Gone(time.Now().UnixMilli())
 		se.m.Exited(0, nil, "")
 	}
 }
@@ -384,6 +386,7 @@ func (h *handler) exit(id string, se *session) {
 		return
 	}
 	se.exited = true
+	se.m.Gone(time.Now().UnixMilli())
 	h.publish(id, se, se.m.Exited(0, nil, ""))
 }
 

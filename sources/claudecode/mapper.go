@@ -74,6 +74,10 @@ type Mapper struct {
 	// reason is the registry's own text, e.g. "permission prompt").
 	regWaitTool string
 	answered    bool // the open turn has a reply from the model
+	// goneAt is when the bound process was seen gone (epoch ms; 0: not
+	// gone). Records stamped no later were written by that process and
+	// read after its exit: they no longer start or end anything.
+	goneAt int64
 
 	out []agentbridge.Event
 	dec decoder
@@ -197,6 +201,15 @@ func (m *Mapper) record(r *record) {
 	if at > m.lastAt {
 		m.lastAt = at
 	}
+	if m.goneAt != 0 && at != 0 && at <= m.goneAt {
+		switch r.Type {
+		case "user", "assistant", "system", "attachment":
+			// The tail of a process that exited, read after its exit was
+			// seen: the session stays exited, and no turn opens without a
+			// process to run it.
+			return
+		}
+	}
 	if c := validate.CleanCwd(r.Cwd); c != "" && !r.IsSidechain {
 		if m.cwd == "" || !m.started {
 			m.cwd = c
@@ -283,6 +296,7 @@ func (m *Mapper) LastAt() int64 { return m.lastAt }
 // Restate reports.
 func (m *Mapper) SetOrigin(pid int, cwd string, startedAt int64) {
 	m.pid, m.startAt = pid, startedAt
+	m.goneAt = 0
 	if m.cwd == "" {
 		m.cwd = validate.CleanCwd(cwd)
 	}
@@ -670,6 +684,13 @@ func (m *Mapper) subDone(id string, outcome agentbridge.Outcome, at int64) {
 	}
 	m.emit(agentbridge.Event{Kind: agentbridge.KindSubagentDone, OccurredAt: at, SubagentID: id, Outcome: outcome})
 }
+
+// Gone records when the bound process was seen gone (epoch ms, the
+// caller's clock): transcript lines read later but stamped no later were
+// written by that process before it died, and change nothing (a reply
+// read after the exit does not open a turn without a prompt). A new
+// process (SetOrigin) clears it.
+func (m *Mapper) Gone(at int64) { m.goneAt = at }
 
 // Exited ends the session's process: every subagent still running is
 // cancelled, then agent.exited (which closes open waits and tools). at is

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/validate"
@@ -289,5 +290,43 @@ func TestTurnIDsUnique(t *testing.T) {
 	}
 	if len(seen) != 3 {
 		t.Errorf("%d turns, want 3", len(seen))
+	}
+}
+
+// TestLateTailAfterExit: lines the exited process wrote, read only after
+// its exit was seen (pidfd and tailer race), change nothing: no second
+// turn, no "done" for a process that is gone. A later process's lines
+// (stamped after) are read as usual.
+func TestLateTailAfterExit(t *testing.T) {
+	m := NewMapper("s-1", MapperOptions{})
+	s := validate.NewSession("s-1", Harness)
+	fold := func(evs []agentbridge.Event) {
+		for _, e := range evs {
+			if is := s.Apply(e); len(is) > 0 {
+				t.Fatalf("fold rejects %s: %+v", e.Kind, is)
+			}
+		}
+	}
+	line := func(l string) {
+		evs, err := m.Line([]byte(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fold(evs)
+	}
+	line(prompt(sid, 1, "p-1", "answer headless")) // 12:00:01
+	m.Gone(time.Date(2026, 5, 1, 12, 0, 5, 0, time.UTC).UnixMilli())
+	fold(m.Exited(0, nil, ""))
+	line(reply(sid, 2, "Headless answer.", "end_turn")) // 12:00:02: written before the exit
+	line(rec(sid, 3, "system", `"subtype":"turn_duration","durationMs":10`))
+	if snap := s.Snapshot(); snap.Status != agentbridge.StatusExited || snap.LastTurn != "" {
+		t.Errorf("after the late tail: status %q lastTurn %q, want exited with no turn ended", snap.Status, snap.LastTurn)
+	}
+	// A resumed process (bound with SetOrigin) writes on: read as usual.
+	m.SetOrigin(4242, "/work/proj", 0)
+	fold([]agentbridge.Event{m.Restate()})
+	line(prompt(sid, 9, "p-9", "next"))
+	if snap := s.Snapshot(); snap.Status != agentbridge.StatusRunning {
+		t.Errorf("a new process's prompt: status %q, want running", snap.Status)
 	}
 }
