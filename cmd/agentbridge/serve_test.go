@@ -177,7 +177,7 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 		{"auth none on all interfaces", []string{"--listen=0.0.0.0:0", "--allow-remote", "--auth=none"}, nil, "auth none"},
 		{"non-loopback without the flag", []string{"--listen=0.0.0.0:0"}, nil, "allowRemote"},
 		{"auth none from the environment", []string{"--allow-remote"}, []string{"AGENTBRIDGE_LISTEN=[::]:0", "AGENTBRIDGE_AUTH=none"}, "auth none"},
-		{"unknown source switch", nil, []string{"AGENTBRIDGE_CONFIG=CFG"}, "sources.cursor"},
+		{"unknown source switch", nil, []string{"AGENTBRIDGE_CONFIG=CFG"}, "sources.nosuchagent"},
 		{"stray argument", []string{"now"}, nil, "unexpected argument"},
 		{"bad flag", []string{"--listen"}, nil, ""},
 	}
@@ -186,7 +186,7 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 			t.Parallel()
 			home := t.TempDir()
 			cfg := filepath.Join(home, "c.yaml")
-			if err := os.WriteFile(cfg, []byte("listen: 127.0.0.1:0\nsources:\n  cursor: {enabled: false}\n"), 0o600); err != nil {
+			if err := os.WriteFile(cfg, []byte("listen: 127.0.0.1:0\nsources:\n  nosuchagent: {enabled: false}\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			env := []string{"HOME=" + home}

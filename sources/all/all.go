@@ -7,6 +7,8 @@ package all
 import (
 	_ "github.com/agentbridge/agentbridge/sources/claudecode" // claude-code
 	_ "github.com/agentbridge/agentbridge/sources/codex"      // codex
+	_ "github.com/agentbridge/agentbridge/sources/copilot"    // copilot: copilot-cli
+	_ "github.com/agentbridge/agentbridge/sources/cursor"     // cursor: cursor-agent
 	_ "github.com/agentbridge/agentbridge/sources/example"    // example
 	_ "github.com/agentbridge/agentbridge/sources/gemini"     // gemini: gemini-cli, antigravity-cli
 	_ "github.com/agentbridge/agentbridge/sources/kiro"       // kiro

@@ -5,6 +5,8 @@
 // session's journals into a home at the byte offsets they were recorded
 // at, runs a real source over them and checks the statuses it reports
 // against the phases the recording's authors expect (see LoadScenario).
+// Start runs a source against a new Hub for a test, Append grows a journal,
+// Golden compares a result with its golden file.
 package sourcestest
 
 import (

@@ -1,7 +1,6 @@
 package sourcestest
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,7 +8,15 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/hub"
-	"github.com/agentbridge/agentbridge/sources"
+)
+
+// The diagnostic codes of package sources that mean a source emitted what
+// the fold or the hub refused (sources.CodeInvalidEvent,
+// sources.CodePublishRefused; this package cannot import sources, whose
+// own tests import it).
+const (
+	codeInvalidEvent   = "invalid-event"
+	codePublishRefused = "publish-refused"
 )
 
 // Replay plays recordings into a real source: it starts the source on an
@@ -19,7 +26,9 @@ import (
 // they did), then writes what the log did not see (a journal's last bytes
 // often land after its last logged size), and hands back the Hub the source
 // published to. A logged size below what was written means the agent
-// rewrote the journal: it is truncated and written again up to that size.
+// rewrote the journal: a new file of that size (the recording's final
+// bytes up to it) is renamed over it, as the recorder's log shows it
+// (transcript_new).
 type Replay struct {
 	// New returns the source to run over home (required).
 	New func(home string) hub.Source
@@ -57,32 +66,7 @@ func (r Replay) Run(t testing.TB, rec *Recording) *Hub {
 		t.Fatalf("%s: %v", rec.Name, err)
 	}
 	home := t.TempDir()
-	src := r.New(home)
-	enabled := r.Enabled
-	if enabled == nil {
-		for _, h := range src.Info().Harnesses {
-			enabled = append(enabled, h.ID)
-		}
-	}
-	h := New()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx, hub.Start{Enabled: enabled, Publisher: h}) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run = %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("Run did not return after cancel")
-		}
-		if n := h.Refused(); n > 0 {
-			t.Errorf("the hub refused %d calls", n)
-		}
-	})
-	h.WaitFor(t, "the first reset", func(h *Hub) bool { return h.Resets() > 0 })
+	h := Start(t, r.New(home), r.Enabled)
 
 	type journal struct {
 		data    []byte
@@ -106,33 +90,45 @@ func (r Replay) Run(t testing.TB, rec *Recording) *Hub {
 		bySession[f.Session] = j
 		order = append(order, j)
 	}
+	rw, err := newReadWatch()
+	if err != nil {
+		t.Fatalf("inotify: %v", err)
+	}
+	defer rw.close()
 	write := func(j *journal, size int) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(j.path), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		if err := rw.add(filepath.Dir(j.path)); err != nil {
+			t.Fatal(err)
+		}
+		rw.reads(0) // forget earlier reads
 		if size < j.written {
-			flags |= os.O_TRUNC
-			j.written = 0
-		}
-		fd, err := os.OpenFile(j.path, flags, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		before := sources.ReadActivity().Reads
-		if _, err := fd.Write(j.data[j.written:size]); err != nil {
-			t.Fatal(err)
-		}
-		if err := fd.Close(); err != nil {
-			t.Fatal(err)
+			// Rewritten: a new file with the first size bytes replaces it.
+			tmp := j.path + ".rewrite~"
+			if err := os.WriteFile(tmp, j.data[:size], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, j.path); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			fd, err := os.OpenFile(j.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fd.Write(j.data[j.written:size]); err != nil {
+				t.Fatal(err)
+			}
+			if err := fd.Close(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		j.written = size
 		// Let the source read this stage (often a cut line) on its own
 		// before the next write; a slow source just sees stages merged.
-		for deadline := time.Now().Add(stageWait); sources.ReadActivity().Reads == before && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		rw.waitRead(j.path, stageWait)
 	}
 	for _, g := range rec.Growth {
 		j := bySession[g.Session]
@@ -149,24 +145,23 @@ func (r Replay) Run(t testing.TB, rec *Recording) *Hub {
 			write(j, len(j.data))
 		}
 	}
-	settle(t, h)
+	settle(t, h, rw)
 	return h
 }
 
-// settle waits until neither the hub nor the tailers have done anything
-// for quiet (bounded by Timeout).
-func settle(t testing.TB, h *Hub) {
+// settle waits until the source has neither read a journal nor called the
+// hub for quiet (bounded by Timeout).
+func settle(t testing.TB, h *Hub, rw *readWatch) {
 	t.Helper()
 	deadline := time.Now().Add(Timeout)
-	last, reads := len(h.Calls()), sources.ReadActivity().Reads
-	still := time.Now()
-	for time.Since(still) < quiet {
+	last := len(h.Calls())
+	for still := time.Now(); time.Since(still) < quiet; {
 		if time.Now().After(deadline) {
 			t.Fatalf("the source did not settle within %v", Timeout)
 		}
-		time.Sleep(10 * time.Millisecond)
-		if n, r := len(h.Calls()), sources.ReadActivity().Reads; n != last || r != reads {
-			last, reads, still = n, r, time.Now()
+		read := len(rw.reads(10*time.Millisecond)) > 0
+		if n := len(h.Calls()); n != last || read {
+			last, still = n, time.Now()
 		}
 	}
 }
@@ -174,7 +169,8 @@ func settle(t testing.TB, h *Hub) {
 // Check replays every recording of sc as a subtest and checks each
 // against sc's phases (CheckPhases), failing the subtest on every
 // mismatch; notes on skipped phases are logged. A scenario without a
-// recording is skipped.
+// recording is skipped. Events the fold rejected (diagnostic
+// invalid-event) fail it too: a source must only emit valid events.
 func (r Replay) Check(t *testing.T, sc *Scenario) {
 	t.Helper()
 	if len(sc.Recordings) == 0 {
@@ -189,6 +185,11 @@ func (r Replay) Check(t *testing.T, sc *Scenario) {
 			}
 			for _, p := range problems {
 				t.Error(p)
+			}
+			for _, d := range h.Diagnostics() {
+				if d.Code == codeInvalidEvent || d.Code == codePublishRefused {
+					t.Errorf("the source reported %s: %s", d.Code, d.Message)
+				}
 			}
 			if len(problems) > 0 {
 				t.Log(describeTransitions(h.Transitions()))

@@ -1,0 +1,235 @@
+// Package copilot reports GitHub Copilot CLI's sessions. Copilot writes
+// one append-only journal per session at
+// $COPILOT_HOME/session-state/<sessionId>/events.jsonl (COPILOT_HOME
+// defaults to ~/.copilot), one event per line in the envelope
+// {"id","parentId","timestamp","type","data"}; events of a subagent carry
+// "agentId" too. Unlike most agents, Copilot writes its approvals to disk
+// (permission.requested / permission.completed), so waiting is observed
+// from the journal. The mapping is record.go (pure), the process binding
+// process.go, the rules README.md.
+//
+// The session id is the directory's name (the same as session.start's
+// data.sessionId). The directory's other files (workspace.yaml, session.db,
+// inuse.<pid>.lock, checkpoints/, files/) are never read as journals; only
+// the lock files' names are listed, to find the process.
+package copilot
+
+import (
+	"context"
+	"github.com/agentbridge/agentbridge/validate"
+	"io/fs"
+	"maps"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
+	"github.com/agentbridge/agentbridge/sources"
+)
+
+// The source's identity.
+const (
+	ID          = "copilot"
+	DisplayName = "GitHub Copilot CLI"
+	Harness     = "copilot-cli"
+	EnvHome     = "COPILOT_HOME"
+	journalName = "events.jsonl"
+)
+
+// info describes the source.
+var info = agentbridge.SourceInfo{
+	ID:                   ID,
+	DisplayName:          DisplayName,
+	Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: "Copilot CLI"}},
+	EnvironmentVariables: []string{EnvHome},
+	Observes: map[string]agentbridge.Observe{
+		"waiting":   {How: agentbridge.Observed, From: "journal"}, // permission.requested and the other requests are on disk
+		"exited":    {How: agentbridge.Observed, From: "process"}, // the lock file's process through a pidfd; session.shutdown
+		"subagents": {How: agentbridge.Observed, From: "journal"}, // subagent.started / completed / failed
+		"title":     {How: agentbridge.Observed, From: "journal"}, // session.title_changed, else the first prompt
+		"model":     {How: agentbridge.Observed, From: "journal"}, // model_change, auto_mode_resolved, assistant.message
+	},
+}
+
+func init() {
+	sources.Register(sources.Registration{
+		Info:        info,
+		HomeEnv:     EnvHome,
+		DefaultHome: sources.HomeUnder(".copilot"),
+		New:         func(o sources.Options) hub.Source { return New(o) },
+	})
+}
+
+// Source reports Copilot CLI's sessions. It implements hub.Source.
+type Source struct{ opt sources.Options }
+
+// New returns the source for opt.Home (Copilot's home: $COPILOT_HOME, else
+// ~/.copilot); it touches nothing until Run. opt.Window bounds which
+// journals are read at start, and how long a session with no process and
+// no event stays; opt.Linger how long an exited one stays.
+func New(opt sources.Options) *Source { return &Source{opt: opt} }
+
+// SessionsDir returns where Copilot under home keeps its session
+// directories.
+func SessionsDir(home string) string { return filepath.Join(home, "session-state") }
+
+// Info describes the source.
+func (s *Source) Info() agentbridge.SourceInfo { return info }
+
+// Run follows the journals until ctx ends (see hub.Source).
+func (s *Source) Run(ctx context.Context, st hub.Start) error {
+	root := filepath.Clean(SessionsDir(s.opt.Home))
+	return sources.Follow(ctx, st, sources.FollowConfig{
+		Tail: sources.TailConfig{
+			Roots:  []string{root},
+			Match:  func(p string) bool { return sessionID(root, p) != "" },
+			Dirs:   func(p string) bool { return filepath.Dir(p) == root && validate.ValidID(filepath.Base(p)) },
+			Window: s.opt.Window,
+			// A journal older than the window is read at start when a live
+			// process has its session (a lock names it): Copilot does not
+			// hold the journal open, so the default (its holder) never is.
+			Recent: func(p string, _ fs.FileInfo) bool { return liveLatest(proc.Root, lockPIDs(filepath.Dir(p))) > 0 },
+			Logger: s.opt.Logger,
+		},
+		Linger: s.opt.Linger,
+		Logger: s.opt.Logger,
+	}, func(ss *sources.Sessions) sources.Handler { return newHandler(ss, root) })
+}
+
+// sessionID returns the session of a journal path under root
+// (root/<id>/events.jsonl), or "" when path is no journal.
+func sessionID(root, path string) string {
+	if filepath.Base(path) != journalName {
+		return ""
+	}
+	dir := filepath.Dir(path)
+	if filepath.Dir(dir) != root {
+		return ""
+	}
+	if id := filepath.Base(dir); validate.ValidID(id) {
+		return id
+	}
+	return ""
+}
+
+// handler maps journal lines to events and binds sessions to processes;
+// Sessions does the rest. It runs on the source's goroutine only.
+type handler struct {
+	*sources.Sessions
+	root    string
+	procfs  string               // /proc, or a fake in tests
+	maps    map[string]*mapper   // per session
+	pending map[string]bindQuery // sessions to bind to a process at Idle
+	buf     []agentbridge.Event
+}
+
+// bindQuery is what finding a session's process needs.
+type bindQuery struct {
+	dir   string
+	cwd   string
+	since time.Time
+}
+
+func newHandler(ss *sources.Sessions, root string) *handler {
+	return &handler{Sessions: ss, root: root, procfs: proc.Root, maps: map[string]*mapper{}, pending: map[string]bindQuery{}}
+}
+
+// Line maps one record and folds its events into the file's session.
+func (h *handler) Line(path string, line []byte) {
+	id := sessionID(h.root, path)
+	m := h.maps[id]
+	if m == nil {
+		m = &mapper{session: id}
+		h.maps[id] = m
+	}
+	var code string
+	h.buf, code = m.Map(line, h.buf[:0])
+	if code != "" {
+		h.BadLine(code)
+	}
+	for _, e := range h.buf {
+		if !h.Event(id, Harness, e) || e.Kind != agentbridge.KindSessionStarted {
+			continue
+		}
+		if t := m.env.Type; t == typeSessionStart || t == typeSessionResume {
+			q := bindQuery{dir: filepath.Dir(path), cwd: e.Cwd}
+			if e.OccurredAt > 0 {
+				q.since = time.UnixMilli(e.OccurredAt)
+			}
+			h.pending[id] = q // a (new) process has the session: find it at Idle
+		}
+	}
+}
+
+// Idle binds the sessions that (re)started since the last Idle to their
+// processes, after every line of the burst was read (a session that ended
+// in the same burst is not bound), then lets Sessions flush.
+func (h *handler) Idle() {
+	if len(h.pending) > 0 {
+		h.bindPending()
+	}
+	h.Sessions.Idle()
+}
+
+// bindPending binds each pending session by its lock file, then the ones
+// without a live lock by cwd and start time (one pass over /proc for all
+// of them), never to a process that a lock or another session already
+// claims.
+func (h *handler) bindPending() {
+	bound := map[int]bool{}
+	for _, id := range h.IDs() {
+		if s := h.Get(id); s != nil && s.Snapshot().PID > 0 && !h.Exited(id) {
+			bound[s.Snapshot().PID] = true
+		}
+	}
+	var byCwd []string
+	for _, id := range slices.Sorted(maps.Keys(h.pending)) {
+		if h.Get(id) == nil || h.Exited(id) {
+			continue
+		}
+		if pid := liveLatest(h.procfs, lockPIDs(h.pending[id].dir)); pid > 0 {
+			bound[pid] = true
+			h.BindPID(id, pid)
+		} else if h.pending[id].cwd != "" {
+			byCwd = append(byCwd, id)
+		}
+	}
+	if len(byCwd) > 0 {
+		cands := copilotProcesses(h.procfs)
+		for _, id := range byCwd {
+			q := h.pending[id]
+			if pid := pickByCwd(cands, q.cwd, q.since, func(p int) bool { return bound[p] }); pid > 0 {
+				bound[pid] = true
+				h.BindPID(id, pid)
+			}
+		}
+	}
+	clear(h.pending)
+}
+
+// Rescan drops every mapper: all journals are read again from the start.
+func (h *handler) Rescan() {
+	clear(h.maps)
+	clear(h.pending)
+	h.Sessions.Rescan()
+}
+
+// Truncated drops the session's state: its journal (rewritten by /undo)
+// is read again.
+func (h *handler) Truncated(path string) {
+	id := sessionID(h.root, path)
+	delete(h.maps, id)
+	h.Restart(id)
+}
+
+// Removed ends the session: its journal is gone.
+func (h *handler) Removed(path string) {
+	id := sessionID(h.root, path)
+	delete(h.maps, id)
+	delete(h.pending, id)
+	h.Stop(id, "journal removed")
+}
+
+var _ hub.Source = (*Source)(nil)

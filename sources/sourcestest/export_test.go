@@ -1,0 +1,7 @@
+package sourcestest
+
+// The unexported codes, for the external tests.
+const (
+	CodeInvalidEvent   = codeInvalidEvent
+	CodePublishRefused = codePublishRefused
+)

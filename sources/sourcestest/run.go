@@ -1,0 +1,98 @@
+package sourcestest
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbridge/agentbridge/hub"
+)
+
+// Start runs src with the harnesses in enabled switched on (all of the
+// source's when nil) against a new Hub, waits for its first reset and
+// returns the Hub. When the test ends the source is stopped, and the test
+// fails if Run returned an error, did not return, or the hub refused any of
+// its calls.
+func Start(t testing.TB, src hub.Source, enabled []string) *Hub {
+	t.Helper()
+	if enabled == nil {
+		for _, h := range src.Info().Harnesses {
+			enabled = append(enabled, h.ID)
+		}
+	}
+	h := New()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, hub.Start{Enabled: enabled, Publisher: h}) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run = %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("Run did not return after cancel")
+		}
+		if n := h.Refused(); n > 0 {
+			t.Errorf("the hub refused %d calls", n)
+		}
+	})
+	h.WaitFor(t, "the first reset", func(h *Hub) bool { return h.Resets() > 0 })
+	return h
+}
+
+// Append appends s to the file at path, making it and its directories as
+// needed, in one write.
+func Append(t testing.TB, path, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Golden compares got, as indented JSON, with the golden file at path (a
+// *T of the same type is decoded from it and compared with go-cmp); with
+// update it writes the file instead.
+func Golden[T any](t testing.TB, path string, got T, update bool) {
+	t.Helper()
+	if update {
+		b, err := json.MarshalIndent(got, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the test with -update to create it)", err)
+	}
+	var want T
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+	}
+}
