@@ -33,9 +33,39 @@ func KeyOf(info fs.FileInfo) (FileKey, bool) {
 // skipped. Its cost grows with the number of open descriptors on the
 // machine, so call it once per scan, never on a timer.
 func OpenFiles(root string, match func(target string) bool) (map[FileKey][]int, error) {
+	return openFiles(root, match, nil)
+}
+
+// Writers is OpenFiles restricted to the agent's writers: descriptors open
+// for writing (O_WRONLY or O_RDWR, from /proc/<pid>/fdinfo) by processes
+// that agent matches. Readers (tail -f, less, cp, an editor's buffer) are
+// never listed.
+func Writers(root string, match func(target string) bool, agent Agent) (map[FileKey][]int, error) {
+	return openFiles(root, match, writers(root, agent))
+}
+
+// writers returns the descriptor filter of Writers; it inspects each
+// process once per pass.
+func writers(root string, agent Agent) func(pid int, fd string) bool {
+	lastPID, lastOK := 0, false
+	return func(pid int, fd string) bool {
+		if !openForWriting(root, pid, fd) {
+			return false
+		}
+		if pid != lastPID {
+			lastPID, lastOK = pid, agent.Match(root, pid)
+		}
+		return lastOK
+	}
+}
+
+func openFiles(root string, match func(target string) bool, keep func(pid int, fd string) bool) (map[FileKey][]int, error) {
 	out := map[FileKey][]int{}
-	err := eachFD(root, func(pid int, link, target string) {
+	err := eachFD(root, func(pid int, fd, link, target string) {
 		if match != nil && !match(target) {
+			return
+		}
+		if keep != nil && !keep(pid, fd) {
 			return
 		}
 		fi, err := os.Stat(link)
@@ -57,6 +87,17 @@ func OpenFiles(root string, match func(target string) bool) (map[FileKey][]int, 
 // Descriptors are compared by device and inode, among those whose target
 // has the file's base name.
 func FindHolders(root, path string) ([]int, error) {
+	return findHolders(root, path, nil)
+}
+
+// FindWriters is FindHolders restricted to the agent's writers (see
+// Writers): the processes agent matches that hold the file open for
+// writing.
+func FindWriters(root, path string, agent Agent) ([]int, error) {
+	return findHolders(root, path, writers(root, agent))
+}
+
+func findHolders(root, path string, keep func(pid int, fd string) bool) ([]int, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("proc: find holders: %w", err)
@@ -71,7 +112,7 @@ func FindHolders(root, path string) ([]int, error) {
 	// practice; see OpenFiles for other matches.)
 	base := filepath.Base(path)
 	var pids []int
-	err = eachFD(root, func(pid int, link, target string) {
+	err = eachFD(root, func(pid int, fd, link, target string) {
 		if len(pids) > 0 && pids[len(pids)-1] == pid {
 			return
 		}
@@ -80,6 +121,9 @@ func FindHolders(root, path string) ([]int, error) {
 		}
 		fi, err := os.Stat(link)
 		if err != nil {
+			return
+		}
+		if keep != nil && !keep(pid, fd) {
 			return
 		}
 		if k, ok := KeyOf(fi); ok && k == key {
@@ -91,8 +135,9 @@ func FindHolders(root, path string) ([]int, error) {
 
 // eachFD calls f for every descriptor of every other process whose target
 // is a path (not a socket, pipe or anonymous inode), pids in ascending
-// order. link is root/<pid>/fd/<n>; target what it points to.
-func eachFD(root string, f func(pid int, link, target string)) error {
+// order. fd is the descriptor's number, link is root/<pid>/fd/<fd>; target
+// what it points to.
+func eachFD(root string, f func(pid int, fd, link, target string)) error {
 	d, err := os.Open(root)
 	if err != nil {
 		return fmt.Errorf("proc: list processes: %w", err)
@@ -124,7 +169,7 @@ func eachFD(root string, f func(pid int, link, target string)) error {
 			if err != nil || !strings.HasPrefix(target, "/") {
 				continue
 			}
-			f(pid, link, target)
+			f(pid, n, link, target)
 		}
 	}
 	return nil

@@ -12,6 +12,8 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
@@ -35,6 +37,10 @@ func (h pidLines) Line(_ string, line []byte) {
 		h.Event(f[0], "a", e)
 	case "bind":
 		h.BindPID(f[0], pid)
+	case "hold": // "<session> hold <journal>"
+		if h.Event(f[0], "a", agentbridge.Event{Kind: agentbridge.KindSessionStarted}) {
+			h.BindHolder(f[0], f[2])
+		}
 	default:
 		h.BadLine(CodeInvalidRecord)
 	}
@@ -162,5 +168,53 @@ func TestBindPIDAfterExit(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestBindHolderOnlyTheAgentsWriter: of the processes holding a journal
+// open, BindHolder takes only the one writing it that FollowConfig.Agent
+// names: a journal held by readers alone (tail -f, less) stays unbound,
+// and their exit changes nothing.
+func TestBindHolderOnlyTheAgentsWriter(t *testing.T) {
+	dir := t.TempDir()
+	ctl := filepath.Join(dir, "ctl.jsonl")
+	readOnly := filepath.Join(dir, "read.log")
+	written := filepath.Join(dir, "written.log")
+	for _, p := range []string{ctl, readOnly, written} {
+		appendFile(t, p, "")
+	}
+	// One reader, named like the agent: alone it would pass for the holder.
+	readers := []*exec.Cmd{proctest.Hold(t, "agentx", readOnly, proctest.Read)}
+	proctest.Hold(t, "", written, proctest.Write) // a writer that is not the agent
+	writer := proctest.Hold(t, "agentx", written, proctest.Write)
+
+	h := sourcestest.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Follow(ctx, hub.Start{Enabled: []string{"a"}, Publisher: h},
+			FollowConfig{Tail: TailConfig{Roots: []string{dir}}, Agent: proc.Agent{Names: []string{"agentx"}}},
+			func(s *Sessions) Handler { return pidLines{s} })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Follow = %v", err)
+		}
+	})
+	h.WaitFor(t, "the source to start", func(*sourcestest.Hub) bool { return h.Resets() > 0 })
+	appendFile(t, ctl, "r hold "+readOnly+"\nw hold "+written+"\n")
+	h.WaitFor(t, "bound to the agent's writer", func(h *sourcestest.Hub) bool {
+		s, ok := h.Snapshot("w")
+		return ok && s.PID == writer.Process.Pid
+	})
+	for _, c := range readers {
+		_ = c.Process.Kill()
+		_ = c.Wait()
+	}
+	appendFile(t, ctl, "mark start 0\n") // a line read after the readers' exit
+	h.WaitFor(t, "the line after", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot("mark"); return ok })
+	if s, _ := h.Snapshot("r"); s.PID != 0 || s.Status == agentbridge.StatusExited {
+		t.Errorf("journal held only by readers: pid %d, status %s; want unbound and not exited", s.PID, s.Status)
 	}
 }

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"unsafe"
 
+	"github.com/agentbridge/agentbridge/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,7 +16,8 @@ import (
 // kernel reports every close of a descriptor that was open for writing
 // (inotify IN_CLOSE_WRITE, which fsnotify does not expose), and the watch
 // then checks that no other process still holds the file open for
-// writing. A journal whose agent is hosted by a long-lived daemon (Codex's
+// writing (proc.FindWriters: only the agent's writers count; readers
+// never do). A journal whose agent is hosted by a long-lived daemon (Codex's
 // app-server) ends that way: the daemon closes the rollout and lives on,
 // so neither the process's exit nor any timer tells.
 //
@@ -29,7 +27,7 @@ import (
 type CloseWatch struct {
 	fd, wake int
 	onClosed func(path string)
-	procRoot string
+	agent    proc.Agent
 
 	mu     sync.Mutex
 	byWD   map[int32]string
@@ -37,9 +35,10 @@ type CloseWatch struct {
 	done   chan struct{}
 }
 
-// NewCloseWatch starts a watch. It fails when inotify is unavailable (the
-// caller goes on without it).
-func NewCloseWatch(ctx context.Context, onClosed func(path string)) (*CloseWatch, error) {
+// NewCloseWatch starts a watch; agent says which processes count as
+// writers (proc.Agent{} counts every process). It fails when inotify is
+// unavailable (the caller goes on without it).
+func NewCloseWatch(ctx context.Context, agent proc.Agent, onClosed func(path string)) (*CloseWatch, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("close watch: inotify: %w", err)
@@ -49,7 +48,7 @@ func NewCloseWatch(ctx context.Context, onClosed func(path string)) (*CloseWatch
 		unix.Close(fd)
 		return nil, fmt.Errorf("close watch: eventfd: %w", err)
 	}
-	w := &CloseWatch{fd: fd, wake: wake, onClosed: onClosed, procRoot: "/proc",
+	w := &CloseWatch{fd: fd, wake: wake, onClosed: onClosed, agent: agent,
 		byWD: map[int32]string{}, byPath: map[string]int32{}, done: make(chan struct{})}
 	go w.run()
 	go func() {
@@ -126,7 +125,9 @@ func (w *CloseWatch) run() {
 			return
 		}
 		for _, path := range w.closed(buf[:n]) {
-			if len(w.writers(path)) == 0 {
+			// A failed lookup (the file is gone) reports no writer: the
+			// journal's writers let go of it either way.
+			if pids, _ := proc.FindWriters(proc.Root, path, w.agent); len(pids) == 0 {
 				w.onClosed(path)
 			}
 		}
@@ -164,64 +165,4 @@ func (w *CloseWatch) closed(b []byte) []string {
 		}
 	}
 	return out
-}
-
-// writers returns the other processes that hold path open for writing,
-// from one pass over /proc/*/fd (made only when a writer closed it).
-func (w *CloseWatch) writers(path string) []int {
-	var st unix.Stat_t
-	if unix.Stat(path, &st) != nil {
-		return nil
-	}
-	names, err := os.ReadDir(w.procRoot)
-	if err != nil {
-		return nil
-	}
-	self := os.Getpid()
-	base := filepath.Base(path)
-	var pids []int
-	for _, n := range names {
-		pid, err := strconv.Atoi(n.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		dir := filepath.Join(w.procRoot, n.Name(), "fd")
-		fds, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			target, err := os.Readlink(filepath.Join(dir, fd.Name()))
-			if err != nil || filepath.Base(strings.TrimSuffix(target, " (deleted)")) != base {
-				continue
-			}
-			var fst unix.Stat_t
-			if unix.Stat(filepath.Join(dir, fd.Name()), &fst) != nil || fst.Dev != st.Dev || fst.Ino != st.Ino {
-				continue
-			}
-			if openForWriting(filepath.Join(w.procRoot, n.Name(), "fdinfo", fd.Name())) {
-				pids = append(pids, pid)
-				break
-			}
-		}
-	}
-	return pids
-}
-
-// openForWriting reads the flags of an fdinfo file (octal "flags:" line).
-func openForWriting(fdinfo string) bool {
-	b, err := ReadSmall(fdinfo, 4096)
-	if err != nil {
-		return true // cannot tell: assume it still writes, never end early
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "flags:"); ok {
-			f, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
-			if err != nil {
-				return true
-			}
-			return f&(unix.O_WRONLY|unix.O_RDWR) != 0
-		}
-	}
-	return true
 }

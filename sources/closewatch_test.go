@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/proc"
 )
 
 // closedPaths collects what a CloseWatch reports.
@@ -14,7 +16,7 @@ func closeWatch(t *testing.T) (*CloseWatch, chan string) {
 	t.Helper()
 	got := make(chan string, 16)
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := NewCloseWatch(ctx, func(p string) { got <- p })
+	w, err := NewCloseWatch(ctx, proc.Agent{}, func(p string) { got <- p })
 	if err != nil {
 		t.Skipf("no inotify: %v", err)
 	}
@@ -152,7 +154,7 @@ func TestCloseWatchDeletedFile(t *testing.T) {
 
 func TestCloseWatchEndsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := NewCloseWatch(ctx, func(string) {})
+	w, err := NewCloseWatch(ctx, proc.Agent{}, func(string) {})
 	if err != nil {
 		t.Skip(err)
 	}

@@ -34,6 +34,21 @@
 //		}, func(ss *sources.Sessions) sources.Handler { return &handler{Sessions: ss} })
 //	}
 //
+// Optional capabilities are found by interface on the Handler: one that
+// also implements WholeFiles gets small side files (an agent's process
+// registry, a subagent's metadata, sidecars) read whole through ReadSmall
+// at each scan and change, instead of followed line by line (see
+// claudecode, whose registry root is listed before its transcripts).
+//
+// Process binding knows the agent: FollowConfig.Agent (a proc.Agent)
+// declares the agent's executable, and BindHolder, Holder and HeldOpen
+// count a process only when it holds the journal open for writing
+// (/proc/<pid>/fdinfo) and Agent matches it. Readers — tail -f, less, cp,
+// an editor — are never bound, so their exit never marks a session
+// exited. The rule of each source: codex.Agent (a codex process, or Node
+// running Codex), claudecode.Agent (claude; bound through its registry,
+// never by holders), example (any writer: its executable is not known).
+//
 // Follow runs everything on one goroutine: every Handler call, every
 // Sessions method and every function given to Tailer.Post run there, one at
 // a time, so a source needs no locks.

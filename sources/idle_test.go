@@ -1,7 +1,6 @@
 package sources_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,31 +10,19 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/claudecode"
 	"github.com/agentbridge/agentbridge/sources/codex"
 	"github.com/agentbridge/agentbridge/sources/example"
+	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
-// idleSleeper starts a stand-in agent process, holding file open on its
-// stdin when file is not nil.
-func idleSleeper(t *testing.T, file string) int {
+// idleSleeper starts a stand-in agent process.
+func idleSleeper(t *testing.T) int {
 	t.Helper()
-	cmd := exec.Command("sleep", "600")
-	if file != "" {
-		f, err := os.Open(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		cmd.Stdin = f
-	}
-	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start a child process: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd.Process.Pid
+	return proctest.Start(t, exec.Command("sleep", "600")).Process.Pid
 }
 
 func mkfile(t *testing.T, path, data string) {
@@ -60,7 +47,7 @@ func TestIdleBridgeDoesNothing(t *testing.T) {
 
 	// example: s1 names its live process; s2 has a turn and no process.
 	exHome := t.TempDir()
-	exPID := idleSleeper(t, "")
+	exPID := idleSleeper(t)
 	mkfile(t, filepath.Join(example.SessionsDir(exHome), "s1.jsonl"),
 		fmt.Sprintf(`{"type":"session","ts":%q,"pid":%d}`+"\n", ts, exPID))
 	mkfile(t, filepath.Join(example.SessionsDir(exHome), "s2.jsonl"),
@@ -71,7 +58,7 @@ func TestIdleBridgeDoesNothing(t *testing.T) {
 	const ccID = "5a5a5a5a-0000-4000-8000-000000000001"
 	mkfile(t, filepath.Join(ccDir, "projects", "-work-proj", ccID+".jsonl"),
 		fmt.Sprintf(`{"uuid":"u-1","sessionId":%q,"cwd":"/work/proj","version":"2.1.200","timestamp":%q,"isSidechain":false,"userType":"external","type":"user","promptId":"p1","message":{"role":"user","content":"hello"}}`+"\n", ccID, ts))
-	ccPID := idleSleeper(t, "")
+	ccPID := proctest.Start(t, exec.Command(proctest.Named(t, "claude"), "600")).Process.Pid
 	mkfile(t, filepath.Join(ccDir, "sessions", fmt.Sprintf("%d.json", ccPID)),
 		fmt.Sprintf(`{"pid":%d,"sessionId":%q,"cwd":"/work/proj","startedAt":%d,"status":"busy","updatedAt":%d}`, ccPID, ccID, now.Add(-time.Second).UnixMilli(), now.UnixMilli()))
 
@@ -81,7 +68,7 @@ func TestIdleBridgeDoesNothing(t *testing.T) {
 	rollout := filepath.Join(cxHome, "sessions", "2026", "11", "30", "rollout-2026-11-30T09-00-00-"+cxID+".jsonl")
 	mkfile(t, rollout, fmt.Sprintf(`{"timestamp":%q,"type":"session_meta","payload":{"id":%q,"cwd":"/srv/x","source":"cli"}}`+"\n"+
 		`{"timestamp":%q,"type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}`+"\n", ts, cxID, ts))
-	cxPID := idleSleeper(t, rollout)
+	cxPID := proctest.Hold(t, "codex", rollout, proctest.Write).Process.Pid
 
 	type running struct {
 		name string
@@ -91,30 +78,13 @@ func TestIdleBridgeDoesNothing(t *testing.T) {
 		pid  int
 	}
 	srcs := []running{
-		{"example", example.New(example.Config{Home: exHome}), sourcestest.New(), "s1", exPID},
-		{"claude-code", claudecode.New(claudecode.Options{ConfigDir: ccDir}), sourcestest.New(), ccID, ccPID},
-		{"codex", codex.New(codex.Options{Home: cxHome}), sourcestest.New(), cxID, cxPID},
+		{"example", example.New(example.Config{Home: exHome}), nil, "s1", exPID},
+		{"claude-code", claudecode.New(claudecode.Options{ConfigDir: ccDir}), nil, ccID, ccPID},
+		{"codex", codex.New(codex.Options{Home: cxHome}), nil, cxID, cxPID},
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, len(srcs))
-	for _, r := range srcs {
-		go func() {
-			done <- r.src.Run(ctx, hub.Start{Enabled: []string{r.src.Info().Harnesses[0].ID}, Publisher: r.hub})
-		}()
+	for i := range srcs {
+		srcs[i].hub = kittest.Run(t, srcs[i].src, srcs[i].src.Info().Harnesses[0].ID)
 	}
-	t.Cleanup(func() {
-		cancel()
-		for range srcs {
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run = %v", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Error("a source did not return after cancel")
-			}
-		}
-	})
 	for _, r := range srcs {
 		r.hub.WaitFor(t, r.name+": the session bound to its live process", func(h *sourcestest.Hub) bool {
 			s, ok := h.Snapshot(r.id)

@@ -73,6 +73,7 @@ type Sessions struct {
 	timers  map[*time.Timer]struct{} // linger and expiry timers, stopped at Rescan
 	expire  time.Duration            // hide unbound sessions idle this long; 0: never
 	holders map[string]string        // id → journal: BindHolder requests for Idle
+	agent   proc.Agent               // whose writers bind (FollowConfig.Agent)
 }
 
 // entry is one session and what binds it to a process.
@@ -383,8 +384,11 @@ func (ss *Sessions) processExited(id string, en *entry, pid int) {
 	ss.Event(id, en.harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
 }
 
-// BindHolder binds the session to the process holding its journal open
-// (found through /proc/*/fd), if exactly one other process does. Call it
+// BindHolder binds the session to the agent's process writing its journal
+// (found through /proc/*/fd and fdinfo: open for writing, and matching
+// FollowConfig.Agent), if exactly one other process does. Readers (tail
+// -f, less, cp, an editor) are never bound, so their exit never marks
+// the session exited. Call it
 // once when a journal's session first appears. One pass over /proc serves
 // every journal of a scan, and every journal that appeared in one wake
 // (the lookup runs at Idle), so a burst of new journals costs one pass.
@@ -419,7 +423,7 @@ func (ss *Sessions) bindPendingHolders() {
 	for _, p := range ss.holders {
 		names[filepath.Base(p)] = true
 	}
-	held, err := proc.OpenFiles(proc.Root, func(target string) bool { return names[filepath.Base(target)] })
+	held, err := proc.Writers(proc.Root, func(target string) bool { return names[filepath.Base(target)] }, ss.agent)
 	if err != nil {
 		ss.log.Debug("cannot list open files", "err", err)
 	}
@@ -433,19 +437,43 @@ func (ss *Sessions) bindPendingHolders() {
 	clear(ss.holders)
 }
 
-// HeldOpen reports whether another process holds the file open. It is the
-// default TailConfig.Recent under Follow: an old journal whose agent is
-// still running is read at the scan. One pass over /proc serves a scan.
+// HeldOpen reports whether the agent's process holds the file open for
+// writing (as BindHolder finds it). It is the default TailConfig.Recent
+// under Follow: an old journal whose agent is still running is read at
+// the scan. One pass over /proc serves a scan.
 func (ss *Sessions) HeldOpen(path string, info fs.FileInfo) bool {
 	k, ok := proc.KeyOf(info)
 	return ok && len(ss.heldFiles()[k]) > 0
 }
 
+// Holder returns the agent's process writing the journal at path now, as
+// BindHolder finds it, or 0 when no process or several do; for a source
+// that needs the pid while it reads the journal. During a scan one pass
+// over /proc serves every journal; afterwards each call costs one pass,
+// so call it once when a journal appears.
+func (ss *Sessions) Holder(path string) int {
+	var pids []int
+	if !ss.live {
+		if k, err := statKey(path); err == nil {
+			pids = ss.heldFiles()[k]
+		}
+	} else {
+		var err error
+		if pids, err = proc.FindWriters(proc.Root, path, ss.agent); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			ss.log.Debug("cannot find the journal's process", "path", path, "err", err)
+		}
+	}
+	if len(pids) == 1 {
+		return pids[0]
+	}
+	return 0
+}
+
 func (ss *Sessions) heldFiles() map[proc.FileKey][]int {
 	if ss.held == nil && !ss.heldErr {
-		held, err := proc.OpenFiles(proc.Root, func(target string) bool {
+		held, err := proc.Writers(proc.Root, func(target string) bool {
 			return strings.HasSuffix(target, ".jsonl")
-		})
+		}, ss.agent)
 		if err != nil {
 			ss.log.Debug("cannot list open files", "err", err)
 			ss.heldErr = true
@@ -702,6 +730,14 @@ type FollowConfig struct {
 	RootsFor func(enabled []string) []string
 	// Linger is how long an exited session stays (see NewSessions).
 	Linger time.Duration
+	// Agent says which processes are the agent's, for BindHolder, Holder
+	// and HeldOpen: only a process holding the journal open for writing
+	// and matched by Agent is. The zero Agent (an agent whose executable
+	// is not known) accepts any writer; readers never count.
+	Agent proc.Agent
+	// OnTailer, when set, is given the Tailer before it runs: for a
+	// source that reports its Wakes and Opens.
+	OnTailer func(*Tailer)
 	// Logger gets debug lines (with paths) and errors (without).
 	Logger *slog.Logger
 }
@@ -726,6 +762,7 @@ func Follow(ctx context.Context, st hub.Start, cfg FollowConfig, newHandler func
 	}
 	var t *Tailer
 	ss := NewSessions(ctx, st.Publisher, st.Enabled, cfg.Linger, func(f func()) { t.Post(f) }, cfg.Logger)
+	ss.agent = cfg.Agent
 	switch w := cfg.Tail.Window; {
 	case w == 0:
 		ss.ExpireAfter(DefaultWindow)
@@ -741,6 +778,9 @@ func Follow(ctx context.Context, st hub.Start, cfg FollowConfig, newHandler func
 		tc.Logger = cfg.Logger
 	}
 	t = NewTailer(tc, newHandler(ss))
+	if cfg.OnTailer != nil {
+		cfg.OnTailer(t)
+	}
 	roots := tc.Roots
 
 	var wg sync.WaitGroup

@@ -153,6 +153,10 @@ type Tailer struct {
 	now     time.Time      // time of the current scan
 	running bool
 
+	// whole files (watch.go)
+	whole     WholeFiles      // the Handler's capability, or nil
+	wholeSeen map[string]bool // whole files delivered (Run goroutine)
+
 	wakes atomic.Uint64
 	opens atomic.Uint64
 }
@@ -192,6 +196,7 @@ func NewTailer(cfg TailConfig, h Handler) *Tailer {
 	return &Tailer{
 		cfg:   cfg,
 		h:     h,
+		whole: wholeFiles(h),
 		log:   log,
 		wake:  make(chan struct{}, 1),
 		roots: absRoots(cfg.Roots),
@@ -345,6 +350,7 @@ func (t *Tailer) rebuild() {
 	t.closeWatcher()
 	t.dirs = map[string]struct{}{}
 	t.files = map[string]*file{}
+	t.wholeSeen = nil
 	t.waiting = map[string][]string{}
 	t.said = map[string]bool{}
 	t.h.Rescan()
@@ -509,6 +515,10 @@ func (t *Tailer) addTree(dir string) {
 			if t.cfg.Dirs == nil || t.cfg.Dirs(p) {
 				t.addTree(p)
 			}
+		case t.isWhole(p, false):
+			if !t.wholeOld(p, e) {
+				t.readWhole(p)
+			}
 		case e.Type().IsRegular() && t.cfg.Match(p):
 			if _, ok := t.files[p]; ok {
 				continue
@@ -553,6 +563,7 @@ func (t *Tailer) handle(p string, op fsnotify.Op) bool {
 			delete(t.files, p)
 			t.h.Removed(p)
 		}
+		t.wholeGone(p)
 		return false
 	}
 	switch {
@@ -561,6 +572,10 @@ func (t *Tailer) handle(p string, op fsnotify.Op) bool {
 		if _, ok := t.dirs[parent]; ok && (t.cfg.Dirs == nil || t.cfg.Dirs(p)) {
 			t.now = time.Now()
 			t.addTree(p)
+		}
+	case t.isWhole(p, fi.IsDir()):
+		if _, ok := t.dirs[filepath.Dir(p)]; ok {
+			t.readWhole(p) // on any change, chmod included: it is small
 		}
 	case fi.Mode().IsRegular() && t.cfg.Match(p):
 		if op == fsnotify.Chmod {
@@ -602,17 +617,11 @@ func (t *Tailer) dirGone(dir string) bool {
 			_ = t.w.Remove(d) // often gone already with its inode
 		}
 	}
-	var gone []string
-	for p := range t.files {
-		if strings.HasPrefix(p, prefix) {
-			gone = append(gone, p)
-		}
-	}
-	sort.Strings(gone)
-	for _, p := range gone {
+	for _, p := range below(t.files, dir) {
 		delete(t.files, p)
 		t.h.Removed(p)
 	}
+	t.wholeGoneUnder(dir)
 	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
 		if _, ok := t.dirs[filepath.Dir(dir)]; ok {
 			t.now = time.Now()
@@ -812,6 +821,8 @@ func (t *Tailer) flushBad() {
 			t.diag(c, fmt.Sprintf("skipped %s over %d MiB; the journal is still followed", lines(n), t.cfg.MaxLine>>20))
 		case CodeInvalidUTF8:
 			t.diag(c, fmt.Sprintf("skipped %s that %s not valid UTF-8", lines(n), are(n)))
+		case CodeSideNotRegular, CodeSideTooLarge:
+			t.diag(c, sideMessage(c, n))
 		}
 	}
 	clear(t.bad)

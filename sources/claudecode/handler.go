@@ -5,12 +5,13 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"slices"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 )
 
@@ -21,20 +22,19 @@ const (
 
 // handler is the tailer's Handler for Claude Code: it owns the mappers, the
 // registry table and the subagent transcripts. All its methods run on the
-// tailer's goroutine.
+// tailer's goroutine (sources.Follow).
 type handler struct {
 	*sources.Sessions
 	src      *Source
 	ss       *sources.Sessions
 	projects string
-	live     bool // the scan is over
+	registry string
 
-	sessions map[string]*session // by published session id
-	children map[string]*child   // by transcript path
-	pending  map[string][]*child // children waiting for their parent, by parent id
-	regs     map[int]*regProc    // live processes by pid
-	regOn    func(bool)          // starts or stops the registry watcher
-	enabled  bool
+	sessions map[string]*session  // by published session id
+	children map[string]*child    // by transcript path
+	pending  map[string][]*child  // children waiting for their parent, by parent id
+	metas    map[string]childMeta // subagent sidecars read, by transcript path
+	regs     map[int]*regProc     // live processes by pid
 }
 
 // session is one root session's mapper and binding.
@@ -68,6 +68,9 @@ type child struct {
 	subID   string
 }
 
+// metaSuffix ends a subagent transcript's sidecar, beside agent-<id>.jsonl.
+const metaSuffix = ".meta.json"
+
 // childMeta is the .meta.json sidecar of a 2.1.2+ subagent transcript.
 type childMeta struct {
 	AgentType   string `json:"agentType"`
@@ -77,10 +80,9 @@ type childMeta struct {
 
 func newHandler(src *Source, ss *sources.Sessions) *handler {
 	return &handler{
-		Sessions: ss, src: src, ss: ss, projects: src.projectsDir(),
+		Sessions: ss, src: src, ss: ss, projects: src.projectsDir(), registry: src.registryDir(),
 		sessions: map[string]*session{}, children: map[string]*child{},
-		pending: map[string][]*child{}, regs: map[int]*regProc{},
-		enabled: true,
+		pending: map[string][]*child{}, metas: map[string]childMeta{}, regs: map[int]*regProc{},
 	}
 }
 
@@ -112,7 +114,7 @@ func (h *handler) rootLine(id string, line []byte) {
 // are joined now, after every transcript that changed was read (a new
 // subagents directory is walked before its parent's transcript is read).
 func (h *handler) Idle() {
-	if h.live {
+	if h.Live() {
 		for _, id := range sortedKeys(h.pending) {
 			if se := h.sessions[id]; se != nil && se.m.Started() {
 				h.joinPending(id)
@@ -154,13 +156,14 @@ func (h *handler) Removed(path string) {
 }
 
 // Rescan implements sources.Handler: everything taken from files is
-// dropped; the registry table is kept (its watcher keeps it current).
+// dropped, the registry table included (the scan reads it again first).
 func (h *handler) Rescan() {
 	h.ss.Rescan()
-	h.live = false
 	clear(h.sessions)
 	clear(h.children)
 	clear(h.pending)
+	clear(h.metas)
+	clear(h.regs)
 }
 
 // ScanDone implements sources.Handler: it binds the sessions of live
@@ -168,33 +171,70 @@ func (h *handler) Rescan() {
 // this install keeps a registry), joins the subagent transcripts found,
 // and sends the reset.
 func (h *handler) ScanDone() {
-	if h.enabled {
-		for _, pid := range h.regPIDs() {
-			h.applyRegistry(h.regs[pid], "")
+	for _, pid := range h.regPIDs() {
+		h.applyRegistry(h.regs[pid], "")
+	}
+	for _, id := range sortedKeys(h.pending) {
+		if se := h.sessions[id]; se != nil && se.m.Started() {
+			h.joinPending(id)
 		}
-		for _, id := range sortedKeys(h.pending) {
-			if se := h.sessions[id]; se != nil && se.m.Started() {
-				h.joinPending(id)
-			}
-		}
-		if h.registryExists() {
-			for _, id := range h.sessionIDs() {
-				se := h.sessions[id]
-				if se.pid == 0 && se.hasFile && !se.exited {
-					se.exited = true
-					h.publish(id, se, se.m.Exited(se.m.LastAt(), nil, ""))
-				}
+	}
+	if len(h.sessions) > 0 && h.registryExists() {
+		for _, id := range h.sessionIDs() {
+			se := h.sessions[id]
+			if se.pid == 0 && se.hasFile && !se.exited {
+				se.exited = true
+				h.publish(id, se, se.m.Exited(se.m.LastAt(), nil, ""))
 			}
 		}
 	}
-	h.live = true
 	h.ss.ScanDone()
 	h.src.scans.Add(1)
 }
 
-// recent is the tailer's Recent: an old transcript is read at a scan when a
-// live process in the registry writes it.
+// MatchWhole implements sources.WholeFiles: the registry's <pid>.json
+// files and the subagents' .meta.json sidecars are read whole.
+func (h *handler) MatchWhole(path string) bool {
+	if filepath.Dir(path) == h.registry {
+		return RegistryPID(filepath.Base(path)) != 0
+	}
+	t, ok := transcriptOf(path)
+	if !ok {
+		return false
+	}
+	k, _, _ := classify(h.projects, t)
+	return k == childFile
+}
+
+// WholeFile implements sources.WholeFiles.
+func (h *handler) WholeFile(path string, data []byte) {
+	if filepath.Dir(path) == h.registry {
+		h.registryFile(regFile{pid: RegistryPID(filepath.Base(path)), data: data})
+		return
+	}
+	if t, ok := transcriptOf(path); ok {
+		h.metaFile(t, data)
+	}
+}
+
+// transcriptOf returns the subagent transcript a .meta.json sidecar
+// describes.
+func transcriptOf(meta string) (string, bool) {
+	stem, ok := strings.CutSuffix(meta, metaSuffix)
+	return stem + ".jsonl", ok
+}
+
+// recent is the tailer's Recent: at a scan, a registry file is read
+// whatever its age (an idle process does not rewrite it), an old
+// transcript when a live process in the registry writes it, and a
+// sidecar when its transcript was read.
 func (h *handler) recent(path string, _ fs.FileInfo) bool {
+	if filepath.Dir(path) == h.registry {
+		return true
+	}
+	if t, ok := transcriptOf(path); ok {
+		return h.children[t] != nil
+	}
 	k, sid, _ := classify(h.projects, path)
 	if k != rootFile {
 		return false
@@ -206,32 +246,6 @@ func (h *handler) recent(path string, _ fs.FileInfo) bool {
 		}
 	}
 	return false
-}
-
-// switchHarnesses applies a new set of enabled harnesses, with the same
-// behaviour as sources.Follow: off stops the registry watch, forgets the
-// registry table and follows no roots (every watch released; the rescan
-// sends an empty reset, so the hub drops the sessions); on reads the
-// registry, then rescans the transcripts (live sessions are bound to their
-// processes) and sends a fresh reset; an unchanged switch re-sends the
-// reset.
-func (h *handler) switchHarnesses(t *sources.Tailer, set []string) {
-	on := slices.Contains(set, Harness)
-	if on == h.enabled {
-		h.ss.Reset()
-		return
-	}
-	h.enabled = on
-	h.live = false // registry files only fill the table until the rescan is done
-	if h.regOn != nil {
-		h.regOn(on)
-	}
-	if on {
-		t.SetRoots([]string{h.src.projectsDir()})
-	} else {
-		clear(h.regs)
-		t.SetRoots(nil)
-	}
 }
 
 // ---- sessions ----
@@ -312,38 +326,16 @@ func (h *handler) regPIDs() []int {
 	return pids
 }
 
-// loadRegistry fills the registry table before the first scan.
-func (h *handler) loadRegistry(files []regFile) {
-	for _, f := range files {
-		h.registryFile(f)
-	}
-}
-
-// syncRegistry applies a full listing of the registry: processes whose file
-// is gone exit.
-func (h *handler) syncRegistry(files []regFile) {
-	if !h.enabled {
-		return
-	}
-	seen := map[int]bool{}
-	for _, f := range files {
-		seen[f.pid] = true
-		h.registryFile(f)
-	}
-	for _, pid := range h.regPIDs() {
-		if !seen[pid] {
-			h.registryFile(regFile{pid: pid})
-		}
-	}
+// regFile is one registry file as read: data nil means removed.
+type regFile struct {
+	pid  int
+	data []byte
 }
 
 // registryFile applies one registry file's new content; nil data means the
 // file was removed: the process exited (cleanly). A half-written file is
 // ignored: the last good state stays until the next write.
 func (h *handler) registryFile(f regFile) {
-	if !h.enabled {
-		return
-	}
 	rp := h.regs[f.pid]
 	if f.data == nil {
 		h.src.o.Logger.Debug("registry file removed", "pid", f.pid, "known", rp != nil)
@@ -351,13 +343,13 @@ func (h *handler) registryFile(f regFile) {
 			return
 		}
 		delete(h.regs, f.pid)
-		if se := h.sessions[rp.id]; se != nil && se.pid == f.pid && h.live {
+		if se := h.sessions[rp.id]; se != nil && se.pid == f.pid && h.Live() {
 			h.exit(rp.id, se)
 		}
 		return
 	}
 	e, err := ParseRegistry(f.pid, f.data)
-	h.src.o.Logger.Debug("registry file", "pid", f.pid, "live", h.live, "err", err, "session", e.SessionID, "status", e.Status)
+	h.src.o.Logger.Debug("registry file", "pid", f.pid, "live", h.Live(), "err", err, "session", e.SessionID, "status", e.Status)
 	if errors.Is(err, ErrPartial) {
 		return
 	}
@@ -366,6 +358,11 @@ func (h *handler) registryFile(f regFile) {
 		return
 	}
 	if rp == nil {
+		if !isAgent(f.pid) {
+			h.src.o.Logger.Debug("registry file names a process that is not Claude Code", "pid", f.pid)
+			h.ss.BadLine(codeInvalidRegistry)
+			return
+		}
 		rp = &regProc{}
 		h.regs[f.pid] = rp
 	}
@@ -374,9 +371,16 @@ func (h *handler) registryFile(f regFile) {
 	rp.state = nextWait(rp.state, e, rp.seq)
 	rp.entry = e
 	rp.id = SessionID(e.SessionID)
-	if h.live {
+	if h.Live() {
 		h.applyRegistry(rp, prev)
 	}
+}
+
+// isAgent reports whether pid may be a Claude Code process: a live process
+// Agent matches, or none at all (a file left by a process that ended: the
+// session is bound and exits at once).
+func isAgent(pid int) bool {
+	return !proc.Alive(pid, 0) || Agent.Match(proc.Root, pid)
 }
 
 // exit reports the end of a session's process.
@@ -435,7 +439,7 @@ func (h *handler) childLine(path string, k fileKind, parentSID, agentID string, 
 			return
 		}
 		c.parent = SessionID(parentSID)
-		c.meta = readMeta(path)
+		c.meta = h.metas[path]
 		if c.meta.ToolUseID == "" {
 			c.track = NewMapper(c.parent, MapperOptions{Sidechain: true})
 		}
@@ -479,13 +483,21 @@ func (h *handler) joinPending(parent string) {
 	}
 }
 
-// readMeta reads a child transcript's .meta.json sidecar; a missing or
-// malformed one gives a zero childMeta.
-func readMeta(path string) childMeta {
-	var m childMeta
-	b, err := os.ReadFile(strings.TrimSuffix(path, ".jsonl") + ".meta.json")
-	if err == nil && len(b) < 1<<20 {
-		_ = json.Unmarshal(b, &m)
+// metaFile applies a subagent transcript's .meta.json sidecar (nil: gone).
+// A malformed one counts as empty. It may come before or after the
+// transcript's first line; once the child is joined it changes nothing.
+func (h *handler) metaFile(transcript string, data []byte) {
+	if data == nil {
+		delete(h.metas, transcript)
+		return
 	}
-	return m
+	var m childMeta
+	_ = json.Unmarshal(data, &m)
+	h.metas[transcript] = m
+	if c := h.children[transcript]; c != nil && c.kind == childFile && !c.joined {
+		c.meta = m
+		if m.ToolUseID != "" {
+			c.track, c.ended = nil, false // the parent's tool tells when it ends
+		}
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sse"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -232,12 +233,8 @@ func (e *liveEnv) registry(pid int, sessionID, status, waitingFor string, update
 // helper starts a stand-in for a claude process; killing it is an exit.
 func helper(t *testing.T) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command("sleep", "600")
-	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start a helper process: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd
+	// Named claude: a registry file binds only a Claude Code process.
+	return proctest.Start(t, exec.Command(proctest.Named(t, "claude"), "600"))
 }
 
 // rec builds a transcript record of session sid (Claude Code 2.1 shape).

@@ -3,17 +3,17 @@ package claudecode
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 )
 
@@ -94,73 +94,43 @@ func (s *Source) Info() agentbridge.SourceInfo { return s.info }
 func (s *Source) projectsDir() string { return filepath.Join(s.o.ConfigDir, "projects") }
 func (s *Source) registryDir() string { return filepath.Join(s.o.ConfigDir, "sessions") }
 
-// Run implements hub.Source: it follows the transcripts and the registry
-// until ctx ends. Everything runs on one goroutine (the tailer's), except
-// the registry watcher, which reads files and posts what it read.
-func (s *Source) Run(ctx context.Context, st hub.Start) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var t *sources.Tailer
-	post := func(f func()) { t.Post(f) }
-	// Sessions always has the harness on: switching it off is done here, by
-	// following nothing (an empty reset), which needs no change of
-	// Sessions' switches (see handler.switchHarnesses).
-	ss := sources.NewSessions(ctx, st.Publisher, []string{Harness}, s.o.Linger, post, s.o.Logger)
-	h := newHandler(s, ss)
-	on := slices.Contains(st.Enabled, Harness)
-	h.enabled = on
-	var roots []string
-	if on {
-		roots = []string{s.projectsDir()}
-	}
-	t = sources.NewTailer(sources.TailConfig{
-		Roots:  roots,
-		Match:  isTranscript,
-		Window: s.o.Window,
-		Recent: h.recent,
-		Logger: s.o.Logger,
-	}, h)
-	s.tailer.Store(t)
+// Agent is how a Claude Code process is told from others: its executable
+// or command name is "claude" (the native build, whose executable lies in
+// …/claude/versions/), or a Node or Bun process runs the claude-code
+// package's script. Claude Code names its own process in the registry
+// (sessions/<pid>.json); a registry file naming a live process that is not
+// Claude Code (a file left behind whose pid now names another program, or
+// planted) binds nothing and is counted under invalid-registry-file.
+// Transcripts are never bound by who holds them open: Claude Code does not
+// keep them open.
+var Agent = proc.Agent{Names: []string{"claude"}, Runtimes: []string{"node", "bun"}, Packages: []string{"claude-code", "claude"}}
 
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	reg := &registryWatch{dir: s.registryDir(), post: post, log: s.o.Logger, h: h}
-	h.regOn = func(on bool) {
-		if on {
-			// As at start: the table is full before the rescan, so that
-			// live sessions are bound, not reported exited.
-			h.loadRegistry(reg.readAll())
-			reg.start(ctx, &wg)
-		} else {
-			reg.stop()
-		}
-	}
-	if on {
-		// Read the registry before the first scan, so that transcripts of
-		// live processes are bound (and read even when old) from the start.
-		h.loadRegistry(reg.readAll())
-		reg.start(ctx, &wg)
-	}
-	if st.Changes != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case set, ok := <-st.Changes:
-					if !ok {
-						return
-					}
-					set = slices.Clone(set)
-					t.Post(func() { h.switchHarnesses(t, set) })
-				}
-			}
-		}()
-	}
-	return t.Run(ctx)
+// Run implements hub.Source: it follows the registry and the transcripts
+// with sources.Follow until ctx ends. The registry root comes first, so
+// that its files are read before the transcripts at every scan: the
+// transcripts of live processes are bound (and read even when old) from
+// the start. The registry files and the subagents' .meta.json sidecars
+// are whole files (sources.WholeFiles), read through sources.ReadSmall.
+func (s *Source) Run(ctx context.Context, st hub.Start) error {
+	projects := s.projectsDir()
+	var h *handler
+	return sources.Follow(ctx, st, sources.FollowConfig{
+		Tail: sources.TailConfig{
+			Roots:  []string{s.registryDir(), projects},
+			Match:  func(p string) bool { return strings.HasPrefix(p, projects+"/") && isTranscript(p) },
+			Dirs:   func(p string) bool { return strings.HasPrefix(p, projects+"/") },
+			Window: s.o.Window,
+			Recent: func(p string, fi fs.FileInfo) bool { return h.recent(p, fi) },
+			Logger: s.o.Logger,
+		},
+		Linger:   s.o.Linger,
+		Logger:   s.o.Logger,
+		Agent:    Agent,
+		OnTailer: s.tailer.Store,
+	}, func(ss *sources.Sessions) sources.Handler {
+		h = newHandler(s, ss)
+		return h
+	})
 }
 
 // isTranscript picks the files the tailer follows: JSONL transcripts under
@@ -195,93 +165,4 @@ func classify(projects, p string) (k fileKind, sessionID, agentID string) {
 		return childFile, parts[1], strings.TrimPrefix(name, "agent-")
 	}
 	return ignoredFile, "", ""
-}
-
-// registryWatch follows the registry directory with fsnotify and posts
-// each file's new content (or its removal) to the source's goroutine.
-type registryWatch struct {
-	dir  string
-	post func(func())
-	log  *slog.Logger
-	h    *handler
-
-	cancel context.CancelFunc
-}
-
-// regFile is one registry file as read: data nil means removed.
-type regFile struct {
-	pid  int
-	data []byte
-}
-
-// readAll reads every registry file now.
-func (r *registryWatch) readAll() []regFile {
-	ents, err := os.ReadDir(r.dir)
-	if err != nil {
-		return nil
-	}
-	var out []regFile
-	for _, e := range ents {
-		pid := RegistryPID(e.Name())
-		if pid == 0 || !e.Type().IsRegular() {
-			continue
-		}
-		if b, err := os.ReadFile(filepath.Join(r.dir, e.Name())); err == nil {
-			out = append(out, regFile{pid, b})
-		}
-	}
-	return out
-}
-
-func (r *registryWatch) stop() {
-	if r.cancel != nil {
-		r.cancel()
-		r.cancel = nil
-	}
-}
-
-// start runs the watcher goroutine (owned by wg, ended by ctx or stop).
-func (r *registryWatch) start(ctx context.Context, wg *sync.WaitGroup) {
-	h := r.h
-	if r.cancel != nil {
-		return
-	}
-	ctx, r.cancel = context.WithCancel(ctx)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := r.run(ctx, h); err != nil && ctx.Err() == nil {
-			r.log.Debug("registry watch failed", "err", err)
-			r.post(func() {
-				h.ss.Diagnostic(agentbridge.Diagnostic{Code: "registry-watch-failed", Message: "the Claude Code process registry cannot be watched; waiting and exits are inferred from transcripts only"})
-			})
-		}
-	}()
-}
-
-// run watches the registry directory, or while it does not exist its
-// nearest existing ancestor, until ctx ends.
-func (r *registryWatch) run(ctx context.Context, h *handler) error {
-	for {
-		w, err := newWatcher()
-		if err != nil {
-			return err
-		}
-		watched, err := watchNearest(w, r.dir)
-		if err != nil {
-			w.Close()
-			return err
-		}
-		if watched == r.dir {
-			// Read everything once the watch is in place: files written
-			// before it are not missed.
-			files := r.readAll()
-			r.post(func() { h.syncRegistry(files) })
-		}
-		again, err := r.loop(ctx, w, watched)
-		w.Close()
-		if err != nil || !again {
-			return err
-		}
-	}
 }

@@ -178,7 +178,7 @@ func TestStartupScan(t *testing.T) {
 	if n := tl.Opens(); n > 6 {
 		t.Errorf("the scan opened %d transcripts; old ones must only be stat'ed", n)
 	}
-	// Let the start settle (the registry watcher's first read), then
+	// Let the start settle (the registry's first read), then
 	// watch a quiet interval.
 	before := tl.Wakes()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {

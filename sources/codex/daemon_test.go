@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 )
 
 // daemonLike is a process that holds a rollout open for writing, as the
@@ -22,14 +24,35 @@ type daemonLike struct {
 
 func startDaemonLike(t *testing.T, path string) *daemonLike {
 	t.Helper()
-	cmd := exec.Command("sh", "-c", `exec 3>>"$0"; echo held; read x; exec 3>&-; echo closed; exec sleep 600`, path)
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
+	// A shell named codex, so that the source's agent matcher takes it for
+	// Codex's process.
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("needs sh")
+	}
+	data, err := os.ReadFile(sh)
+	if err != nil {
+		t.Skip(err)
+	}
+	bin := filepath.Join(t.TempDir(), "codex")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	d := &daemonLike{cmd: cmd, stdin: in, out: bufio.NewReader(out)}
+	cmd := exec.Command(bin, "-c", `exec 3>>"$0"; echo held; read x; exec 3>&-; echo closed; exec sleep 600`, path)
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	cmd = proctest.Start(t, cmd) // retries a fresh copy that is still busy
+	inR.Close()
+	outW.Close()
+	t.Cleanup(func() { inW.Close(); outR.Close() })
+	d := &daemonLike{cmd: cmd, stdin: inW, out: bufio.NewReader(outR)}
 	d.expect(t, "held")
 	return d
 }

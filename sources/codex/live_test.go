@@ -15,6 +15,7 @@ import (
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 )
 
 // stream follows GET /v1/events?format=ndjson and applies it, as a client
@@ -115,23 +116,12 @@ func (s *stream) waitFor(t *testing.T, what string, cond func(map[string]agentbr
 	}
 }
 
-// holdOpen starts a helper process holding path open (an extra fd), as
-// Codex holds its rollout; it is killed at the end of the test at the
-// latest.
+// holdOpen starts a helper process named codex writing path (an extra fd
+// open for appending), as Codex holds its rollout; it is killed at the end
+// of the test at the latest.
 func holdOpen(t *testing.T, path string) *exec.Cmd {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cmd := exec.Command("sleep", "600")
-	cmd.ExtraFiles = []*os.File{f}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd
+	return proctest.Hold(t, "codex", path, proctest.Write)
 }
 
 type rolloutFile struct {

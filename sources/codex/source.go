@@ -18,9 +18,11 @@
 //   - Titles: the thread name (session_index.jsonl, thread_name_updated),
 //     else the first user message, redacted, paths cut, ≤ 200 characters.
 //     No other conversation content is ever published.
-//   - The process: Codex writes no pid file; the process holding the
-//     rollout open when it appears (one pass over /proc/*/fd) is the
-//     session's, watched with a pidfd (agent.exited when it ends). A
+//   - The process: Codex writes no pid file; the Codex process writing
+//     the rollout when it appears (one pass over /proc/*/fd; see Agent
+//     for what counts: open for writing, named codex) is the session's,
+//     watched with a pidfd (agent.exited when it ends). A reader (tail -f,
+//     less, cp) is never bound, so its exit never ends the session. A
 //     rollout compressed to .jsonl.zst is the same session. A rollout
 //     written again after its process exited (codex resume appends to
 //     it) is bound to the process holding it now: the same session, idle
@@ -39,7 +41,6 @@ package codex
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -61,6 +62,14 @@ const (
 	Harness     = "codex"
 	EnvHome     = "CODEX_HOME"
 )
+
+// Agent is how a Codex process is told from other processes holding a
+// rollout open: only a process writing the rollout (open for writing) whose
+// executable or command name is "codex" (or a release binary
+// "codex-<target>"), or a Node or Bun process running Codex's script
+// (…/codex/…, codex.js), is the session's process.
+// Readers (tail -f, less, cp, an editor) and other writers are never bound.
+var Agent = proc.Agent{Names: []string{"codex"}, Runtimes: []string{"node", "bun"}}
 
 // Options configures a Source. The zero value watches the default home.
 type Options struct {
@@ -154,8 +163,9 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		},
 		Linger: s.opt.Linger,
 		Logger: s.opt.Logger,
+		Agent:  Agent,
 	}
-	cw, err := sources.NewCloseWatch(ctx, func(path string) {
+	cw, err := sources.NewCloseWatch(ctx, Agent, func(path string) {
 		if ss := h.Sessions; ss != nil {
 			ss.Post(func() { h.closed(path) })
 		}
@@ -179,11 +189,9 @@ type handler struct {
 	*sources.Sessions
 	home, sessions, index string
 	eng                   *Engine
-	seen                  map[string]bool // rollout paths read since the last rescan
-	dirty                 map[string]bool // rollout paths with lines since their last flush
-	looked                map[string]bool // exited sessions whose holder was looked up in this wake
-	held                  map[proc.FileKey][]int
-	heldDone              bool
+	seen                  map[string]bool     // rollout paths read since the last rescan
+	dirty                 map[string]bool     // rollout paths with lines since their last flush
+	looked                map[string]bool     // exited sessions whose holder was looked up in this wake
 	closes                *sources.CloseWatch // nil when inotify is unavailable
 	log                   *slog.Logger
 }
@@ -206,15 +214,7 @@ func (h *handler) recent(p string, info fs.FileInfo) bool {
 	if p == h.index {
 		return true
 	}
-	if h.Sessions == nil {
-		return false
-	}
-	if !h.Live() {
-		// One pass over /proc serves this and holder during a scan.
-		k, ok := proc.KeyOf(info)
-		return ok && len(h.heldAtScan()[k]) > 0
-	}
-	return h.HeldOpen(p, info)
+	return h.Sessions != nil && h.HeldOpen(p, info)
 }
 
 // Line implements sources.Handler.
@@ -234,7 +234,7 @@ func (h *handler) Line(path string, line []byte) {
 		if id, root, ok := h.eng.Thread(key); ok && root {
 			h.Restart(id) // the same rollout again (e.g. decompressed)
 		}
-		h.eng.Open(key, h.holder(path))
+		h.eng.Open(key, h.Holder(path))
 		if h.closes != nil {
 			if err := h.closes.Add(path); err != nil {
 				h.log.Debug("cannot watch the rollout's close", "err", err)
@@ -246,7 +246,7 @@ func (h *handler) Line(path string, line []byte) {
 		// holding the rollout now. session.started with a pid binds it,
 		// cancelling the exited session's linger (Sessions.BindPID); a
 		// session that lingered out comes back whole.
-		pid := h.holder(path)
+		pid := h.Holder(path)
 		if pid > 0 || h.Get(id) == nil {
 			h.publish(h.eng.Restate(key, pid))
 		} else {
@@ -308,7 +308,6 @@ func (h *handler) Rescan() {
 	h.eng.Reset()
 	clear(h.seen)
 	clear(h.dirty)
-	h.held, h.heldDone = nil, false
 	h.Sessions.Rescan()
 }
 
@@ -328,7 +327,6 @@ func (h *handler) ScanDone() {
 		}
 	}
 	clear(h.dirty)
-	h.held, h.heldDone = nil, false
 	h.Sessions.ScanDone()
 }
 
@@ -358,6 +356,11 @@ func (h *handler) closed(path string) {
 	if !ok || !root || h.Get(id) == nil || h.Exited(id) {
 		return
 	}
+	// Look again now, on the source's goroutine: a process that took the
+	// rollout up since the close (codex resume) writes it.
+	if pids, _ := proc.FindWriters(proc.Root, path, Agent); len(pids) > 0 {
+		return
+	}
 	h.Event(id, Harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
 }
 
@@ -384,63 +387,6 @@ func (h *handler) subagentRunning(session, id string) bool {
 		}
 	}
 	return false
-}
-
-// holder returns the process holding the rollout open, or 0: the only
-// holder, or among several the one named like Codex. During a scan one
-// pass over /proc serves every rollout; afterwards each new rollout costs
-// one pass, once.
-func (h *handler) holder(path string) int {
-	var pids []int
-	if !h.Live() {
-		if fi, err := os.Stat(path); err == nil {
-			if k, ok := proc.KeyOf(fi); ok {
-				pids = h.heldAtScan()[k]
-			}
-		}
-	} else {
-		var err error
-		pids, err = proc.FindHolders(proc.Root, path)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			h.log.Debug("cannot find the rollout's process", "path", path, "err", err)
-		}
-	}
-	return pickHolder(pids)
-}
-
-// heldAtScan returns the rollouts other processes hold open, from one
-// pass over /proc per scan (Rescan and ScanDone forget it).
-func (h *handler) heldAtScan() map[proc.FileKey][]int {
-	if !h.heldDone {
-		h.heldDone = true
-		held, err := proc.OpenFiles(proc.Root, func(target string) bool {
-			return strings.Contains(target, "/rollout-")
-		})
-		if err != nil {
-			h.log.Debug("cannot list open files", "err", err)
-		}
-		h.held = held
-	}
-	return h.held
-}
-
-// pickHolder chooses the session's process among the holders of its
-// rollout: the only one, or the only one whose command name mentions codex.
-func pickHolder(pids []int) int {
-	if len(pids) == 1 {
-		return pids[0]
-	}
-	found := 0
-	for _, pid := range pids {
-		b, err := os.ReadFile(filepath.Join(proc.Root, fmt.Sprint(pid), "comm"))
-		if err == nil && strings.Contains(strings.ToLower(string(b)), "codex") {
-			if found != 0 {
-				return 0
-			}
-			found = pid
-		}
-	}
-	return found
 }
 
 // keyOf is the engine key of a rollout path: its file name without

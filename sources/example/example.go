@@ -124,7 +124,7 @@ func (h *handler) Line(path string, line []byte) {
 		return
 	}
 	if h.Event(id, Harness, e) && e.Kind == agentbridge.KindSessionStarted && e.PID == 0 {
-		h.BindHolder(id, path) // the agent may hold its journal open
+		h.BindHolder(id, path) // the agent may hold its journal open for writing
 	}
 }
 

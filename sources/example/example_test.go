@@ -244,7 +244,9 @@ func TestSourceProcessExit(t *testing.T) {
 			writeFile(t, p, "")
 			var stdin *os.File
 			if tt.hold {
-				f, err := os.Open(p)
+				// The agent appends to its journal: a holder counts only
+				// when it holds the journal open for writing.
+				f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
