@@ -361,6 +361,11 @@ func (b *bridge) dump() string {
 	for _, e := range b.state.Sessions() {
 		k := e.Source + "/" + e.Snapshot.ID
 		fmt.Fprintf(&sb, "\n  %s %s history=%v", k, convert(e.Snapshot), b.history[k])
+		var kinds []string
+		for _, ev := range b.events[k] {
+			kinds = append(kinds, strings.TrimSuffix(ev.Kind+":"+ev.Outcome+ev.TurnID, ":"))
+		}
+		fmt.Fprintf(&sb, "\n    events: %s", strings.Join(kinds, " "))
 	}
 	for k := range b.removed {
 		fmt.Fprintf(&sb, "\n  %s removed", k)

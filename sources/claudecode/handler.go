@@ -121,6 +121,7 @@ func (h *handler) Idle() {
 			}
 		}
 	}
+	h.endLateTails()
 	h.ss.Idle()
 }
 

@@ -77,7 +77,8 @@ type Mapper struct {
 	// goneAt is when the bound process was seen gone (epoch ms; 0: not
 	// gone). Records stamped no later were written by that process and
 	// read after its exit: they no longer start or end anything.
-	goneAt int64
+	goneAt    int64
+	lateMoved bool // a line of that tail moved the session out of exited
 
 	out []agentbridge.Event
 	dec decoder
@@ -201,14 +202,18 @@ func (m *Mapper) record(r *record) {
 	if at > m.lastAt {
 		m.lastAt = at
 	}
+	// The tail of a process that exited, read after its exit was seen, is
+	// still what the process did (its prompt, its reply, how the turn
+	// ended): it is read as usual; LateExit then ends the session again.
 	if m.goneAt != 0 && at != 0 && at <= m.goneAt {
-		switch r.Type {
-		case "user", "assistant", "system", "attachment":
-			// The tail of a process that exited, read after its exit was
-			// seen: the session stays exited, and no turn opens without a
-			// process to run it.
-			return
-		}
+		first := len(m.out)
+		defer func() {
+			for _, e := range m.out[first:] {
+				if movesStatus(e.Kind) {
+					m.lateMoved = true
+				}
+			}
+		}()
 	}
 	if c := validate.CleanCwd(r.Cwd); c != "" && !r.IsSidechain {
 		if m.cwd == "" || !m.started {
@@ -296,7 +301,7 @@ func (m *Mapper) LastAt() int64 { return m.lastAt }
 // Restate reports.
 func (m *Mapper) SetOrigin(pid int, cwd string, startedAt int64) {
 	m.pid, m.startAt = pid, startedAt
-	m.goneAt = 0
+	m.goneAt, m.lateMoved = 0, false
 	if m.cwd == "" {
 		m.cwd = validate.CleanCwd(cwd)
 	}
@@ -687,9 +692,8 @@ func (m *Mapper) subDone(id string, outcome agentbridge.Outcome, at int64) {
 
 // Gone records when the bound process was seen gone (epoch ms, the
 // caller's clock): transcript lines read later but stamped no later were
-// written by that process before it died, and change nothing (a reply
-// read after the exit does not open a turn without a prompt). A new
-// process (SetOrigin) clears it.
+// written by that process before it died (see LateExit). A new process
+// (SetOrigin) clears it.
 func (m *Mapper) Gone(at int64) { m.goneAt = at }
 
 // Exited ends the session's process: every subagent still running is
@@ -697,6 +701,23 @@ func (m *Mapper) Gone(at int64) { m.goneAt = at }
 // the time of exit in epoch ms, 0 when unknown; signal is e.g. "SIGKILL".
 func (m *Mapper) Exited(at int64, exitCode *int, signal string) []agentbridge.Event {
 	m.out = m.out[:0]
+	m.exit(at, exitCode, signal)
+	return m.out
+}
+
+// movesStatus reports whether an event kind can take a session out of
+// exited.
+func movesStatus(k agentbridge.EventKind) bool {
+	switch k {
+	case agentbridge.KindTurnStarted, agentbridge.KindToolStarted, agentbridge.KindWaitStarted,
+		agentbridge.KindWaitFinished, agentbridge.KindAgentDone, agentbridge.KindSubagentStarted:
+		return true
+	}
+	return false
+}
+
+// exit appends the events of Exited.
+func (m *Mapper) exit(at int64, exitCode *int, signal string) {
 	m.ensureStarted()
 	for _, id := range append([]string(nil), m.subOrder...) {
 		m.subDone(id, agentbridge.OutcomeCancelled, at)
@@ -708,7 +729,21 @@ func (m *Mapper) Exited(at int64, exitCode *int, signal string) []agentbridge.Ev
 	}
 	m.regWait, m.regWaitTool = "", ""
 	m.reg = RegistryState{}
+	m.lateMoved = false
 	m.emit(agentbridge.Event{Kind: agentbridge.KindAgentExited, OccurredAt: at, ExitCode: exitCode, Signal: signal})
+}
+
+// LateExit ends the session again when lines its exited process wrote,
+// read after the exit was seen (Gone), moved it (a turn started or ended):
+// call it once those lines are read (at the end of a batch), so that the
+// session ends exited with its last turn known. It returns no events
+// otherwise.
+func (m *Mapper) LateExit() []agentbridge.Event {
+	m.out = m.out[:0]
+	if !m.lateMoved {
+		return nil
+	}
+	m.exit(0, nil, "")
 	return m.out
 }
 

@@ -294,9 +294,10 @@ func TestTurnIDsUnique(t *testing.T) {
 }
 
 // TestLateTailAfterExit: lines the exited process wrote, read only after
-// its exit was seen (pidfd and tailer race), change nothing: no second
-// turn, no "done" for a process that is gone. A later process's lines
-// (stamped after) are read as usual.
+// its exit was seen (the exit and the last write race), are still what it
+// did: the prompt is the title, the turn completed; LateExit then leaves
+// the session exited, with one turn. A later process's lines (bound with
+// SetOrigin) are read as usual.
 func TestLateTailAfterExit(t *testing.T) {
 	m := NewMapper("s-1", MapperOptions{})
 	s := validate.NewSession("s-1", Harness)
@@ -314,18 +315,29 @@ func TestLateTailAfterExit(t *testing.T) {
 		}
 		fold(evs)
 	}
-	line(prompt(sid, 1, "p-1", "answer headless")) // 12:00:01
 	m.Gone(time.Date(2026, 5, 1, 12, 0, 5, 0, time.UTC).UnixMilli())
 	fold(m.Exited(0, nil, ""))
-	line(reply(sid, 2, "Headless answer.", "end_turn")) // 12:00:02: written before the exit
-	line(rec(sid, 3, "system", `"subtype":"turn_duration","durationMs":10`))
-	if snap := s.Snapshot(); snap.Status != agentbridge.StatusExited || snap.LastTurn != "" {
-		t.Errorf("after the late tail: status %q lastTurn %q, want exited with no turn ended", snap.Status, snap.LastTurn)
+	if evs := m.LateExit(); len(evs) != 0 {
+		t.Fatalf("LateExit with no late line: %v", evs)
+	}
+	line(prompt(sid, 1, "p-1", "answer headless")) // 12:00:01: written before the exit
+	line(toolUse(sid, 2, "t1", "Bash", `{"command":"ls"}`))
+	line(toolResult(sid, 3, "t1", "ok", false, ""))
+	line(reply(sid, 4, "Headless answer.", "end_turn"))
+	line(rec(sid, 5, "system", `"subtype":"turn_duration","durationMs":10`))
+	fold(m.LateExit())
+	snap := s.Snapshot()
+	if snap.Status != agentbridge.StatusExited || snap.LastTurn != agentbridge.LastTurnCompleted || snap.Title != "answer headless" {
+		t.Errorf("after the late tail: %+v, want exited, last turn completed, titled", snap)
+	}
+	if evs := m.LateExit(); len(evs) != 0 {
+		t.Errorf("LateExit twice: %v", evs)
 	}
 	// A resumed process (bound with SetOrigin) writes on: read as usual.
 	m.SetOrigin(4242, "/work/proj", 0)
 	fold([]agentbridge.Event{m.Restate()})
 	line(prompt(sid, 9, "p-9", "next"))
+	fold(m.LateExit())
 	if snap := s.Snapshot(); snap.Status != agentbridge.StatusRunning {
 		t.Errorf("a new process's prompt: status %q, want running", snap.Status)
 	}
