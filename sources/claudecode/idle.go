@@ -11,13 +11,13 @@ import "time"
 const idleGrace = 1500 * time.Millisecond
 
 // watchIdle ends the open turn of rp's session after idleGrace if the
-// registry still shows the process idle on the same session and the turn
-// is still the one open now. One one-shot timer per idle report; it runs
+// registry, which said busy during the turn, still shows the process idle
+// on the same session and the turn is still the one open now. One one-shot timer per idle report; it runs
 // its check on the source's goroutine (a Post after the source stopped is
 // dropped).
 func (h *handler) watchIdle(rp *regProc, se *session) {
 	turn := se.m.Turn()
-	if rp.state.Status != RegistryIdle || turn == "" {
+	if rp.state.Status != RegistryIdle || !se.m.IdleEnds() {
 		return
 	}
 	pid, id, at := rp.entry.PID, rp.id, rp.entry.Changed

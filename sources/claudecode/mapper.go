@@ -74,6 +74,7 @@ type Mapper struct {
 	// reason is the registry's own text, e.g. "permission prompt").
 	regWaitTool string
 	answered    bool // the open turn has a reply from the model
+	busySeen    bool // the registry said busy during the open turn
 	// goneAt is when the bound process was seen gone (epoch ms; 0: not
 	// gone). Records stamped no later were written by that process and
 	// read after its exit: they no longer start or end anything.
@@ -419,6 +420,7 @@ func (m *Mapper) openTurn(r *record, promptText string, at int64) {
 	m.turn = m.turnID(r)
 	m.endedBy = ""
 	m.answered = false
+	m.busySeen = m.reg.Status == RegistryBusy
 	m.emit(agentbridge.Event{Kind: agentbridge.KindTurnStarted, OccurredAt: at, TurnID: m.turn, PromptText: promptText})
 	if m.reg.Status == RegistryWaiting {
 		m.openRegistryWait(at, "")
@@ -791,6 +793,9 @@ func (m *Mapper) Registry(st RegistryState, at int64) []agentbridge.Event {
 		m.regWait = ""
 	}
 	m.reg = st
+	if st.Status == RegistryBusy && m.turn != "" {
+		m.busySeen = true
+	}
 	if st.Status == RegistryWaiting && m.regWait == "" && m.turn != "" {
 		m.openRegistryWait(at, "")
 	}
@@ -866,6 +871,12 @@ func (m *Mapper) EndIdle(turnID string, at int64) []agentbridge.Event {
 
 // Turn returns the id of the open turn ("" when none).
 func (m *Mapper) Turn() string { return m.turn }
+
+// IdleEnds reports whether an idle registry may end the open turn (see
+// EndIdle): the registry said busy during it, so idle now means the turn
+// is over. Before busy, an idle registry is only the state the process
+// was in when the prompt was sent.
+func (m *Mapper) IdleEnds() bool { return m.turn != "" && m.busySeen }
 
 // ---- subagent transcripts ----
 

@@ -50,7 +50,9 @@ func run(t *testing.T, infer bool, steps []step) (agentbridge.Snapshot, []agentb
 	}
 	for _, st := range steps {
 		if st.endIdle {
-			fold(m.EndIdle(m.Turn(), 0))
+			if m.IdleEnds() {
+				fold(m.EndIdle(m.Turn(), 0))
+			}
 			continue
 		}
 		if st.reg != nil {
@@ -163,8 +165,12 @@ func TestMapperRules(t *testing.T) {
 			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 2},
 		{name: "idle past the grace with no reply: cancelled", steps: []step{step{line: u("hi")}, regStep(RegistryBusy, "", ""), regStep(RegistryIdle, "", ""), idleStep},
 			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCancelled, title: "hi", turns: 1},
-		{name: "idle past the grace after a reply: completed", steps: []step{step{line: u("hi")}, step{line: reply(sid, 2, "partial", "")}, idleStep},
+		{name: "idle past the grace after a reply: completed", steps: []step{step{line: u("hi")}, regStep(RegistryBusy, "", ""), step{line: reply(sid, 2, "partial", "")}, idleStep},
 			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 1},
+		{name: "idle before any busy (the state at the prompt) ends nothing", steps: []step{regStep(RegistryIdle, "", ""), step{line: u("hi")}, regStep(RegistryIdle, "", ""), idleStep},
+			status: agentbridge.StatusRunning, title: "hi", turns: 1},
+		{name: "busy before the prompt was read counts", steps: []step{regStep(RegistryBusy, "", ""), step{line: u("hi")}, regStep(RegistryIdle, "", ""), idleStep},
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCancelled, title: "hi", turns: 1},
 		{name: "idle grace after the journal ended the turn: nothing more", steps: []step{step{line: u("hi")}, step{line: reply(sid, 2, "ok", "end_turn")}, idleStep},
 			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 1},
 		{name: "registry approved", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{}`)), regStep(RegistryWaiting, "approve Bash", "w1"), regStep(RegistryBusy, "", "")),
