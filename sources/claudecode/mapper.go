@@ -79,7 +79,9 @@ type Mapper struct {
 	// gone). Records stamped no later were written by that process and
 	// read after its exit: they no longer start or end anything.
 	goneAt    int64
-	lateMoved bool // a line of that tail moved the session out of exited
+	lateMoved bool   // a line of that tail moved the session out of exited
+	late      bool   // the record being read is of that tail
+	exitTurn  string // the turn open when the process was seen gone
 
 	out []agentbridge.Event
 	dec decoder
@@ -206,7 +208,8 @@ func (m *Mapper) record(r *record) {
 	// The tail of a process that exited, read after its exit was seen, is
 	// still what the process did (its prompt, its reply, how the turn
 	// ended): it is read as usual; LateExit then ends the session again.
-	if m.goneAt != 0 && at != 0 && at <= m.goneAt {
+	m.late = m.goneAt != 0 && at != 0 && at <= m.goneAt
+	if m.late {
 		first := len(m.out)
 		defer func() {
 			for _, e := range m.out[first:] {
@@ -302,7 +305,7 @@ func (m *Mapper) LastAt() int64 { return m.lastAt }
 // Restate reports.
 func (m *Mapper) SetOrigin(pid int, cwd string, startedAt int64) {
 	m.pid, m.startAt = pid, startedAt
-	m.goneAt, m.lateMoved = 0, false
+	m.goneAt, m.lateMoved, m.exitTurn = 0, false, ""
 	if m.cwd == "" {
 		m.cwd = validate.CleanCwd(cwd)
 	}
@@ -431,9 +434,16 @@ func (m *Mapper) openTurn(r *record, promptText string, at int64) {
 // slash command or skill, a background agent's notification, a stop hook
 // that made the agent go on, a transcript read from its middle.
 func (m *Mapper) ensureTurn(r *record, at int64) {
-	if m.turn == "" {
-		m.openTurn(r, "", at)
+	if m.turn != "" {
+		return
 	}
+	if m.late && m.exitTurn != "" {
+		// The rest of the turn the process had open when it died: it goes
+		// on under its own id (no second turn.started).
+		m.turn, m.exitTurn = m.exitTurn, ""
+		return
+	}
+	m.openTurn(r, "", at)
 }
 
 func (m *Mapper) toolResult(r *record, b *block, at int64) {
@@ -727,7 +737,7 @@ func (m *Mapper) exit(at int64, exitCode *int, signal string) {
 	clear(m.tools)
 	m.toolOrder = m.toolOrder[:0]
 	if m.turn != "" {
-		m.turn = ""
+		m.exitTurn, m.turn = m.turn, ""
 	}
 	m.regWait, m.regWaitTool = "", ""
 	m.reg = RegistryState{}

@@ -326,6 +326,33 @@ func TestLateTailAfterExit(t *testing.T) {
 	if evs := m.LateExit(); len(evs) != 0 {
 		t.Fatalf("LateExit with no late line: %v", evs)
 	}
+	fold(m.LateExit())
+	// The exit seen while its turn was open, the rest of that turn after.
+	m2 := NewMapper("s-2", MapperOptions{})
+	s2 := validate.NewSession("s-2", Harness)
+	var turns int
+	for _, evs := range [][]agentbridge.Event{
+		evsOf(m2.Line([]byte(prompt(sid, 1, "p-1", "answer headless")))),
+		func() []agentbridge.Event {
+			m2.Gone(time.Date(2026, 5, 1, 12, 0, 5, 0, time.UTC).UnixMilli())
+			return m2.Exited(0, nil, "")
+		}(),
+		evsOf(m2.Line([]byte(reply(sid, 2, "Headless answer.", "end_turn")))),
+		m2.LateExit(),
+	} {
+		for _, e := range evs {
+			if is := s2.Apply(e); len(is) > 0 {
+				t.Fatalf("fold rejects %s: %+v", e.Kind, is)
+			}
+			if e.Kind == agentbridge.KindTurnStarted {
+				turns++
+			}
+		}
+	}
+	if snap := s2.Snapshot(); turns != 1 || snap.Status != agentbridge.StatusExited || snap.LastTurn != agentbridge.LastTurnCompleted {
+		t.Errorf("a turn cut by the exit: %d turns, %+v; want one, exited, completed", turns, snap)
+	}
+
 	line(prompt(sid, 1, "p-1", "answer headless")) // 12:00:01: written before the exit
 	line(toolUse(sid, 2, "t1", "Bash", `{"command":"ls"}`))
 	line(toolResult(sid, 3, "t1", "ok", false, ""))
@@ -347,4 +374,11 @@ func TestLateTailAfterExit(t *testing.T) {
 	if snap := s.Snapshot(); snap.Status != agentbridge.StatusRunning {
 		t.Errorf("a new process's prompt: status %q, want running", snap.Status)
 	}
+}
+
+func evsOf(evs []agentbridge.Event, err error) []agentbridge.Event {
+	if err != nil {
+		panic(err)
+	}
+	return append([]agentbridge.Event(nil), evs...)
 }
