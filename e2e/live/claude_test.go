@@ -229,11 +229,22 @@ func claudeApproval(t *testing.T, c agentCLI, approve bool) {
 	s = r.bridge.AwaitStatus(claudeSource, s.ID, "waiting", 20*time.Second)
 	// The registry may say "waiting" a moment before the tool_use is read;
 	// the reason names the tool as soon as it is.
-	if err := r.bridge.await(5*time.Second, func() bool {
+	err := r.bridge.await(5*time.Second, func() bool {
 		s, _ = r.bridge.Session(claudeSource, s.ID)
 		return strings.Contains(s.WaitingFor, "Bash")
-	}); err != nil || !strings.Contains(s.WaitingFor, "marker") || strings.Contains(s.WaitingFor, r.cwd) {
-		r.checkf(false, "waitingFor names the tool and its command, paths shortened: %q", s.WaitingFor)
+	})
+	switch {
+	case err == nil:
+		r.checkf(strings.Contains(s.WaitingFor, "marker") && !strings.Contains(s.WaitingFor, r.cwd),
+			"waitingFor names the tool and its command, paths shortened: %q", s.WaitingFor)
+	case r.pendingToolUse():
+		r.checkf(false, "the transcript holds the pending tool_use, waitingFor does not name it: %q", s.WaitingFor)
+	default:
+		// This build had not written the tool_use yet (2.1.242 at times
+		// writes it only once the prompt is answered): the registry's own
+		// text is all there is.
+		r.checkf(s.WaitingFor != "", "waiting without a reason: %s", s)
+		t.Logf("the transcript holds no pending tool_use yet; waitingFor is the registry's %q", s.WaitingFor)
 	}
 	key := "Escape"
 	if approve {
@@ -407,6 +418,16 @@ func claudeKill(t *testing.T, c agentCLI) {
 	}
 	s = r.bridge.AwaitStatus(claudeSource, s.ID, "exited", 10*time.Second)
 	r.checkf(s.WaitingFor == "", "exited: %s", s)
+}
+
+// pendingToolUse reports whether a transcript holds a tool_use now.
+func (r *claudeRig) pendingToolUse() bool {
+	for _, p := range r.transcripts() {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), `"type":"tool_use"`) {
+			return true
+		}
+	}
+	return false
 }
 
 // describeTranscripts condenses the rig's transcripts to one line per
