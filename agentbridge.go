@@ -145,6 +145,85 @@ type Event struct {
 	SubagentID    string `json:"subagentId,omitempty"`    // subagent.started, subagent.done
 	ParentAgentID string `json:"parentAgentId,omitempty"` // subagent.started
 	Type          string `json:"type,omitempty"`          // subagent.started
+
+	// Usage is the bridge's internal side channel for token counts: a
+	// source sets it on an agent.metadata event when the journal records
+	// what a model call used. It is not part of the event's JSON (lifecycle
+	// records and POST /v1/sources/{id}/publish do not carry it); clients
+	// see the sum in the session's Activity.
+	Usage *UsageReport `json:"-"`
+}
+
+// Usage counts the tokens a session's model calls used. InputTokens are
+// the input tokens not read from a prompt cache; CacheReadTokens those read
+// from it, CacheWriteTokens those written to it; OutputTokens include any
+// reasoning tokens.
+type Usage struct {
+	InputTokens      int64 `json:"inputTokens"`
+	OutputTokens     int64 `json:"outputTokens"`
+	CacheReadTokens  int64 `json:"cacheReadTokens"`
+	CacheWriteTokens int64 `json:"cacheWriteTokens"`
+}
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{u.InputTokens + v.InputTokens, u.OutputTokens + v.OutputTokens,
+		u.CacheReadTokens + v.CacheReadTokens, u.CacheWriteTokens + v.CacheWriteTokens}
+}
+
+// Sub returns u minus v.
+func (u Usage) Sub(v Usage) Usage {
+	return Usage{u.InputTokens - v.InputTokens, u.OutputTokens - v.OutputTokens,
+		u.CacheReadTokens - v.CacheReadTokens, u.CacheWriteTokens - v.CacheWriteTokens}
+}
+
+// UsageReport is one token count a source read from a journal (see
+// Event.Usage). Counting rules of the fold:
+//
+//   - Total: the counts are the session's totals so far (a journal that
+//     records cumulative counts, like Codex's token_count); they replace
+//     the sum.
+//   - MessageID set: the counts of that one model message. A report for a
+//     message counted recently replaces its counts instead of adding them
+//     (agents that write one record per content block repeat a message's
+//     usage on each).
+//   - Otherwise the counts are added.
+type UsageReport struct {
+	Usage
+	MessageID string `json:"messageId,omitempty"`
+	Total     bool   `json:"total,omitempty"`
+}
+
+// Activity is what a session is doing now and what it has used, beside
+// its Snapshot (which it never changes): when its status began, the tool
+// running now, when the current turn started, and its token usage. Zero
+// values are absent (unknown).
+type Activity struct {
+	StatusSince   int64         `json:"statusSince,omitempty"`   // epoch ms the status began
+	Tool          *ToolActivity `json:"tool,omitempty"`          // the tool running now
+	TurnStartedAt int64         `json:"turnStartedAt,omitempty"` // epoch ms the running turn began
+	Usage         *Usage        `json:"usage,omitempty"`         // summed over the session
+}
+
+// ToolActivity is the tool a session runs now.
+type ToolActivity struct {
+	Name  string `json:"name"`
+	Since int64  `json:"since,omitempty"` // epoch ms it started
+}
+
+// IsZero reports whether a carries nothing.
+func (a *Activity) IsZero() bool {
+	return a == nil || (a.StatusSince == 0 && a.Tool == nil && a.TurnStartedAt == 0 && a.Usage == nil)
+}
+
+// Equal reports whether a and b show the same.
+func (a *Activity) Equal(b *Activity) bool {
+	if a.IsZero() || b.IsZero() {
+		return a.IsZero() == b.IsZero()
+	}
+	return a.StatusSince == b.StatusSince && a.TurnStartedAt == b.TurnStartedAt &&
+		(a.Tool == nil) == (b.Tool == nil) && (a.Tool == nil || *a.Tool == *b.Tool) &&
+		(a.Usage == nil) == (b.Usage == nil) && (a.Usage == nil || *a.Usage == *b.Usage)
 }
 
 // Diagnostic is a typed problem a source reports: a kebab-case code and a

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,10 +36,12 @@ type DiagnosticsResponse struct {
 	Diagnostics []hub.DiagnosticEntry `json:"diagnostics"`
 }
 
-// ValidationResult is the body of POST /v1/validate/{kind}.
+// ValidationResult is the body of POST /v1/validate/{kind}. Issues lists
+// at most validate.MaxIssues issues; IssuesOmitted counts the others.
 type ValidationResult struct {
-	Valid  bool             `json:"valid"`
-	Issues []validate.Issue `json:"issues"`
+	Valid         bool             `json:"valid"`
+	Issues        []validate.Issue `json:"issues"`
+	IssuesOmitted int              `json:"issuesOmitted,omitempty"`
 }
 
 // PublishResult is the body of a successful publish: the hub's revision
@@ -220,11 +223,9 @@ func (s *Server) handleValidate(kind string) http.HandlerFunc {
 			s.problem(w, r, err)
 			return
 		}
-		issues := check(body, hs)
-		if issues == nil {
-			issues = []validate.Issue{}
-		}
-		s.writeJSON(w, http.StatusOK, ValidationResult{Valid: len(issues) == 0, Issues: issues})
+		all := check(body, hs)
+		issues, omitted := validate.Cap(all, validate.MaxIssues)
+		s.writeJSON(w, http.StatusOK, ValidationResult{Valid: len(all) == 0, Issues: issues, IssuesOmitted: omitted})
 	}
 }
 
@@ -251,23 +252,19 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ops, single, issues, bad := decodeOps(body, s.enabledHarnesses(source))
-	if len(issues) > 0 && checker != nil {
+	ops, single, counted := decodeOps(body, s.enabledHarnesses(source))
+	issues := counted.Issues
+	if len(issues) > 0 && checker != nil && len(ops) > 0 {
 		// Report every issue: also those the hub finds in the operations
 		// that decoded before the first one that did not (an unknown wait,
 		// a missing harness), each checked against the state the earlier
 		// ones leave. After an operation that could not be decoded that
 		// state is unknown, so later operations are not checked against it.
-		clean := make([]hub.Op, len(ops))
-		for i, op := range ops {
-			if bad[i] {
-				break
-			}
-			clean[i] = op
-		}
 		var inv *hub.InvalidError
-		if err := checker.Check(source, clean); errors.As(err, &inv) {
-			issues = mergeIssues(issues, inv.Issues)
+		if err := checker.Check(source, ops); errors.As(err, &inv) {
+			hubIssues, more := validate.Cap(inv.Issues, validate.MaxIssues)
+			issues = mergeIssues(issues, hubIssues)
+			counted.Omitted += more
 		}
 	}
 	if len(issues) > 0 {
@@ -275,7 +272,7 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request) {
 			issues = unnestSingle(issues)
 		}
 		e := errorf(http.StatusUnprocessableEntity, "invalid-operation", "the operations were rejected; nothing was applied")
-		e.Issues = issues
+		e.Issues, e.Omitted = issues, counted.Omitted
 		s.problem(w, r, e)
 		return
 	}
@@ -360,6 +357,9 @@ func readJSON(r *http.Request) ([]byte, error) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, tooLarge()
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, errorf(http.StatusRequestTimeout, "body-timeout", "the body did not arrive in time")
 		}
 		return nil, errorf(http.StatusBadRequest, "invalid-json", "the body could not be read")
 	}

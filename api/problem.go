@@ -19,22 +19,25 @@ import (
 const ProblemTypePrefix = "urn:agentbridge:problem:"
 
 // Problem is an RFC 9457 problem document. Issues is set when validation
-// failed.
+// failed: at most validate.MaxIssues of them, IssuesOmitted counting the
+// others.
 type Problem struct {
-	Type   string           `json:"type"`
-	Title  string           `json:"title"`
-	Status int              `json:"status"`
-	Detail string           `json:"detail"`
-	Issues []validate.Issue `json:"issues,omitempty"`
+	Type          string           `json:"type"`
+	Title         string           `json:"title"`
+	Status        int              `json:"status"`
+	Detail        string           `json:"detail"`
+	Issues        []validate.Issue `json:"issues,omitempty"`
+	IssuesOmitted int              `json:"issuesOmitted,omitempty"`
 }
 
 // Error is a failure with its HTTP form: the status, the problem slug and a
 // detail that is safe to show (no paths, prompt text or tokens).
 type Error struct {
-	Status int
-	Slug   string
-	Detail string
-	Issues []validate.Issue
+	Status  int
+	Slug    string
+	Detail  string
+	Issues  []validate.Issue
+	Omitted int // issues counted but not in Issues
 }
 
 // Error returns the slug and the detail.
@@ -63,6 +66,7 @@ var titles = map[string]string{
 	"invalid-json":           "Malformed JSON",
 	"unsupported-media-type": "Unsupported media type",
 	"body-too-large":         "Request body too large",
+	"body-timeout":           "Request body timed out",
 	"not-found":              "Not found",
 	"unknown-source":         "Unknown source",
 	"unknown-harness":        "Unknown harness",
@@ -125,7 +129,14 @@ func writeProblem(w http.ResponseWriter, e *Error) {
 	if title == "" {
 		title = http.StatusText(e.Status)
 	}
-	b, err := json.Marshal(Problem{Type: ProblemTypePrefix + e.Slug, Title: title, Status: e.Status, Detail: e.Detail, Issues: e.Issues})
+	var issues []validate.Issue
+	omitted := e.Omitted
+	if e.Issues != nil {
+		var more int
+		issues, more = validate.Cap(e.Issues, validate.MaxIssues)
+		omitted += more
+	}
+	b, err := json.Marshal(Problem{Type: ProblemTypePrefix + e.Slug, Title: title, Status: e.Status, Detail: e.Detail, Issues: issues, IssuesOmitted: omitted})
 	if err != nil { // cannot happen: every field is plain data
 		b = []byte(`{"type":"urn:agentbridge:problem:internal","title":"Internal error","status":500,"detail":"encoding failed"}`)
 	}

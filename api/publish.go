@@ -22,39 +22,57 @@ var opFields = map[hub.OpKind]struct{ allowed, required []string }{
 }
 
 // DecodeOps decodes the body of POST /v1/sources/{source}/publish: one op
-// object, or an array of them. It reports every issue, with paths from the
-// body's root ("$.session.id" for one op, "$[2].session.id" in an array);
-// the ops are only meaningful when there is none. single says the body was
-// one object. Harness switches are not checked here (the hub knows them).
+// object, or an array of them. It reports the issues, with paths from the
+// body's root ("$.session.id" for one op, "$[2].session.id" in an array):
+// the first validate.MaxIssues of them. ops are the operations before the
+// first one with issues (all of them when there is none). single says the
+// body was one object. Harness switches are not checked here (the hub
+// knows them).
 func DecodeOps(body []byte) (ops []hub.Op, single bool, issues []validate.Issue) {
-	ops, single, issues, _ = decodeOps(body, nil)
-	return ops, single, issues
+	ops, single, c := decodeOps(body, nil)
+	return ops, single, c.Issues
 }
 
 // decodeOps is DecodeOps that also checks the harness of every snapshot
-// against hs (nil: no check) and says which ops had issues.
-func decodeOps(body []byte, hs validate.Harnesses) (ops []hub.Op, single bool, issues []validate.Issue, bad []bool) {
+// against hs (nil: no check), and counts the issues past the first
+// validate.MaxIssues instead of keeping them, so that an array of half a
+// million bad operations costs a hundred issues of memory.
+func decodeOps(body []byte, hs validate.Harnesses) (ops []hub.Op, single bool, issues validate.Counter) {
 	body = bytes.TrimSpace(body)
 	switch {
 	case len(body) > 0 && body[0] == '{':
 		op, is := decodeOp(body, "$", hs)
-		return []hub.Op{op}, true, is, []bool{len(is) > 0}
+		issues.Add(is...)
+		if len(is) > 0 {
+			return nil, true, issues
+		}
+		return []hub.Op{op}, true, issues
 	case len(body) > 0 && body[0] == '[':
-		var elems []json.RawMessage
-		if err := json.Unmarshal(body, &elems); err != nil {
-			return nil, false, []validate.Issue{{Path: "$", Code: validate.InvalidType, Message: "malformed JSON"}}, nil
+		// One element at a time, and ops kept only up to the first one
+		// with issues (after it they are never applied nor checked): a
+		// 1 MiB array may hold half a million elements, and hub.Op is over
+		// 500 bytes.
+		dec := json.NewDecoder(bytes.NewReader(body))
+		if _, err := dec.Token(); err != nil {
+			issues.Add(validate.Issue{Path: "$", Code: validate.InvalidType, Message: "malformed JSON"})
+			return nil, false, issues
 		}
-		ops = make([]hub.Op, len(elems))
-		bad = make([]bool, len(elems))
-		for i, el := range elems {
-			var is []validate.Issue
-			ops[i], is = decodeOp(el, "$["+strconv.Itoa(i)+"]", hs)
-			issues = append(issues, is...)
-			bad[i] = len(is) > 0
+		for i := 0; dec.More(); i++ {
+			var el json.RawMessage
+			if err := dec.Decode(&el); err != nil {
+				issues.Add(validate.Issue{Path: "$", Code: validate.InvalidType, Message: "malformed JSON"})
+				return nil, false, issues
+			}
+			op, is := decodeOp(el, "$["+strconv.Itoa(i)+"]", hs)
+			if issues.Len() == 0 && len(is) == 0 {
+				ops = append(ops, op)
+			}
+			issues.Add(is...)
 		}
-		return ops, false, issues, bad
+		return ops, false, issues
 	}
-	return nil, false, []validate.Issue{{Path: "$", Code: validate.InvalidType, Message: "must be an operation object or an array of them"}}, nil
+	issues.Add(validate.Issue{Path: "$", Code: validate.InvalidType, Message: "must be an operation object or an array of them"})
+	return nil, false, issues
 }
 
 type member struct {
@@ -94,6 +112,11 @@ func fieldPath(p, key string) string { return p + "." + key }
 // decodeOp decodes one operation object found at path p.
 func decodeOp(raw []byte, p string, hs validate.Harnesses) (hub.Op, []validate.Issue) {
 	var op hub.Op
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		// Not an object: said without a decoder (an array may hold half a
+		// million such elements).
+		return op, []validate.Issue{issue(p, validate.InvalidType, "must be an operation object")}
+	}
 	ms, ok := objectMembers(raw)
 	if !ok {
 		return op, []validate.Issue{issue(p, validate.InvalidType, "must be an operation object")}

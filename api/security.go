@@ -1,13 +1,19 @@
 package api
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"io"
 	"io/fs"
 	"mime"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -165,6 +171,27 @@ func (s *Server) validToken(t string) bool {
 	return t != "" && subtle.ConstantTimeCompare([]byte(t), []byte(s.Token)) == 1
 }
 
+// cookieLabel is what the dashboard's session credential is derived with.
+const cookieLabel = "agentbridge dashboard session v1"
+
+// SessionCookie returns the value of the dashboard's cookie for token:
+// HMAC-SHA256 of a fixed label keyed with the token, base64url. It is not
+// the token (a cookie that leaks, e.g. to another service on the same host,
+// whose ports browsers do not tell apart, does not give the token away and
+// does not work as a bearer token), it survives restarts as the token does,
+// and rotating the token revokes every cookie at once.
+func SessionCookie(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte(cookieLabel))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// validCookie compares a presented cookie with the session credential in
+// constant time.
+func (s *Server) validCookie(c string) bool {
+	return c != "" && s.cookie != "" && subtle.ConstantTimeCompare([]byte(c), []byte(s.cookie)) == 1
+}
+
 // authenticate requires the token as "Authorization: Bearer" or the
 // dashboard's cookie. With no Token configured it lets everything pass.
 func (s *Server) authenticate(next http.Handler) http.Handler {
@@ -173,7 +200,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		presented := ""
+		presented, fromCookie := "", false
 		if a := r.Header.Get("Authorization"); a != "" {
 			scheme, t, _ := strings.Cut(a, " ")
 			if !strings.EqualFold(scheme, "Bearer") {
@@ -182,12 +209,16 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			}
 			presented = strings.TrimSpace(t)
 		} else if c, err := r.Cookie(CookieName(s.port)); err == nil {
-			presented = c.Value
+			presented, fromCookie = c.Value, true
 		} else {
 			s.unauthorized(w, "this route needs the bridge's token (Authorization: Bearer, or sign the dashboard in with `agentbridge open`)")
 			return
 		}
-		if !s.validToken(presented) {
+		if fromCookie && !s.validCookie(presented) {
+			s.unauthorized(w, "the dashboard's cookie is not valid for this bridge (was the token rotated?); open the dashboard again")
+			return
+		}
+		if !fromCookie && !s.validToken(presented) {
 			s.unauthorized(w, "the token is not this bridge's token")
 			return
 		}
@@ -242,6 +273,61 @@ func (s *Server) requireJSON(next http.Handler) http.Handler {
 	})
 }
 
+// DefaultBodyTimeout is Server.BodyTimeout's default: a 1 MiB body over
+// loopback takes milliseconds.
+const DefaultBodyTimeout = 10 * time.Second
+
+// guardBody protects the server from a request that declares a body and
+// then sends it slowly or never. Reading the body has a deadline
+// (BodyTimeout, from the end of the headers; then 408). And until the body
+// is read to its end, the answer carries "Connection: close": a request
+// refused before its body is read (no token, a wrong Host or Origin, not
+// JSON) is answered at once and its connection closed, instead of the
+// server waiting to drain the body so as to keep the connection. So
+// authentication happens before any body is read, and a hundred such
+// requests do not hold a hundred descriptors.
+func (s *Server) guardBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		timeout := s.BodyTimeout
+		if timeout <= 0 {
+			timeout = DefaultBodyTimeout
+		}
+		_ = rc.SetReadDeadline(time.Now().Add(timeout)) // not every writer supports it (tests)
+		w.Header().Set("Connection", "close")
+		r.Body = &guardedBody{ReadCloser: r.Body, left: r.ContentLength, h: w.Header(), rc: rc}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// guardedBody notices when the body has been read to its end: the
+// connection may then be kept, and the read deadline is lifted (the
+// server's own background read must not time out under a slow handler).
+type guardedBody struct {
+	io.ReadCloser
+	left int64 // bytes still declared; -1: chunked
+	h    http.Header
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *guardedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.left > 0 {
+		b.left -= int64(n)
+	}
+	if !b.done && (errors.Is(err, io.EOF) || (b.left == 0 && err == nil)) {
+		b.done = true
+		b.h.Del("Connection")
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
 func tooLarge() *Error {
 	return errorf(http.StatusRequestEntityTooLarge, "body-too-large", "the body is over the 1 MiB limit")
 }
@@ -288,12 +374,12 @@ func (s *Server) handleDashboard(w http.ResponseWriter, r *http.Request) {
 		}
 		if s.Token != "" {
 			http.SetCookie(w, &http.Cookie{
-				Name: CookieName(s.port), Value: s.Token, Path: "/",
+				Name: CookieName(s.port), Value: s.cookie, Path: "/",
 				MaxAge: int(cookieMaxAge / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode,
 			})
 		}
 		q.Del("token")
-		u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+		u := url.URL{Path: ownPath(r.URL.Path), RawQuery: q.Encode()}
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		http.Redirect(w, r, u.String(), http.StatusSeeOther)
@@ -309,4 +395,16 @@ func (s *Server) handleDashboard(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	http.ServeFileFS(w, r, s.Dashboard, name)
+}
+
+// ownPath returns p as a redirect target that stays on the bridge's own
+// origin: cleaned, so that "//evil.example/" (which browsers read as
+// another host) becomes "/evil.example", and "/" for anything with a
+// backslash (which browsers read as a slash) or a control character.
+func ownPath(p string) string {
+	p = path.Clean("/" + p)
+	if strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\x00\r\n\t") {
+		return "/"
+	}
+	return p
 }

@@ -104,17 +104,21 @@ type Server struct {
 	OpenAPI []byte
 	// Version is reported by GET /healthz.
 	Version string
+	// BodyTimeout bounds the time to receive a request body, from the end
+	// of its headers (408 after it); 0 means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// Logger receives internal errors and, at debug level, one line per
 	// request; nil discards.
 	Logger *slog.Logger
 
 	port     string
+	cookie   string // SessionCookie(Token); empty without a token
 	loopback bool
 	router   chi.Router
 }
 
 // Handler builds the router. Middleware order, outermost first: panic
-// recovery, request id, Host check; then per route group the Origin policy,
+// recovery, the body guard (guardBody), request id, Host check; then per route group the Origin policy,
 // the token, and for POSTs cross-origin protection, content type and body
 // size.
 func (s *Server) Handler() http.Handler {
@@ -138,6 +142,9 @@ func (s *Server) Handler() http.Handler {
 		panic("api: Server.Addr needs the real port, not " + strconv.Quote(port))
 	}
 	s.port = port
+	if s.Token != "" {
+		s.cookie = SessionCookie(s.Token)
+	}
 	s.loopback = isLoopbackName(host)
 
 	r := chi.NewRouter()
@@ -145,7 +152,7 @@ func (s *Server) Handler() http.Handler {
 	r.NotFound(s.handleNotFound)
 	r.MethodNotAllowed(s.handleMethodNotAllowed)
 	// HEAD is answered wherever GET is (GetHead), after the Host check.
-	r.Use(s.recoverer, middleware.RequestID, s.logRequests, s.checkHost, middleware.GetHead)
+	r.Use(s.recoverer, s.guardBody, middleware.RequestID, s.logRequests, s.checkHost, middleware.GetHead)
 
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/openapi.yaml", s.handleOpenAPI)

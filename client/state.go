@@ -22,17 +22,17 @@ import (
 // snapshot after a restart that may have changed the configuration).
 type State struct {
 	rev       uint64
-	sources   map[string]map[string]agentbridge.Snapshot // source → id → snapshot
-	harnesses map[string][]string                        // source → enabled harness ids
+	sources   map[string]map[string]hub.Entry // source → id → snapshot and activity
+	harnesses map[string][]string             // source → enabled harness ids
 }
 
 // Load starts the state from a snapshot: follow the stream with Since set
 // to l.Revision to keep it exact.
 func (s *State) Load(l SessionList) {
 	s.rev = l.Revision
-	s.sources = map[string]map[string]agentbridge.Snapshot{}
+	s.sources = map[string]map[string]hub.Entry{}
 	for _, e := range l.Sessions {
-		s.put(e.Source, e.Snapshot)
+		s.put(e.Source, e.Snapshot, e.Activity)
 	}
 }
 
@@ -44,8 +44,8 @@ func (s *State) Revision() uint64 { return s.rev }
 func (s *State) Sessions() []hub.Entry {
 	out := []hub.Entry{}
 	for src, m := range s.sources {
-		for _, snap := range m {
-			out = append(out, hub.Entry{Source: src, Snapshot: snap.Clone()})
+		for _, e := range m {
+			out = append(out, hub.Entry{Source: src, Snapshot: e.Snapshot.Clone(), Activity: e.Activity})
 		}
 	}
 	slices.SortFunc(out, func(a, b hub.Entry) int {
@@ -56,8 +56,14 @@ func (s *State) Sessions() []hub.Entry {
 
 // Session returns one session.
 func (s *State) Session(source, id string) (agentbridge.Snapshot, bool) {
-	snap, ok := s.sources[source][id]
-	return snap.Clone(), ok
+	e, ok := s.sources[source][id]
+	return e.Snapshot.Clone(), ok
+}
+
+// Activity returns one session's activity (nil: none known); it is
+// shared: do not change it.
+func (s *State) Activity(source, id string) *agentbridge.Activity {
+	return s.sources[source][id].Activity
 }
 
 // Harnesses returns the enabled harnesses of source as its last harnesses
@@ -77,6 +83,7 @@ func (s *State) Apply(ev Event) error {
 		Snapshot         *agentbridge.Snapshot  `json:"snapshot"`
 		SessionID        string                 `json:"sessionId"`
 		EnabledHarnesses []string               `json:"enabledHarnesses"`
+		Activity         json.RawMessage        `json:"activity"` // reset: by session id; upsert: the session's
 	}
 	switch ev.Name {
 	case NameReset, NameUpsert, NameRemove, NameHarnesses:
@@ -86,18 +93,26 @@ func (s *State) Apply(ev Event) error {
 	}
 	switch ev.Name {
 	case NameReset:
+		var acts map[string]*agentbridge.Activity
+		if len(d.Activity) > 0 && json.Unmarshal(d.Activity, &acts) != nil {
+			return badEvent("reset %d has an activity that does not decode", ev.ID)
+		}
 		if s.sources == nil {
-			s.sources = map[string]map[string]agentbridge.Snapshot{}
+			s.sources = map[string]map[string]hub.Entry{}
 		}
 		delete(s.sources, d.Source)
 		for _, snap := range d.Sessions {
-			s.put(d.Source, snap)
+			s.put(d.Source, snap, acts[snap.ID])
 		}
 	case NameUpsert:
 		if d.Snapshot == nil || d.Snapshot.ID == "" {
 			return badEvent("upsert %d has no snapshot", ev.ID)
 		}
-		s.put(d.Source, *d.Snapshot)
+		var act *agentbridge.Activity
+		if len(d.Activity) > 0 && json.Unmarshal(d.Activity, &act) != nil {
+			return badEvent("upsert %d has an activity that does not decode", ev.ID)
+		}
+		s.put(d.Source, *d.Snapshot, act)
 	case NameRemove:
 		if d.SessionID == "" {
 			return badEvent("remove %d has no session id", ev.ID)
@@ -116,23 +131,23 @@ func (s *State) Apply(ev Event) error {
 	return nil
 }
 
-func (s *State) put(source string, snap agentbridge.Snapshot) {
+func (s *State) put(source string, snap agentbridge.Snapshot, act *agentbridge.Activity) {
 	if s.sources == nil {
-		s.sources = map[string]map[string]agentbridge.Snapshot{}
+		s.sources = map[string]map[string]hub.Entry{}
 	}
 	m := s.sources[source]
 	if m == nil {
-		m = map[string]agentbridge.Snapshot{}
+		m = map[string]hub.Entry{}
 		s.sources[source] = m
 	}
-	m[snap.ID] = snap
+	m[snap.ID] = hub.Entry{Source: source, Snapshot: snap, Activity: act}
 }
 
 // Clone returns a copy that does not share the maps of s.
 func (s *State) Clone() *State {
 	c := &State{rev: s.rev, harnesses: maps.Clone(s.harnesses)}
 	if s.sources != nil {
-		c.sources = make(map[string]map[string]agentbridge.Snapshot, len(s.sources))
+		c.sources = make(map[string]map[string]hub.Entry, len(s.sources))
 		for k, m := range s.sources {
 			c.sources[k] = maps.Clone(m)
 		}

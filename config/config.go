@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -26,13 +27,25 @@ import (
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
 	envprovider "github.com/knadh/koanf/providers/env/v2"
-	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/providers/posflag"
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
 
+	"github.com/agentbridge/agentbridge/internal/smallfile"
+
 	"github.com/agentbridge/agentbridge/validate"
 )
+
+// maxConfigBytes bounds the YAML configuration file.
+const maxConfigBytes = 1 << 20
+
+// bytesProvider is a koanf.Provider of a configuration file already read.
+type bytesProvider []byte
+
+func (b bytesProvider) ReadBytes() ([]byte, error) { return b, nil }
+func (b bytesProvider) Read() (map[string]any, error) {
+	return nil, errors.New("config: a byte provider needs a parser")
+}
 
 // DefaultListen is the address the bridge serves on when nothing else is
 // configured.
@@ -89,6 +102,8 @@ type Config struct {
 	// Addr is the address the client subcommands dial (AGENTBRIDGE_ADDR);
 	// empty means Listen. The server ignores it.
 	Addr string `koanf:"addr"`
+	// Notify says whom the server tells when a session needs someone.
+	Notify Notify `koanf:"notify"`
 
 	// File is the YAML file that was loaded, empty when none was.
 	File string `koanf:"-"`
@@ -100,6 +115,50 @@ type Config struct {
 	// tokenFile says otherwise); empty when it cannot be named. The server
 	// keeps its revision mark there (RevisionFile).
 	StateDir string `koanf:"-"`
+}
+
+// Notify is the notify section: the webhooks the server posts transitions
+// to.
+type Notify struct {
+	Webhooks []Webhook `koanf:"webhooks"`
+}
+
+// Webhook is one receiver of transitions: an http(s) URL, the events it
+// wants (waiting, blocked, failed, done, exited) and extra request headers
+// (an ntfy token, say). The URL and the header values are secrets of the
+// user's: errors never quote them.
+type Webhook struct {
+	URL     string            `koanf:"url"`
+	Events  []string          `koanf:"events"`
+	Headers map[string]string `koanf:"headers"`
+}
+
+// WebhookEvents are the events a webhook may ask for.
+var WebhookEvents = []string{"waiting", "blocked", "failed", "done", "exited"}
+
+// headerName is an HTTP header field name (RFC 9110 token).
+var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+func (w Webhook) check(i int, bad func(string, ...any)) {
+	p := fmt.Sprintf("notify.webhooks[%d]", i)
+	if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("%s.url: is not an absolute http or https URL", p)
+	}
+	if len(w.Events) == 0 {
+		bad("%s.events: name at least one of %s", p, strings.Join(WebhookEvents, ", "))
+	}
+	for j, e := range w.Events {
+		if !slices.Contains(WebhookEvents, e) {
+			bad("%s.events[%d]: %q is not one of %s", p, j, e, strings.Join(WebhookEvents, ", "))
+		}
+	}
+	for k, v := range w.Headers {
+		if !headerName.MatchString(k) {
+			bad("%s.headers: %q is not a header name", p, k)
+		} else if strings.ContainsAny(v, "\r\n\x00") {
+			bad("%s.headers.%s: the value holds a line break", p, k)
+		}
+	}
 }
 
 // PushSource declares a push source.
@@ -274,11 +333,17 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 		_, err := os.Stat(path)
 		switch {
 		case err == nil:
-			if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+			// Read without blocking and capped: a FIFO or a huge file
+			// where the config should be fails clearly instead of hanging.
+			data, err := smallfile.Read(path, maxConfigBytes)
+			if err != nil {
+				return nil, fmt.Errorf("config file %s: %w", path, err)
+			}
+			if err := k.Load(bytesProvider(data), yaml.Parser()); err != nil {
 				return nil, fmt.Errorf("config file %s: %w", path, err)
 			}
 			loaded = path
-			og.addFile(path)
+			og.addFile(path, data)
 		case explicit || !errors.Is(err, os.ErrNotExist):
 			return nil, fmt.Errorf("config file%s: %w", namedBy, err)
 		}
@@ -552,6 +617,9 @@ func (c *Config) Validate() error {
 		if !validate.ValidHarnessID(id) {
 			bad("sources: %q is not a valid source id", id)
 		}
+	}
+	for i, w := range c.Notify.Webhooks {
+		w.check(i, bad)
 	}
 	return errors.Join(errs...)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -196,6 +197,11 @@ func TestLoadErrors(t *testing.T) {
 		{"explicit config missing", "", nil, []string{"--config=/nonexistent/agentbridge.yaml"}, []string{"config file"}},
 		{"env config missing", "", []string{"AGENTBRIDGE_CONFIG=/nonexistent/agentbridge.yaml"}, nil, []string{"config file"}},
 		{"bad yaml", "listen: [\n", nil, nil, []string{"config file"}},
+		{"webhook without events", "notify:\n  webhooks: [{url: \"https://ntfy.sh/t\"}]\n", nil, nil, []string{"notify.webhooks[0].events"}},
+		{"webhook bad event", "notify:\n  webhooks: [{url: \"https://ntfy.sh/t\", events: [waiting, started]}]\n", nil, nil, []string{"notify.webhooks[0].events[1]", "started"}},
+		{"webhook bad url", "notify:\n  webhooks: [{url: \"ftp://x/secret-path\", events: [done]}]\n", nil, nil, []string{"notify.webhooks[0].url"}},
+		{"webhook unknown key", "notify:\n  webhooks: [{url: \"https://x\", events: [done], retries: 3}]\n", nil, nil, []string{"retries"}},
+		{"webhook bad header", "notify:\n  webhooks: [{url: \"https://x\", events: [done], headers: {\"Bad Name\": v}}]\n", nil, nil, []string{"notify.webhooks[0].headers"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -323,6 +329,73 @@ func TestListenIsLoopback(t *testing.T) {
 		got, err := ListenIsLoopback(tt.addr)
 		if err != nil || got != tt.want {
 			t.Errorf("ListenIsLoopback(%q) = %v, %v; want %v", tt.addr, got, err, tt.want)
+		}
+	}
+}
+
+func TestLoadWebhooks(t *testing.T) {
+	t.Parallel()
+	_, env := setup(t, `
+notify:
+  webhooks:
+    - url: https://ntfy.sh/my-agents
+      events: [waiting, blocked, failed]
+    - url: https://hooks.slack.com/services/T0/B0/secret
+      events: [failed]
+      headers: {Authorization: Bearer abc}
+`)
+	c, err := Load(nil, env)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := []Webhook{
+		{URL: "https://ntfy.sh/my-agents", Events: []string{"waiting", "blocked", "failed"}},
+		{URL: "https://hooks.slack.com/services/T0/B0/secret", Events: []string{"failed"}, Headers: map[string]string{"Authorization": "Bearer abc"}},
+	}
+	if diff := cmp.Diff(want, c.Notify.Webhooks); diff != "" {
+		t.Errorf("webhooks (-want +got):\n%s", diff)
+	}
+}
+
+func TestWebhookErrorsDoNotQuoteTheURL(t *testing.T) {
+	t.Parallel()
+	_, env := setup(t, "notify:\n  webhooks: [{url: \"ftp://hooks.example/T0/B0/very-secret\", events: [done]}]\n")
+	_, err := Load(nil, env)
+	if err == nil || strings.Contains(err.Error(), "very-secret") {
+		t.Errorf("Load error %v: want one that does not quote the URL", err)
+	}
+}
+
+// A FIFO or a huge file where the configuration should be fails at once
+// with an error that says so, instead of hanging the start.
+func TestHostileConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(4 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, p := range []string{fifo, big} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := Load(nil, []string{"HOME=" + dir, "AGENTBRIDGE_CONFIG=" + p})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "config file") {
+				t.Errorf("Load(%s) = %v, want a config file error", filepath.Base(p), err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Load(%s) hung", filepath.Base(p))
 		}
 	}
 }

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -56,14 +55,11 @@ func (og origins) setEnv(key, name, value string) {
 	og[key] = origin{layer: layerEnv, name: name, value: value}
 }
 
-// addFile records the line of every key of the YAML file at path, with
-// the paths mapstructure reports ("a.b", "list[0].c"). A file that does
-// not parse adds nothing: its loading reports the syntax error.
-func (og origins) addFile(path string) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
+// addFile records the line of every key of the YAML file at path, whose
+// content is b, with the paths mapstructure reports ("a.b", "list[0].c").
+// A file that does not parse adds nothing: its loading reports the syntax
+// error.
+func (og origins) addFile(path string, b []byte) {
 	var doc yamlv3.Node
 	if yamlv3.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 {
 		return

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/agentbridge/agentbridge/internal/smallfile"
 )
 
 // RevisionFile keeps the hub's revision high-water mark (a decimal number)
@@ -30,7 +32,9 @@ func (c *Config) RevisionFile() RevisionFile {
 
 // Load returns the saved mark; 0 when the file does not exist.
 func (f RevisionFile) Load() (uint64, error) {
-	b, err := os.ReadFile(string(f))
+	// A mark is at most 20 digits; smallfile refuses a FIFO, a device or
+	// a huge file in its place instead of hanging or reading it whole.
+	b, err := smallfile.Read(string(f), 64)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}

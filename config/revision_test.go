@@ -3,7 +3,9 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestRevisionFileNextToTheToken(t *testing.T) {
@@ -55,5 +57,42 @@ func TestRevisionFileSavesAndLoads(t *testing.T) {
 	}
 	if _, err := f.Load(); err == nil {
 		t.Errorf("Load() of a garbled file succeeded, want an error")
+	}
+}
+
+// TestRevisionFileHostile: a revision file that is a FIFO, a link to
+// /dev/zero or a sparse 4 GiB file fails to load at once (the hub then
+// starts from the clock) instead of hanging or reading gigabytes.
+func TestRevisionFileHostile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	sparse := filepath.Join(dir, "sparse")
+	if f, err := os.Create(sparse); err != nil || f.Truncate(4<<30) != nil {
+		t.Fatal(err)
+	} else {
+		f.Close()
+	}
+	for _, p := range []string{fifo, zero, sparse} {
+		done := make(chan error, 1)
+		go func() { _, err := RevisionFile(p).Load(); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("Load(%s) succeeded", filepath.Base(p))
+			}
+		case <-time.After(5 * time.Second):
+			if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+			t.Fatalf("Load(%s) hangs", filepath.Base(p))
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/agentbridge/agentbridge/internal/smallfile"
 )
 
 // ErrNoToken is returned by Token when auth is on, no token is configured
@@ -92,7 +94,7 @@ func readToken(path string) (string, error) {
 	if fi.Mode().Perm()&0o077 != 0 {
 		return "", fmt.Errorf("token file %s has mode %04o; others must not read it: chmod 600 it or delete it", path, fi.Mode().Perm())
 	}
-	b, err := os.ReadFile(path)
+	b, err := smallfile.Read(path, 4<<10) // a token is at most 512 bytes
 	if err != nil {
 		return "", fmt.Errorf("read token: %w", err)
 	}

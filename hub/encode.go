@@ -28,6 +28,10 @@ func fastEncode(v any) (out []byte, ok bool) {
 		b = appendString(b, d.Source)
 		b = append(b, `,"snapshot":`...)
 		b = appendSnapshot(b, &d.Snapshot)
+		if d.Activity != nil {
+			b = append(b, `,"activity":`...)
+			b = appendActivity(b, d.Activity)
+		}
 		b = append(b, '}')
 	case lifecycleData:
 		b = append(b, `{"source":`...)
@@ -55,6 +59,9 @@ func fastEncode(v any) (out []byte, ok bool) {
 var (
 	snapshotFields = []string{"id", "harness", "pid", "cwd", "title", "model", "status", "waitingFor", "lastTurn", "lastTurnEndedAt", "subagents"}
 	subagentFields = []string{"id", "type", "title", "status"}
+	activityFields = []string{"statusSince", "tool", "turnStartedAt", "usage"}
+	toolFields     = []string{"name", "since"}
+	usageFields    = []string{"inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"}
 	eventFields    = []string{"kind", "occurredAt", "title", "model", "cwd", "pid", "promptText", "agentId", "turnId", "toolId", "name",
 		"outcome", "waitId", "state", "reason", "summary", "exitCode", "signal", "subagentId", "parentAgentId", "type"}
 )
@@ -89,6 +96,34 @@ func appendSnapshot(b []byte, s *agentbridge.Snapshot) []byte {
 			b = append(b, '}')
 		}
 		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+func appendActivity(b []byte, a *agentbridge.Activity) []byte {
+	b = append(b, '{')
+	n := len(b)
+	b = optInt(b, `,"statusSince":`, a.StatusSince)
+	if a.Tool != nil {
+		b = append(b, `,"tool":{"name":`...)
+		b = appendString(b, a.Tool.Name)
+		b = optInt(b, `,"since":`, a.Tool.Since)
+		b = append(b, '}')
+	}
+	b = optInt(b, `,"turnStartedAt":`, a.TurnStartedAt)
+	if u := a.Usage; u != nil {
+		b = append(b, `,"usage":{"inputTokens":`...)
+		b = strconv.AppendInt(b, u.InputTokens, 10)
+		b = append(b, `,"outputTokens":`...)
+		b = strconv.AppendInt(b, u.OutputTokens, 10)
+		b = append(b, `,"cacheReadTokens":`...)
+		b = strconv.AppendInt(b, u.CacheReadTokens, 10)
+		b = append(b, `,"cacheWriteTokens":`...)
+		b = strconv.AppendInt(b, u.CacheWriteTokens, 10)
+		b = append(b, '}')
+	}
+	if len(b) > n { // drop the first field's comma
+		b = append(b[:n], b[n+1:]...)
 	}
 	return append(b, '}')
 }

@@ -17,7 +17,9 @@ func jsonNames(t reflect.Type) []string {
 	var out []string
 	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		out = append(out, name)
+		if name != "-" { // not encoded (Event.Usage)
+			out = append(out, name)
+		}
 	}
 	return out
 }
@@ -30,6 +32,9 @@ func TestFastEncodeKnowsEveryField(t *testing.T) {
 		{reflect.TypeFor[agentbridge.Snapshot](), snapshotFields},
 		{reflect.TypeFor[agentbridge.Subagent](), subagentFields},
 		{reflect.TypeFor[agentbridge.Event](), eventFields},
+		{reflect.TypeFor[agentbridge.Activity](), activityFields},
+		{reflect.TypeFor[agentbridge.ToolActivity](), toolFields},
+		{reflect.TypeFor[agentbridge.Usage](), usageFields},
 	} {
 		if got := jsonNames(c.typ); !slices.Equal(got, c.have) {
 			t.Errorf("%v has JSON fields %v; the fast encoder writes %v: update encode.go", c.typ, got, c.have)
@@ -58,6 +63,11 @@ func TestFastEncodeMatchesEncodingJSON(t *testing.T) {
 		lifecycleData{Source: "codex", SessionID: "s", Event: agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "t1", Name: "Bash"}},
 		lifecycleData{Source: "codex", SessionID: odd, Event: ev},
 		lifecycleData{Event: agentbridge.Event{ExitCode: exitCode(0)}},
+		upsertData{Source: "c", Snapshot: full, Activity: &agentbridge.Activity{StatusSince: 1, Tool: &agentbridge.ToolActivity{Name: odd, Since: 2}, TurnStartedAt: 3,
+			Usage: &agentbridge.Usage{InputTokens: 4, OutputTokens: 5, CacheReadTokens: 6, CacheWriteTokens: 7}}},
+		upsertData{Source: "c", Snapshot: full, Activity: &agentbridge.Activity{Tool: &agentbridge.ToolActivity{Name: "Bash"}}},
+		upsertData{Source: "c", Snapshot: full, Activity: &agentbridge.Activity{Usage: &agentbridge.Usage{}}},
+		upsertData{Source: "c", Snapshot: full, Activity: &agentbridge.Activity{TurnStartedAt: -9}},
 	}
 	for _, v := range values {
 		want, err := json.Marshal(v)

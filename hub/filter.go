@@ -122,18 +122,20 @@ func (v *view) records(e *entry) []Record {
 	switch e.rec.Name {
 	case NameReset:
 		keep := make([]agentbridge.Snapshot, 0, len(e.sessions))
+		var acts map[string]*agentbridge.Activity
 		sh.known = true
 		clear(sh.ids)
 		for i := range e.sessions {
 			if v.m.match(e.source, &e.sessions[i]) {
 				keep = append(keep, e.sessions[i])
+				acts = addActivity(acts, e.sessions[i].ID, e.acts[e.sessions[i].ID])
 				sh.ids[e.sessions[i].ID] = true
 			}
 		}
 		if len(keep) == len(e.sessions) {
 			return []Record{e.rec}
 		}
-		return []Record{{Rev: e.rec.Rev, Name: NameReset, Data: encode(resetData{Source: e.source, Sessions: keep})}}
+		return []Record{{Rev: e.rec.Rev, Name: NameReset, Data: encode(resetData{Source: e.source, Sessions: keep, Activity: acts})}}
 	case NameUpsert:
 		if v.m.match(e.source, e.snap) {
 			sh.ids[e.sessionID] = true
@@ -185,5 +187,5 @@ func (v *view) initial(c capture) []Record {
 			sh.ids[c.sessions[i].ID] = true
 		}
 	}
-	return initialRecords(c.source, keep)
+	return initialRecords(c.source, keep, c.acts)
 }

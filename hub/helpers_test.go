@@ -47,6 +47,7 @@ type fakeSource struct {
 	live    []*validate.Session
 	resets  chan []string // each enabled set it answered
 	err     error         // returned from Run once started is read
+	deaf    bool          // leaves harness changes to the test
 }
 
 func newFake(in agentbridge.SourceInfo) *fakeSource {
@@ -65,6 +66,9 @@ func (f *fakeSource) Run(ctx context.Context, st Start) error {
 		case <-ctx.Done():
 			return nil
 		case set := <-st.Changes:
+			if f.deaf {
+				continue
+			}
 			f.mu.Lock()
 			var keep []*validate.Session
 			for _, s := range f.live {
@@ -113,7 +117,7 @@ func sessionOf(s agentbridge.Snapshot) *validate.Session { return validate.FromS
 
 // client applies a stream the way a client that only understands
 // reset/upsert/remove does.
-type client map[string]map[string]agentbridge.Snapshot
+type client map[string]map[string]Entry
 
 func (c client) apply(tb testing.TB, r Record) {
 	tb.Helper()
@@ -124,17 +128,17 @@ func (c client) apply(tb testing.TB, r Record) {
 		if d.Sessions == nil {
 			tb.Fatalf("reset %s: sessions is null, want an array", r.Data)
 		}
-		c[d.Source] = map[string]agentbridge.Snapshot{}
+		c[d.Source] = map[string]Entry{}
 		for _, s := range d.Sessions {
-			c[d.Source][s.ID] = s
+			c[d.Source][s.ID] = Entry{Source: d.Source, Snapshot: s, Activity: d.Activity[s.ID]}
 		}
 	case NameUpsert:
 		var d upsertData
 		mustDecode(tb, r, &d)
 		if c[d.Source] == nil {
-			c[d.Source] = map[string]agentbridge.Snapshot{}
+			c[d.Source] = map[string]Entry{}
 		}
-		c[d.Source][d.Snapshot.ID] = d.Snapshot
+		c[d.Source][d.Snapshot.ID] = Entry{Source: d.Source, Snapshot: d.Snapshot, Activity: d.Activity}
 	case NameRemove:
 		var d removeData
 		mustDecode(tb, r, &d)
@@ -150,9 +154,9 @@ func (c client) apply(tb testing.TB, r Record) {
 // entries lists the client's sessions as Sessions does.
 func (c client) entries() []Entry {
 	out := []Entry{}
-	for src, m := range c {
-		for _, s := range m {
-			out = append(out, Entry{Source: src, Snapshot: s})
+	for _, m := range c {
+		for _, e := range m {
+			out = append(out, e)
 		}
 	}
 	slices.SortFunc(out, func(a, b Entry) int {
@@ -177,9 +181,9 @@ func fromEntries(es []Entry) client {
 	c := client{}
 	for _, e := range es {
 		if c[e.Source] == nil {
-			c[e.Source] = map[string]agentbridge.Snapshot{}
+			c[e.Source] = map[string]Entry{}
 		}
-		c[e.Source][e.Snapshot.ID] = e.Snapshot
+		c[e.Source][e.Snapshot.ID] = e
 	}
 	return c
 }

@@ -43,7 +43,7 @@ type Source interface {
 type Start struct {
 	Enabled   []string        // harness ids switched on at start
 	Changes   <-chan []string // each later enabled set; answer with a reset
-	Publisher Publisher
+	Publisher Sink
 }
 
 // Publisher is a source's way into the hub. Every call is validated and
@@ -104,6 +104,9 @@ type HarnessState struct {
 type Entry struct {
 	Source   string               `json:"source"`
 	Snapshot agentbridge.Snapshot `json:"snapshot"`
+	// Activity is what the session is doing now and has used; nil when
+	// nothing is known. It is shared: do not change it.
+	Activity *agentbridge.Activity `json:"activity,omitempty"`
 }
 
 // DiagnosticEntry is one recent diagnostic with where and when it arose.

@@ -182,7 +182,7 @@ func TestEventRecords(t *testing.T) {
 	want := []string{
 		"lifecycle", "upsert", // started: new session
 		"lifecycle", "upsert", // tool.started: idle → running
-		"lifecycle",           // tool.finished: nothing shown changes
+		"lifecycle", "upsert", // tool.finished: the running tool is gone from the activity
 		"lifecycle", "upsert", // agent.done
 		"lifecycle", "remove", // session.stopped
 	}
@@ -190,12 +190,12 @@ func TestEventRecords(t *testing.T) {
 		t.Errorf("record names mismatch (-want +got):\n%s", diff)
 	}
 	var done upsertData
-	mustDecode(t, got[6], &done)
+	mustDecode(t, got[7], &done)
 	if done.Snapshot.LastTurnEndedAt != t0.UnixMilli() {
 		t.Errorf("agent.done without occurredAt: lastTurnEndedAt = %d, want the hub clock %d", done.Snapshot.LastTurnEndedAt, t0.UnixMilli())
 	}
 	var lc lifecycleData
-	mustDecode(t, got[5], &lc)
+	mustDecode(t, got[6], &lc)
 	if lc.Event.OccurredAt != 0 {
 		t.Errorf("lifecycle event occurredAt = %d, want it absent as the source gave it", lc.Event.OccurredAt)
 	}
@@ -1053,5 +1053,44 @@ func TestCheckAppliesNothing(t *testing.T) {
 	}
 	if err := h.Check("nope", nil); !errors.Is(err, ErrUnknownSource) {
 		t.Errorf("Check of an unknown source = %v", err)
+	}
+}
+
+// TestTamperedRevisionMark: a saved mark too large for any honest run (up
+// to the largest uint64, which used to wrap the first revision to 0) does
+// not push revisions to 2^53; they start at the ceiling, above every
+// honest earlier revision, and only grow. A clock past the ceiling is
+// capped the same way.
+func TestTamperedRevisionMark(t *testing.T) {
+	honest := uint64(t0.UnixMicro()) + 5_000_000
+	for _, mark := range []uint64{MaxStartRevision, 1<<53 - 1, 1 << 53, 1<<63 + 7, ^uint64(0) - 1, ^uint64(0)} {
+		t.Run(fmt.Sprint(mark), func(t *testing.T) {
+			store := &memStore{mark: mark}
+			h := newHub(t, Options{Revisions: store, RevisionBlock: 10, Logger: slog.New(slog.DiscardHandler)})
+			if err := h.AddPush(info("p", "a")); err != nil {
+				t.Fatal(err)
+			}
+			prev := h.Revision()
+			if prev <= honest || prev >= 1<<53-1_000_000 {
+				t.Fatalf("first revision %d after a mark of %d: want above an honest run's %d and far below 2^53", prev, mark, honest)
+			}
+			for i := range 25 {
+				if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap(fmt.Sprint("s", i), "a", agentbridge.StatusIdle)}}); err != nil {
+					t.Fatal(err)
+				}
+				rev := h.Revision()
+				if rev <= prev || rev >= 1<<53 {
+					t.Fatalf("revision went from %d to %d", prev, rev)
+				}
+				prev = rev
+			}
+			if store.mark >= 1<<53 {
+				t.Errorf("saved mark %d is not below 2^53", store.mark)
+			}
+		})
+	}
+	far := newHub(t, Options{Now: func() time.Time { return time.UnixMicro(1 << 62) }})
+	if r := far.Revision(); r > MaxStartRevision {
+		t.Errorf("a clock in the far future starts revisions at %d, above the ceiling %d", r, MaxStartRevision)
 	}
 }

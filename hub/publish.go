@@ -3,7 +3,6 @@ package hub
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 
 	"github.com/agentbridge/agentbridge"
@@ -13,12 +12,14 @@ import (
 // Stream data shapes (docs/contract.md section 4).
 type (
 	resetData struct {
-		Source   string                 `json:"source"`
-		Sessions []agentbridge.Snapshot `json:"sessions"`
+		Source   string                           `json:"source"`
+		Sessions []agentbridge.Snapshot           `json:"sessions"`
+		Activity map[string]*agentbridge.Activity `json:"activity,omitempty"`
 	}
 	upsertData struct {
-		Source   string               `json:"source"`
-		Snapshot agentbridge.Snapshot `json:"snapshot"`
+		Source   string                `json:"source"`
+		Snapshot agentbridge.Snapshot  `json:"snapshot"`
+		Activity *agentbridge.Activity `json:"activity,omitempty"`
 	}
 	removeData struct {
 		Source    string `json:"source"`
@@ -60,9 +61,6 @@ type txn struct {
 	over  map[string]*sess // nil value: removed
 	reset bool             // over is the whole new state
 	pend  []pending
-	// single: the txn is one operation of a running source (publisher);
-	// folds may then be updated in place (see opEvent).
-	single bool
 }
 
 type pending struct {
@@ -84,8 +82,8 @@ func (t *txn) add(e *entry, data any) { t.pend = append(t.pend, pending{e, data}
 func (t *txn) upsert(ss *sess) {
 	t.over[ss.snap.ID] = ss
 	snap := ss.snap
-	t.add(&entry{rec: Record{Name: NameUpsert}, source: t.src.info.ID, sessionID: snap.ID, snap: &snap},
-		upsertData{Source: t.src.info.ID, Snapshot: snap})
+	t.add(&entry{rec: Record{Name: NameUpsert}, source: t.src.info.ID, sessionID: snap.ID, snap: &snap, act: ss.act},
+		upsertData{Source: t.src.info.ID, Snapshot: snap, Activity: ss.act})
 }
 
 func (t *txn) remove(id string) {
@@ -122,12 +120,14 @@ func (t *txn) replace(items []*sess) {
 	t.reset = true
 	head := items[:min(len(items), validate.MaxResetSessions)]
 	snaps := make([]agentbridge.Snapshot, len(head))
+	var acts map[string]*agentbridge.Activity
 	for i, ss := range head {
 		t.over[ss.snap.ID] = ss
 		snaps[i] = ss.snap
+		acts = addActivity(acts, ss.snap.ID, ss.act)
 	}
-	t.add(&entry{rec: Record{Name: NameReset}, source: t.src.info.ID, sessions: snaps},
-		resetData{Source: t.src.info.ID, Sessions: snaps})
+	t.add(&entry{rec: Record{Name: NameReset}, source: t.src.info.ID, sessions: snaps, acts: acts},
+		resetData{Source: t.src.info.ID, Sessions: snaps, Activity: acts})
 	for _, ss := range items[len(head):] {
 		t.upsert(ss)
 	}
@@ -163,7 +163,9 @@ func (h *Hub) commit(t *txn) {
 		h.reserve()
 		e := p.e
 		e.rec.Rev = h.rev
-		e.rec.Data = encode(p.data)
+		if e.rec.Data == nil {
+			e.rec.Data = encode(p.data)
+		}
 		if ev := h.ring.push(e); ev > h.floor {
 			h.floor = ev
 		}
@@ -187,15 +189,6 @@ func (h *Hub) finish(t *txn, issues []validate.Issue) error {
 	}
 	h.commit(t)
 	return nil
-}
-
-// sessFromFold makes a session from a source's fold state: a private copy
-// with its snapshot redacted.
-func sessFromFold(f *validate.Session) *sess {
-	f = f.Clone()
-	snap := f.Snapshot()
-	validate.RedactSnapshot(&snap)
-	return &sess{fold: f, snap: snap}
 }
 
 func nest(issues []validate.Issue, prefix string) []validate.Issue {
@@ -252,7 +245,7 @@ func (t *txn) opUpsert(prefix string, ss *sess) []validate.Issue {
 	if ss.fold == nil {
 		ss.fold = validate.FromSnapshot(ss.snap)
 	}
-	if old := t.get(ss.snap.ID); old != nil && reflect.DeepEqual(old.snap, ss.snap) {
+	if old := t.get(ss.snap.ID); old != nil && old.same(ss) {
 		t.over[ss.snap.ID] = ss // new fold state, nothing a client sees changed
 		return nil
 	}
@@ -320,10 +313,6 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 			return issues
 		}
 		fold = validate.NewSession(id, harness)
-	} else if t.single {
-		// One operation: Apply changes nothing when it rejects the event
-		// and nothing else holds the hub's fold, so no copy is needed.
-		fold = old.fold
 	} else {
 		fold = old.fold.Clone()
 	}
@@ -348,64 +337,13 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 		return nil
 	}
 	lc(snap)
-	ss := &sess{fold: fold, snap: snap}
-	if old != nil && reflect.DeepEqual(old.snap, snap) {
+	ss := &sess{fold: fold, snap: snap, act: fold.Activity()}
+	if old != nil && old.same(ss) {
 		t.over[id] = ss
 		return nil
 	}
 	t.upsert(ss)
 	return nil
-}
-
-// publisher is the Publisher a running source gets.
-type publisher struct {
-	h   *Hub
-	src *source
-}
-
-// do runs one call atomically; calls after the source's context ended are
-// ignored, as the host does.
-func (p *publisher) do(op func(t *txn) []validate.Issue) error {
-	p.h.mu.Lock()
-	defer p.h.mu.Unlock()
-	if p.src.ctx.Err() != nil {
-		return nil
-	}
-	t := p.h.begin(p.src)
-	t.single = true
-	return p.h.finish(t, op(t))
-}
-
-func (p *publisher) Reset(sessions []*validate.Session) error {
-	return p.do(func(t *txn) []validate.Issue {
-		items := make([]*sess, len(sessions))
-		for i, s := range sessions {
-			if s == nil {
-				return []validate.Issue{{Path: fmt.Sprintf("$[%d]", i), Code: validate.InvalidType, Message: "session is missing"}}
-			}
-			items[i] = sessFromFold(s)
-		}
-		return t.opReset("$", items, false)
-	})
-}
-
-func (p *publisher) Upsert(s *validate.Session) error {
-	if s == nil {
-		return &InvalidError{Issues: []validate.Issue{{Path: "$", Code: validate.InvalidType, Message: "session is missing"}}}
-	}
-	return p.do(func(t *txn) []validate.Issue { return t.opUpsert("$", sessFromFold(s)) })
-}
-
-func (p *publisher) Event(sessionID, harness string, e agentbridge.Event) error {
-	return p.do(func(t *txn) []validate.Issue { return t.opEvent("$", sessionID, harness, e) })
-}
-
-func (p *publisher) Remove(sessionID string) error {
-	return p.do(func(t *txn) []validate.Issue { return t.opRemove("$", sessionID) })
-}
-
-func (p *publisher) Diagnostic(d agentbridge.Diagnostic) error {
-	return p.do(func(t *txn) []validate.Issue { return t.opDiagnostic("$", d) })
 }
 
 // Publish applies the operations of a push source in order, all or
@@ -478,4 +416,18 @@ func (h *Hub) publish(sourceID string, ops []Op, apply bool) error {
 	return h.finish(t, issues)
 }
 
-var _ Publisher = (*publisher)(nil)
+// addActivity adds a session's activity to a reset's map (made when the
+// first one is not empty).
+func addActivity(m map[string]*agentbridge.Activity, id string, a *agentbridge.Activity) map[string]*agentbridge.Activity {
+	if a.IsZero() {
+		return m
+	}
+	if m == nil {
+		m = map[string]*agentbridge.Activity{}
+	}
+	m[id] = a
+	return m
+}
+
+// same reports whether two sessions look the same to a client.
+func (ss *sess) same(o *sess) bool { return snapshotEqual(&ss.snap, &o.snap) && ss.act.Equal(o.act) }

@@ -12,9 +12,11 @@ import (
 type entry struct {
 	rec       Record
 	source    string
-	sessionID string                 // upsert, remove, lifecycle
-	snap      *agentbridge.Snapshot  // upsert; lifecycle: the snapshot the event leaves (before removal for session.stopped)
-	sessions  []agentbridge.Snapshot // reset: exactly the sessions in the record
+	sessionID string                           // upsert, remove, lifecycle
+	snap      *agentbridge.Snapshot            // upsert; lifecycle: the snapshot the event leaves (before removal for session.stopped)
+	sessions  []agentbridge.Snapshot           // reset: exactly the sessions in the record
+	act       *agentbridge.Activity            // upsert: the activity in the record
+	acts      map[string]*agentbridge.Activity // reset: the activity of its sessions
 }
 
 // ring keeps the most recent entries, capped by count and by encoded bytes.

@@ -28,6 +28,12 @@ const (
 	DefaultRevisionBlock = 1_000_000
 )
 
+// MaxStartRevision (2^52) is the highest revision a hub starts at: a saved
+// mark at or above it is not believed (see New), and neither is a clock
+// past it. Revisions then stay below 2^53, the largest integer a
+// JavaScript number holds exactly, for 2^52 more records.
+const MaxStartRevision uint64 = 1 << 52
+
 // RevisionStore keeps the hub's revision high-water mark across runs. The
 // hub saves a mark before it hands out any revision up to it, one block at
 // a time (Options.RevisionBlock), never once per record.
@@ -43,7 +49,7 @@ type Options struct {
 	Logger    *slog.Logger          // nil: slog.Default()
 	RingSize  int                   // records kept for resume; 0: DefaultRingSize
 	RingBytes int                   // bytes kept for resume; 0: DefaultRingBytes
-	QueueSize int                   // live queue per subscriber; 0: DefaultQueueSize
+	QueueSize int                   // live queue per subscriber (until it attaches its own); 0: DefaultQueueSize
 	Now       func() time.Time      // nil: time.Now
 	Registry  prometheus.Registerer // nil: no metrics registered
 	ProcRoot  string                // for the ancestorPid filter; "": "/proc"
@@ -113,6 +119,7 @@ type source struct {
 type sess struct {
 	fold *validate.Session
 	snap agentbridge.Snapshot
+	act  *agentbridge.Activity // nil: none; never changed once stored
 }
 
 // New returns an empty hub.
@@ -138,13 +145,21 @@ func New(o Options) *Hub {
 	if o.RevisionBlock == 0 {
 		o.RevisionBlock = DefaultRevisionBlock
 	}
-	start := uint64(max(0, o.Now().UnixMicro()))
+	start := min(uint64(max(0, o.Now().UnixMicro())), MaxStartRevision)
 	if o.Revisions != nil {
 		switch last, err := o.Revisions.Load(); {
 		case err != nil:
 			// The error may name the file: keep it out of the default level.
 			o.Logger.Warn("cannot read the revision mark of the last run; revisions start from the clock")
 			o.Logger.Debug("read revision mark", "err", err)
+		case last >= MaxStartRevision:
+			// No run reaches it (the clock is at about 2^50.7 µs in 2026 and
+			// a run adds at most a block above it): the file was tampered
+			// with or garbled. Start at the ceiling: above every revision
+			// an honest earlier run handed out, yet 2^52 revisions short
+			// of 2^53.
+			o.Logger.Warn("the revision mark of the last run is implausibly large; revisions continue from the ceiling below 2^53")
+			start = max(start, MaxStartRevision)
 		case last >= start:
 			start = last + 1
 		}
@@ -249,7 +264,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	starts := make([]Start, len(runs))
 	for i, s := range runs {
-		starts[i] = Start{Enabled: s.enabledList(), Changes: s.changes, Publisher: &publisher{h: h, src: s}}
+		starts[i] = Start{Enabled: s.enabledList(), Changes: s.changes, Publisher: newPublisher(h, s)}
 	}
 	h.mu.Unlock()
 
@@ -395,7 +410,7 @@ func (h *Hub) Sessions(f Filter) (uint64, []Entry) {
 			continue
 		}
 		for _, ss := range h.sources[sid].sessions {
-			all = append(all, Entry{Source: sid, Snapshot: ss.snap})
+			all = append(all, Entry{Source: sid, Snapshot: ss.snap, Activity: ss.act})
 		}
 	}
 	h.mu.Unlock()
@@ -426,7 +441,7 @@ func (h *Hub) Session(sourceID, id string) (Entry, bool) {
 	if !ok {
 		return Entry{}, false
 	}
-	return Entry{Source: sourceID, Snapshot: ss.snap.Clone()}, true
+	return Entry{Source: sourceID, Snapshot: ss.snap.Clone(), Activity: ss.act}, true
 }
 
 // Diagnostics returns the most recent diagnostics (at most
@@ -442,4 +457,26 @@ func (h *Hub) Revision() uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.rev
+}
+
+// Diagnose records a problem the bridge itself met while serving a
+// source's sessions (a webhook that could not be reached): it is shown in
+// GET /v1/diagnostics and on the stream like the source's own. It fails
+// with ErrUnknownSource, or an *InvalidError for a diagnostic that breaks
+// the rules (a code that is not kebab-case, an empty message).
+func (h *Hub) Diagnose(sourceID string, d agentbridge.Diagnostic) error {
+	validate.RedactDiagnostic(&d)
+	if issues := validate.Diagnostic(d); len(issues) > 0 {
+		return &InvalidError{Issues: issues}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.sources[sourceID]
+	if !ok {
+		return ErrUnknownSource
+	}
+	t := h.begin(s)
+	t.add(&entry{rec: Record{Name: NameDiagnostic}, source: sourceID}, diagData{Source: sourceID, Diagnostic: d})
+	h.commit(t)
+	return nil
 }

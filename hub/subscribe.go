@@ -14,13 +14,15 @@ import (
 // Subscribe); forgetting one raises the replay floor instead, which is safe.
 const maxPartial = 4096
 
-// filteredOut is the capacity of a filtered subscription's output channel;
-// its input queue has Options.QueueSize slots.
-const filteredOut = 64
-
 // Subscription is one stream client's view of the hub. Send Initial first,
 // then every record from C, in order; stop when Done is closed. The caller
 // must call Close when done with it.
+//
+// A subscription has one queue: C, of Options.QueueSize records, filled
+// without blocking by the goroutine that commits (a filtered one's records
+// are made there, under the hub's lock). A consumer with a bounded queue of
+// its own (the SSE handler: r3's stream) can take the records straight
+// into it with Attach instead, so that no record waits in two queues.
 type Subscription struct {
 	// Initial holds the records to send first, in order: either the replay
 	// of every record after the cursor (Resumed), or a reset for every
@@ -30,20 +32,20 @@ type Subscription struct {
 	// Resumed reports whether Initial replays the records after the cursor
 	// rather than resetting.
 	Resumed bool
-	// C delivers the live records, in revision order. It is never closed.
+	// C delivers the live records, in revision order, until Attach. It is
+	// never closed.
 	C <-chan Record
 	// Done is closed when the subscription ends: after Close, or when the
 	// client fell behind by a whole queue and was cut off (see CutOff).
 	Done <-chan struct{}
 
-	h    *Hub
-	c    chan Record
-	raw  chan *entry // filtered only: entries waiting for the view
-	view *view       // nil: unfiltered
-	done chan struct{}
-	once sync.Once
-	cut  atomic.Bool
-	wg   sync.WaitGroup
+	h       *Hub
+	c       chan Record
+	view    *view                 // nil: unfiltered
+	deliver func(rec Record) bool // set by Attach; called under the hub's lock
+	done    chan struct{}
+	once    sync.Once
+	cut     atomic.Bool
 }
 
 // CutOff reports whether the subscription ended because its client did not
@@ -60,7 +62,35 @@ func (s *Subscription) Close() {
 	}
 	s.h.mu.Unlock()
 	s.end()
-	s.wg.Wait()
+}
+
+// Attach hands the records queued in C, then every later record, to
+// deliver instead of C, in order, from the goroutine that commits them and
+// under the hub's lock: deliver must not block or call the hub. When it
+// returns false (its queue is full), the subscription is cut off as if C
+// had overflowed. Attach reports false when the subscription has already
+// ended. Call it once, after sending Initial.
+func (s *Subscription) Attach(deliver func(rec Record) bool) bool {
+	h := s.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.subs[s]; !ok {
+		return false
+	}
+	for {
+		select {
+		case r := <-s.c:
+			if !deliver(r) {
+				h.cutOff(s)
+				return false
+			}
+			continue
+		default:
+		}
+		break
+	}
+	s.deliver = deliver
+	return true
 }
 
 // Overflow ends the subscription as cut off, for a consumer that could not
@@ -108,15 +138,11 @@ func (s *Subscription) end() { s.once.Do(func() { close(s.done) }) }
 func (h *Hub) Subscribe(since uint64, hasSince bool, f Filter) *Subscription {
 	filtered := !f.empty()
 	done := make(chan struct{})
-	s := &Subscription{h: h, done: done, Done: done}
-	if filtered {
-		s.raw = make(chan *entry, h.queue)
-		s.c = make(chan Record, filteredOut)
-		s.view = newView(f, h.procRoot)
-	} else {
-		s.c = make(chan Record, h.queue)
-	}
+	s := &Subscription{h: h, done: done, Done: done, c: make(chan Record, h.queue)}
 	s.C = s.c
+	if filtered {
+		s.view = newView(f, h.procRoot)
+	}
 
 	h.mu.Lock()
 	var replay []*entry
@@ -128,57 +154,49 @@ func (h *Hub) Subscribe(since uint64, hasSince bool, f Filter) *Subscription {
 	} else {
 		captured, base, top = h.captureAll(f, filtered)
 	}
+	// A filtered view is made before any live record reaches it, and
+	// afterwards only by the goroutine that commits.
+	if filtered {
+		s.Initial = s.initial(replay, captured, base, top)
+	}
 	h.subs[s] = struct{}{}
 	h.met.clients.Inc()
 	h.mu.Unlock()
-
-	switch {
-	case s.Resumed && !filtered:
-		s.Initial = make([]Record, len(replay))
-		for i, e := range replay {
-			s.Initial[i] = e.rec
-		}
-	case s.Resumed:
-		for _, e := range replay {
-			s.Initial = append(s.Initial, s.view.records(e)...)
-		}
-	default:
-		for _, c := range captured {
-			if filtered {
-				s.Initial = append(s.Initial, s.view.initial(c)...)
-			} else {
-				s.Initial = append(s.Initial, c.recs...)
-			}
-		}
-		for i := range s.Initial {
-			s.Initial[i].Rev = base + 1 + uint64(i)
-		}
-		if n := len(s.Initial); n > 0 {
-			s.Initial[n-1].Rev = top
-		}
-	}
-	if filtered {
-		s.wg.Go(s.pump)
+	if !filtered {
+		s.Initial = s.initial(replay, captured, base, top)
 	}
 	return s
 }
 
-// pump turns queued entries into this filtered subscriber's records.
-func (s *Subscription) pump() {
-	for {
-		select {
-		case <-s.done:
-			return
-		case e := <-s.raw:
-			for _, r := range s.view.records(e) {
-				select {
-				case s.c <- r:
-				case <-s.done:
-					return
-				}
+// initial makes the records a new subscriber starts with.
+func (s *Subscription) initial(replay []*entry, captured []capture, base, top uint64) []Record {
+	var out []Record
+	switch {
+	case s.Resumed && s.view == nil:
+		out = make([]Record, len(replay))
+		for i, e := range replay {
+			out[i] = e.rec
+		}
+	case s.Resumed:
+		for _, e := range replay {
+			out = append(out, s.view.records(e)...)
+		}
+	default:
+		for _, c := range captured {
+			if s.view != nil {
+				out = append(out, s.view.initial(c)...)
+			} else {
+				out = append(out, c.recs...)
 			}
 		}
+		for i := range out {
+			out[i].Rev = base + 1 + uint64(i)
+		}
+		if n := len(out); n > 0 {
+			out[n-1].Rev = top
+		}
 	}
+	return out
 }
 
 // resumable reports whether every record after since is still in the ring.
@@ -212,7 +230,8 @@ func (h *Hub) prunePartial() {
 type capture struct {
 	source   string
 	sessions []agentbridge.Snapshot // filtered subscribers: sorted by id
-	recs     []Record               // unfiltered subscribers: reset and overflow upserts, Rev unset
+	acts     map[string]*agentbridge.Activity
+	recs     []Record // unfiltered subscribers: reset and overflow upserts, Rev unset
 }
 
 // initCache keeps the encoded initial records of a source for as long as
@@ -233,17 +252,19 @@ func (h *Hub) captureAll(f Filter, filtered bool) (out []capture, base, top uint
 		}
 		src := h.sources[id]
 		snaps := make([]agentbridge.Snapshot, 0, len(src.sessions))
+		var acts map[string]*agentbridge.Activity
 		for _, ss := range src.sessions {
 			snaps = append(snaps, ss.snap)
+			acts = addActivity(acts, ss.snap.ID, ss.act)
 		}
-		c := capture{source: id}
+		c := capture{source: id, acts: acts}
 		if filtered {
 			slices.SortFunc(snaps, bySessionID)
 			c.sessions = snaps
 		} else {
 			if src.cache == nil || src.cache.ver != src.ver {
 				slices.SortFunc(snaps, bySessionID)
-				src.cache = &initCache{ver: src.ver, recs: initialRecords(id, snaps)}
+				src.cache = &initCache{ver: src.ver, recs: initialRecords(id, snaps, acts)}
 			}
 			c.recs = src.cache.recs
 		}
@@ -273,11 +294,15 @@ func bySessionID(a, b agentbridge.Snapshot) int {
 
 // initialRecords encodes a reset of snaps (the first MaxResetSessions) and
 // upserts for the rest; revisions are left for the caller.
-func initialRecords(source string, snaps []agentbridge.Snapshot) []Record {
+func initialRecords(source string, snaps []agentbridge.Snapshot, acts map[string]*agentbridge.Activity) []Record {
 	head := snaps[:min(len(snaps), validate.MaxResetSessions)]
-	out := []Record{{Name: NameReset, Data: encode(resetData{Source: source, Sessions: head})}}
+	var headActs map[string]*agentbridge.Activity
+	for _, sn := range head {
+		headActs = addActivity(headActs, sn.ID, acts[sn.ID])
+	}
+	out := []Record{{Name: NameReset, Data: encode(resetData{Source: source, Sessions: head, Activity: headActs})}}
 	for _, sn := range snaps[len(head):] {
-		out = append(out, Record{Name: NameUpsert, Data: encode(upsertData{Source: source, Snapshot: sn})})
+		out = append(out, Record{Name: NameUpsert, Data: encode(upsertData{Source: source, Snapshot: sn, Activity: acts[sn.ID]})})
 	}
 	return out
 }
@@ -286,23 +311,31 @@ func initialRecords(source string, snaps []agentbridge.Snapshot) []Record {
 // one whose queue is full is cut off. h.mu must be held.
 func (h *Hub) deliver(e *entry) {
 	for s := range h.subs {
-		var ok bool
 		if s.view == nil {
-			select {
-			case s.c <- e.rec:
-				ok = true
-			default:
+			if !s.send(e.rec) {
+				h.cutOff(s)
 			}
-		} else {
-			select {
-			case s.raw <- e:
-				ok = true
-			default:
+			continue
+		}
+		for _, r := range s.view.records(e) {
+			if !s.send(r) {
+				h.cutOff(s)
+				break
 			}
 		}
-		if !ok {
-			h.cutOff(s)
-		}
+	}
+}
+
+// send queues one record without blocking; false: the queue is full.
+func (s *Subscription) send(r Record) bool {
+	if s.deliver != nil {
+		return s.deliver(r)
+	}
+	select {
+	case s.c <- r:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -9,11 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentbridge/agentbridge/internal/smallfile"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
-// maxGitFile bounds what is read of a .git or commondir file; real ones hold
-// one short line.
+// maxGitFile bounds a .git or commondir file; real ones hold one short line,
+// and a larger one is not a repository's.
 const maxGitFile = 4096
 
 // Contains reports whether cwd is root or below it, or inside a linked
@@ -142,18 +143,14 @@ func commonDir(top, dotgit string, isDir bool) (string, bool) {
 }
 
 // readLine returns the first line of a small file, without its line end.
+// A FIFO, socket, device (or a symbolic link to one) is refused without
+// being opened for a wait, and so is anything over maxGitFile: a hostile
+// working directory cannot hang or bloat a filtered request.
 func readLine(name string) (string, bool) {
-	f, err := os.Open(name)
-	if err != nil {
+	b, err := smallfile.Read(name, maxGitFile)
+	if err != nil || len(b) == 0 {
 		return "", false
 	}
-	defer f.Close()
-	buf := make([]byte, maxGitFile)
-	n, _ := f.Read(buf)
-	if n == 0 {
-		return "", false
-	}
-	b := buf[:n]
 	if i := bytes.IndexByte(b, '\n'); i >= 0 {
 		b = b[:i]
 	}

@@ -1,7 +1,8 @@
 // Package sources holds what every file-based session source shares: the
 // Tailer, which follows the journal files under one or more directory trees
-// with fsnotify, and Sessions, which keeps a source's per-session state,
-// publishes it through a hub.Publisher and binds sessions to processes. The
+// with fsnotify, and Sessions, which hands a source's events to the hub (a
+// hub.Sink: the hub alone keeps and folds the sessions) and binds sessions
+// to processes. The
 // sources themselves live in sub-packages (example, claudecode, codex) and
 // only map their journal records to lifecycle events.
 //

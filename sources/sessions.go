@@ -28,15 +28,18 @@ const DefaultLinger = 10 * time.Minute
 // have started before the pid is taken as reused by another process.
 const reuseSlack = 5 * time.Second
 
-// Sessions keeps the sessions one source reports, folded with
-// validate.Session, and publishes them through the hub.Publisher:
+// Sessions keeps what binds the sessions of one source to their
+// processes, and hands their events to the hub (a hub.Sink), which holds
+// and folds the sessions themselves; nothing here folds or keeps a
+// snapshot:
 //
-//   - between Rescan and ScanDone (a scan) events are only folded; ScanDone
-//     publishes one reset of every session of an enabled harness;
-//   - afterwards each event is published as it is folded, as a lifecycle
-//     event (the hub folds it the same way);
-//   - a session of a switched-off harness is kept but not published; a
-//     harness switch sends a fresh reset (Follow does this);
+//   - between Rescan and ScanDone (a scan) the hub builds the sessions
+//     aside; ScanDone commits them as one reset;
+//   - afterwards each event is folded by the hub as it comes, and what one
+//     wake of the source read is committed at Idle: the lifecycle records
+//     in order, then one upsert per changed session;
+//   - a session of a switched-off harness is kept by the hub but not shown;
+//     a harness switch sends a fresh reset (Follow does this);
 //   - a session bound to a process (BindPID, BindHolder, or session.started
 //     with a pid) gets agent.exited when the process ends, observed with a
 //     pidfd; an exited session lingers for Linger, then stops, unless a
@@ -47,15 +50,15 @@ const reuseSlack = 5 * time.Second
 //
 // Events that the fold rejects are dropped and counted; lines a source
 // could not use are counted with BadLine; the counts become one diagnostic
-// per code at Idle, without paths or content. Text is redacted
-// (validate.RedactEvent) before it is folded.
+// per code at Idle, without paths or content. The hub redacts text before
+// it folds it.
 //
 // Sessions implements Rescan, ScanDone, Idle and Diagnostic of Handler, so
 // a source's handler embeds *Sessions and adds Line, Truncated and Removed.
 // All methods must be called on the source's goroutine (the Tailer's Run
 // goroutine under Follow); it is not safe for concurrent use.
 type Sessions struct {
-	pub     hub.Publisher
+	pub     hub.Sink
 	enabled map[string]bool
 	linger  time.Duration
 	log     *slog.Logger
@@ -65,7 +68,6 @@ type Sessions struct {
 
 	m       map[string]*entry
 	live    bool                     // a reset was sent; publish events as they come
-	dirty   map[string]bool          // sessions to upsert at Idle
 	bad     map[string]int           // skipped lines/events by diagnostic code
 	why     map[string]bool          // issue codes behind CodeInvalidEvent
 	held    map[proc.FileKey][]int   // open files of other processes, cached for one scan
@@ -78,7 +80,6 @@ type Sessions struct {
 
 // entry is one session and what binds it to a process.
 type entry struct {
-	s        *validate.Session
 	harness  string
 	since    time.Time // when the session started, as its records tell (zero: unknown)
 	pid      int
@@ -95,7 +96,7 @@ type entry struct {
 // goroutine (Tailer.Post); ctx bounds the process watches and timers.
 // linger is how long an exited session stays: 0 means DefaultLinger,
 // negative keeps it until its journal goes away. Follow calls this for you.
-func NewSessions(ctx context.Context, pub hub.Publisher, enabled []string, linger time.Duration, post func(func()), log *slog.Logger) *Sessions {
+func NewSessions(ctx context.Context, pub hub.Sink, enabled []string, linger time.Duration, post func(func()), log *slog.Logger) *Sessions {
 	if linger == 0 {
 		linger = DefaultLinger
 	}
@@ -104,7 +105,7 @@ func NewSessions(ctx context.Context, pub hub.Publisher, enabled []string, linge
 	}
 	ss := &Sessions{
 		pub: pub, linger: linger, log: log, post: post, ctx: ctx, now: time.Now,
-		m: map[string]*entry{}, dirty: map[string]bool{}, bad: map[string]int{},
+		m: map[string]*entry{}, bad: map[string]int{},
 		why: map[string]bool{}, timers: map[*time.Timer]struct{}{},
 	}
 	ss.setEnabled(enabled)
@@ -122,13 +123,13 @@ func (ss *Sessions) Enabled(harness string) bool { return ss.enabled[harness] }
 // come (false between Rescan and ScanDone).
 func (ss *Sessions) Live() bool { return ss.live }
 
-// Get returns the session's state, or nil when it is unknown. Do not
-// Apply events to it directly; use Event.
+// Get returns the session's state as the hub folded it, or nil when it is
+// unknown. It is read only (use Event) and valid until the next call.
 func (ss *Sessions) Get(id string) *validate.Session {
-	if e := ss.m[id]; e != nil {
-		return e.s
+	if ss.m[id] == nil {
+		return nil
 	}
-	return nil
+	return ss.pub.Session(id)
 }
 
 // Exited reports whether session id is known and exited: agent.exited was
@@ -159,43 +160,33 @@ func (ss *Sessions) IDs() []string {
 // session.started's OccurredAt guards against pid reuse. agent.exited
 // starts the linger; session.stopped forgets the session.
 func (ss *Sessions) Event(id, harness string, e agentbridge.Event) bool {
-	validate.RedactEvent(&e)
 	en := ss.m[id]
 	isNew := en == nil
 	if isNew && !validate.ValidID(id) {
 		ss.bad[CodeInvalidRecord]++ // one bad id must not spoil the reset
 		return false
 	}
-	if isNew {
-		en = &entry{s: validate.NewSession(id, harness), harness: harness}
-		ss.m[id] = en
-	}
-	if issues := en.s.Apply(e); len(issues) > 0 {
-		if isNew {
-			delete(ss.m, id) // a rejected event makes no session
-		}
+	if err := ss.pub.Fold(id, harness, e); err != nil {
+		// A rejected event changes nothing and makes no session.
 		ss.bad[CodeInvalidEvent]++
-		for _, is := range issues {
-			ss.why[string(is.Code)] = true
+		var ie *hub.InvalidError
+		if errors.As(err, &ie) {
+			for _, is := range ie.Issues {
+				ss.why[string(is.Code)] = true
+			}
 		}
-		ss.log.Debug("event rejected by the fold", "session", id, "kind", e.Kind, "issues", issues)
+		ss.log.Debug("event rejected by the fold", "session", id, "kind", e.Kind, "err", err)
 		return false
 	}
-	if en.hidden && e.Kind == agentbridge.KindSessionStopped {
-		ss.drop(id, en) // the hub no longer has it
-		return true
+	if isNew {
+		en = &entry{harness: harness}
+		ss.m[id] = en
 	}
-	if en.hidden { // active again: show it whole
-		en.hidden = false
-		if ss.live {
-			ss.dirty[id] = true
-		}
-	}
+	en.hidden = false // the hub shows a hidden session again, whole
 	if e.Kind == agentbridge.KindSessionStarted && !en.exitedAt.IsZero() {
 		ss.revive(en) // a new process took the session up (e.g. a resume)
 	}
 	ss.touch(id, en)
-	ss.publish(id, en, e)
 	switch e.Kind {
 	case agentbridge.KindSessionStarted:
 		if e.OccurredAt > 0 {
@@ -217,29 +208,6 @@ func (ss *Sessions) Event(id, harness string, e agentbridge.Event) bool {
 	return true
 }
 
-// publish sends a folded event to the hub when it should see it; a session
-// being rebuilt (Restart) is upserted at Idle instead.
-func (ss *Sessions) publish(id string, en *entry, e agentbridge.Event) {
-	if !ss.live || !ss.enabled[en.harness] {
-		return
-	}
-	if ss.dirty[id] {
-		if e.Kind == agentbridge.KindSessionStopped {
-			delete(ss.dirty, id)
-			ss.removeFromHub(id)
-		}
-		return
-	}
-	if err := ss.pub.Event(id, en.harness, e); err != nil {
-		ss.log.Debug("hub refused an event; upserting the session instead", "session", id, "kind", e.Kind, "err", err)
-		if e.Kind == agentbridge.KindSessionStopped {
-			ss.removeFromHub(id)
-			return
-		}
-		ss.dirty[id] = true
-	}
-}
-
 func (ss *Sessions) removeFromHub(id string) {
 	if err := ss.pub.Remove(id); err != nil {
 		ss.log.Debug("hub refused a remove", "session", id, "err", err)
@@ -249,7 +217,7 @@ func (ss *Sessions) removeFromHub(id string) {
 // Restart drops what the session's journal said so far, because the
 // journal is read again from the start (Handler.Truncated). The session
 // keeps its id, harness and process binding; the events that follow
-// rebuild it and it is upserted whole at Idle.
+// rebuild it aside in the hub and it is upserted whole at Idle.
 func (ss *Sessions) Restart(id string) {
 	en := ss.m[id]
 	if en == nil {
@@ -261,10 +229,7 @@ func (ss *Sessions) Restart(id string) {
 		en.timer = nil
 	}
 	en.exitedAt = time.Time{}
-	en.s = validate.NewSession(id, en.harness)
-	if ss.live {
-		ss.dirty[id] = true
-	}
+	ss.pub.Restart(id)
 }
 
 // Stop ends the observation of a session (its journal went away): it
@@ -277,9 +242,7 @@ func (ss *Sessions) Stop(id, reason string) {
 	}
 	if !ss.Event(id, en.harness, agentbridge.Event{Kind: agentbridge.KindSessionStopped, Reason: reason}) {
 		ss.drop(id, en) // the fold refused it: still forget the session
-		if ss.live && ss.enabled[en.harness] {
-			ss.removeFromHub(id)
-		}
+		ss.removeFromHub(id)
 	}
 }
 
@@ -292,7 +255,6 @@ func (ss *Sessions) drop(id string, en *entry) {
 	}
 	ss.stopExpiry(en)
 	delete(ss.m, id)
-	delete(ss.dirty, id)
 }
 
 // BindPID binds the session to process pid and reports agent.exited when
@@ -342,7 +304,7 @@ func (ss *Sessions) bindPID(id string, pid int, guard bool) {
 		if err == nil {
 			en.unwatch = cancel
 			ss.stopExpiry(en) // the process says when it ends
-			if snap := en.s.Snapshot(); snap.PID != pid || snap.Status == agentbridge.StatusExited {
+			if f := ss.pub.Session(id); f == nil || f.PID() != pid || f.Status() == agentbridge.StatusExited {
 				// Show the process on the session (a holder found through
 				// /proc is known nowhere else); one taken up again after an
 				// exit also becomes idle (the fold does that).
@@ -501,6 +463,7 @@ func (ss *Sessions) startLinger(id string, en *entry, at time.Time) {
 	if left <= 0 {
 		if !ss.live {
 			ss.drop(id, en) // exited long ago: not worth a reset entry
+			ss.removeFromHub(id)
 			return
 		}
 		left = 0
@@ -559,11 +522,8 @@ func (ss *Sessions) armExpiry(id string, en *entry, after time.Duration) {
 				return
 			}
 			en.hidden = true
-			delete(ss.dirty, id)
-			if ss.live && ss.enabled[en.harness] {
-				ss.log.Debug("session inactive: hidden until it is written again", "session", id)
-				ss.removeFromHub(id)
-			}
+			ss.log.Debug("session inactive: hidden until it is written again", "session", id)
+			ss.pub.Hide(id)
 		})
 	})
 	en.expiry = tm
@@ -594,7 +554,7 @@ func (ss *Sessions) close() {
 func (ss *Sessions) BadLine(code string) { ss.bad[code]++ }
 
 // Rescan implements Handler: it forgets every session, process watch and
-// timer; events are folded without publishing until ScanDone.
+// timer; the hub builds the sessions aside until ScanDone.
 func (ss *Sessions) Rescan() {
 	for id, en := range ss.m {
 		ss.drop(id, en)
@@ -603,61 +563,36 @@ func (ss *Sessions) Rescan() {
 		tm.Stop()
 	}
 	clear(ss.timers)
-	clear(ss.dirty)
 	clear(ss.holders)
 	ss.live = false
 	ss.held, ss.heldErr = nil, false
+	ss.pub.Rescan()
 }
 
-// ScanDone implements Handler: it publishes the reset of every session of
-// an enabled harness, then publishes events as they come.
+// ScanDone implements Handler: the hub commits the scan as one reset of
+// every session of an enabled harness; events are published as they come
+// from now on.
 func (ss *Sessions) ScanDone() {
 	ss.held, ss.heldErr = nil, false
 	ss.live = true
-	ss.Reset()
+	ss.pub.Flush()
 }
 
-// Reset publishes a reset of every known session of an enabled harness
-// (sorted by id) and clears pending upserts. Follow calls it after a
-// harness switch that keeps the same roots.
+// Reset sends a reset of every session of an enabled harness that is in
+// view, as the hub holds them. Follow calls it after a harness switch that
+// keeps the same roots.
 func (ss *Sessions) Reset() {
-	clear(ss.dirty)
-	list := make([]*validate.Session, 0, len(ss.m))
-	for _, id := range ss.IDs() {
-		if en := ss.m[id]; ss.enabled[en.harness] && !en.hidden {
-			list = append(list, en.s)
-		}
-	}
-	if err := ss.pub.Reset(list); err != nil {
-		ss.log.Error("hub refused a source reset", "err", err)
-		ss.Diagnostic(agentbridge.Diagnostic{Code: CodeReset, Message: "the hub refused this source's reset; its sessions may be out of date"})
-	}
+	ss.pub.Show(slices.Sorted(maps.Keys(ss.enabled)))
 }
 
-// Idle implements Handler: it upserts restarted sessions and reports the
-// counts of skipped lines and rejected events.
+// Idle implements Handler: the hub commits what this wake folded (the
+// lifecycle records, then one upsert per changed session), and the counts
+// of skipped lines and rejected events become diagnostics.
 func (ss *Sessions) Idle() {
 	if len(ss.holders) > 0 {
 		ss.bindPendingHolders()
 	}
-	if len(ss.dirty) > 0 {
-		ids := make([]string, 0, len(ss.dirty))
-		for id := range ss.dirty {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		clear(ss.dirty)
-		for _, id := range ids {
-			en := ss.m[id]
-			if en == nil || !ss.enabled[en.harness] || en.hidden {
-				continue
-			}
-			if err := ss.pub.Upsert(en.s); err != nil {
-				ss.log.Debug("hub refused an upsert", "session", id, "err", err)
-				ss.bad[CodePublishRefused]++
-			}
-		}
-	}
+	ss.pub.Flush()
 	if len(ss.bad) == 0 {
 		return
 	}
@@ -702,9 +637,8 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// Diagnostic implements Handler: it publishes d (redacted) to the hub.
+// Diagnostic implements Handler: it publishes d to the hub, which redacts it.
 func (ss *Sessions) Diagnostic(d agentbridge.Diagnostic) {
-	validate.RedactDiagnostic(&d)
 	if err := ss.pub.Diagnostic(d); err != nil {
 		ss.log.Error("hub refused a diagnostic", "code", d.Code, "err", err)
 	}

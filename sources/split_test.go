@@ -70,3 +70,51 @@ func FuzzSplit(f *testing.F) {
 }
 
 var _ Handler = (*lineHandler)(nil)
+
+// pathLines keeps the delivered lines per path.
+type pathLines struct {
+	countHandler
+	lines map[string][]string
+}
+
+func (l *pathLines) Line(p string, b []byte) { l.lines[p] = append(l.lines[p], string(b)) }
+
+// FuzzSplitHeld: two files whose pieces arrive interleaved share MaxHeld.
+// The bytes held never exceed it and always equal the fragments' capacity;
+// each file's delivered lines are its reference lines in order, some
+// perhaps skipped (CodeHeldLimit), never altered or invented.
+func FuzzSplitHeld(f *testing.F) {
+	f.Add([]byte("one\ntwo\n"), []byte("x\ny"), uint8(3), uint8(1))
+	f.Add(bytes.Repeat([]byte("a"), 60), bytes.Repeat([]byte("b"), 60), uint8(30), uint8(30))
+	f.Add([]byte("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nend\n"), []byte("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\nfin\n"), uint8(20), uint8(25))
+	f.Fuzz(func(t *testing.T, a, b []byte, ca, cb uint8) {
+		const max = 64
+		h := &pathLines{lines: map[string][]string{}}
+		tl := NewTailer(TailConfig{MaxLine: max, MaxHeld: max}, h)
+		fa, fb := &file{}, &file{}
+		tl.files = map[string]*file{"a": fa, "b": fb}
+		pieces := func(d []byte, c uint8) [][]byte {
+			k := min(int(c), len(d))
+			return [][]byte{d[:k], d[k:]}
+		}
+		pa, pb := pieces(a, ca), pieces(b, cb)
+		for i := range 2 {
+			tl.split("a", fa, pa[i])
+			tl.split("b", fb, pb[i])
+			if tl.held > max || tl.held != cap(fa.part)+cap(fb.part) {
+				t.Fatalf("held %d with fragments of capacity %d+%d, MaxHeld %d", tl.held, cap(fa.part), cap(fb.part), max)
+			}
+		}
+		for p, d := range map[string][]byte{"a": a, "b": b} {
+			want := referenceLines(d, max)
+			got := h.lines[p]
+			for _, l := range got {
+				i := slices.Index(want, l)
+				if i < 0 {
+					t.Fatalf("%s: delivered %q, not a line of %q in order (want %q)", p, l, d, referenceLines(d, max))
+				}
+				want = want[i+1:]
+			}
+		}
+	})
+}

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fsnotify/fsnotify"
+	"golang.org/x/sys/unix"
 
 	"github.com/agentbridge/agentbridge"
 )
@@ -28,6 +29,19 @@ const (
 	DefaultWindow  = 2 * time.Hour // journals written longer ago are only stat'ed at a scan
 	DefaultMaxLine = 8 << 20       // longer lines are skipped with CodeLineTooLong
 	readChunk      = 256 << 10     // one read(2); lines are delivered from it without copying
+)
+
+// Bounds against hostile journals (TailConfig.MaxHeld, MaxJournal).
+const (
+	// DefaultMaxHeld bounds, per Tailer, the bytes held for unfinished
+	// lines of all its files together (CodeHeldLimit).
+	DefaultMaxHeld = 16 << 20
+	// DefaultMaxJournal: a journal with more unread bytes than this (real
+	// ones stay far below) is followed from its end (CodeJournalTooLarge).
+	DefaultMaxJournal = 1 << 30
+	// readSlice is what Run reads of one file before it looks at other
+	// files' events, posted functions and cancellation again.
+	readSlice = 4 << 20
 )
 
 // Diagnostic codes the tailer and Sessions report. Messages never carry a
@@ -47,6 +61,12 @@ const (
 	CodeWatchError     = "watch-error"            // fsnotify failed otherwise: rescanned everything
 	CodeReset          = "reset-failed"           // the hub refused a reset (a bug: logged too)
 	CodePublishRefused = "publish-refused"        // the hub refused an event or upsert
+)
+
+// Diagnostic codes of the bounds against hostile journals.
+const (
+	CodeHeldLimit       = "unfinished-lines-limit" // an unfinished line did not fit the memory held for all of them: skipped
+	CodeJournalTooLarge = "journal-too-large"      // a journal far larger than any real one is followed from its end
 )
 
 // Handler receives what a Tailer finds. Every method is called on the
@@ -80,8 +100,9 @@ type Handler interface {
 	// EOF. Send a full reset now; after it, report changes as they come.
 	ScanDone()
 	// Idle is called whenever the tailer has handled everything pending and
-	// is about to sleep: the place to flush batched work (diagnostic counts,
-	// upserts of restarted sessions).
+	// is about to sleep, and between the slices of a long read: the place
+	// to flush batched work (diagnostic counts, upserts of restarted
+	// sessions).
 	Idle()
 	// Diagnostic reports a typed problem with the watches or the files. The
 	// message carries no path and no file content.
@@ -115,6 +136,18 @@ type TailConfig struct {
 	Recent func(path string, info fs.FileInfo) bool
 	// MaxLine bounds a line in bytes; zero means DefaultMaxLine.
 	MaxLine int
+	// MaxHeld bounds the bytes held for the unfinished last lines of all
+	// files together (a hostile home may hold many journals each ending
+	// in a line without end). A fragment that does not fit is dropped
+	// and its line skipped (CodeHeldLimit); the file is still followed.
+	// Zero means DefaultMaxHeld; it is raised to MaxLine when lower.
+	MaxHeld int
+	// MaxJournal: when a journal has more unread bytes than this (at a
+	// scan or when it grows), they are not read: the journal is followed
+	// from its end (CodeJournalTooLarge). Holes of sparse files are
+	// skipped without reading whatever their size. Zero means
+	// DefaultMaxJournal.
+	MaxJournal int64
 	// Logger logs at debug level only (paths included); nil discards.
 	Logger *slog.Logger
 }
@@ -122,9 +155,11 @@ type TailConfig struct {
 // Tailer follows journal files under directory trees with fsnotify (one
 // inotify instance, watches on directories only) and hands their complete
 // lines to a Handler. It keeps, per file, an offset and a partial-line
-// buffer; it reads from one reusable buffer and passes lines without
-// copying them. It never polls: a Tailer with nothing changing makes no
-// system calls and runs no timer.
+// buffer (all of them together bounded by MaxHeld); it reads from one
+// reusable buffer and passes lines without copying them, at most a slice
+// of one file at a time, so that a huge journal lets every other file,
+// posted function and cancellation through. It never polls: a Tailer
+// with nothing changing makes no system calls and runs no timer.
 //
 // Create it with NewTailer, then call Run once. Post and Wakes are safe from
 // any goroutine; SetRoots only from the Run goroutine (a Handler call or a
@@ -152,6 +187,11 @@ type Tailer struct {
 	bad     map[string]int // per-batch counts of skipped lines by code
 	now     time.Time      // time of the current scan
 	running bool
+	ctx     context.Context     // Run's
+	more    map[string]struct{} // files read up to a slice, with more to read
+	held    int                 // bytes held by the files' part buffers (their capacity); may count forgotten files until recount
+	slice   int64               // readSlice; smaller in tests
+	scan    bool                // inside rebuild: read every file to EOF
 
 	// whole files (watch.go)
 	whole     WholeFiles      // the Handler's capability, or nil
@@ -189,6 +229,13 @@ func NewTailer(cfg TailConfig, h Handler) *Tailer {
 	if cfg.MaxLine <= 0 {
 		cfg.MaxLine = DefaultMaxLine
 	}
+	if cfg.MaxHeld <= 0 {
+		cfg.MaxHeld = DefaultMaxHeld
+	}
+	cfg.MaxHeld = max(cfg.MaxHeld, cfg.MaxLine)
+	if cfg.MaxJournal <= 0 {
+		cfg.MaxJournal = DefaultMaxJournal
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -200,6 +247,8 @@ func NewTailer(cfg TailConfig, h Handler) *Tailer {
 		log:   log,
 		wake:  make(chan struct{}, 1),
 		roots: absRoots(cfg.Roots),
+		slice: readSlice,
+		ctx:   context.Background(),
 	}
 }
 
@@ -224,6 +273,7 @@ func absRoots(roots []string) []string {
 // error result is there for future use and is nil today.
 func (t *Tailer) Run(ctx context.Context) error {
 	t.buf = make([]byte, readChunk)
+	t.ctx = ctx
 	t.running = true
 	defer func() {
 		t.closeWatcher()
@@ -237,10 +287,25 @@ func (t *Tailer) Run(ctx context.Context) error {
 	for {
 		t.flushBad()
 		t.h.Idle()
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.wake:
+		if len(t.more) > 0 {
+			// Files with more to read: a slice of each, then whatever
+			// came meanwhile (events, posted functions, cancellation), in
+			// turn, never sleeping; neither starves the other.
+			if ctx.Err() != nil {
+				return nil
+			}
+			t.readMore()
+			select {
+			case <-t.wake:
+			default:
+				continue
+			}
+		} else {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.wake:
+			}
 		}
 		t.wakes.Add(1)
 		activity.wakes.Add(1)
@@ -353,15 +418,19 @@ func (t *Tailer) rebuild() {
 	t.wholeSeen = nil
 	t.waiting = map[string][]string{}
 	t.said = map[string]bool{}
+	t.more = map[string]struct{}{}
+	t.held = 0
 	t.h.Rescan()
 	if len(t.roots) > 0 {
 		if err := t.openWatcher(); err != nil {
 			t.watchErr(err)
 		} else {
 			t.now = time.Now()
+			t.scan = true
 			for _, r := range t.roots {
 				t.setupRoot(r)
 			}
+			t.scan = false
 		}
 	}
 	t.flushBad()
@@ -578,10 +647,12 @@ func (t *Tailer) handle(p string, op fsnotify.Op) bool {
 			t.readWhole(p) // on any change, chmod included: it is small
 		}
 	case fi.Mode().IsRegular() && t.cfg.Match(p):
-		if op == fsnotify.Chmod {
-			return false // attributes only: nothing to read
-		}
 		f := t.files[p]
+		if f == nil && op == fsnotify.Chmod {
+			return false // attributes only, of a file not followed (an old one)
+		}
+		// A Chmod alone of a followed file reads it too: it may have
+		// been unreadable until now (chmod 000, written, chmod 644).
 		if f == nil {
 			if _, ok := t.dirs[filepath.Dir(p)]; !ok {
 				return false
@@ -666,15 +737,34 @@ func (t *Tailer) recheckWaiting(anc string, roots []string) {
 	}
 }
 
-// read reads the file from its offset to EOF and delivers its complete
-// lines. A smaller size than the offset (truncation) or another inode at
-// the path (replacement) reads it again from 0 after Truncated.
+// readMore reads the next slice of every file with more to read.
+func (t *Tailer) readMore() {
+	names := make([]string, 0, len(t.more))
+	for p := range t.more {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		delete(t.more, p)
+		if f := t.files[p]; f != nil {
+			t.read(p, f)
+		}
+	}
+}
+
+// read reads the file from its offset and delivers its complete lines: to
+// EOF during a scan (rebuild), else one slice, leaving the file in t.more
+// when there is more. A smaller size than the offset (truncation) or
+// another inode at the path (replacement) reads it again from 0 after
+// Truncated. Holes of a sparse file too long to be part of a line are
+// skipped, not read; more than MaxJournal unread bytes are not read at all.
 func (t *Tailer) read(p string, f *file) {
 	// O_NONBLOCK: should a FIFO have taken the journal's place since the
-	// lstat, opening it must not wait for a writer.
-	fd, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// lstat, opening it must not wait for a writer; O_NOFOLLOW: nor may a
+	// symbolic link to a device.
+	fd, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_NOCTTY, 0)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
 			delete(t.files, p)
 			if f.ino != 0 {
 				t.h.Removed(p)
@@ -706,17 +796,33 @@ func (t *Tailer) read(p string, f *file) {
 	}
 	if f.ino != 0 && (dev != f.dev || ino != f.ino || fi.Size() < f.off) {
 		t.log.Debug("journal truncated or replaced", "path", p)
+		t.dropPart(f)
 		*f = file{}
 		t.h.Truncated(p)
 	}
 	f.dev, f.ino = dev, ino
-	if fi.Size() == f.off {
+	size := fi.Size()
+	if size == f.off {
 		return
 	}
+	if size-f.off > t.cfg.MaxJournal {
+		t.fromEnd(fd, f, size)
+		return
+	}
+	var read int64
 	for {
+		if !t.scan && read >= t.slice {
+			t.more[p] = struct{}{} // the rest after a look at everything else
+			return
+		}
+		if t.ctx.Err() != nil {
+			return
+		}
+		t.skipHole(fd, f, size)
 		n, err := fd.ReadAt(t.buf, f.off)
 		if n > 0 {
 			f.off += int64(n)
+			read += int64(n)
 			t.split(p, f, t.buf[:n])
 		}
 		if err != nil {
@@ -725,6 +831,42 @@ func (t *Tailer) read(p string, f *file) {
 			}
 			return
 		}
+	}
+}
+
+// skipHole moves f past a hole of a sparse file at its offset when the
+// hole alone is longer than MaxLine: its NUL bytes would only make the
+// line they are in too long, so the line is skipped as reading them would
+// (CodeLineTooLong), without reading them. Data written into the hole
+// later is not seen; a journal is only ever appended to.
+func (t *Tailer) skipHole(fd *os.File, f *file, size int64) {
+	data, err := fd.Seek(f.off, unix.SEEK_DATA) // the offset is unused: reads are ReadAt
+	switch {
+	case errors.Is(err, unix.ENXIO): // a hole up to EOF
+		data = size
+	case err != nil:
+		return // no SEEK_DATA here: read the bytes
+	}
+	if data-f.off <= int64(t.cfg.MaxLine) {
+		return
+	}
+	if !f.skip {
+		t.tooLong(f)
+	}
+	f.off = data
+}
+
+// fromEnd follows a journal with too many unread bytes from its end: the
+// line in progress there is skipped unless the byte before the end ends a
+// line.
+func (t *Tailer) fromEnd(fd *os.File, f *file, size int64) {
+	t.count(CodeJournalTooLarge)
+	t.dropPart(f)
+	f.off = size
+	f.skip = true
+	var last [1]byte
+	if n, _ := fd.ReadAt(last[:], size-1); n == 1 && last[0] == '\n' {
+		f.skip = false
 	}
 }
 
@@ -742,7 +884,11 @@ func (t *Tailer) split(p string, f *file, data []byte) {
 				t.tooLong(f)
 				return
 			}
-			f.part = append(f.part, data...)
+			if !t.hold(f, data) {
+				t.dropPart(f)
+				f.skip = true
+				t.count(CodeHeldLimit)
+			}
 			return
 		}
 		line := data[:i]
@@ -757,11 +903,14 @@ func (t *Tailer) split(p string, f *file, data []byte) {
 				f.skip = false
 				continue
 			}
-			f.part = append(f.part, line...)
-			line = f.part
-			t.deliver(p, line)
+			if !t.hold(f, line) {
+				t.dropPart(f)
+				t.count(CodeHeldLimit)
+				continue
+			}
+			t.deliver(p, f.part)
 			if cap(f.part) > 64<<10 {
-				f.part = nil // don't keep a big buffer per file
+				t.dropPart(f) // don't keep a big buffer per file
 			} else {
 				f.part = f.part[:0]
 			}
@@ -777,9 +926,52 @@ func (t *Tailer) split(p string, f *file, data []byte) {
 }
 
 func (t *Tailer) tooLong(f *file) {
-	f.part = nil
+	t.dropPart(f)
 	f.skip = true
 	t.count(CodeLineTooLong)
+}
+
+// hold appends data to the unfinished line of f when the bytes held for
+// all files stay within MaxHeld (growth is accounted by capacity); false
+// when they would not, and f is left as it was.
+func (t *Tailer) hold(f *file, data []byte) bool {
+	need := len(f.part) + len(data)
+	if need <= cap(f.part) {
+		f.part = append(f.part, data...)
+		return true
+	}
+	room := t.cfg.MaxHeld - (t.held - cap(f.part))
+	if need > room {
+		// Files forgotten since (removed, replaced, their directory gone)
+		// took their fragments with them: count again before refusing.
+		t.recount()
+		if room = t.cfg.MaxHeld - (t.held - cap(f.part)); need > room {
+			return false
+		}
+	}
+	c := min(max(need, 2*cap(f.part), 512), room, t.cfg.MaxLine)
+	c = max(c, need)
+	part := make([]byte, len(f.part), c)
+	copy(part, f.part)
+	t.held += c - cap(f.part)
+	f.part = append(part, data...)
+	return true
+}
+
+// recount sets t.held to what the followed files hold. Files are dropped
+// from t.files in many places without telling t.held (their fragments go
+// with them); hold calls this before it refuses.
+func (t *Tailer) recount() {
+	t.held = 0
+	for _, f := range t.files {
+		t.held += cap(f.part)
+	}
+}
+
+// dropPart frees the unfinished line of f.
+func (t *Tailer) dropPart(f *file) {
+	t.held -= cap(f.part)
+	f.part = nil
 }
 
 func (t *Tailer) deliver(p string, line []byte) {
@@ -817,6 +1009,10 @@ func (t *Tailer) flushBad() {
 	for _, c := range codes {
 		n := t.bad[c]
 		switch c {
+		case CodeHeldLimit:
+			t.diag(c, fmt.Sprintf("skipped %s whose unfinished part did not fit the %d MiB held for the unfinished lines of all journals together; the journals are still followed", lines(n), t.cfg.MaxHeld>>20))
+		case CodeJournalTooLarge:
+			t.diag(c, fmt.Sprintf("a journal grew by more than %d MiB at once, far more than any real one; it is followed from its end, and what it held is not reported", t.cfg.MaxJournal>>20))
 		case CodeLineTooLong:
 			t.diag(c, fmt.Sprintf("skipped %s over %d MiB; the journal is still followed", lines(n), t.cfg.MaxLine>>20))
 		case CodeInvalidUTF8:
@@ -858,16 +1054,22 @@ func (t *Tailer) diagOnce(code, msg string) {
 // inotify limits name their sysctl.
 func (t *Tailer) watchErr(err error) {
 	t.log.Debug("watch failed", "err", err)
+	t.diagOnce(WatchDiagnostic(err))
+}
+
+// WatchDiagnostic is the typed diagnostic of a failure to watch a
+// directory with inotify (the limits named with the sysctl to raise), for
+// every source that watches on its own. It carries no path.
+func WatchDiagnostic(err error) (code, message string) {
 	switch {
 	case errors.Is(err, syscall.ENOSPC):
-		t.diagOnce(CodeWatchLimit, "the inotify watch limit is reached, so some journal directories are not followed; raise the sysctl fs.inotify.max_user_watches (e.g. sysctl -w fs.inotify.max_user_watches=524288), then restart agentbridge")
+		return CodeWatchLimit, "the inotify watch limit is reached, so some journal directories are not followed; raise the sysctl fs.inotify.max_user_watches (e.g. sysctl -w fs.inotify.max_user_watches=524288), then restart agentbridge"
 	case errors.Is(err, syscall.EMFILE):
-		t.diagOnce(CodeInstanceLimit, "the inotify instance limit is reached, so journals are not followed; raise the sysctl fs.inotify.max_user_instances (e.g. sysctl -w fs.inotify.max_user_instances=1024), then restart agentbridge")
+		return CodeInstanceLimit, "the inotify instance limit is reached, so journals are not followed; raise the sysctl fs.inotify.max_user_instances (e.g. sysctl -w fs.inotify.max_user_instances=1024), then restart agentbridge"
 	case errors.Is(err, fs.ErrPermission):
-		t.diagOnce(CodePermission, "a journal directory cannot be watched (permission denied); its sessions are not reported")
-	default:
-		t.diagOnce(CodeWatchError, "a journal directory cannot be watched ("+errnoText(err)+")")
+		return CodePermission, "a journal directory cannot be watched (permission denied); its sessions are not reported"
 	}
+	return CodeWatchError, "a journal directory cannot be watched (" + errnoText(err) + ")"
 }
 
 // fsErr reports a failure to read a directory or journal without its path.

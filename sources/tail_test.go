@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -573,6 +574,26 @@ func TestTailerWatchLimitNamesTheSysctl(t *testing.T) {
 		d := rec.diags[0]
 		if d.Code != tt.code || !strings.Contains(d.Message, tt.mentions) || strings.Contains(d.Message, "/home") {
 			t.Errorf("watchErr(%v) = %+v, want code %s mentioning %q and no path", tt.err, d, tt.code, tt.mentions)
+		}
+	}
+}
+
+// WatchDiagnostic names the limit to raise for the inotify errors a
+// source can meet, and never a path.
+func TestWatchDiagnostic(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code string
+		says string
+	}{
+		{fmt.Errorf("add /home/u/.x: %w", syscall.ENOSPC), CodeWatchLimit, "fs.inotify.max_user_watches"},
+		{fmt.Errorf("inotify_init1: %w", syscall.EMFILE), CodeInstanceLimit, "fs.inotify.max_user_instances"},
+		{fmt.Errorf("add /home/u/.x: %w", fs.ErrPermission), CodePermission, "permission denied"},
+		{fmt.Errorf("add /home/u/.x: %w", syscall.EIO), CodeWatchError, "cannot be watched"},
+	} {
+		code, msg := WatchDiagnostic(tc.err)
+		if code != tc.code || !strings.Contains(msg, tc.says) || strings.Contains(msg, "/home/u") {
+			t.Errorf("WatchDiagnostic(%v) = %s %q", tc.err, code, msg)
 		}
 	}
 }

@@ -47,6 +47,25 @@ type WholeFiles interface {
 	WholeFile(path string, data []byte)
 }
 
+// WholeLimits is an optional addition to WholeFiles: a Handler whose
+// whole files may be larger than LimitSidecar (a chat that its agent
+// rewrites in full on every change, e.g. Gemini CLI's legacy .json chats)
+// says each one's bound. The file is still read without blocking, regular
+// files only; one over its bound is skipped with CodeSideTooLarge.
+type WholeLimits interface {
+	WholeLimit(path string) int64
+}
+
+// wholeLimit is the bound of whole file p.
+func (t *Tailer) wholeLimit(p string) int64 {
+	if l, ok := t.whole.(WholeLimits); ok {
+		if n := l.WholeLimit(p); n > 0 {
+			return n
+		}
+	}
+	return LimitSidecar
+}
+
 // wholeFiles returns the Handler's WholeFiles capability, or nil.
 func wholeFiles(h Handler) WholeFiles {
 	w, _ := h.(WholeFiles)
@@ -61,7 +80,7 @@ func (t *Tailer) isWhole(p string, dir bool) bool {
 
 // readWhole reads the whole file p and delivers its content, or its loss.
 func (t *Tailer) readWhole(p string) {
-	data, err := ReadSmall(p, LimitSidecar)
+	data, err := ReadSmall(p, t.wholeLimit(p))
 	switch {
 	case err == nil:
 		if t.wholeSeen == nil {

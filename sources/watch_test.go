@@ -137,3 +137,32 @@ func writeFile(t *testing.T, path, data string) {
 		t.Fatal(err)
 	}
 }
+
+// bigWholeRecorder lets its whole files be up to 1 MiB (WholeLimits).
+type bigWholeRecorder struct{ *wholeRecorder }
+
+func (r bigWholeRecorder) WholeLimit(string) int64 { return 1 << 20 }
+
+// TestWholeLimits: a Handler that names a larger bound for its whole
+// files gets files over LimitSidecar, and still not one over its bound.
+func TestWholeLimits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rec := &wholeRecorder{recorder: newRecorder(), whole: map[string]string{}}
+	tl := NewTailer(TailConfig{Roots: []string{dir}}, bigWholeRecorder{rec})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tl.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	rec.waitFor(t, "the first scan", func() bool { return rec.scans >= 1 })
+
+	mid, huge := filepath.Join(dir, "mid.side"), filepath.Join(dir, "huge.side")
+	writeFile(t, mid, strings.Repeat("x", 200<<10)) // over LimitSidecar, under the bound
+	rec.waitFor(t, "the 200 KiB whole file", func() bool { return len(rec.whole[mid]) == 200<<10 })
+	writeFile(t, huge, strings.Repeat("y", 2<<20))
+	writeFile(t, mid, "small now")
+	rec.waitFor(t, "the rewrite", func() bool { return rec.whole[mid] == "small now" })
+	if _, ok := rec.whole[huge]; ok {
+		t.Error("a whole file over its bound was delivered")
+	}
+}

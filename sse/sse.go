@@ -15,12 +15,21 @@
 // when the cursor is honoured and when the stream starts with resets, and
 // for the ids of initial resets.
 //
-// Use of r3labs/sse (see notes/hub.md §1.9): AutoReplay and AutoStream are
-// off, every connection gets its own r3 stream (one slow client cannot hold
-// up another), the Last-Event-ID header is removed before r3 sees it, the
-// pump waits for r3's OnSubscribe before publishing, live records go in with
-// TryPublish, every write has its own deadline, and a stream is removed only
-// after r3's handler has returned.
+// Use of r3labs/sse: AutoReplay and AutoStream are off, every connection
+// gets its own r3 stream (one slow client cannot hold up another), the
+// Last-Event-ID header is removed before r3 sees it, the initial records
+// are published once r3's OnSubscribe said the connection is registered,
+// every write has its own deadline, and a stream is removed only after
+// r3's handler has returned.
+//
+// One queue per client. The connection's r3 stream buffer (BufferSize
+// records) is the only queue between the hub and the wire: once the
+// initial records are in it, the hub hands every live record straight to
+// it (hub.Subscription.Attach, a non-blocking TryPublish), and a client
+// whose buffer is full is cut off. No goroutine of ours runs per
+// connection besides r3's handler and its stream: the heartbeat is a
+// one-shot timer, re-armed for the time left when records went out
+// meanwhile.
 package sse
 
 import (
@@ -28,6 +37,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -46,7 +56,7 @@ const (
 	DefaultHeartbeat    = 15 * time.Second
 	DefaultWriteTimeout = 10 * time.Second
 	DefaultRetry        = 3 * time.Second
-	DefaultBufferSize   = 1024
+	DefaultBufferSize   = 4096 // 32 KiB of pointers per connection: a 1 MiB journal write is ~350 records
 )
 
 // Hub is what the stream needs of the hub.
@@ -180,6 +190,7 @@ func (s *Handler) serveSSE(w http.ResponseWriter, r *http.Request, sub *hub.Subs
 	s.srv.CreateStream(id)
 
 	dw := newDeadlineWriter(w, s.o.WriteTimeout, cancel)
+	dw.queued = new(atomic.Int64)
 	defer dw.abortOn(ctx)()
 	// The stream starts with the retry field, as part of the first event
 	// (r3 would write it after the event's other fields).
@@ -188,64 +199,83 @@ func (s *Handler) serveSSE(w http.ResponseWriter, r *http.Request, sub *hub.Subs
 	r3req.URL.RawQuery = "stream=" + id
 	r3req.Header.Del("Last-Event-ID") // ours, parsed above; r3 would 400 on a non-number
 
+	var last atomic.Int64 // when a record or ping last went out, unix ns
+	var hb *time.Timer    // set by start
 	var wg sync.WaitGroup
-	wg.Go(func() { s.pump(ctx, cancel, id, c, sub, dw) })
+	wg.Go(func() { hb = s.start(ctx, cancel, id, c, sub, dw, &last) })
 	s.srv.ServeHTTP(dw, r3req)
 	cancel()
 	wg.Wait()
+	if hb != nil {
+		hb.Stop() // a callback running now sees ctx ended
+	}
 	// Only now: removing a stream while r3's handler runs leaks its
 	// goroutine (notes/hub.md §1.5).
 	s.srv.RemoveStream(id)
 }
 
-// pump moves records from the subscription into the connection's r3
-// stream. It owns the decision to cut the client off: it cancels ctx, which
-// r3 takes as a disconnect.
-func (s *Handler) pump(ctx context.Context, cancel context.CancelFunc, id string, c *conn, sub *hub.Subscription, dw *deadlineWriter) {
+func event(rec hub.Record) *r3.Event {
+	return &r3.Event{ID: strconv.AppendUint(nil, rec.Rev, 10), Event: []byte(rec.Name), Data: rec.Data}
+}
+
+// start waits for r3 to register the connection, publishes the initial
+// records into its stream, then attaches the stream to the subscription
+// and arms the heartbeat. It returns at once when ctx ends.
+func (s *Handler) start(ctx context.Context, cancel context.CancelFunc, id string, c *conn, sub *hub.Subscription, dw *deadlineWriter, last *atomic.Int64) *time.Timer {
 	select {
 	case <-c.ready:
 	case <-ctx.Done():
-		return
-	}
-	event := func(rec hub.Record) *r3.Event {
-		return &r3.Event{ID: []byte(strconv.FormatUint(rec.Rev, 10)), Event: []byte(rec.Name), Data: rec.Data}
+		return nil
 	}
 	// The initial batch may be longer than any buffer: publish it blocking.
 	// A stuck client still cannot hold this forever: its writes time out
 	// and r3 drains the stream.
 	for _, rec := range sub.Initial {
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
+		dw.queued.Add(1)
 		s.srv.Publish(id, event(rec))
 	}
-	hb := time.NewTimer(s.o.Heartbeat)
-	defer hb.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-sub.Done:
+	last.Store(time.Now().UnixNano())
+	attached := sub.Attach(func(rec hub.Record) bool {
+		dw.queued.Add(1)
+		if !s.srv.TryPublish(id, event(rec)) {
+			dw.queued.Add(-1)
 			s.log.Info("stream client cut off: it did not keep up")
 			cancel()
-			return
-		case rec := <-sub.C:
-			if !s.srv.TryPublish(id, event(rec)) {
-				s.log.Info("stream client cut off: it did not keep up")
-				sub.Overflow()
-				cancel()
-				return
-			}
-			hb.Reset(s.o.Heartbeat)
-		case <-hb.C:
-			dw.idle.Store(true) // the ping's flush disarms the write deadline
-			if !s.srv.TryPublish(id, &r3.Event{Comment: []byte("ping")}) {
-				cancel()
-				return
-			}
-			hb.Reset(s.o.Heartbeat)
+			return false
 		}
+		last.Store(time.Now().UnixNano())
+		return true
+	})
+	if !attached {
+		s.log.Info("stream client cut off: it did not keep up")
+		cancel()
+		return nil
 	}
+	period := s.o.Heartbeat
+	var tm *time.Timer
+	tm = time.AfterFunc(time.Duration(math.MaxInt64), func() {
+		if ctx.Err() != nil {
+			return
+		}
+		if since := time.Duration(time.Now().UnixNano() - last.Load()); since < period {
+			tm.Reset(period - since) // records went out meanwhile
+			return
+		}
+		dw.idle.Store(true) // the ping's flush disarms the write deadline
+		dw.queued.Add(1)
+		if !s.srv.TryPublish(id, &r3.Event{Comment: []byte("ping")}) {
+			dw.queued.Add(-1)
+			cancel()
+			return
+		}
+		last.Store(time.Now().UnixNano())
+		tm.Reset(period)
+	})
+	tm.Reset(period) // only now: the callback reads tm
+	return tm
 }
 
 // serveLines writes the JSON-lines form directly, with the same semantics.
@@ -338,6 +368,13 @@ type deadlineWriter struct {
 	idle    atomic.Bool // set before a heartbeat: the next Flush disarms the deadline
 	set     time.Time   // when the deadline was last moved; only the writing goroutine uses it
 	prefix  []byte      // written before the first body byte; only the writing goroutine uses it
+	// queued, when set, counts the events handed to r3 and not yet
+	// written: r3 flushes after every event, and a flush while more events
+	// wait is skipped, so that a burst goes out in a few large writes
+	// instead of one write per event. The flush of the last waiting event
+	// is never skipped.
+	queued  *atomic.Int64
+	started bool // r3's first flush (the response header) was made
 }
 
 // extend moves the write deadline to now+timeout. It skips the call while
@@ -397,6 +434,12 @@ func (d *deadlineWriter) Write(p []byte) (int, error) {
 func (d *deadlineWriter) Flush() {
 	if d.failed.Load() || d.aborted.Load() {
 		return
+	}
+	if d.queued != nil {
+		if d.started && d.queued.Add(-1) > 0 {
+			return // more events are waiting: they flush this one too
+		}
+		d.started = true
 	}
 	d.extend()
 	if err := d.rc.Flush(); err != nil {

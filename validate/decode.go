@@ -58,10 +58,18 @@ func DecodeReset(raw json.RawMessage, enabled Harnesses) ([]agentbridge.Snapshot
 	if n.kind != kindArray {
 		return nil, append(is, typeIssue(p, "an array of session snapshots", n))
 	}
-	sessions := make([]agentbridge.Snapshot, len(n.elems))
-	prs := make([]*presence, len(n.elems))
-	for i := range n.elems {
-		prs[i], is = decodeSnapshot(is, index(p, i), &n.elems[i], &sessions[i])
+	elems := n.elems
+	if len(elems) > MaxResetSessions {
+		// Invalid as a whole: check the sessions up to the bound only, so
+		// that a hostile array of half a million elements costs no more
+		// than a full reset.
+		is = append(is, tooManySessions(p))
+		elems = elems[:MaxResetSessions]
+	}
+	sessions := make([]agentbridge.Snapshot, len(elems))
+	prs := make([]*presence, len(elems))
+	for i := range elems {
+		prs[i], is = decodeSnapshot(is, index(p, i), &elems[i], &sessions[i])
 	}
 	return sessions, checkReset(is, p, sessions, enabled, prs)
 }
@@ -401,6 +409,14 @@ type member struct {
 
 var errTooDeep = errors.New("too deep")
 
+// maxKeptElems bounds the elements parseJSON keeps of an array: one past
+// the longest array any document may hold (a reset's sessions), so that
+// the length rules still see "too long", while a hostile array of half a
+// million elements costs no more memory than a full reset. The elements
+// past it are parsed (the JSON must be well-formed) but not kept, nor
+// checked.
+const maxKeptElems = MaxResetSessions + 1
+
 // parseJSON reads exactly one JSON value from raw. Malformed JSON is one
 // invalid_type issue at "$".
 func parseJSON(raw []byte) (*node, []Issue) {
@@ -462,7 +478,9 @@ func parseValue(dec *json.Decoder, depth int) (node, error) {
 				if err != nil {
 					return node{}, err
 				}
-				n.elems = append(n.elems, v)
+				if len(n.elems) < maxKeptElems {
+					n.elems = append(n.elems, v)
+				}
 			}
 			_, err := dec.Token() // ']'
 			return n, err

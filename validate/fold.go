@@ -1,7 +1,7 @@
 package validate
 
 import (
-	"maps"
+	"slices"
 
 	"github.com/agentbridge/agentbridge"
 )
@@ -48,6 +48,20 @@ import (
 //     wait.started bring the session back (a resumed process),
 //     session.started makes it idle.
 //
+// Activity (Session.Activity), beside the snapshot and folded with it:
+//
+//   - statusSince: the occurredAt of the event that changed the status (a
+//     new session's idle: its session.started); 0 (unknown) when that event
+//     had none. An event that keeps the status keeps it.
+//   - tool: the latest tool still open, with its name and the occurredAt of
+//     its tool.started.
+//   - turnStartedAt: the occurredAt of the turn.started of the turn in
+//     progress; cleared by agent.done and agent.exited.
+//   - usage: the sum of the token counts sources report on agent.metadata
+//     (agentbridge.UsageReport has the counting rules); it survives turns
+//     and exits. Usage on any other kind is unknown_field at $.usage, a
+//     negative count invalid_integer.
+//
 // State rules of Apply: wait.finished, tool.finished and subagent.done for
 // an id that is not open (unknown, or already closed) are invalid_id at
 // $.waitId / $.toolId / $.subagentId; wait.started or tool.started for an
@@ -56,10 +70,31 @@ import (
 // invalid_array. The fold never reads a clock.
 type Session struct {
 	snap    agentbridge.Snapshot
-	waits   []openWait          // open waits, oldest first
-	tools   map[string]struct{} // open tools
+	waits   []openWait // open waits, oldest first
+	tools   []openTool // open tools, oldest first
 	stopped bool
+
+	at          int64 // occurredAt of the event being folded
+	statusSince int64
+	turnStarted int64
+	usage       *agentbridge.Usage
+	counted     []counted // the latest messages counted, oldest first
 }
+
+type openTool struct {
+	id, name string
+	since    int64
+}
+
+// counted is one message's counts in the usage sum.
+type counted struct {
+	id string
+	u  agentbridge.Usage
+}
+
+// maxCounted bounds the messages remembered for UsageReport.MessageID:
+// a message's repeated records come close together.
+const maxCounted = 64
 
 type openWait struct {
 	id     string
@@ -89,19 +124,45 @@ func (s *Session) ID() string { return s.snap.ID }
 // Harness returns the session's harness id.
 func (s *Session) Harness() string { return s.snap.Harness }
 
+// PID returns the process id the snapshot shows (0: none).
+func (s *Session) PID() int { return s.snap.PID }
+
+// Status returns the status the snapshot shows.
+func (s *Session) Status() agentbridge.Status { return s.snap.Status }
+
 // Snapshot returns a copy of the current snapshot.
 func (s *Session) Snapshot() agentbridge.Snapshot { return s.snap.Clone() }
 
 // Clone returns an independent copy of s.
 func (s *Session) Clone() *Session {
-	c := &Session{snap: s.snap.Clone(), stopped: s.stopped}
-	if len(s.waits) > 0 {
-		c.waits = append([]openWait(nil), s.waits...)
+	c := *s
+	c.snap = s.snap.Clone()
+	c.waits = slices.Clone(s.waits)
+	c.tools = slices.Clone(s.tools)
+	c.counted = slices.Clone(s.counted)
+	if s.usage != nil {
+		u := *s.usage
+		c.usage = &u
 	}
-	if len(s.tools) > 0 {
-		c.tools = maps.Clone(s.tools)
+	return &c
+}
+
+// Activity returns what the session is doing now and what it has used; nil
+// when nothing is known.
+func (s *Session) Activity() *agentbridge.Activity {
+	a := &agentbridge.Activity{StatusSince: s.statusSince, TurnStartedAt: s.turnStarted}
+	if n := len(s.tools); n > 0 {
+		t := s.tools[n-1]
+		a.Tool = &agentbridge.ToolActivity{Name: t.name, Since: t.since}
 	}
-	return c
+	if s.usage != nil {
+		u := *s.usage
+		a.Usage = &u
+	}
+	if a.IsZero() {
+		return nil
+	}
+	return a
 }
 
 // Stopped reports whether a session.stopped event ended the observation.
@@ -112,12 +173,34 @@ func (s *Session) Stopped() bool { return s.stopped }
 // is no issue, folds it into the snapshot. The fold is deterministic.
 func (s *Session) Apply(e agentbridge.Event) []Issue {
 	is := Event(e)
+	is = usageIssues(is, &e)
 	is = s.stateIssues(is, &e)
 	if len(is) > 0 {
 		return is
 	}
 	s.fold(&e)
 	return nil
+}
+
+func usageIssues(is []Issue, e *agentbridge.Event) []Issue {
+	u := e.Usage
+	switch {
+	case u == nil:
+	case e.Kind != agentbridge.KindAgentMetadata:
+		is = append(is, newIssue("$.usage", UnknownField, "is not a field of a %s event", e.Kind))
+	case u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadTokens < 0 || u.CacheWriteTokens < 0:
+		is = append(is, newIssue("$.usage", InvalidInteger, "token counts must not be negative"))
+	}
+	return is
+}
+
+func (s *Session) toolIndex(id string) int {
+	for i := range s.tools {
+		if s.tools[i].id == id {
+			return i
+		}
+	}
+	return -1
 }
 
 func (s *Session) waitIndex(id string) int {
@@ -152,7 +235,7 @@ func (s *Session) stateIssues(is []Issue, e *agentbridge.Event) []Issue {
 	switch e.Kind {
 	case agentbridge.KindToolStarted:
 		if ValidID(e.ToolID) {
-			if _, open := s.tools[e.ToolID]; open {
+			if s.toolIndex(e.ToolID) >= 0 {
 				is = append(is, newIssue("$.toolId", Duplicate, "names a tool that is already open"))
 			} else if len(s.tools) >= MaxOpenTools {
 				is = append(is, newIssue("$.toolId", InvalidArray, "would open more than %d tools at once", MaxOpenTools))
@@ -160,7 +243,7 @@ func (s *Session) stateIssues(is []Issue, e *agentbridge.Event) []Issue {
 		}
 	case agentbridge.KindToolFinished:
 		if ValidID(e.ToolID) {
-			if _, open := s.tools[e.ToolID]; !open {
+			if s.toolIndex(e.ToolID) < 0 {
 				is = append(is, newIssue("$.toolId", InvalidID, "must name an open tool (this one is unknown or already finished)"))
 			}
 		}
@@ -200,6 +283,9 @@ func (s *Session) stateIssues(is []Issue, e *agentbridge.Event) []Issue {
 // setStatus sets the status and clears waitingFor unless the status is
 // waiting or blocked, so that the snapshot stays valid.
 func (s *Session) setStatus(st agentbridge.Status) {
+	if st != s.snap.Status {
+		s.statusSince = s.at
+	}
 	s.snap.Status = st
 	if st != agentbridge.StatusWaiting && st != agentbridge.StatusBlocked {
 		s.snap.WaitingFor = ""
@@ -220,6 +306,34 @@ func (s *Session) showWaits() {
 func (s *Session) closeAll() {
 	s.waits = nil
 	s.tools = nil
+	s.turnStarted = 0
+}
+
+// count adds a usage report to the sum.
+func (s *Session) count(r *agentbridge.UsageReport) {
+	sum := agentbridge.Usage{}
+	if s.usage != nil {
+		sum = *s.usage
+	}
+	switch {
+	case r.Total:
+		sum, s.counted = r.Usage, nil
+	case r.MessageID != "":
+		i := slices.IndexFunc(s.counted, func(c counted) bool { return c.id == r.MessageID })
+		if i >= 0 {
+			sum = sum.Sub(s.counted[i].u)
+			s.counted[i].u = r.Usage
+		} else {
+			if len(s.counted) >= maxCounted {
+				s.counted = slices.Delete(s.counted, 0, 1)
+			}
+			s.counted = append(s.counted, counted{r.MessageID, r.Usage})
+		}
+		sum = sum.Add(r.Usage)
+	default:
+		sum = sum.Add(r.Usage)
+	}
+	s.usage = &sum
 }
 
 func (s *Session) titleFromPrompt(prompt string) {
@@ -242,11 +356,15 @@ var subagentStatusOf = map[agentbridge.Outcome]agentbridge.SubagentStatus{
 
 // fold applies a checked event.
 func (s *Session) fold(e *agentbridge.Event) {
+	s.at = e.OccurredAt
 	switch e.Kind {
 	case agentbridge.KindSessionStarted:
 		if s.snap.Status == "" || s.snap.Status == agentbridge.StatusExited {
 			s.closeAll()
 			s.setStatus(agentbridge.StatusIdle)
+		}
+		if s.snap.Status == agentbridge.StatusIdle && s.statusSince == 0 {
+			s.statusSince = e.OccurredAt
 		}
 		setIf(&s.snap.Title, e.Title)
 		setIf(&s.snap.Model, e.Model)
@@ -258,18 +376,19 @@ func (s *Session) fold(e *agentbridge.Event) {
 		setIf(&s.snap.Title, e.Title)
 		setIf(&s.snap.Model, e.Model)
 		s.titleFromPrompt(e.PromptText)
+		if e.Usage != nil {
+			s.count(e.Usage)
+		}
 	case agentbridge.KindTurnStarted:
 		s.waits = nil
 		s.setStatus(agentbridge.StatusRunning)
+		s.turnStarted = e.OccurredAt
 		s.titleFromPrompt(e.PromptText)
 	case agentbridge.KindToolStarted:
-		if s.tools == nil {
-			s.tools = make(map[string]struct{})
-		}
-		s.tools[e.ToolID] = struct{}{}
+		s.tools = append(s.tools, openTool{e.ToolID, e.Name, e.OccurredAt})
 		s.showWaits()
 	case agentbridge.KindToolFinished:
-		delete(s.tools, e.ToolID)
+		s.tools = slices.Delete(s.tools, s.toolIndex(e.ToolID), s.toolIndex(e.ToolID)+1)
 	case agentbridge.KindWaitStarted:
 		s.waits = append(s.waits, openWait{e.WaitID, e.State, Bound(e.Reason, MaxWaitingFor)})
 		s.showWaits()

@@ -24,7 +24,7 @@ type step struct {
 func ok(e E) step                       { return step{e: e} }
 func rejected(e E, want ...string) step { return step{e, iss(want...)} }
 
-var sessionCmp = cmp.AllowUnexported(Session{}, openWait{})
+var sessionCmp = cmp.AllowUnexported(Session{}, openWait{}, openTool{}, counted{})
 
 // run applies steps to s, checking each step's issues and that a rejected
 // event changes nothing.

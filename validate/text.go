@@ -149,6 +149,21 @@ var redactions = []redaction{
 	rule("xox xapp-", `\b(?:xox[abposre]|xapp)-[A-Za-z0-9-]{8,}`, Redacted),
 	// Google API keys.
 	rule("aiza", `\bAIza[0-9A-Za-z_-]{30,}`, Redacted),
+	// Stripe secret and restricted keys (live and test).
+	rule("sk_live_ sk_test_ rk_live_ rk_test_", `\b[sr]k_(?:live|test)_[A-Za-z0-9]{10,}`, Redacted),
+	// GitLab personal, project and group access tokens.
+	rule("glpat-", `\bglpat-[A-Za-z0-9_-]{16,}`, Redacted),
+	// npm access tokens.
+	rule("npm_", `\bnpm_[A-Za-z0-9]{30,}`, Redacted),
+	// Hugging Face tokens.
+	rule("hf_", `\bhf_[A-Za-z0-9]{30,}`, Redacted),
+	// Twilio API key SIDs: SK and 32 hex digits.
+	rule("sk", `\bSK[0-9a-fA-F]{32}\b`, Redacted),
+	// DigitalOcean personal, OAuth and refresh tokens.
+	rule("dop_v1_ doo_v1_ dor_v1_", `\bdo[por]_v1_[a-f0-9]{20,}`, Redacted),
+	// mysql -pSECRET among the command's options (the password glued to
+	// -p; a lone -p prompts).
+	rule("mysql", `(\bmysql(?:dump|admin|sh|import|check|slap)?(?:\s+-\S*(?:\s+[^\s-]\S*)?)*?\s+-p)[^\s'"]\S*`, "${1}"+Redacted),
 	// password=…, pwd: …, "passwd": "…" (any value; quotes are kept).
 	rule("pass pwd", `(?i)(\b(?:[a-z0-9]+[_.-])*(?:password|passwd|passphrase|pwd)["']?\s*[:=]\s*)(?:(")[^"]*"?|(')[^']*'?|[^\s"',;&})>]+)`, "${1}${2}${3}"+Redacted+"${2}${3}"),
 	// token=…, secret=…, api_key=…, aws_secret_access_key=… (values of 4+).
@@ -175,7 +190,8 @@ var triggersByFirst = func() (t [256][]trigger) {
 }()
 
 // Redact replaces text that looks like a credential (API keys of Anthropic,
-// OpenAI, GitHub, AWS, Slack, Google; bearer tokens and Authorization
+// OpenAI, GitHub, GitLab, AWS, Slack, Google, Stripe, npm, Hugging Face,
+// Twilio, DigitalOcean; mysql -p passwords; bearer tokens and Authorization
 // values; JWTs; private-key blocks; password=/token=/secret=/api_key= pairs,
 // whose key is kept; credentials in URLs) with "[redacted]". Text with
 // nothing that could start a credential is returned as is, without
@@ -186,7 +202,9 @@ func Redact(s string) string {
 		return s
 	}
 	for i, r := range redactions {
-		if rules&(1<<i) != 0 {
+		// MatchString first: a trigger word alone (the "sk" of "task")
+		// must not cost ReplaceAllString's copy.
+		if rules&(1<<i) != 0 && r.re.MatchString(s) {
 			s = r.re.ReplaceAllString(s, r.repl)
 		}
 	}

@@ -130,6 +130,15 @@ var secretCases = []secretCase{
 	{"access_key pair", "access_key=0123abcd9876", "0123abcd9876", "access_key=[redacted]"},
 	{"cli flag", "run --token 0123456789abcdef --verbose", "0123456789abcdef", "run --token [redacted] --verbose"},
 	{"url credentials", "postgres://admin:pa55w0rd@db.internal:5432/app", "pa55w0rd", "postgres://admin:[redacted]@db.internal:5432/app"},
+	{"stripe live", "STRIPE=" + "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc", ""},
+	{"stripe restricted test", "use rk_test_" + "51H8abcdEFGHijklMNOP in ci", "51H8abcdEFGHijklMNOP", "use [redacted] in ci"},
+	{"gitlab", "git clone https://x.invalid?glpat-" + "xYz12_abcDEF-34567890 done", "xYz12_abcDEF-34567890", ""},
+	{"npm", "//registry.npmjs.org/:_authToken npm_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", ""},
+	{"hugging face", "HF hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz01234567 login", "AbCdEfGhIjKlMnOpQrStUvWxYz01234567", "HF [redacted] login"},
+	{"twilio", "key SK" + "0123456789abcdef0123456789ABCDEF and", "0123456789abcdef0123456789ABCDEF", "key [redacted] and"},
+	{"digitalocean", "doctl auth init -t dop_v1_" + strings.Repeat("a1f9", 16), strings.Repeat("a1f9", 16), "doctl auth init -t [redacted]"},
+	{"mysql -p", "mysql -u root -p" + "S3cr3tPw db", "S3cr3tPw", "mysql -u root -p[redacted] db"},
+	{"mysqldump -p first", "mysqldump -p" + "hunter2xx --all-databases", "hunter2xx", "mysqldump -p[redacted] --all-databases"},
 }
 
 func TestRedact(t *testing.T) {
@@ -171,6 +180,14 @@ func TestRedactLeavesOrdinaryText(t *testing.T) {
 		"cd $(pwd) && make",
 		"bearer of bad news",
 		"Skip the sk-learn import",
+		"ask the task desk about SKU-42 and skills",
+		"npm_config_cache and hf_hub_download and glpat-like names",
+		"sk_live_ alone and rk_test_x",
+		"SKIP the SKETCH of SK1234",
+		"mysql -u root -p mydb",
+		"mysql --port 3306 -P 3306 db",
+		"run mysql -h db.internal then grep -pattern",
+		"dop_v1_ docs and do_v1 things",
 		"日本語のテキスト 🚀",
 	} {
 		if got := Redact(in); got != in {

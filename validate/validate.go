@@ -482,9 +482,13 @@ func Reset(sessions []agentbridge.Snapshot, enabled Harnesses) []Issue {
 	return checkReset(nil, "$", sessions, enabled, nil)
 }
 
+func tooManySessions(p string) Issue {
+	return newIssue(p, InvalidArray, "must hold at most %d sessions; report the rest with upserts", MaxResetSessions)
+}
+
 func checkReset(is []Issue, p string, sessions []agentbridge.Snapshot, enabled Harnesses, prs []*presence) []Issue {
 	if len(sessions) > MaxResetSessions {
-		is = append(is, newIssue(p, InvalidArray, "must hold at most %d sessions; report the rest with upserts", MaxResetSessions))
+		is = append(is, tooManySessions(p))
 	}
 	seen := make(map[string]bool, len(sessions))
 	for i := range sessions {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -166,11 +167,20 @@ type sseClient struct {
 
 // dial opens the stream at url.
 func dial(ctx context.Context, client *http.Client, url string) (*sseClient, error) {
+	return dialFrom(ctx, client, url, 0)
+}
+
+// dialFrom opens the stream at url, resuming after revision since when it
+// is not 0 (Last-Event-ID, as EventSource reconnects).
+func dialFrom(ctx context.Context, client *http.Client, url string, since uint64) (*sseClient, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("stream request: %w", err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	if since != 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatUint(since, 10))
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("open stream: %w", err)

@@ -48,6 +48,7 @@ type config struct {
 	Old, Recent  int
 	MaxHistoryMB int
 	IngestMB     int
+	StreamMB     int
 	Appends      int
 	AppendGap    time.Duration
 	FanoutEvents int
@@ -64,13 +65,14 @@ type config struct {
 	InProcess    bool
 
 	ingestBytes int           // IngestMB in bytes (tests set less)
+	streamBytes int           // StreamMB in bytes (tests set less)
 	settle      time.Duration // pause before idle and memory readings (tests set less)
 
 	phase  string // child: the phase to run
 	corpus string // child: the corpus description file
 }
 
-var allPhases = []string{"cold", "ingest", "latency", "fanout", "idle", "rss"}
+var allPhases = []string{"cold", "ingest", "stream", "latency", "fanout", "idle", "rss"}
 
 func main() {
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
@@ -101,6 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&cfg.Recent, "recent", 20, "journals written within the last minutes (cold start, idle)")
 	fs.IntVar(&cfg.MaxHistoryMB, "max-history-mb", 200, "refuse to generate a corpus larger than this (MiB)")
 	fs.IntVar(&cfg.IngestMB, "ingest-mb", 32, "size of the large live journal, per agent (MiB)")
+	fs.IntVar(&cfg.StreamMB, "stream-mb", 96, "Claude Code transcript appended while a stream client reads (MiB)")
 	fs.IntVar(&cfg.Appends, "appends", 200, "appends timed for the latency")
 	fs.DurationVar(&cfg.AppendGap, "append-gap", 20*time.Millisecond, "mean time between appends (jittered ±50%)")
 	fs.IntVar(&cfg.FanoutEvents, "fanout-events", 2048, "events published per fan-out run (a quarter of it with 1,000 clients)")
@@ -134,6 +137,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		def("old", &cfg.Old, 200)
 		def("recent", &cfg.Recent, 10)
 		def("ingest-mb", &cfg.IngestMB, 4)
+		def("stream-mb", &cfg.StreamMB, 8)
 		def("appends", &cfg.Appends, 50)
 		def("fanout-events", &cfg.FanoutEvents, 512)
 		def("rss-sessions", &cfg.RSSSessions, 200)
@@ -147,6 +151,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 	}
 	cfg.ingestBytes = cfg.IngestMB << 20
+	cfg.streamBytes = cfg.StreamMB << 20
 	cfg.settle = 2 * time.Second
 	for _, s := range strings.Split(*clients, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -165,7 +170,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	switch {
 	case cfg.Old < 0 || cfg.Recent < 1 || cfg.RSSSessions < 2:
 		return nil, errors.New("-old must be ≥ 0, -recent ≥ 1, -rss-sessions ≥ 2")
-	case cfg.IngestMB < 1 || cfg.Appends < 1 || cfg.FanoutEvents < 1 || cfg.Repeat < 1 || cfg.RSSClients < 1:
+	case cfg.IngestMB < 1 || cfg.StreamMB < 1 || cfg.Appends < 1 || cfg.FanoutEvents < 1 || cfg.Repeat < 1 || cfg.RSSClients < 1:
 		return nil, errors.New("-ingest-mb, -appends, -fanout-events, -repeat and -rss-clients must be ≥ 1")
 	case cfg.Idle <= 0 || cfg.AppendGap <= 0:
 		return nil, errors.New("-idle and -append-gap must be positive")
@@ -274,6 +279,7 @@ func childArgs(cfg *config, ph, desc string) []string {
 	return []string{
 		"-phase", ph, "-corpus", desc,
 		"-ingest-mb", strconv.Itoa(cfg.IngestMB),
+		"-stream-mb", strconv.Itoa(cfg.StreamMB),
 		"-appends", strconv.Itoa(cfg.Appends),
 		"-append-gap", cfg.AppendGap.String(),
 		"-fanout-events", strconv.Itoa(cfg.FanoutEvents),
@@ -324,6 +330,8 @@ func runPhase(cfg *config, ph string, c *corpus) ([]row, error) {
 		rows, err = phaseCold(cfg, c)
 	case "ingest":
 		rows, err = phaseIngest(cfg, c.Root)
+	case "stream":
+		rows, err = phaseStream(cfg, c.Root)
 	case "latency":
 		rows, err = phaseLatency(cfg, c.Root)
 	case "fanout":

@@ -141,6 +141,7 @@ func TestPhasesSmall(t *testing.T) {
 	}
 	cfg.InProcess = true
 	cfg.ingestBytes = 128 << 10
+	cfg.streamBytes = 256 << 10
 	cfg.settle = 50 * time.Millisecond
 	var out, errOut bytes.Buffer
 	cfg.Dir = t.TempDir()
@@ -150,13 +151,13 @@ func TestPhasesSmall(t *testing.T) {
 	t.Log(errOut.String())
 	table := out.String()
 	for _, want := range []string{"cold start to ready", "ingest of one live Claude Code", "ingest of the same Codex rollout",
-		"append → stream latency", "delivered to 3 stream client", "encoded per event", "idle over", "memory with 6 live sessions"} {
+		"stream client reading", "append → stream latency", "delivered to 3 stream client", "encoded per event", "idle over", "memory with 6 live sessions"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
 	}
-	if n := strings.Count(table, "\n| "); n != 13 {
-		t.Errorf("table has %d rows, want 13:\n%s", n, table)
+	if n := strings.Count(table, "\n| "); n != 14 {
+		t.Errorf("table has %d rows, want 14:\n%s", n, table)
 	}
 	// The corpora are gone.
 	left, _ := filepath.Glob(filepath.Join(cfg.Dir, "*"))

@@ -523,33 +523,45 @@ func phaseFanout(cfg *config) ([]row, error) {
 
 const window = 256 // events in flight before the publisher waits for every client
 
-// progress lets a publisher wait until every client saw a revision.
+// progress lets a publisher wait until every client saw a revision. A
+// client may see the revision before the publisher asks for it (a fast
+// stream): arm counts those at once.
 type progress struct {
 	target  atomic.Uint64
 	left    atomic.Int64
 	done    chan struct{}
-	clients int
+	seen    []atomic.Uint64 // per client: the highest id it saw
+	reached []atomic.Uint64 // per client: the last target it was counted for
+}
+
+func newProgress(clients int) *progress {
+	return &progress{seen: make([]atomic.Uint64, clients), reached: make([]atomic.Uint64, clients)}
 }
 
 func (p *progress) arm(target uint64) chan struct{} {
 	ch := make(chan struct{})
 	p.done = ch
-	p.left.Store(int64(p.clients))
+	p.left.Store(int64(len(p.seen)))
 	p.target.Store(target)
+	for i := range p.seen {
+		p.check(i, target)
+	}
 	return ch
 }
 
-// follower returns a per-client callback that reports reaching the target.
-func (p *progress) follower() func(client.Event) {
-	var reached uint64
+// check counts client i once for target t when it saw t.
+func (p *progress) check(i int, t uint64) {
+	if p.seen[i].Load() >= t && p.reached[i].Swap(t) != t && p.left.Add(-1) == 0 {
+		close(p.done)
+	}
+}
+
+// follower returns client i's callback.
+func (p *progress) follower(i int) func(client.Event) {
 	return func(ev client.Event) {
-		t := p.target.Load()
-		if t == 0 || ev.ID < t || reached == t {
-			return
-		}
-		reached = t
-		if p.left.Add(-1) == 0 {
-			close(p.done)
+		p.seen[i].Store(ev.ID)
+		if t := p.target.Load(); t != 0 && ev.ID >= t {
+			p.check(i, t)
 		}
 	}
 }
@@ -618,19 +630,20 @@ func fanout(url string, n, events int, publish func(int) error, rev func() uint6
 	defer cancel()
 	client := loopbackClient()
 	defer client.CloseIdleConnections()
-	p := &progress{clients: n}
+	p := newProgress(n)
 	var clients []*sseClient
+	var ended atomic.Int64 // streams that ended before the last window
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	for range n {
+	for i := range n {
 		c, err := dial(ctx, client, url)
 		if err != nil {
 			return 0, err
 		}
 		clients = append(clients, c)
-		f := p.follower()
-		wg.Go(func() { c.read(true, f) })
+		f := p.follower(i)
+		wg.Go(func() { c.read(true, f); ended.Add(1) })
 	}
 	if err := ready(clients); err != nil {
 		return 0, err
@@ -650,7 +663,7 @@ func fanout(url string, n, events int, publish func(int) error, rev func() uint6
 		select {
 		case <-done:
 		case <-time.After(60 * time.Second):
-			return 0, fmt.Errorf("clients did not keep up (%d left)", p.left.Load())
+			return 0, fmt.Errorf("clients did not keep up (%d left, %d of them cut off)", p.left.Load(), ended.Load())
 		}
 	}
 	el := time.Since(t0)
@@ -868,5 +881,83 @@ func phaseRSS(cfg *config, c *corpus) ([]row, error) {
 		Ratio:    fmt.Sprintf("%.1f× the baseline", float64(rss)/float64(rss0)),
 		Target:   "RSS ≤ 80 MiB",
 		Verdict:  verdict(mib(rss) <= 80, fmt.Sprintf("%.1f MiB over", mib(rss)-80)),
+	}}, nil
+}
+
+// ---- stream ----
+
+// phaseStream appends a large Claude Code transcript (in 1 MiB writes)
+// while one SSE client on loopback reads the stream with the handler's
+// defaults, and counts how often the client is cut off for not keeping up
+// (it then resumes from the last id it saw, as EventSource does) before it
+// reads the record of the transcript's last line.
+func phaseStream(cfg *config, root string) ([]row, error) {
+	dir, err := os.MkdirTemp(root, "stream-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	c := &corpus{Root: dir, ClaudeDir: filepath.Join(dir, "claude"), CodexHome: filepath.Join(dir, "codex")}
+	pdir := filepath.Join(c.ClaudeDir, "projects", "-home-bench-stream")
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		return nil, fmt.Errorf("make dirs: %w", err)
+	}
+	id := sessionUUID(kindClaude, 999998)
+	marker := "bench-stream-end"
+	data, err := longJournal(kindClaude, id, cfg.streamBytes, marker)
+	if err != nil {
+		return nil, err
+	}
+	b, url, err := startServing(c)
+	if err != nil {
+		return nil, err
+	}
+	defer b.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	hc := loopbackClient()
+
+	var cutoffs, records int
+	var last uint64
+	var seen atomic.Bool
+	written := make(chan error, 1)
+	t0 := time.Now()
+	var at time.Time
+	for first := true; !seen.Load(); first = false {
+		if !first {
+			cutoffs++
+		}
+		cl, err := dialFrom(ctx, hc, url+"/", last)
+		if err != nil {
+			return nil, err
+		}
+		if first {
+			go func() { written <- appendChunks(filepath.Join(pdir, id+".jsonl"), data, 1<<20) }()
+		}
+		cl.read(false, func(ev client.Event) {
+			records++
+			last = ev.ID
+			if !seen.Load() && bytes.Contains(ev.Data, []byte(marker)) {
+				seen.Store(true)
+				at = time.Now()
+				cl.resp.Body.Close()
+			}
+		})
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("the stream client did not see the end of the transcript (%d records, %d cut-offs)", records, cutoffs)
+		}
+	}
+	if err := <-written; err != nil {
+		return nil, err
+	}
+	mb := float64(len(data)) / (1 << 20)
+	return []row{{
+		Measure: fmt.Sprintf("stream client reading while %.0f MiB of Claude Code transcript are appended (SSE over loopback, default buffers)", mb),
+		Bridge: fmt.Sprintf("%d cut-off(s); %d records read, the last line's after %.0f ms (%.0f MB/s)",
+			cutoffs, records, float64(at.Sub(t0).Microseconds())/1000, mb/at.Sub(t0).Seconds()),
+		Baseline: "—",
+		Ratio:    "—",
+		Target:   "0 cut-offs",
+		Verdict:  verdict(cutoffs == 0, fmt.Sprintf("%d cut-off(s)", cutoffs)),
 	}}, nil
 }

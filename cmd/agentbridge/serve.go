@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/notify"
 	"github.com/agentbridge/agentbridge/sources"
 	_ "github.com/agentbridge/agentbridge/sources/all" // every built-in source
 	"github.com/agentbridge/agentbridge/sse"
@@ -208,6 +210,8 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 
 	hubDone := make(chan error, 1)
 	go func() { hubDone <- h.Run(ctx) }()
+	hooksDone := make(chan struct{})
+	go func() { defer close(hooksDone); newWebhooks(cfg, h, log).Run(ctx, h) }()
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
 
@@ -233,6 +237,7 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 	case <-time.After(sourcesGrace):
 		log.Warn("sources did not stop in time")
 	}
+	<-hooksDone // its requests end with ctx
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", serveErr)
 	}
@@ -303,4 +308,16 @@ func dashboardURL(addr, token string) string {
 		u += "?token=" + token
 	}
 	return u
+}
+
+// newWebhooks makes the configured webhooks' poster (notify.webhooks):
+// its failures are diagnostics of the session's source.
+func newWebhooks(cfg *config.Config, h *hub.Hub, log *slog.Logger) *notify.Webhooks {
+	host, _ := os.Hostname()
+	w := &notify.Webhooks{Logger: log, Host: host,
+		Report: func(source string, d agentbridge.Diagnostic) { _ = h.Diagnose(source, d) }}
+	for _, c := range cfg.Notify.Webhooks {
+		w.Hooks = append(w.Hooks, notify.Webhook{URL: c.URL, Events: c.Events, Headers: c.Headers})
+	}
+	return w
 }

@@ -74,23 +74,9 @@ func (e errWrite) Unwrap() error { return e.err }
 // with an error.
 func watch(ctx context.Context, c *client.Client, so client.StreamOptions, limit int, stdout, stderr io.Writer, bo backoff) error {
 	out := bufio.NewWriter(stdout)
-	n, lost := 0, false
-	o := client.FollowOptions{
-		StreamOptions: so,
-		Backoff:       bo,
-		OnConnect: func(bool) {
-			if lost {
-				fmt.Fprintf(stderr, "agentbridge watch: reconnected\n")
-				lost = false
-			}
-		},
-		OnDrop: func(err error) {
-			if !lost {
-				fmt.Fprintf(stderr, "agentbridge watch: %v; resuming\n", err)
-				lost = true
-			}
-		},
-	}
+	n := 0
+	o := client.FollowOptions{StreamOptions: so, Backoff: bo}
+	o.OnConnect, o.OnDrop = reportDrops("watch", stderr)
 	err := c.Follow(ctx, o, func(ev client.Event) error {
 		line, err := json.Marshal(ev)
 		if err != nil {
@@ -112,4 +98,24 @@ func watch(ctx context.Context, c *client.Client, so client.StreamOptions, limit
 		return nil
 	}
 	return err
+}
+
+// reportDrops makes a follower's OnConnect and OnDrop: a drop is reported
+// once on stderr ("agentbridge <name>: <why>; resuming"), then
+// "reconnected" when a stream is back.
+func reportDrops(name string, stderr io.Writer) (onConnect func(bool), onDrop func(error)) {
+	lost := false
+	onConnect = func(bool) {
+		if lost {
+			fmt.Fprintf(stderr, "agentbridge %s: reconnected\n", name)
+			lost = false
+		}
+	}
+	onDrop = func(err error) {
+		if !lost {
+			fmt.Fprintf(stderr, "agentbridge %s: %v; resuming\n", name, err)
+			lost = true
+		}
+	}
+	return onConnect, onDrop
 }

@@ -12,6 +12,8 @@ import (
 	_ "github.com/agentbridge/agentbridge/sources/example"    // example
 	_ "github.com/agentbridge/agentbridge/sources/gemini"     // gemini: gemini-cli, antigravity-cli
 	_ "github.com/agentbridge/agentbridge/sources/kiro"       // kiro
+	_ "github.com/agentbridge/agentbridge/sources/opencode"   // opencode
 	_ "github.com/agentbridge/agentbridge/sources/pi"         // pi
+	_ "github.com/agentbridge/agentbridge/sources/qwen"       // qwen
 	_ "github.com/agentbridge/agentbridge/sources/vibe"       // vibe
 )

@@ -59,8 +59,15 @@ func (nopPublisher) Upsert(*validate.Session) error                { return nil 
 func (nopPublisher) Event(string, string, agentbridge.Event) error { return nil }
 func (nopPublisher) Remove(string) error                           { return nil }
 func (nopPublisher) Diagnostic(agentbridge.Diagnostic) error       { return nil }
+func (nopPublisher) Fold(string, string, agentbridge.Event) error  { return nil }
+func (nopPublisher) Flush()                                        {}
+func (nopPublisher) Session(string) *validate.Session              { return nil }
+func (nopPublisher) Rescan()                                       {}
+func (nopPublisher) Restart(string)                                {}
+func (nopPublisher) Hide(string)                                   {}
+func (nopPublisher) Show([]string)                                 {}
 
-var _ hub.Publisher = nopPublisher{}
+var _ hub.Sink = nopPublisher{}
 
 // home builds a config dir with recent live transcripts and old ones.
 func benchHome(b *testing.B, recent, old int) string {

@@ -180,6 +180,8 @@ func (d *decoder) messageField(src, name []byte, m *message) (err error) {
 	switch string(name) {
 	case "id":
 		m.ID, err = d.str(src)
+	case "usage":
+		m.usage, err = d.raw(src)
 	case "model":
 		m.Model, err = d.str(src)
 	case "stop_reason":

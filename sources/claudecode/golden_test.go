@@ -35,7 +35,7 @@ func goldenJournals(t *testing.T) []string {
 // per event or malformed line) and the final snapshot. Any event the fold
 // rejects fails the test: the mapper must only emit what the contract
 // accepts.
-func replay(t *testing.T, path string, o MapperOptions) (log []byte, snap agentbridge.Snapshot) {
+func replay(t *testing.T, path string, o MapperOptions) (log []byte, fold *validate.Session) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -57,9 +57,10 @@ func replay(t *testing.T, path string, o MapperOptions) (log []byte, snap agentb
 				t.Errorf("%s line %d: invalid %s: %+v", filepath.Base(path), n, e.Kind, vi)
 			}
 			b, _ := json.Marshal(struct {
-				Line  int               `json:"line"`
-				Event agentbridge.Event `json:"event"`
-			}{n, e})
+				Line  int                      `json:"line"`
+				Event agentbridge.Event        `json:"event"`
+				Usage *agentbridge.UsageReport `json:"usage,omitempty"`
+			}{n, e, e.Usage})
 			buf.Write(b)
 			buf.WriteByte('\n')
 		}
@@ -80,7 +81,7 @@ func replay(t *testing.T, path string, o MapperOptions) (log []byte, snap agentb
 		apply(n, evs)
 	}
 	apply(n, m.Start())
-	return buf.Bytes(), s.Snapshot()
+	return buf.Bytes(), s
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
@@ -110,8 +111,8 @@ func TestGolden(t *testing.T) {
 	for _, path := range goldenJournals(t) {
 		name := goldenName(path)
 		t.Run(name, func(t *testing.T) {
-			log, snap := replay(t, path, MapperOptions{InferWaits: true})
-			sj, _ := json.MarshalIndent(snap, "", "  ")
+			log, fold := replay(t, path, MapperOptions{InferWaits: true})
+			sj, _ := json.MarshalIndent(fold.Snapshot(), "", "  ")
 			sj = append(sj, '\n')
 			checkGolden(t, filepath.Join("testdata", "golden", name+".events.jsonl"), log)
 			checkGolden(t, filepath.Join("testdata", "golden", name+".snapshot.json"), sj)

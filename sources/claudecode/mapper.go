@@ -231,9 +231,11 @@ func (m *Mapper) record(r *record) {
 			m.user(r, at)
 		}
 	case "assistant":
+		m.ensureStarted()
 		if !r.IsSidechain {
-			m.ensureStarted()
 			m.assistant(r, at)
+		} else if !r.IsAPIError && r.msg.Model != "<synthetic>" {
+			m.usage(&r.msg, at) // an inline subagent's tokens are the session's too
 		}
 	case "system":
 		if !r.IsSidechain {
@@ -514,6 +516,16 @@ func (m *Mapper) taskNotification(text string, at int64) {
 
 // ---- assistant records ----
 
+// usage reports a message's token counts. Claude Code writes one record per
+// content block, each with the message's usage: the message id makes the
+// fold count it once.
+func (m *Mapper) usage(msg *message, at int64) {
+	if u, ok := msg.tokens(); ok {
+		m.emit(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at,
+			Usage: &agentbridge.UsageReport{Usage: u, MessageID: validate.Bound(msg.ID, 128)}})
+	}
+}
+
 func (m *Mapper) assistant(r *record, at int64) {
 	msg := &r.msg
 	if r.IsAPIError {
@@ -534,6 +546,7 @@ func (m *Mapper) assistant(r *record, at int64) {
 			m.emit(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at, Model: mod})
 		}
 	}
+	m.usage(msg, at)
 	blocks := msg.blocks()
 	if len(blocks) > 0 {
 		m.ensureTurn(r, at)

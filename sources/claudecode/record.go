@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/agentbridge/agentbridge"
 )
 
 // record is the part of a transcript line the mapper reads (see decoder).
@@ -43,7 +45,29 @@ type message struct {
 	ID         string // the API message id; every block record of one reply shares it
 	Model      string
 	StopReason string
+	usage      []byte  // the raw "usage" object, a slice of the line
 	content    []block // a string content is one text block
+}
+
+// apiUsage is the part of an assistant message's usage the bridge counts.
+type apiUsage struct {
+	Input      int64 `json:"input_tokens"`
+	Output     int64 `json:"output_tokens"`
+	CacheRead  int64 `json:"cache_read_input_tokens"`
+	CacheWrite int64 `json:"cache_creation_input_tokens"`
+}
+
+// tokens returns the message's token counts; ok is false when it has none
+// (or they do not decode as counts).
+func (m *message) tokens() (u agentbridge.Usage, ok bool) {
+	if len(m.usage) == 0 || m.usage[0] != '{' {
+		return u, false
+	}
+	var a apiUsage
+	if json.Unmarshal(m.usage, &a) != nil || a.Input < 0 || a.Output < 0 || a.CacheRead < 0 || a.CacheWrite < 0 {
+		return u, false
+	}
+	return agentbridge.Usage{InputTokens: a.Input, OutputTokens: a.Output, CacheReadTokens: a.CacheRead, CacheWriteTokens: a.CacheWrite}, true
 }
 
 // block is one content block of a message.

@@ -133,7 +133,10 @@ func TestGolden(t *testing.T) {
 
 			var ev bytes.Buffer
 			for _, p := range pubs {
-				b, err := json.Marshal(p)
+				b, err := json.Marshal(struct {
+					Pub
+					Usage *agentbridge.UsageReport `json:"usage,omitempty"`
+				}{p, p.Event.Usage})
 				if err != nil {
 					t.Fatal(err)
 				}

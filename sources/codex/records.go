@@ -180,6 +180,8 @@ type closeEndPayload struct {
 
 func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload []byte, at int64) []agentbridge.Event {
 	switch ptype {
+	case "token_count":
+		return r.tokenCount(dst, line, payload, at)
 	case "task_started", "turn_started":
 		var p turnPayload
 		if !decode(line, payload, &p) {
@@ -585,4 +587,39 @@ func environmentCwd(text string) (string, bool) {
 		return "", true
 	}
 	return "", false
+}
+
+// tokenCounts is a token_count event's info: the thread's totals so far
+// (total_token_usage) and the last call's (last_token_usage). OpenAI's
+// input_tokens include the cached ones, output_tokens the reasoning ones.
+type tokenCounts struct {
+	Info *struct {
+		Total *struct {
+			Input  int64 `json:"input_tokens"`
+			Cached int64 `json:"cached_input_tokens"`
+			Output int64 `json:"output_tokens"`
+		} `json:"total_token_usage"`
+	} `json:"info"`
+}
+
+// tokenCount reports the totals of a token_count event. They are
+// cumulative, so they replace the session's sum (UsageReport.Total) rather
+// than add to it; Codex repeats the same totals (one per rate-limit
+// update), and a repeat is not published again.
+func (r *Rollout) tokenCount(dst []agentbridge.Event, line, payload []byte, at int64) []agentbridge.Event {
+	var p tokenCounts
+	if !decode(line, payload, &p) || p.Info == nil || p.Info.Total == nil {
+		return dst
+	}
+	t := p.Info.Total
+	if t.Input < 0 || t.Cached < 0 || t.Output < 0 {
+		return dst
+	}
+	u := agentbridge.Usage{InputTokens: max(0, t.Input-t.Cached), OutputTokens: t.Output, CacheReadTokens: min(t.Cached, t.Input)}
+	if r.usage != nil && *r.usage == u {
+		return dst
+	}
+	r.usage = &u
+	dst = r.ensureStarted(dst)
+	return append(dst, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at, Usage: &agentbridge.UsageReport{Usage: u, Total: true}})
 }

@@ -64,6 +64,8 @@ type Rollout struct {
 	pendingDone bool // inferred: an agent message ended the records so far
 	pendingAt   int64
 
+	usage *agentbridge.Usage // the last token totals published
+
 	tools     []string       // open tool ids, in start order
 	exitCodes map[string]int // call_id → exit code from *_end records
 }

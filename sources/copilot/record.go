@@ -97,6 +97,7 @@ type userData struct {
 
 type assistantData struct {
 	Model        string `json:"model"`
+	OutputTokens *int64 `json:"outputTokens"` // the journal records no input counts
 	ToolRequests []struct {
 		ToolCallID string `json:"toolCallId"`
 	} `json:"toolRequests"`
@@ -260,6 +261,12 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 		var d assistantData
 		if !m.data(&d) {
 			return out, sources.CodeInvalidRecord
+		}
+		if n := d.OutputTokens; n != nil && *n >= 0 {
+			// One assistant.message per message (deltas are another type);
+			// a subagent's tokens are the session's too.
+			out = append(out, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at,
+				Usage: &agentbridge.UsageReport{Usage: agentbridge.Usage{OutputTokens: *n}, MessageID: validate.SafeID(r.ID)}})
 		}
 		if r.AgentID != "" {
 			return out, ""

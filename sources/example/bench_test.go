@@ -193,6 +193,13 @@ func (discard) Upsert(*validate.Session) error                { return nil }
 func (discard) Event(string, string, agentbridge.Event) error { return nil }
 func (discard) Remove(string) error                           { return nil }
 func (discard) Diagnostic(agentbridge.Diagnostic) error       { return nil }
+func (discard) Fold(string, string, agentbridge.Event) error  { return nil }
+func (discard) Flush()                                        {}
+func (discard) Session(string) *validate.Session              { return nil }
+func (discard) Rescan()                                       {}
+func (discard) Restart(string)                                {}
+func (discard) Hide(string)                                   {}
+func (discard) Show([]string)                                 {}
 
 // BenchmarkIngest measures reading a large journal at start (tailer, the
 // source's mapping and the fold) against a plain line-by-line

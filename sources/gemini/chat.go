@@ -72,9 +72,30 @@ type chatRecord struct {
 	Display   jsontext.Value `json:"displayContent"` // what the user typed, when the CLI added to it
 	Model     string         `json:"model"`
 	ToolCalls []chatToolCall `json:"toolCalls"`
+	Tokens    *chatTokens    `json:"tokens"`
 	// patches
 	Set      *chatSet `json:"$set"`
 	RewindTo *string  `json:"$rewindTo"`
+}
+
+// chatTokens is a reply's token counts. Gemini's input includes the cached
+// tokens; thoughts and tool-use prompt tokens are counted apart.
+type chatTokens struct {
+	Input    int64 `json:"input"`
+	Output   int64 `json:"output"`
+	Cached   int64 `json:"cached"`
+	Thoughts int64 `json:"thoughts"`
+	Tool     int64 `json:"tool"`
+}
+
+// usage maps the counts onto the bridge's: input not from the cache (with
+// the tool-use prompt), output with the thoughts.
+func (t *chatTokens) usage() (agentbridge.Usage, bool) {
+	if t == nil || t.Input < 0 || t.Output < 0 || t.Cached < 0 || t.Thoughts < 0 || t.Tool < 0 {
+		return agentbridge.Usage{}, false
+	}
+	cached := min(t.Cached, t.Input)
+	return agentbridge.Usage{InputTokens: t.Input - cached + t.Tool, OutputTokens: t.Output + t.Thoughts, CacheReadTokens: cached}, true
 }
 
 type chatSet struct {
@@ -293,6 +314,10 @@ func derive(r chatRecord, st turnState) chatEntry {
 			st.model = m
 			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Model: m})
 		}
+		if u, ok := r.Tokens.usage(); ok {
+			// The message id: a reply re-appended with new counts replaces its own.
+			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at, Usage: &agentbridge.UsageReport{Usage: u, MessageID: r.ID}})
+		}
 		if !st.open {
 			break
 		}
@@ -405,7 +430,10 @@ func equalEvents(a, b []agentbridge.Event) bool {
 		return false
 	}
 	for i := range a {
-		if a[i] != b[i] {
+		x, y := a[i], b[i]
+		ux, uy := x.Usage, y.Usage
+		x.Usage, y.Usage = nil, nil
+		if x != y || (ux == nil) != (uy == nil) || (ux != nil && *ux != *uy) {
 			return false
 		}
 	}

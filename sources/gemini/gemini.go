@@ -19,6 +19,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
@@ -114,6 +117,7 @@ type where struct {
 	id      string // the session (gemini-cli: known from the first line) or conversation id
 	parent  string // gemini-cli subagent chats: the parent session id
 	project string // gemini-cli: the project directory (tmp/<project>)
+	legacy  bool   // gemini-cli ≤ 0.39: a whole .json chat, rewritten in full
 }
 
 // kindOf recognises the files the source follows; nil for any other.
@@ -123,6 +127,8 @@ func kindOf(chats, brain, p string) *where {
 		switch {
 		case len(parts) == 3 && parts[1] == "chats" && strings.HasPrefix(parts[2], "session-") && strings.HasSuffix(parts[2], ".jsonl"):
 			return &where{harness: HarnessGemini, project: filepath.Join(chats, parts[0])}
+		case len(parts) == 3 && parts[1] == "chats" && strings.HasPrefix(parts[2], "session-") && strings.HasSuffix(parts[2], ".json"):
+			return &where{harness: HarnessGemini, project: filepath.Join(chats, parts[0]), legacy: true}
 		case len(parts) == 4 && parts[1] == "chats" && strings.HasSuffix(parts[3], ".jsonl") && validate.ValidID(parts[2]):
 			return &where{harness: HarnessGemini, parent: parts[2], project: filepath.Join(chats, parts[0])}
 		}
@@ -158,8 +164,114 @@ func below(root, p string) (string, bool) {
 // file is one followed file and its mapping state.
 type file struct {
 	where
-	chat  *Chat
-	brain *Brain
+	chat       *Chat
+	brain      *Brain
+	superseded bool // a legacy chat that Gemini CLI migrated to a .jsonl
+}
+
+// maxLegacyChat bounds a legacy whole-file chat (read in full on every
+// change, as Gemini CLI rewrites it in full).
+const maxLegacyChat = 32 << 20
+
+// MatchWhole picks the files the runtime reads whole on every change
+// (sources.WholeFiles): the legacy .json chats and each project's
+// .project_root.
+func (h *handler) MatchWhole(p string) bool {
+	if projectDir(h.chats, p) != "" {
+		return true
+	}
+	w := kindOf(h.chats, h.brain, p)
+	return w != nil && w.legacy
+}
+
+// projectDir returns the project directory whose .project_root p is, or "".
+func projectDir(chats, p string) string {
+	rel, ok := below(chats, p)
+	if parts := strings.Split(rel, "/"); ok && len(parts) == 2 && parts[1] == ".project_root" {
+		return filepath.Join(chats, parts[0])
+	}
+	return ""
+}
+
+// projectRoot takes the working directory Gemini CLI recorded for a
+// project (nil: the file went away) and gives it to the project's
+// sessions, those already shown included.
+func (h *handler) projectRoot(dir string, data []byte) {
+	cwd := ""
+	if data != nil {
+		cwd = validate.CleanCwd(strings.TrimSpace(string(data)))
+	}
+	if cwd == "" {
+		delete(h.cwds, dir)
+		return // a cwd once known is not taken back
+	}
+	h.cwds[dir] = cwd
+	for _, f := range h.files {
+		if f.chat == nil || f.project != dir {
+			continue
+		}
+		f.chat.SetCwd(cwd)
+		if f.id != "" && f.parent == "" && !f.chat.Subagent() && !f.superseded {
+			h.Event(f.id, f.harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: cwd})
+		}
+	}
+}
+
+// WholeLimit lets a legacy chat be larger than a sidecar.
+func (h *handler) WholeLimit(string) int64 { return maxLegacyChat }
+
+// legacyChat is the whole-file ConversationRecord of Gemini CLI 0.39 and
+// older.
+type legacyChat struct {
+	SessionID string         `json:"sessionId"`
+	StartTime string         `json:"startTime"`
+	Kind      string         `json:"kind"`
+	Messages  jsontext.Value `json:"messages"`
+}
+
+// WholeFile maps a legacy chat as it stands now: the metadata as the
+// first record, its messages as a replaced history (so that what a
+// rewrite dropped is undone). nil: the file is gone.
+func (h *handler) WholeFile(p string, data []byte) {
+	if dir := projectDir(h.chats, p); dir != "" {
+		h.projectRoot(dir, data)
+		return
+	}
+	if data == nil {
+		h.Removed(p)
+		return
+	}
+	f := h.file(p)
+	if f == nil || f.superseded {
+		return
+	}
+	var lc legacyChat
+	if json.Unmarshal(data, &lc) != nil || lc.SessionID == "" {
+		h.BadLine(sources.CodeInvalidJSON)
+		return
+	}
+	if !f.chat.known {
+		meta, _ := json.Marshal(chatMeta{SessionID: lc.SessionID, StartTime: lc.StartTime, Kind: lc.Kind})
+		h.chatLine(f, meta)
+	}
+	msgs := lc.Messages
+	if len(msgs) == 0 {
+		msgs = jsontext.Value("[]")
+	}
+	h.chatLine(f, append(append([]byte(`{"$set":{"messages":`), msgs...), "}}"...))
+}
+
+// supersede retires the legacy chat of session id when Gemini CLI has
+// migrated it to a .jsonl chat (it does on resume): the session is
+// rebuilt from the new file alone.
+func (h *handler) supersede(id string) bool {
+	found := false
+	for _, f := range h.files {
+		if f.legacy && !f.superseded && f.id == id {
+			f.superseded, found = true, true
+		}
+	}
+	return found
 }
 
 // handler maps lines to events; Sessions does the rest. It runs on the
@@ -183,27 +295,12 @@ func (h *handler) file(p string) *file {
 	f := &file{where: *w}
 	if f.harness == HarnessGemini {
 		f.chat = &Chat{}
-		f.chat.SetCwd(h.projectRoot(f.project))
+		f.chat.SetCwd(h.cwds[f.project])
 	} else {
 		f.brain = &Brain{}
 	}
 	h.files[p] = f
 	return f
-}
-
-// projectRoot reads the working directory Gemini CLI recorded for a
-// project directory (its .project_root), once.
-func (h *handler) projectRoot(dir string) string {
-	if cwd, ok := h.cwds[dir]; ok {
-		return cwd
-	}
-	data, err := sources.ReadSmall(filepath.Join(dir, ".project_root"), validate.MaxCwdBytes+64)
-	cwd := ""
-	if err == nil {
-		cwd = validate.CleanCwd(strings.TrimSpace(string(data)))
-	}
-	h.cwds[dir] = cwd
-	return cwd
 }
 
 // Line maps one line of the file at p.
@@ -225,9 +322,13 @@ func (h *handler) chatLine(f *file, line []byte) {
 		h.BadLine(code)
 		return
 	}
+	fresh := f.id == ""
 	f.id = f.chat.SessionID()
 	if f.id == "" {
 		return
+	}
+	if fresh && !f.legacy && h.supersede(f.id) {
+		ch = Rebuilt // the migrated chat replaces what the legacy one said
 	}
 	if f.parent != "" || f.chat.Subagent() {
 		h.subagentChat(f, ch, events)
@@ -332,7 +433,7 @@ func (h *handler) Truncated(p string) {
 func (h *handler) Removed(p string) {
 	f := h.files[p]
 	delete(h.files, p)
-	if f == nil || f.id == "" || f.parent != "" || h.childOf[f.id] != "" {
+	if f == nil || f.id == "" || f.parent != "" || f.superseded || h.childOf[f.id] != "" {
 		return
 	}
 	h.Stop(f.id, "journal removed")

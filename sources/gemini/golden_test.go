@@ -21,13 +21,15 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // (a rebuild shows as a "rebuild" marker followed by the replay), and the
 // snapshot they fold into.
 type golden struct {
-	Events   []goldenEvent        `json:"events"`
-	Snapshot agentbridge.Snapshot `json:"snapshot"`
+	Events   []goldenEvent         `json:"events"`
+	Snapshot agentbridge.Snapshot  `json:"snapshot"`
+	Activity *agentbridge.Activity `json:"activity,omitempty"`
 }
 
 type goldenEvent struct {
-	Rebuild bool               `json:"rebuild,omitempty"`
-	Event   *agentbridge.Event `json:"event,omitempty"`
+	Rebuild bool                     `json:"rebuild,omitempty"`
+	Event   *agentbridge.Event       `json:"event,omitempty"`
+	Usage   *agentbridge.UsageReport `json:"usage,omitempty"`
 }
 
 // session is one session's lines, cut out of a recording that holds
@@ -76,7 +78,9 @@ func replayFile(t *testing.T, harness, id string, lines [][]byte) golden {
 		if issues := s.Apply(e); len(issues) > 0 {
 			t.Fatalf("fold rejected %s: %+v", e.Kind, issues)
 		}
-		g.Events = append(g.Events, goldenEvent{Event: &e})
+		u := e.Usage
+		e.Usage = nil // not part of the event's JSON: shown beside it
+		g.Events = append(g.Events, goldenEvent{Event: &e, Usage: u})
 	}
 	chat, brain := &Chat{}, &Brain{}
 	for _, line := range lines {
@@ -102,6 +106,7 @@ func replayFile(t *testing.T, harness, id string, lines [][]byte) golden {
 		}
 	}
 	g.Snapshot = s.Snapshot()
+	g.Activity = s.Activity()
 	if issues := validate.Snapshot(g.Snapshot, validate.Harnesses{harness: true}); len(issues) > 0 {
 		t.Fatalf("final snapshot invalid: %+v", issues)
 	}

@@ -2,10 +2,12 @@ package gemini
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,5 +206,97 @@ func TestAntigravityChildBeforeParentAtScan(t *testing.T) {
 	}
 	if s, _ := h.Snapshot(parent); len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentCompleted {
 		t.Errorf("subagents %+v", s.Subagents)
+	}
+}
+
+// A legacy whole-file chat (Gemini CLI 0.39 and older) is read whole on
+// every rewrite; when Gemini CLI migrates it to a .jsonl chat on resume,
+// the session is rebuilt from the new file alone, once.
+func TestLegacyChatAndItsMigration(t *testing.T) {
+	home := t.TempDir()
+	chats := filepath.Join(home, "tmp", "0123abcd", "chats")
+	fixture, err := os.ReadFile("testdata/chats/legacy-agent-sessions-fixture.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "session-2026-01-16T18-34-3739ef95"
+	legacy := filepath.Join(chats, "session-2026-01-16T18-34-3739ef95.json")
+	if err := os.MkdirAll(chats, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := run(t, home, HarnessGemini)
+	if err := os.WriteFile(legacy, fixture, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "the legacy chat's turn done", status(id, agentbridge.StatusDone))
+	if s, _ := h.Snapshot(id); s.Title != "Hello" {
+		t.Errorf("legacy snapshot %+v", s)
+	}
+	// Rewritten in full with a new prompt: running again.
+	var doc map[string]any
+	if err := json.Unmarshal(fixture, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["messages"] = append(doc["messages"].([]any), map[string]any{"id": "u-next", "timestamp": "2026-01-16T18:40:00Z", "type": "user", "content": "again"})
+	next, _ := json.MarshalIndent(doc, "", "  ")
+	if err := os.WriteFile(legacy, next, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "the rewrite's new turn", status(id, agentbridge.StatusRunning))
+
+	// Migrated on resume: the .jsonl carries the whole history; one session.
+	migrated := `{"sessionId":"` + id + `","projectHash":"x","startTime":"2026-01-16T18:34:00.000Z","kind":"main"}` + "\n" +
+		`{"id":"u1","timestamp":"2026-01-16T18:34:01Z","type":"user","content":[{"text":"Hello"}]}` + "\n" +
+		`{"id":"g1","timestamp":"2026-01-16T18:34:02Z","type":"gemini","content":"Hi!","model":"gemini-2.5-pro"}` + "\n"
+	appendTo(t, legacy+"l", migrated)
+	h.WaitFor(t, "the migrated chat", func(h *sourcestest.Hub) bool {
+		s, ok := h.Snapshot(id)
+		return ok && s.Status == agentbridge.StatusDone && s.Model == "gemini-2.5-pro"
+	})
+	if n := len(h.Snapshots()); n != 1 {
+		t.Errorf("%d sessions, want 1", n)
+	}
+	if err := os.Remove(legacy); err != nil { // the old file going away ends nothing
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if _, ok := h.Snapshot(id); !ok {
+		t.Error("removing the superseded legacy chat removed the session")
+	}
+}
+
+// A .project_root written after the chat's first line still gives the
+// session its cwd; one that is a FIFO is skipped with a typed diagnostic.
+func TestProjectRootLateAndHostile(t *testing.T) {
+	home := t.TempDir()
+	late := filepath.Join(home, "tmp", "late")
+	hostile := filepath.Join(home, "tmp", "hostile")
+	for _, d := range []string{late, hostile} {
+		if err := os.MkdirAll(filepath.Join(d, "chats"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(hostile, ".project_root"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := run(t, home, HarnessGemini)
+	const a, b = "aaaaaaaa-1111-4111-8111-111111111111", "bbbbbbbb-1111-4111-8111-111111111111"
+	appendTo(t, filepath.Join(late, "chats", "session-2026-12-01T10-00-aaaaaaaa.jsonl"), `{"sessionId":"`+a+`","startTime":"2026-12-01T10:00:00Z","kind":"main"}`+"\n")
+	appendTo(t, filepath.Join(hostile, "chats", "session-2026-12-01T10-00-bbbbbbbb.jsonl"), `{"sessionId":"`+b+`","startTime":"2026-12-01T10:00:00Z","kind":"main"}`+"\n")
+	h.WaitFor(t, "both sessions", func(h *sourcestest.Hub) bool { return len(h.Snapshots()) == 2 })
+	if err := os.WriteFile(filepath.Join(late, ".project_root"), []byte("/srv/late\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "the late cwd", func(h *sourcestest.Hub) bool { s, _ := h.Snapshot(a); return s.Cwd == "/srv/late" })
+	h.WaitFor(t, "the FIFO's diagnostic", func(h *sourcestest.Hub) bool {
+		for _, d := range h.Diagnostics() {
+			if d.Code == sources.CodeSideNotRegular {
+				return true
+			}
+		}
+		return false
+	})
+	if s, _ := h.Snapshot(b); s.Cwd != "" {
+		t.Errorf("cwd from a FIFO: %q", s.Cwd)
 	}
 }

@@ -46,6 +46,9 @@ func TestRecordedScenarios(t *testing.T) {
 		"gemini-cli/4-2_multiple-agents-same-workspace":  "the other agent's transcript was not recorded",
 	}
 	dirs, _ := filepath.Glob("testdata/irrlicht/*/*")
+	if len(dirs) < 20 {
+		t.Fatalf("only %d recorded scenarios under testdata/irrlicht", len(dirs))
+	}
 	for _, dir := range dirs {
 		if filepath.Base(dir) == "LICENSE" {
 			continue

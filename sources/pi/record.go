@@ -41,6 +41,16 @@ type message struct {
 	ErrorMessage string         `json:"errorMessage"`
 	ToolCallID   string         `json:"toolCallId"`
 	IsError      bool           `json:"isError"`
+	Usage        *piUsage       `json:"usage"`
+}
+
+// piUsage is an assistant message's token counts: input excludes the
+// cache reads, and input + output + cacheRead + cacheWrite = totalTokens.
+type piUsage struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cacheRead"`
+	CacheWrite int64 `json:"cacheWrite"`
 }
 
 type block struct {
@@ -115,6 +125,11 @@ func (s *session) mapMessage(r *record, at int64, out []agentbridge.Event) ([]ag
 		if mod := validate.Display(m.Model, validate.MaxModel); mod != "" && mod != s.model {
 			s.model = mod
 			out = append(out, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Model: mod, OccurredAt: at})
+		}
+		if u := m.Usage; u != nil && u.Input >= 0 && u.Output >= 0 && u.CacheRead >= 0 && u.CacheWrite >= 0 {
+			out = append(out, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at, Usage: &agentbridge.UsageReport{
+				Usage:     agentbridge.Usage{InputTokens: u.Input, OutputTokens: u.Output, CacheReadTokens: u.CacheRead, CacheWriteTokens: u.CacheWrite},
+				MessageID: validate.SafeID(r.ID)}})
 		}
 		for _, b := range s.blocks(m.Content) {
 			id := validate.SafeID(b.ID)

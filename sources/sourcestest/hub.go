@@ -1,5 +1,5 @@
 // Package sourcestest helps test session sources without the real hub: Hub
-// is a hub.Publisher that validates and folds what it is given the way the
+// is a hub.Sink that validates and folds what it is given the way the
 // hub does, keeps the resulting snapshots and every change of status, and
 // lets a test wait for a condition on them. Replay grows a recorded
 // session's journals into a home at the byte offsets they were recorded
@@ -11,6 +11,7 @@ package sourcestest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -34,11 +35,15 @@ type Call struct {
 	Diag      agentbridge.Diagnostic // diagnostic
 }
 
-// Hub is a fake hub.Publisher for one source. It is safe for concurrent use.
+// Hub is a fake hub.Sink for one source. It is safe for concurrent use.
+// It keeps sessions of every harness; Show sets which harnesses are in
+// view (before the first Show: all).
 type Hub struct {
 	mu       sync.Mutex
 	changed  chan struct{}
-	sessions map[string]*validate.Session
+	sessions map[string]*kept
+	scan     map[string]*kept // during a scan
+	enabled  map[string]bool  // nil: every harness
 	calls    []Call
 	resets   int
 	refused  int
@@ -48,23 +53,30 @@ type Hub struct {
 
 // Transition is one change of a session's status, in the order of all the
 // Hub's calls. Status "" means the session left the Hub (removed, stopped,
-// or dropped by a reset).
+// hidden, or dropped by a reset).
 type Transition struct {
 	Session string
 	Status  agentbridge.Status
 }
 
+type kept struct {
+	s      *validate.Session
+	hidden bool
+	aside  bool // restarted: upserted at Flush
+}
+
 // New returns an empty Hub.
 func New() *Hub {
-	return &Hub{changed: make(chan struct{}, 1), sessions: map[string]*validate.Session{}, last: map[string]agentbridge.Status{}}
+	return &Hub{changed: make(chan struct{}, 1), sessions: map[string]*kept{}, last: map[string]agentbridge.Status{}}
 }
 
 func (h *Hub) done(c Call, err error) error {
 	if err != nil {
 		h.refused++
-	} else {
+	} else if c.Op != "" {
 		h.calls = append(h.calls, c)
 	}
+	h.noteAll()
 	h.mu.Unlock()
 	select {
 	case h.changed <- struct{}{}:
@@ -73,33 +85,42 @@ func (h *Hub) done(c Call, err error) error {
 	return err
 }
 
+func (h *Hub) cur() map[string]*kept {
+	if h.scan != nil {
+		return h.scan
+	}
+	return h.sessions
+}
+
+func (h *Hub) visible(k *kept) bool {
+	return !k.hidden && (h.enabled == nil || h.enabled[k.s.Harness()])
+}
+
+func (h *Hub) resetCall() Call {
+	var ids []string
+	for _, s := range h.snapshots() {
+		ids = append(ids, s.ID)
+	}
+	h.resets++
+	return Call{Op: hub.OpReset, Sessions: ids}
+}
+
 // Reset replaces every session, after validate.Reset accepts them.
 func (h *Hub) Reset(list []*validate.Session) error {
 	h.mu.Lock()
 	snaps := make([]agentbridge.Snapshot, len(list))
-	ids := make([]string, len(list))
 	for i, s := range list {
 		snaps[i] = s.Snapshot()
-		ids[i] = snaps[i].ID
 	}
 	if issues := validate.Reset(snaps, nil); len(issues) > 0 {
 		return h.done(Call{}, &hub.InvalidError{Issues: issues})
 	}
-	old := h.sessions
-	h.sessions = map[string]*validate.Session{}
+	h.sessions = map[string]*kept{}
+	h.scan = nil
 	for _, s := range list {
-		h.sessions[s.Snapshot().ID] = s.Clone()
+		h.sessions[s.ID()] = &kept{s: s.Clone()}
 	}
-	for id := range old {
-		if h.sessions[id] == nil {
-			h.note(id, "")
-		}
-	}
-	for _, sn := range snaps {
-		h.note(sn.ID, sn.Status)
-	}
-	h.resets++
-	return h.done(Call{Op: hub.OpReset, Sessions: ids}, nil)
+	return h.done(h.resetCall(), nil)
 }
 
 // Upsert replaces one session, after validate.Snapshot accepts it.
@@ -109,58 +130,147 @@ func (h *Hub) Upsert(s *validate.Session) error {
 	if issues := validate.Snapshot(snap, nil); len(issues) > 0 {
 		return h.done(Call{}, &hub.InvalidError{Issues: issues})
 	}
-	h.sessions[snap.ID] = s.Clone()
-	h.note(snap.ID, snap.Status)
+	h.sessions[snap.ID] = &kept{s: s.Clone()}
 	return h.done(Call{Op: hub.OpUpsert, SessionID: snap.ID}, nil)
 }
 
 // Event folds e like the hub: a new session starts idle with harness; a
 // rejected event changes nothing; session.stopped removes the session.
-func (h *Hub) Event(id, harness string, e agentbridge.Event) error {
+func (h *Hub) Event(id, harness string, e agentbridge.Event) error { return h.Fold(id, harness, e) }
+
+// Fold is Event, redacting e first as the hub does: the fake commits every
+// event at once (during a scan and for a restarted session it records no
+// call). An event the fold rejects is not counted as refused: the hub is
+// where events are checked.
+func (h *Hub) Fold(id, harness string, e agentbridge.Event) error {
 	h.mu.Lock()
-	s := h.sessions[id]
-	if s == nil {
-		s = validate.NewSession(id, harness)
-	} else {
-		s = s.Clone()
+	validate.RedactEvent(&e)
+	m := h.cur()
+	k := m[id]
+	if k == nil {
+		k = &kept{s: validate.NewSession(id, harness)}
 	}
-	if issues := s.Apply(e); len(issues) > 0 {
-		return h.done(Call{}, &hub.InvalidError{Issues: issues})
+	if issues := k.s.Apply(e); len(issues) > 0 {
+		h.done(Call{}, nil)
+		return &hub.InvalidError{Issues: issues}
 	}
-	if s.Stopped() {
-		delete(h.sessions, id)
-		h.note(id, "")
+	k.hidden = false
+	if k.s.Stopped() {
+		delete(m, id)
 	} else {
-		h.sessions[id] = s
-		h.note(id, s.Snapshot().Status)
+		m[id] = k
+	}
+	if h.scan != nil || k.aside {
+		return h.done(Call{}, nil)
 	}
 	return h.done(Call{Op: hub.OpEvent, SessionID: id, Event: e}, nil)
+}
+
+// Flush ends a scan with a reset and upserts restarted sessions.
+func (h *Hub) Flush() {
+	h.mu.Lock()
+	if h.scan != nil {
+		h.sessions, h.scan = h.scan, nil
+		h.calls = append(h.calls, h.resetCall())
+	}
+	for id, k := range h.sessions {
+		if k.aside {
+			k.aside = false
+			h.calls = append(h.calls, Call{Op: hub.OpUpsert, SessionID: id})
+		}
+	}
+	h.done(Call{}, nil)
+}
+
+// Session returns the fold of a session, nil when there is none.
+func (h *Hub) Session(id string) *validate.Session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if k := h.cur()[id]; k != nil {
+		return k.s
+	}
+	return nil
+}
+
+// Rescan starts a scan: the sessions are built aside until Flush.
+func (h *Hub) Rescan() {
+	h.mu.Lock()
+	h.scan = map[string]*kept{}
+	h.done(Call{}, nil)
+}
+
+// Restart builds session id again from the events that follow.
+func (h *Hub) Restart(id string) {
+	h.mu.Lock()
+	if k := h.cur()[id]; k != nil {
+		k.s = validate.NewSession(id, k.s.Harness())
+		k.aside = h.scan == nil
+	}
+	h.done(Call{}, nil)
+}
+
+// Hide takes a session out of view until its next event.
+func (h *Hub) Hide(id string) {
+	h.mu.Lock()
+	c := Call{}
+	if k := h.cur()[id]; k != nil && !k.hidden {
+		k.hidden = true
+		if h.scan == nil {
+			c = Call{Op: hub.OpRemove, SessionID: id}
+		}
+	}
+	h.done(c, nil)
+}
+
+// Show puts exactly the sessions of the enabled harnesses in view, with a
+// reset.
+func (h *Hub) Show(enabled []string) {
+	h.mu.Lock()
+	h.enabled = map[string]bool{}
+	for _, e := range enabled {
+		h.enabled[e] = true
+	}
+	h.done(h.resetCall(), nil)
 }
 
 // Remove forgets one session.
 func (h *Hub) Remove(id string) error {
 	h.mu.Lock()
-	delete(h.sessions, id)
-	h.note(id, "")
+	delete(h.cur(), id)
 	return h.done(Call{Op: hub.OpRemove, SessionID: id}, nil)
 }
 
 // Diagnostic records d after validate.Diagnostic accepts it.
 func (h *Hub) Diagnostic(d agentbridge.Diagnostic) error {
 	h.mu.Lock()
+	validate.RedactDiagnostic(&d)
 	if issues := validate.Diagnostic(d); len(issues) > 0 {
 		return h.done(Call{}, &hub.InvalidError{Issues: issues})
 	}
 	return h.done(Call{Op: hub.OpDiagnostic, Diag: d}, nil)
 }
 
-// note records a session's status when it changed; called under h.mu.
-func (h *Hub) note(id string, st agentbridge.Status) {
-	if prev, seen := h.last[id]; seen && prev == st || !seen && st == "" {
-		return
+// noteAll records the status changes of every session, in view or gone,
+// in id order; called under h.mu.
+func (h *Hub) noteAll() {
+	ids := map[string]bool{}
+	for id := range h.last {
+		ids[id] = true
 	}
-	h.last[id] = st
-	h.trans = append(h.trans, Transition{Session: id, Status: st})
+	for id := range h.sessions {
+		ids[id] = true
+	}
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		var st agentbridge.Status
+		if k := h.sessions[id]; k != nil && h.visible(k) {
+			st = k.s.Status()
+		}
+		if prev, seen := h.last[id]; seen && prev == st || !seen && st == "" {
+			continue
+		}
+		h.last[id] = st
+		h.trans = append(h.trans, Transition{Session: id, Status: st})
+	}
 }
 
 // Transitions returns every change of status so far, in call order.
@@ -179,8 +289,10 @@ func (h *Hub) Snapshots() []agentbridge.Snapshot {
 
 func (h *Hub) snapshots() []agentbridge.Snapshot {
 	out := make([]agentbridge.Snapshot, 0, len(h.sessions))
-	for _, s := range h.sessions {
-		out = append(out, s.Snapshot())
+	for _, k := range h.sessions {
+		if h.visible(k) {
+			out = append(out, k.s.Snapshot())
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
@@ -190,8 +302,8 @@ func (h *Hub) snapshots() []agentbridge.Snapshot {
 func (h *Hub) Snapshot(id string) (agentbridge.Snapshot, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if s := h.sessions[id]; s != nil {
-		return s.Snapshot(), true
+	if k := h.sessions[id]; k != nil && h.visible(k) {
+		return k.s.Snapshot(), true
 	}
 	return agentbridge.Snapshot{}, false
 }
@@ -253,4 +365,4 @@ func (h *Hub) describe() string {
 	return fmt.Sprintf("%+v (%d calls, %d refused)", h.snapshots(), len(h.calls), h.refused)
 }
 
-var _ hub.Publisher = (*Hub)(nil)
+var _ hub.Sink = (*Hub)(nil)

@@ -58,7 +58,8 @@ type session struct {
 	open              map[string]bool // tool call ids
 	subs              map[string]bool // task call ids
 	cwd, title, model string
-	rec               record // decode scratch
+	usage             *agentbridge.Usage // the token totals meta.json said last
+	rec               record             // decode scratch
 }
 
 // newSession returns the mapping state of session id read from its start.
@@ -189,6 +190,11 @@ type meta struct {
 	Config struct {
 		ActiveModel string `json:"active_model"`
 	} `json:"config"`
+	// Stats holds the session's token totals so far (no cache split).
+	Stats *struct {
+		Prompt     *int64 `json:"session_prompt_tokens"`
+		Completion *int64 `json:"session_completion_tokens"`
+	} `json:"stats"`
 }
 
 // mapMeta maps meta.json: session.started with cwd, model and (when the
@@ -210,6 +216,14 @@ func (s *session) mapMeta(data []byte, out []agentbridge.Event) ([]agentbridge.E
 	if (cwd != "" && cwd != s.cwd) || (title != "" && title != s.title) || (model != "" && model != s.model) {
 		s.cwd, s.title, s.model = cmp.Or(cwd, s.cwd), cmp.Or(title, s.title), cmp.Or(model, s.model)
 		out = append(out, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: cwd, Title: title, Model: model})
+	}
+	if st := m.Stats; st != nil && st.Prompt != nil && st.Completion != nil && *st.Prompt >= 0 && *st.Completion >= 0 {
+		u := agentbridge.Usage{InputTokens: *st.Prompt, OutputTokens: *st.Completion}
+		if s.usage == nil || *s.usage != u {
+			s.usage = &u
+			// Totals: they replace the sum, however often meta.json is rewritten.
+			out = append(out, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Usage: &agentbridge.UsageReport{Usage: u, Total: true}})
+		}
 	}
 	return out, ""
 }

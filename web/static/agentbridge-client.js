@@ -228,10 +228,12 @@ export class AgentBridgeClient {
 
   /**
    * The current state: {connection, revision, sessions, sources,
-   * diagnostics}. sessions are {key, source, snapshot, since, sinceExact,
-   * lastEvent}: `since` is when the session entered its status (epoch ms);
-   * sinceExact is false when the bridge did not say and `since` is only when
-   * this client first saw it so. The object is rebuilt after each change;
+   * diagnostics}. sessions are {key, source, snapshot, activity, since,
+   * sinceExact, lastEvent}: `activity` is the bridge's {statusSince, tool,
+   * turnStartedAt, usage} beside the snapshot, or null; `since` is when the
+   * session entered its status (epoch ms: activity.statusSince when the
+   * bridge knows it); sinceExact is false when the bridge did not say and
+   * `since` is only when this client first saw it so. The object is rebuilt after each change;
    * treat it as read-only.
    */
   get state() {
@@ -545,7 +547,7 @@ export class AgentBridgeClient {
         const fresh = new Map();
         for (const snap of data.sessions ?? []) {
           const key = sessionKey(src, snap.id);
-          fresh.set(key, this.#next(key, src, snap, now, false));
+          fresh.set(key, this.#next(key, src, snap, now, false, data.activity?.[snap.id]));
         }
         for (const [key, s] of this.#sessions) if (s.source === src) this.#sessions.delete(key);
         for (const [key, s] of fresh) this.#sessions.set(key, s);
@@ -557,7 +559,7 @@ export class AgentBridgeClient {
         const snap = data.snapshot;
         if (!snap) return;
         const key = sessionKey(data.source, snap.id);
-        this.#sessions.set(key, this.#next(key, data.source, snap, now, true));
+        this.#sessions.set(key, this.#next(key, data.source, snap, now, true, data.activity));
         this.#emit({ type: 'upsert', source: data.source, sessionId: snap.id, revision });
         break;
       }
@@ -589,10 +591,14 @@ export class AgentBridgeClient {
   }
 
   /** Builds a session entry, keeping `since` while the status holds. */
-  #next(key, source, snap, now, live) {
+  #next(key, source, snap, now, live, activity) {
     const prev = this.#sessions.get(key);
-    const entry = { source, snapshot: snap, since: now, sinceExact: live && Boolean(prev), lastEvent: prev?.lastEvent ?? null };
-    if (prev && prev.snapshot.status === snap.status) {
+    const act = activity && typeof activity === 'object' ? activity : null;
+    const entry = { source, snapshot: snap, activity: act, since: now, sinceExact: live && Boolean(prev), lastEvent: prev?.lastEvent ?? null };
+    if (act && Number.isFinite(act.statusSince) && act.statusSince > 0) {
+      entry.since = Math.min(act.statusSince, now); // the bridge knows: a reload sees the same
+      entry.sinceExact = true;
+    } else if (prev && prev.snapshot.status === snap.status) {
       entry.since = prev.since;
       entry.sinceExact = prev.sinceExact;
     } else {

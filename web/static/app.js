@@ -9,9 +9,12 @@ import {
   filterSessions,
   formatAgo,
   formatDuration,
+  formatTokens,
   groupByProject,
   needsYou,
+  notification,
   subagentSummary,
+  totalTokens,
 } from './view.js';
 
 const $ = (id) => document.getElementById(id);
@@ -88,8 +91,84 @@ function scheduleRender() {
 client.subscribe((s, change) => {
   state = s;
   announce(change);
+  notifyChange(change);
   scheduleRender();
 });
+
+// ---- desktop notifications (opt-in, remembered) ----
+// A session that starts waiting or blocked, or whose turn fails, raises a
+// notification with the reason; a click brings this page forward and
+// focuses the session's row. Resets (the page's first load, a reconnect)
+// are the baseline and never notify.
+const NOTIFY_KEY = 'agentbridge.notify.v1';
+const seenSnap = new Map(); // session key → the snapshot last seen
+let notifyOn = false;
+try {
+  notifyOn = localStorage.getItem(NOTIFY_KEY) === '1';
+} catch {
+  /* storage unavailable: off */
+}
+const canNotify = () => typeof Notification !== 'undefined' && Notification.permission === 'granted';
+
+function renderNotifyToggle() {
+  const btn = $('notify');
+  const supported = typeof Notification !== 'undefined';
+  const on = notifyOn && canNotify();
+  btn.setAttribute('aria-checked', on ? 'true' : 'false');
+  btn.disabled = !supported || Notification.permission === 'denied';
+  btn.textContent = on ? 'Notifications on' : 'Notify me';
+  btn.title = !supported
+    ? 'This browser cannot show desktop notifications'
+    : Notification.permission === 'denied'
+      ? 'Notifications are blocked for this page in the browser settings'
+      : 'A desktop notification when a session starts waiting or blocked, or a turn fails';
+}
+
+async function toggleNotify() {
+  if (typeof Notification === 'undefined') return;
+  let on = !(notifyOn && canNotify());
+  if (on && Notification.permission !== 'granted') on = (await Notification.requestPermission()) === 'granted';
+  notifyOn = on;
+  try {
+    localStorage.setItem(NOTIFY_KEY, on ? '1' : '0');
+  } catch {
+    /* not remembered */
+  }
+  renderNotifyToggle();
+  say(on ? 'Desktop notifications on' : 'Desktop notifications off');
+}
+
+function notifyChange(change) {
+  if (change.type === 'reset' || change.type === 'remove') {
+    // The baseline: what the page holds now, notifying nothing.
+    seenSnap.clear();
+    for (const e of state.sessions) seenSnap.set(e.key, e.snapshot);
+    return;
+  }
+  if (change.type !== 'upsert') return;
+  const entry = state.sessions.find((x) => x.source === change.source && x.snapshot.id === change.sessionId);
+  if (!entry) return;
+  const prev = seenSnap.get(entry.key);
+  seenSnap.set(entry.key, entry.snapshot);
+  const n = notification(prev, entry.snapshot, harnessLabel(entry.source, entry.snapshot.harness));
+  if (!n || !notifyOn || !canNotify()) return;
+  const note = new Notification(n.title, { body: n.body, tag: entry.key, data: { key: entry.key } });
+  note.onclick = () => {
+    window.focus();
+    focusSession(entry.key);
+    note.close();
+  };
+}
+
+function focusSession(key) {
+  const tr = [...document.querySelectorAll('tr.row')].find((r) => r.dataset.key === key);
+  if (!tr) return;
+  tr.tabIndex = -1;
+  tr.scrollIntoView({ block: 'center' });
+  tr.focus();
+  tr.classList.add('flash');
+  setTimeout(() => tr.classList.remove('flash'), 2000);
+}
 
 // ---- announcements for screen readers: a session starts needing you ----
 function announce(change) {
@@ -252,6 +331,11 @@ function renderFilters() {
   }
   if (all.running) parts.push(` · ${all.running} running`);
   sum.replaceChildren(...parts);
+  const tokens = state.sessions.reduce((n, e) => n + totalTokens(e.activity?.usage), 0);
+  const anyUsage = state.sessions.some((e) => e.activity?.usage);
+  $('tokens').textContent = anyUsage ? `${formatTokens(tokens)} tokens in all` : '';
+  $('tokens').hidden = !anyUsage;
+  renderNotifyToggle();
   const attention = all.waiting + all.blocked;
   document.title = attention ? `(${attention}) agentbridge` : 'agentbridge';
 }
@@ -278,7 +362,7 @@ function activityWords(ev) {
 }
 
 function sessionSig(s) {
-  return JSON.stringify([s.snapshot, s.since, s.sinceExact, s.lastEvent?.kind, s.lastEvent?.name, harnessLabel(s.source, s.snapshot.harness)]);
+  return JSON.stringify([s.snapshot, s.activity, s.since, s.sinceExact, s.lastEvent?.kind, s.lastEvent?.name, harnessLabel(s.source, s.snapshot.harness)]);
 }
 
 function sessionRow(s) {
@@ -294,8 +378,35 @@ function sessionRow(s) {
   );
   const meta = [];
   if (!untitled) meta.push(h('span', { class: 'mono', text: snap.id }));
-  const activity = st === 'running' ? activityWords(s.lastEvent) : null;
-  if (activity) meta.push(h('span', { class: 'activity', text: activity }));
+  const tool = s.activity?.tool;
+  if (tool && st !== 'exited' && st !== 'done') {
+    // The bridge says which tool runs, and since when: a reload sees it too.
+    const since = Number.isFinite(tool.since) && tool.since > 0 ? tool.since : null;
+    meta.push(
+      h(
+        'span',
+        { class: 'activity tool' },
+        'running ',
+        h('strong', { class: 'tool-name', text: tool.name }),
+        since ? ' for ' : null,
+        since ? h('time', { datetime: new Date(since).toISOString(), 'data-since': since, 'data-exact': '1', title: `since ${new Date(since).toLocaleString()}` }) : null,
+      ),
+    );
+  } else {
+    const activity = st === 'running' ? activityWords(s.lastEvent) : null;
+    if (activity) meta.push(h('span', { class: 'activity', text: activity }));
+  }
+  const used = s.activity?.usage;
+  if (used) {
+    const u = used;
+    meta.push(
+      h('span', {
+        class: 'tokens-used',
+        title: `input ${u.inputTokens ?? 0} · output ${u.outputTokens ?? 0} · cache read ${u.cacheReadTokens ?? 0} · cache write ${u.cacheWriteTokens ?? 0}`,
+        text: `${formatTokens(totalTokens(u))} tokens`,
+      }),
+    );
+  }
   if (meta.length) sessionCell.append(h('div', { class: 'meta' }, meta.flatMap((m, i) => (i ? [' · ', m] : [m]))));
   if (attn) {
     sessionCell.append(
@@ -602,6 +713,7 @@ function clearFilters() {
 }
 
 $('f-clear').addEventListener('click', clearFilters);
+$('notify').addEventListener('click', toggleNotify);
 $('conn-retry').addEventListener('click', () => client.reconnect());
 window.addEventListener('online', () => client.checkAlive(0));
 document.addEventListener('visibilitychange', () => {

@@ -114,3 +114,37 @@ export function subagentSummary(subagents = []) {
   }
   return { total: subagents.length, running, failed };
 }
+
+/** The tokens of a usage object, all kinds together; 0 when none. */
+export function totalTokens(usage) {
+  if (!usage) return 0;
+  return (usage.inputTokens ?? 0) + (usage.outputTokens ?? 0) + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0);
+}
+
+/** Formats a token count compactly: "980", "12.3k", "4.56M". */
+export function formatTokens(n) {
+  if (!Number.isFinite(n) || n < 1000) return String(Math.max(0, Math.round(n || 0)));
+  if (n < 1e6) return `${(n / 1e3).toFixed(n < 1e4 ? 2 : 1).replace(/\.?0+$/, '')}k`;
+  return `${(n / 1e6).toFixed(n < 1e7 ? 2 : 1).replace(/\.?0+$/, '')}M`;
+}
+
+/**
+ * What a session's new snapshot should tell the user, after `prev` (the
+ * snapshot this page held before; undefined for a session new to it):
+ * {event, title, body} when it starts waiting or blocked (a new wait: the
+ * same wait going on says nothing) or a turn ends failed; else null.
+ */
+export function notification(prev, next, agent) {
+  const who = agent || next.harness;
+  const what = next.title || next.id;
+  if (next.status === 'waiting' || next.status === 'blocked') {
+    if (prev && prev.status === next.status && (prev.waitingFor ?? '') === (next.waitingFor ?? '')) return null;
+    const reason = next.waitingFor || (next.status === 'waiting' ? 'It needs your input.' : 'It cannot go on.');
+    return { event: next.status, title: `${who} ${next.status === 'waiting' ? 'is waiting for you' : 'is blocked'}`, body: `${what}\n${reason}` };
+  }
+  if (next.status === 'done' && next.lastTurn === 'failed') {
+    if (prev && prev.status === 'done' && prev.lastTurn === 'failed' && prev.lastTurnEndedAt === next.lastTurnEndedAt) return null;
+    return { event: 'failed', title: `${who}: the turn failed`, body: what };
+  }
+  return null;
+}

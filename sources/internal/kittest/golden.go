@@ -34,9 +34,10 @@ type Mapper struct {
 // in), the events it maps to or the code it is skipped with, and the
 // snapshot the events fold into.
 type Golden struct {
-	Lines    []GoldenLine         `json:"lines"`
-	Side     *GoldenLine          `json:"side,omitempty"`
-	Snapshot agentbridge.Snapshot `json:"snapshot"`
+	Lines    []GoldenLine          `json:"lines"`
+	Side     *GoldenLine           `json:"side,omitempty"`
+	Snapshot agentbridge.Snapshot  `json:"snapshot"`
+	Activity *agentbridge.Activity `json:"activity,omitempty"`
 }
 
 // GoldenLine is one input's result.
@@ -44,6 +45,22 @@ type GoldenLine struct {
 	Line    int                 `json:"line,omitempty"`
 	Skipped string              `json:"skipped,omitempty"`
 	Events  []agentbridge.Event `json:"events,omitempty"`
+	// Usage lists the token counts the line's events carry (Event.Usage,
+	// which is not part of an event's JSON), in order.
+	Usage []agentbridge.UsageReport `json:"usage,omitempty"`
+}
+
+// goldenLine makes a GoldenLine, moving the events' usage beside them.
+func goldenLine(n int, code string, evs []agentbridge.Event) GoldenLine {
+	g := GoldenLine{Line: n, Skipped: code}
+	for _, e := range evs {
+		if e.Usage != nil {
+			g.Usage = append(g.Usage, *e.Usage)
+			e.Usage = nil
+		}
+		g.Events = append(g.Events, e)
+	}
+	return g
 }
 
 // Replay maps a journal line by line, then its side file when side is not
@@ -74,15 +91,17 @@ func Replay(t testing.TB, m Mapper, id, harness string, journal, side []byte) Go
 		evs, code := m.Line(line, nil)
 		apply(line, evs, code)
 		if code != "" || len(evs) > 0 {
-			g.Lines = append(g.Lines, GoldenLine{Line: i + 1, Skipped: code, Events: evs})
+			g.Lines = append(g.Lines, goldenLine(i+1, code, evs))
 		}
 	}
 	if side != nil && m.Side != nil {
 		evs, code := m.Side(side, nil)
 		apply(side, evs, code)
-		g.Side = &GoldenLine{Skipped: code, Events: evs}
+		l := goldenLine(0, code, evs)
+		g.Side = &l
 	}
 	g.Snapshot = s.Snapshot()
+	g.Activity = s.Activity()
 	if issues := validate.Snapshot(g.Snapshot, validate.Harnesses{harness: true}); len(issues) > 0 {
 		t.Fatalf("final snapshot invalid: %+v", issues)
 	}
@@ -170,5 +189,40 @@ func BenchLines(b *testing.B, dir string, newMapper func(id string) Mapper) {
 				out, _ = m.Line(l, out[:0])
 			}
 		}
+	}
+}
+
+// CheckUsage replays dir/<name>.jsonl (with its side file, the name
+// sideName returns, when there is one) for each name of want and compares
+// the session's token usage with want (nil: none recorded): the journals'
+// own counts, which the caller works out independently of the mapping.
+func CheckUsage(t *testing.T, dir, harness string, sideName func(journal string) string, newMapper func(id string) Mapper, want map[string]*agentbridge.Usage) {
+	t.Helper()
+	for name, w := range want {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, name+".jsonl")
+			journal, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var side []byte
+			if sideName != nil {
+				if side, err = os.ReadFile(sideName(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					t.Fatal(err)
+				}
+			}
+			id := "s-" + name
+			g := Replay(t, newMapper(id), id, harness, journal, side)
+			var got *agentbridge.Usage
+			if g.Activity != nil {
+				got = g.Activity.Usage
+			}
+			switch {
+			case (got == nil) != (w == nil):
+				t.Errorf("usage = %+v, want %+v", got, w)
+			case got != nil && *got != *w:
+				t.Errorf("usage = %+v, want the journal's own %+v", *got, *w)
+			}
+		})
 	}
 }

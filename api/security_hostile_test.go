@@ -1,0 +1,228 @@
+package api_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge/api"
+)
+
+// TestHostileCookieIsNotTheToken: the dashboard's cookie is a credential
+// derived from the token, never the token itself; the token presented as a
+// cookie is refused, the cookie presented as a bearer token is refused, and
+// rotating the token revokes the cookie.
+func TestHostileCookieIsNotTheToken(t *testing.T) {
+	t.Parallel()
+	f := newHardFixture(t, nil)
+	resp, _ := f.send(t, hardRoute{"GET", "/?token=" + url.QueryEscape(hardToken), ""}, nil)
+	cs := resp.Cookies()
+	if resp.StatusCode != http.StatusSeeOther || len(cs) != 1 {
+		t.Fatalf("GET /?token=: %d with cookies %v, want 303 and one cookie", resp.StatusCode, cs)
+	}
+	c := cs[0]
+	if c.Value == hardToken || strings.Contains(c.Value, hardToken) || strings.Contains(resp.Header.Get("Set-Cookie"), hardToken) {
+		t.Fatalf("the cookie carries the token: %q", resp.Header.Get("Set-Cookie"))
+	}
+	if c.Value != api.SessionCookie(hardToken) {
+		t.Errorf("cookie %q, want SessionCookie(token)", c.Value)
+	}
+	route := hardRoute{"GET", "/v1/sources", ""}
+	if resp, body := f.send(t, route, map[string]string{"Cookie": c.Name + "=" + c.Value}); resp.StatusCode != 200 {
+		t.Fatalf("the cookie is refused: %d %s", resp.StatusCode, body)
+	}
+	f.wantRefused(t, route, map[string]string{"Cookie": c.Name + "=" + hardToken}, 401, "unauthorized")
+	f.wantRefused(t, route, map[string]string{"Authorization": "Bearer " + c.Value}, 401, "unauthorized")
+
+	// The same token gives the same cookie after a restart; another token
+	// (rotated) does not accept it.
+	again := newHardFixture(t, nil)
+	if resp, body := again.send(t, route, map[string]string{"Cookie": api.CookieName(again.port) + "=" + c.Value}); resp.StatusCode != 200 {
+		t.Errorf("the cookie is refused by a restarted bridge with the same token: %d %s", resp.StatusCode, body)
+	}
+	rotated := newHardFixture(t, func(s *api.Server) { s.Token = hardToken + "-rotated" })
+	rotated.wantRefused(t, route, map[string]string{"Cookie": api.CookieName(rotated.port) + "=" + c.Value}, 401, "unauthorized")
+	if api.SessionCookie("a") == api.SessionCookie("b") || api.SessionCookie(hardToken) == "" {
+		t.Errorf("SessionCookie does not depend on the token")
+	}
+}
+
+// TestHostileNoRedirectLeavesTheOrigin: trading the token for the cookie
+// redirects to a path of the bridge itself, whatever the request path
+// looks like, with auth on and off.
+func TestHostileNoRedirectLeavesTheOrigin(t *testing.T) {
+	t.Parallel()
+	on := newHardFixture(t, nil)
+	off := newHardFixture(t, func(s *api.Server) { s.Token = "" })
+	for _, p := range []string{
+		"//evil.com/", "//evil.com", "///evil.com/x", "/\\evil.com/", "/\\/evil.com", "/%5Cevil.com",
+		"/%2F%2Fevil.com/", "/.//evil.com", "/a/..//evil.com", "//evil.com/%2e%2e", "/%09/evil.com", "//evil.com:80@x/",
+	} {
+		for _, f := range []*hardFixture{on, off} {
+			resp, body := f.sendRaw(t, p+"?view=x&token="+url.QueryEscape(hardToken))
+			if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+				loc := resp.Header.Get("Location")
+				u, err := url.Parse(loc)
+				if err != nil || u.Host != "" || u.Scheme != "" || !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") || strings.Contains(loc, "\\") {
+					t.Errorf("GET %s redirects to %q: off the bridge's origin", p, loc)
+				}
+				if strings.Contains(loc, hardToken) || strings.Contains(body, hardToken) {
+					t.Errorf("GET %s: the redirect repeats the token", p)
+				}
+			}
+		}
+	}
+}
+
+// sendRaw sends GET with a request target exactly as given (no client
+// cleaning), with the fixture's Host, over a fresh connection.
+func (f *hardFixture) sendRaw(t *testing.T, target string) (*http.Response, string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", f.host, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", target, f.host)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("GET %s: %v", target, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(ents)
+}
+
+// stalledPost sends the headers of a POST that declares a body and never
+// sends it, and returns the connection.
+func (f *hardFixture) stalledPost(t *testing.T, auth bool) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", f.host, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := ""
+	if auth {
+		h = "Authorization: Bearer " + hardToken + "\r\n"
+	}
+	fmt.Fprintf(c, "POST /v1/sources/example-push/publish HTTP/1.1\r\nHost: %s\r\n%sContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"op\":", f.host, h)
+	return c
+}
+
+// answeredAndClosed reads the answer on c and then the connection's end,
+// both within limit; it returns the status.
+func answeredAndClosed(t *testing.T, c net.Conn, limit time.Duration) int {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(limit))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Errorf("no answer within %v: %v", limit, err)
+		return 0
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("the connection was not closed after the answer (%v)", err)
+	}
+	return resp.StatusCode
+}
+
+// TestHostileStalledBodies: a POST that declares a body and never sends it
+// is answered at once when it is refused (no token) and its connection
+// closed, instead of being held while the server waits to drain the body;
+// with the token, the body's deadline answers 408. A hundred of them at
+// once leave no descriptors behind, and the bridge keeps answering.
+func TestHostileStalledBodies(t *testing.T) {
+	t.Parallel()
+	f := newHardFixture(t, func(s *api.Server) { s.BodyTimeout = 500 * time.Millisecond })
+
+	c := f.stalledPost(t, false)
+	if st := answeredAndClosed(t, c, 3*time.Second); st != 401 {
+		t.Errorf("unauthenticated stalled POST: %d, want 401", st)
+	}
+	c.Close()
+	c = f.stalledPost(t, true)
+	start := time.Now()
+	if st := answeredAndClosed(t, c, 5*time.Second); st != http.StatusRequestTimeout {
+		t.Errorf("authenticated stalled POST: %d, want 408", st)
+	}
+	if took := time.Since(start); took < 400*time.Millisecond {
+		t.Errorf("answered 408 after %v, before the 500ms deadline", took)
+	}
+	c.Close()
+
+	base := openFDs(t)
+	conns := make([]net.Conn, 100)
+	for i := range conns {
+		conns[i] = f.stalledPost(t, false)
+	}
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if st := answeredAndClosed(t, c, 5*time.Second); st != 401 {
+				t.Errorf("stalled POST: %d, want 401", st)
+			}
+			c.Close()
+		}()
+	}
+	wg.Wait()
+	if resp, body := f.send(t, hardRoute{"GET", "/v1/sources", ""}, okHeaders(nil)); resp.StatusCode != 200 {
+		t.Errorf("after 100 stalled POSTs: GET /v1/sources %d %s", resp.StatusCode, body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for openFDs(t) > base+5 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond) // the server closes its ends asynchronously
+	}
+	if n := openFDs(t); n > base+5 {
+		t.Errorf("%d descriptors open after 100 stalled POSTs were answered, %d before", n, base)
+	}
+}
+
+// TestHostileBodyKeepsTheConnection: a body read to its end keeps the
+// connection for the next request (the guard does not cost keep-alive).
+func TestHostileBodyKeepsTheConnection(t *testing.T) {
+	t.Parallel()
+	f := newHardFixture(t, nil)
+	c, err := net.DialTimeout("tcp", f.host, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	body := `{"id":"s-1","harness":"example-agent","status":"idle"}`
+	for i := range 3 {
+		fmt.Fprintf(c, "POST /v1/validate/snapshot HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", f.host, hardToken, len(body), body)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d on one connection: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Close {
+			t.Fatalf("request %d: %d, close %v; want 200 and the connection kept", i, resp.StatusCode, resp.Close)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentbridge/agentbridge/api"
+	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/notify"
+)
+
+func newNotifyCmd(a *app) *cobra.Command {
+	var events []string
+	var bus string
+	cmd := &cobra.Command{
+		Use:   "notify",
+		Short: "raise desktop notifications when a session needs you",
+		Long: `Follow the bridge's event stream and raise a desktop notification over
+D-Bus (org.freedesktop.Notifications: GNOME, KDE, dunst, mako …) when a
+session starts waiting or blocked, or a turn fails: the agent, the
+session's title and the reason. One notification per wait: nothing more
+while the same wait goes on, and a session's next notification replaces
+its last. What the stream shows when notify connects is not notified.
+Without a notification service on the session bus it says so and exits 1.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, e := range events {
+				if !slices.Contains(notify.Events, e) {
+					return usagef("--events: %q is not one of %s", e, strings.Join(notify.Events, ", "))
+				}
+			}
+			c, err := newClient(cmd.Flags(), a.env)
+			if err != nil {
+				return err
+			}
+			d, err := notify.DialDesktop(bus)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			return notifyDesktop(cmd.Context(), c.Client, d, events, a.stderr, a.backoff)
+		},
+	}
+	fs := cmd.Flags()
+	clientFlags(fs)
+	fs.StringSliceVar(&events, "events", []string{notify.EventWaiting, notify.EventBlocked, notify.EventFailed},
+		"notify on these `events`: "+strings.Join(notify.Events, ", "))
+	fs.StringVar(&bus, "bus", "", "D-Bus session bus `address` (default $DBUS_SESSION_BUS_ADDRESS)")
+	mustComplete(cmd, "events", fixedCompletions(notify.Events...))
+	return cmd
+}
+
+// notifyDesktop follows the stream (client.Follow, resuming after drops)
+// and tells d the transitions of the chosen events until ctx ends. The
+// agents' display names come from GET /v1/sources. A drop is reported once
+// on stderr, then "reconnected".
+func notifyDesktop(ctx context.Context, c *client.Client, d *notify.Desktop, events []string, stderr io.Writer, bo backoff) error {
+	names := map[string]string{}
+	var srcs api.SourcesResponse
+	if err := c.GetJSON(ctx, "/v1/sources", nil, &srcs); err == nil {
+		for _, s := range srcs.Sources {
+			for _, h := range s.Harnesses {
+				names[h.ID] = h.DisplayName
+			}
+		}
+	}
+	d.Agent = func(h string) string { return names[h] }
+	host, _ := os.Hostname()
+	t := notify.Teller{Tracker: notify.Tracker{Host: host}, To: d, Events: events}
+	o := client.FollowOptions{StreamOptions: client.StreamOptions{Format: client.NDJSON}, Backoff: bo}
+	o.OnConnect, o.OnDrop = reportDrops("notify", stderr)
+	err := c.Follow(ctx, o, func(ev client.Event) error { return t.Record(ev.Name, ev.Data) })
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

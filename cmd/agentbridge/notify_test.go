@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
+	"github.com/agentbridge/agentbridge/internal/dbustest"
+)
+
+// TestNotifyRaisesOneDesktopNotificationPerWait runs `agentbridge notify`
+// against a bridge and a private session bus with a fake notification
+// service: a session already waiting when it connects is not notified; a
+// session that starts waiting is, once, with the agent, the title and the
+// reason, however long the wait goes on; a failed turn is too.
+func TestNotifyRaisesOneDesktopNotificationPerWait(t *testing.T) {
+	addr := dbustest.Bus(t)
+	fake := dbustest.Serve(t, addr)
+	b := bridgetest.Start(t, bridgetest.Options{})
+	ev := func(id string, e agentbridge.Event) {
+		t.Helper()
+		b.Publish(t, "test-push", hub.Op{Op: hub.OpEvent, SessionID: id, Harness: "test-agent", Event: e})
+	}
+	ev("old", agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "Already waiting"})
+	ev("old", agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w0", State: agentbridge.StatusWaiting, Reason: "approve Read"})
+	ev("s1", agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "Fix the flaky tests"})
+	ev("s1", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runArgs(ctx, "notify", []string{"--addr", b.Addr, "--bus", addr}, []string{"AGENTBRIDGE_TOKEN=" + b.Token, "HOME=" + t.TempDir()},
+			strings.NewReader(""), &bytes.Buffer{}, &stderr, watchBackoff)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("notify: %v (stderr %s)", err, stderr.String())
+		}
+	}()
+	time.Sleep(300 * time.Millisecond) // connected, with its baseline
+	if n := fake.Count(); n != 0 {
+		t.Fatalf("%d notifications for what the stream showed at connect, want none", n)
+	}
+
+	ev("s1", agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w1", State: agentbridge.StatusWaiting, Reason: "approve Bash: git push"})
+	s := fake.Next(t)
+	if s.Summary != "Test Agent is waiting for you" || s.Body != "Fix the flaky tests\napprove Bash: git push" || s.App != "agentbridge" {
+		t.Errorf("notification %+v, want the agent, the title and the reason", s)
+	}
+	ev("s1", agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "x", Name: "Bash"}) // the same wait goes on
+	ev("s1", agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w1"})
+	ev("s1", agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeError})
+	s = fake.Next(t)
+	if s.Summary != "Test Agent failed" || s.Replaces == 0 {
+		t.Errorf("notification %+v, want the failed turn, replacing the session's last", s)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := fake.Count(); n != 2 {
+		t.Errorf("%d notifications, want 2 (one wait, one failed turn)", n)
+	}
+}
+
+// TestNotifyWithoutService says what is missing when nothing on the
+// session bus shows notifications.
+func TestNotifyWithoutService(t *testing.T) {
+	addr := dbustest.Bus(t)
+	b := bridgetest.Start(t, bridgetest.Options{})
+	var stderr bytes.Buffer
+	a := &app{env: []string{"AGENTBRIDGE_TOKEN=" + b.Token, "HOME=" + t.TempDir()}, stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &stderr, backoff: watchBackoff}
+	code := a.exitCode(a.execute(context.Background(), []string{"notify", "--addr", b.Addr, "--bus", addr}))
+	if code != 1 || !strings.Contains(stderr.String(), "no desktop notification service (org.freedesktop.Notifications)") {
+		t.Errorf("exit %d, stderr %q: want 1 and a message naming the missing service", code, stderr.String())
+	}
+}

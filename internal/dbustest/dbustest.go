@@ -1,0 +1,108 @@
+// Package dbustest runs a private D-Bus session bus for a test and serves a
+// fake desktop notification service (org.freedesktop.Notifications) on it
+// that records what it is asked to show.
+package dbustest
+
+import (
+	"bufio"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// Bus starts a session bus of the test's own (dbus-daemon --session) and
+// returns its address; the test skips when dbus-daemon is not installed
+// (apt package dbus). The bus ends with the test.
+func Bus(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("dbus-daemon")
+	if err != nil {
+		t.Skip("dbus-daemon is not installed (apt package dbus)")
+	}
+	cmd := exec.Command(bin, "--session", "--nofork", "--print-address")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("dbus-daemon printed no address: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// Shown is one notification the fake service was asked to show.
+type Shown struct {
+	App, Summary, Body string
+	Replaces           uint32
+	Urgency            byte
+}
+
+// Notifications is a fake notification service.
+type Notifications struct {
+	mu    sync.Mutex
+	calls []Shown
+	next  uint32
+	got   chan Shown
+}
+
+// Serve puts a fake notification service on the bus at addr.
+func Serve(t testing.TB, addr string) *Notifications {
+	t.Helper()
+	conn, err := dbus.Connect(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	f := &Notifications{got: make(chan Shown, 100)}
+	if err := conn.ExportMethodTable(map[string]any{"Notify": f.notify}, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue); err != nil || r != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("request name: %v %v", r, err)
+	}
+	return f
+}
+
+func (f *Notifications) notify(app string, replaces uint32, _, summary, body string, _ []string, hints map[string]dbus.Variant, _ int32) (uint32, *dbus.Error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := Shown{App: app, Summary: summary, Body: body, Replaces: replaces}
+	if u, ok := hints["urgency"].Value().(byte); ok {
+		s.Urgency = u
+	}
+	f.calls = append(f.calls, s)
+	f.got <- s
+	if replaces != 0 {
+		return replaces, nil
+	}
+	f.next++
+	return f.next, nil
+}
+
+// Next waits for the next notification (failing the test after 10 s).
+func (f *Notifications) Next(t testing.TB) Shown {
+	t.Helper()
+	select {
+	case s := <-f.got:
+		return s
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification")
+	}
+	return Shown{}
+}
+
+// Count is how many notifications were shown so far.
+func (f *Notifications) Count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls)
+}

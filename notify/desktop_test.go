@@ -1,0 +1,46 @@
+package notify
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentbridge/agentbridge/internal/dbustest"
+)
+
+func TestDesktopWithoutService(t *testing.T) {
+	addr := dbustest.Bus(t)
+	_, err := DialDesktop(addr)
+	if !errors.Is(err, ErrNoService) {
+		t.Fatalf("DialDesktop on a bus without a notification service: %v, want ErrNoService", err)
+	}
+	if !strings.Contains(err.Error(), "org.freedesktop.Notifications") {
+		t.Errorf("the message %q does not say what is missing", err)
+	}
+}
+
+func TestDesktopNotify(t *testing.T) {
+	addr := dbustest.Bus(t)
+	f := dbustest.Serve(t, addr)
+	d, err := DialDesktop(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.Agent = func(h string) string { return map[string]string{"claude-code": "Claude Code"}[h] }
+	tr := Transition{Source: "claude-code", SessionID: "s1", Harness: "claude-code", Status: "waiting", Title: "Fix the tests", WaitingFor: "approve Bash"}
+	if err := d.Notify(tr); err != nil {
+		t.Fatal(err)
+	}
+	s := f.Next(t)
+	if s.App != "agentbridge" || s.Summary != "Claude Code is waiting for you" || s.Body != "Fix the tests\napprove Bash" || s.Urgency != 2 || s.Replaces != 0 {
+		t.Errorf("shown %+v", s)
+	}
+	tr.Status, tr.WaitingFor = "done", ""
+	if err := d.Notify(tr); err != nil {
+		t.Fatal(err)
+	}
+	if s := f.Next(t); s.Replaces != 1 || s.Summary != "Claude Code is done" || s.Urgency != 1 {
+		t.Errorf("the session's next notification %+v should replace its first (id 1)", s)
+	}
+}

@@ -1,0 +1,231 @@
+// Package notify tells people when a session needs them: it turns the
+// bridge's stream into transitions (a session starts waiting or blocked,
+// a turn ends or fails, the agent exits) and delivers them — as JSON POSTs
+// to configured webhooks (Webhooks) and as desktop notifications over
+// D-Bus (Desktop, used by `agentbridge notify`).
+//
+// A transition is told once: a wait is one transition however long it
+// goes on (the same status and reason again say nothing), and what a
+// client sees when it first connects is the baseline, never a transition.
+package notify
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// The transition events, as webhooks name them in their "events" list and
+// in the "status" of what they post.
+const (
+	EventWaiting = "waiting" // a session started waiting for the user
+	EventBlocked = "blocked" // a session cannot go on for another reason
+	EventFailed  = "failed"  // a turn ended failed
+	EventDone    = "done"    // a turn ended (completed or cancelled)
+	EventExited  = "exited"  // the agent's process ended
+)
+
+// Events lists every transition event (the configuration's
+// notify.webhooks[].events values).
+var Events = config.WebhookEvents
+
+// Transition is one change of a session worth telling. Its JSON form is
+// the body a webhook receives, plus "text" (a one-line summary Slack and
+// ntfy show as the message).
+type Transition struct {
+	Source     string `json:"source"`
+	SessionID  string `json:"sessionId"`
+	Harness    string `json:"harness"`
+	Status     string `json:"status"` // the event: waiting, blocked, failed, done, exited
+	Title      string `json:"title,omitempty"`
+	WaitingFor string `json:"waitingFor,omitempty"`
+	Host       string `json:"host,omitempty"`
+	At         int64  `json:"at"` // epoch ms the bridge saw it
+	Text       string `json:"text"`
+
+	id string // the delivery id webhooks send as Idempotency-Key
+}
+
+// Summary is a one-line description: "Claude Code: Fix the tests — waiting: approve Bash".
+func (t Transition) Summary(agent string) string {
+	if agent == "" {
+		agent = t.Harness
+	}
+	s := agent
+	if t.Title != "" {
+		s += ": " + t.Title
+	}
+	s += " — " + t.Status
+	if t.WaitingFor != "" {
+		s += ": " + t.WaitingFor
+	}
+	return s
+}
+
+// Detect returns the event a session's new snapshot makes after prev (nil:
+// a session not seen before), if any.
+func Detect(prev *agentbridge.Snapshot, next *agentbridge.Snapshot) (event string, ok bool) {
+	switch next.Status {
+	case agentbridge.StatusWaiting, agentbridge.StatusBlocked:
+		if prev != nil && prev.Status == next.Status && prev.WaitingFor == next.WaitingFor {
+			return "", false // the same wait goes on
+		}
+		return string(next.Status), true
+	case agentbridge.StatusDone:
+		if prev != nil && prev.Status == agentbridge.StatusDone && prev.LastTurnEndedAt == next.LastTurnEndedAt && prev.LastTurn == next.LastTurn {
+			return "", false
+		}
+		if next.LastTurn == agentbridge.LastTurnFailed {
+			return EventFailed, true
+		}
+		return EventDone, true
+	case agentbridge.StatusExited:
+		if prev != nil && prev.Status == agentbridge.StatusExited {
+			return "", false
+		}
+		return EventExited, true
+	}
+	return "", false
+}
+
+type key struct{ source, id string }
+
+// Tracker follows a stream's state (client.State) and turns its records
+// into transitions, comparing each session's snapshot before and after a
+// record. The first reset of a source is its baseline: it yields none. A
+// reset after that (a client that reconnected) yields what changed
+// meanwhile. The zero Tracker is ready; it is not safe for concurrent use.
+type Tracker struct {
+	// Host is put in every transition of a session that carries none (the
+	// machine the bridge runs on).
+	Host string
+	// Now stamps transitions; nil: none (At 0).
+	Now func() int64
+
+	st     client.State
+	primed map[string]bool // sources whose baseline reset came
+}
+
+// head is what the tracker reads of a record before the state applies it.
+type head struct {
+	Source    string `json:"source"`
+	Host      string `json:"host"`
+	SessionID string `json:"sessionId"`
+	Snapshot  *struct {
+		ID string `json:"id"`
+	} `json:"snapshot"`
+}
+
+// Apply reads one stream record (its name and data) and returns the
+// transitions it makes. Records it does not know, or cannot decode, make
+// none.
+func (t *Tracker) Apply(name string, data []byte) []Transition {
+	if name != client.NameReset && name != client.NameUpsert && name != client.NameRemove {
+		return nil
+	}
+	var h head
+	if json.Unmarshal(data, &h) != nil || h.Source == "" {
+		return nil
+	}
+	before := map[string]agentbridge.Snapshot{}
+	switch name {
+	case client.NameReset:
+		for _, e := range t.st.Sessions() {
+			if e.Source == h.Source {
+				before[e.Snapshot.ID] = e.Snapshot
+			}
+		}
+	case client.NameUpsert:
+		if h.Snapshot == nil {
+			return nil
+		}
+		if s, ok := t.st.Session(h.Source, h.Snapshot.ID); ok {
+			before[s.ID] = s
+		}
+	}
+	if t.st.Apply(client.Event{ID: t.st.Revision() + 1, Name: name, Data: data}) != nil {
+		return nil
+	}
+	var out []Transition
+	tell := func(s agentbridge.Snapshot) {
+		var prev *agentbridge.Snapshot
+		if p, ok := before[s.ID]; ok {
+			prev = &p
+		}
+		if tr, ok := t.transition(h.Source, h.Host, prev, &s); ok {
+			out = append(out, tr)
+		}
+	}
+	switch name {
+	case client.NameReset:
+		if t.primed == nil {
+			t.primed = map[string]bool{}
+		}
+		if !t.primed[h.Source] {
+			t.primed[h.Source] = true
+			return nil // the baseline
+		}
+		for _, e := range t.st.Sessions() {
+			if e.Source == h.Source {
+				tell(e.Snapshot)
+			}
+		}
+	case client.NameUpsert:
+		if s, ok := t.st.Session(h.Source, h.Snapshot.ID); ok {
+			tell(s)
+		}
+	}
+	return out
+}
+
+func (t *Tracker) transition(source, host string, prev, s *agentbridge.Snapshot) (Transition, bool) {
+	ev, ok := Detect(prev, s)
+	if !ok {
+		return Transition{}, false
+	}
+	if host == "" {
+		host = t.Host
+	}
+	// Display text is redacted by the hub; paths a push source put in it
+	// are shortened here, since a notification leaves the machine.
+	tr := Transition{Source: source, SessionID: s.ID, Harness: s.Harness, Status: ev,
+		Title: validate.ShortenPaths(s.Title), WaitingFor: validate.ShortenPaths(s.WaitingFor), Host: host}
+	if t.Now != nil {
+		tr.At = t.Now()
+	}
+	tr.Text = tr.Summary("")
+	return tr, true
+}
+
+// Notifier shows a transition to someone (Desktop does).
+type Notifier interface {
+	Notify(Transition) error
+}
+
+// Teller tells a Notifier the transitions of the chosen events that stream
+// records make.
+type Teller struct {
+	Tracker
+	To     Notifier
+	Events []string // nil: waiting, blocked and failed
+}
+
+// Record reads one stream record; the error is the Notifier's.
+func (t *Teller) Record(name string, data []byte) error {
+	events := t.Events
+	if events == nil {
+		events = []string{EventWaiting, EventBlocked, EventFailed}
+	}
+	for _, tr := range t.Apply(name, data) {
+		if slices.Contains(events, tr.Status) {
+			if err := t.To.Notify(tr); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

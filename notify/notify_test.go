@@ -1,0 +1,86 @@
+package notify
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbridge/agentbridge"
+)
+
+func upsert(src string, s agentbridge.Snapshot) (string, []byte) {
+	b, _ := json.Marshal(map[string]any{"source": src, "snapshot": s})
+	return "upsert", b
+}
+
+func reset(src string, ss ...agentbridge.Snapshot) (string, []byte) {
+	if ss == nil {
+		ss = []agentbridge.Snapshot{}
+	}
+	b, _ := json.Marshal(map[string]any{"source": src, "sessions": ss})
+	return "reset", b
+}
+
+func TestTracker(t *testing.T) {
+	running := agentbridge.Snapshot{ID: "s1", Harness: "claude-code", Title: "Fix tests", Status: "running"}
+	waiting := running
+	waiting.Status, waiting.WaitingFor = "waiting", "approve Bash"
+	waiting2 := waiting
+	waiting2.WaitingFor = "approve Edit"
+	blocked := running
+	blocked.Status, blocked.WaitingFor = "blocked", "rate limited"
+	done := running
+	done.Status, done.LastTurn, done.LastTurnEndedAt = "done", "completed", 10
+	failed := done
+	failed.LastTurn, failed.LastTurnEndedAt = "failed", 20
+	exited := running
+	exited.Status = "exited"
+
+	type rec struct {
+		name string
+		data []byte
+	}
+	r := func(n string, d []byte) rec { return rec{n, d} }
+	for _, tt := range []struct {
+		name string
+		recs []rec
+		want []string // statuses told, in order
+	}{
+		{"the first reset is the baseline", []rec{r(reset("c", waiting))}, nil},
+		{"a wait is told once", []rec{r(reset("c", running)), r(upsert("c", waiting)), r(upsert("c", waiting)), r(upsert("c", waiting))}, []string{"waiting"}},
+		{"a new wait is told", []rec{r(reset("c", running)), r(upsert("c", waiting)), r(upsert("c", waiting2))}, []string{"waiting", "waiting"}},
+		{"waiting, running, waiting again", []rec{r(reset("c")), r(upsert("c", waiting)), r(upsert("c", running)), r(upsert("c", waiting))}, []string{"waiting", "waiting"}},
+		{"blocked", []rec{r(reset("c", running)), r(upsert("c", blocked))}, []string{"blocked"}},
+		{"done, then failed", []rec{r(reset("c", running)), r(upsert("c", done)), r(upsert("c", done)), r(upsert("c", running)), r(upsert("c", failed))}, []string{"done", "failed"}},
+		{"exited once", []rec{r(reset("c", running)), r(upsert("c", exited)), r(upsert("c", exited))}, []string{"exited"}},
+		{"a new session that waits", []rec{r(reset("c")), r(upsert("c", waiting))}, []string{"waiting"}},
+		{"a later reset tells what changed meanwhile", []rec{r(reset("c", running)), r(reset("c", waiting)), r(reset("c", waiting))}, []string{"waiting"}},
+		{"removed and back", []rec{r(reset("c", waiting)), r("remove", []byte(`{"source":"c","sessionId":"s1"}`)), r(upsert("c", waiting))}, []string{"waiting"}},
+		{"each source has its baseline", []rec{r(reset("c", running)), r(reset("d", waiting))}, nil},
+		{"other records and bad data", []rec{r("lifecycle", []byte(`{}`)), r("upsert", []byte(`{`)), r("upsert", []byte(`{"source":"c"}`))}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := Tracker{Host: "box", Now: func() int64 { return 42 }}
+			var got []string
+			for _, rc := range tt.recs {
+				for _, x := range tr.Apply(rc.name, rc.data) {
+					got = append(got, x.Status)
+					if x.Host != "box" || x.At != 42 || x.Source == "" || x.SessionID != "s1" || x.Text == "" {
+						t.Errorf("transition %+v lacks a field", x)
+					}
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("told (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSummary(t *testing.T) {
+	tr := Transition{Harness: "claude-code", Title: "Fix tests", Status: "waiting", WaitingFor: "approve Bash"}
+	if got, want := tr.Summary("Claude Code"), "Claude Code: Fix tests — waiting: approve Bash"; got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
+}

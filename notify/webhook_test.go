@@ -1,0 +1,217 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+)
+
+// receiver is a local webhook endpoint that records what it was sent.
+type receiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies []Transition
+	keys   []string
+	hdr    []http.Header
+	tries  int
+	fail   int           // answer 500 to this many requests first
+	delay  time.Duration // before answering
+	got    chan struct{}
+}
+
+func newReceiver(t *testing.T, fail int, delay time.Duration) *receiver {
+	r := &receiver{fail: fail, delay: delay, got: make(chan struct{}, 100)}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		time.Sleep(r.delay)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.tries++
+		if r.fail > 0 {
+			r.fail--
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		var tr Transition
+		if err := json.Unmarshal(b, &tr); err != nil {
+			t.Errorf("body is not JSON: %v", err)
+		}
+		if strings.Contains(string(b), "secret-token") || strings.Contains(string(b), "/home/") {
+			t.Errorf("body carries a secret or a path: %s", b)
+		}
+		r.bodies = append(r.bodies, tr)
+		r.keys = append(r.keys, req.Header.Get("Idempotency-Key"))
+		r.hdr = append(r.hdr, req.Header.Clone())
+		r.got <- struct{}{}
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) wait(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-r.got:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the receiver got %d of %d posts", len(r.snapshot()), n)
+		}
+	}
+}
+
+func (r *receiver) snapshot() []Transition {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.bodies)
+}
+
+// bridge is a hub with one push source and webhooks following it.
+type bridge struct {
+	h     *hub.Hub
+	diags chan agentbridge.Diagnostic
+}
+
+func newBridge(t *testing.T, hooks ...Webhook) *bridge {
+	t.Helper()
+	h := hub.New(hub.Options{})
+	if err := h.AddPush(agentbridge.SourceInfo{ID: "hooks", Harnesses: []agentbridge.Harness{{ID: "claude-code", DisplayName: "Claude Code"}}}); err != nil {
+		t.Fatal(err)
+	}
+	b := &bridge{h: h, diags: make(chan agentbridge.Diagnostic, 100)}
+	w := &Webhooks{Hooks: hooks, Backoff: 20 * time.Millisecond, Timeout: 2 * time.Second, Host: "box",
+		Report: func(src string, d agentbridge.Diagnostic) {
+			_ = h.Diagnose(src, d)
+			b.diags <- d
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx, h) }()
+	t.Cleanup(func() { cancel(); <-done })
+	time.Sleep(20 * time.Millisecond) // the follower holds its baseline
+	return b
+}
+
+func (b *bridge) event(t *testing.T, id string, e agentbridge.Event) {
+	t.Helper()
+	if err := b.h.Publish("hooks", []hub.Op{{Op: hub.OpEvent, SessionID: id, Harness: "claude-code", Event: e}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b *bridge) wait(t *testing.T, id, waitID, reason string) {
+	t.Helper()
+	b.event(t, id, agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: waitID, State: agentbridge.StatusWaiting, Reason: reason})
+}
+
+func TestWebhookPostsEachTransitionOnce(t *testing.T) {
+	all := newReceiver(t, 0, 0)
+	onlyFailed := newReceiver(t, 0, 0)
+	b := newBridge(t,
+		Webhook{URL: all.URL + "/ntfy-topic", Events: Events, Headers: map[string]string{"Authorization": "Bearer ntfy-of-the-user"}},
+		Webhook{URL: onlyFailed.URL, Events: []string{EventFailed}})
+	b.event(t, "s1", agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "Fix the tests in /home/u/secret-token/x.go"})
+	b.event(t, "s1", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"})
+	b.wait(t, "s1", "w1", "approve Bash")
+	b.event(t, "s1", agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "x", Name: "Bash"}) // the same wait goes on
+	b.event(t, "s1", agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w1"})
+	b.event(t, "s1", agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeError})
+	all.wait(t, 2)
+	onlyFailed.wait(t, 1)
+	time.Sleep(100 * time.Millisecond) // nothing more comes
+	got := all.snapshot()
+	if len(got) != 2 || got[0].Status != "waiting" || got[1].Status != "failed" {
+		t.Fatalf("posts = %+v, want waiting then failed", got)
+	}
+	w := got[0]
+	if w.Source != "hooks" || w.SessionID != "s1" || w.Harness != "claude-code" || w.WaitingFor != "approve Bash" || w.Host != "box" || w.At == 0 || w.Text == "" {
+		t.Errorf("waiting post = %+v", w)
+	}
+	if strings.Contains(w.Title, "/home/") {
+		t.Errorf("title %q carries a path", w.Title)
+	}
+	if all.hdr[0].Get("Authorization") != "Bearer ntfy-of-the-user" || all.hdr[0].Get("Content-Type") != "application/json" {
+		t.Errorf("headers = %v", all.hdr[0])
+	}
+	if f := onlyFailed.snapshot(); len(f) != 1 || f[0].Status != "failed" {
+		t.Errorf("the failed-only webhook got %+v", f)
+	}
+}
+
+func TestWebhookRetriesWithoutDuplicates(t *testing.T) {
+	r := newReceiver(t, 2, 0) // two 500s, then 200s
+	b := newBridge(t, Webhook{URL: r.URL, Events: []string{EventWaiting}})
+	b.wait(t, "s1", "w1", "approve Bash")
+	r.wait(t, 1)
+	time.Sleep(150 * time.Millisecond)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.bodies) != 1 || r.tries != 3 {
+		t.Errorf("%d delivered in %d tries, want 1 in 3", len(r.bodies), r.tries)
+	}
+	select {
+	case d := <-b.diags:
+		t.Errorf("a delivered post made a diagnostic: %+v", d)
+	default:
+	}
+}
+
+func TestWebhookSlowReceiverGetsEveryTransitionInOrder(t *testing.T) {
+	slow := newReceiver(t, 0, 150*time.Millisecond)
+	b := newBridge(t, Webhook{URL: slow.URL, Events: []string{EventWaiting}})
+	var want []string
+	for i := range 5 {
+		id := "s" + string(rune('1'+i))
+		b.wait(t, id, "w", "approve "+id)
+		want = append(want, id)
+	}
+	slow.wait(t, 5)
+	time.Sleep(200 * time.Millisecond)
+	var got []string
+	keys := map[string]bool{}
+	for i, tr := range slow.snapshot() {
+		got = append(got, tr.SessionID)
+		keys[slow.keys[i]] = true
+	}
+	if !slices.Equal(got, want) || len(keys) != 5 {
+		t.Errorf("slow receiver got %v (%d distinct keys), want %v once each", got, len(keys), want)
+	}
+}
+
+func TestWebhookDeadReceiverIsADiagnostic(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String() + "/hooks/T000/B000/XXXXsecretXXXX"
+	l.Close()
+	live := newReceiver(t, 0, 0)
+	b := newBridge(t, Webhook{URL: dead, Events: []string{EventWaiting}}, Webhook{URL: live.URL, Events: []string{EventWaiting}})
+	b.wait(t, "s1", "w1", "approve Bash")
+	live.wait(t, 1) // the dead one does not hold up the others
+	select {
+	case d := <-b.diags:
+		if d.Code != "webhook-failed" || strings.Contains(d.Message, "secret") || strings.Contains(d.Message, "127.0.0.1") {
+			t.Errorf("diagnostic = %+v", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no diagnostic for a dead webhook")
+	}
+	found := false
+	for _, d := range b.h.Diagnostics() {
+		found = found || d.Diagnostic.Code == "webhook-failed"
+	}
+	if !found {
+		t.Error("GET /v1/diagnostics does not show the failed webhook")
+	}
+}

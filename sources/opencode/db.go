@@ -1,0 +1,620 @@
+package opencode
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Errors of a database read.
+var (
+	// ErrBusy: the database was locked (a checkpoint or recovery in
+	// progress); the read is tried again on the next change of the files.
+	ErrBusy = errors.New("opencode database busy")
+	// ErrUnreadable: not a database, corrupt, or not a regular file.
+	ErrUnreadable = errors.New("opencode database unreadable")
+)
+
+// SchemaError says the database lacks a table or column the source reads:
+// a schema it does not know, refused rather than misread.
+type SchemaError struct {
+	Table, Column string
+}
+
+func (e *SchemaError) Error() string {
+	if e.Column == "" {
+		return "opencode database: no table " + e.Table
+	}
+	return fmt.Sprintf("opencode database: table %s has no column %s", e.Table, e.Column)
+}
+
+// required are the columns read from each table; the event table is
+// optional (older databases have none), and so is session.agent.
+var required = map[string][]string{
+	"session": {"id", "parent_id", "directory", "title", "time_created", "time_updated"},
+	"message": {"id", "session_id", "time_created", "time_updated", "data"},
+	"part":    {"id", "message_id", "session_id", "time_created", "time_updated", "data"},
+	"event":   {"aggregate_id", "type", "data"},
+}
+
+// maxRows bounds the rows one query returns; a larger backlog is read in
+// several queries within the same wake.
+const maxRows = 2000
+
+// maxText bounds the prompt text taken from a part, maxErrorText a tool's
+// error (only its start is compared).
+const (
+	maxText      = 4096
+	maxErrorText = 256
+)
+
+var queries atomic.Uint64 // every query run against a database: the idle test's witness
+
+// DB is one opencode database followed read-only: opened with mode=ro
+// (never a write, never a checkpoint), a short busy timeout, and the
+// position of what was read so far: the event journal's last rowid, or,
+// for a database without the event table, the latest time_updated seen.
+type DB struct {
+	path     string
+	db       *sql.DB
+	dev, ino uint64
+	events   bool   // has the event table: follow it by rowid
+	agent    bool   // session.agent exists
+	Version  string // the latest migration applied ("" unknown)
+	last     int64  // event: the last rowid read
+	mark     int64  // tables: the latest time_updated read
+	atMark   map[string]int64
+	drift    map[string]int // unknown event versions by type family
+}
+
+// OpenDB opens the database at path read-only and checks its schema. It
+// never creates, writes or checkpoints the database.
+func OpenDB(path string) (*DB, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: not a regular file", ErrUnreadable)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	u := url.URL{Scheme: "file", Path: path, RawQuery: "mode=ro&_pragma=busy_timeout(50)&_pragma=query_only(1)"}
+	db, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return nil, fmt.Errorf("open opencode database: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	d := &DB{path: path, db: db, atMark: map[string]int64{}, drift: map[string]int{}}
+	if st != nil {
+		d.dev, d.ino = uint64(st.Dev), st.Ino
+	}
+	if err := d.schema(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Close releases the connection.
+func (d *DB) Close() error { return d.db.Close() }
+
+// Same reports whether path is still the file that was opened.
+func (d *DB) Same() bool {
+	fi, err := os.Stat(d.path)
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && uint64(st.Dev) == d.dev && st.Ino == d.ino
+}
+
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return fmt.Errorf("%w: %v", ErrBusy, err)
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FORMAT, sqlite3.SQLITE_RANGE, sqlite3.SQLITE_ERROR:
+			return fmt.Errorf("%w: %v", ErrUnreadable, err)
+		}
+	}
+	return fmt.Errorf("%w: %v", ErrUnreadable, err)
+}
+
+// schema checks the tables and columns the source reads.
+func (d *DB) schema() error {
+	ctx := context.Background()
+	for _, table := range []string{"session", "message", "part", "event"} {
+		queries.Add(1)
+		rows, err := d.db.QueryContext(ctx, "SELECT name FROM pragma_table_info(?)", table)
+		if err != nil {
+			return classify(err)
+		}
+		var cols []string
+		for rows.Next() {
+			var c string
+			if err := rows.Scan(&c); err != nil {
+				rows.Close()
+				return classify(err)
+			}
+			cols = append(cols, c)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return classify(err)
+		}
+		if len(cols) == 0 {
+			if table == "event" {
+				continue
+			}
+			return &SchemaError{Table: table}
+		}
+		for _, c := range required[table] {
+			if !slices.Contains(cols, c) {
+				return &SchemaError{Table: table, Column: c}
+			}
+		}
+		switch table {
+		case "event":
+			d.events = true
+		case "session":
+			d.agent = slices.Contains(cols, "agent")
+		}
+	}
+	queries.Add(1)
+	var v sql.NullString
+	if err := d.db.QueryRowContext(ctx, "SELECT max(id) FROM migration").Scan(&v); err == nil {
+		d.Version = v.String
+	}
+	return nil
+}
+
+// Events reports whether the database has the event journal.
+func (d *DB) Events() bool { return d.events }
+
+// str and num extract a JSON field as text or integer (NULL when absent
+// or of another shape), so that a row of unexpected shape never fails
+// the query.
+func str(col, path string) string {
+	return fmt.Sprintf("CAST(json_extract(%s,'%s') AS TEXT)", col, path)
+}
+func num(col, path string) string {
+	return fmt.Sprintf("CAST(json_extract(%s,'%s') AS INTEGER)", col, path)
+}
+
+// valid replaces a column that is not JSON by an empty object.
+func valid(col string) string {
+	return fmt.Sprintf("CASE WHEN json_valid(%[1]s) THEN %[1]s ELSE '{}' END", col)
+}
+
+// message and part columns, from the JSON at col under prefix.
+func messageCols(col, prefix string) []string {
+	return []string{
+		str(col, prefix+".role"), num(col, prefix+".time.created"), num(col, prefix+".time.completed"),
+		str(col, prefix+".finish"), str(col, prefix+".error.name"), str(col, prefix+".modelID"),
+	}
+}
+func partCols(col, prefix string) []string {
+	return []string{
+		str(col, prefix+".type"), str(col, prefix+".tool"), str(col, prefix+".state.status"),
+		fmt.Sprintf("substr(%s,1,%d)", str(col, prefix+".text"), maxText),
+		num(col, prefix+".synthetic"), str(col, prefix+".state.metadata.sessionId"),
+		num(col, prefix+".state.time.start"),
+		fmt.Sprintf("substr(%s,1,%d)", str(col, prefix+".state.error"), maxErrorText),
+	}
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+// messageDest returns the scan destinations of messageCols and the
+// function that fills m from them after the scan.
+func messageDest(m *MessageInfo) ([]any, func()) {
+	var role, finish, errName, model sql.NullString
+	var created, completed sql.NullInt64
+	return []any{&role, &created, &completed, &finish, &errName, &model}, func() {
+		m.Role, m.Created, m.Completed = role.String, created.Int64, completed.Int64
+		m.Finish, m.Error, m.Model = finish.String, errName.String, model.String
+	}
+}
+
+// partDest is messageDest for partCols.
+func partDest(p *PartInfo) ([]any, func()) {
+	var typ, tool, status, text, child sql.NullString
+	var synthetic, start sql.NullInt64
+	var errText sql.NullString
+	return []any{&typ, &tool, &status, &text, &synthetic, &child, &start, &errText}, func() {
+		p.Type, p.Tool, p.Status, p.Text = typ.String, tool.String, status.String, text.String
+		p.Synthetic, p.Child, p.Started, p.Error = synthetic.Int64 != 0, child.String, start.Int64, errText.String
+	}
+}
+
+func scanMessage(sc scanner, head ...any) (*MessageInfo, error) {
+	m := &MessageInfo{}
+	dest, fill := messageDest(m)
+	if err := sc.Scan(append(head, dest...)...); err != nil {
+		return nil, err
+	}
+	fill()
+	return m, nil
+}
+
+func scanPart(sc scanner, head ...any) (*PartInfo, error) {
+	p := &PartInfo{}
+	dest, fill := partDest(p)
+	if err := sc.Scan(append(head, dest...)...); err != nil {
+		return nil, err
+	}
+	fill()
+	return p, nil
+}
+
+// stamped is a record with the time it sorts by.
+type stamped struct {
+	at   int64
+	kind int // 0 session, 1 message, 2 part: the order of a tie
+	id   string
+	r    Record
+}
+
+// Scan reads the current state: the sessions updated at or after cutoff
+// (epoch ms) and their ancestors, then the messages and parts created at
+// or after cutoff, in the order they were created, all in one read
+// transaction; the reads that follow (Changes) start from there.
+func (d *DB) Scan(ctx context.Context, cutoff int64) ([]Record, error) {
+	recs, err := d.scan(ctx, cutoff)
+	return recs, classify(err)
+}
+
+func (d *DB) scan(ctx context.Context, cutoff int64) ([]Record, error) {
+	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	agent := "NULL"
+	if d.agent {
+		agent = "agent"
+	}
+	queries.Add(1)
+	rows, err := tx.QueryContext(ctx, `WITH RECURSIVE keep(id, n) AS (
+		SELECT id, 0 FROM session WHERE time_updated >= ?1
+		UNION SELECT s.parent_id, keep.n+1 FROM session s JOIN keep ON s.id = keep.id
+			WHERE s.parent_id IS NOT NULL AND keep.n < 64)
+		SELECT id, parent_id, directory, title, `+agent+`, time_created, time_updated
+		FROM session WHERE id IN (SELECT id FROM keep) ORDER BY time_created, id`, cutoff)
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for rows.Next() {
+		s, err := scanSession(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, Record{Session: s})
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, err
+	}
+	st, mark, err := d.tables(ctx, tx, "time_created", cutoff, false)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range st {
+		out = append(out, s.r)
+	}
+	d.mark = max(mark, cutoff)
+	clear(d.atMark)
+	if d.events {
+		queries.Add(1)
+		var last sql.NullInt64
+		if err := tx.QueryRowContext(ctx, "SELECT max(rowid) FROM event").Scan(&last); err != nil {
+			return nil, err
+		}
+		d.last = last.Int64
+	}
+	return out, tx.Commit()
+}
+
+func closeRows(rows *sql.Rows) error {
+	err := rows.Err()
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func scanSession(sc scanner) (*SessionInfo, error) {
+	var id, parent, dir, title, agent sql.NullString
+	var created, updated sql.NullInt64
+	if err := sc.Scan(&id, &parent, &dir, &title, &agent, &created, &updated); err != nil {
+		return nil, err
+	}
+	return &SessionInfo{ID: id.String, ParentID: parent.String, Directory: dir.String, Title: title.String,
+		Agent: agent.String, Created: created.Int64, Updated: updated.Int64}, nil
+}
+
+// tables reads the messages and parts whose column by (time_created or
+// time_updated) is at or after from, merged in that order; it returns
+// them and the latest time seen.
+func (d *DB) tables(ctx context.Context, tx *sql.Tx, by string, from int64, sessions bool) ([]stamped, int64, error) {
+	var out []stamped
+	mark := from
+	if sessions {
+		agent := "NULL"
+		if d.agent {
+			agent = "agent"
+		}
+		queries.Add(1)
+		rows, err := tx.QueryContext(ctx, `SELECT id, parent_id, directory, title, `+agent+`, time_created, time_updated
+			FROM session WHERE time_updated >= ? ORDER BY time_updated, id LIMIT ?`, from, maxRows)
+		if err != nil {
+			return nil, 0, err
+		}
+		for rows.Next() {
+			s, err := scanSession(rows)
+			if err != nil {
+				rows.Close()
+				return nil, 0, err
+			}
+			out = append(out, stamped{at: s.Updated, kind: 0, id: s.ID, r: Record{Session: s}})
+		}
+		if err := closeRows(rows); err != nil {
+			return nil, 0, err
+		}
+	}
+	queries.Add(1)
+	rows, err := tx.QueryContext(ctx, `SELECT id, session_id, `+by+`, `+strings.Join(messageCols("d", "$"), ", ")+`
+		FROM (SELECT id, session_id, time_created, time_updated, `+valid("data")+` AS d FROM message WHERE `+by+` >= ?)
+		ORDER BY `+by+`, id LIMIT ?`, from, maxRows)
+	if err != nil {
+		return nil, 0, err
+	}
+	for rows.Next() {
+		var id, sid sql.NullString
+		var at int64
+		m, err := scanMessage(rows, &id, &sid, &at)
+		if err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+		m.ID, m.SessionID = id.String, sid.String
+		out = append(out, stamped{at: at, kind: 1, id: m.ID, r: Record{Message: m}})
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, 0, err
+	}
+	queries.Add(1)
+	rows, err = tx.QueryContext(ctx, `SELECT id, message_id, session_id, `+by+`, `+strings.Join(partCols("d", "$"), ", ")+`
+		FROM (SELECT id, message_id, session_id, time_created, time_updated, `+valid("data")+` AS d FROM part WHERE `+by+` >= ?)
+		ORDER BY `+by+`, id LIMIT ?`, from, maxRows)
+	if err != nil {
+		return nil, 0, err
+	}
+	for rows.Next() {
+		var id, mid, sid sql.NullString
+		var at int64
+		p, err := scanPart(rows, &id, &mid, &sid, &at)
+		if err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+		p.ID, p.MessageID, p.SessionID = id.String, mid.String, sid.String
+		out = append(out, stamped{at: at, kind: 2, id: p.ID, r: Record{Part: p}})
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, 0, err
+	}
+	slices.SortStableFunc(out, func(a, b stamped) int {
+		switch {
+		case a.at != b.at:
+			return cmpInt(a.at, b.at)
+		case a.kind != b.kind:
+			return a.kind - b.kind
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	for _, s := range out {
+		mark = max(mark, s.at)
+	}
+	return out, mark, nil
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Changes reads what changed since the last read: the event journal's
+// new rows, or (without one) the rows whose time_updated reached the
+// latest one seen. It reads in one read transaction; on ErrBusy nothing
+// moves, and the next call reads the same changes.
+func (d *DB) Changes(ctx context.Context) ([]Record, error) {
+	var out []Record
+	var err error
+	if d.events {
+		out, err = d.journal(ctx)
+	} else {
+		out, err = d.updated(ctx)
+	}
+	return out, classify(err)
+}
+
+// The event types the source reads, without their version suffix; a
+// version other than 1 is schema drift.
+var eventFamilies = map[string]bool{
+	"session.created": true, "session.updated": true, "session.deleted": true,
+	"message.updated": true, "message.part.updated": true,
+}
+
+func (d *DB) journal(ctx context.Context) ([]Record, error) {
+	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	cols := []string{"rowid", "type",
+		str("d", "$.info.id"), str("d", "$.info.parentID"), str("d", "$.info.directory"), str("d", "$.info.title"),
+		str("d", "$.info.agent"), num("d", "$.info.time.created"), num("d", "$.info.time.updated"), str("d", "$.info.sessionID")}
+	cols = append(cols, messageCols("d", "$.info")...)
+	cols = append(cols, str("d", "$.part.id"), str("d", "$.part.messageID"), str("d", "$.part.sessionID"))
+	cols = append(cols, partCols("d", "$.part")...)
+	q := `SELECT ` + strings.Join(cols, ", ") + ` FROM (SELECT rowid, type, ` + valid("data") +
+		` AS d FROM event WHERE rowid > ? ORDER BY rowid LIMIT ?)`
+	var out []Record
+	last := d.last
+	for {
+		queries.Add(1)
+		rows, err := tx.QueryContext(ctx, q, last, maxRows)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for rows.Next() {
+			n++
+			rowid, r, err := d.eventRow(rows)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			last = rowid
+			if r != nil {
+				out = append(out, *r)
+			}
+		}
+		if err := closeRows(rows); err != nil {
+			return nil, err
+		}
+		if n < maxRows {
+			break
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	if last == d.last {
+		// nothing new: rows deleted at the end (a session removed) make
+		// rowids be used again, so start after the journal's end now
+		queries.Add(1)
+		var end sql.NullInt64
+		if err := d.db.QueryRowContext(ctx, "SELECT max(rowid) FROM event").Scan(&end); err != nil {
+			return nil, err
+		}
+		last = min(last, end.Int64)
+	}
+	d.last = last
+	return out, nil
+}
+
+// eventRow decodes one row of the journal query: nil for an event the
+// source does not read.
+func (d *DB) eventRow(sc scanner) (int64, *Record, error) {
+	var rowid int64
+	var typ, id, parent, dir, title, agent, sid, pid, pmid, psid sql.NullString
+	var created, updated sql.NullInt64
+	m, p := &MessageInfo{}, &PartInfo{}
+	md, mfill := messageDest(m)
+	pd, pfill := partDest(p)
+	dest := []any{&rowid, &typ, &id, &parent, &dir, &title, &agent, &created, &updated, &sid}
+	dest = append(dest, md...)
+	dest = append(dest, &pid, &pmid, &psid)
+	dest = append(dest, pd...)
+	if err := sc.Scan(dest...); err != nil {
+		return 0, nil, err
+	}
+	family, version, _ := cutVersion(typ.String)
+	if !eventFamilies[family] {
+		return rowid, nil, nil
+	}
+	if version != "1" {
+		d.drift[family]++
+		return rowid, nil, nil
+	}
+	switch family {
+	case "session.created", "session.updated", "session.deleted":
+		return rowid, &Record{Session: &SessionInfo{ID: id.String, ParentID: parent.String, Directory: dir.String,
+			Title: title.String, Agent: agent.String, Created: created.Int64, Updated: updated.Int64},
+			Deleted: family == "session.deleted"}, nil
+	case "message.updated":
+		mfill()
+		m.ID, m.SessionID = id.String, sid.String
+		return rowid, &Record{Message: m}, nil
+	default: // message.part.updated
+		pfill()
+		p.ID, p.MessageID, p.SessionID = pid.String, pmid.String, psid.String
+		return rowid, &Record{Part: p}, nil
+	}
+}
+
+// cutVersion splits "message.updated.1" into its family and version.
+func cutVersion(typ string) (family, version string, ok bool) {
+	i := strings.LastIndexByte(typ, '.')
+	if i < 0 {
+		return typ, "", false
+	}
+	return typ[:i], typ[i+1:], true
+}
+
+// Drift returns and clears the counts of journal events skipped because
+// their type has a version the source does not know, by type family.
+func (d *DB) Drift() map[string]int {
+	if len(d.drift) == 0 {
+		return nil
+	}
+	out := d.drift
+	d.drift = map[string]int{}
+	return out
+}
+
+func (d *DB) updated(ctx context.Context) ([]Record, error) {
+	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	st, mark, err := d.tables(ctx, tx, "time_updated", d.mark, true)
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	next := map[string]int64{}
+	for _, s := range st {
+		key := fmt.Sprint(s.kind) + s.id
+		if at, ok := d.atMark[key]; ok && at == s.at {
+			continue // read at the previous mark already
+		}
+		if s.at == mark {
+			next[key] = s.at
+		}
+		out = append(out, s.r)
+	}
+	if mark > d.mark {
+		d.atMark = next
+	} else {
+		for k, v := range next {
+			d.atMark[k] = v
+		}
+	}
+	d.mark = mark
+	return out, tx.Commit()
+}

@@ -1,0 +1,174 @@
+package opencode
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// copyDB copies a database fixture into a temporary directory: opening a
+// database in WAL mode (even read-only) may create its -wal and -shm
+// files, which must not appear in testdata.
+func copyDB(t testing.TB, src string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "opencode.db")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// event is one mapped event and the session it is for.
+type event struct {
+	Session string            `json:"session"`
+	Event   agentbridge.Event `json:"event"`
+}
+
+type golden struct {
+	Events    []event                `json:"events"`
+	Snapshots []agentbridge.Snapshot `json:"snapshots"`
+}
+
+// folder folds mapped events as Sessions would, failing on a rejected one.
+type folder struct {
+	t  *testing.T
+	s  map[string]*validate.Session
+	ev []event
+}
+
+func (f *folder) add(outs []Out) {
+	f.t.Helper()
+	for _, o := range outs {
+		e := o.Event
+		validate.RedactEvent(&e)
+		s := f.s[o.Session]
+		if s == nil {
+			s = validate.NewSession(o.Session, Harness)
+			f.s[o.Session] = s
+		}
+		if is := s.Apply(e); len(is) > 0 {
+			f.t.Fatalf("fold rejected %s for %s: %+v", e.Kind, o.Session, is)
+		}
+		f.ev = append(f.ev, event{o.Session, e})
+	}
+}
+
+func (f *folder) golden() golden {
+	g := golden{Events: f.ev}
+	ids := make([]string, 0, len(f.s))
+	for id := range f.s {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		snap := f.s[id].Snapshot()
+		if is := validate.Snapshot(snap, validate.Harnesses{Harness: true}); len(is) > 0 {
+			f.t.Fatalf("snapshot %s invalid: %+v", id, is)
+		}
+		g.Snapshots = append(g.Snapshots, snap)
+	}
+	return g
+}
+
+// logAsks reads the permission requests of a log fixture, attributed as
+// the handler does (the session the run named last).
+func logAsks(t *testing.T, path string) []Ask {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]string{}
+	var asks []Ask
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		l, ok := ParseLog(sc.Bytes())
+		if !ok {
+			continue
+		}
+		if l.Ask != nil {
+			l.Ask.Session = runs[l.Run]
+			asks = append(asks, *l.Ask)
+			continue
+		}
+		runs[l.Run] = l.Session
+	}
+	return asks
+}
+
+func checkGolden(t *testing.T, name string, got golden) {
+	t.Helper()
+	sourcestest.Golden(t, filepath.Join("testdata", "golden", name+".json"), got, *update)
+}
+
+// TestGolden maps the databases the real opencode CLI wrote (see
+// testdata/SOURCES.md), twice: as the live source reads them, the event
+// journal from its first row with the log's permission requests placed
+// as soon as their tool runs; and as the start reads them, from the
+// tables. Both are compared with testdata/golden.
+func TestGolden(t *testing.T) {
+	fixtures, _ := filepath.Glob("testdata/cli/*.db")
+	if len(fixtures) == 0 {
+		t.Fatal("no fixtures")
+	}
+	for _, fx := range fixtures {
+		name := strings.TrimSuffix(filepath.Base(fx), ".db")
+		t.Run(name, func(t *testing.T) {
+			asks := logAsks(t, strings.TrimSuffix(fx, ".db")+".log")
+			d, err := OpenDB(copyDB(t, fx))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if !d.Events() {
+				t.Fatal("the CLI's database has no event journal")
+			}
+			recs, err := d.Changes(context.Background()) // from rowid 0
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &folder{t: t, s: map[string]*validate.Session{}}
+			m := NewMapper()
+			for _, r := range recs {
+				f.add(m.Apply(r))
+				for i := 0; i < len(asks); i++ {
+					if out, ok := m.Ask(asks[i]); ok {
+						f.add(out)
+						asks = append(asks[:i], asks[i+1:]...)
+						i--
+					}
+				}
+			}
+			if len(m.Skipped) > 0 {
+				t.Errorf("skipped: %v", m.Skipped)
+			}
+			checkGolden(t, name+".journal", f.golden())
+
+			recs, err = d.Scan(context.Background(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f = &folder{t: t, s: map[string]*validate.Session{}}
+			m = NewMapper()
+			for _, r := range recs {
+				f.add(m.Apply(r))
+			}
+			checkGolden(t, name+".scan", f.golden())
+		})
+	}
+}

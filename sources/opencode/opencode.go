@@ -1,0 +1,131 @@
+// Package opencode is the source of opencode (sst/opencode, npm
+// opencode-ai), which keeps its sessions in a SQLite database in WAL mode
+// rather than in a journal file: $XDG_DATA_HOME/opencode/opencode.db
+// (default ~/.local/share/opencode), and opencode-<channel>.db for the
+// other release channels.
+//
+// Nothing is polled. A watch on the data directory (inotify, through
+// fsnotify) sees every write to the database and its -wal file; each wake
+// runs read-only queries (mode=ro, no immutable, a 50 ms busy timeout) of
+// what changed: the rows of the database's own append-only event table
+// after the last rowid read (session.created / session.updated /
+// session.deleted / message.updated / message.part.updated, each carrying
+// the whole row), or, in databases from before that table, the rows whose
+// time_updated reached the latest one seen. A database that is busy (a
+// checkpoint or recovery in progress) is read again on its next change,
+// never on a timer. The start reads the sessions updated within the
+// window from the tables themselves. The older file storage
+// (storage/session|message|part/**.json) is read whole, at the start and
+// whenever a file changes (the shared tailer's whole files).
+//
+// A pending permission is not in the database (the tool part just stays
+// running), but opencode's log (log/*.log under the same home) gets
+// "message=asking id=per_… permission=… patterns=[…]" at that moment: the
+// log is followed as a second journal (the shared tailer), and the
+// request becomes wait.started on the session whose tool is running; it
+// ends when that tool part moves on. The mapping is in README.md.
+package opencode
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/sources"
+)
+
+// The source's identity.
+const (
+	ID          = "opencode"
+	DisplayName = "opencode"
+	Harness     = "opencode"
+	EnvDataHome = "XDG_DATA_HOME" // the home is $XDG_DATA_HOME/opencode
+)
+
+var info = agentbridge.SourceInfo{
+	ID:                   ID,
+	DisplayName:          DisplayName,
+	Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: "opencode"}},
+	EnvironmentVariables: []string{EnvDataHome},
+	Observes: map[string]agentbridge.Observe{
+		"waiting":   {How: agentbridge.Observed, From: "log"},      // log/opencode.log: message=asking
+		"exited":    {How: agentbridge.Unavailable},                // one database for every process: sessions expire after the window
+		"subagents": {How: agentbridge.Observed, From: "database"}, // session.parent_id
+		"title":     {How: agentbridge.Observed, From: "database"}, // session.title
+		"model":     {How: agentbridge.Observed, From: "database"}, // the assistant message's modelID
+	},
+}
+
+// DefaultHome is opencode's data directory: $XDG_DATA_HOME/opencode when
+// that is absolute, else ~/.local/share/opencode.
+func DefaultHome(getenv func(string) string) string {
+	if x := getenv(EnvDataHome); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "opencode")
+	}
+	return sources.HomeUnder(".local", "share", "opencode")(getenv)
+}
+
+func init() {
+	sources.Register(sources.Registration{
+		Info:        info,
+		DefaultHome: DefaultHome,
+		New:         func(o sources.Options) hub.Source { return New(o) },
+	})
+}
+
+// Source follows one opencode home. It implements hub.Source.
+type Source struct{ o sources.Options }
+
+// New returns the source for o.Home (opencode's data directory).
+func New(o sources.Options) *Source { return &Source{o: o} }
+
+// Info describes the source.
+func (s *Source) Info() agentbridge.SourceInfo { return info }
+
+// dbName matches the databases: opencode.db and opencode-<channel>.db.
+var dbName = regexp.MustCompile(`^opencode(-[A-Za-z0-9._]{1,64})?\.db$`)
+
+// dbOf returns the database a file of the home belongs to (the database
+// itself or its -wal), or "".
+func dbOf(home, p string) string {
+	if filepath.Dir(p) != home {
+		return ""
+	}
+	base := strings.TrimSuffix(filepath.Base(p), "-wal")
+	if !dbName.MatchString(base) {
+		return ""
+	}
+	return filepath.Join(home, base)
+}
+
+// Run follows the home until ctx ends.
+func (s *Source) Run(ctx context.Context, st hub.Start) error {
+	home := filepath.Clean(s.o.Home)
+	logs, storage := filepath.Join(home, "log"), filepath.Join(home, "storage")
+	ctx, cancel := context.WithCancel(ctx)
+	var h *handler
+	w := newDirWatch(home, s.o.Logger)
+	defer func() {
+		cancel()
+		w.wait()
+		if h != nil {
+			h.closeAll()
+		}
+	}()
+	return sources.Follow(ctx, st, sources.FollowConfig{
+		Tail: sources.TailConfig{
+			Roots:  []string{logs, storage},
+			Match:  func(p string) bool { return filepath.Dir(p) == logs && strings.HasSuffix(p, ".log") },
+			Dirs:   func(p string) bool { return storageDir(storage, p) },
+			Window: s.o.Window,
+		},
+		Linger: s.o.Linger,
+		Logger: s.o.Logger,
+	}, func(ss *sources.Sessions) sources.Handler {
+		h = newHandler(ctx, ss, home, s.o.Window, w, s.o.Logger)
+		return h
+	})
+}

@@ -1,0 +1,47 @@
+package opencode
+
+import (
+	"testing"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// TestRejectedCallEndsTheTurn: opencode stops a turn when the user rejects
+// a tool call; the step's message completes with finish tool-calls and no
+// other message follows. Whether the part or the message is read first
+// (the journal has the part first, a scan the message), the turn ends
+// cancelled; a rejection with feedback lets the turn go on.
+func TestRejectedCallEndsTheTurn(t *testing.T) {
+	const rejectedText = "The user rejected permission to use this specific tool call."
+	sess := Record{Session: &SessionInfo{ID: "ses_1", Directory: "/w"}}
+	user := Record{Message: &MessageInfo{ID: "msg_1", SessionID: "ses_1", Role: "user"}}
+	step := Record{Message: &MessageInfo{ID: "msg_2", SessionID: "ses_1", Role: "assistant", Completed: 9, Finish: "tool-calls"}}
+	running := Record{Part: &PartInfo{ID: "prt_1", MessageID: "msg_2", SessionID: "ses_1", Type: "tool", Tool: "bash", Status: "running"}}
+	failed := func(text string) Record {
+		return Record{Part: &PartInfo{ID: "prt_1", MessageID: "msg_2", SessionID: "ses_1", Type: "tool", Tool: "bash", Status: "error", Error: text}}
+	}
+	for _, tc := range []struct {
+		name string
+		recs []Record
+		want agentbridge.LastTurn // "" : the turn goes on
+	}{
+		{"journal order", []Record{sess, user, running, failed(rejectedText), step}, agentbridge.LastTurnCancelled},
+		{"scan order", []Record{sess, user, step, failed(rejectedText)}, agentbridge.LastTurnCancelled},
+		{"dismissed question", []Record{sess, user, running, failed("The user dismissed this question"), step}, agentbridge.LastTurnCancelled},
+		{"rejected with feedback", []Record{sess, user, running, failed("The user rejected permission to use this specific tool call with the following feedback: use ls"), step}, ""},
+		{"a tool that failed", []Record{sess, user, running, failed("exit status 1"), step}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &folder{t: t, s: map[string]*validate.Session{}}
+			m := NewMapper()
+			for _, r := range tc.recs {
+				f.add(m.Apply(r))
+			}
+			snap := f.s["ses_1"].Snapshot()
+			if snap.LastTurn != tc.want || (tc.want == "") != (snap.Status == agentbridge.StatusRunning) {
+				t.Errorf("status %s, last turn %q; want last turn %q", snap.Status, snap.LastTurn, tc.want)
+			}
+		})
+	}
+}

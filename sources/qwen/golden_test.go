@@ -1,0 +1,157 @@
+package qwen
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+type golden struct {
+	Events   []agentbridge.Event       `json:"events"`
+	Usage    []agentbridge.UsageReport `json:"usage,omitempty"` // the events' Event.Usage, in order
+	Snapshot agentbridge.Snapshot      `json:"snapshot"`
+	Activity *agentbridge.Activity     `json:"activity,omitempty"`
+}
+
+// replay maps a chat the way the source does and folds the events,
+// failing on a skipped line or an event the fold rejects.
+func replay(t *testing.T, data []byte) golden {
+	t.Helper()
+	g := golden{Events: []agentbridge.Event{}}
+	var id string
+	var st State
+	var s *validate.Session
+	for i, line := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
+		if id == "" {
+			var r struct {
+				SessionID string `json:"sessionId"`
+			}
+			_ = json.Unmarshal(line, &r)
+			id = r.SessionID
+			s = validate.NewSession(id, Harness)
+		}
+		events, code := Map(id, line, &st)
+		if code != "" {
+			t.Fatalf("line %d skipped: %s", i+1, code)
+		}
+		for _, e := range events {
+			if issues := s.Apply(e); len(issues) > 0 {
+				t.Fatalf("line %d: fold rejected %s: %+v", i+1, e.Kind, issues)
+			}
+			if e.Usage != nil {
+				g.Usage = append(g.Usage, *e.Usage)
+				e.Usage = nil
+			}
+			g.Events = append(g.Events, e)
+		}
+	}
+	g.Snapshot = s.Snapshot()
+	g.Activity = s.Activity()
+	if issues := validate.Snapshot(g.Snapshot, validate.Harnesses{Harness: true}); len(issues) > 0 {
+		t.Fatalf("final snapshot invalid: %+v", issues)
+	}
+	return g
+}
+
+// TestGolden maps each recorded chat to its events and final snapshot and
+// compares them with testdata/golden/<chat>.json.
+func TestGolden(t *testing.T) {
+	chats, _ := filepath.Glob("testdata/journals/*.jsonl")
+	if len(chats) < 3 {
+		t.Fatalf("only %d chats under testdata/journals", len(chats))
+	}
+	for _, p := range chats {
+		name := strings.TrimSuffix(filepath.Base(p), ".jsonl")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := replay(t, data)
+			path := filepath.Join("testdata", "golden", name+".json")
+			if *update {
+				b, _ := json.MarshalIndent(got, "", "  ")
+				_ = os.MkdirAll(filepath.Dir(path), 0o755)
+				if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			data, err = os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to write it)", err)
+			}
+			var want golden
+			if err := json.Unmarshal(data, &want); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("mapping changed (-golden +now):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The real Qwen Code 0.24.4 session, recorded in its TUI against a
+// scripted model: a turn answered, a tool approved, a tool denied (which
+// ends the turn, cancelled), and an Escape before any reply (which writes
+// nothing: the turn stays running, a documented limit).
+func TestRecordedTUISession(t *testing.T) {
+	data, err := os.ReadFile("testdata/journals/v0.24.4-tui-approve-deny-esc.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := replay(t, data)
+	var kinds []string
+	outcomes := map[agentbridge.Outcome]int{}
+	for _, e := range g.Events {
+		kinds = append(kinds, string(e.Kind))
+		if e.Kind == agentbridge.KindAgentDone {
+			outcomes[e.Outcome]++
+		}
+	}
+	if strings.Count(strings.Join(kinds, " "), "turn.started") != 3 {
+		t.Errorf("turns: %v", kinds)
+	}
+	if outcomes[agentbridge.OutcomeSuccess] != 1 || outcomes[agentbridge.OutcomeCancelled] != 1 {
+		t.Errorf("outcomes %v, want one completed and one cancelled turn", outcomes)
+	}
+	s := g.Snapshot
+	if s.Status != agentbridge.StatusRunning || s.Title != "write a marker" || s.Model != "mock-model" || s.Cwd != "/tmp/qhome/proj" {
+		t.Errorf("snapshot %+v", s)
+	}
+}
+
+// TestUsageMatchesJournals: the session's tokens are the sums of the
+// chats' own usageMetadata (prompt less cached, candidates plus thoughts,
+// cached), worked out from the files apart from the mapping.
+func TestUsageMatchesJournals(t *testing.T) {
+	for name, want := range map[string]*agentbridge.Usage{
+		"v0.21-agent-sessions-fixture": nil,
+		"v0.24.4-headless-prompt":      {InputTokens: 10, OutputTokens: 5},
+		"v0.24.4-tui-approve-deny-esc": {InputTokens: 30, OutputTokens: 15},
+	} {
+		data, err := os.ReadFile(filepath.Join("testdata", "journals", name+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got *agentbridge.Usage
+		if a := replay(t, data).Activity; a != nil {
+			got = a.Usage
+		}
+		if (got == nil) != (want == nil) || (got != nil && *got != *want) {
+			t.Errorf("%s: usage = %+v, want the chat's own %+v", name, got, want)
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package qwen
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
+	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
+)
+
+func run(t *testing.T, home string) *sourcestest.Hub {
+	t.Helper()
+	h := sourcestest.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- New(sources.Options{Home: home}).Run(ctx, hub.Start{Enabled: []string{Harness}, Publisher: h})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run = %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("Run did not return after cancel")
+		}
+		if n := h.Refused(); n > 0 {
+			t.Errorf("the hub refused %d calls", n)
+		}
+	})
+	return h
+}
+
+func appendTo(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func status(id string, want agentbridge.Status) func(*sourcestest.Hub) bool {
+	return func(h *sourcestest.Hub) bool { s, ok := h.Snapshot(id); return ok && s.Status == want }
+}
+
+// A chat written live with cut lines goes idle → running → done; the
+// runtime file binds the TUI's process, whose end makes the session
+// exited.
+func TestLiveChatAndProcess(t *testing.T) {
+	home := t.TempDir()
+	const id = "f09aa972-4319-42fc-ae72-923eb867e18f"
+	chats := filepath.Join(home, "projects", "-work-proj", "chats")
+	if err := os.MkdirAll(chats, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	agent := exec.Command("sleep", "60")
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
+	st, err := proc.ReadStat(proc.Root, agent.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := proc.StartedAt(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := run(t, home)
+
+	appendTo(t, filepath.Join(chats, id+".runtime.json"), fmt.Sprintf("{\n  \"schema_version\": 1,\n  \"pid\": %d,\n  \"session_id\": %q,\n  \"work_dir\": \"/work/proj\",\n  \"started_at\": %.3f\n}", agent.Process.Pid, id, float64(started.UnixMilli())/1000))
+	chat := filepath.Join(chats, id+".jsonl")
+	prompt := `{"uuid":"u1","parentUuid":null,"sessionId":"` + id + `","timestamp":"` + time.Now().UTC().Format(time.RFC3339Nano) + `","type":"user","cwd":"/work/proj","version":"0.24.4","message":{"role":"user","parts":[{"text":"write a marker"}]}}` + "\n"
+	appendTo(t, chat, prompt[:40])
+	appendTo(t, chat, prompt[40:])
+	h.WaitFor(t, "running", status(id, agentbridge.StatusRunning))
+	h.WaitFor(t, "the process bound", func(h *sourcestest.Hub) bool { s, _ := h.Snapshot(id); return s.PID == agent.Process.Pid })
+	appendTo(t, chat, `{"uuid":"a1","sessionId":"`+id+`","type":"assistant","model":"qwen3-coder","message":{"role":"model","parts":[{"text":"done"}]}}`+"\n")
+	h.WaitFor(t, "done", status(id, agentbridge.StatusDone))
+	if s, _ := h.Snapshot(id); s.Cwd != "/work/proj" || s.Model != "qwen3-coder" || s.Title != "write a marker" {
+		t.Errorf("snapshot %+v", s)
+	}
+	agent.Process.Kill()
+	h.WaitFor(t, "exited", status(id, agentbridge.StatusExited))
+}
+
+// A runtime file left behind by a TUI that exited long ago names a pid
+// that is now another process (or none): the session is not bound to it.
+func TestStaleRuntimeFileIsNotBound(t *testing.T) {
+	home := t.TempDir()
+	const id = "11111111-4319-42fc-ae72-923eb867e18f"
+	chats := filepath.Join(home, "projects", "-work-proj", "chats")
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	appendTo(t, filepath.Join(chats, id+".runtime.json"), fmt.Sprintf("{\n  \"pid\": %d,\n  \"session_id\": %q,\n  \"started_at\": 1000000000.5\n}", other.Process.Pid, id))
+	appendTo(t, filepath.Join(chats, id+".jsonl"), `{"uuid":"u1","sessionId":"`+id+`","timestamp":"2026-12-01T10:00:00Z","type":"user","message":{"parts":[{"text":"hi"}]}}`+"\n")
+	h := run(t, home)
+	h.WaitFor(t, "running", status(id, agentbridge.StatusRunning))
+	time.Sleep(50 * time.Millisecond) // let a wrong binding show, if it would
+	if s, _ := h.Snapshot(id); s.PID != 0 || s.Status != agentbridge.StatusRunning {
+		t.Errorf("bound to a process that is not the agent's: %+v", s)
+	}
+}

@@ -1,0 +1,227 @@
+// Package qwen is the source of Qwen Code (a Gemini CLI fork). It follows
+// $QWEN_HOME (default ~/.qwen): chats at projects/<cwd slug>/chats/
+// <sessionId>.jsonl, written from the first prompt on (record.go maps
+// them), and the <sessionId>.runtime.json the TUI writes beside them at
+// start ({pid, session_id, work_dir, started_at}), which binds the
+// session to its process. The mapping is in README.md beside this file.
+package qwen
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"strings"
+	"time"
+
+	json "github.com/go-json-experiment/json"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
+	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// The source's identity.
+const (
+	ID          = "qwen"
+	DisplayName = "Qwen Code"
+	Harness     = "qwen-code"
+	EnvHome     = "QWEN_HOME"
+)
+
+var info = agentbridge.SourceInfo{
+	ID:                   ID,
+	DisplayName:          DisplayName,
+	Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
+	EnvironmentVariables: []string{EnvHome},
+	Observes: map[string]agentbridge.Observe{
+		// A pending approval looks on disk like a tool that is running.
+		"waiting":   {How: agentbridge.Unavailable},
+		"exited":    {How: agentbridge.Observed, From: "process"}, // the pid of <id>.runtime.json, by pidfd
+		"subagents": {How: agentbridge.Unavailable},
+		"title":     {How: agentbridge.Observed, From: "journal"},
+		"model":     {How: agentbridge.Observed, From: "journal"},
+	},
+}
+
+func init() {
+	sources.Register(sources.Registration{
+		Info:        info,
+		HomeEnv:     EnvHome,
+		DefaultHome: sources.HomeUnder(".qwen"),
+		New:         func(o sources.Options) hub.Source { return New(o) },
+	})
+}
+
+// Source follows Qwen Code's chats. It implements hub.Source.
+type Source struct{ o sources.Options }
+
+// New returns the source for o.Home ($QWEN_HOME).
+func New(o sources.Options) *Source { return &Source{o: o} }
+
+// Info describes the source.
+func (s *Source) Info() agentbridge.SourceInfo { return info }
+
+// Run follows the chats until ctx ends.
+func (s *Source) Run(ctx context.Context, st hub.Start) error {
+	root := filepath.Join(s.o.Home, "projects")
+	return sources.Follow(ctx, st, sources.FollowConfig{
+		Tail: sources.TailConfig{
+			Roots:  []string{root},
+			Match:  func(p string) bool { _, runtime, ok := kindOf(root, p); return ok && !runtime },
+			Dirs:   func(p string) bool { return descend(root, p) },
+			Window: s.o.Window,
+		},
+		Linger: s.o.Linger,
+		Logger: s.o.Logger,
+	}, func(ss *sources.Sessions) sources.Handler {
+		return &handler{Sessions: ss, root: root, states: map[string]*State{}, pids: map[string]runtimeFile{}}
+	})
+}
+
+// kindOf recognises projects/<slug>/chats/<id>.jsonl (runtime false) and
+// projects/<slug>/chats/<id>.runtime.json (runtime true).
+func kindOf(root, p string) (id string, runtime, ok bool) {
+	rel, found := strings.CutPrefix(p, root+"/")
+	parts := strings.Split(rel, "/")
+	if !found || len(parts) != 3 || parts[1] != "chats" {
+		return "", false, false
+	}
+	if id, ok := strings.CutSuffix(parts[2], ".runtime.json"); ok && validate.ValidID(id) {
+		return id, true, true
+	}
+	if id, ok := strings.CutSuffix(parts[2], ".jsonl"); ok && validate.ValidID(id) {
+		return id, false, true
+	}
+	return "", false, false
+}
+
+func descend(root, p string) bool {
+	rel, ok := strings.CutPrefix(p, root+"/")
+	parts := strings.Split(rel, "/")
+	return ok && (len(parts) == 1 || (len(parts) == 2 && parts[1] == "chats"))
+}
+
+// handler maps lines to events; Sessions does the rest. It runs on the
+// source's goroutine only.
+type handler struct {
+	*sources.Sessions
+	root   string
+	states map[string]*State      // by session id
+	pids   map[string]runtimeFile // runtime files read, by session id
+}
+
+// MatchWhole picks the runtime files, which the runtime reads whole
+// (sources.WholeFiles).
+func (h *handler) MatchWhole(p string) bool {
+	_, runtime, ok := kindOf(h.root, p)
+	return ok && runtime
+}
+
+// WholeFile takes a runtime file's content (nil: it went away).
+func (h *handler) WholeFile(p string, data []byte) {
+	id, _, _ := kindOf(h.root, p)
+	if data == nil {
+		delete(h.pids, id)
+		return
+	}
+	h.readRuntime(id, data)
+}
+
+// Line maps one line of a chat.
+func (h *handler) Line(p string, line []byte) {
+	id, runtime, ok := kindOf(h.root, p)
+	if !ok || runtime {
+		return
+	}
+	st := h.states[id]
+	if st == nil {
+		st = &State{}
+		h.states[id] = st
+	}
+	events, code := Map(id, line, st)
+	if code != "" {
+		h.BadLine(code)
+		return
+	}
+	for _, e := range events {
+		if !h.Event(id, Harness, e) {
+			continue
+		}
+		if e.Kind == agentbridge.KindSessionStarted {
+			if rt, ok := h.pids[id]; ok {
+				h.bind(id, rt)
+			}
+		}
+	}
+}
+
+// readRuntime takes <id>.runtime.json and binds the session to its
+// process when that process is the one the file describes.
+func (h *handler) readRuntime(id string, data []byte) {
+	var rt runtimeFile
+	if json.Unmarshal(data, &rt) != nil || rt.PID <= 0 || rt.PID > validate.MaxPID || (rt.SessionID != "" && rt.SessionID != id) {
+		h.BadLine(sources.CodeInvalidRecord)
+		return
+	}
+	h.pids[id] = rt
+	if h.Get(id) != nil {
+		h.bind(id, rt)
+	}
+}
+
+// bind binds the session to the runtime file's process. A runtime file
+// outlives its process: a pid that now names another process (started
+// more than a few seconds away from started_at) is not bound, and the
+// session then leaves after the window like one without a process.
+func (h *handler) bind(id string, rt runtimeFile) {
+	started := time.Duration(0)
+	if rt.StartedAt > 0 && rt.StartedAt < math.MaxInt32 {
+		started = time.Duration(rt.StartedAt * float64(time.Second))
+	}
+	if started > 0 {
+		st, err := proc.ReadStat(proc.Root, rt.PID)
+		if err != nil {
+			return // gone: nothing to bind; an old session is not marked exited by a stale file
+		}
+		at, err := proc.StartedAt(st)
+		if err != nil || at.Sub(time.Unix(0, int64(started))).Abs() > 5*time.Second {
+			return
+		}
+		// session.started at the process's start: the pid-reuse guard
+		// compares the process with it (a resumed session's new process
+		// started after the chat's first record).
+		h.Event(id, Harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, OccurredAt: at.UnixMilli()})
+	}
+	h.BindPID(id, rt.PID)
+}
+
+// Truncated starts the chat's mapping again: it is read from the start.
+func (h *handler) Truncated(p string) {
+	id, runtime, ok := kindOf(h.root, p)
+	if !ok || runtime {
+		return
+	}
+	delete(h.states, id)
+	h.Restart(id)
+}
+
+// Removed ends the chat's session.
+func (h *handler) Removed(p string) {
+	id, runtime, ok := kindOf(h.root, p)
+	if !ok || runtime {
+		return
+	}
+	delete(h.states, id)
+	h.Stop(id, "journal removed")
+}
+
+// Rescan drops the mapping state: every file is read again.
+func (h *handler) Rescan() {
+	clear(h.states)
+	clear(h.pids)
+	h.Sessions.Rescan()
+}
+
+var _ hub.Source = (*Source)(nil)

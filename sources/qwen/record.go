@@ -1,0 +1,212 @@
+package qwen
+
+import (
+	"strings"
+
+	json "github.com/go-json-experiment/json"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// record holds the fields of a chat line that the mapping reads: a
+// Claude-like envelope (uuid, sessionId, timestamp, type, cwd) around
+// Gemini-style message parts.
+type record struct {
+	UUID      string `json:"uuid"`
+	SessionID string `json:"sessionId"`
+	Timestamp string `json:"timestamp"`
+	Type      string `json:"type"`    // user, assistant, tool_result, system
+	Subtype   string `json:"subtype"` // notification, ui_telemetry, attribution_snapshot…
+	Cwd       string `json:"cwd"`
+	Model     string `json:"model"`
+	Message   struct {
+		Parts []struct {
+			Text         *string `json:"text"`
+			Thought      bool    `json:"thought"`
+			FunctionCall *struct {
+				ID   string `json:"id"`
+				Name string `json:"name"`
+			} `json:"functionCall"`
+			FunctionResponse *struct{} `json:"functionResponse"`
+		} `json:"parts"`
+	} `json:"message"`
+	SystemPayload struct {
+		DisplayText string `json:"displayText"` // what the user typed, when hook context was added
+	} `json:"systemPayload"`
+	ToolCallResult struct {
+		CallID string `json:"callId"`
+		Status string `json:"status"` // success, error, cancelled
+	} `json:"toolCallResult"`
+	// UsageMetadata is an assistant record's token counts, as the Gemini
+	// API gives them: the prompt includes the cached tokens, thoughts are
+	// counted apart from the candidates.
+	UsageMetadata *struct {
+		Prompt     int64 `json:"promptTokenCount"`
+		Candidates int64 `json:"candidatesTokenCount"`
+		Thoughts   int64 `json:"thoughtsTokenCount"`
+		Cached     int64 `json:"cachedContentTokenCount"`
+	} `json:"usageMetadata"`
+}
+
+// State is what the mapping carries from one line of a chat to the next.
+type State struct {
+	started bool
+	open    bool
+	titled  bool
+	model   string
+	tools   []string // started, not finished
+}
+
+// Map maps one chat line of session id to its events. code is a
+// sources.Code* for a line that was skipped.
+func Map(id string, line []byte, st *State) (events []agentbridge.Event, code string) {
+	if len(line) == 0 || line[0] != '{' {
+		return nil, sources.CodeInvalidJSON
+	}
+	var r record
+	if err := json.Unmarshal(line, &r); err != nil {
+		return nil, sources.CodeInvalidJSON
+	}
+	if r.Type == "" || (r.SessionID != "" && r.SessionID != id) {
+		return nil, sources.CodeInvalidRecord
+	}
+	at := sources.Millis(r.Timestamp)
+	add := func(e agentbridge.Event) { events = append(events, e) }
+	if !st.started {
+		st.started = true
+		add(agentbridge.Event{Kind: agentbridge.KindSessionStarted, OccurredAt: at, Cwd: validate.CleanCwd(r.Cwd)})
+	}
+	switch r.Type {
+	case "user":
+		if r.Subtype != "" {
+			break // notifications and other CLI-made user records
+		}
+		text, prompt := promptText(&r)
+		if !prompt || !validate.ValidID(r.UUID) {
+			break
+		}
+		st.finishTools(add, agentbridge.OutcomeCancelled)
+		st.open = true
+		add(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: r.UUID, OccurredAt: at})
+		if t := validate.Title(text); t != "" && !st.titled {
+			st.titled = true
+			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Title: t})
+		}
+	case "assistant":
+		if m := validate.Model(r.Model); m != "" && m != st.model {
+			st.model = m
+			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Model: m})
+		}
+		if u := r.UsageMetadata; u != nil && u.Prompt >= 0 && u.Candidates >= 0 && u.Thoughts >= 0 && u.Cached >= 0 {
+			cached := min(u.Cached, u.Prompt)
+			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at, Usage: &agentbridge.UsageReport{
+				Usage:     agentbridge.Usage{InputTokens: u.Prompt - cached, OutputTokens: u.Candidates + u.Thoughts, CacheReadTokens: cached},
+				MessageID: validate.SafeID(r.UUID)}})
+		}
+		if !st.open {
+			break
+		}
+		calls, text := 0, false
+		for _, p := range r.Message.Parts {
+			switch {
+			case p.FunctionCall != nil:
+				calls++
+				if !validate.ValidID(p.FunctionCall.ID) || st.has(p.FunctionCall.ID) {
+					continue
+				}
+				name := validate.Label(p.FunctionCall.Name)
+				if name == "" {
+					name = "tool"
+				}
+				st.tools = append(st.tools, p.FunctionCall.ID)
+				add(agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: p.FunctionCall.ID, Name: name, OccurredAt: at})
+			case p.Text != nil && !p.Thought && strings.TrimSpace(*p.Text) != "":
+				text = true
+			}
+		}
+		// A reply with text and no tool call ends the turn; one that calls
+		// tools is followed by their results and another reply.
+		if calls == 0 && text {
+			st.finishTools(add, agentbridge.OutcomeSuccess)
+			st.open = false
+			add(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess, OccurredAt: at})
+		}
+	case "tool_result":
+		id := r.ToolCallResult.CallID
+		if !st.open || !st.has(id) {
+			break
+		}
+		out := agentbridge.OutcomeSuccess
+		switch r.ToolCallResult.Status {
+		case "error":
+			out = agentbridge.OutcomeError
+		case "cancelled":
+			out = agentbridge.OutcomeCancelled
+		}
+		st.drop(id)
+		add(agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: id, Outcome: out})
+		if out == agentbridge.OutcomeCancelled {
+			// A denied (or cancelled) tool ends the turn: the CLI is back at
+			// its prompt without asking the model again.
+			st.finishTools(add, agentbridge.OutcomeCancelled)
+			st.open = false
+			add(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeCancelled, OccurredAt: at})
+		}
+	}
+	return events, ""
+}
+
+// promptText returns the text the user typed and whether the record is a
+// prompt at all (not a tool's functionResponse sent back as user).
+func promptText(r *record) (string, bool) {
+	var b strings.Builder
+	for _, p := range r.Message.Parts {
+		if p.FunctionResponse != nil {
+			return "", false
+		}
+		if p.Text != nil && !strings.HasPrefix(strings.TrimSpace(*p.Text), "<qwen:") {
+			b.WriteString(*p.Text)
+		}
+	}
+	text := strings.TrimSpace(b.String())
+	if d := strings.TrimSpace(r.SystemPayload.DisplayText); d != "" {
+		text = d
+	}
+	return text, text != ""
+}
+
+func (st *State) has(id string) bool {
+	for _, t := range st.tools {
+		if t == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (st *State) drop(id string) {
+	for i, t := range st.tools {
+		if t == id {
+			st.tools = append(st.tools[:i], st.tools[i+1:]...)
+			return
+		}
+	}
+}
+
+func (st *State) finishTools(add func(agentbridge.Event), out agentbridge.Outcome) {
+	for _, t := range st.tools {
+		add(agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: t, Outcome: out})
+	}
+	st.tools = st.tools[:0]
+}
+
+// runtimeFile is <sessionId>.runtime.json, which the TUI writes at start
+// beside its chat (and leaves behind when it exits).
+type runtimeFile struct {
+	PID       int     `json:"pid"`
+	SessionID string  `json:"session_id"`
+	WorkDir   string  `json:"work_dir"`
+	StartedAt float64 `json:"started_at"` // epoch seconds
+}
