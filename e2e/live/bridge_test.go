@@ -71,7 +71,6 @@ type bridge struct {
 	mu      sync.Mutex
 	state   client.State           // what the stream says, folded
 	errs    []string               // what the stream did wrong
-	history map[string][]string    // "source/id" → statuses in order, repeats folded
 	events  map[string][]lifecycle // "source/id" → lifecycle events
 	removed map[string]bool
 	changed chan struct{}
@@ -111,7 +110,7 @@ func startBridge(t *testing.T, home string) *bridge {
 	}
 	b := &bridge{
 		t: t, base: "http://" + addr, token: "live-token-0123456789abcdef", out: &lockedBuffer{},
-		done: make(chan struct{}), history: map[string][]string{},
+		done:   make(chan struct{}),
 		events: map[string][]lifecycle{}, removed: map[string]bool{}, changed: make(chan struct{}),
 	}
 	b.cmd = exec.Command(agentbridgeBin(t), "serve", "--listen", addr, "--config", cfg)
@@ -226,14 +225,8 @@ func (b *bridge) apply(ev client.Event) error {
 	switch ev.Name {
 	case client.NameReset, client.NameUpsert:
 		for _, e := range b.state.Sessions() {
-			if e.Source != d.Source {
-				continue
-			}
-			k := e.Source + "/" + e.Snapshot.ID
-			delete(b.removed, k)
-			h := b.history[k]
-			if st := string(e.Snapshot.Status); len(h) == 0 || h[len(h)-1] != st {
-				b.history[k] = append(h, st)
+			if e.Source == d.Source {
+				delete(b.removed, e.Source+"/"+e.Snapshot.ID)
 			}
 		}
 	case client.NameRemove:
@@ -277,10 +270,43 @@ func (b *bridge) Session(source, id string) (snapshot, bool) {
 }
 
 // History returns the statuses a session went through, repeats folded.
+//
+// It is computed from the session's lifecycle events, as the fold applies
+// them one by one: the bridge may publish a burst of events with one
+// snapshot (upserts carry the state, not every step to it), so the
+// snapshots alone need not show each status.
 func (b *bridge) History(source, id string) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]string(nil), b.history[source+"/"+id]...)
+	var trail []string
+	status, waits := "", 0
+	for _, e := range b.events[source+"/"+id] {
+		switch e.Kind {
+		case "session.started":
+			if status == "" || status == "exited" {
+				status = "idle"
+			}
+		case "turn.started", "tool.started":
+			if waits == 0 {
+				status = "running"
+			}
+		case "wait.started":
+			waits++
+			status = "waiting"
+		case "wait.finished":
+			if waits--; waits <= 0 {
+				waits, status = 0, "running"
+			}
+		case "agent.done":
+			waits, status = 0, "done"
+		case "agent.exited":
+			waits, status = 0, "exited"
+		}
+		if status != "" && (len(trail) == 0 || trail[len(trail)-1] != status) {
+			trail = append(trail, status)
+		}
+	}
+	return trail
 }
 
 // Events returns the lifecycle events of a session.
@@ -360,7 +386,7 @@ func (b *bridge) dump() string {
 	var sb strings.Builder
 	for _, e := range b.state.Sessions() {
 		k := e.Source + "/" + e.Snapshot.ID
-		fmt.Fprintf(&sb, "\n  %s %s history=%v", k, convert(e.Snapshot), b.history[k])
+		fmt.Fprintf(&sb, "\n  %s %s", k, convert(e.Snapshot))
 		var kinds []string
 		for _, ev := range b.events[k] {
 			kinds = append(kinds, strings.TrimSuffix(ev.Kind+":"+ev.Outcome+ev.TurnID, ":"))
