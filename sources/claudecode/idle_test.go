@@ -26,8 +26,12 @@ func TestIdleEndsTurn(t *testing.T) {
 
 	// Escape before any output: no marker, the registry goes idle.
 	e.append(tr, prompt(sid, 1, "p-1", "wait for it"))
-	e.registry(pid, sid, "busy", "", 1100)
 	v.waitFor(t, "prompt", sid, status(agentbridge.StatusRunning))
+	e.registry(pid, sid, "busy", "", 1100)
+	// A title written after the busy registry is the barrier that shows
+	// busy was read (an idle written at once could replace it unread).
+	e.append(tr, rec(sid, 2, "custom-title", `"customTitle":"Waiting"`))
+	v.waitFor(t, "busy read", sid, func(s agentbridge.Snapshot, ok bool) bool { return ok && s.Title == "Waiting" })
 	e.registry(pid, sid, "idle", "", 1200)
 	start := time.Now()
 	s := v.waitFor(t, "idle past the grace", sid, status(agentbridge.StatusDone))
@@ -40,8 +44,10 @@ func TestIdleEndsTurn(t *testing.T) {
 
 	// The registry goes idle a moment before turn_duration: completed.
 	e.append(tr, prompt(sid, 3, "p-3", "answer this"))
-	e.registry(pid, sid, "busy", "", 1300)
 	v.waitFor(t, "second prompt", sid, status(agentbridge.StatusRunning))
+	e.registry(pid, sid, "busy", "", 1300)
+	e.append(tr, rec(sid, 3, "custom-title", `"customTitle":"Answering"`))
+	v.waitFor(t, "busy read", sid, func(s agentbridge.Snapshot, ok bool) bool { return ok && s.Title == "Answering" })
 	e.append(tr, reply(sid, 4, "partial", ""))
 	e.registry(pid, sid, "idle", "", 1400)
 	e.append(tr, rec(sid, 5, "system", `"subtype":"turn_duration","durationMs":10`))
