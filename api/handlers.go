@@ -133,7 +133,7 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
-	if err := onlyParams(r); err != nil {
+	if err := onlyParams(r, "host"); err != nil {
 		s.problem(w, r, err)
 		return
 	}
@@ -142,7 +142,21 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, errorf(http.StatusNotFound, "unknown-session", "no session with this source and id"))
 		return
 	}
-	e, ok := s.Hub.Session(source, id)
+	// ?host= names the remote of the session; none (or "local"): this
+	// bridge's own.
+	host := r.URL.Query().Get("host")
+	if host == hub.LocalHost {
+		host = ""
+	}
+	if len(r.URL.Query()["host"]) > 1 || (host != "" && !validate.ValidHarnessID(host)) {
+		s.problem(w, r, errorf(http.StatusBadRequest, "bad-query", "host must be one remote id, or local"))
+		return
+	}
+	e, ok := s.Hub.SessionOn(host, source, id)
+	if !ok && host != "" {
+		s.problem(w, r, errorf(http.StatusNotFound, "unknown-session", "no session with this source and id on this host"))
+		return
+	}
 	if !ok && !s.sourceExists(source) {
 		s.problem(w, r, errorf(http.StatusNotFound, "unknown-source", "no source has this id"))
 		return
@@ -384,7 +398,7 @@ func syntaxDetail(b []byte) string {
 }
 
 // filterParams are the query parameters of the session filter.
-var filterParams = []string{"source", "harness", "status", "project", "ancestorPid"}
+var filterParams = []string{"source", "harness", "status", "host", "project", "ancestorPid"}
 
 // parseFilter reads the session filter from the query and refuses unknown
 // parameters (extra names the route also takes). Lists are comma-separated
@@ -400,6 +414,9 @@ func parseFilter(r *http.Request, extra ...string) (hub.Filter, error) {
 		return f, err
 	}
 	if f.Harnesses, err = idList(q, "harness", validate.ValidHarnessID); err != nil {
+		return f, err
+	}
+	if f.Hosts, err = idList(q, "host", validate.ValidHarnessID); err != nil {
 		return f, err
 	}
 	for _, st := range list(q, "status") {

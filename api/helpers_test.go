@@ -84,9 +84,11 @@ func (f *fakeHub) Sessions(fl hub.Filter) (uint64, []hub.Entry) {
 	return f.rev, f.entries
 }
 
-func (f *fakeHub) Session(source, id string) (hub.Entry, bool) {
+func (f *fakeHub) Session(source, id string) (hub.Entry, bool) { return f.SessionOn("", source, id) }
+
+func (f *fakeHub) SessionOn(host, source, id string) (hub.Entry, bool) {
 	for _, e := range f.entries {
-		if e.Source == source && e.Snapshot.ID == id {
+		if e.Host == host && e.Source == source && e.Snapshot.ID == id {
 			return e, true
 		}
 	}

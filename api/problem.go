@@ -77,6 +77,7 @@ var titles = map[string]string{
 	"forbidden-origin":       "Cross-origin request refused",
 	"invalid-operation":      "Invalid operation",
 	"invalid-request":        "Invalid request",
+	"invalid-hook":           "Hook payload refused",
 	"not-a-push-source":      "Not a push source",
 	"internal":               "Internal error",
 }

@@ -60,7 +60,7 @@ func TestUnknownQueryParameterNamesTheRouteParameters(t *testing.T) {
 	f := newFixture(t, nil)
 	resp, body := f.do(t, req{path: "/v1/sessions?stauts=running"})
 	p := problemOf(t, resp, body, 400)
-	if !strings.HasSuffix(p.Detail, "source, harness, status, project, ancestorPid") {
+	if !strings.HasSuffix(p.Detail, "source, harness, status, host, project, ancestorPid") {
 		t.Errorf("detail %q, want it to end with the parameter list", p.Detail)
 	}
 }

@@ -41,7 +41,8 @@ type Hub interface {
 	// Sessions returns the sessions f selects and the revision they are at.
 	Sessions(f hub.Filter) (uint64, []hub.Entry)
 	// Session returns one session; false when there is none.
-	Session(source, id string) (hub.Entry, bool)
+	// SessionOn returns one session of host ("" for this bridge's own).
+	SessionOn(host, source, id string) (hub.Entry, bool)
 	// Diagnostics returns the recent diagnostics, oldest first.
 	Diagnostics() []hub.DiagnosticEntry
 	// Publish applies ops to a push source, all or nothing. Errors wrap
@@ -173,6 +174,10 @@ func (s *Server) Handler() http.Handler {
 				r.Post("/validate/"+kind, s.handleValidate(kind))
 			}
 		})
+		r.Group(func(r chi.Router) {
+			r.Use(s.crossOriginProtection(), s.noteOversizedHook, s.requireJSON)
+			r.Post("/hooks/{source}", s.handleHook)
+		})
 	})
 
 	r.Get("/", s.handleDashboard)
@@ -224,4 +229,5 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 var (
 	_ Hub     = (*hub.Hub)(nil)
 	_ Checker = (*hub.Hub)(nil)
+	_ Hooker  = (*hub.Hub)(nil)
 )

@@ -22,48 +22,58 @@ import (
 // snapshot after a restart that may have changed the configuration).
 type State struct {
 	rev       uint64
-	sources   map[string]map[string]hub.Entry // source → id → snapshot and activity
+	sources   map[srcKey]map[string]hub.Entry // (host, source) → id → snapshot and activity
 	harnesses map[string][]string             // source → enabled harness ids
 }
+
+// srcKey names the sessions of one source on one host ("" for the bridge's
+// own): a reset replaces those only.
+type srcKey struct{ host, source string }
 
 // Load starts the state from a snapshot: follow the stream with Since set
 // to l.Revision to keep it exact.
 func (s *State) Load(l SessionList) {
 	s.rev = l.Revision
-	s.sources = map[string]map[string]hub.Entry{}
+	s.sources = map[srcKey]map[string]hub.Entry{}
 	for _, e := range l.Sessions {
-		s.put(e.Source, e.Snapshot, e.Activity)
+		s.put(srcKey{e.Host, e.Source}, e.Snapshot, e.Activity)
 	}
 }
 
 // Revision is the id of the last event applied (or the revision loaded).
 func (s *State) Revision() uint64 { return s.rev }
 
-// Sessions returns every session, sorted by source then id, as GET
-// /v1/sessions does; never nil.
+// Sessions returns every session, sorted by host (the bridge's own
+// first), source, then id, as GET /v1/sessions does; never nil.
 func (s *State) Sessions() []hub.Entry {
 	out := []hub.Entry{}
-	for src, m := range s.sources {
+	for k, m := range s.sources {
 		for _, e := range m {
-			out = append(out, hub.Entry{Source: src, Snapshot: e.Snapshot.Clone(), Activity: e.Activity})
+			out = append(out, hub.Entry{Source: k.source, Host: k.host, Snapshot: e.Snapshot.Clone(), Activity: e.Activity})
 		}
 	}
 	slices.SortFunc(out, func(a, b hub.Entry) int {
-		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Snapshot.ID, b.Snapshot.ID))
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Source, b.Source), cmp.Compare(a.Snapshot.ID, b.Snapshot.ID))
 	})
 	return out
 }
 
-// Session returns one session.
+// Session returns one session of the bridge's own.
 func (s *State) Session(source, id string) (agentbridge.Snapshot, bool) {
-	e, ok := s.sources[source][id]
+	return s.SessionOn("", source, id)
+}
+
+// SessionOn returns one session of host (a remote's id; "" for the
+// bridge's own).
+func (s *State) SessionOn(host, source, id string) (agentbridge.Snapshot, bool) {
+	e, ok := s.sources[srcKey{host, source}][id]
 	return e.Snapshot.Clone(), ok
 }
 
 // Activity returns one session's activity (nil: none known); it is
 // shared: do not change it.
 func (s *State) Activity(source, id string) *agentbridge.Activity {
-	return s.sources[source][id].Activity
+	return s.sources[srcKey{"", source}][id].Activity
 }
 
 // Harnesses returns the enabled harnesses of source as its last harnesses
@@ -79,6 +89,7 @@ func (s *State) Harnesses(source string) (ids []string, ok bool) {
 func (s *State) Apply(ev Event) error {
 	var d struct {
 		Source           string                 `json:"source"`
+		Host             string                 `json:"host"`
 		Sessions         []agentbridge.Snapshot `json:"sessions"`
 		Snapshot         *agentbridge.Snapshot  `json:"snapshot"`
 		SessionID        string                 `json:"sessionId"`
@@ -91,6 +102,7 @@ func (s *State) Apply(ev Event) error {
 			return badEvent("%s %d has no source or does not decode", ev.Name, ev.ID)
 		}
 	}
+	k := srcKey{d.Host, d.Source}
 	switch ev.Name {
 	case NameReset:
 		var acts map[string]*agentbridge.Activity
@@ -98,11 +110,11 @@ func (s *State) Apply(ev Event) error {
 			return badEvent("reset %d has an activity that does not decode", ev.ID)
 		}
 		if s.sources == nil {
-			s.sources = map[string]map[string]hub.Entry{}
+			s.sources = map[srcKey]map[string]hub.Entry{}
 		}
-		delete(s.sources, d.Source)
+		delete(s.sources, k)
 		for _, snap := range d.Sessions {
-			s.put(d.Source, snap, acts[snap.ID])
+			s.put(k, snap, acts[snap.ID])
 		}
 	case NameUpsert:
 		if d.Snapshot == nil || d.Snapshot.ID == "" {
@@ -112,16 +124,19 @@ func (s *State) Apply(ev Event) error {
 		if len(d.Activity) > 0 && json.Unmarshal(d.Activity, &act) != nil {
 			return badEvent("upsert %d has an activity that does not decode", ev.ID)
 		}
-		s.put(d.Source, *d.Snapshot, act)
+		s.put(k, *d.Snapshot, act)
 	case NameRemove:
 		if d.SessionID == "" {
 			return badEvent("remove %d has no session id", ev.ID)
 		}
-		delete(s.sources[d.Source], d.SessionID)
-		if len(s.sources[d.Source]) == 0 {
-			delete(s.sources, d.Source)
+		delete(s.sources[k], d.SessionID)
+		if len(s.sources[k]) == 0 {
+			delete(s.sources, k)
 		}
 	case NameHarnesses:
+		if d.Host != "" {
+			break // the bridge's own switches are what its harnesses records say
+		}
 		if s.harnesses == nil {
 			s.harnesses = map[string][]string{}
 		}
@@ -131,23 +146,23 @@ func (s *State) Apply(ev Event) error {
 	return nil
 }
 
-func (s *State) put(source string, snap agentbridge.Snapshot, act *agentbridge.Activity) {
+func (s *State) put(k srcKey, snap agentbridge.Snapshot, act *agentbridge.Activity) {
 	if s.sources == nil {
-		s.sources = map[string]map[string]hub.Entry{}
+		s.sources = map[srcKey]map[string]hub.Entry{}
 	}
-	m := s.sources[source]
+	m := s.sources[k]
 	if m == nil {
 		m = map[string]hub.Entry{}
-		s.sources[source] = m
+		s.sources[k] = m
 	}
-	m[snap.ID] = hub.Entry{Source: source, Snapshot: snap, Activity: act}
+	m[snap.ID] = hub.Entry{Source: k.source, Host: k.host, Snapshot: snap, Activity: act}
 }
 
 // Clone returns a copy that does not share the maps of s.
 func (s *State) Clone() *State {
 	c := &State{rev: s.rev, harnesses: maps.Clone(s.harnesses)}
 	if s.sources != nil {
-		c.sources = make(map[string]map[string]hub.Entry, len(s.sources))
+		c.sources = make(map[srcKey]map[string]hub.Entry, len(s.sources))
 		for k, m := range s.sources {
 			c.sources[k] = maps.Clone(m)
 		}

@@ -79,3 +79,31 @@ func FuzzStateApply(f *testing.F) {
 		}
 	})
 }
+
+func TestStateKeepsHostsApart(t *testing.T) {
+	a := agentbridge.Snapshot{ID: "a", Harness: "h", Status: agentbridge.StatusIdle}
+	var st client.State
+	for i, data := range []string{
+		`{"source":"x","sessions":[{"id":"a","harness":"h","status":"idle"}]}`,
+		`{"source":"x","host":"devbox","sessions":[{"id":"a","harness":"h","status":"idle"}]}`,
+		`{"source":"x","host":"nas","sessions":[{"id":"a","harness":"h","status":"idle"}]}`,
+	} {
+		if err := st.Apply(client.Event{ID: uint64(i + 1), Name: "reset", Data: []byte(data)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A host's reset and remove touch that host's sessions only.
+	if err := st.Apply(client.Event{ID: 4, Name: "reset", Data: []byte(`{"source":"x","host":"nas","sessions":[]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Apply(client.Event{ID: 5, Name: "remove", Data: []byte(`{"source":"x","host":"devbox","sessionId":"b"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	want := []hub.Entry{{Source: "x", Snapshot: a}, {Source: "x", Host: "devbox", Snapshot: a}}
+	if diff := cmp.Diff(want, st.Sessions()); diff != "" {
+		t.Errorf("sessions (-want +got):\n%s", diff)
+	}
+	if _, ok := st.SessionOn("devbox", "x", "a"); !ok {
+		t.Error("SessionOn(devbox, x, a) not found")
+	}
+}

@@ -80,6 +80,9 @@ type Config struct {
 	// Push declares the push sources, which take POST
 	// /v1/sources/{id}/publish.
 	Push []PushSource `koanf:"push"`
+	// Remotes are other bridges whose sessions this one shows beside its
+	// own (see Remote).
+	Remotes []Remote `koanf:"remotes"`
 	// Sources sets built-in sources by id (e.g. "codex"): whether each is
 	// on (absent means on) and where its agent's home is.
 	Sources map[string]SourceSwitch `koanf:"sources"`
@@ -621,6 +624,7 @@ func (c *Config) Validate() error {
 	for i, w := range c.Notify.Webhooks {
 		w.check(i, bad)
 	}
+	errs = append(errs, checkRemotes(c.Remotes)...)
 	return errors.Join(errs...)
 }
 

@@ -93,7 +93,11 @@ type bridge struct {
 
 // startBridge runs `agentbridge serve` on a free loopback port with a push
 // source, and waits until it printed its dashboard URL.
-func startBridge(t *testing.T) *bridge {
+func startBridge(t *testing.T) *bridge { t.Helper(); return startBridgeConfig(t, pushConfig) }
+
+// startBridgeConfig is startBridge with the configuration file's text;
+// env is added to the bridge's environment.
+func startBridgeConfig(t *testing.T, config string, env ...string) *bridge {
 	t.Helper()
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
@@ -101,7 +105,7 @@ func startBridge(t *testing.T) *bridge {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(pushConfig), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	b := &bridge{
@@ -119,6 +123,7 @@ func startBridge(t *testing.T) *bridge {
 		},
 	}
 	b.env = append(b.env, "AGENTBRIDGE_TOKEN="+b.token)
+	b.env = append(b.env, env...)
 	b.base = "http://" + b.addr
 	b.bin = agentbridgeBin(t)
 	b.start()

@@ -26,6 +26,7 @@ func fastEncode(v any) (out []byte, ok bool) {
 	case upsertData:
 		b = append(b, `{"source":`...)
 		b = appendString(b, d.Source)
+		b = optString(b, `,"host":`, d.Host)
 		b = append(b, `,"snapshot":`...)
 		b = appendSnapshot(b, &d.Snapshot)
 		if d.Activity != nil {
@@ -36,6 +37,7 @@ func fastEncode(v any) (out []byte, ok bool) {
 	case lifecycleData:
 		b = append(b, `{"source":`...)
 		b = appendString(b, d.Source)
+		b = optString(b, `,"host":`, d.Host)
 		b = append(b, `,"sessionId":`...)
 		b = appendString(b, d.SessionID)
 		b = append(b, `,"event":`...)

@@ -9,12 +9,26 @@ import (
 )
 
 func (f Filter) empty() bool {
-	return len(f.Sources) == 0 && len(f.Harnesses) == 0 && len(f.Statuses) == 0 && f.Project == "" && f.AncestorPID == 0
+	return len(f.Sources) == 0 && len(f.Harnesses) == 0 && len(f.Statuses) == 0 && len(f.Hosts) == 0 && f.Project == "" && f.AncestorPID == 0
 }
 
 func (f Filter) sourceOK(id string) bool {
 	return len(f.Sources) == 0 || slices.Contains(f.Sources, id)
 }
+
+// hostOK reports whether records of host ("" for this bridge) are selected.
+func (f Filter) hostOK(host string) bool {
+	if len(f.Hosts) == 0 {
+		return true
+	}
+	if host == "" {
+		host = LocalHost
+	}
+	return slices.Contains(f.Hosts, host)
+}
+
+// selects reports whether the records of source s are selected.
+func (f Filter) selects(s *source) bool { return f.sourceOK(s.info.ID) && f.hostOK(s.host) }
 
 // maxCache bounds a matcher's memo of project and ancestry answers.
 const maxCache = 4096
@@ -33,11 +47,15 @@ func newMatcher(f Filter, procRoot string) *matcher {
 	return &matcher{f: f, procRoot: procRoot, proj: map[string]bool{}, anc: map[int]bool{}}
 }
 
-// match reports whether the session s of source selects under the filter.
-func (m *matcher) match(source string, s *agentbridge.Snapshot) bool {
+// match reports whether the session s of source on host ("" for this
+// bridge) selects under the filter.
+func (m *matcher) match(host, source string, s *agentbridge.Snapshot) bool {
 	f := m.f
-	if !f.sourceOK(source) {
+	if !f.sourceOK(source) || !f.hostOK(host) {
 		return false
+	}
+	if host != "" && (f.Project != "" || f.AncestorPID != 0) {
+		return false // another machine's paths and processes
 	}
 	if len(f.Harnesses) > 0 && !slices.Contains(f.Harnesses, s.Harness) {
 		return false
@@ -97,11 +115,12 @@ func newView(f Filter, procRoot string) *view {
 	return &view{m: newMatcher(f, procRoot), vis: map[string]*shown{}}
 }
 
-func (v *view) src(id string) *shown {
-	s := v.vis[id]
+func (v *view) src(host, id string) *shown {
+	k := sourceKey(host, id)
+	s := v.vis[k]
 	if s == nil {
 		s = &shown{ids: map[string]bool{}}
-		v.vis[id] = s
+		v.vis[k] = s
 	}
 	return s
 }
@@ -115,10 +134,10 @@ func (s *shown) mayHold(id string) bool {
 
 // records turns a committed entry into what this subscriber sees.
 func (v *view) records(e *entry) []Record {
-	if !v.m.f.sourceOK(e.source) {
+	if !v.m.f.sourceOK(e.source) || !v.m.f.hostOK(e.host) {
 		return nil
 	}
-	sh := v.src(e.source)
+	sh := v.src(e.host, e.source)
 	switch e.rec.Name {
 	case NameReset:
 		keep := make([]agentbridge.Snapshot, 0, len(e.sessions))
@@ -126,7 +145,7 @@ func (v *view) records(e *entry) []Record {
 		sh.known = true
 		clear(sh.ids)
 		for i := range e.sessions {
-			if v.m.match(e.source, &e.sessions[i]) {
+			if v.m.match(e.host, e.source, &e.sessions[i]) {
 				keep = append(keep, e.sessions[i])
 				acts = addActivity(acts, e.sessions[i].ID, e.acts[e.sessions[i].ID])
 				sh.ids[e.sessions[i].ID] = true
@@ -135,9 +154,9 @@ func (v *view) records(e *entry) []Record {
 		if len(keep) == len(e.sessions) {
 			return []Record{e.rec}
 		}
-		return []Record{{Rev: e.rec.Rev, Name: NameReset, Data: encode(resetData{Source: e.source, Sessions: keep, Activity: acts})}}
+		return []Record{{Rev: e.rec.Rev, Name: NameReset, Data: encode(resetData{Source: e.source, Host: e.host, Sessions: keep, Activity: acts})}}
 	case NameUpsert:
-		if v.m.match(e.source, e.snap) {
+		if v.m.match(e.host, e.source, e.snap) {
 			sh.ids[e.sessionID] = true
 			return []Record{e.rec}
 		}
@@ -145,7 +164,7 @@ func (v *view) records(e *entry) []Record {
 			return nil
 		}
 		sh.forget(e.sessionID)
-		return []Record{{Rev: e.rec.Rev, Name: NameRemove, Data: encode(removeData{Source: e.source, SessionID: e.sessionID})}}
+		return []Record{{Rev: e.rec.Rev, Name: NameRemove, Data: encode(removeData{Source: e.source, Host: e.host, SessionID: e.sessionID})}}
 	case NameRemove:
 		if !sh.mayHold(e.sessionID) {
 			return nil
@@ -156,7 +175,7 @@ func (v *view) records(e *entry) []Record {
 		// Shown when the client holds the session, or will after the
 		// upsert that follows: a client filtered on "running" still learns
 		// that its session's agent finished.
-		if sh.mayHold(e.sessionID) || v.m.match(e.source, e.snap) {
+		if sh.mayHold(e.sessionID) || v.m.match(e.host, e.source, e.snap) {
 			return []Record{e.rec}
 		}
 		return nil
@@ -177,15 +196,15 @@ func (s *shown) forget(id string) {
 // initial is the filtered form of a captured source state: a reset of the
 // first MaxResetSessions matching sessions, then upserts for the rest.
 func (v *view) initial(c capture) []Record {
-	sh := v.src(c.source)
+	sh := v.src(c.host, c.source)
 	sh.known = true
 	clear(sh.ids)
 	keep := make([]agentbridge.Snapshot, 0, len(c.sessions))
 	for i := range c.sessions {
-		if v.m.match(c.source, &c.sessions[i]) {
+		if v.m.match(c.host, c.source, &c.sessions[i]) {
 			keep = append(keep, c.sessions[i])
 			sh.ids[c.sessions[i].ID] = true
 		}
 	}
-	return initialRecords(c.source, keep, c.acts)
+	return initialRecords(c.host, c.source, keep, c.acts)
 }

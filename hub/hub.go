@@ -102,7 +102,10 @@ type HarnessState struct {
 
 // Entry is one session as GET /v1/sessions lists it.
 type Entry struct {
-	Source   string               `json:"source"`
+	Source string `json:"source"`
+	// Host is the id of the remote bridge that reports the session; ""
+	// (left out of the JSON) for a session of this bridge.
+	Host     string               `json:"host,omitempty"`
 	Snapshot agentbridge.Snapshot `json:"snapshot"`
 	// Activity is what the session is doing now and has used; nil when
 	// nothing is known. It is shared: do not change it.
@@ -112,6 +115,7 @@ type Entry struct {
 // DiagnosticEntry is one recent diagnostic with where and when it arose.
 type DiagnosticEntry struct {
 	Source     string                 `json:"source"`
+	Host       string                 `json:"host,omitempty"` // the remote it came from; "" for this bridge
 	Revision   uint64                 `json:"revision"`
 	Diagnostic agentbridge.Diagnostic `json:"diagnostic"`
 	At         int64                  `json:"at"` // epoch ms
@@ -120,12 +124,22 @@ type DiagnosticEntry struct {
 // Filter selects sessions; an empty field selects all. Lists are ORed
 // within a field and fields are ANDed.
 type Filter struct {
-	Sources     []string
-	Harnesses   []string
-	Statuses    []agentbridge.Status
+	Sources   []string
+	Harnesses []string
+	Statuses  []agentbridge.Status
+	// Hosts selects by host: a remote's id, or LocalHost for this
+	// bridge's own sessions.
+	Hosts []string
+	// Project and AncestorPID select local sessions only: a remote
+	// session's cwd and pid name another machine's file system and
+	// processes, so a filter with either never selects one.
 	Project     string // absolute root: cwd at or below it, or in a linked worktree
 	AncestorPID int    // the session's process descends from it
 }
+
+// LocalHost is the value of the host filter that selects this bridge's own
+// sessions (which carry no host). No remote may take it as its id.
+const LocalHost = "local"
 
 // Stream record names (the SSE `event:` field).
 const (

@@ -15,6 +15,7 @@ type metrics struct {
 	clients    prometheus.Gauge
 	cutoffs    prometheus.Counter
 	rejections *prometheus.CounterVec
+	hooks      *prometheus.CounterVec
 }
 
 func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
@@ -35,11 +36,15 @@ func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
 			Name: "agentbridge_publish_rejections_total",
 			Help: "Publish calls rejected by validation, by source.",
 		}, []string{"source"}),
+		hooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentbridge_hooks_total",
+			Help: "Hook payloads taken, by source and result: folded (changed the session), unchanged (a duplicate, a late hook, a binding), held (for a session not reported yet), refused.",
+		}, []string{"source", "result"}),
 	}
 	if reg == nil {
 		return m
 	}
-	for _, c := range []prometheus.Collector{m.records, m.clients, m.cutoffs, m.rejections, sessionsCollector{h}} {
+	for _, c := range []prometheus.Collector{m.records, m.clients, m.cutoffs, m.rejections, m.hooks, sessionsCollector{h}} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -50,8 +55,9 @@ func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
 	return m
 }
 
-func (m *metrics) published(name string)  { m.records.WithLabelValues(name).Inc() }
-func (m *metrics) rejected(source string) { m.rejections.WithLabelValues(source).Inc() }
+func (m *metrics) published(name string)      { m.records.WithLabelValues(name).Inc() }
+func (m *metrics) rejected(source string)     { m.rejections.WithLabelValues(source).Inc() }
+func (m *metrics) hook(source, result string) { m.hooks.WithLabelValues(source, result).Inc() }
 
 var sessionsDesc = prometheus.NewDesc("agentbridge_sessions",
 	"Sessions known to the hub, by source and status.", []string{"source", "status"}, nil)

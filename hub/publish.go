@@ -13,24 +13,29 @@ import (
 type (
 	resetData struct {
 		Source   string                           `json:"source"`
+		Host     string                           `json:"host,omitempty"`
 		Sessions []agentbridge.Snapshot           `json:"sessions"`
 		Activity map[string]*agentbridge.Activity `json:"activity,omitempty"`
 	}
 	upsertData struct {
 		Source   string                `json:"source"`
+		Host     string                `json:"host,omitempty"`
 		Snapshot agentbridge.Snapshot  `json:"snapshot"`
 		Activity *agentbridge.Activity `json:"activity,omitempty"`
 	}
 	removeData struct {
 		Source    string `json:"source"`
+		Host      string `json:"host,omitempty"`
 		SessionID string `json:"sessionId"`
 	}
 	diagData struct {
 		Source     string                 `json:"source"`
+		Host       string                 `json:"host,omitempty"`
 		Diagnostic agentbridge.Diagnostic `json:"diagnostic"`
 	}
 	lifecycleData struct {
 		Source    string            `json:"source"`
+		Host      string            `json:"host,omitempty"`
 		SessionID string            `json:"sessionId"`
 		Event     agentbridge.Event `json:"event"`
 	}
@@ -82,8 +87,8 @@ func (t *txn) add(e *entry, data any) { t.pend = append(t.pend, pending{e, data}
 func (t *txn) upsert(ss *sess) {
 	t.over[ss.snap.ID] = ss
 	snap := ss.snap
-	t.add(&entry{rec: Record{Name: NameUpsert}, source: t.src.info.ID, sessionID: snap.ID, snap: &snap, act: ss.act},
-		upsertData{Source: t.src.info.ID, Snapshot: snap, Activity: ss.act})
+	t.add(&entry{rec: Record{Name: NameUpsert}, source: t.src.info.ID, host: t.src.host, sessionID: snap.ID, snap: &snap, act: ss.act},
+		upsertData{Source: t.src.info.ID, Host: t.src.host, Snapshot: snap, Activity: ss.act})
 }
 
 func (t *txn) remove(id string) {
@@ -95,8 +100,8 @@ func (t *txn) remove(id string) {
 	} else {
 		t.over[id] = nil
 	}
-	t.add(&entry{rec: Record{Name: NameRemove}, source: t.src.info.ID, sessionID: id},
-		removeData{Source: t.src.info.ID, SessionID: id})
+	t.add(&entry{rec: Record{Name: NameRemove}, source: t.src.info.ID, host: t.src.host, sessionID: id},
+		removeData{Source: t.src.info.ID, Host: t.src.host, SessionID: id})
 }
 
 // replaceAll makes items the source's whole state: a reset record with the
@@ -126,8 +131,8 @@ func (t *txn) replace(items []*sess) {
 		snaps[i] = ss.snap
 		acts = addActivity(acts, ss.snap.ID, ss.act)
 	}
-	t.add(&entry{rec: Record{Name: NameReset}, source: t.src.info.ID, sessions: snaps, acts: acts},
-		resetData{Source: t.src.info.ID, Sessions: snaps, Activity: acts})
+	t.add(&entry{rec: Record{Name: NameReset}, source: t.src.info.ID, host: t.src.host, sessions: snaps, acts: acts},
+		resetData{Source: t.src.info.ID, Host: t.src.host, Sessions: snaps, Activity: acts})
 	for _, ss := range items[len(head):] {
 		t.upsert(ss)
 	}
@@ -170,7 +175,7 @@ func (h *Hub) commit(t *txn) {
 			h.floor = ev
 		}
 		if d, ok := p.data.(diagData); ok {
-			h.diags = append(h.diags, DiagnosticEntry{Source: s.info.ID, Revision: h.rev, Diagnostic: d.Diagnostic, At: h.now().UnixMilli()})
+			h.diags = append(h.diags, DiagnosticEntry{Source: s.info.ID, Host: s.host, Revision: h.rev, Diagnostic: d.Diagnostic, At: h.now().UnixMilli()})
 			if n := len(h.diags) - DefaultDiagnostics; n > 0 {
 				h.diags = slices.Delete(h.diags, 0, n)
 			}
@@ -179,6 +184,7 @@ func (h *Hub) commit(t *txn) {
 		h.deliver(e)
 	}
 	h.prunePartial()
+	h.foldHeld(s)
 }
 
 // finish commits t unless there are issues.
@@ -366,7 +372,7 @@ func (h *Hub) publish(sourceID string, ops []Op, apply bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, ok := h.sources[sourceID]
-	if !ok {
+	if !ok || s.host != "" {
 		return ErrUnknownSource
 	}
 	if s.run != nil || !s.info.Push {

@@ -12,6 +12,7 @@ import (
 type entry struct {
 	rec       Record
 	source    string
+	host      string                           // the remote it came from; "" for this bridge
 	sessionID string                           // upsert, remove, lifecycle
 	snap      *agentbridge.Snapshot            // upsert; lifecycle: the snapshot the event leaves (before removal for session.stopped)
 	sessions  []agentbridge.Snapshot           // reset: exactly the sessions in the record

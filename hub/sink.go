@@ -89,9 +89,10 @@ type publisher struct {
 	work  map[string]*work // every session of the source, in view or not
 	scan  map[string]*work // during a scan: the sessions being built
 	gone  map[string][]int64
-	pend  []op    // records since the last commit, in call order
-	dirty []*work // sessions folded since the last commit, first touch first
-	show  bool    // a Show is pending
+	pend  []op       // records since the last commit, in call order
+	dirty []*work    // sessions folded since the last commit, first touch first
+	show  bool       // a Show is pending
+	held  []heldHook // hooks for sessions not reported yet (hooks.go)
 }
 
 // work is one session as the hub keeps it for its source.
@@ -226,6 +227,7 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, strict bool) e
 		p.stop(w)
 	} else {
 		p.touch(w)
+		p.foldHeld(w)
 	}
 	if len(p.pend) >= maxPending {
 		p.commit(false)

@@ -90,9 +90,11 @@ type Hub struct {
 	ring      *ring
 	store     RevisionStore // nil: none
 	block     uint64
-	mark      uint64 // revisions up to it are reserved in store
-	sources   map[string]*source
-	order     []string // source ids in the order added
+	mark      uint64             // revisions up to it are reserved in store
+	sources   map[string]*source // by sourceKey
+	order     []string           // local source ids in the order added
+	remote    []*source          // (host, source) pairs of remotes, in the order first seen
+	remotes   map[string]*Remote // by remote id
 	diags     []DiagnosticEntry
 	subs      map[*Subscription]struct{}
 	running   bool
@@ -105,13 +107,21 @@ type revRange struct{ lo, hi uint64 }
 // source is the hub's view of one source.
 type source struct {
 	info     agentbridge.SourceInfo
-	run      Source // nil for a push source
+	host     string           // the remote that reports it; "" for this bridge's own
+	all      map[string]*sess // a remote source: every session, shown or hidden by a harness switch
+	run      Source           // nil for a push source
 	enabled  validate.Harnesses
 	sessions map[string]*sess
 	changes  chan []string // capacity 1: only the latest enabled set is kept
 	ctx      context.Context
 	ver      uint64 // bumped on every commit that touches the source
 	cache    *initCache
+	pub      *publisher // a running source's Sink (nil: a push source)
+	held     []heldHook // push sources: hooks for sessions not reported yet (hooks.go)
+	hooked   time.Time  // when the latest hook was taken
+	// the latest refused hook payload's code and time (hooks.go)
+	refusedCode string
+	refusedAt   time.Time
 }
 
 // sess is one session: the fold state and the (redacted, valid) snapshot
@@ -264,7 +274,8 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	starts := make([]Start, len(runs))
 	for i, s := range runs {
-		starts[i] = Start{Enabled: s.enabledList(), Changes: s.changes, Publisher: newPublisher(h, s)}
+		s.pub = newPublisher(h, s)
+		starts[i] = Start{Enabled: s.enabledList(), Changes: s.changes, Publisher: s.pub}
 	}
 	h.mu.Unlock()
 
@@ -307,8 +318,9 @@ func (s *source) enabledList() []string {
 	return out
 }
 
-func (s *source) state() SourceState {
+func (s *source) state(now time.Time) SourceState {
 	st := SourceState{SourceInfo: s.info, Harnesses: make([]HarnessState, 0, len(s.info.Harnesses))}
+	st.Observes = s.observes(now)
 	st.SourceInfo.Harnesses = slices.Clone(s.info.Harnesses)
 	for _, hr := range s.info.Harnesses {
 		st.Harnesses = append(st.Harnesses, HarnessState{Harness: hr, Enabled: s.enabled[hr.ID]})
@@ -323,7 +335,7 @@ func (h *Hub) Sources() []SourceState {
 	defer h.mu.Unlock()
 	out := make([]SourceState, 0, len(h.order))
 	for _, id := range h.order {
-		out = append(out, h.sources[id].state())
+		out = append(out, h.sources[id].state(h.now()))
 	}
 	return out
 }
@@ -333,10 +345,10 @@ func (h *Hub) Source(id string) (SourceState, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, ok := h.sources[id]
-	if !ok {
+	if !ok || s.host != "" {
 		return SourceState{}, false
 	}
-	return s.state(), true
+	return s.state(h.now()), true
 }
 
 // SetHarness switches one harness of a source on or off and returns the
@@ -350,14 +362,14 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, ok := h.sources[sourceID]
-	if !ok {
+	if !ok || s.host != "" {
 		return SourceState{}, ErrUnknownSource
 	}
 	if _, ok := s.enabled[harness]; !ok {
 		return SourceState{}, ErrUnknownHarness
 	}
 	if s.enabled[harness] == enabled {
-		return s.state(), nil
+		return s.state(h.now()), nil
 	}
 	s.enabled[harness] = enabled
 
@@ -387,6 +399,7 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 		t.replaceAll(keep)
 	}
 	h.commit(t)
+	h.switchRemotes(s)
 
 	if s.run != nil && h.running {
 		select {
@@ -395,22 +408,43 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 		}
 		s.changes <- list // capacity 1 and only senders hold h.mu: never blocks
 	}
-	return s.state(), nil
+	return s.state(h.now()), nil
+}
+
+// sourceKey is the key of h.sources: the source id, after "host/" for a
+// remote's source.
+func sourceKey(host, id string) string {
+	if host == "" {
+		return id
+	}
+	return host + "/" + id
+}
+
+// streamed returns every source whose sessions clients see: the local ones
+// in the order added, then the remotes' sources in the order first seen.
+// h.mu must be held.
+func (h *Hub) streamed() []*source {
+	out := make([]*source, 0, len(h.order)+len(h.remote))
+	for _, id := range h.order {
+		out = append(out, h.sources[id])
+	}
+	return append(out, h.remote...)
 }
 
 // Sessions returns the revision and every session that f selects, sorted by
-// source then session id. Applying the stream from that revision on
-// (Subscribe with since = rev) keeps the list exact.
+// host (this bridge's own first), source, then session id. Applying the
+// stream from that revision on (Subscribe with since = rev) keeps the list
+// exact.
 func (h *Hub) Sessions(f Filter) (uint64, []Entry) {
 	h.mu.Lock()
 	rev := h.rev
 	all := make([]Entry, 0, 64)
-	for _, sid := range h.order {
-		if !f.sourceOK(sid) {
+	for _, s := range h.streamed() {
+		if !f.selects(s) {
 			continue
 		}
-		for _, ss := range h.sources[sid].sessions {
-			all = append(all, Entry{Source: sid, Snapshot: ss.snap, Activity: ss.act})
+		for _, ss := range s.sessions {
+			all = append(all, Entry{Source: s.info.ID, Host: s.host, Snapshot: ss.snap, Activity: ss.act})
 		}
 	}
 	h.mu.Unlock()
@@ -418,22 +452,26 @@ func (h *Hub) Sessions(f Filter) (uint64, []Entry) {
 	m := newMatcher(f, h.procRoot)
 	out := all[:0]
 	for _, e := range all {
-		if m.match(e.Source, &e.Snapshot) {
+		if m.match(e.Host, e.Source, &e.Snapshot) {
 			e.Snapshot = e.Snapshot.Clone()
 			out = append(out, e)
 		}
 	}
 	slices.SortFunc(out, func(a, b Entry) int {
-		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Snapshot.ID, b.Snapshot.ID))
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Source, b.Source), cmp.Compare(a.Snapshot.ID, b.Snapshot.ID))
 	})
 	return rev, out
 }
 
-// Session returns one session.
-func (h *Hub) Session(sourceID, id string) (Entry, bool) {
+// Session returns one session of this bridge's own.
+func (h *Hub) Session(sourceID, id string) (Entry, bool) { return h.SessionOn("", sourceID, id) }
+
+// SessionOn returns one session of host: a remote's id, or "" for this
+// bridge's own.
+func (h *Hub) SessionOn(host, sourceID, id string) (Entry, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s, ok := h.sources[sourceID]
+	s, ok := h.sources[sourceKey(host, sourceID)]
 	if !ok {
 		return Entry{}, false
 	}
@@ -441,7 +479,7 @@ func (h *Hub) Session(sourceID, id string) (Entry, bool) {
 	if !ok {
 		return Entry{}, false
 	}
-	return Entry{Source: sourceID, Snapshot: ss.snap.Clone(), Activity: ss.act}, true
+	return Entry{Source: sourceID, Host: host, Snapshot: ss.snap.Clone(), Activity: ss.act}, true
 }
 
 // Diagnostics returns the most recent diagnostics (at most

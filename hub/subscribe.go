@@ -229,6 +229,7 @@ func (h *Hub) prunePartial() {
 // capture is one source's state as a new subscriber starts with it.
 type capture struct {
 	source   string
+	host     string
 	sessions []agentbridge.Snapshot // filtered subscribers: sorted by id
 	acts     map[string]*agentbridge.Activity
 	recs     []Record // unfiltered subscribers: reset and overflow upserts, Rev unset
@@ -246,25 +247,25 @@ type initCache struct {
 // per initial record: the records get base+1 … top. h.mu must be held.
 func (h *Hub) captureAll(f Filter, filtered bool) (out []capture, base, top uint64) {
 	k := 0
-	for _, id := range h.order {
-		if !f.sourceOK(id) {
+	for _, src := range h.streamed() {
+		if !f.selects(src) {
 			continue
 		}
-		src := h.sources[id]
+		id := src.info.ID
 		snaps := make([]agentbridge.Snapshot, 0, len(src.sessions))
 		var acts map[string]*agentbridge.Activity
 		for _, ss := range src.sessions {
 			snaps = append(snaps, ss.snap)
 			acts = addActivity(acts, ss.snap.ID, ss.act)
 		}
-		c := capture{source: id, acts: acts}
+		c := capture{source: id, host: src.host, acts: acts}
 		if filtered {
 			slices.SortFunc(snaps, bySessionID)
 			c.sessions = snaps
 		} else {
 			if src.cache == nil || src.cache.ver != src.ver {
 				slices.SortFunc(snaps, bySessionID)
-				src.cache = &initCache{ver: src.ver, recs: initialRecords(id, snaps, acts)}
+				src.cache = &initCache{ver: src.ver, recs: initialRecords(src.host, id, snaps, acts)}
 			}
 			c.recs = src.cache.recs
 		}
@@ -294,15 +295,15 @@ func bySessionID(a, b agentbridge.Snapshot) int {
 
 // initialRecords encodes a reset of snaps (the first MaxResetSessions) and
 // upserts for the rest; revisions are left for the caller.
-func initialRecords(source string, snaps []agentbridge.Snapshot, acts map[string]*agentbridge.Activity) []Record {
+func initialRecords(host, source string, snaps []agentbridge.Snapshot, acts map[string]*agentbridge.Activity) []Record {
 	head := snaps[:min(len(snaps), validate.MaxResetSessions)]
 	var headActs map[string]*agentbridge.Activity
 	for _, sn := range head {
 		headActs = addActivity(headActs, sn.ID, acts[sn.ID])
 	}
-	out := []Record{{Name: NameReset, Data: encode(resetData{Source: source, Sessions: head, Activity: headActs})}}
+	out := []Record{{Name: NameReset, Data: encode(resetData{Source: source, Host: host, Sessions: head, Activity: headActs})}}
 	for _, sn := range snaps[len(head):] {
-		out = append(out, Record{Name: NameUpsert, Data: encode(upsertData{Source: source, Snapshot: sn, Activity: acts[sn.ID]})})
+		out = append(out, Record{Name: NameUpsert, Data: encode(upsertData{Source: source, Host: host, Snapshot: sn, Activity: acts[sn.ID]})})
 	}
 	return out
 }

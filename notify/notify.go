@@ -135,7 +135,7 @@ func (t *Tracker) Apply(name string, data []byte) []Transition {
 	switch name {
 	case client.NameReset:
 		for _, e := range t.st.Sessions() {
-			if e.Source == h.Source {
+			if e.Source == h.Source && e.Host == h.Host {
 				before[e.Snapshot.ID] = e.Snapshot
 			}
 		}
@@ -143,7 +143,7 @@ func (t *Tracker) Apply(name string, data []byte) []Transition {
 		if h.Snapshot == nil {
 			return nil
 		}
-		if s, ok := t.st.Session(h.Source, h.Snapshot.ID); ok {
+		if s, ok := t.st.SessionOn(h.Host, h.Source, h.Snapshot.ID); ok {
 			before[s.ID] = s
 		}
 	}
@@ -165,17 +165,17 @@ func (t *Tracker) Apply(name string, data []byte) []Transition {
 		if t.primed == nil {
 			t.primed = map[string]bool{}
 		}
-		if !t.primed[h.Source] {
-			t.primed[h.Source] = true
+		if k := h.Host + "/" + h.Source; !t.primed[k] { // a remote's sources have their own baseline
+			t.primed[k] = true
 			return nil // the baseline
 		}
 		for _, e := range t.st.Sessions() {
-			if e.Source == h.Source {
+			if e.Source == h.Source && e.Host == h.Host {
 				tell(e.Snapshot)
 			}
 		}
 	case client.NameUpsert:
-		if s, ok := t.st.Session(h.Source, h.Snapshot.ID); ok {
+		if s, ok := t.st.SessionOn(h.Host, h.Source, h.Snapshot.ID); ok {
 			tell(s)
 		}
 	}

@@ -84,3 +84,23 @@ func TestSummary(t *testing.T) {
 		t.Errorf("Summary = %q, want %q", got, want)
 	}
 }
+
+func TestTrackerKeepsHostsApart(t *testing.T) {
+	running := `{"id":"s1","harness":"codex","status":"running"}`
+	waiting := `{"id":"s1","harness":"codex","status":"waiting","waitingFor":"Approve"}`
+	tr := Tracker{Host: "laptop"}
+	var got []string
+	for _, r := range []struct{ name, data string }{
+		{"reset", `{"source":"codex","sessions":[` + running + `]}`},
+		{"reset", `{"source":"codex","host":"devbox","sessions":[` + waiting + `]}`}, // devbox's baseline: nothing told
+		{"upsert", `{"source":"codex","snapshot":` + waiting + `}`},                  // the local s1, not devbox's
+		{"upsert", `{"source":"codex","host":"devbox","snapshot":` + waiting + `}`},  // unchanged
+	} {
+		for _, x := range tr.Apply(r.name, []byte(r.data)) {
+			got = append(got, x.Host+":"+x.SessionID+":"+string(x.Status))
+		}
+	}
+	if diff := cmp.Diff([]string{"laptop:s1:waiting"}, got); diff != "" {
+		t.Errorf("transitions (-want +got):\n%s", diff)
+	}
+}

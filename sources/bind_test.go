@@ -108,7 +108,7 @@ func TestBindPIDAfterExit(t *testing.T) {
 			}
 
 			p1 := sleeper(t)
-			appendFile(t, p, fmt.Sprintf("s1 start %d %d\n", p1.Process.Pid, time.Now().UnixMilli()))
+			sourcestest.Append(t, p, fmt.Sprintf("s1 start %d %d\n", p1.Process.Pid, time.Now().UnixMilli()))
 			h.WaitFor(t, "bound to the first process", status(agentbridge.StatusIdle, p1.Process.Pid))
 			_ = p1.Process.Kill()
 			h.WaitFor(t, "the first process's exit", status(agentbridge.StatusExited, 0))
@@ -118,13 +118,13 @@ func TestBindPIDAfterExit(t *testing.T) {
 			if err := dead.Run(); err != nil {
 				t.Skipf("cannot run a child process: %v", err)
 			}
-			appendFile(t, p, fmt.Sprintf("s1 bind %d\n", dead.Process.Pid))
+			sourcestest.Append(t, p, fmt.Sprintf("s1 bind %d\n", dead.Process.Pid))
 
 			p2 := sleeper(t)
 			if how == "start" {
-				appendFile(t, p, fmt.Sprintf("s1 start %d %d\n", p2.Process.Pid, time.Now().UnixMilli()))
+				sourcestest.Append(t, p, fmt.Sprintf("s1 start %d %d\n", p2.Process.Pid, time.Now().UnixMilli()))
 			} else {
-				appendFile(t, p, fmt.Sprintf("s1 bind %d\n", p2.Process.Pid))
+				sourcestest.Append(t, p, fmt.Sprintf("s1 bind %d\n", p2.Process.Pid))
 			}
 			h.WaitFor(t, "taken up by the second process", status(agentbridge.StatusIdle, p2.Process.Pid))
 			inspect(func(en *entry) {
@@ -157,7 +157,7 @@ func TestBindPIDAfterExit(t *testing.T) {
 
 			// A pid younger than the session's start is a reused one.
 			p3 := sleeper(t)
-			appendFile(t, p, fmt.Sprintf("s1 start %d %d\n", p3.Process.Pid, time.Now().Add(-time.Hour).UnixMilli()))
+			sourcestest.Append(t, p, fmt.Sprintf("s1 start %d %d\n", p3.Process.Pid, time.Now().Add(-time.Hour).UnixMilli()))
 			h.WaitFor(t, "a reused pid: exited", func(h *sourcestest.Hub) bool {
 				s, ok := h.Snapshot("s1")
 				return ok && s.Status == agentbridge.StatusExited && s.PID == p3.Process.Pid
@@ -181,7 +181,7 @@ func TestBindHolderOnlyTheAgentsWriter(t *testing.T) {
 	readOnly := filepath.Join(dir, "read.log")
 	written := filepath.Join(dir, "written.log")
 	for _, p := range []string{ctl, readOnly, written} {
-		appendFile(t, p, "")
+		sourcestest.Append(t, p, "")
 	}
 	// One reader, named like the agent: alone it would pass for the holder.
 	readers := []*exec.Cmd{proctest.Hold(t, "agentx", readOnly, proctest.Read)}
@@ -203,7 +203,7 @@ func TestBindHolderOnlyTheAgentsWriter(t *testing.T) {
 		}
 	})
 	h.WaitFor(t, "the source to start", func(*sourcestest.Hub) bool { return h.Resets() > 0 })
-	appendFile(t, ctl, "r hold "+readOnly+"\nw hold "+written+"\n")
+	sourcestest.Append(t, ctl, "r hold "+readOnly+"\nw hold "+written+"\n")
 	h.WaitFor(t, "bound to the agent's writer", func(h *sourcestest.Hub) bool {
 		s, ok := h.Snapshot("w")
 		return ok && s.PID == writer.Process.Pid
@@ -212,7 +212,7 @@ func TestBindHolderOnlyTheAgentsWriter(t *testing.T) {
 		_ = c.Process.Kill()
 		_ = c.Wait()
 	}
-	appendFile(t, ctl, "mark start 0\n") // a line read after the readers' exit
+	sourcestest.Append(t, ctl, "mark start 0\n") // a line read after the readers' exit
 	h.WaitFor(t, "the line after", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot("mark"); return ok })
 	if s, _ := h.Snapshot("r"); s.PID != 0 || s.Status == agentbridge.StatusExited {
 		t.Errorf("journal held only by readers: pid %d, status %s; want unbound and not exited", s.PID, s.Status)

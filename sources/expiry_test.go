@@ -39,7 +39,7 @@ func TestUnboundSessionLeavesAfterWindow(t *testing.T) {
 		hub               *sourcestest.Hub
 	}
 	srcs := []running{
-		{"claude-code", ccID, ccJournal, ccLine, claudecode.New(claudecode.Options{ConfigDir: ccHome, Window: window}), nil},
+		{"claude-code", ccID, ccJournal, ccLine, claudecode.New(claudecode.Options{Home: ccHome, Window: window}), nil},
 		{"example", "s1", exJournal, exLine, example.New(example.Config{Home: exHome, Window: window}), nil},
 	}
 	for i := range srcs {
@@ -50,13 +50,13 @@ func TestUnboundSessionLeavesAfterWindow(t *testing.T) {
 	}
 	for _, r := range srcs {
 		wrote := time.Now()
-		kittest.Append(t, r.journal, r.line(1))
+		sourcestest.Append(t, r.journal, r.line(1))
 		r.hub.WaitFor(t, r.name+": the session appears", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot(r.id); return ok })
 		r.hub.WaitFor(t, r.name+": the session leaves after the window", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot(r.id); return !ok })
 		if d := time.Since(wrote); d < window {
 			t.Errorf("%s: the session left %v after its last line, before the window (%v)", r.name, d, window)
 		}
-		kittest.Append(t, r.journal, r.line(2))
+		sourcestest.Append(t, r.journal, r.line(2))
 		r.hub.WaitFor(t, r.name+": back with its next line", func(h *sourcestest.Hub) bool {
 			s, ok := h.Snapshot(r.id)
 			return ok && s.Title == "hello"

@@ -400,7 +400,7 @@ func TestHardeningClaudeHomeLifecycle(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- claudecode.New(claudecode.Options{ConfigDir: home, Window: -1}).
+		done <- claudecode.New(claudecode.Options{Home: home, Window: -1}).
 			Run(ctx, hub.Start{Enabled: []string{claudecode.Harness}, Publisher: h})
 	}()
 	t.Cleanup(func() {

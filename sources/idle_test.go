@@ -79,7 +79,7 @@ func TestIdleBridgeDoesNothing(t *testing.T) {
 	}
 	srcs := []running{
 		{"example", example.New(example.Config{Home: exHome}), nil, "s1", exPID},
-		{"claude-code", claudecode.New(claudecode.Options{ConfigDir: ccDir}), nil, ccID, ccPID},
+		{"claude-code", claudecode.New(claudecode.Options{Home: ccDir}), nil, ccID, ccPID},
 		{"codex", codex.New(codex.Options{Home: cxHome}), nil, cxID, cxPID},
 	}
 	for i := range srcs {

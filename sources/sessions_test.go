@@ -91,7 +91,7 @@ func TestFollowHarnessSwitch(t *testing.T) {
 	changes <- []string{"a"}
 	h.WaitFor(t, "a reset with a only", func(h *sourcestest.Hub) bool { return h.Resets() == 2 && slices.Equal(ids(h), []string{"a/s1"}) })
 	// b's session changes while b is off: folded, not published.
-	appendFile(t, p, "b s2 turn\na s1 turn\n")
+	sourcestest.Append(t, p, "b s2 turn\na s1 turn\n")
 	h.WaitFor(t, "a's turn", func(h *sourcestest.Hub) bool {
 		s, ok := h.Snapshot("s1")
 		return ok && s.Status == agentbridge.StatusRunning

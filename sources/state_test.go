@@ -69,7 +69,7 @@ func recordings(t *testing.T) []recorded {
 				// One project directory; the file name is the session id.
 				return filepath.Join("projects", "-home-u-proj", filepath.Base(p))
 			}),
-			source: func(home string) hub.Source { return claudecode.New(claudecode.Options{ConfigDir: home}) },
+			source: func(home string) hub.Source { return claudecode.New(claudecode.Options{Home: home}) },
 		},
 		{
 			name: "codex", harness: codex.Harness,

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // heapInUse returns the live heap after a collection.
@@ -34,7 +36,7 @@ func TestTailerHeldBoundAcrossFiles(t *testing.T) {
 	dir := t.TempDir()
 	frag := strings.Repeat("x", maxLine-100)
 	for i := range files {
-		appendFile(t, filepath.Join(dir, string(rune('a'+i))+".jsonl"), "first\n"+frag)
+		sourcestest.Append(t, filepath.Join(dir, string(rune('a'+i))+".jsonl"), "first\n"+frag)
 	}
 	base := heapInUse()
 	tl, rec := startTailer(t, TailConfig{Roots: []string{dir}, MaxLine: maxLine, MaxHeld: maxHeld})
@@ -50,7 +52,7 @@ func TestTailerHeldBoundAcrossFiles(t *testing.T) {
 	// Every journal is still followed: a line after the fragment's end is
 	// delivered whether its fragment was kept or dropped.
 	for i := range files {
-		appendFile(t, filepath.Join(dir, string(rune('a'+i))+".jsonl"), "end\nnext\n")
+		sourcestest.Append(t, filepath.Join(dir, string(rune('a'+i))+".jsonl"), "end\nnext\n")
 	}
 	for i := range files {
 		p := filepath.Join(dir, string(rune('a'+i))+".jsonl")
@@ -101,10 +103,10 @@ func TestTailerSparseJournal(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	atScan := filepath.Join(dir, "at-scan.jsonl")
-	appendFile(t, atScan, "before\n")
+	sourcestest.Append(t, atScan, "before\n")
 	sparse(t, atScan, 16<<30)
 	other := filepath.Join(dir, "other.jsonl")
-	appendFile(t, other, "one\n")
+	sourcestest.Append(t, other, "one\n")
 	start := time.Now()
 	_, rec := startTailer(t, TailConfig{Roots: []string{dir}})
 	if took := time.Since(start); took > 5*time.Second {
@@ -113,17 +115,17 @@ func TestTailerSparseJournal(t *testing.T) {
 	rec.waitLines(t, other, "one")
 
 	later := filepath.Join(dir, "later.jsonl")
-	appendFile(t, later, "first\n")
+	sourcestest.Append(t, later, "first\n")
 	rec.waitLines(t, later, "first")
 	sparse(t, later, 16<<30)
-	appendFile(t, other, "two\n")
+	sourcestest.Append(t, other, "two\n")
 	start = time.Now()
 	rec.waitLines(t, other, "one", "two")
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("another journal's line took %v to arrive while a 16 GiB sparse one grew", took)
 	}
 	for _, p := range []string{atScan, later} {
-		appendFile(t, p, "rest of the zeros line\nafter\n")
+		sourcestest.Append(t, p, "rest of the zeros line\nafter\n")
 	}
 	rec.waitLines(t, atScan, "after")
 	rec.waitLines(t, later, "first", "after")
@@ -131,10 +133,10 @@ func TestTailerSparseJournal(t *testing.T) {
 
 	// A hole longer than a line, shorter than MaxJournal: skipped unread.
 	small := filepath.Join(dir, "small-hole.jsonl")
-	appendFile(t, small, "first\n")
+	sourcestest.Append(t, small, "first\n")
 	rec.waitLines(t, small, "first")
 	sparse(t, small, 6+(512<<20))
-	appendFile(t, small, "zeros end\nafter\n")
+	sourcestest.Append(t, small, "zeros end\nafter\n")
 	start = time.Now()
 	rec.waitLines(t, small, "first", "after")
 	if took := time.Since(start); took > 3*time.Second {
@@ -151,18 +153,18 @@ func TestTailerHugeJournalFollowedFromEnd(t *testing.T) {
 	dir := t.TempDir()
 	lines := strings.Repeat(`{"filler":"`+strings.Repeat("y", 1000)+`"}`+"\n", 3<<10) // 3 MiB of real lines
 	huge := filepath.Join(dir, "huge.jsonl")
-	appendFile(t, huge, lines)
+	sourcestest.Append(t, huge, lines)
 	grows := filepath.Join(dir, "grows.jsonl")
-	appendFile(t, grows, "one\n")
+	sourcestest.Append(t, grows, "one\n")
 	_, rec := startTailer(t, TailConfig{Roots: []string{dir}, MaxJournal: 1 << 20})
 	rec.waitLines(t, grows, "one")
 	rec.waitFor(t, "the journal-too-large diagnostic", func() bool { return rec.hasDiag(CodeJournalTooLarge) })
-	appendFile(t, huge, "new\n")
+	sourcestest.Append(t, huge, "new\n")
 	rec.waitLines(t, huge, "new")
 
-	appendFile(t, grows, lines+"partial") // one write of 3 MiB
+	sourcestest.Append(t, grows, lines+"partial") // one write of 3 MiB
 	rec.waitFor(t, "a second journal-too-large diagnostic", func() bool { return rec.countDiag(CodeJournalTooLarge) == 2 })
-	appendFile(t, grows, " end\nlater\n")
+	sourcestest.Append(t, grows, " end\nlater\n")
 	rec.waitLines(t, grows, "one", "later")
 }
 
@@ -183,8 +185,8 @@ func TestTailerSlicesLetOthersThrough(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	big, other := filepath.Join(dir, "big.jsonl"), filepath.Join(dir, "other.jsonl")
-	appendFile(t, big, "start\n")
-	appendFile(t, other, "one\n")
+	sourcestest.Append(t, big, "start\n")
+	sourcestest.Append(t, other, "one\n")
 	const total = 8 << 10
 	line := strings.Repeat("z", 1023)
 
@@ -200,7 +202,7 @@ func TestTailerSlicesLetOthersThrough(t *testing.T) {
 		case big:
 			if n := bigLines.Add(1); n == 2 { // the first line of the big append
 				once.Do(func() {
-					appendFile(t, other, "two\n")
+					sourcestest.Append(t, other, "two\n")
 					tl.Post(func() { postedAt.Store(bigLines.Load()) })
 					// Wait (on the Run goroutine, inside this slice) until
 					// the watcher has queued the other file's event, so that
@@ -231,7 +233,7 @@ func TestTailerSlicesLetOthersThrough(t *testing.T) {
 	rec.waitFor(t, "the first scan", func() bool { return rec.scans >= 1 })
 	rec.waitLines(t, other, "one")
 
-	appendFile(t, big, strings.Repeat(line+"\n", total))
+	sourcestest.Append(t, big, strings.Repeat(line+"\n", total))
 	rec.waitFor(t, "the big append", func() bool { return len(rec.files[big]) == total+1 })
 	rec.waitLines(t, other, "one", "two")
 	if n := otherAt.Load(); n < 0 || n > total/2 {
@@ -248,7 +250,7 @@ func TestTailerCancelDuringLongRead(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big.jsonl")
-	appendFile(t, big, "start\n")
+	sourcestest.Append(t, big, "start\n")
 	rec := newRecorder()
 	ctx, cancel := context.WithCancel(context.Background())
 	var n atomic.Int64
@@ -263,7 +265,7 @@ func TestTailerCancelDuringLongRead(t *testing.T) {
 	go func() { done <- tl.Run(ctx) }()
 	rec.waitFor(t, "the first scan", func() bool { return rec.scans >= 1 })
 	const total = 16 << 10
-	appendFile(t, big, strings.Repeat(strings.Repeat("q", 1023)+"\n", total))
+	sourcestest.Append(t, big, strings.Repeat(strings.Repeat("q", 1023)+"\n", total))
 	select {
 	case <-done:
 	case <-time.After(waitTimeout):
@@ -284,7 +286,7 @@ func TestTailerChmodBack(t *testing.T) {
 	}
 	dir := t.TempDir()
 	p := filepath.Join(dir, "s.jsonl")
-	appendFile(t, p, "one\n")
+	sourcestest.Append(t, p, "one\n")
 	_, rec := startTailer(t, TailConfig{Roots: []string{dir}})
 	rec.waitLines(t, p, "one")
 	if err := os.Chmod(p, 0o200); err != nil {
@@ -294,7 +296,7 @@ func TestTailerChmodBack(t *testing.T) {
 		f.Close()
 		t.Skip("permission bits do not deny here although not root")
 	}
-	appendFile(t, p, "two\n")
+	sourcestest.Append(t, p, "two\n")
 	rec.waitFor(t, "permission-denied", func() bool { return rec.hasDiag(CodePermission) })
 	if err := os.Chmod(p, 0o644); err != nil {
 		t.Fatal(err)
@@ -315,7 +317,7 @@ func TestTailerHeldFreedWithFiles(t *testing.T) {
 	}
 	frag := strings.Repeat("x", maxLine-100)
 	for _, p := range []string{filepath.Join(dir, "a.jsonl"), filepath.Join(sub, "b.jsonl")} {
-		appendFile(t, p, "first\n"+frag)
+		sourcestest.Append(t, p, "first\n"+frag)
 	}
 	_, rec := startTailer(t, TailConfig{Roots: []string{dir}, MaxLine: maxLine, MaxHeld: maxHeld})
 	if err := os.Remove(filepath.Join(dir, "a.jsonl")); err != nil {
@@ -327,11 +329,11 @@ func TestTailerHeldFreedWithFiles(t *testing.T) {
 	rec.waitFor(t, "both removed", func() bool { return rec.hasCall("removed a.jsonl") && rec.hasCall("removed b.jsonl") })
 	for _, n := range []string{"c", "d"} {
 		p := filepath.Join(dir, n+".jsonl")
-		appendFile(t, p, "first\n"+frag)
+		sourcestest.Append(t, p, "first\n"+frag)
 		rec.waitLines(t, p, "first")
 	}
 	for _, n := range []string{"c", "d"} {
-		appendFile(t, filepath.Join(dir, n+".jsonl"), "\nnext\n")
+		sourcestest.Append(t, filepath.Join(dir, n+".jsonl"), "\nnext\n")
 	}
 	for _, n := range []string{"c", "d"} {
 		p := filepath.Join(dir, n+".jsonl")

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // waitTimeout bounds every wait for the tailer: generous, so that a loaded
@@ -138,20 +139,6 @@ func startTailer(t testing.TB, cfg TailConfig) (*Tailer, *recorder) {
 	return tl, rec
 }
 
-func appendFile(t testing.TB, path, s string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestTailerFollowsFiles(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -162,18 +149,18 @@ func TestTailerFollowsFiles(t *testing.T) {
 	}{
 		{"append in pieces, a line split across writes is delivered once, whole", func(t *testing.T, tl *Tailer, rec *recorder, dir, p string) {
 			opens := tl.Opens()
-			appendFile(t, p, `{"half":`)
+			sourcestest.Append(t, p, `{"half":`)
 			waitOpens(t, tl, opens+1) // the fragment has been read and kept
-			appendFile(t, p, `"way"}`)
+			sourcestest.Append(t, p, `"way"}`)
 			waitOpens(t, tl, opens+2)
-			appendFile(t, p, "\nthree\n")
+			sourcestest.Append(t, p, "\nthree\n")
 			rec.waitLines(t, p, "one", "two", `{"half":"way"}`, "three")
 		}},
 		{"truncate re-reads from the start", func(t *testing.T, tl *Tailer, rec *recorder, dir, p string) {
 			if err := os.Truncate(p, 0); err != nil {
 				t.Fatal(err)
 			}
-			appendFile(t, p, "fresh\n")
+			sourcestest.Append(t, p, "fresh\n")
 			rec.waitLines(t, p, "fresh")
 			rec.waitFor(t, "truncated", func() bool { return rec.hasCall("truncated s.jsonl") })
 		}},
@@ -201,7 +188,7 @@ func TestTailerFollowsFiles(t *testing.T) {
 			}
 			rec.waitLines(t, q, "one", "two")
 			rec.waitFor(t, "removed", func() bool { _, ok := rec.files[p]; return !ok })
-			appendFile(t, q, "more\n")
+			sourcestest.Append(t, q, "more\n")
 			rec.waitLines(t, q, "one", "two", "more")
 		}},
 		{"nested directories created quickly", func(t *testing.T, tl *Tailer, rec *recorder, dir, p string) {
@@ -210,9 +197,9 @@ func TestTailerFollowsFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			q := filepath.Join(deep, "n.jsonl")
-			appendFile(t, q, "nested\n")
+			sourcestest.Append(t, q, "nested\n")
 			rec.waitLines(t, q, "nested")
-			appendFile(t, q, "later\n")
+			sourcestest.Append(t, q, "later\n")
 			rec.waitLines(t, q, "nested", "later")
 		}},
 		{"a directory removed ends its files", func(t *testing.T, tl *Tailer, rec *recorder, dir, p string) {
@@ -221,7 +208,7 @@ func TestTailerFollowsFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			q := filepath.Join(sub, "x.jsonl")
-			appendFile(t, q, "x\n")
+			sourcestest.Append(t, q, "x\n")
 			rec.waitLines(t, q, "x")
 			if err := os.Rename(sub, filepath.Join(t.TempDir(), "away")); err != nil {
 				t.Fatal(err)
@@ -231,16 +218,16 @@ func TestTailerFollowsFiles(t *testing.T) {
 		}},
 		{"a 10 MiB line is skipped with a diagnostic, the file still followed", func(t *testing.T, tl *Tailer, rec *recorder, dir, p string) {
 			big := bytes.Repeat([]byte("x"), 10<<20)
-			appendFile(t, p, string(big)+"\nafter\n")
+			sourcestest.Append(t, p, string(big)+"\nafter\n")
 			rec.waitLines(t, p, "one", "two", "after")
 			rec.waitFor(t, "line-too-long", func() bool { return rec.hasDiag(CodeLineTooLong) })
 		}},
 		{"a 10 MiB line written in pieces is skipped too", func(t *testing.T, tl *Tailer, rec *recorder, dir, p string) {
 			chunk := strings.Repeat("y", 1<<20)
 			for range 10 {
-				appendFile(t, p, chunk)
+				sourcestest.Append(t, p, chunk)
 			}
-			appendFile(t, p, "\nafter\n")
+			sourcestest.Append(t, p, "\nafter\n")
 			rec.waitLines(t, p, "one", "two", "after")
 			rec.waitFor(t, "line-too-long", func() bool { return rec.hasDiag(CodeLineTooLong) })
 		}},
@@ -252,14 +239,14 @@ func TestTailerFollowsFiles(t *testing.T) {
 			}
 			junk = bytes.ReplaceAll(junk, []byte("\n"), nil)
 			junk[0] = 0xff // certainly not UTF-8
-			appendFile(t, p, string(junk)+"\nok\n")
+			sourcestest.Append(t, p, string(junk)+"\nok\n")
 			rec.waitLines(t, p, "one", "two", "ok")
 			rec.waitFor(t, "invalid-utf8", func() bool { return rec.hasDiag(CodeInvalidUTF8) })
 		}},
 		{"a new file, and files the filter does not match", func(t *testing.T, tl *Tailer, rec *recorder, dir, p string) {
-			appendFile(t, filepath.Join(dir, "notes.txt"), "ignored\n")
+			sourcestest.Append(t, filepath.Join(dir, "notes.txt"), "ignored\n")
 			q := filepath.Join(dir, "new.jsonl")
-			appendFile(t, q, "hello\n")
+			sourcestest.Append(t, q, "hello\n")
 			rec.waitLines(t, q, "hello")
 			if _, ok := rec.files[filepath.Join(dir, "notes.txt")]; ok {
 				t.Errorf("notes.txt was followed")
@@ -274,7 +261,7 @@ func TestTailerFollowsFiles(t *testing.T) {
 				dir = memDir(t)
 			}
 			p := filepath.Join(dir, "s.jsonl")
-			appendFile(t, p, "one\ntwo\n")
+			sourcestest.Append(t, p, "one\ntwo\n")
 			tl, rec := startTailer(t, TailConfig{Roots: []string{dir}})
 			rec.waitLines(t, p, "one", "two")
 			tt.run(t, tl, rec, dir, p)
@@ -319,13 +306,13 @@ func TestTailerOldFilesAreOnlyStatted(t *testing.T) {
 	old := time.Now().Add(-3 * time.Hour)
 	for i := range 50 {
 		p := filepath.Join(dir, fmt.Sprintf("old%02d.jsonl", i))
-		appendFile(t, p, "past\n")
+		sourcestest.Append(t, p, "past\n")
 		if err := os.Chtimes(p, old, old); err != nil {
 			t.Fatal(err)
 		}
 	}
 	recent := filepath.Join(dir, "recent.jsonl")
-	appendFile(t, recent, "now\n")
+	sourcestest.Append(t, recent, "now\n")
 	keep := filepath.Join(dir, "old49.jsonl")
 	tl, rec := startTailer(t, TailConfig{Roots: []string{dir}, Recent: func(p string, _ os.FileInfo) bool { return p == keep }})
 	rec.waitLines(t, recent, "now")
@@ -334,7 +321,7 @@ func TestTailerOldFilesAreOnlyStatted(t *testing.T) {
 		t.Errorf("opened %d files at the scan, want 2 (the recent one and the one Recent kept)", got)
 	}
 	p := filepath.Join(dir, "old07.jsonl")
-	appendFile(t, p, "again\n")
+	sourcestest.Append(t, p, "again\n")
 	rec.waitLines(t, p, "past", "again") // written again: read from the start
 }
 
@@ -349,7 +336,7 @@ func TestTailerRootAppearsLaterAndVanishes(t *testing.T) {
 	p := filepath.Join(root, "s.jsonl")
 	// The root may be set up after the file is written or before: either
 	// way the file is read, by the walk or by its event.
-	appendFile(t, p, "first\n")
+	sourcestest.Append(t, p, "first\n")
 	rec.waitLines(t, p, "first")
 
 	if err := os.RemoveAll(filepath.Join(base, "home")); err != nil {
@@ -359,7 +346,7 @@ func TestTailerRootAppearsLaterAndVanishes(t *testing.T) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	appendFile(t, p, "second\n")
+	sourcestest.Append(t, p, "second\n")
 	rec.waitLines(t, p, "second")
 }
 
@@ -367,7 +354,7 @@ func TestTailerOverflowRebuilds(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "s.jsonl")
-	appendFile(t, p, "one\n")
+	sourcestest.Append(t, p, "one\n")
 	tl, rec := startTailer(t, TailConfig{Roots: []string{dir}})
 	rec.waitLines(t, p, "one")
 	// Lose an event the way inotify does on overflow: the kernel queue
@@ -378,7 +365,7 @@ func TestTailerOverflowRebuilds(t *testing.T) {
 	tl.signal()
 	rec.waitFor(t, "a rebuild", func() bool { return rec.rescans >= 2 && rec.scans >= 2 && rec.hasDiag(CodeEventsLost) })
 	rec.waitLines(t, p, "one")
-	appendFile(t, p, "two\n")
+	sourcestest.Append(t, p, "two\n")
 	rec.waitLines(t, p, "one", "two")
 }
 
@@ -386,7 +373,7 @@ func TestTailerSetRootsReleasesAndRescans(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "s.jsonl")
-	appendFile(t, p, "one\n")
+	sourcestest.Append(t, p, "one\n")
 	tl, rec := startTailer(t, TailConfig{Roots: []string{dir}})
 	rec.waitLines(t, p, "one")
 	tl.Post(func() { tl.SetRoots(nil) })
@@ -396,7 +383,7 @@ func TestTailerSetRootsReleasesAndRescans(t *testing.T) {
 			t.Errorf("a watcher is still open with no roots")
 		}
 	})
-	appendFile(t, p, "two\n")
+	sourcestest.Append(t, p, "two\n")
 	tl.Post(func() { tl.SetRoots([]string{dir}) })
 	rec.waitLines(t, p, "one", "two")
 }
@@ -411,7 +398,7 @@ func TestTailerIdleMakesNoWakeups(t *testing.T) {
 		if err := os.Mkdir(sub, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		appendFile(t, filepath.Join(sub, "s.jsonl"), "line\n")
+		sourcestest.Append(t, filepath.Join(sub, "s.jsonl"), "line\n")
 	}
 	tl, rec := startTailer(t, TailConfig{Roots: []string{dir}})
 	rec.waitFor(t, "every file", func() bool { return len(rec.files) == 20 })
@@ -426,7 +413,7 @@ func TestTailerIdleMakesNoWakeups(t *testing.T) {
 		t.Errorf("idle tailer opened %d files", got-opens)
 	}
 	// And it is not asleep for good: a write still wakes it.
-	appendFile(t, filepath.Join(dir, "d3", "s.jsonl"), "more\n")
+	sourcestest.Append(t, filepath.Join(dir, "d3", "s.jsonl"), "more\n")
 	rec.waitLines(t, filepath.Join(dir, "d3", "s.jsonl"), "line", "more")
 	if got := tl.Wakes(); got == wakes {
 		t.Errorf("a write did not wake the tailer")
@@ -474,7 +461,7 @@ func TestTailerPermissionDenied(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	appendFile(t, filepath.Join(locked, "hidden.jsonl"), "secret\n")
+	sourcestest.Append(t, filepath.Join(locked, "hidden.jsonl"), "secret\n")
 	if err := os.Chmod(locked, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -483,11 +470,11 @@ func TestTailerPermissionDenied(t *testing.T) {
 		t.Skip("permission bits do not deny here although not root")
 	}
 	p := filepath.Join(open, "s.jsonl")
-	appendFile(t, p, "visible\n")
+	sourcestest.Append(t, p, "visible\n")
 	_, rec := startTailer(t, TailConfig{Roots: []string{dir}})
 	rec.waitLines(t, p, "visible")
 	rec.waitFor(t, "permission-denied", func() bool { return rec.hasDiag(CodePermission) })
-	appendFile(t, p, "still followed\n")
+	sourcestest.Append(t, p, "still followed\n")
 	rec.waitLines(t, p, "visible", "still followed")
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

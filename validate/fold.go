@@ -21,19 +21,25 @@ import (
 //     promptText becomes the title only while there is none (bounded to
 //     MaxTitle). agentId changes nothing shown.
 //   - turn.started: status running; open waits close (a new prompt
-//     supersedes a pending approval or question); promptText becomes the
-//     title while there is none. Open tools stay open.
+//     supersedes a pending approval or question), except the waits hooks
+//     opened after the event's occurredAt; promptText becomes the title
+//     while there is none. Open tools stay open.
 //   - tool.started: the tool opens; status running, unless a wait is open,
 //     in which case the latest open wait's state and reason stay shown.
-//   - tool.finished: the tool closes; nothing shown changes.
+//   - tool.finished: the tool closes; a wait a hook opened for that tool
+//     closes with it (the tool ran or was refused, so the prompt is over),
+//     and so does one known only from a notification opened before the
+//     event's occurredAt.
 //   - wait.started: the wait opens; status = state, waitingFor = reason
 //     (cleared when there is no reason).
 //   - wait.finished: the wait closes; when another is still open, the latest
-//     open one's state and reason are shown, else status running.
+//     open one's state and reason are shown (the latest a hook opened, when
+//     there is one), else status running.
 //   - agent.done: status done; lastTurn completed / failed / cancelled from
 //     outcome success / error / cancelled; lastTurnEndedAt = occurredAt (0,
 //     i.e. absent, when the event has none: the hub may stamp occurredAt
-//     before applying); open waits and tools close. Running subagents are
+//     before applying); open waits and tools close, except the waits hooks
+//     opened after occurredAt, which stay shown. Running subagents are
 //     left as they are (background agents can outlive a turn).
 //   - agent.exited: status exited; open waits and tools close; running
 //     subagents become cancelled; waitingFor is cleared.
@@ -68,11 +74,16 @@ import (
 // id already open and subagent.started for a listed id are duplicate; more
 // than MaxOpenWaits open waits or MaxOpenTools open tools are
 // invalid_array. The fold never reads a clock.
+//
+// Hooks (Session.Hook, hookfold.go) are the second signal folded here,
+// beside the journal's events, so that neither can leave the other's
+// state stale.
 type Session struct {
 	snap    agentbridge.Snapshot
 	waits   []openWait // open waits, oldest first
 	tools   []openTool // open tools, oldest first
 	stopped bool
+	hk      *hookState // what hooks told (hookfold.go); nil until the first hook
 
 	at          int64 // occurredAt of the event being folded
 	statusSince int64
@@ -100,6 +111,11 @@ type openWait struct {
 	id     string
 	state  agentbridge.Status
 	reason string
+	// a wait a hook opened (hookfold.go): the prompt's key, the tool it
+	// is bound to ("" when unknown) and when the hook ran
+	hook      bool
+	key, tool string
+	at        int64
 }
 
 // NewSession returns a session known by id and harness, status idle.
@@ -140,6 +156,7 @@ func (s *Session) Clone() *Session {
 	c.waits = slices.Clone(s.waits)
 	c.tools = slices.Clone(s.tools)
 	c.counted = slices.Clone(s.counted)
+	c.hk = s.hk.clone()
 	if s.usage != nil {
 		u := *s.usage
 		c.usage = &u
@@ -292,13 +309,21 @@ func (s *Session) setStatus(st agentbridge.Status) {
 	}
 }
 
-// showWaits shows the latest open wait, or running when none is open.
+// showWaits shows the latest open wait a hook opened, else the latest
+// open wait, or running when none is open: a hook's reason is exact, so a
+// journal's guess never hides it.
 func (s *Session) showWaits() {
 	if len(s.waits) == 0 {
 		s.setStatus(agentbridge.StatusRunning)
 		return
 	}
 	w := s.waits[len(s.waits)-1]
+	for i := len(s.waits) - 1; i >= 0; i-- {
+		if s.waits[i].hook {
+			w = s.waits[i]
+			break
+		}
+	}
 	s.setStatus(w.state)
 	s.snap.WaitingFor = w.reason
 }
@@ -380,8 +405,9 @@ func (s *Session) fold(e *agentbridge.Event) {
 			s.count(e.Usage)
 		}
 	case agentbridge.KindTurnStarted:
-		s.waits = nil
-		s.setStatus(agentbridge.StatusRunning)
+		s.waits = s.newerHookWaits(e.OccurredAt)
+		s.hk.fenceAt(e.OccurredAt)
+		s.showWaits()
 		s.turnStarted = e.OccurredAt
 		s.titleFromPrompt(e.PromptText)
 	case agentbridge.KindToolStarted:
@@ -389,20 +415,35 @@ func (s *Session) fold(e *agentbridge.Event) {
 		s.showWaits()
 	case agentbridge.KindToolFinished:
 		s.tools = slices.Delete(s.tools, s.toolIndex(e.ToolID), s.toolIndex(e.ToolID)+1)
+		if s.hk != nil {
+			s.hk.settle("", e.ToolID, e.OccurredAt)
+			if s.closeHookWaits(func(w *openWait) bool {
+				return w.tool == e.ToolID || w.key == HookNotified && e.OccurredAt != 0 && w.at <= e.OccurredAt
+			}) {
+				s.showWaits()
+			}
+		}
 	case agentbridge.KindWaitStarted:
-		s.waits = append(s.waits, openWait{e.WaitID, e.State, Bound(e.Reason, MaxWaitingFor)})
+		s.waits = append(s.waits, openWait{id: e.WaitID, state: e.State, reason: Bound(e.Reason, MaxWaitingFor)})
 		s.showWaits()
 	case agentbridge.KindWaitFinished:
 		i := s.waitIndex(e.WaitID)
 		s.waits = append(s.waits[:i], s.waits[i+1:]...)
 		s.showWaits()
 	case agentbridge.KindAgentDone:
+		keep := s.newerHookWaits(e.OccurredAt)
 		s.closeAll()
+		s.hk.fenceAt(e.OccurredAt)
 		s.setStatus(agentbridge.StatusDone)
 		s.snap.LastTurn = lastTurnOf[e.Outcome]
 		s.snap.LastTurnEndedAt = e.OccurredAt
+		if len(keep) > 0 {
+			s.waits = keep
+			s.showWaits()
+		}
 	case agentbridge.KindAgentExited:
 		s.closeAll()
+		s.hk.fenceAt(e.OccurredAt)
 		s.setStatus(agentbridge.StatusExited)
 		for i := range s.snap.Subagents {
 			if s.snap.Subagents[i].Status == agentbridge.SubagentRunning {

@@ -39,7 +39,7 @@ type bridge struct {
 func startBridge(c *corpus, queue int) (*bridge, error) {
 	log := slog.New(slog.DiscardHandler)
 	h := hub.New(hub.Options{Logger: log, QueueSize: queue})
-	if err := h.Add(claudecode.New(claudecode.Options{ConfigDir: c.ClaudeDir, Logger: log})); err != nil {
+	if err := h.Add(claudecode.New(claudecode.Options{Home: c.ClaudeDir, Logger: log})); err != nil {
 		return nil, fmt.Errorf("add claude-code source: %w", err)
 	}
 	if err := h.Add(codex.New(codex.Options{Home: c.CodexHome, Logger: log})); err != nil {

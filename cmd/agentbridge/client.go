@@ -25,6 +25,7 @@ func clientFlags(fs *pflag.FlagSet) {
 // filterFlags are the session filters of GET /v1/sessions and /v1/events.
 type filterFlags struct {
 	sources, harnesses, statuses []string
+	hosts                        []string
 	project                      string
 	ancestorPID                  int
 }
@@ -33,6 +34,7 @@ func (f *filterFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.sources, "source", nil, "only these source `ids` (comma list, repeatable)")
 	fs.StringSliceVar(&f.harnesses, "harness", nil, "only these harness `ids` (comma list, repeatable)")
 	fs.StringSliceVar(&f.statuses, "status", nil, "only these `statuses`: idle, running, waiting, blocked, done, exited")
+	fs.StringSliceVar(&f.hosts, "host", nil, "only these `hosts`: remote ids, or local for the bridge's own sessions")
 	fs.StringVar(&f.project, "project", "", "only sessions in this project `dir` (at or below it, or in a linked Git worktree of it)")
 	fs.IntVar(&f.ancestorPID, "ancestor-pid", 0, "only sessions whose process descends from `pid`")
 }
@@ -63,6 +65,9 @@ func (f *filterFlags) query(q url.Values) error {
 	}
 	if len(f.statuses) > 0 {
 		q.Set("status", strings.Join(f.statuses, ","))
+	}
+	if len(f.hosts) > 0 {
+		q.Set("host", strings.Join(f.hosts, ","))
 	}
 	if f.project != "" {
 		p, err := filepath.Abs(f.project)

@@ -26,6 +26,7 @@ import (
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/notify"
+	"github.com/agentbridge/agentbridge/remote"
 	"github.com/agentbridge/agentbridge/sources"
 	_ "github.com/agentbridge/agentbridge/sources/all" // every built-in source
 	"github.com/agentbridge/agentbridge/sse"
@@ -177,6 +178,12 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 			return fmt.Errorf("push source %s: %w", p.ID, err)
 		}
 	}
+	remotes := make([]*hub.Remote, len(cfg.Remotes))
+	for i, rc := range cfg.Remotes {
+		if remotes[i], err = h.AddRemote(rc.ID); err != nil {
+			return fmt.Errorf("remote %s: %w", rc.ID, err)
+		}
+	}
 
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
@@ -210,6 +217,13 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 
 	hubDone := make(chan error, 1)
 	go func() { hubDone <- h.Run(ctx) }()
+	var followers sync.WaitGroup
+	defer func() { stop(); followers.Wait() }() // they end with ctx
+	for i, rc := range cfg.Remotes {
+		followers.Go(func() {
+			remote.Run(ctx, remotes[i], rc, remote.Options{Linger: cfg.Linger, Logger: log, Backoff: a.backoff})
+		})
+	}
 	hooksDone := make(chan struct{})
 	go func() { defer close(hooksDone); newWebhooks(cfg, h, log).Run(ctx, h) }()
 	serveDone := make(chan error, 1)
@@ -218,7 +232,7 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 	if lb, _ := config.ListenIsLoopback(cfg.Listen); !lb && len(cfg.AllowedHosts) == 0 {
 		log.Warn("listening beyond loopback, but only loopback Host names (and the listen IP) are accepted; add the names remote clients use to allowedHosts")
 	}
-	log.Info("serving", "addr", addr, "auth", cfg.Auth, "sources", len(srcs), "push", len(cfg.Push), "version", versionString())
+	log.Info("serving", "addr", addr, "auth", cfg.Auth, "sources", len(srcs), "push", len(cfg.Push), "remotes", len(cfg.Remotes), "version", versionString())
 	if a.terminal(stdout) {
 		fmt.Fprintf(stdout, "agentbridge: dashboard at %s\n", dashboardURL(addr, token))
 	} else {

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/config"
 )
 
 func newSessionsCmd(a *app) *cobra.Command {
@@ -58,6 +59,7 @@ type sessionsOptions struct {
 type sessionEntry struct {
 	Source   string               `json:"source"`
 	Snapshot agentbridge.Snapshot `json:"snapshot"`
+	Host     string               `json:"host,omitempty"` // a remote's id; "" for the bridge's own
 }
 
 // sessionList is the answer of GET /v1/sessions.
@@ -114,6 +116,7 @@ func (a *app) sessions(ctx context.Context, fs *pflag.FlagSet, o sessionsOptions
 		home:  envGet(env, "HOME"),
 		color: color,
 		wide:  o.wide,
+		host:  remotesConfigured(fs, env) || slices.ContainsFunc(list.Sessions, func(e sessionEntry) bool { return e.Host != "" }),
 	})
 }
 
@@ -123,6 +126,13 @@ type tableStyle struct {
 	home  string // cwd under it is shown as ~/…
 	color bool
 	wide  bool // whole ids and titles, and a SOURCE column
+	host  bool // a HOST column: remotes are configured (local sessions show "-")
+}
+
+// remotesConfigured reports whether the configuration names remotes.
+func remotesConfigured(fs *pflag.FlagSet, env []string) bool {
+	cfg, err := config.Load(fs, env)
+	return err == nil && len(cfg.Remotes) > 0
 }
 
 // statusOrder puts what needs the user first.
@@ -156,6 +166,9 @@ func writeTable(w io.Writer, entries []sessionEntry, st tableStyle) error {
 			}
 			return 1
 		}
+		if c := strings.Compare(a.Host, b.Host); c != 0 {
+			return c
+		}
 		if c := strings.Compare(a.Source, b.Source); c != 0 {
 			return c
 		}
@@ -163,6 +176,9 @@ func writeTable(w io.Writer, entries []sessionEntry, st tableStyle) error {
 	})
 	head := []string{"ID", "HARNESS", "STATUS", "AGE", "TITLE", "CWD"}
 	const statusCol = 2
+	if st.host {
+		head = append([]string{"HOST"}, head...)
+	}
 	if st.wide {
 		head = append([]string{"SOURCE"}, head...)
 	}
@@ -188,6 +204,9 @@ func writeTable(w io.Writer, entries []sessionEntry, st tableStyle) error {
 			title,
 			cell(tilde(s.Cwd, st.home)),
 		}
+		if st.host {
+			r = append([]string{cell(e.Host)}, r...)
+		}
 		if st.wide {
 			r = append([]string{cell(e.Source)}, r...)
 		}
@@ -200,6 +219,9 @@ func writeTable(w io.Writer, entries []sessionEntry, st tableStyle) error {
 	}
 	colorCol := statusCol
 	if st.wide {
+		colorCol++
+	}
+	if st.host {
 		colorCol++
 	}
 	widths := make([]int, len(rows[0]))

@@ -23,11 +23,11 @@ func ago(d time.Duration) int64 { return tableNow.Add(-d).UnixMilli() }
 
 func TestWriteTable(t *testing.T) {
 	entries := []sessionEntry{
-		{"codex", agentbridge.Snapshot{ID: "c1", Harness: "codex", Status: "done", Title: "Refactor the parser", Cwd: "/home/u/src/parser", LastTurnEndedAt: ago(5 * time.Minute)}},
-		{"claude-code", agentbridge.Snapshot{ID: "a1", Harness: "claude-code", Status: "running", Title: "Fix tests", Cwd: "/home/u"}},
-		{"claude-code", agentbridge.Snapshot{ID: "a2", Harness: "claude-code", Status: "waiting", WaitingFor: "Approve", Title: "Deploy\x1b[31m now", Cwd: "/srv/app", LastTurnEndedAt: ago(3 * 24 * time.Hour)}},
-		{"codex", agentbridge.Snapshot{ID: "c2", Harness: "codex", Status: "done", Cwd: "/home/user2/x", LastTurnEndedAt: ago(30 * time.Second)}},
-		{"codex", agentbridge.Snapshot{ID: "c3", Harness: "codex", Status: "exited", Title: strings.Repeat("é", 70)}},
+		{"codex", agentbridge.Snapshot{ID: "c1", Harness: "codex", Status: "done", Title: "Refactor the parser", Cwd: "/home/u/src/parser", LastTurnEndedAt: ago(5 * time.Minute)}, ""},
+		{"claude-code", agentbridge.Snapshot{ID: "a1", Harness: "claude-code", Status: "running", Title: "Fix tests", Cwd: "/home/u"}, ""},
+		{"claude-code", agentbridge.Snapshot{ID: "a2", Harness: "claude-code", Status: "waiting", WaitingFor: "Approve", Title: "Deploy\x1b[31m now", Cwd: "/srv/app", LastTurnEndedAt: ago(3 * 24 * time.Hour)}, ""},
+		{"codex", agentbridge.Snapshot{ID: "c2", Harness: "codex", Status: "done", Cwd: "/home/user2/x", LastTurnEndedAt: ago(30 * time.Second)}, ""},
+		{"codex", agentbridge.Snapshot{ID: "c3", Harness: "codex", Status: "exited", Title: strings.Repeat("é", 70)}, ""},
 	}
 	want := strings.Join([]string{
 		"ID  HARNESS      STATUS   AGE  TITLE                                                         CWD",
@@ -52,8 +52,8 @@ func TestWriteTable(t *testing.T) {
 
 func TestWriteTableColor(t *testing.T) {
 	entries := []sessionEntry{
-		{"codex", agentbridge.Snapshot{ID: "w", Harness: "codex", Status: "waiting"}},
-		{"codex", agentbridge.Snapshot{ID: "r", Harness: "codex", Status: "running"}},
+		{"codex", agentbridge.Snapshot{ID: "w", Harness: "codex", Status: "waiting"}, ""},
+		{"codex", agentbridge.Snapshot{ID: "r", Harness: "codex", Status: "running"}, ""},
 	}
 	var b bytes.Buffer
 	if err := writeTable(&b, entries, tableStyle{now: tableNow, color: true}); err != nil {
@@ -246,10 +246,10 @@ func TestSessionsFlagErrors(t *testing.T) {
 func TestWriteTableIDs(t *testing.T) {
 	long := strings.Repeat("long title ", 10)
 	entries := []sessionEntry{
-		{"codex", agentbridge.Snapshot{ID: "019e5615-9632-7740-b2cf-3061e4ff06e2", Harness: "codex", Status: "running", Title: long}},
-		{"codex", agentbridge.Snapshot{ID: "019e5615-9f00-7000-8000-000000000000", Harness: "codex", Status: "running"}},
-		{"claude-code", agentbridge.Snapshot{ID: "8a525d27-2ad4-4f5e-a8b0-7a3b1d2c9e10", Harness: "claude-code", Status: "running"}},
-		{"example", agentbridge.Snapshot{ID: "short-id", Harness: "example-agent", Status: "running"}},
+		{"codex", agentbridge.Snapshot{ID: "019e5615-9632-7740-b2cf-3061e4ff06e2", Harness: "codex", Status: "running", Title: long}, ""},
+		{"codex", agentbridge.Snapshot{ID: "019e5615-9f00-7000-8000-000000000000", Harness: "codex", Status: "running"}, ""},
+		{"claude-code", agentbridge.Snapshot{ID: "8a525d27-2ad4-4f5e-a8b0-7a3b1d2c9e10", Harness: "claude-code", Status: "running"}, ""},
+		{"example", agentbridge.Snapshot{ID: "short-id", Harness: "example-agent", Status: "running"}, ""},
 	}
 	var b bytes.Buffer
 	if err := writeTable(&b, entries, tableStyle{now: tableNow}); err != nil {
@@ -279,5 +279,23 @@ func TestWriteTableIDs(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), strings.TrimSpace(long)) {
 		t.Errorf("wide table cut the title:\n%s", b.String())
+	}
+}
+
+func TestWriteTableHostColumn(t *testing.T) {
+	entries := []sessionEntry{
+		{"codex", agentbridge.Snapshot{ID: "a", Harness: "codex", Status: "running"}, "devbox"},
+		{"codex", agentbridge.Snapshot{ID: "a", Harness: "codex", Status: "running"}, ""},
+	}
+	var b bytes.Buffer
+	if err := writeTable(&b, entries, tableStyle{now: tableNow, host: true, color: true}); err != nil {
+		t.Fatal(err)
+	}
+	// The same id on two hosts is two rows; the local one has no host.
+	want := "HOST    ID  HARNESS  STATUS   AGE  TITLE  CWD\n" +
+		"-       a   codex    \x1b[32mrunning\x1b[0m  -    -      -\n" +
+		"devbox  a   codex    \x1b[32mrunning\x1b[0m  -    -      -\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("table with hosts (-want +got):\n%s", diff)
 	}
 }

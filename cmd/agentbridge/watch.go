@@ -15,8 +15,7 @@ import (
 )
 
 func newWatchCmd(a *app) *cobra.Command {
-	var filter filterFlags
-	var since uint64
+	var sf streamFlags
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "watch",
@@ -31,24 +30,44 @@ event is lost and none is printed twice.`,
 			if limit < 0 {
 				return usagef("--limit: %d is negative", limit)
 			}
-			q := url.Values{}
-			if err := filter.query(q); err != nil {
-				return err
-			}
-			c, err := newClient(cmd.Flags(), a.env)
+			c, so, err := sf.options(cmd, a.env)
 			if err != nil {
 				return err
 			}
-			return watch(cmd.Context(), c.Client, client.StreamOptions{Query: q, Format: client.NDJSON, Since: since}, limit, a.stdout, a.stderr, a.backoff)
+			return watch(cmd.Context(), c, so, limit, a.stdout, a.stderr, a.backoff)
 		},
 	}
+	sf.register(cmd)
+	cmd.Flags().IntVar(&limit, "limit", 0, "stop after `n` events (0: follow until interrupted)")
+	return cmd
+}
+
+// streamFlags are the flags of the commands that read the stream: the
+// client's, the session filters and --since.
+type streamFlags struct {
+	filter filterFlags
+	since  uint64
+}
+
+func (f *streamFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	clientFlags(fs)
-	filter.register(fs)
-	filter.complete(cmd)
-	fs.Uint64Var(&since, "since", 0, "resume after this event `id` (the bridge replays what followed it, or sends resets)")
-	fs.IntVar(&limit, "limit", 0, "stop after `n` events (0: follow until interrupted)")
-	return cmd
+	f.filter.register(fs)
+	f.filter.complete(cmd)
+	fs.Uint64Var(&f.since, "since", 0, "resume after this event `id` (the bridge replays what followed it, or sends resets)")
+}
+
+// options finds the bridge and says which stream to open (JSON lines).
+func (f *streamFlags) options(cmd *cobra.Command, env []string) (*client.Client, client.StreamOptions, error) {
+	q := url.Values{}
+	if err := f.filter.query(q); err != nil {
+		return nil, client.StreamOptions{}, err
+	}
+	c, err := newClient(cmd.Flags(), env)
+	if err != nil {
+		return nil, client.StreamOptions{}, err
+	}
+	return c.Client, client.StreamOptions{Query: q, Format: client.NDJSON, Since: f.since}, nil
 }
 
 // backoff is watch's reconnect delay (see client.Backoff).
@@ -78,16 +97,8 @@ func watch(ctx context.Context, c *client.Client, so client.StreamOptions, limit
 	o := client.FollowOptions{StreamOptions: so, Backoff: bo}
 	o.OnConnect, o.OnDrop = reportDrops("watch", stderr)
 	err := c.Follow(ctx, o, func(ev client.Event) error {
-		line, err := json.Marshal(ev)
-		if err != nil {
-			return fmt.Errorf("encode event %d: %w", ev.ID, err)
-		}
-		line = append(line, '\n')
-		if _, err := out.Write(line); err != nil {
-			return errWrite{err}
-		}
-		if err := out.Flush(); err != nil {
-			return errWrite{err}
+		if err := printEvent(out, ev); err != nil {
+			return err
 		}
 		if n++; limit > 0 && n >= limit {
 			return errLimit
@@ -98,6 +109,23 @@ func watch(ctx context.Context, c *client.Client, so client.StreamOptions, limit
 		return nil
 	}
 	return err
+}
+
+// printEvent prints ev as one JSON line {"id","event","data"} and flushes
+// it; a failed write is an errWrite.
+func printEvent(out *bufio.Writer, ev client.Event) error {
+	line, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode event %d: %w", ev.ID, err)
+	}
+	line = append(line, '\n')
+	if _, err := out.Write(line); err != nil {
+		return errWrite{err}
+	}
+	if err := out.Flush(); err != nil {
+		return errWrite{err}
+	}
+	return nil
 }
 
 // reportDrops makes a follower's OnConnect and OnDrop: a drop is reported

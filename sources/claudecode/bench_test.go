@@ -97,7 +97,7 @@ func benchHome(b *testing.B, recent, old int) string {
 
 // startup runs a source on dir until its first scan is done.
 func startup(b *testing.B, dir string) time.Duration {
-	src := New(Options{ConfigDir: dir})
+	src := New(Options{Home: dir})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t0 := time.Now()

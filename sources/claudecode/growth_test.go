@@ -1,7 +1,6 @@
 package claudecode
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // growthOffsets returns the sizes at which the recorded transcript of
@@ -20,24 +20,15 @@ import (
 // size and ending with size.
 func growthOffsets(t *testing.T, path, sid string, size int) []int {
 	t.Helper()
-	f, err := os.Open(path)
+	growth, err := sourcestest.ReadGrowth(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	var offs []int
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var ev struct {
-			Kind      string `json:"kind"`
-			SessionID string `json:"session_id"`
-			FileSize  int    `json:"file_size"`
+	for _, g := range growth {
+		if g.Session == sid {
+			offs = append(offs, min(int(g.Size), size))
 		}
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.SessionID != sid || ev.FileSize <= 0 {
-			continue
-		}
-		offs = append(offs, min(ev.FileSize, size))
 	}
 	offs = append(offs, size)
 	slices.Sort(offs)

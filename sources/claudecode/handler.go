@@ -29,6 +29,7 @@ type handler struct {
 	ss       *sources.Sessions
 	projects string
 	registry string
+	last     lineFile // the file of the last line, classified
 
 	sessions map[string]*session  // by published session id
 	children map[string]*child    // by transcript path
@@ -90,12 +91,27 @@ func newHandler(src *Source, ss *sources.Sessions) *handler {
 
 // Line implements sources.Handler.
 func (h *handler) Line(path string, line []byte) {
-	switch k, sid, agentID := classify(h.projects, path); k {
-	case rootFile:
-		h.rootLine(SessionID(sid), line)
-	case childFile, besideFile:
-		h.childLine(path, k, sid, agentID, line)
+	f := &h.last
+	if path != f.path { // lines come a read of one file at a time
+		k, sid, agentID := classify(h.projects, path)
+		*f = lineFile{path: path, k: k, sid: sid, agentID: agentID}
+		if k == rootFile {
+			f.id = SessionID(sid)
+		}
 	}
+	switch f.k {
+	case rootFile:
+		h.rootLine(f.id, line)
+	case childFile, besideFile:
+		h.childLine(path, f.k, f.sid, f.agentID, line)
+	}
+}
+
+// lineFile is what classify says of a path (and its published session id
+// for a root transcript).
+type lineFile struct {
+	path, sid, agentID, id string
+	k                      fileKind
 }
 
 func (h *handler) rootLine(id string, line []byte) {

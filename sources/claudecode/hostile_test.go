@@ -155,7 +155,7 @@ func hostileHome(t *testing.T, planted []attack) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- New(Options{ConfigDir: dir}).Run(ctx, hub.Start{Enabled: []string{Harness}, Publisher: h})
+		done <- New(Options{Home: dir}).Run(ctx, hub.Start{Enabled: []string{Harness}, Publisher: h})
 	}()
 	stopped := false
 	t.Cleanup(func() {
@@ -251,7 +251,7 @@ func TestRegistryNamesAnotherProgram(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- New(Options{ConfigDir: dir}).Run(ctx, hub.Start{Enabled: []string{Harness}, Publisher: h})
+		done <- New(Options{Home: dir}).Run(ctx, hub.Start{Enabled: []string{Harness}, Publisher: h})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	h.WaitFor(t, "the registry file counted as invalid", func(h *sourcestest.Hub) bool {

@@ -143,7 +143,7 @@ func startLiveWith(t *testing.T, prepare func(dir string), srcOut **Source) *liv
 		prepare(dir)
 	}
 	h := hub.New(hub.Options{})
-	o := Options{ConfigDir: dir}
+	o := Options{Home: dir}
 	if os.Getenv("CCDEBUG") != "" {
 		o.Logger = slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

@@ -83,6 +83,8 @@ type Mapper struct {
 	late      bool   // the record being read is of that tail
 	exitTurn  string // the turn open when the process was seen gone
 
+	rawCwd, cleanCwd string // the last record's cwd, and it cleaned
+
 	out []agentbridge.Event
 	dec decoder
 	rec record
@@ -219,7 +221,10 @@ func (m *Mapper) record(r *record) {
 			}
 		}()
 	}
-	if c := validate.CleanCwd(r.Cwd); c != "" && !r.IsSidechain {
+	if r.Cwd != m.rawCwd { // every record names it: clean it once
+		m.rawCwd, m.cleanCwd = r.Cwd, validate.CleanCwd(r.Cwd)
+	}
+	if c := m.cleanCwd; c != "" && !r.IsSidechain {
 		if m.cwd == "" || !m.started {
 			m.cwd = c
 		}
@@ -252,7 +257,7 @@ func (m *Mapper) record(r *record) {
 		if m.cwd != "" {
 			m.ensureStarted()
 		}
-		if !r.IsSidechain && bytes.Contains(r.Attachment, []byte("task-notification")) {
+		if !r.IsSidechain && r.attQueued && bytes.Contains(r.Attachment, []byte("task-notification")) {
 			var a attachment
 			if json.Unmarshal(r.Attachment, &a) == nil && a.Type == "queued_command" {
 				m.taskNotification(a.Prompt, at)
@@ -469,10 +474,7 @@ func (m *Mapper) toolResult(r *record, b *block, at int64) {
 	if !t.subagent {
 		return
 	}
-	var res agentResult
-	if len(r.ToolUseResult) > 0 && r.ToolUseResult[0] == '{' {
-		_ = json.Unmarshal(r.ToolUseResult, &res) // best effort: status and agentId
-	}
+	res := agentResultOf(r.ToolUseResult) // best effort: status and agentId
 	if a := validate.SafeID(res.AgentID); a != "" {
 		m.agents[a] = id
 		if s := m.subs[id]; s != nil {

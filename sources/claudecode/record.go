@@ -30,6 +30,7 @@ type record struct {
 	}
 	ToolUseResult json.RawMessage
 	Attachment    json.RawMessage
+	attQueued     bool // the attachment may be a queued command (see attachmentField)
 
 	// metadata records
 	CustomTitle string
@@ -63,8 +64,8 @@ func (m *message) tokens() (u agentbridge.Usage, ok bool) {
 	if len(m.usage) == 0 || m.usage[0] != '{' {
 		return u, false
 	}
-	var a apiUsage
-	if json.Unmarshal(m.usage, &a) != nil || a.Input < 0 || a.Output < 0 || a.CacheRead < 0 || a.CacheWrite < 0 {
+	a, ok := usageOf(m.usage)
+	if !ok || a.Input < 0 || a.Output < 0 || a.CacheRead < 0 || a.CacheWrite < 0 {
 		return u, false
 	}
 	return agentbridge.Usage{InputTokens: a.Input, OutputTokens: a.Output, CacheReadTokens: a.CacheRead, CacheWriteTokens: a.CacheWrite}, true

@@ -2,14 +2,12 @@ package claudecode
 
 import (
 	"context"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
@@ -17,35 +15,14 @@ import (
 	"github.com/agentbridge/agentbridge/sources"
 )
 
-// Options configure a Source.
-type Options struct {
-	// ConfigDir is Claude Code's configuration directory: the value of
-	// CLAUDE_CONFIG_DIR, else ~/.claude (see DefaultConfigDir). Required.
-	ConfigDir string
-	// Window: at start, transcripts last written longer ago are not read
-	// (unless a live process in the registry writes them). 0 means
-	// sources.DefaultWindow.
-	Window time.Duration
-	// Linger is how long an exited session stays listed; 0 means
-	// sources.DefaultLinger.
-	Linger time.Duration
-	// Logger gets debug lines (with paths) and errors (without); nil
-	// discards.
-	Logger *slog.Logger
-}
+// Options configure a Source: Home is Claude Code's configuration
+// directory (the value of CLAUDE_CONFIG_DIR, else ~/.claude: see
+// DefaultConfigDir), required; a nil Logger discards.
+type Options = sources.Options
 
 // DefaultConfigDir returns the directory Claude Code itself uses:
-// $CLAUDE_CONFIG_DIR when set, else ~/.claude.
-func DefaultConfigDir() (string, error) {
-	if d := os.Getenv(EnvConfigDir); d != "" {
-		return filepath.Abs(d)
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("claude code config dir: %w", err)
-	}
-	return filepath.Join(home, ".claude"), nil
-}
+// $CLAUDE_CONFIG_DIR when set (and absolute), else ~/.claude.
+func DefaultConfigDir() (string, error) { return sources.DefaultHome(SourceID) }
 
 // Source reports Claude Code sessions: it implements hub.Source.
 type Source struct {
@@ -61,12 +38,12 @@ var _ hub.Source = (*Source)(nil)
 // live registry directory exists, which decides what Info says about
 // waiting.
 func New(o Options) *Source {
-	o.ConfigDir = filepath.Clean(o.ConfigDir)
+	o.Home = filepath.Clean(o.Home)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	waiting := agentbridge.Observe{How: agentbridge.Inferred, From: "journal"}
-	if fi, err := os.Stat(filepath.Join(o.ConfigDir, "sessions")); err == nil && fi.IsDir() {
+	if fi, err := os.Stat(filepath.Join(o.Home, "sessions")); err == nil && fi.IsDir() {
 		waiting = agentbridge.Observe{How: agentbridge.Observed, From: "registry"}
 	}
 	return &Source{o: o, info: agentbridge.SourceInfo{
@@ -91,8 +68,8 @@ func New(o Options) *Source {
 // same, but Info does not change while the hub runs.
 func (s *Source) Info() agentbridge.SourceInfo { return s.info }
 
-func (s *Source) projectsDir() string { return filepath.Join(s.o.ConfigDir, "projects") }
-func (s *Source) registryDir() string { return filepath.Join(s.o.ConfigDir, "sessions") }
+func (s *Source) projectsDir() string { return filepath.Join(s.o.Home, "projects") }
+func (s *Source) registryDir() string { return filepath.Join(s.o.Home, "sessions") }
 
 // Agent is how a Claude Code process is told from others: its executable
 // or command name is "claude" (the native build, whose executable lies in
@@ -114,20 +91,14 @@ var Agent = proc.Agent{Names: []string{"claude"}, Runtimes: []string{"node", "bu
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	projects := s.projectsDir()
 	var h *handler
-	return sources.Follow(ctx, st, sources.FollowConfig{
-		Tail: sources.TailConfig{
-			Roots:  []string{s.registryDir(), projects},
-			Match:  func(p string) bool { return strings.HasPrefix(p, projects+"/") && isTranscript(p) },
-			Dirs:   func(p string) bool { return strings.HasPrefix(p, projects+"/") },
-			Window: s.o.Window,
-			Recent: func(p string, fi fs.FileInfo) bool { return h.recent(p, fi) },
-			Logger: s.o.Logger,
-		},
-		Linger:   s.o.Linger,
-		Logger:   s.o.Logger,
-		Agent:    Agent,
-		OnTailer: s.tailer.Store,
-	}, func(ss *sources.Sessions) sources.Handler {
+	cfg := s.o.Follow(sources.TailConfig{
+		Roots:  []string{s.registryDir(), projects},
+		Match:  func(p string) bool { return strings.HasPrefix(p, projects+"/") && isTranscript(p) },
+		Dirs:   func(p string) bool { return strings.HasPrefix(p, projects+"/") },
+		Recent: func(p string, fi fs.FileInfo) bool { return h.recent(p, fi) },
+	})
+	cfg.Agent, cfg.OnTailer = Agent, s.tailer.Store
+	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
 		h = newHandler(s, ss)
 		return h
 	})

@@ -25,7 +25,7 @@ func TestInfo(t *testing.T) {
 		{"no registry (older Claude Code)", t.TempDir(), agentbridge.Inferred},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			info := New(Options{ConfigDir: tc.dir}).Info()
+			info := New(Options{Home: tc.dir}).Info()
 			if info.ID != "claude-code" || info.DisplayName != "Claude Code" {
 				t.Errorf("id/name %q %q", info.ID, info.DisplayName)
 			}

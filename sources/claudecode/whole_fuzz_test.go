@@ -22,7 +22,7 @@ func FuzzWholeFiles(f *testing.F) {
 	f.Add([]byte("\x00\xff"), []byte(""))
 	f.Fuzz(func(t *testing.T, meta, reg []byte) {
 		dir := t.TempDir()
-		src := New(Options{ConfigDir: dir})
+		src := New(Options{Home: dir})
 		pub := sourcestest.New()
 		ss := sources.NewSessions(context.Background(), pub, []string{Harness}, 0, func(fn func()) { fn() }, nil)
 		h := newHandler(src, ss)

@@ -41,13 +41,11 @@ package codex
 
 import (
 	"context"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
@@ -71,33 +69,13 @@ const (
 // Readers (tail -f, less, cp, an editor) and other writers are never bound.
 var Agent = proc.Agent{Names: []string{"codex"}, Runtimes: []string{"node", "bun"}}
 
-// Options configures a Source. The zero value watches the default home.
-type Options struct {
-	// Home is the Codex home. Empty means $CODEX_HOME, else ~/.codex
-	// (DefaultHome).
-	Home string
-	// Linger is how long an exited session stays before it is removed:
-	// 0 means sources.DefaultLinger, negative keeps it while its rollout
-	// exists.
-	Linger time.Duration
-	// Window: at a scan, rollouts last written longer ago are read only
-	// when a process holds them open. 0 means sources.DefaultWindow.
-	Window time.Duration
-	// Logger gets debug lines (with paths); nil discards.
-	Logger *slog.Logger
-}
+// Options configure a Source: Home is the Codex home, empty for the
+// default ($CODEX_HOME, else ~/.codex: DefaultHome); a negative Linger
+// keeps an exited session while its rollout exists; a nil Logger discards.
+type Options = sources.Options
 
-// DefaultHome returns $CODEX_HOME when set, else ~/.codex.
-func DefaultHome() (string, error) {
-	if h := os.Getenv(EnvHome); h != "" {
-		return filepath.Clean(h), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("codex home: %w", err)
-	}
-	return filepath.Join(home, ".codex"), nil
-}
+// DefaultHome returns $CODEX_HOME when set (and absolute), else ~/.codex.
+func DefaultHome() (string, error) { return sources.DefaultHome(ID) }
 
 // Source reports Codex sessions; it implements hub.Source.
 type Source struct {
@@ -152,19 +130,8 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		looked:   map[string]bool{},
 		log:      s.opt.Logger,
 	}
-	cfg := sources.FollowConfig{
-		Tail: sources.TailConfig{
-			Roots:  []string{home},
-			Match:  h.match,
-			Dirs:   h.dirs,
-			Window: s.opt.Window,
-			Recent: h.recent,
-			Logger: s.opt.Logger,
-		},
-		Linger: s.opt.Linger,
-		Logger: s.opt.Logger,
-		Agent:  Agent,
-	}
+	cfg := s.opt.Follow(sources.TailConfig{Roots: []string{home}, Match: h.match, Dirs: h.dirs, Recent: h.recent})
+	cfg.Agent = Agent
 	cw, err := sources.NewCloseWatch(ctx, Agent, func(path string) {
 		if ss := h.Sessions; ss != nil {
 			ss.Post(func() { h.closed(path) })

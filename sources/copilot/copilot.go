@@ -54,12 +54,11 @@ var info = agentbridge.SourceInfo{
 }
 
 func init() {
-	sources.Register(sources.Registration{
+	sources.RegisterNew(sources.Registration{
 		Info:        info,
 		HomeEnv:     EnvHome,
 		DefaultHome: sources.HomeUnder(".copilot"),
-		New:         func(o sources.Options) hub.Source { return New(o) },
-	})
+	}, New)
 }
 
 // Source reports Copilot CLI's sessions. It implements hub.Source.
@@ -81,21 +80,15 @@ func (s *Source) Info() agentbridge.SourceInfo { return info }
 // Run follows the journals until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	root := filepath.Clean(SessionsDir(s.opt.Home))
-	return sources.Follow(ctx, st, sources.FollowConfig{
-		Tail: sources.TailConfig{
-			Roots:  []string{root},
-			Match:  func(p string) bool { return sessionID(root, p) != "" },
-			Dirs:   func(p string) bool { return filepath.Dir(p) == root && validate.ValidID(filepath.Base(p)) },
-			Window: s.opt.Window,
-			// A journal older than the window is read at start when a live
-			// process has its session (a lock names it): Copilot does not
-			// hold the journal open, so the default (its holder) never is.
-			Recent: func(p string, _ fs.FileInfo) bool { return liveLatest(proc.Root, lockPIDs(filepath.Dir(p))) > 0 },
-			Logger: s.opt.Logger,
-		},
-		Linger: s.opt.Linger,
-		Logger: s.opt.Logger,
-	}, func(ss *sources.Sessions) sources.Handler { return newHandler(ss, root) })
+	return sources.Follow(ctx, st, s.opt.Follow(sources.TailConfig{
+		Roots: []string{root},
+		Match: func(p string) bool { return sessionID(root, p) != "" },
+		Dirs:  func(p string) bool { return filepath.Dir(p) == root && validate.ValidID(filepath.Base(p)) },
+		// A journal older than the window is read at start when a live
+		// process has its session (a lock names it): Copilot does not
+		// hold the journal open, so the default (its holder) never is.
+		Recent: func(p string, _ fs.FileInfo) bool { return liveLatest(proc.Root, lockPIDs(filepath.Dir(p))) > 0 },
+	}), func(ss *sources.Sessions) sources.Handler { return newHandler(ss, root) })
 }
 
 // sessionID returns the session of a journal path under root

@@ -42,11 +42,10 @@ var info = agentbridge.SourceInfo{
 }
 
 func init() {
-	sources.Register(sources.Registration{
+	sources.RegisterNew(sources.Registration{
 		Info:        info,
 		DefaultHome: sources.HomeUnder(".cursor"),
-		New:         func(o sources.Options) hub.Source { return New(o) },
-	})
+	}, New)
 }
 
 // Source reports cursor-agent's sessions. It implements hub.Source.
@@ -65,17 +64,11 @@ func ProjectsDir(home string) string { return filepath.Join(home, "projects") }
 // Run follows the transcripts until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	root := filepath.Clean(ProjectsDir(s.opt.Home))
-	return sources.Follow(ctx, st, sources.FollowConfig{
-		Tail: sources.TailConfig{
-			Roots:  []string{root},
-			Match:  func(p string) bool { _, ok := parsePath(root, p); return ok },
-			Dirs:   func(p string) bool { return descend(root, p) },
-			Window: s.opt.Window,
-			Logger: s.opt.Logger,
-		},
-		Linger: s.opt.Linger,
-		Logger: s.opt.Logger,
-	}, func(ss *sources.Sessions) sources.Handler { return newHandler(ss, root) })
+	return sources.Follow(ctx, st, s.opt.Follow(sources.TailConfig{
+		Roots: []string{root},
+		Match: func(p string) bool { _, ok := parsePath(root, p); return ok },
+		Dirs:  func(p string) bool { return descend(root, p) },
+	}), func(ss *sources.Sessions) sources.Handler { return newHandler(ss, root) })
 }
 
 // transcript is where a transcript sits.

@@ -1,7 +1,6 @@
 package example
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -26,40 +25,8 @@ import (
 // returns the hub and the channel that switches harnesses.
 func run(t *testing.T, cfg Config) (*sourcestest.Hub, chan<- []string) {
 	t.Helper()
-	h := sourcestest.New()
 	changes := make(chan []string)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- New(cfg).Run(ctx, hub.Start{Enabled: []string{Harness}, Changes: changes, Publisher: h})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run = %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("Run did not return after cancel")
-		}
-		if n := h.Refused(); n > 0 {
-			t.Errorf("the hub refused %d calls", n)
-		}
-	})
-	return h, changes
-}
-
-func writeFile(t *testing.T, path, s string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(s); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	return sourcestest.RunStart(t, New(cfg), hub.Start{Enabled: []string{Harness}, Changes: changes}), changes
 }
 
 func goldenSnapshot(t *testing.T, stem string) agentbridge.Snapshot {
@@ -100,7 +67,7 @@ func TestSourceFollowsJournals(t *testing.T) {
 			continue
 		}
 		b, _ := fs.ReadFile(journals.Journals, n.Name())
-		writeFile(t, filepath.Join(dir, n.Name()), string(b))
+		sourcestest.Append(t, filepath.Join(dir, n.Name()), string(b))
 		stems = append(stems, strings.TrimSuffix(n.Name(), ".jsonl"))
 	}
 	h, changes := run(t, Config{Home: home, Linger: -1})
@@ -125,21 +92,21 @@ func TestSourceFollowsJournals(t *testing.T) {
 		done func(h *sourcestest.Hub) bool
 	}{
 		{"a new turn is published as it is written", func() {
-			writeFile(t, filepath.Join(dir, "0b1e7c52-refactor.jsonl"), `{"type":"prompt","turnId":"turn-2","text":"And the docs?"}`+"\n")
+			sourcestest.Append(t, filepath.Join(dir, "0b1e7c52-refactor.jsonl"), `{"type":"prompt","turnId":"turn-2","text":"And the docs?"}`+"\n")
 		}, func(h *sourcestest.Hub) bool {
 			return has(h, "0b1e7c52-refactor", func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusRunning })
 		}},
 		{"a record split across two writes counts once", func() {
 			p := filepath.Join(dir, "0b1e7c52-refactor.jsonl")
-			writeFile(t, p, `{"type":"complete","ok":tr`)
-			writeFile(t, p, `ue}`+"\n")
+			sourcestest.Append(t, p, `{"type":"complete","ok":tr`)
+			sourcestest.Append(t, p, `ue}`+"\n")
 		}, func(h *sourcestest.Hub) bool {
 			return has(h, "0b1e7c52-refactor", func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusDone })
 		}},
 		{"a rewritten journal rebuilds its session", func() {
 			p := filepath.Join(dir, "4d2f9a11-approval.jsonl")
 			tmp := p + ".tmp"
-			writeFile(t, tmp, `{"type":"session","title":"Rewritten"}`+"\n")
+			sourcestest.Append(t, tmp, `{"type":"session","title":"Rewritten"}`+"\n")
 			if err := os.Rename(tmp, p); err != nil {
 				t.Fatal(err)
 			}
@@ -154,18 +121,18 @@ func TestSourceFollowsJournals(t *testing.T) {
 			}
 		}, func(h *sourcestest.Hub) bool { _, ok := h.Snapshot("c5e80f3a-failure"); return !ok }},
 		{"lines that are not JSON, or lack ids, are skipped with diagnostics", func() {
-			writeFile(t, filepath.Join(dir, "9a7c3e05-subagents.jsonl"), "not json\n"+`{"type":"prompt"}`+"\n"+`{"type":"prompt","turnId":"turn-2"}`+"\n")
+			sourcestest.Append(t, filepath.Join(dir, "9a7c3e05-subagents.jsonl"), "not json\n"+`{"type":"prompt"}`+"\n"+`{"type":"prompt","turnId":"turn-2"}`+"\n")
 		}, func(h *sourcestest.Hub) bool {
 			return hasDiag(h, sources.CodeInvalidJSON) && hasDiag(h, sources.CodeInvalidRecord) &&
 				has(h, "9a7c3e05-subagents", func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusRunning })
 		}},
 		{"an event the fold rejects is dropped with a diagnostic", func() {
-			writeFile(t, filepath.Join(dir, "9a7c3e05-subagents.jsonl"), `{"type":"approval_resolved","requestId":"never-opened"}`+"\n")
+			sourcestest.Append(t, filepath.Join(dir, "9a7c3e05-subagents.jsonl"), `{"type":"approval_resolved","requestId":"never-opened"}`+"\n")
 		}, func(h *sourcestest.Hub) bool { return hasDiag(h, sources.CodeInvalidEvent) }},
 		{"binary junk changes nothing but gives a diagnostic", func() {
 			// (Over-long lines: the tailer's tests, with 10 MiB lines.)
 			p := filepath.Join(dir, "e81d4b77-exit.jsonl")
-			writeFile(t, p, "\x00\xff\xfe junk \x80\n\x01\x02\x03\n")
+			sourcestest.Append(t, p, "\x00\xff\xfe junk \x80\n\x01\x02\x03\n")
 		}, func(h *sourcestest.Hub) bool {
 			return hasDiag(h, sources.CodeInvalidUTF8) && hasDiag(h, sources.CodeInvalidJSON) &&
 				has(h, "e81d4b77-exit", func(s agentbridge.Snapshot) bool { return cmp.Equal(s, goldenSnapshot(t, "e81d4b77-exit")) })
@@ -175,7 +142,7 @@ func TestSourceFollowsJournals(t *testing.T) {
 			if err := os.Truncate(p, 0); err != nil {
 				t.Fatal(err)
 			}
-			writeFile(t, p, `{"type":"session","title":"Again"}`+"\n"+`{"type":"prompt","turnId":"t9"}`+"\n")
+			sourcestest.Append(t, p, `{"type":"session","title":"Again"}`+"\n"+`{"type":"prompt","turnId":"t9"}`+"\n")
 		}, func(h *sourcestest.Hub) bool {
 			return has(h, "e81d4b77-exit", func(s agentbridge.Snapshot) bool {
 				return s.Title == "Again" && s.Status == agentbridge.StatusRunning && s.LastTurn == ""
@@ -241,7 +208,7 @@ func TestSourceProcessExit(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := filepath.Join(dir, "s1.jsonl")
-			writeFile(t, p, "")
+			sourcestest.Append(t, p, "")
 			var stdin *os.File
 			if tt.hold {
 				// The agent appends to its journal: a holder counts only
@@ -255,11 +222,11 @@ func TestSourceProcessExit(t *testing.T) {
 			}
 			child := startChild(t, stdin)
 			if tt.before {
-				writeFile(t, p, tt.record(child.Process.Pid)+"\n")
+				sourcestest.Append(t, p, tt.record(child.Process.Pid)+"\n")
 			}
 			h, _ := run(t, Config{Home: home, Linger: 200 * time.Millisecond})
 			if !tt.before {
-				writeFile(t, p, tt.record(child.Process.Pid)+"\n")
+				sourcestest.Append(t, p, tt.record(child.Process.Pid)+"\n")
 			}
 			// Bound means the snapshot shows the child's pid, however it
 			// was found; only then does killing it test the exit watch.
@@ -288,7 +255,7 @@ func TestSourcePidReuse(t *testing.T) {
 	child := startChild(t, nil)
 	h, _ := run(t, Config{Home: home, Linger: -1})
 	long := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)
-	writeFile(t, filepath.Join(dir, "s1.jsonl"), fmt.Sprintf(`{"type":"session","ts":%q,"pid":%d}`+"\n", long, child.Process.Pid))
+	sourcestest.Append(t, filepath.Join(dir, "s1.jsonl"), fmt.Sprintf(`{"type":"session","ts":%q,"pid":%d}`+"\n", long, child.Process.Pid))
 	h.WaitFor(t, "the session to exit", func(h *sourcestest.Hub) bool {
 		return has(h, "s1", func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusExited })
 	})
@@ -306,12 +273,12 @@ func TestSourceInactiveSessionLeavesAndReturns(t *testing.T) {
 	}
 	h, _ := run(t, Config{Home: home, Window: 300 * time.Millisecond})
 	p := filepath.Join(dir, "quiet.jsonl")
-	writeFile(t, p, `{"type":"session","title":"Quiet"}`+"\n"+`{"type":"prompt","turnId":"t1"}`+"\n")
+	sourcestest.Append(t, p, `{"type":"session","title":"Quiet"}`+"\n"+`{"type":"prompt","turnId":"t1"}`+"\n")
 	h.WaitFor(t, "the session", func(h *sourcestest.Hub) bool {
 		return has(h, "quiet", func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusRunning })
 	})
 	h.WaitFor(t, "the session to leave", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot("quiet"); return !ok })
-	writeFile(t, p, `{"type":"complete","ok":true}`+"\n")
+	sourcestest.Append(t, p, `{"type":"complete","ok":true}`+"\n")
 	h.WaitFor(t, "the session to return whole", func(h *sourcestest.Hub) bool {
 		return has(h, "quiet", func(s agentbridge.Snapshot) bool {
 			return s.Title == "Quiet" && s.Status == agentbridge.StatusDone

@@ -2,18 +2,15 @@ package example
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/agentbridge/agentbridge"
 	journals "github.com/agentbridge/agentbridge/sources/example/demo"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -67,30 +64,7 @@ func TestGolden(t *testing.T) {
 			}
 			got := replay(t, strings.TrimSuffix(name, ".jsonl"), data)
 			path := filepath.Join("testdata", "golden", strings.TrimSuffix(name, ".jsonl")+".json")
-			if *update {
-				b, err := json.MarshalIndent(got, "", "  ")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./sources/example -update to create it)", err)
-			}
-			var want golden
-			if err := json.Unmarshal(b, &want); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
-			}
+			sourcestest.Golden(t, path, got, *update)
 		})
 	}
 }

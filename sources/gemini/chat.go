@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/internal/kit"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -51,10 +52,9 @@ type chatEntry struct {
 
 // turnState is what the mapping carries from one message to the next.
 type turnState struct {
-	open   bool   // a turn is running
-	titled bool   // the title was set from the first prompt
-	model  string // the model last reported
-	tools  string // ids of tools started and not finished, "\x00"-separated
+	open  bool     // a turn is running
+	meta  kit.Meta // the title from the first prompt, the model last reported
+	tools string   // ids of tools started and not finished, "\x00"-separated
 }
 
 // chatRecord is the union of the record shapes of a chat file; only the
@@ -305,14 +305,12 @@ func derive(r chatRecord, st turnState) chatEntry {
 		}
 		st.open, st.tools = true, ""
 		add(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: r.ID, OccurredAt: at})
-		if t := validate.Title(text); t != "" && !st.titled {
-			st.titled = true
-			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Title: t})
+		if e, ok := st.meta.FirstTitle(text); ok {
+			add(e)
 		}
 	case "gemini":
-		if m := validate.Model(r.Model); m != "" && m != st.model {
-			st.model = m
-			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Model: m})
+		if e, ok := st.meta.Model(r.Model); ok {
+			add(e)
 		}
 		if u, ok := r.Tokens.usage(); ok {
 			// The message id: a reply re-appended with new counts replaces its own.

@@ -56,7 +56,7 @@ var info = agentbridge.SourceInfo{
 }
 
 func init() {
-	sources.Register(sources.Registration{
+	sources.RegisterNew(sources.Registration{
 		Info:    info,
 		HomeEnv: "", // GEMINI_CLI_HOME names the parent of .gemini: resolved by DefaultHome
 		DefaultHome: func(getenv func(string) string) string {
@@ -65,8 +65,7 @@ func init() {
 			}
 			return sources.HomeUnder(".gemini")(getenv)
 		},
-		New: func(o sources.Options) hub.Source { return New(o) },
-	})
+	}, New)
 }
 
 // Source follows both harnesses' files under one home. It implements
@@ -85,28 +84,24 @@ func (s *Source) brainRoot() string { return filepath.Join(s.o.Home, "antigravit
 // Run follows the files of the switched-on harnesses until ctx ends.
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	chats, brain := s.chatsRoot(), s.brainRoot()
-	return sources.Follow(ctx, st, sources.FollowConfig{
-		Tail: sources.TailConfig{
-			Roots:  []string{chats, brain},
-			Match:  func(p string) bool { return kindOf(chats, brain, p) != nil },
-			Dirs:   func(p string) bool { return descend(chats, brain, p) },
-			Window: s.o.Window,
-		},
-		RootsFor: func(enabled []string) []string {
-			var roots []string
-			for _, h := range enabled {
-				switch h {
-				case HarnessAntigravity:
-					roots = append(roots, brain)
-				case HarnessGemini:
-					roots = append(roots, chats)
-				}
+	cfg := s.o.Follow(sources.TailConfig{
+		Roots: []string{chats, brain},
+		Match: func(p string) bool { return kindOf(chats, brain, p) != nil },
+		Dirs:  func(p string) bool { return descend(chats, brain, p) },
+	})
+	cfg.RootsFor = func(enabled []string) []string {
+		var roots []string
+		for _, h := range enabled {
+			switch h {
+			case HarnessAntigravity:
+				roots = append(roots, brain)
+			case HarnessGemini:
+				roots = append(roots, chats)
 			}
-			return roots
-		},
-		Linger: s.o.Linger,
-		Logger: s.o.Logger,
-	}, func(ss *sources.Sessions) sources.Handler {
+		}
+		return roots
+	}
+	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
 		return &handler{Sessions: ss, chats: chats, brain: brain, files: map[string]*file{}, childOf: map[string]string{}, cwds: map[string]string{}}
 	})
 }

@@ -9,9 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -166,30 +165,7 @@ func TestGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			got := replayFile(t, c.harness, "sess-1", c.lines)
 			path := filepath.Join("testdata", "golden", name+".json")
-			if *update {
-				b, err := json.MarshalIndent(got, "", "  ")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to write it)", err)
-			}
-			var want golden
-			if err := json.Unmarshal(data, &want); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("mapping changed (-golden +now):\n%s", diff)
-			}
+			sourcestest.Golden(t, path, got, *update)
 		})
 	}
 }

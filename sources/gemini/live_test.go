@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
@@ -21,50 +21,8 @@ import (
 // returns the hub and the channel that switches harnesses.
 func run(t *testing.T, home string, enabled ...string) (*sourcestest.Hub, chan<- []string) {
 	t.Helper()
-	h := sourcestest.New()
 	changes := make(chan []string)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- New(sources.Options{Home: home}).Run(ctx, hub.Start{Enabled: enabled, Changes: changes, Publisher: h})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run = %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("Run did not return after cancel")
-		}
-		if n := h.Refused(); n > 0 {
-			t.Errorf("the hub refused %d calls", n)
-		}
-	})
-	return h, changes
-}
-
-func appendTo(t *testing.T, path, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(s); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func status(id string, want agentbridge.Status) func(*sourcestest.Hub) bool {
-	return func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot(id)
-		return ok && s.Status == want
-	}
+	return sourcestest.RunStart(t, New(sources.Options{Home: home}), hub.Start{Enabled: enabled, Changes: changes}), changes
 }
 
 const sid = "11111111-2222-4333-8444-555555555555"
@@ -85,20 +43,20 @@ func TestGeminiChatLive(t *testing.T) {
 	chat := filepath.Join(project, "chats", "session-2026-12-01T10-00-11111111.jsonl")
 	h, _ := run(t, home, HarnessGemini, HarnessAntigravity)
 
-	appendTo(t, chat, `{"sessionId":"`+sid+`","projectHash":"x","startTime":"2026-12-01T10:00:00.000Z","lastUpdated":"2026-12-01T10:00:00.000Z","kind":"main"}`+"\n")
-	h.WaitFor(t, "the session", status(sid, agentbridge.StatusIdle))
+	sourcestest.Append(t, chat, `{"sessionId":"`+sid+`","projectHash":"x","startTime":"2026-12-01T10:00:00.000Z","lastUpdated":"2026-12-01T10:00:00.000Z","kind":"main"}`+"\n")
+	h.WaitFor(t, "the session", kittest.Status(sid, agentbridge.StatusIdle))
 	if s, _ := h.Snapshot(sid); s.Cwd != "/work/myproj" || s.Harness != HarnessGemini {
 		t.Errorf("cwd %q harness %q", s.Cwd, s.Harness)
 	}
 	prompt := `{"id":"u1","timestamp":"2026-12-01T10:00:01.000Z","type":"user","content":[{"text":"list the files"}]}` + "\n"
-	appendTo(t, chat, prompt[:30])
-	appendTo(t, chat, prompt[30:])
-	h.WaitFor(t, "running", status(sid, agentbridge.StatusRunning))
-	appendTo(t, chat, `{"id":"g1","timestamp":"2026-12-01T10:00:02.000Z","type":"gemini","content":"","model":"gemini-3-flash"}`+"\n")
-	appendTo(t, chat, `{"id":"g1","timestamp":"2026-12-01T10:00:02.000Z","type":"gemini","content":"","model":"gemini-3-flash","toolCalls":[{"id":"ls_1","name":"list_directory","displayName":"ReadFolder","status":"success"}]}`+"\n")
-	appendTo(t, chat, `{"id":"u2","timestamp":"2026-12-01T10:00:03.000Z","type":"user","content":[{"functionResponse":{"id":"ls_1","name":"list_directory","response":{}}}]}`+"\n")
-	appendTo(t, chat, `{"id":"g2","timestamp":"2026-12-01T10:00:04.000Z","type":"gemini","content":"Here they are.","model":"gemini-3-flash"}`+"\n")
-	h.WaitFor(t, "done", status(sid, agentbridge.StatusDone))
+	sourcestest.Append(t, chat, prompt[:30])
+	sourcestest.Append(t, chat, prompt[30:])
+	h.WaitFor(t, "running", kittest.Status(sid, agentbridge.StatusRunning))
+	sourcestest.Append(t, chat, `{"id":"g1","timestamp":"2026-12-01T10:00:02.000Z","type":"gemini","content":"","model":"gemini-3-flash"}`+"\n")
+	sourcestest.Append(t, chat, `{"id":"g1","timestamp":"2026-12-01T10:00:02.000Z","type":"gemini","content":"","model":"gemini-3-flash","toolCalls":[{"id":"ls_1","name":"list_directory","displayName":"ReadFolder","status":"success"}]}`+"\n")
+	sourcestest.Append(t, chat, `{"id":"u2","timestamp":"2026-12-01T10:00:03.000Z","type":"user","content":[{"functionResponse":{"id":"ls_1","name":"list_directory","response":{}}}]}`+"\n")
+	sourcestest.Append(t, chat, `{"id":"g2","timestamp":"2026-12-01T10:00:04.000Z","type":"gemini","content":"Here they are.","model":"gemini-3-flash"}`+"\n")
+	h.WaitFor(t, "done", kittest.Status(sid, agentbridge.StatusDone))
 	s, _ := h.Snapshot(sid)
 	if s.Title != "list the files" || s.Model != "gemini-3-flash" || s.LastTurn != agentbridge.LastTurnCompleted {
 		t.Errorf("after the turn: %+v", s)
@@ -106,22 +64,22 @@ func TestGeminiChatLive(t *testing.T) {
 
 	// A second turn, then the user rewinds it: the session is done again
 	// with the first turn's end.
-	appendTo(t, chat, `{"id":"u3","timestamp":"2026-12-01T10:01:00.000Z","type":"user","content":[{"text":"and again"}]}`+"\n")
-	h.WaitFor(t, "running again", status(sid, agentbridge.StatusRunning))
-	appendTo(t, chat, `{"$rewindTo":"u3"}`+"\n")
-	h.WaitFor(t, "the rewind", status(sid, agentbridge.StatusDone))
+	sourcestest.Append(t, chat, `{"id":"u3","timestamp":"2026-12-01T10:01:00.000Z","type":"user","content":[{"text":"and again"}]}`+"\n")
+	h.WaitFor(t, "running again", kittest.Status(sid, agentbridge.StatusRunning))
+	sourcestest.Append(t, chat, `{"$rewindTo":"u3"}`+"\n")
+	h.WaitFor(t, "the rewind", kittest.Status(sid, agentbridge.StatusDone))
 	if s, _ := h.Snapshot(sid); s.LastTurnEndedAt != time.Date(2026, 12, 1, 10, 0, 4, 0, time.UTC).UnixMilli() {
 		t.Errorf("after the rewind lastTurnEndedAt = %d", s.LastTurnEndedAt)
 	}
 
 	// A subagent's chat under chats/<parent id>/ is a subagent, never a root.
 	sub := filepath.Join(project, "chats", sid, "22222222-2222-4333-8444-555555555555.jsonl")
-	appendTo(t, sub, `{"sessionId":"22222222-2222-4333-8444-555555555555","projectHash":"x","startTime":"2026-12-01T10:02:00.000Z","kind":"subagent"}`+"\n")
+	sourcestest.Append(t, sub, `{"sessionId":"22222222-2222-4333-8444-555555555555","projectHash":"x","startTime":"2026-12-01T10:02:00.000Z","kind":"subagent"}`+"\n")
 	h.WaitFor(t, "the subagent", func(h *sourcestest.Hub) bool {
 		s, _ := h.Snapshot(sid)
 		return len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentRunning
 	})
-	appendTo(t, sub, `{"id":"su1","timestamp":"2026-12-01T10:02:01.000Z","type":"user","content":[{"text":"read it"}]}`+"\n"+
+	sourcestest.Append(t, sub, `{"id":"su1","timestamp":"2026-12-01T10:02:01.000Z","type":"user","content":[{"text":"read it"}]}`+"\n"+
 		`{"id":"sg1","timestamp":"2026-12-01T10:02:02.000Z","type":"gemini","content":"read."}`+"\n")
 	h.WaitFor(t, "the subagent done", func(h *sourcestest.Hub) bool {
 		s, _ := h.Snapshot(sid)
@@ -149,12 +107,12 @@ func TestAntigravityLive(t *testing.T) {
 	}
 	h, changes := run(t, home, HarnessGemini, HarnessAntigravity)
 
-	appendTo(t, tr(parent), `{"step_index":0,"source":"USER_EXPLICIT","type":"USER_INPUT","status":"DONE","created_at":"2026-12-01T10:00:00Z","content":"<USER_REQUEST>\nsummarise the notes\n</USER_REQUEST>\n<USER_SETTINGS_CHANGE>\nThe user changed setting `+"`Model Selection`"+` from None to Gemini 3.1 Pro (Low). No need to comment.\n</USER_SETTINGS_CHANGE>"}`+"\n")
-	h.WaitFor(t, "running", status(parent, agentbridge.StatusRunning))
-	appendTo(t, tr(parent), `{"step_index":3,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:01Z","tool_calls":[{"name":"invoke_subagent","args":{}}]}`+"\n"+
+	sourcestest.Append(t, tr(parent), `{"step_index":0,"source":"USER_EXPLICIT","type":"USER_INPUT","status":"DONE","created_at":"2026-12-01T10:00:00Z","content":"<USER_REQUEST>\nsummarise the notes\n</USER_REQUEST>\n<USER_SETTINGS_CHANGE>\nThe user changed setting `+"`Model Selection`"+` from None to Gemini 3.1 Pro (Low). No need to comment.\n</USER_SETTINGS_CHANGE>"}`+"\n")
+	h.WaitFor(t, "running", kittest.Status(parent, agentbridge.StatusRunning))
+	sourcestest.Append(t, tr(parent), `{"step_index":3,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:01Z","tool_calls":[{"name":"invoke_subagent","args":{}}]}`+"\n"+
 		fmt.Sprintf(`{"step_index":4,"source":"MODEL","type":"INVOKE_SUBAGENT","status":"DONE","created_at":"2026-12-01T10:00:02Z","content":"Created the following subagents:\n{\n  \"conversationId\":  \"%s\"\n}"}`, child)+"\n"+
 		`{"step_index":7,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:03Z","content":"dispatched"}`+"\n")
-	appendTo(t, tr(child), `{"step_index":0,"source":"USER_EXPLICIT","type":"USER_INPUT","status":"DONE","created_at":"2026-12-01T10:00:02Z","content":"count the files"}`+"\n")
+	sourcestest.Append(t, tr(child), `{"step_index":0,"source":"USER_EXPLICIT","type":"USER_INPUT","status":"DONE","created_at":"2026-12-01T10:00:02Z","content":"count the files"}`+"\n")
 	h.WaitFor(t, "the running subagent", func(h *sourcestest.Hub) bool {
 		s, _ := h.Snapshot(parent)
 		return len(s.Subagents) == 1 && s.Subagents[0].ID == child && s.Subagents[0].Status == agentbridge.SubagentRunning
@@ -162,8 +120,8 @@ func TestAntigravityLive(t *testing.T) {
 	if s, _ := h.Snapshot(parent); s.Status != agentbridge.StatusRunning || s.Title != "summarise the notes" || s.Model != "Gemini 3.1 Pro (Low)" {
 		t.Errorf("parent while its child runs: %+v", s)
 	}
-	appendTo(t, tr(child), `{"step_index":2,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:09Z","content":"5 files"}`+"\n")
-	h.WaitFor(t, "the parent done after its child", status(parent, agentbridge.StatusDone))
+	sourcestest.Append(t, tr(child), `{"step_index":2,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:09Z","content":"5 files"}`+"\n")
+	h.WaitFor(t, "the parent done after its child", kittest.Status(parent, agentbridge.StatusDone))
 	if ids := ids(h); !slices.Equal(ids, []string{parent}) {
 		t.Errorf("sessions %v, want the parent only", ids)
 	}
@@ -171,7 +129,7 @@ func TestAntigravityLive(t *testing.T) {
 	changes <- []string{HarnessGemini}
 	h.WaitFor(t, "antigravity switched off", func(h *sourcestest.Hub) bool { return len(h.Snapshots()) == 0 })
 	changes <- []string{HarnessGemini, HarnessAntigravity}
-	h.WaitFor(t, "antigravity back", status(parent, agentbridge.StatusDone))
+	h.WaitFor(t, "antigravity back", kittest.Status(parent, agentbridge.StatusDone))
 	if ids := ids(h); !slices.Equal(ids, []string{parent}) {
 		t.Errorf("after the switch: sessions %v, want the parent only", ids)
 	}
@@ -193,14 +151,14 @@ func TestAntigravityChildBeforeParentAtScan(t *testing.T) {
 	tr := func(conv string) string {
 		return filepath.Join(home, "antigravity-cli", "brain", conv, ".system_generated", "logs", "transcript.jsonl")
 	}
-	appendTo(t, tr(child), `{"step_index":0,"source":"USER_EXPLICIT","type":"USER_INPUT","status":"DONE","created_at":"2026-12-01T10:00:02Z","content":"count"}`+"\n"+
+	sourcestest.Append(t, tr(child), `{"step_index":0,"source":"USER_EXPLICIT","type":"USER_INPUT","status":"DONE","created_at":"2026-12-01T10:00:02Z","content":"count"}`+"\n"+
 		`{"step_index":2,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:09Z","content":"5 files"}`+"\n")
-	appendTo(t, tr(parent), `{"step_index":0,"source":"USER_EXPLICIT","type":"USER_INPUT","status":"DONE","created_at":"2026-12-01T10:00:00Z","content":"go"}`+"\n"+
+	sourcestest.Append(t, tr(parent), `{"step_index":0,"source":"USER_EXPLICIT","type":"USER_INPUT","status":"DONE","created_at":"2026-12-01T10:00:00Z","content":"go"}`+"\n"+
 		`{"step_index":3,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:01Z","tool_calls":[{"name":"invoke_subagent","args":{}}]}`+"\n"+
 		fmt.Sprintf(`{"step_index":4,"source":"MODEL","type":"INVOKE_SUBAGENT","status":"DONE","created_at":"2026-12-01T10:00:02Z","content":"\"conversationId\": \"%s\""}`, child)+"\n"+
 		`{"step_index":7,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:03Z","content":"dispatched"}`+"\n")
 	h, _ := run(t, home, HarnessAntigravity)
-	h.WaitFor(t, "the parent done", status(parent, agentbridge.StatusDone))
+	h.WaitFor(t, "the parent done", kittest.Status(parent, agentbridge.StatusDone))
 	if ids := ids(h); !slices.Equal(ids, []string{parent}) {
 		t.Errorf("sessions %v, want the parent only", ids)
 	}
@@ -228,7 +186,7 @@ func TestLegacyChatAndItsMigration(t *testing.T) {
 	if err := os.WriteFile(legacy, fixture, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.WaitFor(t, "the legacy chat's turn done", status(id, agentbridge.StatusDone))
+	h.WaitFor(t, "the legacy chat's turn done", kittest.Status(id, agentbridge.StatusDone))
 	if s, _ := h.Snapshot(id); s.Title != "Hello" {
 		t.Errorf("legacy snapshot %+v", s)
 	}
@@ -242,13 +200,13 @@ func TestLegacyChatAndItsMigration(t *testing.T) {
 	if err := os.WriteFile(legacy, next, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.WaitFor(t, "the rewrite's new turn", status(id, agentbridge.StatusRunning))
+	h.WaitFor(t, "the rewrite's new turn", kittest.Status(id, agentbridge.StatusRunning))
 
 	// Migrated on resume: the .jsonl carries the whole history; one session.
 	migrated := `{"sessionId":"` + id + `","projectHash":"x","startTime":"2026-01-16T18:34:00.000Z","kind":"main"}` + "\n" +
 		`{"id":"u1","timestamp":"2026-01-16T18:34:01Z","type":"user","content":[{"text":"Hello"}]}` + "\n" +
 		`{"id":"g1","timestamp":"2026-01-16T18:34:02Z","type":"gemini","content":"Hi!","model":"gemini-2.5-pro"}` + "\n"
-	appendTo(t, legacy+"l", migrated)
+	sourcestest.Append(t, legacy+"l", migrated)
 	h.WaitFor(t, "the migrated chat", func(h *sourcestest.Hub) bool {
 		s, ok := h.Snapshot(id)
 		return ok && s.Status == agentbridge.StatusDone && s.Model == "gemini-2.5-pro"
@@ -281,8 +239,8 @@ func TestProjectRootLateAndHostile(t *testing.T) {
 	}
 	h, _ := run(t, home, HarnessGemini)
 	const a, b = "aaaaaaaa-1111-4111-8111-111111111111", "bbbbbbbb-1111-4111-8111-111111111111"
-	appendTo(t, filepath.Join(late, "chats", "session-2026-12-01T10-00-aaaaaaaa.jsonl"), `{"sessionId":"`+a+`","startTime":"2026-12-01T10:00:00Z","kind":"main"}`+"\n")
-	appendTo(t, filepath.Join(hostile, "chats", "session-2026-12-01T10-00-bbbbbbbb.jsonl"), `{"sessionId":"`+b+`","startTime":"2026-12-01T10:00:00Z","kind":"main"}`+"\n")
+	sourcestest.Append(t, filepath.Join(late, "chats", "session-2026-12-01T10-00-aaaaaaaa.jsonl"), `{"sessionId":"`+a+`","startTime":"2026-12-01T10:00:00Z","kind":"main"}`+"\n")
+	sourcestest.Append(t, filepath.Join(hostile, "chats", "session-2026-12-01T10-00-bbbbbbbb.jsonl"), `{"sessionId":"`+b+`","startTime":"2026-12-01T10:00:00Z","kind":"main"}`+"\n")
 	h.WaitFor(t, "both sessions", func(h *sourcestest.Hub) bool { return len(h.Snapshots()) == 2 })
 	if err := os.WriteFile(filepath.Join(late, ".project_root"), []byte("/srv/late\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -69,16 +69,11 @@ func (s *Source) Info() agentbridge.SourceInfo {
 
 // Run follows the journals until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
-	return sources.Follow(ctx, st, sources.FollowConfig{
-		Tail: sources.TailConfig{
-			Roots:  []string{SessionsDir(s.cfg.Home)},
-			Match:  isSessionFile,
-			Dirs:   func(string) bool { return false }, // everything sits directly in sessions/cli
-			Window: s.cfg.Window,
-		},
-		Linger: s.cfg.Linger,
-		Logger: s.cfg.Logger,
-	}, func(ss *sources.Sessions) sources.Handler {
+	return sources.Follow(ctx, st, s.cfg.Follow(sources.TailConfig{
+		Roots: []string{SessionsDir(s.cfg.Home)},
+		Match: isSessionFile,
+		Dirs:  func(string) bool { return false }, // everything sits directly in sessions/cli
+	}), func(ss *sources.Sessions) sources.Handler {
 		return kit.NewHandler(ss, agent, proc.Root)
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 const sidecarJSON = `{
@@ -35,10 +36,10 @@ func TestLive(t *testing.T) {
 
 	const id = "3f0c2d1e-0000-4000-8000-00000000c1c1"
 	j := filepath.Join(SessionsDir(home), id+".jsonl")
-	kittest.Append(t, j, `{"version":"v1","kind":"Prompt","data":{"message_id":"p1","content":[{"kind":"text","data":"deploy it"}],"meta":{"timestamp":1780617364}}}
+	sourcestest.Append(t, j, `{"version":"v1","kind":"Prompt","data":{"message_id":"p1","content":[{"kind":"text","data":"deploy it"}],"meta":{"timestamp":1780617364}}}
 `)
 	h.WaitFor(t, "running", kittest.Status(id, agentbridge.StatusRunning))
-	kittest.Append(t, j, `{"version":"v1","kind":"AssistantMessage","data":{"message_id":"m1","content":[{"kind":"text","data":"ok"}]}}
+	sourcestest.Append(t, j, `{"version":"v1","kind":"AssistantMessage","data":{"message_id":"m1","content":[{"kind":"text","data":"ok"}]}}
 `)
 	h.WaitFor(t, "done", kittest.Status(id, agentbridge.StatusDone))
 	side := filepath.Join(SessionsDir(home), id+".json")
@@ -46,7 +47,7 @@ func TestLive(t *testing.T) {
 	h.WaitFor(t, "the sidecar's cwd and model, and the process", kittest.Is(id, func(s agentbridge.Snapshot) bool {
 		return s.Cwd == cwd && s.Model == "claude-sonnet-4.5" && s.PID == agent.Process.Pid && s.Status == agentbridge.StatusDone
 	}))
-	kittest.Append(t, j, `{"version":"v1","kind":"Prompt","data":{"message_id":"p2","content":[{"kind":"text","data":"again"}]}}
+	sourcestest.Append(t, j, `{"version":"v1","kind":"Prompt","data":{"message_id":"p2","content":[{"kind":"text","data":"again"}]}}
 {"version":"v1","kind":"AssistantMessage","data":{"message_id":"m2","content":[{"kind":"toolUse","data":{"toolUseId":"t1","name":"shell"}}]}}
 `)
 	h.WaitFor(t, "running a tool", kittest.Status(id, agentbridge.StatusRunning))
@@ -82,7 +83,7 @@ func TestHostileSidecar(t *testing.T) {
 	f.Close()
 	h := kittest.Run(t, New(sources.Options{Home: home}), Harness)
 	for _, id := range []string{fifo, sparse} {
-		kittest.Append(t, filepath.Join(dir, id+".jsonl"), `{"version":"v1","kind":"Prompt","data":{"message_id":"p1","content":[{"kind":"text","data":"hi"}]}}
+		sourcestest.Append(t, filepath.Join(dir, id+".jsonl"), `{"version":"v1","kind":"Prompt","data":{"message_id":"p1","content":[{"kind":"text","data":"hi"}]}}
 {"version":"v1","kind":"AssistantMessage","data":{"content":[{"kind":"text","data":"ok"}]}}
 `)
 		h.WaitFor(t, "done beside a hostile sidecar", kittest.Status(id, agentbridge.StatusDone))

@@ -1,15 +1,11 @@
 package kiro
 
-import (
-	"github.com/agentbridge/agentbridge/hub"
-	"github.com/agentbridge/agentbridge/sources"
-)
+import "github.com/agentbridge/agentbridge/sources"
 
 func init() {
-	sources.Register(sources.Registration{
+	sources.RegisterNew(sources.Registration{
 		Info:        (&Source{}).Info(),
 		HomeEnv:     EnvHome,
 		DefaultHome: sources.HomeUnder(".kiro"),
-		New:         func(o sources.Options) hub.Source { return New(o) },
-	})
+	}, New)
 }

@@ -17,10 +17,11 @@ import (
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
-// opencodeBinary finds the real CLI: $OPENCODE_BIN, or an npm install
-// of opencode-ai under /tmp/oc.
+// opencodeBinary finds the real CLI: $OPENCODE_BIN, which the live suite
+// (make live) sets to the opencode-ai it installs. Without it these tests
+// skip: a real CLI under load is no unit test.
 func opencodeBinary() string {
-	for _, p := range []string{os.Getenv("OPENCODE_BIN"), "/tmp/oc/node_modules/opencode-linux-x64/bin/opencode"} {
+	for _, p := range []string{os.Getenv("OPENCODE_BIN")} {
 		if p == "" {
 			continue
 		}
@@ -97,7 +98,7 @@ func runCLI(t *testing.T, permission string, args ...string) (*sourcestest.Hub, 
 	t.Helper()
 	bin := opencodeBinary()
 	if bin == "" {
-		t.Skip("the opencode CLI is not installed (npm install opencode-ai into /tmp/oc, or set OPENCODE_BIN)")
+		t.Skip("set OPENCODE_BIN to a real opencode CLI (make live does) to run it")
 	}
 	if testing.Short() {
 		t.Skip("runs the real CLI")

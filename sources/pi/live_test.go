@@ -7,6 +7,7 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // TestLive follows a Pi home that does not exist yet through one session:
@@ -21,7 +22,7 @@ func TestLive(t *testing.T) {
 
 	const id = "019f0000-aaaa-7bbb-8ccc-000000000001"
 	j := filepath.Join(SessionsDir(home), "--work--", "2026-06-01T10-00-00-000Z_"+id+".jsonl")
-	kittest.Append(t, j, `{"type":"session","version":3,"id":"`+id+`","timestamp":"2026-06-01T10:00:00.000Z","cwd":"`+cwd+`"}
+	sourcestest.Append(t, j, `{"type":"session","version":3,"id":"`+id+`","timestamp":"2026-06-01T10:00:00.000Z","cwd":"`+cwd+`"}
 {"type":"model_change","id":"m1","parentId":null,"timestamp":"2026-06-01T10:00:00.100Z","provider":"p","modelId":"model-a"}
 {"type":"message","id":"u1","parentId":"m1","timestamp":"2026-06-01T10:00:01.000Z","message":{"role":"user","content":[{"type":"text","text":"list the files"}]}}
 {"type":"message","id":"a1","parentId":"u1","timestamp":"2026-06-01T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"call_1","name":"bash"}],"model":"model-a","stopReason":"toolUse"}}
@@ -30,16 +31,16 @@ func TestLive(t *testing.T) {
 		return s.Status == agentbridge.StatusRunning && s.Title == "list the files" &&
 			s.Model == "model-a" && s.Cwd == cwd && s.PID == agent.Process.Pid
 	}))
-	kittest.Append(t, j, `{"type":"message","id":"r1","parentId":"a1","timestamp":"2026-06-01T10:00:03.000Z","message":{"role":"toolResult","toolCallId":"call_1","isError":false}}
+	sourcestest.Append(t, j, `{"type":"message","id":"r1","parentId":"a1","timestamp":"2026-06-01T10:00:03.000Z","message":{"role":"toolResult","toolCallId":"call_1","isError":false}}
 {"type":"message","id":"a2","parentId":"r1","timestamp":"2026-06-01T10:00:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":"done"}],"model":"model-a","stopReason":"stop"}}
 `)
 	h.WaitFor(t, "done", kittest.Is(id, func(s agentbridge.Snapshot) bool {
 		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCompleted
 	}))
-	kittest.Append(t, j, `{"type":"message","id":"u2","parentId":"a2","timestamp":"2026-06-01T10:01:00.000Z","message":{"role":"user","content":"again"}}
+	sourcestest.Append(t, j, `{"type":"message","id":"u2","parentId":"a2","timestamp":"2026-06-01T10:01:00.000Z","message":{"role":"user","content":"again"}}
 `)
 	h.WaitFor(t, "running again", kittest.Status(id, agentbridge.StatusRunning))
-	kittest.Append(t, j, `{"type":"message","id":"a3","parentId":"u2","timestamp":"2026-06-01T10:01:01.000Z","message":{"role":"assistant","content":[],"stopReason":"error","errorMessage":"overloaded"}}
+	sourcestest.Append(t, j, `{"type":"message","id":"a3","parentId":"u2","timestamp":"2026-06-01T10:01:01.000Z","message":{"role":"assistant","content":[],"stopReason":"error","errorMessage":"overloaded"}}
 `)
 	h.WaitFor(t, "failed", kittest.Is(id, func(s agentbridge.Snapshot) bool {
 		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnFailed
@@ -68,11 +69,11 @@ func TestSessionDirVariable(t *testing.T) {
 	h := kittest.Run(t, New(sources.Options{Home: "/nowhere", Getenv: getenv}), Harness)
 	const id = "019f0000-aaaa-7bbb-8ccc-000000000002"
 	j := filepath.Join(dir, "2026-06-01T10-00-00-000Z_"+id+".jsonl")
-	kittest.Append(t, j, `{"type":"session","version":3,"id":"`+id+`","timestamp":"2026-06-01T10:00:00.000Z","cwd":"/w"}
+	sourcestest.Append(t, j, `{"type":"session","version":3,"id":"`+id+`","timestamp":"2026-06-01T10:00:00.000Z","cwd":"/w"}
 {"type":"message","id":"u1","message":{"role":"user","content":"hi"}}
 {"type":"message","id":"a1","message":{"role":"assistant","content":[],"stopRea`)
 	h.WaitFor(t, "running", kittest.Status(id, agentbridge.StatusRunning))
-	kittest.Append(t, j, `son":"aborted"}}
+	sourcestest.Append(t, j, `son":"aborted"}}
 `)
 	h.WaitFor(t, "cancelled", kittest.Is(id, func(s agentbridge.Snapshot) bool {
 		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCancelled
@@ -89,7 +90,7 @@ func TestResumedByAnotherProcess(t *testing.T) {
 	h := kittest.Run(t, New(sources.Options{Home: home}), Harness)
 	const id = "019f0000-aaaa-7bbb-8ccc-000000000003"
 	j := filepath.Join(SessionsDir(home), "--work--", "2026-06-01T10-00-00-000Z_"+id+".jsonl")
-	kittest.Append(t, j, `{"type":"session","version":3,"id":"`+id+`","timestamp":"2026-06-01T10:00:00.000Z","cwd":"`+cwd+`"}
+	sourcestest.Append(t, j, `{"type":"session","version":3,"id":"`+id+`","timestamp":"2026-06-01T10:00:00.000Z","cwd":"`+cwd+`"}
 {"type":"message","id":"u1","message":{"role":"user","content":"one"}}
 {"type":"message","id":"a1","message":{"role":"assistant","content":[],"stopReason":"stop"}}
 `)
@@ -98,7 +99,7 @@ func TestResumedByAnotherProcess(t *testing.T) {
 	h.WaitFor(t, "exited", kittest.Status(id, agentbridge.StatusExited))
 
 	second := kittest.StartAgent(t, "pi", cwd)
-	kittest.Append(t, j, `{"type":"message","id":"u2","message":{"role":"user","content":"two"}}
+	sourcestest.Append(t, j, `{"type":"message","id":"u2","message":{"role":"user","content":"two"}}
 `)
 	h.WaitFor(t, "running in the second process", kittest.Is(id, func(s agentbridge.Snapshot) bool {
 		return s.Status == agentbridge.StatusRunning && s.PID == second.Process.Pid

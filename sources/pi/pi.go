@@ -82,16 +82,11 @@ func (s *Source) Info() agentbridge.SourceInfo {
 // Run follows the journals until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	root := s.dir
-	return sources.Follow(ctx, st, sources.FollowConfig{
-		Tail: sources.TailConfig{
-			Roots:  []string{root},
-			Match:  isJournal,
-			Dirs:   func(p string) bool { return filepath.Dir(p) == root }, // --<cwd>--/ only
-			Window: s.cfg.Window,
-		},
-		Linger: s.cfg.Linger,
-		Logger: s.cfg.Logger,
-	}, func(ss *sources.Sessions) sources.Handler {
+	return sources.Follow(ctx, st, s.cfg.Follow(sources.TailConfig{
+		Roots: []string{root},
+		Match: isJournal,
+		Dirs:  func(p string) bool { return filepath.Dir(p) == root }, // --<cwd>--/ only
+	}), func(ss *sources.Sessions) sources.Handler {
 		return kit.NewHandler(ss, agent, proc.Root)
 	})
 }

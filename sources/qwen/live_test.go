@@ -1,7 +1,6 @@
 package qwen
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,54 +9,15 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 func run(t *testing.T, home string) *sourcestest.Hub {
 	t.Helper()
-	h := sourcestest.New()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- New(sources.Options{Home: home}).Run(ctx, hub.Start{Enabled: []string{Harness}, Publisher: h})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run = %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("Run did not return after cancel")
-		}
-		if n := h.Refused(); n > 0 {
-			t.Errorf("the hub refused %d calls", n)
-		}
-	})
-	return h
-}
-
-func appendTo(t *testing.T, path, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(s); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func status(id string, want agentbridge.Status) func(*sourcestest.Hub) bool {
-	return func(h *sourcestest.Hub) bool { s, ok := h.Snapshot(id); return ok && s.Status == want }
+	return sourcestest.Run(t, New(sources.Options{Home: home}), []string{Harness})
 }
 
 // A chat written live with cut lines goes idle → running → done; the
@@ -85,20 +45,20 @@ func TestLiveChatAndProcess(t *testing.T) {
 	}
 	h := run(t, home)
 
-	appendTo(t, filepath.Join(chats, id+".runtime.json"), fmt.Sprintf("{\n  \"schema_version\": 1,\n  \"pid\": %d,\n  \"session_id\": %q,\n  \"work_dir\": \"/work/proj\",\n  \"started_at\": %.3f\n}", agent.Process.Pid, id, float64(started.UnixMilli())/1000))
+	sourcestest.Append(t, filepath.Join(chats, id+".runtime.json"), fmt.Sprintf("{\n  \"schema_version\": 1,\n  \"pid\": %d,\n  \"session_id\": %q,\n  \"work_dir\": \"/work/proj\",\n  \"started_at\": %.3f\n}", agent.Process.Pid, id, float64(started.UnixMilli())/1000))
 	chat := filepath.Join(chats, id+".jsonl")
 	prompt := `{"uuid":"u1","parentUuid":null,"sessionId":"` + id + `","timestamp":"` + time.Now().UTC().Format(time.RFC3339Nano) + `","type":"user","cwd":"/work/proj","version":"0.24.4","message":{"role":"user","parts":[{"text":"write a marker"}]}}` + "\n"
-	appendTo(t, chat, prompt[:40])
-	appendTo(t, chat, prompt[40:])
-	h.WaitFor(t, "running", status(id, agentbridge.StatusRunning))
+	sourcestest.Append(t, chat, prompt[:40])
+	sourcestest.Append(t, chat, prompt[40:])
+	h.WaitFor(t, "running", kittest.Status(id, agentbridge.StatusRunning))
 	h.WaitFor(t, "the process bound", func(h *sourcestest.Hub) bool { s, _ := h.Snapshot(id); return s.PID == agent.Process.Pid })
-	appendTo(t, chat, `{"uuid":"a1","sessionId":"`+id+`","type":"assistant","model":"qwen3-coder","message":{"role":"model","parts":[{"text":"done"}]}}`+"\n")
-	h.WaitFor(t, "done", status(id, agentbridge.StatusDone))
+	sourcestest.Append(t, chat, `{"uuid":"a1","sessionId":"`+id+`","type":"assistant","model":"qwen3-coder","message":{"role":"model","parts":[{"text":"done"}]}}`+"\n")
+	h.WaitFor(t, "done", kittest.Status(id, agentbridge.StatusDone))
 	if s, _ := h.Snapshot(id); s.Cwd != "/work/proj" || s.Model != "qwen3-coder" || s.Title != "write a marker" {
 		t.Errorf("snapshot %+v", s)
 	}
 	agent.Process.Kill()
-	h.WaitFor(t, "exited", status(id, agentbridge.StatusExited))
+	h.WaitFor(t, "exited", kittest.Status(id, agentbridge.StatusExited))
 }
 
 // A runtime file left behind by a TUI that exited long ago names a pid
@@ -112,10 +72,10 @@ func TestStaleRuntimeFileIsNotBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
-	appendTo(t, filepath.Join(chats, id+".runtime.json"), fmt.Sprintf("{\n  \"pid\": %d,\n  \"session_id\": %q,\n  \"started_at\": 1000000000.5\n}", other.Process.Pid, id))
-	appendTo(t, filepath.Join(chats, id+".jsonl"), `{"uuid":"u1","sessionId":"`+id+`","timestamp":"2026-12-01T10:00:00Z","type":"user","message":{"parts":[{"text":"hi"}]}}`+"\n")
+	sourcestest.Append(t, filepath.Join(chats, id+".runtime.json"), fmt.Sprintf("{\n  \"pid\": %d,\n  \"session_id\": %q,\n  \"started_at\": 1000000000.5\n}", other.Process.Pid, id))
+	sourcestest.Append(t, filepath.Join(chats, id+".jsonl"), `{"uuid":"u1","sessionId":"`+id+`","timestamp":"2026-12-01T10:00:00Z","type":"user","message":{"parts":[{"text":"hi"}]}}`+"\n")
 	h := run(t, home)
-	h.WaitFor(t, "running", status(id, agentbridge.StatusRunning))
+	h.WaitFor(t, "running", kittest.Status(id, agentbridge.StatusRunning))
 	time.Sleep(50 * time.Millisecond) // let a wrong binding show, if it would
 	if s, _ := h.Snapshot(id); s.PID != 0 || s.Status != agentbridge.StatusRunning {
 		t.Errorf("bound to a process that is not the agent's: %+v", s)

@@ -46,12 +46,11 @@ var info = agentbridge.SourceInfo{
 }
 
 func init() {
-	sources.Register(sources.Registration{
+	sources.RegisterNew(sources.Registration{
 		Info:        info,
 		HomeEnv:     EnvHome,
 		DefaultHome: sources.HomeUnder(".qwen"),
-		New:         func(o sources.Options) hub.Source { return New(o) },
-	})
+	}, New)
 }
 
 // Source follows Qwen Code's chats. It implements hub.Source.
@@ -66,16 +65,11 @@ func (s *Source) Info() agentbridge.SourceInfo { return info }
 // Run follows the chats until ctx ends.
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	root := filepath.Join(s.o.Home, "projects")
-	return sources.Follow(ctx, st, sources.FollowConfig{
-		Tail: sources.TailConfig{
-			Roots:  []string{root},
-			Match:  func(p string) bool { _, runtime, ok := kindOf(root, p); return ok && !runtime },
-			Dirs:   func(p string) bool { return descend(root, p) },
-			Window: s.o.Window,
-		},
-		Linger: s.o.Linger,
-		Logger: s.o.Logger,
-	}, func(ss *sources.Sessions) sources.Handler {
+	return sources.Follow(ctx, st, s.o.Follow(sources.TailConfig{
+		Roots: []string{root},
+		Match: func(p string) bool { _, runtime, ok := kindOf(root, p); return ok && !runtime },
+		Dirs:  func(p string) bool { return descend(root, p) },
+	}), func(ss *sources.Sessions) sources.Handler {
 		return &handler{Sessions: ss, root: root, states: map[string]*State{}, pids: map[string]runtimeFile{}}
 	})
 }

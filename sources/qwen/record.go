@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/internal/kit"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -54,8 +55,7 @@ type record struct {
 type State struct {
 	started bool
 	open    bool
-	titled  bool
-	model   string
+	meta    kit.Meta // the title from the first prompt, the model last reported
 	tools   []string // started, not finished
 }
 
@@ -90,14 +90,12 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 		st.finishTools(add, agentbridge.OutcomeCancelled)
 		st.open = true
 		add(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: r.UUID, OccurredAt: at})
-		if t := validate.Title(text); t != "" && !st.titled {
-			st.titled = true
-			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Title: t})
+		if e, ok := st.meta.FirstTitle(text); ok {
+			add(e)
 		}
 	case "assistant":
-		if m := validate.Model(r.Model); m != "" && m != st.model {
-			st.model = m
-			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Model: m})
+		if e, ok := st.meta.Model(r.Model); ok {
+			add(e)
 		}
 		if u := r.UsageMetadata; u != nil && u.Prompt >= 0 && u.Candidates >= 0 && u.Thoughts >= 0 && u.Cached >= 0 {
 			cached := min(u.Cached, u.Prompt)

@@ -97,11 +97,20 @@ func LoadRecording(dir string) (*Recording, error) {
 	if rec.Transcript, err = os.ReadFile(filepath.Join(dir, "transcript.jsonl")); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(filepath.Join(dir, "events.jsonl"))
+	rec.Growth, err = ReadGrowth(filepath.Join(dir, "events.jsonl"))
+	return rec, err
+}
+
+// ReadGrowth reads the Growth entries of an events.jsonl (a recorder's
+// log: transcript_new and transcript_activity entries with file_size), in
+// the log's order.
+func ReadGrowth(path string) ([]Growth, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	var gs []Growth
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -115,9 +124,9 @@ func LoadRecording(dir string) (*Recording, error) {
 			ev.Kind != "transcript_new" && ev.Kind != "transcript_activity" {
 			continue
 		}
-		rec.Growth = append(rec.Growth, Growth{Session: ev.SessionID, Path: ev.Path, Size: ev.FileSize})
+		gs = append(gs, Growth{Session: ev.SessionID, Path: ev.Path, Size: ev.FileSize})
 	}
-	return rec, sc.Err()
+	return gs, sc.Err()
 }
 
 // Sessions returns the sessions whose journals grew, in the order they

@@ -13,22 +13,37 @@ import (
 	"github.com/agentbridge/agentbridge/hub"
 )
 
-// Start runs src with the harnesses in enabled switched on (all of the
-// source's when nil) against a new Hub, waits for its first reset and
-// returns the Hub. When the test ends the source is stopped, and the test
-// fails if Run returned an error, did not return, or the hub refused any of
-// its calls.
+// Start runs src (see Run) and waits for its first reset.
 func Start(t testing.TB, src hub.Source, enabled []string) *Hub {
+	t.Helper()
+	h := Run(t, src, enabled)
+	h.WaitFor(t, "the first reset", func(h *Hub) bool { return h.Resets() > 0 })
+	return h
+}
+
+// Run runs src with the harnesses in enabled switched on (all of the
+// source's when nil) against a new Hub and returns the Hub. When the test
+// ends the source is stopped, and the test fails if Run returned an
+// error, did not return, or the hub refused any of its calls.
+func Run(t testing.TB, src hub.Source, enabled []string) *Hub {
 	t.Helper()
 	if enabled == nil {
 		for _, h := range src.Info().Harnesses {
 			enabled = append(enabled, h.ID)
 		}
 	}
+	return RunStart(t, src, hub.Start{Enabled: enabled})
+}
+
+// RunStart is Run with the hub.Start the source gets (its Enabled and
+// Changes; the Publisher is the new Hub).
+func RunStart(t testing.TB, src hub.Source, st hub.Start) *Hub {
+	t.Helper()
 	h := New()
+	st.Publisher = h
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx, hub.Start{Enabled: enabled, Publisher: h}) }()
+	go func() { done <- src.Run(ctx, st) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -43,7 +58,6 @@ func Start(t testing.TB, src hub.Source, enabled []string) *Hub {
 			t.Errorf("the hub refused %d calls", n)
 		}
 	})
-	h.WaitFor(t, "the first reset", func(h *Hub) bool { return h.Resets() > 0 })
 	return h
 }
 

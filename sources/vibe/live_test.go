@@ -7,6 +7,7 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // TestLive follows a Vibe home that does not exist yet through a session
@@ -23,7 +24,7 @@ func TestLive(t *testing.T) {
 	const id = "session_20260707_162829_447cd2b0"
 	dir := filepath.Join(SessionsDir(home), id)
 	msgs := filepath.Join(dir, messagesFile)
-	kittest.Append(t, msgs, `{"role": "user", "content": "summarise the repo", "injected": false, "message_id": "u1"}
+	sourcestest.Append(t, msgs, `{"role": "user", "content": "summarise the repo", "injected": false, "message_id": "u1"}
 `)
 	h.WaitFor(t, "running", kittest.Status(id, agentbridge.StatusRunning))
 	kittest.Replace(t, filepath.Join(dir, metaFile), `{
@@ -37,15 +38,15 @@ func TestLive(t *testing.T) {
 	h.WaitFor(t, "cwd, model and process from meta.json", kittest.Is(id, func(s agentbridge.Snapshot) bool {
 		return s.Cwd == cwd && s.Model == "mistral-medium-3.5" && s.PID == agent.Process.Pid && s.Title == "summarise the repo"
 	}))
-	kittest.Append(t, msgs, `{"role": "assistant", "injected": false, "tool_calls": [{"id": "task1", "index": 0, "function": {"name": "task", "arguments": "{\"task\": \"Read the README\", \"agent\": \"explore\"}"}, "type": "function"}], "message_id": "a1"}
+	sourcestest.Append(t, msgs, `{"role": "assistant", "injected": false, "tool_calls": [{"id": "task1", "index": 0, "function": {"name": "task", "arguments": "{\"task\": \"Read the README\", \"agent\": \"explore\"}"}, "type": "function"}], "message_id": "a1"}
 `)
 	h.WaitFor(t, "a running subagent", kittest.Is(id, func(s agentbridge.Snapshot) bool {
 		return len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentRunning && s.Subagents[0].Type == "explore"
 	}))
-	kittest.Append(t, filepath.Join(dir, "agents", "explore_20260707_162830_2b37328f", messagesFile),
+	sourcestest.Append(t, filepath.Join(dir, "agents", "explore_20260707_162830_2b37328f", messagesFile),
 		`{"role": "user", "content": "Read the README", "injected": false, "message_id": "c1"}
 `)
-	kittest.Append(t, msgs, `{"role": "tool", "content": "response: A tool.\nturns_used: 1\ncompleted: True", "injected": false, "name": "task", "tool_call_id": "task1"}
+	sourcestest.Append(t, msgs, `{"role": "tool", "content": "response: A tool.\nturns_used: 1\ncompleted: True", "injected": false, "name": "task", "tool_call_id": "task1"}
 {"role": "assistant", "content": "done", "injected": false, "message_id": "a2"}
 `)
 	h.WaitFor(t, "done, its subagent completed", kittest.Is(id, func(s agentbridge.Snapshot) bool {

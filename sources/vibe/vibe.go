@@ -73,19 +73,14 @@ func (s *Source) Info() agentbridge.SourceInfo {
 // Run follows the session directories until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	root := SessionsDir(s.cfg.Home)
-	return sources.Follow(ctx, st, sources.FollowConfig{
-		Tail: sources.TailConfig{
-			Roots: []string{root},
-			Match: func(p string) bool {
-				b := filepath.Base(p)
-				return (b == messagesFile || b == metaFile) && filepath.Dir(filepath.Dir(p)) == root && validate.ValidID(idOf(p))
-			},
-			Dirs:   func(p string) bool { return filepath.Dir(p) == root }, // session directories, never their agents/
-			Window: s.cfg.Window,
+	return sources.Follow(ctx, st, s.cfg.Follow(sources.TailConfig{
+		Roots: []string{root},
+		Match: func(p string) bool {
+			b := filepath.Base(p)
+			return (b == messagesFile || b == metaFile) && filepath.Dir(filepath.Dir(p)) == root && validate.ValidID(idOf(p))
 		},
-		Linger: s.cfg.Linger,
-		Logger: s.cfg.Logger,
-	}, func(ss *sources.Sessions) sources.Handler {
+		Dirs: func(p string) bool { return filepath.Dir(p) == root }, // session directories, never their agents/
+	}), func(ss *sources.Sessions) sources.Handler {
 		return kit.NewHandler(ss, agent, proc.Root)
 	})
 }

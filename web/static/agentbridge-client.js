@@ -32,9 +32,13 @@ const KIND_STATUS = {
   'agent.exited': 'exited',
 };
 
-/** Returns the key that identifies a session across sources. */
-export function sessionKey(source, id) {
-  return `${source}\u0000${id}`;
+/**
+ * Returns the key that identifies a session across sources and hosts: the
+ * same session id on two hosts (remotes) is two sessions. host is the
+ * remote's id, or empty for the bridge's own sessions.
+ */
+export function sessionKey(source, id, host = '') {
+  return host ? `${source}\u0000${id}\u0000${host}` : `${source}\u0000${id}`;
 }
 
 /**
@@ -169,7 +173,7 @@ export class ProblemError extends Error {
 export class AgentBridgeClient {
   #opts;
   #listeners = new Set();
-  #sessions = new Map(); // key → {source, snapshot, since, sinceExact, lastEvent}
+  #sessions = new Map(); // key → {source, host, snapshot, since, sinceExact, lastEvent}
   #sources = new Map(); // id → {id, displayName, harnesses: [{id, displayName, enabled}], observes, push}
   #diagnostics = []; // {source, revision, diagnostic, at}
   #pendingSince = new Map(); // key → {status, at}: lifecycle times awaiting their upsert
@@ -511,20 +515,20 @@ export class AgentBridgeClient {
       });
     }
     // Sessions of sources the bridge no longer has would never be reset.
-    for (const [key, s] of this.#sessions) if (!this.#sources.has(s.source)) this.#sessions.delete(key);
+    for (const [key, s] of this.#sessions) if (!s.host && !this.#sources.has(s.source)) this.#sessions.delete(key);
     this.#emit({ type: 'sources' });
   }
 
   #applyDiagnosticList(body) {
     const list = Array.isArray(body) ? body : (body?.diagnostics ?? []);
-    for (const d of list) this.#addDiagnostic(d.source, Number(d.revision), d.diagnostic, d.at);
+    for (const d of list) this.#addDiagnostic(d.source, Number(d.revision), d.diagnostic, d.at, d.host);
     this.#emit({ type: 'diagnostic' });
   }
 
-  #addDiagnostic(source, revision, diagnostic, at) {
+  #addDiagnostic(source, revision, diagnostic, at, host) {
     if (!diagnostic) return false;
     if (Number.isFinite(revision) && this.#diagnostics.some((d) => d.revision === revision && d.source === source)) return false;
-    this.#diagnostics.push({ source, revision, diagnostic, at: at ?? this.#opts.now() });
+    this.#diagnostics.push({ source, host: typeof host === 'string' ? host : '', revision, diagnostic, at: at ?? this.#opts.now() });
     this.#diagnostics.sort((a, b) => (a.revision || 0) - (b.revision || 0));
     const over = this.#diagnostics.length - this.#opts.maxDiagnostics;
     if (over > 0) this.#diagnostics.splice(0, over);
@@ -544,34 +548,38 @@ export class AgentBridgeClient {
     switch (name) {
       case 'reset': {
         const src = data.source;
+        const host = typeof data.host === 'string' ? data.host : '';
         const fresh = new Map();
         for (const snap of data.sessions ?? []) {
-          const key = sessionKey(src, snap.id);
-          fresh.set(key, this.#next(key, src, snap, now, false, data.activity?.[snap.id]));
+          const key = sessionKey(src, snap.id, host);
+          fresh.set(key, this.#next(key, src, snap, now, false, data.activity?.[snap.id], host));
         }
-        for (const [key, s] of this.#sessions) if (s.source === src) this.#sessions.delete(key);
+        // A reset replaces the sessions of its source on its host only.
+        for (const [key, s] of this.#sessions) if (s.source === src && (s.host ?? '') === host) this.#sessions.delete(key);
         for (const [key, s] of fresh) this.#sessions.set(key, s);
-        if (!this.#sources.has(src)) this.#sources.set(src, { id: src, displayName: src, push: false, observes: {}, environmentVariables: [], harnesses: [] });
-        this.#emit({ type: 'reset', source: src, revision, count: fresh.size });
+        if (!host && !this.#sources.has(src)) this.#sources.set(src, { id: src, displayName: src, push: false, observes: {}, environmentVariables: [], harnesses: [] });
+        this.#emit({ type: 'reset', source: src, host, revision, count: fresh.size });
         break;
       }
       case 'upsert': {
         const snap = data.snapshot;
         if (!snap) return;
-        const key = sessionKey(data.source, snap.id);
-        this.#sessions.set(key, this.#next(key, data.source, snap, now, true, data.activity));
-        this.#emit({ type: 'upsert', source: data.source, sessionId: snap.id, revision });
+        const host = typeof data.host === 'string' ? data.host : '';
+        const key = sessionKey(data.source, snap.id, host);
+        this.#sessions.set(key, this.#next(key, data.source, snap, now, true, data.activity, host));
+        this.#emit({ type: 'upsert', source: data.source, host, sessionId: snap.id, revision });
         break;
       }
       case 'remove': {
-        const key = sessionKey(data.source, data.sessionId);
+        const host = typeof data.host === 'string' ? data.host : '';
+        const key = sessionKey(data.source, data.sessionId, host);
         this.#sessions.delete(key);
         this.#pendingSince.delete(key);
-        this.#emit({ type: 'remove', source: data.source, sessionId: data.sessionId, revision });
+        this.#emit({ type: 'remove', source: data.source, host, sessionId: data.sessionId, revision });
         break;
       }
       case 'diagnostic':
-        if (this.#addDiagnostic(data.source, revision, data.diagnostic, now)) {
+        if (this.#addDiagnostic(data.source, revision, data.diagnostic, now, data.host)) {
           this.#emit({ type: 'diagnostic', source: data.source, revision });
         }
         break;
@@ -591,10 +599,10 @@ export class AgentBridgeClient {
   }
 
   /** Builds a session entry, keeping `since` while the status holds. */
-  #next(key, source, snap, now, live, activity) {
+  #next(key, source, snap, now, live, activity, host = '') {
     const prev = this.#sessions.get(key);
     const act = activity && typeof activity === 'object' ? activity : null;
-    const entry = { source, snapshot: snap, activity: act, since: now, sinceExact: live && Boolean(prev), lastEvent: prev?.lastEvent ?? null };
+    const entry = { source, host, snapshot: snap, activity: act, since: now, sinceExact: live && Boolean(prev), lastEvent: prev?.lastEvent ?? null };
     if (act && Number.isFinite(act.statusSince) && act.statusSince > 0) {
       entry.since = Math.min(act.statusSince, now); // the bridge knows: a reload sees the same
       entry.sinceExact = true;
@@ -620,7 +628,7 @@ export class AgentBridgeClient {
   #applyLifecycle(data, now, revision) {
     const ev = data.event;
     if (!ev || typeof ev.kind !== 'string') return;
-    const key = sessionKey(data.source, data.sessionId);
+    const key = sessionKey(data.source, data.sessionId, typeof data.host === 'string' ? data.host : '');
     const status = ev.kind === 'wait.started' ? ev.state : KIND_STATUS[ev.kind];
     const at = Number.isFinite(ev.occurredAt) && ev.occurredAt > 0 ? ev.occurredAt : null;
     const s = this.#sessions.get(key);

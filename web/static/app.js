@@ -362,7 +362,7 @@ function activityWords(ev) {
 }
 
 function sessionSig(s) {
-  return JSON.stringify([s.snapshot, s.activity, s.since, s.sinceExact, s.lastEvent?.kind, s.lastEvent?.name, harnessLabel(s.source, s.snapshot.harness)]);
+  return JSON.stringify([s.snapshot, s.host, s.activity, s.since, s.sinceExact, s.lastEvent?.kind, s.lastEvent?.name, harnessLabel(s.source, s.snapshot.harness)]);
 }
 
 function sessionRow(s) {
@@ -471,13 +471,15 @@ function sessionRow(s) {
 
   return h(
     'tr',
-    { class: `row st-${st}${attn ? ' attn' : ''}`, 'data-key': s.key, 'data-session': snap.id, 'data-status': st, 'data-harness': snap.harness },
+    { class: `row st-${st}${attn ? ' attn' : ''}`, 'data-key': s.key, 'data-host': s.host || '', 'data-session': snap.id, 'data-status': st, 'data-harness': snap.harness },
     h('td', {}, statusBadge(st)),
     sessionCell,
     h(
       'td',
       { class: 'cell-agent' },
       h('div', { class: 'harness', text: harnessLabel(s.source, snap.harness) }),
+      // A remote's session is labelled with its host.
+      s.host ? h('div', { class: 'host', title: `on the remote ${s.host}`, text: `on ${s.host}` }) : null,
       snap.model ? h('div', { class: 'model', text: snap.model }) : null,
     ),
     forCell,
@@ -650,7 +652,7 @@ const diagItems = new Map(); // "source/revision" → li
 function renderDiagnostics() {
   const list = state.diagnostics.slice().reverse();
   const items = list.map((d) => {
-    const k = `${d.source}/${d.revision}/${d.diagnostic.code}`;
+    const k = `${d.source}/${d.host ?? ''}/${d.revision}/${d.diagnostic.code}`;
     let li = diagItems.get(k);
     if (!li) {
       const at = new Date(d.at);
@@ -661,7 +663,7 @@ function renderDiagnostics() {
           'div',
           { class: 'dhead' },
           h('span', { class: 'dcode', text: d.diagnostic.code }),
-          h('span', { class: 'dsrc', text: d.source }),
+          h('span', { class: 'dsrc', text: d.host ? `${d.source} · ${d.host}` : d.source }),
           h('time', { datetime: at.toISOString(), title: at.toLocaleString(), text: at.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false }) }),
         ),
         h('p', { class: 'dmsg', text: d.diagnostic.message }),

@@ -164,3 +164,9 @@ test('projectName', () => {
   assert.equal(projectName('/'), '/');
   assert.equal(projectName(''), 'No working directory');
 });
+
+test('sessionKey keeps the same id on two hosts apart', () => {
+  assert.equal(sessionKey('codex', 'a'), sessionKey('codex', 'a', ''));
+  assert.notEqual(sessionKey('codex', 'a'), sessionKey('codex', 'a', 'devbox'));
+  assert.notEqual(sessionKey('codex', 'a', 'devbox'), sessionKey('codex', 'a', 'nas'));
+});

@@ -38,6 +38,35 @@ export function createBridgeSource(options) {
   };
 }
 
+/**
+ * The session id the host is shown: the bridge's own sessions keep theirs;
+ * a remote's session (its entry or record carries `host`) becomes
+ * `<id>@<host>`, so that the same id on two machines is two sessions.
+ * Undefined when that would not be an identity value (over 128 bytes).
+ * @param {string} id
+ * @param {unknown} host
+ * @returns {string | undefined}
+ */
+export function hostSessionId(id, host) {
+  if (typeof host !== 'string' || host === '') return id;
+  const out = `${id}@${host}`;
+  return Buffer.byteLength(out) <= 128 ? out : undefined;
+}
+
+/**
+ * An entry as the host is shown it: the snapshot under its host id.
+ * @param {string} source
+ * @param {unknown} host
+ * @param {AgentSessionSnapshot} snapshot
+ * @returns {[string, { source: string, host: string, snapshot: AgentSessionSnapshot }] | undefined}
+ */
+function hostEntry(source, host, snapshot) {
+  const id = hostSessionId(snapshot.id, host);
+  if (id === undefined) return undefined;
+  const h = typeof host === 'string' ? host : '';
+  return [id, { source, host: h, snapshot: id === snapshot.id ? snapshot : { ...snapshot, id } }];
+}
+
 /** Waits ms, or less when signal aborts. */
 function sleep(ms, signal) {
   return new Promise((resolve) => {
@@ -69,7 +98,7 @@ class Follower {
     this.publisher = start.publisher;
     this.signal = start.signal;
     this.enabled = new Set(start.enabledHarnesses);
-    /** @type {Map<string, { source: string, snapshot: AgentSessionSnapshot }>} what the bridge reports, by session id */
+    /** @type {Map<string, { source: string, host: string, snapshot: AgentSessionSnapshot }>} what the bridge reports, by the id the host is shown (hostSessionId) */
     this.entries = new Map();
     /** @type {Map<string, string>} what the host holds: session id -> JSON of the snapshot */
     this.published = new Map();
@@ -149,11 +178,12 @@ class Follower {
     await this.postSwitches(timeout);
     const list = await this.bridge.sessions(timeout);
     if (this.signal.aborted) return;
-    /** @type {Map<string, { source: string, snapshot: AgentSessionSnapshot }>} */
+    /** @type {Map<string, { source: string, host: string, snapshot: AgentSessionSnapshot }>} */
     const next = new Map();
     for (const e of list.sessions) {
       if (e && typeof e.source === 'string' && e.snapshot && typeof e.snapshot.id === 'string') {
-        next.set(e.snapshot.id, { source: e.source, snapshot: e.snapshot });
+        const he = hostEntry(e.source, e.host, e.snapshot);
+        if (he) next.set(...he);
       }
     }
     this.replace(next);
@@ -164,7 +194,7 @@ class Follower {
   /**
    * Replaces the whole bridge state: the first time with a reset, later
    * (after a reconnection) with upserts and removes for what changed.
-   * @param {Map<string, { source: string, snapshot: AgentSessionSnapshot }>} next
+   * @param {Map<string, { source: string, host: string, snapshot: AgentSessionSnapshot }>} next
    */
   replace(next) {
     const ids = new Set([...this.entries.keys(), ...next.keys()]);
@@ -187,17 +217,21 @@ class Follower {
     switch (ev.event) {
       case 'reset': {
         if (typeof d.source !== 'string' || !Array.isArray(d.sessions)) return;
+        const host = typeof d.host === 'string' ? d.host : '';
         const ids = new Set();
+        // A reset replaces the sessions of its source on its host only.
         for (const [id, e] of this.entries) {
-          if (e.source === d.source) {
+          if (e.source === d.source && e.host === host) {
             this.entries.delete(id);
             ids.add(id);
           }
         }
         for (const s of d.sessions) {
           if (s && typeof s.id === 'string') {
-            this.entries.set(s.id, { source: d.source, snapshot: s });
-            ids.add(s.id);
+            const he = hostEntry(d.source, host, s);
+            if (!he) continue;
+            this.entries.set(...he);
+            ids.add(he[0]);
           }
         }
         for (const id of ids) this.sync(id);
@@ -206,15 +240,19 @@ class Follower {
       case 'upsert': {
         const s = d.snapshot;
         if (typeof d.source !== 'string' || !s || typeof s.id !== 'string') return;
-        this.entries.set(s.id, { source: d.source, snapshot: s });
-        this.sync(s.id);
+        const he = hostEntry(d.source, d.host, s);
+        if (!he) return;
+        this.entries.set(...he);
+        this.sync(he[0]);
         return;
       }
       case 'remove': {
-        const e = this.entries.get(d.sessionId);
-        if (e && e.source === d.source) {
-          this.entries.delete(d.sessionId);
-          this.sync(d.sessionId);
+        if (typeof d.sessionId !== 'string') return;
+        const id = hostSessionId(d.sessionId, d.host);
+        const e = id === undefined ? undefined : this.entries.get(id);
+        if (id !== undefined && e && e.source === d.source) {
+          this.entries.delete(id);
+          this.sync(id);
         }
         return;
       }

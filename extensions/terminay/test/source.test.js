@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { createBridgeSource, contribution, MAX_RESET_SESSIONS } from '../src/extension.js';
+import { hostSessionId } from '../src/source.js';
 import { TestBridge, bridgeBinary, freeAddr, snap, waitFor } from '../testkit/bridge.js';
 import { FakeHost } from '../testkit/host.js';
 
@@ -262,4 +263,31 @@ test('an already aborted signal: nothing is published', { skip }, async (t) => {
   assert.ok(stopped);
   assert.equal(host.calls.length + host.callsAfterAbort, 0);
   assert.equal(host.listeners.size, 0);
+});
+
+test('sessions of a remote keep their ids distinct per host', { skip }, async (t) => {
+  const devbox = await bridge(t);
+  await devbox.publish([{ op: 'reset', sessions: [snap('a'), snap('r', 'codex')] }]);
+  const b = new TestBridge({ remotes: [{ id: 'devbox', bridge: devbox }] });
+  t.after(() => b.close());
+  await b.start();
+  await b.publish([{ op: 'reset', sessions: [snap('a')] }]);
+  const { host } = await run(t, b, ['example-agent', 'codex']);
+
+  // The same id on two machines is two sessions: the remote's is <id>@<host>.
+  await waitFor(() => host.sessions.has('a') && host.sessions.has('a@devbox') && host.sessions.has('r@devbox'), 'the remote sessions');
+  await devbox.publish([{ op: 'upsert', session: snap('a', 'example-agent', { status: 'waiting', waitingFor: 'Approve' }) }]);
+  await waitFor(() => host.sessions.get('a@devbox')?.status === 'waiting', 'the remote upsert');
+  assert.equal(host.sessions.get('a').status, 'running', 'the local session is untouched');
+  // A remote's reset replaces its own sessions only.
+  await devbox.publish([{ op: 'reset', sessions: [] }]);
+  await waitFor(() => !host.sessions.has('a@devbox') && !host.sessions.has('r@devbox'), 'the remote reset');
+  assert.ok(host.sessions.has('a'), 'the local session stays');
+});
+
+test('hostSessionId: <id>@<host>, never over 128 bytes', () => {
+  assert.equal(hostSessionId('a', undefined), 'a');
+  assert.equal(hostSessionId('a', ''), 'a');
+  assert.equal(hostSessionId('a', 'devbox'), 'a@devbox');
+  assert.equal(hostSessionId('x'.repeat(122), 'devbox'), undefined);
 });

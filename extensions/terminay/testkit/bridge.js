@@ -52,7 +52,8 @@ export async function waitFor(cond, what, timeout = 10_000) {
 /** A running test bridge. */
 export class TestBridge {
   /**
-   * @param {{ addr?: string, token?: string }} [opts]
+   * @param {{ addr?: string, token?: string, remotes?: { id: string, bridge: TestBridge }[] }} [opts]
+   *   remotes: other test bridges this one follows (config remotes, over HTTP)
    */
   constructor(opts = {}) {
     this.bin = bridgeBinary();
@@ -75,6 +76,12 @@ export class TestBridge {
         '    displayName: Test Push',
         '    harnesses:',
         ...PUSH_HARNESSES.map((h) => `      - {id: ${h}, displayName: ${h}}`),
+        ...(opts.remotes?.length ? ['remotes:'] : []),
+        ...(opts.remotes ?? []).map((r) => {
+          const tokenFile = join(this.dir, `${r.id}.token`);
+          writeFileSync(tokenFile, r.bridge.token, { mode: 0o600 });
+          return `  - {id: ${r.id}, url: "http://${r.bridge.addr}", tokenFile: "${tokenFile}"}`;
+        }),
         '',
       ].join('\n'),
     );

@@ -1,4 +1,5 @@
-// Package kit holds what the Pi, Kiro CLI and Mistral Vibe sources share:
+// Package kit holds what the Pi, Kiro CLI and Mistral Vibe sources share
+// (and Meta, which Gemini and Qwen use too):
 // one Handler for an agent that Agent describes (its journals, its side
 // file read whole once per wake, its pure mapping), finding the agent's
 // process by its working directory (none of these agents holds its

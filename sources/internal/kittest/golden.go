@@ -2,7 +2,6 @@ package kittest
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -10,10 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -132,31 +130,7 @@ func GoldenDir(t *testing.T, dir, harness string, sideName func(journal string) 
 			}
 			id := "s-" + base
 			got := Replay(t, newMapper(id), id, harness, journal, side)
-			path := filepath.Join("testdata", "golden", base+".json")
-			if update {
-				b, err := json.MarshalIndent(got, "", "  ")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run the test with -update to create it)", err)
-			}
-			var want Golden
-			if err := json.Unmarshal(b, &want); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("%s mismatch (-want +got):\n%s", base, diff)
-			}
+			sourcestest.Golden(t, filepath.Join("testdata", "golden", base+".json"), got, update)
 		})
 	}
 }

@@ -5,12 +5,10 @@
 package kittest
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
@@ -18,44 +16,10 @@ import (
 )
 
 // Run runs src with harness enabled against a fake hub until the test
-// ends, and then checks that Run returned and that the hub refused nothing.
+// ends (sourcestest.Run).
 func Run(t *testing.T, src hub.Source, harness string) *sourcestest.Hub {
 	t.Helper()
-	h := sourcestest.New()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx, hub.Start{Enabled: []string{harness}, Publisher: h}) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run = %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("Run did not return after cancel")
-		}
-		if n := h.Refused(); n > 0 {
-			t.Errorf("the hub refused %d calls", n)
-		}
-	})
-	return h
-}
-
-// Append appends s to the file at path, creating it (and its directory).
-func Append(t *testing.T, path, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(s); err != nil {
-		t.Fatal(err)
-	}
+	return sourcestest.Run(t, src, []string{harness})
 }
 
 // Replace writes s to path as agents rewrite their side files: to a

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/agentbridge/agentbridge/api"
+	"github.com/agentbridge/agentbridge/hooks"
+)
+
+// hookBudget bounds one run of `agentbridge hook`: it ends well within the
+// one second an agent may be kept waiting, bridge up, slow or down.
+const hookBudget = 900 * time.Millisecond
+
+func newHookCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "hook SOURCE",
+		Short: "pass an agent's hook payload (stdin) to the bridge; what `hooks install` registers",
+		Long: `Read the JSON payload an agent gives its hook command on standard input and
+post it, unchanged, to the running bridge (POST /v1/hooks/SOURCE), found as
+the other client subcommands find it (--addr, AGENTBRIDGE_ADDR, the config;
+the token from AGENTBRIDGE_TOKEN or the token file). SOURCE is claude-code,
+codex, gemini or qwen.
+
+It always exits 0 within a second and prints nothing: an agent reads a hook's
+standard output as its decision, so a bridge that is down, slow or refusing
+never blocks or changes the agent. Register it with 'agentbridge hooks
+install' rather than by hand.`,
+		// flags are parsed here, not by cobra: a bad flag must not make
+		// the command fail
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.hook(cmd.Context(), args)
+			return nil
+		},
+	}
+	return cmd
+}
+
+// hook runs `agentbridge hook`: every failure is silent.
+func (a *app) hook(ctx context.Context, args []string) {
+	start := time.Now()
+	ctx, cancel := context.WithDeadline(ctx, start.Add(hookBudget))
+	defer cancel()
+	fs := pflag.NewFlagSet("hook", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	clientFlags(fs)
+	if fs.Parse(args) != nil || fs.NArg() != 1 || !slices.Contains(hooks.Sources(), fs.Arg(0)) {
+		return
+	}
+	source := fs.Arg(0)
+	body, ok := readHookInput(ctx, a.stdin)
+	if !ok {
+		return
+	}
+	c, err := newClient(fs, a.env)
+	if err != nil {
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.Addr+"/v1/hooks/"+source, bytes.NewReader(body))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(api.HookAtHeader, strconv.FormatInt(start.UnixMilli(), 10))
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+}
+
+// readHookInput reads the payload, at most one byte over the API's
+// limit (the bridge then refuses it and says so), until ctx ends.
+func readHookInput(ctx context.Context, r io.Reader) ([]byte, bool) {
+	if r == nil {
+		return nil, false
+	}
+	if f, ok := r.(*os.File); ok {
+		if dl, ok := ctx.Deadline(); ok {
+			_ = f.SetReadDeadline(dl) // a pipe honours it; a regular file needs none
+		}
+	}
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(r, hooks.MaxPayload+1))
+		done <- result{b, err}
+	}()
+	select {
+	case res := <-done:
+		return res.b, res.err == nil && len(bytes.TrimSpace(res.b)) > 0
+	case <-ctx.Done():
+		return nil, false
+	}
+}

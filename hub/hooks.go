@@ -1,0 +1,255 @@
+package hub
+
+import (
+	"maps"
+	"reflect"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// Hook timing and bounds.
+const (
+	// HookHold is how long a hook for a session the source has not
+	// reported yet is held: an agent runs SessionStart and
+	// UserPromptSubmit hooks before its journal has a line.
+	HookHold = 5 * time.Second
+	// MaxHeldHooks bounds the held hooks of one source; the oldest go first.
+	MaxHeldHooks = 64
+	// HookFresh is how long after its latest hook a source's
+	// observes.waiting says "hooks".
+	HookFresh = 24 * time.Hour
+)
+
+// heldHook is a hook for a session the source has not reported yet.
+type heldHook struct {
+	id   string
+	hook validate.Hook
+	at   time.Time
+}
+
+// Hook folds a hook's signal into a session of a source, beside the
+// journal's events, in the session's one fold (validate.Session.Hook; for
+// a running source the fold its Sink keeps, in or out of view): the
+// lifecycle events it makes (wait.started, wait.finished) are streamed as
+// the source's own, then the upsert, committed at once (with what the
+// source folded before, as a Publisher call is). A hook for a session the
+// source has not reported yet is held for HookHold and folded when the
+// session appears. A session built again from its journal (Rescan,
+// Restart) starts without what hooks told. h.At is stamped with the hub's
+// clock when zero. It fails with ErrUnknownSource only; a hook that
+// changes nothing is no error.
+func (h *Hub) Hook(sourceID, sessionID string, hk validate.Hook) error {
+	h.mu.Lock()
+	s, ok := h.sources[sourceID]
+	if !ok {
+		h.mu.Unlock()
+		return ErrUnknownSource
+	}
+	now := h.now()
+	if hk.At == 0 {
+		hk.At = now.UnixMilli()
+	}
+	s.hooked = now
+	if pub := s.pub; pub != nil {
+		// a running source: its folds are its publisher's, which commits
+		// under h.mu itself
+		h.mu.Unlock()
+		h.met.hook(sourceID, pub.hook(sessionID, hk, now))
+		return nil
+	}
+	defer h.mu.Unlock()
+	s.held = pruneHeld(s.held, now)
+	if s.sessions[sessionID] == nil {
+		if len(s.held) >= MaxHeldHooks {
+			s.held = s.held[1:]
+		}
+		s.held = append(s.held, heldHook{id: sessionID, hook: hk, at: now})
+		h.met.hook(sourceID, "held")
+		return nil
+	}
+	t := h.begin(s)
+	t.opHook(sessionID, hk)
+	if len(t.pend) > 0 {
+		h.met.hook(sourceID, "folded")
+	} else {
+		h.met.hook(sourceID, "unchanged")
+	}
+	h.commit(t)
+	return nil
+}
+
+// pruneHeld drops the held hooks older than HookHold.
+func pruneHeld(held []heldHook, now time.Time) []heldHook {
+	n := 0
+	for _, hh := range held {
+		if now.Sub(hh.at) < HookHold {
+			held[n] = hh
+			n++
+		}
+	}
+	clear(held[n:])
+	return held[:n]
+}
+
+// hook folds a hook into a session of a running source and commits what
+// it changed at once; it holds a hook for a session not reported yet. It
+// returns the result the metric counts.
+func (p *publisher) hook(id string, hk validate.Hook, now time.Time) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held = pruneHeld(p.held, now)
+	w := p.cur()[id]
+	if w == nil {
+		if len(p.held) >= MaxHeldHooks {
+			p.held = p.held[1:]
+		}
+		p.held = append(p.held, heldHook{id: id, hook: hk, at: now})
+		return "held"
+	}
+	if !p.hookInto(w, hk) {
+		return "unchanged"
+	}
+	p.commit(false)
+	return "folded"
+}
+
+// hookInto folds hk into w's fold and queues the lifecycle records it
+// made, as fold does for an event; p.mu must be held.
+func (p *publisher) hookInto(w *work, hk validate.Hook) bool {
+	evs := w.fold.Hook(hk)
+	if len(evs) == 0 {
+		return false
+	}
+	if p.scan != nil {
+		return true // built aside: the scan's reset shows it
+	}
+	w.hidden = false
+	if !w.aside {
+		if w.ref == nil {
+			w.ref = &incarnation{}
+		}
+		for _, e := range evs {
+			p.pend = append(p.pend, op{kind: opLifecycle, w: w, ref: w.ref, id: w.id,
+				data: encode(lifecycleData{Source: p.src.info.ID, SessionID: w.id, Event: e})})
+		}
+	}
+	p.touch(w)
+	return true
+}
+
+// foldHeld folds the held hooks of w, in the order they were taken, once
+// its session is reported; p.mu must be held.
+func (p *publisher) foldHeld(w *work) {
+	if len(p.held) == 0 {
+		return
+	}
+	p.held = pruneHeld(p.held, p.h.now())
+	n := 0
+	for _, hh := range p.held {
+		if hh.id != w.id {
+			p.held[n] = hh
+			n++
+			continue
+		}
+		p.hookInto(w, hh.hook)
+	}
+	clear(p.held[n:])
+	p.held = p.held[:n]
+}
+
+// opHook folds one hook into a known session.
+func (t *txn) opHook(id string, hk validate.Hook) {
+	old := t.get(id)
+	if old == nil || old.fold == nil {
+		return
+	}
+	fold := old.fold.Clone()
+	evs := fold.Hook(hk)
+	if len(evs) == 0 {
+		t.over[id] = &sess{fold: fold, snap: old.snap} // what the hook taught the fold, nothing shown
+		return
+	}
+	snap := fold.Snapshot()
+	redactChanged(&snap, &old.snap)
+	for _, e := range evs {
+		at := snap
+		t.add(&entry{rec: Record{Name: NameLifecycle}, source: t.src.info.ID, sessionID: id, snap: &at},
+			lifecycleData{Source: t.src.info.ID, SessionID: id, Event: e})
+	}
+	ss := &sess{fold: fold, snap: snap}
+	if reflect.DeepEqual(old.snap, snap) {
+		t.over[id] = ss
+		return
+	}
+	t.upsert(ss)
+}
+
+// foldHeld folds the held hooks of a push source's sessions that a commit
+// made known, in the order they were taken. h.mu must be held.
+func (h *Hub) foldHeld(s *source) {
+	if len(s.held) == 0 {
+		return
+	}
+	s.held = pruneHeld(s.held, h.now())
+	var t *txn
+	n := 0
+	for _, hh := range s.held {
+		if s.sessions[hh.id] == nil {
+			s.held[n] = hh
+			n++
+			continue
+		}
+		if t == nil {
+			t = h.begin(s)
+		}
+		t.opHook(hh.id, hh.hook)
+	}
+	clear(s.held[n:])
+	s.held = s.held[:n]
+	if t != nil {
+		h.commit(t)
+	}
+}
+
+// observes is the source's Observes as GET /v1/sources shows it: waiting
+// is observed from hooks while its hooks are fresh.
+func (s *source) observes(now time.Time) map[string]agentbridge.Observe {
+	if s.hooked.IsZero() || now.Sub(s.hooked) >= HookFresh {
+		return s.info.Observes
+	}
+	o := maps.Clone(s.info.Observes)
+	if o == nil {
+		o = map[string]agentbridge.Observe{}
+	}
+	o["waiting"] = agentbridge.Observe{How: agentbridge.Observed, From: "hooks"}
+	return o
+}
+
+// hookRefusalGap is how often the same refusal of a source is recorded:
+// an agent whose every hook is refused would otherwise flood the
+// diagnostics.
+const hookRefusalGap = 10 * time.Second
+
+// HookRefused records a diagnostic for a hook payload that was refused,
+// at most once per code and source every hookRefusalGap. An unknown source
+// is ignored.
+func (h *Hub) HookRefused(sourceID string, d agentbridge.Diagnostic) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.sources[sourceID]
+	if !ok {
+		return
+	}
+	now := h.now()
+	h.met.hook(sourceID, "refused")
+	if d.Code == s.refusedCode && now.Sub(s.refusedAt) < hookRefusalGap {
+		return
+	}
+	s.refusedCode, s.refusedAt = d.Code, now
+	t := h.begin(s)
+	if issues := t.opDiagnostic("$", d); len(issues) == 0 {
+		h.commit(t)
+	}
+}
