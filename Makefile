@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 FUZZTIME ?= 10m
 SOAKTIME ?= 10m
 
-.PHONY: help build run test lint gotest nodetest bench demo soak fuzz man clean
+.PHONY: help build run test lint gotest nodetest live bench demo soak fuzz man clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -33,6 +33,9 @@ gotest:
 nodetest: build
 	AGENTBRIDGE_BIN=$(abspath $(BIN)) node --test web/test/
 	cd extensions/terminay && AGENTBRIDGE_BIN=$(abspath $(BIN)) node --test
+
+live: ## the real agent CLIs (pinned, from npm, cached) offline against a scripted model server, in tmux; prints scenarios × agents
+	cd e2e/live && AGENTBRIDGE_LIVE=1 $(GO) test -count=1 -timeout 14m
 
 bench: ## benchmarks and the end-to-end bench, each next to a baseline measured in the same run (~5-8 min)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

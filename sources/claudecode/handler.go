@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/proc"
@@ -136,6 +137,7 @@ func (h *handler) Idle() {
 			}
 		}
 	}
+	h.endLateTails()
 	h.ss.Idle()
 }
 
@@ -309,6 +311,7 @@ func (h *handler) syncExit(id string, se *session) {
 	}
 	if h.ss.Exited(id) {
 		se.exited = true
+		se.m.Gone(time.Now().UnixMilli())
 		se.m.Exited(0, nil, "")
 	}
 }
@@ -404,6 +407,7 @@ func (h *handler) exit(id string, se *session) {
 		return
 	}
 	se.exited = true
+	se.m.Gone(time.Now().UnixMilli())
 	h.publish(id, se, se.m.Exited(0, nil, ""))
 }
 
@@ -435,6 +439,7 @@ func (h *handler) applyRegistry(rp *regProc, prev string) {
 		}
 	}
 	h.publish(rp.id, se, se.m.Registry(rp.state, rp.entry.Changed))
+	h.watchIdle(rp, se)
 }
 
 // ---- subagent transcripts ----

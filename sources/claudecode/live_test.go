@@ -300,8 +300,8 @@ func TestLiveSession(t *testing.T) {
 	e.append(tr, toolUse(sid, 2, "toolu_01Bash", "Bash", `{"command":"ls"}`))
 	e.registry(pid, sid, "waiting", "approve Bash", 1200)
 	s = v.waitFor(t, "approval prompt", sid, status(agentbridge.StatusWaiting))
-	if s.WaitingFor != "approve Bash" {
-		t.Errorf("waitingFor %q, want approve Bash", s.WaitingFor)
+	if s.WaitingFor != "Approve Bash: ls" {
+		t.Errorf("waitingFor %q, want the pending tool (Approve Bash: ls)", s.WaitingFor)
 	}
 
 	e.registry(pid, sid, "busy", "", 1300)

@@ -52,9 +52,14 @@ type Mapper struct {
 	customTitle, aiTitle, summaryTitle, promptTitle string
 	title                                           string // as last published
 
-	turn  string // open turn id; "" when none
-	turns int
-	used  map[string]struct{} // turn ids given out, so none repeats
+	turn string // open turn id; "" when none
+	// endedBy is the API message id of the reply that ended the last turn:
+	// Claude Code writes one assistant record per content block (thinking,
+	// then text), each with the reply's stop_reason, so the blocks after
+	// the first belong to the turn that already ended.
+	endedBy string
+	turns   int
+	used    map[string]struct{} // turn ids given out, so none repeats
 
 	tools     map[string]*openTool // open tools by id
 	toolOrder []string             // open tool ids in start order
@@ -65,6 +70,18 @@ type Mapper struct {
 
 	reg     RegistryState // last registry state applied
 	regWait string        // open registry wait id
+	// regWaitTool is the tool the open registry wait names ("" when its
+	// reason is the registry's own text, e.g. "permission prompt").
+	regWaitTool string
+	answered    bool // the open turn has a reply from the model
+	busySeen    bool // the registry said busy during the open turn
+	// goneAt is when the bound process was seen gone (epoch ms; 0: not
+	// gone). Records stamped no later were written by that process and
+	// read after its exit: they no longer start or end anything.
+	goneAt    int64
+	lateMoved bool   // a line of that tail moved the session out of exited
+	late      bool   // the record being read is of that tail
+	exitTurn  string // the turn open when the process was seen gone
 
 	rawCwd, cleanCwd string // the last record's cwd, and it cleaned
 
@@ -75,6 +92,7 @@ type Mapper struct {
 
 type openTool struct {
 	name     string
+	detail   string // what it acts on (command, file, URL…), raw; "" if none
 	subagent bool
 	wait     bool // an inferred wait is open on it
 }
@@ -189,6 +207,20 @@ func (m *Mapper) record(r *record) {
 	if at > m.lastAt {
 		m.lastAt = at
 	}
+	// The tail of a process that exited, read after its exit was seen, is
+	// still what the process did (its prompt, its reply, how the turn
+	// ended): it is read as usual; LateExit then ends the session again.
+	m.late = m.goneAt != 0 && at != 0 && at <= m.goneAt
+	if m.late {
+		first := len(m.out)
+		defer func() {
+			for _, e := range m.out[first:] {
+				if movesStatus(e.Kind) {
+					m.lateMoved = true
+				}
+			}
+		}()
+	}
 	if r.Cwd != m.rawCwd { // every record names it: clean it once
 		m.rawCwd, m.cleanCwd = r.Cwd, validate.CleanCwd(r.Cwd)
 	}
@@ -280,6 +312,7 @@ func (m *Mapper) LastAt() int64 { return m.lastAt }
 // Restate reports.
 func (m *Mapper) SetOrigin(pid int, cwd string, startedAt int64) {
 	m.pid, m.startAt = pid, startedAt
+	m.goneAt, m.lateMoved, m.exitTurn = 0, false, ""
 	if m.cwd == "" {
 		m.cwd = validate.CleanCwd(cwd)
 	}
@@ -395,9 +428,12 @@ func (m *Mapper) turnID(r *record) string {
 
 func (m *Mapper) openTurn(r *record, promptText string, at int64) {
 	m.turn = m.turnID(r)
+	m.endedBy = ""
+	m.answered = false
+	m.busySeen = m.reg.Status == RegistryBusy
 	m.emit(agentbridge.Event{Kind: agentbridge.KindTurnStarted, OccurredAt: at, TurnID: m.turn, PromptText: promptText})
 	if m.reg.Status == RegistryWaiting {
-		m.openRegistryWait(at)
+		m.openRegistryWait(at, "")
 	}
 }
 
@@ -405,9 +441,16 @@ func (m *Mapper) openTurn(r *record, promptText string, at int64) {
 // slash command or skill, a background agent's notification, a stop hook
 // that made the agent go on, a transcript read from its middle.
 func (m *Mapper) ensureTurn(r *record, at int64) {
-	if m.turn == "" {
-		m.openTurn(r, "", at)
+	if m.turn != "" {
+		return
 	}
+	if m.late && m.exitTurn != "" {
+		// The rest of the turn the process had open when it died: it goes
+		// on under its own id (no second turn.started).
+		m.turn, m.exitTurn = m.exitTurn, ""
+		return
+	}
+	m.openTurn(r, "", at)
 }
 
 func (m *Mapper) toolResult(r *record, b *block, at int64) {
@@ -496,6 +539,9 @@ func (m *Mapper) assistant(r *record, at int64) {
 	if msg.Model == "<synthetic>" {
 		return // a partial reply cut off by an interrupt, or a local notice
 	}
+	if m.turn == "" && msg.ID != "" && msg.ID == m.endedBy {
+		return // a later block of the reply that ended the last turn
+	}
 	if msg.Model != "" {
 		if mod := validate.Model(msg.Model); mod != m.model {
 			m.model = mod
@@ -506,14 +552,16 @@ func (m *Mapper) assistant(r *record, at int64) {
 	blocks := msg.blocks()
 	if len(blocks) > 0 {
 		m.ensureTurn(r, at)
+		m.answered = true
 	}
 	for i := range blocks {
 		if blocks[i].Type == "tool_use" {
 			m.toolUse(r, &blocks[i], i, at)
 		}
 	}
-	if (msg.StopReason == "end_turn" || msg.StopReason == "stop_sequence") && len(m.tools) == 0 {
+	if (msg.StopReason == "end_turn" || msg.StopReason == "stop_sequence") && len(m.tools) == 0 && m.turn != "" {
 		m.finishTurn(agentbridge.OutcomeSuccess, "", at)
+		m.endedBy = msg.ID
 	}
 }
 
@@ -550,10 +598,21 @@ func (m *Mapper) toolUse(r *record, b *block, index int, at int64) {
 	if name == "" {
 		name = "tool"
 	}
-	t := &openTool{name: name}
+	t := &openTool{name: name, detail: toolDetail(b.Input)}
 	m.tools[id] = t
 	m.toolOrder = append(m.toolOrder, id)
 	m.emit(agentbridge.Event{Kind: agentbridge.KindToolStarted, OccurredAt: at, ToolID: id, Name: name})
+	if m.regWait != "" && m.regWaitTool == "" && b.Name != toolAgent && b.Name != toolTask {
+		// The registry said "waiting" before this tool_use was read: the
+		// wait names it now. An open wait keeps its reason, so a new one
+		// (another id) opens first and the old one ends after it: the
+		// session stays waiting throughout (the newest wait is shown).
+		old := m.regWait
+		m.openRegistryWait(at, ".1")
+		if m.regWait != old {
+			m.emit(agentbridge.Event{Kind: agentbridge.KindWaitFinished, OccurredAt: at, WaitID: old})
+		}
+	}
 	switch b.Name {
 	case toolAgent, toolTask:
 		var in agentInput
@@ -608,6 +667,7 @@ func (m *Mapper) closeOpen(at int64) {
 		m.emit(agentbridge.Event{Kind: agentbridge.KindWaitFinished, OccurredAt: at, WaitID: m.regWait})
 		m.regWait = ""
 	}
+	m.regWaitTool = ""
 	for _, id := range m.toolOrder {
 		t := m.tools[id]
 		if t.wait {
@@ -657,11 +717,34 @@ func (m *Mapper) subDone(id string, outcome agentbridge.Outcome, at int64) {
 	m.emit(agentbridge.Event{Kind: agentbridge.KindSubagentDone, OccurredAt: at, SubagentID: id, Outcome: outcome})
 }
 
+// Gone records when the bound process was seen gone (epoch ms, the
+// caller's clock): transcript lines read later but stamped no later were
+// written by that process before it died (see LateExit). A new process
+// (SetOrigin) clears it.
+func (m *Mapper) Gone(at int64) { m.goneAt = at }
+
 // Exited ends the session's process: every subagent still running is
 // cancelled, then agent.exited (which closes open waits and tools). at is
 // the time of exit in epoch ms, 0 when unknown; signal is e.g. "SIGKILL".
 func (m *Mapper) Exited(at int64, exitCode *int, signal string) []agentbridge.Event {
 	m.out = m.out[:0]
+	m.exit(at, exitCode, signal)
+	return m.out
+}
+
+// movesStatus reports whether an event kind can take a session out of
+// exited.
+func movesStatus(k agentbridge.EventKind) bool {
+	switch k {
+	case agentbridge.KindTurnStarted, agentbridge.KindToolStarted, agentbridge.KindWaitStarted,
+		agentbridge.KindWaitFinished, agentbridge.KindAgentDone, agentbridge.KindSubagentStarted:
+		return true
+	}
+	return false
+}
+
+// exit appends the events of Exited.
+func (m *Mapper) exit(at int64, exitCode *int, signal string) {
 	m.ensureStarted()
 	for _, id := range append([]string(nil), m.subOrder...) {
 		m.subDone(id, agentbridge.OutcomeCancelled, at)
@@ -669,11 +752,25 @@ func (m *Mapper) Exited(at int64, exitCode *int, signal string) []agentbridge.Ev
 	clear(m.tools)
 	m.toolOrder = m.toolOrder[:0]
 	if m.turn != "" {
-		m.turn = ""
+		m.exitTurn, m.turn = m.turn, ""
 	}
-	m.regWait = ""
+	m.regWait, m.regWaitTool = "", ""
 	m.reg = RegistryState{}
+	m.lateMoved = false
 	m.emit(agentbridge.Event{Kind: agentbridge.KindAgentExited, OccurredAt: at, ExitCode: exitCode, Signal: signal})
+}
+
+// LateExit ends the session again when lines its exited process wrote,
+// read after the exit was seen (Gone), moved it (a turn started or ended):
+// call it once those lines are read (at the end of a batch), so that the
+// session ends exited with its last turn known. It returns no events
+// otherwise.
+func (m *Mapper) LateExit() []agentbridge.Event {
+	m.out = m.out[:0]
+	if !m.lateMoved {
+		return nil
+	}
+	m.exit(0, nil, "")
 	return m.out
 }
 
@@ -716,29 +813,95 @@ func (m *Mapper) Registry(st RegistryState, at int64) []agentbridge.Event {
 			}
 		}
 	}
-	if m.regWait != "" && (st.Status != RegistryWaiting || st.WaitID != m.regWait) {
+	if m.regWait != "" && (st.Status != RegistryWaiting || st.WaitID != m.reg.WaitID) {
 		m.emit(agentbridge.Event{Kind: agentbridge.KindWaitFinished, OccurredAt: at, WaitID: m.regWait})
 		m.regWait = ""
 	}
 	m.reg = st
+	if st.Status == RegistryBusy && m.turn != "" {
+		m.busySeen = true
+	}
 	if st.Status == RegistryWaiting && m.regWait == "" && m.turn != "" {
-		m.openRegistryWait(at)
+		m.openRegistryWait(at, "")
 	}
 	return m.out
 }
 
-func (m *Mapper) openRegistryWait(at int64) {
-	id := validate.SafeID(m.reg.WaitID)
+// openRegistryWait opens the wait the registry reports. Its reason names
+// the pending tool of the transcript when there is one ("Approve Bash:
+// touch …/marker"), else it is the registry's own text. suffix makes the
+// wait id of a replacement wait differ from the one it replaces.
+func (m *Mapper) openRegistryWait(at int64, suffix string) {
+	id := m.reg.WaitID
+	if id != "" {
+		id = validate.SafeID(id + suffix)
+	}
 	if id == "" || !m.started {
 		return
 	}
-	reason := validate.Display(m.reg.WaitingFor, validate.MaxWaitingFor)
+	reason, tool := m.pendingReason()
+	if reason == "" {
+		reason = validate.Display(m.reg.WaitingFor, validate.MaxWaitingFor)
+	}
 	if reason == "" {
 		reason = "input needed"
 	}
-	m.regWait = id
+	m.regWait, m.regWaitTool = id, tool
 	m.emit(agentbridge.Event{Kind: agentbridge.KindWaitStarted, OccurredAt: at, WaitID: id, State: agentbridge.StatusWaiting, Reason: reason})
 }
+
+// pendingReason describes the newest open tool that is not a subagent —
+// the one a permission prompt asks about — and returns it with its id;
+// "" when no such tool is open.
+func (m *Mapper) pendingReason() (reason, toolID string) {
+	for i := len(m.toolOrder) - 1; i >= 0; i-- {
+		id := m.toolOrder[i]
+		t := m.tools[id]
+		if t.subagent {
+			continue
+		}
+		switch t.name {
+		case toolAskQuestion:
+			return reasonQuestion, id
+		case toolExitPlan:
+			return reasonPlan, id
+		}
+		r := "Approve " + t.name
+		if t.detail != "" {
+			r += ": " + t.detail
+		}
+		return validate.Display(r, validate.MaxWaitingFor), id
+	}
+	return "", ""
+}
+
+// EndIdle ends the turn turnID when it is still open: the registry showed
+// the process idle for a while and the transcript wrote no end. That is
+// what an Escape before the model's first output leaves (Claude Code
+// writes no interrupt marker then and puts the prompt back): the turn is
+// cancelled when no reply came, else it completed. at is the time the
+// registry went idle (epoch ms).
+func (m *Mapper) EndIdle(turnID string, at int64) []agentbridge.Event {
+	m.out = m.out[:0]
+	if m.turn == "" || m.turn != turnID {
+		return nil
+	}
+	outcome := agentbridge.OutcomeCancelled
+	if m.answered {
+		outcome = agentbridge.OutcomeSuccess
+	}
+	m.finishTurn(outcome, "", at)
+	return m.out
+}
+
+// Turn returns the id of the open turn ("" when none).
+func (m *Mapper) Turn() string { return m.turn }
+
+// IdleEnds reports whether an idle registry may end the open turn (see
+// EndIdle): the registry said busy during it, so idle now means the turn
+// is over. Before busy, an idle registry is only the state the process
+// was in when the prompt was sent.
+func (m *Mapper) IdleEnds() bool { return m.turn != "" && m.busySeen }
 
 // ---- subagent transcripts ----
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/validate"
@@ -13,9 +14,12 @@ import (
 // step is one input to a mapper in a rule test: a transcript line, or a
 // registry state when reg is set.
 type step struct {
-	line string
-	reg  *RegistryState
+	line    string
+	reg     *RegistryState
+	endIdle bool // the registry showed the process idle past the grace
 }
+
+var idleStep = step{endIdle: true}
 
 func lines(ls ...string) []step {
 	out := make([]step, len(ls))
@@ -45,6 +49,12 @@ func run(t *testing.T, infer bool, steps []step) (agentbridge.Snapshot, []agentb
 		}
 	}
 	for _, st := range steps {
+		if st.endIdle {
+			if m.IdleEnds() {
+				fold(m.EndIdle(m.Turn(), 0))
+			}
+			continue
+		}
 		if st.reg != nil {
 			fold(m.Registry(*st.reg, 0))
 			continue
@@ -74,6 +84,8 @@ func TestMapperRules(t *testing.T) {
 		title    string
 		waiting  string
 		subs     string // "id:status,…"
+		turns    int    // turn.started events expected; 0: not checked
+		statuses string // the statuses the session went through, repeats folded; "": not checked
 	}{
 		{name: "a prompt starts a turn", steps: lines(u("fix the bug")),
 			status: agentbridge.StatusRunning, title: "fix the bug"},
@@ -127,8 +139,40 @@ func TestMapperRules(t *testing.T) {
 			status: agentbridge.StatusRunning, title: "ask me"},
 		{name: "no inference without the option (a registry observes waits)", steps: lines(u("ask me"), toolUse(sid, 2, "t1", "AskUserQuestion", `{}`)),
 			status: agentbridge.StatusRunning, title: "ask me"},
-		{name: "registry waiting during a turn", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{}`)), regStep(RegistryWaiting, "approve Bash", "w1")),
-			status: agentbridge.StatusWaiting, title: "hi", waiting: "approve Bash"},
+		{name: "registry waiting during a turn names the pending tool", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{}`)), regStep(RegistryWaiting, "permission prompt", "w1")),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "Approve Bash"},
+		{name: "waitingFor: the command, its paths shortened", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{"command":"touch /home/alice/proj/marker","description":"Create it"}`)), regStep(RegistryWaiting, "permission prompt", "w1")),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "Approve Bash: touch …/marker"},
+		{name: "waitingFor: a file tool names its file", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Write", `{"file_path":"/home/alice/proj/notes.md","content":"x"}`)), regStep(RegistryWaiting, "permission prompt", "w1")),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "Approve Write: …/notes.md"},
+		{name: "waitingFor: a credential in the command is redacted", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{"command":"curl -H 'Authorization: Bearer sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789'"}`)), regStep(RegistryWaiting, "permission prompt", "w1")),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "?"},
+		{name: "waitingFor: a long command is bounded", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{"command":"echo `+strings.Repeat("word ", 100)+`"}`)), regStep(RegistryWaiting, "permission prompt", "w1")),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "?"},
+		{name: "waitingFor: a pending question is a question", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "AskUserQuestion", `{"questions":[]}`)), regStep(RegistryWaiting, "permission prompt", "w1")),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "answer a question"},
+		{name: "waitingFor: the registry's text while no tool is pending", steps: append(lines(u("hi")), regStep(RegistryWaiting, "permission prompt", "w1")),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "permission prompt"},
+		{name: "waitingFor: a tool_use read after the registry wait renames it", steps: append(append(lines(u("hi")), regStep(RegistryWaiting, "permission prompt", "w1")), lines(toolUse(sid, 2, "t1", "Bash", `{"command":"ls"}`))...),
+			status: agentbridge.StatusWaiting, title: "hi", waiting: "Approve Bash: ls", statuses: "idle running waiting"},
+		{name: "waitingFor: the renamed wait ends with the registry's", steps: append(append(lines(u("hi")), regStep(RegistryWaiting, "permission prompt", "w1")), append(lines(toolUse(sid, 2, "t1", "Bash", `{"command":"ls"}`)), regStep(RegistryBusy, "", ""))...),
+			status: agentbridge.StatusRunning, title: "hi", statuses: "idle running waiting running"},
+		{name: "a reply written block by block, each with end_turn, is one turn", steps: lines(u("hi"),
+			rec(sid, 2, "assistant", `"message":{"model":"m","id":"msg_1","role":"assistant","content":[{"type":"thinking","thinking":"hm"}],"stop_reason":"end_turn"}`),
+			rec(sid, 3, "assistant", `"message":{"model":"m","id":"msg_1","role":"assistant","content":[{"type":"text","text":"hello"}],"stop_reason":"end_turn"}`)),
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 1},
+		{name: "a new reply after the end is a new turn", steps: lines(u("hi"), reply(sid, 2, "one", "end_turn"), reply(sid, 3, "two", "end_turn")),
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 2},
+		{name: "idle past the grace with no reply: cancelled", steps: []step{step{line: u("hi")}, regStep(RegistryBusy, "", ""), regStep(RegistryIdle, "", ""), idleStep},
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCancelled, title: "hi", turns: 1},
+		{name: "idle past the grace after a reply: completed", steps: []step{step{line: u("hi")}, regStep(RegistryBusy, "", ""), step{line: reply(sid, 2, "partial", "")}, idleStep},
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 1},
+		{name: "idle before any busy (the state at the prompt) ends nothing", steps: []step{regStep(RegistryIdle, "", ""), step{line: u("hi")}, regStep(RegistryIdle, "", ""), idleStep},
+			status: agentbridge.StatusRunning, title: "hi", turns: 1},
+		{name: "busy before the prompt was read counts", steps: []step{regStep(RegistryBusy, "", ""), step{line: u("hi")}, regStep(RegistryIdle, "", ""), idleStep},
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCancelled, title: "hi", turns: 1},
+		{name: "idle grace after the journal ended the turn: nothing more", steps: []step{step{line: u("hi")}, step{line: reply(sid, 2, "ok", "end_turn")}, idleStep},
+			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 1},
 		{name: "registry approved", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{}`)), regStep(RegistryWaiting, "approve Bash", "w1"), regStep(RegistryBusy, "", "")),
 			status: agentbridge.StatusRunning, title: "hi"},
 		{name: "registry status closes inferred waits", infer: true, steps: append(lines(u("q"), toolUse(sid, 2, "t1", "AskUserQuestion", `{}`)), regStep(RegistryBusy, "", "")),
@@ -160,7 +204,29 @@ func TestMapperRules(t *testing.T) {
 			status: agentbridge.StatusRunning, title: "hi"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			snap, _ := run(t, tc.infer, tc.steps)
+			snap, evs := run(t, tc.infer, tc.steps)
+			if tc.waiting == "?" {
+				if strings.Contains(snap.WaitingFor, "sk-ant") || len([]rune(snap.WaitingFor)) > validate.MaxWaitingFor || !strings.HasPrefix(snap.WaitingFor, "Approve Bash: ") {
+					t.Errorf("waitingFor leaks or is too long: %q", snap.WaitingFor)
+				}
+				tc.waiting = snap.WaitingFor
+			}
+			if tc.statuses != "" {
+				if got := statusTrail(t, tc.infer, tc.steps); got != tc.statuses {
+					t.Errorf("statuses %q, want %q", got, tc.statuses)
+				}
+			}
+			if tc.turns > 0 {
+				n := 0
+				for _, e := range evs {
+					if e.Kind == agentbridge.KindTurnStarted {
+						n++
+					}
+				}
+				if n != tc.turns {
+					t.Errorf("%d turns started, want %d", n, tc.turns)
+				}
+			}
 			if snap.Status != tc.status || snap.LastTurn != tc.lastTurn || snap.WaitingFor != tc.waiting {
 				t.Errorf("status %q lastTurn %q waitingFor %q; want %q %q %q", snap.Status, snap.LastTurn, snap.WaitingFor, tc.status, tc.lastTurn, tc.waiting)
 			}
@@ -180,6 +246,22 @@ func TestMapperRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// statusTrail replays steps and lists the statuses the snapshot went
+// through after each event, repeats folded: what a client sees.
+func statusTrail(t *testing.T, infer bool, steps []step) string {
+	t.Helper()
+	_, evs := run(t, infer, steps)
+	s := validate.NewSession("s-1", Harness)
+	var trail []string
+	for _, e := range evs {
+		s.Apply(e)
+		if st := string(s.Snapshot().Status); len(trail) == 0 || trail[len(trail)-1] != st {
+			trail = append(trail, st)
+		}
+	}
+	return strings.Join(trail, " ")
 }
 
 func TestMalformedLine(t *testing.T) {
@@ -215,4 +297,88 @@ func TestTurnIDsUnique(t *testing.T) {
 	if len(seen) != 3 {
 		t.Errorf("%d turns, want 3", len(seen))
 	}
+}
+
+// TestLateTailAfterExit: lines the exited process wrote, read only after
+// its exit was seen (the exit and the last write race), are still what it
+// did: the prompt is the title, the turn completed; LateExit then leaves
+// the session exited, with one turn. A later process's lines (bound with
+// SetOrigin) are read as usual.
+func TestLateTailAfterExit(t *testing.T) {
+	m := NewMapper("s-1", MapperOptions{})
+	s := validate.NewSession("s-1", Harness)
+	fold := func(evs []agentbridge.Event) {
+		for _, e := range evs {
+			if is := s.Apply(e); len(is) > 0 {
+				t.Fatalf("fold rejects %s: %+v", e.Kind, is)
+			}
+		}
+	}
+	line := func(l string) {
+		evs, err := m.Line([]byte(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fold(evs)
+	}
+	m.Gone(time.Date(2026, 5, 1, 12, 0, 5, 0, time.UTC).UnixMilli())
+	fold(m.Exited(0, nil, ""))
+	if evs := m.LateExit(); len(evs) != 0 {
+		t.Fatalf("LateExit with no late line: %v", evs)
+	}
+	fold(m.LateExit())
+	// The exit seen while its turn was open, the rest of that turn after.
+	m2 := NewMapper("s-2", MapperOptions{})
+	s2 := validate.NewSession("s-2", Harness)
+	var turns int
+	for _, evs := range [][]agentbridge.Event{
+		evsOf(m2.Line([]byte(prompt(sid, 1, "p-1", "answer headless")))),
+		func() []agentbridge.Event {
+			m2.Gone(time.Date(2026, 5, 1, 12, 0, 5, 0, time.UTC).UnixMilli())
+			return m2.Exited(0, nil, "")
+		}(),
+		evsOf(m2.Line([]byte(reply(sid, 2, "Headless answer.", "end_turn")))),
+		m2.LateExit(),
+	} {
+		for _, e := range evs {
+			if is := s2.Apply(e); len(is) > 0 {
+				t.Fatalf("fold rejects %s: %+v", e.Kind, is)
+			}
+			if e.Kind == agentbridge.KindTurnStarted {
+				turns++
+			}
+		}
+	}
+	if snap := s2.Snapshot(); turns != 1 || snap.Status != agentbridge.StatusExited || snap.LastTurn != agentbridge.LastTurnCompleted {
+		t.Errorf("a turn cut by the exit: %d turns, %+v; want one, exited, completed", turns, snap)
+	}
+
+	line(prompt(sid, 1, "p-1", "answer headless")) // 12:00:01: written before the exit
+	line(toolUse(sid, 2, "t1", "Bash", `{"command":"ls"}`))
+	line(toolResult(sid, 3, "t1", "ok", false, ""))
+	line(reply(sid, 4, "Headless answer.", "end_turn"))
+	line(rec(sid, 5, "system", `"subtype":"turn_duration","durationMs":10`))
+	fold(m.LateExit())
+	snap := s.Snapshot()
+	if snap.Status != agentbridge.StatusExited || snap.LastTurn != agentbridge.LastTurnCompleted || snap.Title != "answer headless" {
+		t.Errorf("after the late tail: %+v, want exited, last turn completed, titled", snap)
+	}
+	if evs := m.LateExit(); len(evs) != 0 {
+		t.Errorf("LateExit twice: %v", evs)
+	}
+	// A resumed process (bound with SetOrigin) writes on: read as usual.
+	m.SetOrigin(4242, "/work/proj", 0)
+	fold([]agentbridge.Event{m.Restate()})
+	line(prompt(sid, 9, "p-9", "next"))
+	fold(m.LateExit())
+	if snap := s.Snapshot(); snap.Status != agentbridge.StatusRunning {
+		t.Errorf("a new process's prompt: status %q, want running", snap.Status)
+	}
+}
+
+func evsOf(evs []agentbridge.Event, err error) []agentbridge.Event {
+	if err != nil {
+		panic(err)
+	}
+	return append([]agentbridge.Event(nil), evs...)
 }

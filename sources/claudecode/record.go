@@ -43,7 +43,7 @@ type record struct {
 
 // message is the inner API message of user and assistant records.
 type message struct {
-	ID         string
+	ID         string // the API message id; every block record of one reply shares it
 	Model      string
 	StopReason string
 	usage      []byte  // the raw "usage" object, a slice of the line
@@ -160,4 +160,28 @@ func between(s, open, close string) string {
 		return ""
 	}
 	return strings.TrimSpace(s[:j])
+}
+
+// detailKeys are the tool_use input fields that say what a tool acts on,
+// in the order they are preferred: what a permission prompt asks about.
+var detailKeys = []string{"command", "file_path", "notebook_path", "url", "pattern", "path", "query", "description", "prompt"}
+
+// toolDetail returns the first of detailKeys that the tool_use input holds
+// as a non-empty string, raw (display bounds, redacts and shortens it).
+func toolDetail(input json.RawMessage) string {
+	if len(input) == 0 || input[0] != '{' {
+		return ""
+	}
+	var in map[string]json.RawMessage
+	if json.Unmarshal(input, &in) != nil {
+		return ""
+	}
+	for _, k := range detailKeys {
+		if v := in[k]; len(v) > 0 && v[0] == '"' {
+			if s := strings.TrimSpace(unquote(v)); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
 }

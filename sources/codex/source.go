@@ -27,6 +27,14 @@
 //     written again after its process exited (codex resume appends to
 //     it) is bound to the process holding it now: the same session, idle
 //     again, its linger cancelled (Sessions.BindPID).
+//   - Codex's TUI runs its agent in a shared app-server daemon by default:
+//     the daemon holds the rollout and outlives the TUI, so the session's
+//     pid is the daemon's (which TUI drives a thread cannot be told from
+//     /proc). The session ends when the rollout's last writer closes it
+//     (sources.CloseWatch: inotify IN_CLOSE_WRITE, then no other process
+//     holding it open for writing): the daemon does that once the thread
+//     has had no client for thread_unload_delay_secs. --no-daemon TUIs
+//     close it when they exit. No timer of the bridge is involved.
 //   - Waiting for approval is never persisted by Codex: it is not reported
 //     (Info says waiting is unavailable).
 package codex
@@ -124,6 +132,17 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	}
 	cfg := s.opt.Follow(sources.TailConfig{Roots: []string{home}, Match: h.match, Dirs: h.dirs, Recent: h.recent})
 	cfg.Agent = Agent
+	cw, err := sources.NewCloseWatch(ctx, Agent, func(path string) {
+		if ss := h.Sessions; ss != nil {
+			ss.Post(func() { h.closed(path) })
+		}
+	})
+	if err != nil {
+		s.opt.Logger.Debug("no close watch: sessions hosted by the Codex daemon end only with it", "err", err)
+	} else {
+		h.closes = cw
+		defer cw.Close()
+	}
 	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
 		h.Sessions = ss
 		return h
@@ -137,9 +156,10 @@ type handler struct {
 	*sources.Sessions
 	home, sessions, index string
 	eng                   *Engine
-	seen                  map[string]bool // rollout paths read since the last rescan
-	dirty                 map[string]bool // rollout paths with lines since their last flush
-	looked                map[string]bool // exited sessions whose holder was looked up in this wake
+	seen                  map[string]bool     // rollout paths read since the last rescan
+	dirty                 map[string]bool     // rollout paths with lines since their last flush
+	looked                map[string]bool     // exited sessions whose holder was looked up in this wake
+	closes                *sources.CloseWatch // nil when inotify is unavailable
 	log                   *slog.Logger
 }
 
@@ -182,6 +202,11 @@ func (h *handler) Line(path string, line []byte) {
 			h.Restart(id) // the same rollout again (e.g. decompressed)
 		}
 		h.eng.Open(key, h.Holder(path))
+		if h.closes != nil {
+			if err := h.closes.Add(path); err != nil {
+				h.log.Debug("cannot watch the rollout's close", "err", err)
+			}
+		}
 	} else if id, root, ok := h.eng.Thread(key); ok && root && h.resumed(id) {
 		// The rollout goes on after its process exited (codex resume
 		// appends to it): announce the session again with the process
@@ -235,6 +260,9 @@ func (h *handler) Removed(path string) {
 	}
 	delete(h.seen, path)
 	delete(h.dirty, path)
+	if h.closes != nil {
+		h.closes.Remove(path)
+	}
 	if _, err := os.Stat(path + ".zst"); err == nil {
 		h.log.Debug("rollout compressed: same session", "path", path)
 		return
@@ -278,6 +306,29 @@ func (h *handler) Idle() {
 	clear(h.dirty)
 	clear(h.looked)
 	h.Sessions.Idle()
+}
+
+// closed ends the root session of a rollout that its last writer closed
+// (CloseWatch checked that no other process holds it open for writing).
+// Codex's app-server daemon hosts the agent of a TUI and outlives it: it
+// closes the rollout once the thread has had no client for
+// thread_unload_delay_secs, and that close is the only sign on disk that
+// the session is over. A TUI without the daemon (--no-daemon) closes its
+// rollout when it exits, so both modes end the same way (its pidfd says
+// the same; the second exit is a no-op). A rollout written again later
+// (codex resume) brings the session back through the resume path of
+// Line.
+func (h *handler) closed(path string) {
+	id, root, ok := h.eng.Thread(keyOf(path))
+	if !ok || !root || h.Get(id) == nil || h.Exited(id) {
+		return
+	}
+	// Look again now, on the source's goroutine: a process that took the
+	// rollout up since the close (codex resume) writes it.
+	if pids, _ := proc.FindWriters(proc.Root, path, Agent); len(pids) > 0 {
+		return
+	}
+	h.Event(id, Harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
 }
 
 // publish folds the engine's events into the sessions. A subagent.done

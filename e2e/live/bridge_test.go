@@ -1,0 +1,455 @@
+package live
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/client"
+)
+
+// snapshot is the part of a session snapshot the scenarios check.
+type snapshot struct {
+	ID              string     `json:"id"`
+	Harness         string     `json:"harness"`
+	PID             int        `json:"pid"`
+	Cwd             string     `json:"cwd"`
+	Title           string     `json:"title"`
+	Model           string     `json:"model"`
+	Status          string     `json:"status"`
+	WaitingFor      string     `json:"waitingFor"`
+	LastTurn        string     `json:"lastTurn"`
+	LastTurnEndedAt int64      `json:"lastTurnEndedAt"`
+	Subagents       []subagent `json:"subagents"`
+}
+
+type subagent struct {
+	ID     string `json:"id"`
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status string `json:"status"`
+}
+
+func (s snapshot) String() string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// lifecycle is one lifecycle event of the stream.
+type lifecycle struct {
+	Kind       string `json:"kind"`
+	TurnID     string `json:"turnId"`
+	PromptText string `json:"promptText"`
+	Reason     string `json:"reason"`
+	Outcome    string `json:"outcome"`
+	Name       string `json:"name"`
+	SubagentID string `json:"subagentId"`
+}
+
+// bridge is a running agentbridge process watching one private home, and
+// a follower of its event stream that keeps the sessions it reports.
+type bridge struct {
+	t     *testing.T
+	base  string
+	token string
+	cmd   *exec.Cmd
+	out   *lockedBuffer
+	done  chan struct{}
+
+	mu      sync.Mutex
+	state   client.State           // what the stream says, folded
+	errs    []string               // what the stream did wrong
+	events  map[string][]lifecycle // "source/id" → lifecycle events
+	removed map[string]bool
+	changed chan struct{}
+	cancel  context.CancelFunc
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startBridge runs `agentbridge serve` on a free loopback port, watching
+// the agent homes under home, and follows its stream.
+func startBridge(t *testing.T, home string) *bridge {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := &bridge{
+		t: t, base: "http://" + addr, token: "live-token-0123456789abcdef", out: &lockedBuffer{},
+		done:   make(chan struct{}),
+		events: map[string][]lifecycle{}, removed: map[string]bool{}, changed: make(chan struct{}),
+	}
+	b.cmd = exec.Command(agentbridgeBin(t), "serve", "--listen", addr, "--config", cfg)
+	b.cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
+		"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
+		"CODEX_HOME=" + filepath.Join(home, ".codex"),
+		"AGENTBRIDGE_TOKEN=" + b.token,
+	}
+	b.cmd.Stdout, b.cmd.Stderr = b.out, b.out
+	if err := b.cmd.Start(); err != nil {
+		t.Fatalf("start bridge: %v", err)
+	}
+	go func() { b.cmd.Wait(); close(b.done) }()
+	t.Cleanup(b.stop)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if res, err := http.Get(b.base + "/healthz"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case <-b.done:
+			t.Fatalf("bridge exited early:\n%s", b.out)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bridge did not answer /healthz:\n%s", b.out)
+		}
+	}
+	b.follow()
+	return b
+}
+
+func (b *bridge) stop() {
+	if b.cancel != nil {
+		b.cancel()
+	}
+	b.mu.Lock()
+	errs := b.errs
+	b.mu.Unlock()
+	if len(errs) > 0 {
+		b.t.Errorf("the bridge's event stream: %v", errs)
+	}
+	select {
+	case <-b.done:
+		return
+	default:
+	}
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.done:
+	case <-time.After(10 * time.Second):
+		b.cmd.Process.Kill()
+		<-b.done
+	}
+}
+
+// follow follows the event stream with the project's Go client (JSON
+// lines; it resumes after a drop without losing or repeating an event)
+// and folds it into a client.State, recording besides the statuses each
+// session went through and its lifecycle events. A duplicate event or a
+// stream that breaks its grammar fails the test.
+func (b *bridge) follow() {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	c := client.New(strings.TrimPrefix(b.base, "http://"), b.token)
+	connected := make(chan struct{})
+	var once sync.Once
+	go func() {
+		err := c.Follow(ctx, client.FollowOptions{
+			StreamOptions: client.StreamOptions{Format: client.NDJSON},
+			OnConnect:     func(bool) { once.Do(func() { close(connected) }) },
+			OnDuplicate:   func(ev client.Event) { b.fail(fmt.Sprintf("event %d delivered twice", ev.ID)) },
+		}, b.apply)
+		if ctx.Err() == nil {
+			b.fail(fmt.Sprintf("the stream ended: %v", err))
+			once.Do(func() { close(connected) })
+		}
+	}()
+	select {
+	case <-connected:
+	case <-time.After(15 * time.Second):
+		b.t.Fatal("the event stream did not open")
+	}
+}
+
+func (b *bridge) fail(msg string) {
+	b.mu.Lock()
+	b.errs = append(b.errs, msg)
+	b.mu.Unlock()
+}
+
+func (b *bridge) apply(ev client.Event) error {
+	var d struct {
+		Source    string    `json:"source"`
+		SessionID string    `json:"sessionId"`
+		Event     lifecycle `json:"event"`
+	}
+	_ = json.Unmarshal(ev.Data, &d)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.state.Apply(ev); err != nil {
+		b.errs = append(b.errs, err.Error())
+		return nil
+	}
+	switch ev.Name {
+	case client.NameReset, client.NameUpsert:
+		for _, e := range b.state.Sessions() {
+			if e.Source == d.Source {
+				delete(b.removed, e.Source+"/"+e.Snapshot.ID)
+			}
+		}
+	case client.NameRemove:
+		b.removed[d.Source+"/"+d.SessionID] = true
+	case client.NameLifecycle:
+		k := d.Source + "/" + d.SessionID
+		b.events[k] = append(b.events[k], d.Event)
+	}
+	close(b.changed)
+	b.changed = make(chan struct{})
+	return nil
+}
+
+// convert turns the bridge's snapshot into the suite's flat form.
+func convert(s agentbridge.Snapshot) snapshot {
+	var out snapshot
+	b, _ := json.Marshal(s)
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+// Sessions returns the sessions of one source.
+func (b *bridge) Sessions(source string) []snapshot {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []snapshot
+	for _, e := range b.state.Sessions() {
+		if e.Source == source {
+			out = append(out, convert(e.Snapshot))
+		}
+	}
+	return out
+}
+
+// Session returns one session (ok false when not listed).
+func (b *bridge) Session(source, id string) (snapshot, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, ok := b.state.Session(source, id)
+	return convert(s), ok
+}
+
+// History returns the statuses a session went through, repeats folded.
+//
+// It is computed from the session's lifecycle events, as the fold applies
+// them one by one: the bridge may publish a burst of events with one
+// snapshot (upserts carry the state, not every step to it), so the
+// snapshots alone need not show each status.
+func (b *bridge) History(source, id string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var trail []string
+	status, waits := "", 0
+	for _, e := range b.events[source+"/"+id] {
+		switch e.Kind {
+		case "session.started":
+			if status == "" || status == "exited" {
+				status = "idle"
+			}
+		case "turn.started", "tool.started":
+			if waits == 0 {
+				status = "running"
+			}
+		case "wait.started":
+			waits++
+			status = "waiting"
+		case "wait.finished":
+			if waits--; waits <= 0 {
+				waits, status = 0, "running"
+			}
+		case "agent.done":
+			waits, status = 0, "done"
+		case "agent.exited":
+			waits, status = 0, "exited"
+		}
+		if status != "" && (len(trail) == 0 || trail[len(trail)-1] != status) {
+			trail = append(trail, status)
+		}
+	}
+	return trail
+}
+
+// Events returns the lifecycle events of a session.
+func (b *bridge) Events(source, id string) []lifecycle {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]lifecycle(nil), b.events[source+"/"+id]...)
+}
+
+// Removed reports whether the session was removed.
+func (b *bridge) Removed(source, id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.removed[source+"/"+id]
+}
+
+// Await waits until cond holds for the bridge's state; it fails the test
+// with what the bridge reports otherwise.
+func (b *bridge) Await(what string, timeout time.Duration, cond func() bool) {
+	b.t.Helper()
+	if err := b.await(timeout, cond); err != nil {
+		b.t.Fatalf("bridge: %s: %v\nsessions: %s", what, err, b.dump())
+	}
+}
+
+func (b *bridge) await(timeout time.Duration, cond func() bool) error {
+	deadline := time.After(timeout)
+	for {
+		b.mu.Lock()
+		ch := b.changed
+		b.mu.Unlock()
+		if cond() {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			return fmt.Errorf("not within %v", timeout)
+		case <-b.done:
+			return fmt.Errorf("the bridge exited:\n%s", b.out)
+		}
+	}
+}
+
+// AwaitOne waits for exactly one session of source matching pred and
+// returns it.
+func (b *bridge) AwaitOne(what, source string, timeout time.Duration, pred func(snapshot) bool) snapshot {
+	b.t.Helper()
+	var got snapshot
+	b.Await(what, timeout, func() bool {
+		n := 0
+		for _, s := range b.Sessions(source) {
+			if pred(s) {
+				got, n = s, n+1
+			}
+		}
+		return n == 1
+	})
+	return got
+}
+
+// AwaitStatus waits until the session has the status and returns it.
+func (b *bridge) AwaitStatus(source, id, status string, timeout time.Duration) snapshot {
+	b.t.Helper()
+	var got snapshot
+	b.Await(fmt.Sprintf("session %s to be %s", id, status), timeout, func() bool {
+		s, ok := b.Session(source, id)
+		got = s
+		return ok && s.Status == status
+	})
+	return got
+}
+
+func (b *bridge) dump() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var sb strings.Builder
+	for _, e := range b.state.Sessions() {
+		k := e.Source + "/" + e.Snapshot.ID
+		fmt.Fprintf(&sb, "\n  %s %s", k, convert(e.Snapshot))
+		var kinds []string
+		for _, ev := range b.events[k] {
+			kinds = append(kinds, strings.TrimSuffix(ev.Kind+":"+ev.Outcome+ev.TurnID, ":"))
+		}
+		fmt.Fprintf(&sb, "\n    events: %s", strings.Join(kinds, " "))
+	}
+	for k := range b.removed {
+		fmt.Fprintf(&sb, "\n  %s removed", k)
+	}
+	for _, e := range b.errs {
+		fmt.Fprintf(&sb, "\n  stream: %s", e)
+	}
+	return sb.String()
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// agentbridgeBin builds ./cmd/agentbridge once per run.
+func agentbridgeBin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binPath = filepath.Join(workDir, "agentbridge")
+		build := exec.Command("go", "build", "-o", binPath, "./cmd/agentbridge")
+		build.Dir = repoRoot
+		if out, err := build.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build agentbridge: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// SessionsOf asks GET /v1/sessions with query (e.g. "ancestorPid=123")
+// and returns the ids of the source's sessions it lists.
+func (b *bridge) SessionsOf(source, query string) []string {
+	b.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, b.base+"/v1/sessions?"+query, nil)
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.t.Fatalf("GET /v1/sessions: %v", err)
+	}
+	defer res.Body.Close()
+	var body struct {
+		Sessions []struct {
+			Source   string   `json:"source"`
+			Snapshot snapshot `json:"snapshot"`
+		} `json:"sessions"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil || res.StatusCode != http.StatusOK {
+		b.t.Fatalf("GET /v1/sessions?%s: %s %v", query, res.Status, err)
+	}
+	var ids []string
+	for _, e := range body.Sessions {
+		if e.Source == source {
+			ids = append(ids, e.Snapshot.ID)
+		}
+	}
+	return ids
+}

@@ -1,0 +1,15 @@
+// Package live runs the real agent CLIs (Claude Code, Codex), installed at
+// pinned versions from npm, against a scripted model server on 127.0.0.1
+// and a real agentbridge process, and checks what the bridge reports
+// against what each CLI shows in its terminal (driven in tmux) and writes on
+// disk, step by step.
+//
+// It runs only with AGENTBRIDGE_LIVE=1 (`make live`); without it every test
+// skips. A CLI that cannot be installed (no npm, no registry) makes its
+// scenarios skip; a scenario where the bridge says something other than the
+// CLI did fails. The installed packages are cached under
+// $AGENTBRIDGE_LIVE_CACHE (default $XDG_CACHE_HOME/agentbridge-live, else
+// ~/.cache/agentbridge-live) and installed only when missing. Nothing here
+// reaches beyond loopback once the packages are installed. At the end the
+// suite prints a table of scenarios × agents.
+package live
