@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,14 +22,8 @@ import (
 // repoRoot is the repository root, where artifacts/ lives.
 var repoRoot string
 
-// binDir holds the agentbridge binary that buildOnce makes.
+// binDir holds the agentbridge binary the tests build (agentbridgeBin).
 var binDir string
-
-var (
-	buildOnce sync.Once
-	bin       string
-	buildErr  error
-)
 
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
@@ -54,21 +47,7 @@ func runMain(m *testing.M) int {
 }
 
 // agentbridgeBin builds ./cmd/agentbridge once per test binary.
-func agentbridgeBin(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		bin = filepath.Join(binDir, "agentbridge")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/agentbridge")
-		build.Dir = repoRoot
-		if out, err := build.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("build agentbridge: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return bin
-}
+func agentbridgeBin(t *testing.T) string { return bridgetest.Binary(t, repoRoot, binDir) }
 
 const pushConfig = `push:
   - id: example-push

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
 // snapshot is the part of a session snapshot the scenarios check.
@@ -402,28 +403,8 @@ func (b *bridge) dump() string {
 	return sb.String()
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// agentbridgeBin builds ./cmd/agentbridge once per run.
-func agentbridgeBin(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binPath = filepath.Join(workDir, "agentbridge")
-		build := exec.Command("go", "build", "-o", binPath, "./cmd/agentbridge")
-		build.Dir = repoRoot
-		if out, err := build.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("build agentbridge: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// agentbridgeBin builds ./cmd/agentbridge once per test binary.
+func agentbridgeBin(t *testing.T) string { return bridgetest.Binary(t, repoRoot, workDir) }
 
 // SessionsOf asks GET /v1/sessions with query (e.g. "ancestorPid=123")
 // and returns the ids of the source's sessions it lists.
