@@ -131,6 +131,14 @@ func runCLI(t *testing.T, permission string, args ...string) (*sourcestest.Hub, 
 	if err != nil && ctx.Err() != nil {
 		t.Fatalf("opencode %v: %v\n%s", args, err, out)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("opencode %v (%v) printed:\n%s", args, err, out)
+			if b, err := os.ReadFile(filepath.Join(data, "log", "opencode.log")); err == nil {
+				t.Logf("its log:\n%s", b)
+			}
+		}
+	})
 	return h, proj
 }
 
