@@ -13,4 +13,8 @@
 // ~/.cache/agentbridge-live) and installed only when missing. Nothing here
 // reaches beyond loopback once the packages are installed. At the end the
 // suite prints a table of scenarios × agents.
+//
+// Where the bridge must do nothing (an idle opencode source runs no query
+// while its database does not change), a scenario reads the bridge's own
+// counters from GET /metrics before and after a quiet interval.
 package live
