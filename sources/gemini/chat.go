@@ -31,6 +31,9 @@ type Chat struct {
 	known bool // the metadata line was seen
 	msgs  []chatEntry
 	cwd   string
+	// Whole: the chat is a legacy whole file, given as one replaced
+	// history each time (its $set.messages undoes what it drops).
+	Whole bool
 }
 
 // chatMeta is the first line of a chat file.
@@ -61,9 +64,10 @@ type turnState struct {
 // fields the mapping reads.
 type chatRecord struct {
 	// metadata line
-	SessionID string `json:"sessionId"`
-	StartTime string `json:"startTime"`
-	Kind      string `json:"kind"`
+	SessionID   string `json:"sessionId"`
+	ProjectHash string `json:"projectHash"`
+	StartTime   string `json:"startTime"`
+	Kind        string `json:"kind"`
 	// message
 	ID        string         `json:"id"`
 	Timestamp string         `json:"timestamp"`
@@ -135,6 +139,10 @@ const (
 // that line was read.
 func (c *Chat) SessionID() string { return c.meta.SessionID }
 
+// ProjectHash is the chat's projectHash (the SHA-256 of the working
+// directory the CLI ran in), from its metadata line.
+func (c *Chat) ProjectHash() string { return c.meta.ProjectHash }
+
 // Subagent reports whether the chat is a subagent's (kind "subagent").
 func (c *Chat) Subagent() bool { return c.meta.Kind == "subagent" }
 
@@ -160,7 +168,7 @@ func (c *Chat) Line(line []byte) (ch Change, events []agentbridge.Event, code st
 		if !validate.ValidID(r.SessionID) {
 			return Unchanged, nil, sources.CodeInvalidRecord
 		}
-		c.meta = chatMeta{SessionID: r.SessionID, StartTime: r.StartTime, Kind: r.Kind}
+		c.meta = chatMeta{SessionID: r.SessionID, ProjectHash: r.ProjectHash, StartTime: r.StartTime, Kind: r.Kind}
 		c.known = true
 		return Appended, []agentbridge.Event{c.started()}, ""
 	case r.RewindTo != nil:
@@ -182,6 +190,9 @@ func (c *Chat) Line(line []byte) (ch Change, events []agentbridge.Event, code st
 			}
 			recs = append(recs, mr)
 			raws = append(raws, m)
+		}
+		if !c.Whole {
+			return c.adopt(recs, raws)
 		}
 		return c.replaceWith(recs, raws)
 	case r.ID != "":
@@ -262,6 +273,30 @@ func (c *Chat) replaceWith(recs []chatRecord, raws [][]byte) (Change, []agentbri
 		c.msgs = append(c.msgs, e)
 	}
 	return c.report(old, c.msgs)
+}
+
+// adopt takes the history a .jsonl chat's $set.messages gives: Gemini CLI
+// sets the history it sends the model (the session context alone after
+// a cancelled request, a compressed summary, the prefix a $rewindTo
+// already cut), which undoes nothing the user saw happen — only
+// $rewindTo does. Messages it does not hold stay as they were; the ones
+// it brings that are not known yet follow, derived after the last turn
+// state, and are reported as appended.
+func (c *Chat) adopt(recs []chatRecord, raws [][]byte) (Change, []agentbridge.Event, string) {
+	var events []agentbridge.Event
+	for k, r := range recs {
+		if !validate.ValidID(r.ID) || c.index(r.ID) >= 0 {
+			continue
+		}
+		e := derive(r, c.stateBefore(len(c.msgs)))
+		e.sum = fingerprint(raws[k])
+		c.msgs = append(c.msgs, e)
+		events = append(events, e.events...)
+	}
+	if len(events) == 0 {
+		return Unchanged, nil, ""
+	}
+	return Appended, events, ""
 }
 
 // report compares the events of the replaced tail with the new tail.

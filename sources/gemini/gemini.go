@@ -16,7 +16,10 @@ package gemini
 
 import (
 	"context"
+	"maps"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	json "github.com/go-json-experiment/json"
@@ -24,6 +27,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -70,10 +74,13 @@ func init() {
 
 // Source follows both harnesses' files under one home. It implements
 // hub.Source.
-type Source struct{ o sources.Options }
+type Source struct {
+	o        sources.Options
+	procRoot string // where processes are looked up: proc.Root (tests: a stand-in)
+}
 
 // New returns the source for o.Home (the .gemini directory).
-func New(o sources.Options) *Source { return &Source{o: o} }
+func New(o sources.Options) *Source { return &Source{o: o, procRoot: proc.Root} }
 
 // Info describes the source.
 func (s *Source) Info() agentbridge.SourceInfo { return info }
@@ -102,7 +109,8 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		return roots
 	}
 	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
-		return &handler{Sessions: ss, chats: chats, brain: brain, files: map[string]*file{}, childOf: map[string]string{}, cwds: map[string]string{}}
+		return &handler{Sessions: ss, chats: chats, brain: brain, files: map[string]*file{}, childOf: map[string]string{}, cwds: map[string]string{},
+			pids: map[string]int{}, unbound: map[string]string{}, procRoot: s.procRoot}
 	})
 }
 
@@ -159,6 +167,7 @@ func below(root, p string) (string, bool) {
 // file is one followed file and its mapping state.
 type file struct {
 	where
+	path       string
 	chat       *Chat
 	brain      *Brain
 	superseded bool // a legacy chat that Gemini CLI migrated to a .jsonl
@@ -218,10 +227,11 @@ func (h *handler) WholeLimit(string) int64 { return maxLegacyChat }
 // legacyChat is the whole-file ConversationRecord of Gemini CLI 0.39 and
 // older.
 type legacyChat struct {
-	SessionID string         `json:"sessionId"`
-	StartTime string         `json:"startTime"`
-	Kind      string         `json:"kind"`
-	Messages  jsontext.Value `json:"messages"`
+	SessionID   string         `json:"sessionId"`
+	ProjectHash string         `json:"projectHash"`
+	StartTime   string         `json:"startTime"`
+	Kind        string         `json:"kind"`
+	Messages    jsontext.Value `json:"messages"`
 }
 
 // WholeFile maps a legacy chat as it stands now: the metadata as the
@@ -246,7 +256,7 @@ func (h *handler) WholeFile(p string, data []byte) {
 		return
 	}
 	if !f.chat.known {
-		meta, _ := json.Marshal(chatMeta{SessionID: lc.SessionID, StartTime: lc.StartTime, Kind: lc.Kind})
+		meta, _ := json.Marshal(chatMeta{SessionID: lc.SessionID, ProjectHash: lc.ProjectHash, StartTime: lc.StartTime, Kind: lc.Kind})
 		h.chatLine(f, meta)
 	}
 	msgs := lc.Messages
@@ -277,6 +287,9 @@ type handler struct {
 	files        map[string]*file
 	childOf      map[string]string // antigravity: child conversation → parent conversation
 	cwds         map[string]string // gemini-cli project directory → its .project_root
+	pids         map[string]int    // gemini-cli session → the process bound to it (procs.go)
+	unbound      map[string]string // gemini-cli session → its chat, written with no live process bound: looked up at Idle
+	procRoot     string
 }
 
 func (h *handler) file(p string) *file {
@@ -287,9 +300,9 @@ func (h *handler) file(p string) *file {
 	if w == nil {
 		return nil
 	}
-	f := &file{where: *w}
+	f := &file{where: *w, path: p}
 	if f.harness == HarnessGemini {
-		f.chat = &Chat{}
+		f.chat = &Chat{Whole: f.legacy}
 		f.chat.SetCwd(h.cwds[f.project])
 	} else {
 		f.brain = &Brain{}
@@ -335,11 +348,74 @@ func (h *handler) chatLine(f *file, line []byte) {
 			h.Event(f.id, f.harness, e)
 		}
 	case Rebuilt:
+		exited := h.Exited(f.id)
 		h.Restart(f.id)
 		for _, e := range f.chat.Events() {
 			h.Event(f.id, f.harness, e)
 		}
+		if pid := h.pids[f.id]; pid > 0 {
+			// The rebuilt session keeps its process, and its exit.
+			if exited {
+				h.Event(f.id, f.harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
+			} else {
+				h.Event(f.id, f.harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, PID: pid})
+			}
+		}
 	}
+	if f.harness == HarnessGemini && f.chat.ProjectHash() != "" && (h.pids[f.id] == 0 || h.Exited(f.id)) {
+		h.unbound[f.id] = f.path
+	}
+}
+
+// Idle binds the sessions written since the last Idle with no live
+// process to their writer (one pass over /proc for all of them), then
+// lets Sessions flush.
+func (h *handler) Idle() {
+	if len(h.unbound) > 0 {
+		h.bindWriters()
+	}
+	h.Sessions.Idle()
+}
+
+// bindWriters binds each session in h.unbound to the Gemini CLI process
+// that writes its chat, when that can be told (pickWriter). A session
+// taken up by a new process (gemini --resume) is bound again.
+func (h *handler) bindWriters() {
+	procs := writers(h.procRoot, Agent)
+	bound := func(self string) func(pid int) bool {
+		return func(pid int) bool {
+			for id, p := range h.pids {
+				if p == pid && id != self && !h.Exited(id) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(h.unbound)) {
+		p := h.unbound[id]
+		f := h.files[p]
+		if f == nil || f.id != id || f.chat == nil {
+			continue
+		}
+		info, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		pid := pickWriter(procs[f.chat.ProjectHash()], info.ModTime(), bound(id))
+		if pid == 0 || (pid == h.pids[id] && !h.Exited(id)) {
+			continue
+		}
+		var at int64
+		if st, err := proc.ReadStat(h.procRoot, pid); err == nil {
+			if t, err := proc.StartedAt(st); err == nil {
+				at = t.UnixMilli() // the process's start: no pid reuse, even for a chat it resumed
+			}
+		}
+		h.pids[id] = pid
+		h.Event(id, f.harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, PID: pid, OccurredAt: at})
+	}
+	clear(h.unbound)
 }
 
 // subagentChat reports a subagent's chat on its parent session: started
@@ -431,6 +507,8 @@ func (h *handler) Removed(p string) {
 	if f == nil || f.id == "" || f.parent != "" || f.superseded || h.childOf[f.id] != "" {
 		return
 	}
+	delete(h.pids, f.id)
+	delete(h.unbound, f.id)
 	h.Stop(f.id, "journal removed")
 }
 
@@ -439,6 +517,8 @@ func (h *handler) Rescan() {
 	clear(h.files)
 	clear(h.childOf)
 	clear(h.cwds)
+	clear(h.pids)
+	clear(h.unbound)
 	h.Sessions.Rescan()
 }
 
