@@ -124,7 +124,7 @@ func TestPickWriter(t *testing.T) {
 		{"no process", nil, t0, none, 0},
 		{"one", []writer{w(10, t0.Add(-time.Minute))}, t0, none, 10},
 		{"started after the last write", []writer{w(10, t0.Add(time.Minute))}, t0, none, 0},
-		{"within the clock's slack", []writer{w(10, t0.Add(500 * time.Millisecond))}, t0, none, 10},
+		{"within the clock's slack", []writer{w(10, t0.Add(500*time.Millisecond))}, t0, none, 10},
 		{"the free one", []writer{w(10, t0.Add(-time.Minute)), w(11, t0.Add(-time.Second))}, t0, only(10), 11},
 		{"the only one, bound elsewhere", []writer{w(10, t0.Add(-time.Minute))}, t0, only(10), 10},
 		{"two free", []writer{w(10, t0.Add(-time.Minute)), w(11, t0.Add(-time.Second))}, t0, none, 0},
