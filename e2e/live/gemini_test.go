@@ -109,9 +109,19 @@ func (r *geminiRig) session(pid int) snapshot {
 // empty or something replaced it.
 func geminiPrompt(term *terminal, text string) {
 	term.t.Helper()
-	term.Type(text)
 	box := "\n > " + text
-	term.AwaitScreen(20*time.Second, box)
+	// Keys typed while the CLI still loads (a resumed chat) can be lost:
+	// type again until the input box shows the text.
+	for i := 0; ; i++ {
+		term.Type(text)
+		if _, ok := term.waitScreen(5*time.Second, func(s string) bool { return strings.Contains(s, box) }); ok {
+			break
+		}
+		if i == 3 {
+			term.t.Fatalf("the input box never showed %q:\n%s", text, term.Screen())
+		}
+		term.Keys("C-u")
+	}
 	for i := 0; ; i++ {
 		time.Sleep(300 * time.Millisecond)
 		term.Keys("Enter")
@@ -242,7 +252,9 @@ func geminiApproval(t *testing.T, approve bool) {
 	}
 	r.checkf(s.WaitingFor == "", "no waitingFor once done: %s", s)
 	h := r.bridge.History(geminiSource, s.ID)
-	r.checkf(equal(h, []string{"idle", "running", "waiting", "running", "done"}), "statuses %v", h)
+	// Denied, the tool never runs: the wait ends with the turn.
+	r.checkf(equal(h, []string{"idle", "running", "waiting", "running", "done"}) || (!approve && equal(h, []string{"idle", "running", "waiting", "done"})),
+		"statuses %v", h)
 	var tool string
 	for _, e := range r.bridge.Events(geminiSource, s.ID) {
 		if e.Kind == "tool.started" {
@@ -306,17 +318,19 @@ func geminiSubagent(t *testing.T) {
 }
 
 // Two TUIs in one directory are two sessions, each bound to its own
-// process; quitting one leaves the other as it is.
+// process; quitting one leaves the other as it is. (The first has a
+// conversation before the second starts: Gemini CLI's start-up cleanup
+// deletes the project's chats that have none, another TUI's included.)
 func geminiTwoSessions(t *testing.T) {
 	r := newGeminiRig(t)
 	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Hold: true})
 	a := r.tui()
 	sa := r.session(r.writer(a))
+	geminiPrompt(a, "first prompt")
+	a.AwaitScreen(60*time.Second, "First answer.")
 	b := r.tui()
 	sb := r.session(r.writer(b))
 	r.checkf(sa.ID != sb.ID, "two sessions: %s %s", sa, sb)
-	geminiPrompt(a, "first prompt")
-	a.AwaitScreen(60*time.Second, "First answer.")
 	geminiPrompt(b, "second prompt")
 	r.model.WaitHolding(60 * time.Second)
 	sa = r.bridge.AwaitStatus(geminiSource, sa.ID, "done", 20*time.Second)

@@ -354,11 +354,13 @@ func derive(r chatRecord, st turnState) chatEntry {
 		if !st.open {
 			break
 		}
+		var finished agentbridge.Outcome // a subagent's complete_task ended its task
 		for _, tc := range r.ToolCalls {
-			if !validate.ValidID(tc.ID) {
+			id := validate.SafeID(tc.ID) // a subagent's calls are "<agent id>#<turn>-<n>"
+			if id == "" {
 				continue
 			}
-			if !hasTool(st.tools, tc.ID) {
+			if !hasTool(st.tools, id) {
 				name := validate.Label(tc.DisplayName)
 				if name == "" {
 					name = validate.Label(tc.Name)
@@ -366,13 +368,23 @@ func derive(r chatRecord, st turnState) chatEntry {
 				if name == "" {
 					name = "tool"
 				}
-				add(agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: tc.ID, Name: name, OccurredAt: at})
-				st.tools += tc.ID + "\x00"
+				add(agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: id, Name: name, OccurredAt: at})
+				st.tools += id + "\x00"
 			}
 			if out, done := toolOutcome(tc.Status); done {
-				add(agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: tc.ID, Outcome: out})
-				st.tools = strings.Replace(st.tools, tc.ID+"\x00", "", 1)
+				add(agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: id, Outcome: out})
+				st.tools = strings.Replace(st.tools, id+"\x00", "", 1)
+				if tc.Name == completeTask {
+					finished = out
+				}
 			}
+		}
+		if finished != "" {
+			// A subagent ends by calling complete_task (Gemini CLI 0.61):
+			// no text reply follows.
+			st.open, st.tools = false, ""
+			add(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: finished, OccurredAt: at})
+			break
 		}
 		// A reply with text and no tool call ends the turn; a reply that
 		// calls tools is followed by their results and another reply.
@@ -442,6 +454,10 @@ func contentText(content []byte) string {
 	}
 	return strings.TrimSpace(b.String())
 }
+
+// completeTask is the tool a Gemini CLI subagent calls to hand its result
+// back: its end.
+const completeTask = "complete_task"
 
 func hasTool(set, id string) bool { return strings.Contains("\x00"+set, "\x00"+id+"\x00") }
 

@@ -2,9 +2,11 @@ package gemini
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // Chats the real Gemini CLI 0.61.0 wrote in the live suite (see
@@ -53,5 +55,32 @@ func TestRealShellApproval(t *testing.T) {
 		if snap.Status != agentbridge.StatusDone || snap.LastTurn != c.lastTurn || snap.Title != "make the marker" {
 			t.Errorf("%s: status %s lastTurn %s title %q", c.file, snap.Status, snap.LastTurn, snap.Title)
 		}
+	}
+}
+
+// A generalist subagent Gemini CLI 0.61.0 ran through invoke_agent (the
+// live suite's chats, laid out as the CLI does): the parent lists it, and
+// it is completed once its chat shows the complete_task call that hands
+// its result back (a subagent writes no text reply).
+func TestRealSubagent(t *testing.T) {
+	home := t.TempDir()
+	const parent, child = "63789f95-d9d5-4164-8712-60c18551792c", "2b775487-d08d-4fc7-81e7-37fd28587bfb"
+	chats := filepath.Join(home, "tmp", "proj", "chats")
+	copyTo := func(src, dst string) {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sourcestest.Append(t, dst, string(data))
+	}
+	h, _ := run(t, home, HarnessGemini)
+	copyTo("testdata/chats/v0.61-subagent/parent.jsonl", filepath.Join(chats, "session-2026-12-01T12-38-63789f95.jsonl"))
+	copyTo("testdata/chats/v0.61-subagent/child.jsonl", filepath.Join(chats, parent, child+".jsonl"))
+	h.WaitFor(t, "the subagent completed", func(h *sourcestest.Hub) bool {
+		s, ok := h.Snapshot(parent)
+		return ok && len(s.Subagents) == 1 && s.Subagents[0].ID == child && s.Subagents[0].Status == agentbridge.SubagentCompleted
+	})
+	if s, _ := h.Snapshot(parent); s.Status != agentbridge.StatusDone || s.LastTurn != agentbridge.LastTurnCompleted || len(h.Snapshots()) != 1 {
+		t.Errorf("parent %+v; %d sessions", s, len(h.Snapshots()))
 	}
 }
