@@ -134,6 +134,22 @@ func geminiPrompt(term *terminal, text string) {
 	}
 }
 
+// geminiQuit ends the TUI with /quit (an Enter may first only pick the
+// command from the completion menu) and waits for its process to be gone.
+func geminiQuit(term *terminal) {
+	term.t.Helper()
+	pid := term.PID()
+	geminiPrompt(term, "/quit")
+	deadline := time.Now().Add(30 * time.Second)
+	for !term.Dead() {
+		if time.Now().After(deadline) {
+			term.t.Fatalf("the CLI did not quit:\n%s", term.Screen())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	awaitGone(pid, 10*time.Second)
+}
+
 // checkf fails the test with the rig's chats and model log.
 func (r *geminiRig) checkf(ok bool, format string, args ...any) {
 	r.t.Helper()
@@ -336,7 +352,7 @@ func geminiTwoSessions(t *testing.T) {
 	sa = r.bridge.AwaitStatus(geminiSource, sa.ID, "done", 20*time.Second)
 	sb = r.bridge.AwaitStatus(geminiSource, sb.ID, "running", 20*time.Second)
 	r.checkf(sa.Cwd == r.cwd && sb.Cwd == r.cwd, "both in the project: %s %s", sa, sb)
-	quit(a, "/quit")
+	geminiQuit(a)
 	r.bridge.AwaitStatus(geminiSource, sa.ID, "exited", 20*time.Second)
 	sb, _ = r.bridge.Session(geminiSource, sb.ID)
 	r.checkf(sb.Status == "running", "the other session is untouched: %s", sb)
@@ -353,7 +369,7 @@ func geminiResume(t *testing.T) {
 	geminiPrompt(term, "first")
 	term.AwaitScreen(60*time.Second, "First answer.")
 	r.bridge.AwaitStatus(geminiSource, s.ID, "done", 20*time.Second)
-	quit(term, "/quit")
+	geminiQuit(term)
 	r.bridge.AwaitStatus(geminiSource, s.ID, "exited", 20*time.Second)
 	term2 := r.tui("--resume", "latest")
 	pid2 := r.writer(term2)
