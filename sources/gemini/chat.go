@@ -17,9 +17,10 @@ import (
 // (0.40 and later) writes an upsert log, not plain appends: a metadata
 // line, then message records (the same message id again whenever its
 // tool calls or tokens change), {"$set": {…}} patches (a "messages"
-// array replaces the whole history: a checkpoint or a rollback) and
-// {"$rewindTo": id} (the message with that id and every later one are
-// gone). Chat keeps the conversation those records leave and derives
+// array sets the history sent to the model: its new messages are taken,
+// nothing is undone — see adopt — except in a legacy whole file, Whole)
+// and {"$rewindTo": id} (the message with that id and every later one
+// are gone). Chat keeps the conversation those records leave and derives
 // the lifecycle events from it, so that a rewind undoes what it rewinds.
 //
 // Events are a pure function of the metadata and the message list

@@ -51,8 +51,11 @@ var info = agentbridge.SourceInfo{
 	},
 	EnvironmentVariables: []string{EnvHome},
 	Observes: map[string]agentbridge.Observe{
-		"waiting":   {How: agentbridge.Unavailable}, // confirmations are not written before they are answered
-		"exited":    {How: agentbridge.Unavailable}, // neither CLI keeps its file open; sessions expire after the window
+		"waiting": {How: agentbridge.Unavailable}, // confirmations are not written before they are answered
+		// Gemini CLI: the process running in the chat's project (procs.go),
+		// its exit seen with a pidfd; Antigravity: no process is known,
+		// its sessions expire after the window.
+		"exited":    {How: agentbridge.Inferred, From: "process"},
 		"subagents": {How: agentbridge.Observed, From: "journal"},
 		"title":     {How: agentbridge.Observed, From: "journal"},
 		"model":     {How: agentbridge.Observed, From: "journal"},
