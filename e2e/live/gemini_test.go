@@ -334,19 +334,25 @@ func geminiSubagent(t *testing.T) {
 }
 
 // Two TUIs in one directory are two sessions, each bound to its own
-// process; quitting one leaves the other as it is. (The first has a
-// conversation before the second starts: Gemini CLI's start-up cleanup
-// deletes the project's chats that have none, another TUI's included.)
+// process; quitting one leaves the other as it is. The second TUI's
+// start-up cleanup deletes the first one's chat (it holds no conversation
+// yet) and the first TUI writes it again, without its metadata, at its
+// next prompt: the session leaves and comes back, the same one.
 func geminiTwoSessions(t *testing.T) {
 	r := newGeminiRig(t)
 	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Hold: true})
 	a := r.tui()
-	sa := r.session(r.writer(a))
-	geminiPrompt(a, "first prompt")
-	a.AwaitScreen(60*time.Second, "First answer.")
+	pa := r.writer(a)
+	sa := r.session(pa)
 	b := r.tui()
 	sb := r.session(r.writer(b))
 	r.checkf(sa.ID != sb.ID, "two sessions: %s %s", sa, sb)
+	geminiPrompt(a, "first prompt")
+	a.AwaitScreen(60*time.Second, "First answer.")
+	r.bridge.Await("the first session done, bound to its process", 20*time.Second, func() bool {
+		x, ok := r.bridge.Session(geminiSource, sa.ID)
+		return ok && x.Status == "done" && x.PID == pa
+	})
 	geminiPrompt(b, "second prompt")
 	r.model.WaitHolding(60 * time.Second)
 	sa = r.bridge.AwaitStatus(geminiSource, sa.ID, "done", 20*time.Second)

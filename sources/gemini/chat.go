@@ -34,8 +34,15 @@ type Chat struct {
 	cwd   string
 	// Whole: the chat is a legacy whole file, given as one replaced
 	// history each time (its $set.messages undoes what it drops).
-	Whole bool
+	Whole  bool
+	orphan chatMeta // Continue: the metadata of the chat deleted at this path
 }
+
+// Continue makes the chat take up meta (the metadata of a chat deleted at
+// the same path) when its first record is not a metadata line: Gemini CLI
+// recreates a chat deleted under it (by another TUI's start-up cleanup)
+// by appending its next record, without the metadata.
+func (c *Chat) Continue(meta chatMeta) { c.orphan = meta }
 
 // chatMeta is the first line of a chat file.
 type chatMeta struct {
@@ -163,6 +170,14 @@ func (c *Chat) Line(line []byte) (ch Change, events []agentbridge.Event, code st
 	}
 	switch {
 	case !c.known:
+		if (r.SessionID == "" || r.ID != "") && c.orphan.SessionID != "" {
+			c.meta, c.known = c.orphan, true
+			events := []agentbridge.Event{c.started()}
+			if ch, more, _ := c.Line(line); ch == Appended {
+				events = append(events, more...)
+			}
+			return Appended, events, ""
+		}
 		if r.SessionID == "" || r.ID != "" {
 			return Unchanged, nil, sources.CodeInvalidRecord
 		}

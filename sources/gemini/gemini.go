@@ -113,7 +113,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	}
 	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
 		return &handler{Sessions: ss, chats: chats, brain: brain, files: map[string]*file{}, childOf: map[string]string{}, cwds: map[string]string{},
-			pids: map[string]int{}, unbound: map[string]string{}, procRoot: s.procRoot}
+			pids: map[string]int{}, unbound: map[string]string{}, gone: map[string]chatMeta{}, procRoot: s.procRoot}
 	})
 }
 
@@ -175,6 +175,9 @@ type file struct {
 	brain      *Brain
 	superseded bool // a legacy chat that Gemini CLI migrated to a .jsonl
 }
+
+// maxGone bounds the deleted chats remembered for Chat.Continue.
+const maxGone = 64
 
 // maxLegacyChat bounds a legacy whole-file chat (read in full on every
 // change, as Gemini CLI rewrites it in full).
@@ -288,10 +291,11 @@ type handler struct {
 	*sources.Sessions
 	chats, brain string
 	files        map[string]*file
-	childOf      map[string]string // antigravity: child conversation → parent conversation
-	cwds         map[string]string // gemini-cli project directory → its .project_root
-	pids         map[string]int    // gemini-cli session → the process bound to it (procs.go)
-	unbound      map[string]string // gemini-cli session → its chat, written with no live process bound: looked up at Idle
+	childOf      map[string]string   // antigravity: child conversation → parent conversation
+	cwds         map[string]string   // gemini-cli project directory → its .project_root
+	pids         map[string]int      // gemini-cli session → the process bound to it (procs.go)
+	unbound      map[string]string   // gemini-cli session → its chat, written with no live process bound: looked up at Idle
+	gone         map[string]chatMeta // a deleted chat's path → its metadata, for the CLI that appends to it again (Chat.Continue)
 	procRoot     string
 }
 
@@ -307,6 +311,11 @@ func (h *handler) file(p string) *file {
 	if f.harness == HarnessGemini {
 		f.chat = &Chat{Whole: f.legacy}
 		f.chat.SetCwd(h.cwds[f.project])
+		if meta, ok := h.gone[p]; ok {
+			delete(h.gone, p)
+			delete(h.pids, meta.SessionID) // bound again when it is written
+			f.chat.Continue(meta)
+		}
 	} else {
 		f.brain = &Brain{}
 	}
@@ -510,8 +519,21 @@ func (h *handler) Removed(p string) {
 	if f == nil || f.id == "" || f.parent != "" || f.superseded || h.childOf[f.id] != "" {
 		return
 	}
-	delete(h.pids, f.id)
 	delete(h.unbound, f.id)
+	if f.chat != nil && !f.legacy && !f.chat.Subagent() {
+		// Its process may go on (the file was deleted under it) and write
+		// it again: the process stays taken, so that it is not bound to
+		// another chat of the project meanwhile.
+		if len(h.gone) >= maxGone {
+			for _, m := range h.gone {
+				delete(h.pids, m.SessionID)
+			}
+			clear(h.gone)
+		}
+		h.gone[p] = f.chat.meta
+	} else {
+		delete(h.pids, f.id)
+	}
 	h.Stop(f.id, "journal removed")
 }
 
@@ -522,6 +544,7 @@ func (h *handler) Rescan() {
 	clear(h.cwds)
 	clear(h.pids)
 	clear(h.unbound)
+	clear(h.gone)
 	h.Sessions.Rescan()
 }
 

@@ -258,3 +258,36 @@ func TestProjectRootLateAndHostile(t *testing.T) {
 		t.Errorf("cwd from a FIFO: %q", s.Cwd)
 	}
 }
+
+// Gemini CLI's start-up cleanup deletes the project's chats that hold no
+// conversation yet, another TUI's still running included; that TUI's next
+// record recreates the file without its metadata line. The session leaves
+// with its file and comes back, the same session, with that record.
+func TestChatDeletedUnderItsCLI(t *testing.T) {
+	home := t.TempDir()
+	project := filepath.Join(home, "tmp", "myproj")
+	if err := os.MkdirAll(filepath.Join(project, "chats"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, ".project_root"), []byte("/work/myproj\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chat := filepath.Join(project, "chats", "session-2026-12-01T10-00-11111111.jsonl")
+	h, _ := run(t, home, HarnessGemini)
+	sourcestest.Append(t, chat, `{"sessionId":"`+sid+`","projectHash":"x","startTime":"2026-12-01T10:00:00.000Z","lastUpdated":"2026-12-01T10:00:00.000Z","kind":"main"}`+"\n")
+	h.WaitFor(t, "the session", kittest.Status(sid, agentbridge.StatusIdle))
+	if err := os.Remove(chat); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "the session to leave", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot(sid); return !ok })
+	sourcestest.Append(t, chat, `{"id":"u1","timestamp":"2026-12-01T10:00:05.000Z","type":"user","content":[{"text":"list the files"}]}`+"\n")
+	h.WaitFor(t, "the session back, running", kittest.Status(sid, agentbridge.StatusRunning))
+	if s, _ := h.Snapshot(sid); s.Cwd != "/work/myproj" || s.Title != "list the files" {
+		t.Errorf("back: %+v", s)
+	}
+	sourcestest.Append(t, chat, `{"id":"g1","timestamp":"2026-12-01T10:00:06.000Z","type":"gemini","content":"Here.","model":"gemini-3-flash"}`+"\n")
+	h.WaitFor(t, "done", kittest.Status(sid, agentbridge.StatusDone))
+	if d := h.Diagnostics(); len(d) != 0 {
+		t.Errorf("diagnostics %+v", d)
+	}
+}
