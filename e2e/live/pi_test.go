@@ -3,7 +3,6 @@ package live
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,35 +17,25 @@ var piCLI = agentCLI{Agent: "pi", Pkg: "@mariozechner/pi-coding-agent", Version:
 
 const piSource = "pi"
 
-// piRig is one private Pi: a home with its agent dir (~/.pi/agent), a
-// project dir, a scripted Chat Completions server and a bridge watching
-// the home.
+// piRig is one private Pi (a familyRig: a throwaway home, a project dir,
+// the scripted Chat Completions server and a bridge watching the home)
+// with its agent dir, ~/.pi/agent.
 type piRig struct {
-	t      *testing.T
-	bin    string
-	home   string
-	agent  string // ~/.pi/agent
-	cwd    string
-	model  *modelServer
-	bridge *bridge
+	*familyRig
+	agent string // ~/.pi/agent
 }
 
 func newPiRig(t *testing.T) *piRig {
 	t.Helper()
 	enabled(t)
-	bin := install(t, piCLI)
-	dir := t.TempDir()
-	r := &piRig{t: t, bin: bin, home: filepath.Join(dir, "home"), cwd: filepath.Join(dir, "project")}
+	r := &piRig{familyRig: newFamilyRig(t, piCLI, chatAPI{})}
 	r.agent = filepath.Join(r.home, ".pi", "agent")
-	for _, d := range []string{r.agent, r.cwd} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.MkdirAll(r.agent, 0o700); err != nil {
+		t.Fatal(err)
 	}
-	r.model = newModelServer(t, chatAPI{})
+	// PI_OFFLINE: no downloads of fd and ripgrep, no update checks.
+	r.env = append(r.env, "LANG=C.UTF-8", "SHELL=/bin/bash", "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1")
 	r.seed()
-	keepHome(t, r.agent)
-	r.bridge = startBridge(t, r.home)
 	return r
 }
 
@@ -74,37 +63,27 @@ func (r *piRig) writeJSON(name string, v any) {
 	}
 }
 
-func (r *piRig) env() []string {
-	return []string{
-		"PATH=" + filepath.Dir(r.bin) + ":/usr/local/bin:/usr/bin:/bin",
-		"HOME=" + r.home,
-		"TERM=xterm-256color",
-		"LANG=C.UTF-8",
-		"SHELL=/bin/bash",
-		"PI_OFFLINE=1",
-		"PI_SKIP_VERSION_CHECK=1",
-	}
-}
-
-// tui starts the interactive Pi in tmux and waits for it to be ready.
+// tui starts the interactive Pi in tmux and waits for it to be ready (its
+// footer names the model).
 func (r *piRig) tui(args ...string) *terminal {
 	r.t.Helper()
-	term := openTerminal(r.t, r.cwd, r.env(), append([]string{r.bin}, args...)...)
+	term := openTerminal(r.t, r.cwd, r.env, append([]string{r.bin}, args...)...)
 	term.AwaitScreen(60*time.Second, "mock-model")
 	return term
 }
 
-// headless runs `pi -p prompt` to its end and returns its output.
-func (r *piRig) headless(prompt string) string {
+// answered starts a TUI (with args), sends text, and waits for reply on
+// its screen and for the bridge's session of that TUI to be done.
+func (r *piRig) answered(text, reply string, args ...string) (*terminal, snapshot) {
 	r.t.Helper()
-	cmd := exec.Command(r.bin, "-p", prompt)
-	cmd.Dir, cmd.Env = r.cwd, r.env()
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		r.t.Fatalf("pi -p: %v\n%s\nmodel requests:\n%s", err, out, r.model.Log())
-	}
-	return string(out)
+	term := r.tui(args...)
+	pid := term.PID()
+	prompt(term, text)
+	term.AwaitScreen(60*time.Second, reply)
+	s := r.bridge.AwaitOne("the answered session of pid "+strconv.Itoa(pid), piSource, 20*time.Second, func(s snapshot) bool {
+		return s.Status == "done" && s.PID == pid
+	})
+	return term, s
 }
 
 // journals lists the session journals Pi wrote.
@@ -149,13 +128,8 @@ func TestPi(t *testing.T) {
 func piPrompt(t *testing.T) {
 	r := newPiRig(t)
 	r.model.Script(Step{Text: "Hello from the live model."})
-	term := r.tui()
+	term, s := r.answered("say hello", "Hello from the live model.")
 	pid := term.PID()
-	prompt(term, "say hello")
-	term.AwaitScreen(60*time.Second, "Hello from the live model.")
-	s := r.bridge.AwaitOne("the answered session", piSource, 20*time.Second, func(s snapshot) bool {
-		return s.Status == "done" && s.PID == pid
-	})
 	r.checkf(s.LastTurn == "completed" && s.Cwd == r.cwd && s.Title == "say hello" && s.Model == "mock-model",
 		"done turn: %s", s)
 	h := r.bridge.History(piSource, s.ID)
@@ -170,7 +144,7 @@ func piPrompt(t *testing.T) {
 func piHeadless(t *testing.T) {
 	r := newPiRig(t)
 	r.model.Script(Step{Text: "Headless answer."})
-	out := r.headless("answer headless")
+	out := r.headless(nil, "-p", "answer headless")
 	r.checkf(strings.Contains(out, "Headless answer."), "pi -p printed %q", out)
 	s := r.bridge.AwaitOne("the answered session", piSource, 20*time.Second, func(s snapshot) bool {
 		return s.Status == "done" || s.Status == "exited"
@@ -233,38 +207,35 @@ func piInterrupt(t *testing.T) {
 	)
 	term := r.tui()
 	pid := term.PID()
-	interrupt := func(text string) {
+	var s snapshot
+	interrupt := func(text string, whileHeld func()) {
 		t.Helper()
 		prompt(term, text)
 		r.model.WaitHolding(60 * time.Second)
+		whileHeld()
 		term.Keys("Escape")
 		r.model.waitFor("the held reply to be dropped", 20*time.Second, func() bool { return r.model.holding == 0 })
 		term.AwaitScreen(20*time.Second, "Operation aborted")
 	}
-	interrupt("first prompt")
-	s := r.bridge.AwaitOne("the interrupted session", piSource, 20*time.Second, func(s snapshot) bool {
+	answer := func(text, reply string) {
+		t.Helper()
+		prompt(term, text)
+		term.AwaitScreen(60*time.Second, reply)
+		r.bridge.Await("the turn after the interrupted one to complete", 20*time.Second, func() bool {
+			s, _ = r.bridge.Session(piSource, s.ID)
+			return s.Status == "done" && s.LastTurn == "completed"
+		})
+	}
+	interrupt("first prompt", func() {})
+	s = r.bridge.AwaitOne("the interrupted session", piSource, 20*time.Second, func(s snapshot) bool {
 		return s.Status == "done" && s.PID == pid
 	})
 	r.checkf(s.LastTurn == "cancelled" && s.Title == "first prompt", "an interrupted first turn is cancelled: %s", s)
-	prompt(term, "second prompt")
-	term.AwaitScreen(60*time.Second, "Second answer.")
-	r.bridge.Await("the second turn to complete", 20*time.Second, func() bool {
-		s, _ = r.bridge.Session(piSource, s.ID)
-		return s.Status == "done" && s.LastTurn == "completed"
-	})
-	prompt(term, "third prompt")
-	r.model.WaitHolding(60 * time.Second)
-	r.bridge.AwaitStatus(piSource, s.ID, "running", 20*time.Second)
-	term.Keys("Escape")
-	r.model.waitFor("the held reply to be dropped", 20*time.Second, func() bool { return r.model.holding == 0 })
+	answer("second prompt", "Second answer.")
+	interrupt("third prompt", func() { r.bridge.AwaitStatus(piSource, s.ID, "running", 20*time.Second) })
 	s = r.bridge.AwaitStatus(piSource, s.ID, "done", 20*time.Second)
 	r.checkf(s.LastTurn == "cancelled", "an interrupted turn is cancelled: %s", s)
-	prompt(term, "fourth prompt")
-	term.AwaitScreen(60*time.Second, "Fourth answer.")
-	r.bridge.Await("the fourth turn to complete", 20*time.Second, func() bool {
-		s, _ = r.bridge.Session(piSource, s.ID)
-		return s.Status == "done" && s.LastTurn == "completed"
-	})
+	answer("fourth prompt", "Fourth answer.")
 	h := r.bridge.History(piSource, s.ID)
 	evs := r.bridge.Events(piSource, s.ID)
 	r.checkf(equal(h, []string{"idle", "running", "done", "running", "done", "running", "done", "running", "done"}) && turnsStarted(evs) == 4,
@@ -280,22 +251,12 @@ func piTwoSessions(t *testing.T) {
 	r := newPiRig(t)
 	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."},
 		Step{When: "third prompt", Hold: true})
-	a := r.tui()
-	pa := a.PID()
-	prompt(a, "first prompt")
-	a.AwaitScreen(60*time.Second, "First answer.")
-	sa := r.bridge.AwaitOne("the first session", piSource, 20*time.Second, func(s snapshot) bool {
-		return s.Status == "done" && s.Title == "first prompt"
-	})
-	b := r.tui()
+	// Each is found bound to its own process (answered waits for that).
+	a, sa := r.answered("first prompt", "First answer.")
+	b, sb := r.answered("second prompt", "Second answer.")
 	pb := b.PID()
-	prompt(b, "second prompt")
-	b.AwaitScreen(60*time.Second, "Second answer.")
-	sb := r.bridge.AwaitOne("the second session", piSource, 20*time.Second, func(s snapshot) bool {
-		return s.Status == "done" && s.Title == "second prompt"
-	})
-	r.checkf(sa.ID != sb.ID && sa.Cwd == r.cwd && sb.Cwd == r.cwd, "two sessions: %s %s", sa, sb)
-	r.checkf(sa.PID == pa && sb.PID == pb, "each session bound to its own process (%d, %d): %s %s", pa, pb, sa, sb)
+	r.checkf(sa.ID != sb.ID && sa.Cwd == r.cwd && sb.Cwd == r.cwd && sa.Title == "first prompt" && sb.Title == "second prompt",
+		"two sessions: %s %s", sa, sb)
 	prompt(b, "third prompt")
 	r.model.WaitHolding(60 * time.Second)
 	r.bridge.AwaitStatus(piSource, sb.ID, "running", 20*time.Second)
@@ -310,13 +271,7 @@ func piTwoSessions(t *testing.T) {
 func piResume(t *testing.T) {
 	r := newPiRig(t)
 	r.model.Script(Step{Text: "First answer."}, Step{Text: "Resumed answer."})
-	term := r.tui()
-	pid := term.PID()
-	prompt(term, "first")
-	term.AwaitScreen(60*time.Second, "First answer.")
-	s := r.bridge.AwaitOne("the answered session", piSource, 20*time.Second, func(s snapshot) bool {
-		return s.Status == "done" && s.PID == pid
-	})
+	term, s := r.answered("first", "First answer.")
 	quit(term, "/quit")
 	r.bridge.AwaitStatus(piSource, s.ID, "exited", 20*time.Second)
 	term2 := r.tui("--continue")
@@ -341,13 +296,8 @@ func piResume(t *testing.T) {
 func piKill(t *testing.T) {
 	r := newPiRig(t)
 	r.model.Script(Step{Text: "First answer."}, Step{Hold: true})
-	term := r.tui()
+	term, s := r.answered("first", "First answer.")
 	pid := term.PID()
-	prompt(term, "first")
-	term.AwaitScreen(60*time.Second, "First answer.")
-	s := r.bridge.AwaitOne("the answered session", piSource, 20*time.Second, func(s snapshot) bool {
-		return s.Status == "done" && s.PID == pid
-	})
 	prompt(term, "never answered")
 	r.model.WaitHolding(60 * time.Second)
 	r.bridge.AwaitStatus(piSource, s.ID, "running", 20*time.Second)
