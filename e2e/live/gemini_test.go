@@ -65,42 +65,42 @@ func (r *geminiRig) tui(args ...string) *terminal {
 	return term
 }
 
-// writer is the pid of the process that writes the chat: Gemini CLI
-// starts itself again as a child of the pane's process (with more
-// memory); the child does the work.
-func (r *geminiRig) writer(term *terminal) int {
-	r.t.Helper()
-	parent := term.PID()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-			if err != nil {
-				continue
-			}
-			s := string(b)
-			if i := strings.LastIndexByte(s, ')'); i > 0 {
-				if f := strings.Fields(s[i+1:]); len(f) > 1 && f[1] == strconv.Itoa(parent) {
-					cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-					if strings.Contains(string(cmdline), "gemini") {
-						pid, _ := strconv.Atoi(e.Name())
-						return pid
-					}
-				}
-			}
+// descends reports whether process pid is ancestor or runs below it.
+func descends(pid, ancestor int) bool {
+	for n := 0; pid > 1 && n < 64; n++ {
+		if pid == ancestor {
+			return true
 		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("no Gemini CLI child of %d", parent)
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
+		st := string(b)
+		i := strings.LastIndexByte(st, ')')
+		if i < 0 {
+			return false
+		}
+		f := strings.Fields(st[i+1:])
+		if len(f) < 2 {
+			return false
+		}
+		pid, _ = strconv.Atoi(f[1])
 	}
+	return false
 }
 
-// session waits for the one session bound to pid.
-func (r *geminiRig) session(pid int) snapshot {
+// session waits for the one session bound to a process the terminal
+// runs: Gemini CLI starts itself again as a child of the pane's process
+// (with more memory), and that child, which writes the chat, is the one
+// bound — never the wrapper waiting for it.
+func (r *geminiRig) session(term *terminal) snapshot {
 	r.t.Helper()
-	return r.bridge.AwaitOne("the gemini session of pid "+strconv.Itoa(pid), geminiSource, 60*time.Second, func(s snapshot) bool { return s.PID == pid })
+	pane := term.PID()
+	s := r.bridge.AwaitOne("the gemini session of the terminal", geminiSource, 60*time.Second, func(s snapshot) bool {
+		return s.PID != 0 && s.Status != "exited" && descends(s.PID, pane)
+	})
+	r.checkf(s.PID != pane, "bound to the wrapper %d, not its child: %s", pane, s)
+	return s
 }
 
 // geminiPrompt types a prompt and submits it. Gemini CLI takes quick
@@ -194,8 +194,7 @@ func geminiPrompted(t *testing.T) {
 	r := newGeminiRig(t)
 	r.model.Script(Step{Text: "Hello from the live model."})
 	term := r.tui()
-	pid := r.writer(term)
-	s := r.session(pid)
+	s := r.session(term)
 	r.checkf(s.Status == "idle" && s.Cwd == r.cwd, "a fresh TUI: %s", s)
 	geminiPrompt(term, "say hello")
 	term.AwaitScreen(60*time.Second, "Hello from the live model.")
@@ -237,8 +236,7 @@ func geminiApproval(t *testing.T, approve bool) {
 		Step{When: "functionResponse", Text: "Finished with the file."},
 	)
 	term := r.tui()
-	pid := r.writer(term)
-	s := r.session(pid)
+	s := r.session(term)
 	geminiPrompt(term, "make the marker")
 	term.AwaitScreen(60*time.Second, "Allow execution of")
 	s = r.bridge.AwaitStatus(geminiSource, s.ID, "waiting", 20*time.Second)
@@ -286,7 +284,7 @@ func geminiInterrupt(t *testing.T) {
 	r := newGeminiRig(t)
 	r.model.Script(Step{Hold: true}, Step{Text: "Second answer."})
 	term := r.tui()
-	s := r.session(r.writer(term))
+	s := r.session(term)
 	geminiPrompt(term, "wait for it")
 	r.model.WaitHolding(60 * time.Second)
 	r.bridge.AwaitStatus(geminiSource, s.ID, "running", 20*time.Second)
@@ -316,7 +314,7 @@ func geminiSubagent(t *testing.T) {
 		Step{When: "functionResponse", Text: "The agent found no files."},
 	)
 	term := r.tui()
-	s := r.session(r.writer(term))
+	s := r.session(term)
 	geminiPrompt(term, "delegate the count")
 	r.bridge.Await("a running subagent", 60*time.Second, func() bool {
 		s, _ = r.bridge.Session(geminiSource, s.ID)
@@ -342,16 +340,15 @@ func geminiTwoSessions(t *testing.T) {
 	r := newGeminiRig(t)
 	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Hold: true})
 	a := r.tui()
-	pa := r.writer(a)
-	sa := r.session(pa)
+	sa := r.session(a)
 	b := r.tui()
-	sb := r.session(r.writer(b))
+	sb := r.session(b)
 	r.checkf(sa.ID != sb.ID, "two sessions: %s %s", sa, sb)
 	geminiPrompt(a, "first prompt")
 	a.AwaitScreen(60*time.Second, "First answer.")
 	r.bridge.Await("the first session done, bound to its process", 20*time.Second, func() bool {
 		x, ok := r.bridge.Session(geminiSource, sa.ID)
-		return ok && x.Status == "done" && x.PID == pa
+		return ok && x.Status == "done" && x.PID != a.PID() && descends(x.PID, a.PID())
 	})
 	geminiPrompt(b, "second prompt")
 	r.model.WaitHolding(60 * time.Second)
@@ -371,17 +368,16 @@ func geminiResume(t *testing.T) {
 	r := newGeminiRig(t)
 	r.model.Script(Step{Text: "First answer."}, Step{Text: "Resumed answer."})
 	term := r.tui()
-	s := r.session(r.writer(term))
+	s := r.session(term)
 	geminiPrompt(term, "first")
 	term.AwaitScreen(60*time.Second, "First answer.")
 	r.bridge.AwaitStatus(geminiSource, s.ID, "done", 20*time.Second)
 	geminiQuit(term)
 	r.bridge.AwaitStatus(geminiSource, s.ID, "exited", 20*time.Second)
 	term2 := r.tui("--resume", "latest")
-	pid2 := r.writer(term2)
-	r.bridge.Await("the resumed session with the new pid", 60*time.Second, func() bool {
+	r.bridge.Await("the resumed session with the new process", 60*time.Second, func() bool {
 		x, ok := r.bridge.Session(geminiSource, s.ID)
-		return ok && x.PID == pid2 && x.Status != "exited"
+		return ok && x.Status != "exited" && descends(x.PID, term2.PID()) && x.PID != term2.PID()
 	})
 	geminiPrompt(term2, "second")
 	term2.AwaitScreen(60*time.Second, "Resumed answer.")
@@ -401,8 +397,8 @@ func geminiKill(t *testing.T) {
 	r := newGeminiRig(t)
 	r.model.Script(Step{Hold: true})
 	term := r.tui()
-	pid := r.writer(term)
-	s := r.session(pid)
+	s := r.session(term)
+	pid := s.PID
 	geminiPrompt(term, "never answered")
 	r.model.WaitHolding(60 * time.Second)
 	r.bridge.AwaitStatus(geminiSource, s.ID, "running", 20*time.Second)
