@@ -36,6 +36,10 @@ type handler struct {
 	pending  map[string][]*child  // children waiting for their parent, by parent id
 	metas    map[string]childMeta // subagent sidecars read, by transcript path
 	regs     map[int]*regProc     // live processes by pid
+	// reread: sessions whose transcript is being read again (truncated,
+	// replaced or rewritten in place); the registry's state is applied to
+	// the new mapper at Idle, after the lines, as a scan does.
+	reread map[string]bool
 }
 
 // session is one root session's mapper and binding.
@@ -84,6 +88,7 @@ func newHandler(src *Source, ss *sources.Sessions) *handler {
 		Sessions: ss, src: src, ss: ss, projects: src.projectsDir(), registry: src.registryDir(),
 		sessions: map[string]*session{}, children: map[string]*child{},
 		pending: map[string][]*child{}, metas: map[string]childMeta{}, regs: map[int]*regProc{},
+		reread: map[string]bool{},
 	}
 }
 
@@ -131,6 +136,14 @@ func (h *handler) rootLine(id string, line []byte) {
 // subagents directory is walked before its parent's transcript is read).
 func (h *handler) Idle() {
 	if h.Live() {
+		for _, id := range sortedKeys(h.reread) {
+			delete(h.reread, id)
+			for _, pid := range h.regPIDs() {
+				if rp := h.regs[pid]; rp.id == id {
+					h.applyRegistry(rp, "")
+				}
+			}
+		}
 		for _, id := range sortedKeys(h.pending) {
 			if se := h.sessions[id]; se != nil && se.m.Started() {
 				h.joinPending(id)
@@ -142,7 +155,9 @@ func (h *handler) Idle() {
 }
 
 // Truncated implements sources.Handler: the transcript is read again from
-// its start, into a fresh mapper.
+// its start, into a fresh mapper, so that the session ends as a fresh read
+// of the file would leave it: its subagent transcripts are joined again
+// and the registry's state applied again once the lines are read (Idle).
 func (h *handler) Truncated(path string) {
 	switch k, sid, _ := classify(h.projects, path); k {
 	case rootFile:
@@ -151,6 +166,13 @@ func (h *handler) Truncated(path string) {
 			h.ss.Restart(id)
 			se.m = h.newMapper(id)
 			se.exited = false
+			h.reread[id] = true
+			for _, p := range sortedKeys(h.children) {
+				if c := h.children[p]; c.kind == childFile && c.parent == id && c.joined {
+					c.joined, c.subID, c.own = false, "", false
+					h.pending[id] = append(h.pending[id], c)
+				}
+			}
 		}
 	case childFile, besideFile:
 		delete(h.children, path)
@@ -181,6 +203,7 @@ func (h *handler) Rescan() {
 	clear(h.pending)
 	clear(h.metas)
 	clear(h.regs)
+	clear(h.reread)
 }
 
 // ScanDone implements sources.Handler: it binds the sessions of live

@@ -1,0 +1,109 @@
+package claudecode
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentbridge/agentbridge"
+)
+
+// TestRewrittenTranscript: Claude Code 2.1.242 can remove a record from a
+// transcript it is writing (a reply it retracted: it opens the file "r+",
+// truncates it at the record and writes the records after it back), then
+// goes on appending. The bridge, past that record already, reads the file
+// again: no garbage from the middle of a moved record, no second turn, the
+// registry's wait kept, and the same final state as a fresh read of the
+// file. The transcript is a real 2.1.242 one (testdata/SOURCES.md).
+func TestRewrittenTranscript(t *testing.T) {
+	data, err := os.ReadFile("testdata/journals/v2.1.242-live-bash-approved.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(recs) != 6 {
+		t.Fatalf("fixture has %d records, want 6 (prompt, text, tool_use, tool_result, text, turn_duration)", len(recs))
+	}
+	const sid = "a2ee9691-4aae-47ae-923d-236b9e31361e"
+	tr := filepath.Join("projects", "-home-user-project", sid+".jsonl")
+	e := startLive(t, nil)
+	pid := helper(t).Process.Pid
+	e.registry(pid, sid, "busy", "", 1000)
+	e.write(tr, strings.Join(recs[:3], ""))
+	e.registry(pid, sid, "waiting", "permission prompt", 1100)
+	s := e.view.waitFor(t, "waiting on the Bash tool", sid, func(s agentbridge.Snapshot, ok bool) bool {
+		return ok && s.Status == agentbridge.StatusWaiting && strings.Contains(s.WaitingFor, "Bash")
+	})
+	if s.Title != "make the marker" {
+		t.Fatalf("before the rewrite: %+v", s)
+	}
+
+	// The text record (recs[1]) is removed in place: the records after it
+	// move up, and what comes next is written after them, in one write
+	// over the same inode (the file only grows: no truncation to see).
+	p := filepath.Join(e.dir, tr)
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest := strings.Join(slices.Concat(recs[2:3], recs[3:6]), "")
+	if len(rest) <= len(recs[1])+len(recs[2]) {
+		t.Fatal("the rewrite must grow the file")
+	}
+	if _, err := f.WriteAt([]byte(rest), int64(len(recs[0]))); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	e.registry(pid, sid, "idle", "", 1200)
+	s = e.view.waitFor(t, "the turn done after the rewrite", sid, status(agentbridge.StatusDone))
+	if s.LastTurn != agentbridge.LastTurnCompleted || s.WaitingFor != "" || s.Title != "make the marker" {
+		t.Errorf("after the rewrite: %+v", s)
+	}
+	e.view.mu.Lock()
+	turns := 0
+	for _, k := range e.view.kinds {
+		if k == agentbridge.KindTurnStarted {
+			turns++
+		}
+	}
+	diags := slices.Clone(e.view.diags)
+	e.view.mu.Unlock()
+	if turns != 1 {
+		t.Errorf("%d turns started, want 1", turns)
+	}
+	for _, d := range diags {
+		t.Errorf("diagnostic %s: %s (a line read from the middle of a moved record?)", d.Code, d.Message)
+	}
+
+	// A fresh read of the same files ends in the same state.
+	final, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := os.ReadFile(filepath.Join(e.dir, "sessions", itoa(pid)+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := startLive(t, func(dir string) {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(tr)), 0o755)
+		os.WriteFile(filepath.Join(dir, tr), final, 0o644)
+		os.WriteFile(filepath.Join(dir, "sessions", itoa(pid)+".json"), reg, 0o644)
+	})
+	want := fresh.view.waitFor(t, "a fresh read", sid, func(_ agentbridge.Snapshot, ok bool) bool { return ok })
+	if !bytes.Equal(final, []byte(strings.Join(slices.Concat(recs[:1], recs[2:]), ""))) {
+		t.Fatal("the transcript is not what the rewrite should have left")
+	}
+	if !sameState(s, want) {
+		t.Errorf("after the rewrite %+v\nfresh read      %+v", s, want)
+	}
+}
+
+// sameState compares what a user sees of a session.
+func sameState(a, b agentbridge.Snapshot) bool {
+	return a.Status == b.Status && a.LastTurn == b.LastTurn && a.LastTurnEndedAt == b.LastTurnEndedAt &&
+		a.Title == b.Title && a.Model == b.Model && a.Cwd == b.Cwd && a.PID == b.PID &&
+		a.WaitingFor == b.WaitingFor && slices.Equal(a.Subagents, b.Subagents)
+}
