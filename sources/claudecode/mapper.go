@@ -64,7 +64,7 @@ type Mapper struct {
 	turnAt     int64
 	unprompted bool
 	turns      int
-	used    map[string]struct{} // turn ids given out, so none repeats
+	used       map[string]struct{} // turn ids given out, so none repeats
 
 	tools     map[string]*openTool // open tools by id
 	toolOrder []string             // open tool ids in start order
