@@ -71,7 +71,19 @@ type child struct {
 	joined  bool
 	own     bool // the subagent was started from this transcript
 	subID   string
+	// metaWait: the join waits (metaGrace) for the .meta.json sidecar;
+	// metaWaited: that wait is over.
+	metaWait, metaWaited bool
 }
+
+// metaGrace is how long a subagent transcript found while the bridge is
+// live waits for its .meta.json sidecar before it is joined without one.
+// 2.1.2+ writes the sidecar first, but from another thread: on a loaded
+// machine its rename can land after the transcript's first line, and a
+// child joined without it would show as an untitled subagent of its own
+// beside the one the parent's Agent tool starts. Versions without
+// sidecars show their subagents this much later.
+const metaGrace = 1500 * time.Millisecond
 
 // metaSuffix ends a subagent transcript's sidecar, beside agent-<id>.jsonl.
 const metaSuffix = ".meta.json"
@@ -146,7 +158,7 @@ func (h *handler) Idle() {
 		}
 		for _, id := range sortedKeys(h.pending) {
 			if se := h.sessions[id]; se != nil && se.m.Started() {
-				h.joinPending(id)
+				h.joinPending(id, true)
 			}
 		}
 	}
@@ -216,7 +228,7 @@ func (h *handler) ScanDone() {
 	}
 	for _, id := range sortedKeys(h.pending) {
 		if se := h.sessions[id]; se != nil && se.m.Started() {
-			h.joinPending(id)
+			h.joinPending(id, false)
 		}
 	}
 	if len(h.sessions) > 0 && h.registryExists() {
@@ -505,12 +517,29 @@ func (h *handler) childLine(path string, k fileKind, parentSID, agentID string, 
 }
 
 // joinPending joins the waiting subagent transcripts of a started parent.
-func (h *handler) joinPending(parent string) {
+// Live (not at a scan, which has read every sidecar there is), a child
+// without its sidecar yet waits for it up to metaGrace.
+func (h *handler) joinPending(parent string, live bool) {
 	se := h.sessions[parent]
 	list := h.pending[parent]
 	delete(h.pending, parent)
 	for _, c := range list {
 		if c.joined {
+			continue
+		}
+		if live && c.kind == childFile && c.meta.ToolUseID == "" && !c.metaWaited {
+			h.pending[parent] = append(h.pending[parent], c)
+			if !c.metaWait {
+				c.metaWait = true
+				time.AfterFunc(metaGrace, func() {
+					h.ss.Post(func() {
+						c.metaWaited = true
+						if se := h.sessions[parent]; se != nil && se.m.Started() && !c.joined {
+							h.joinPending(parent, true)
+						}
+					})
+				})
+			}
 			continue
 		}
 		c.joined = true

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
 )
 
 // TestRewrittenTranscript: Claude Code 2.1.242 can remove a record from a
@@ -106,4 +108,41 @@ func sameState(a, b agentbridge.Snapshot) bool {
 	return a.Status == b.Status && a.LastTurn == b.LastTurn && a.LastTurnEndedAt == b.LastTurnEndedAt &&
 		a.Title == b.Title && a.Model == b.Model && a.Cwd == b.Cwd && a.PID == b.PID &&
 		a.WaitingFor == b.WaitingFor && slices.Equal(a.Subagents, b.Subagents)
+}
+
+// TestSidecarAfterChild: 2.1.2+ writes a subagent's .meta.json before its
+// transcript, from another thread; on a loaded machine the transcript's
+// first line can be read first, and the parent's Agent tool_use after
+// both. The subagent is still listed once, under the tool's id, with the
+// sidecar's title and type.
+func TestSidecarAfterChild(t *testing.T) {
+	e := startLive(t, nil)
+	pid := helper(t).Process.Pid
+	const sid = "dddddddd-0000-4000-8000-00000000000e"
+	dir := filepath.Join("projects", "-work-proj")
+	e.registry(pid, sid, "busy", "", 1000)
+	e.append(filepath.Join(dir, sid+".jsonl"), prompt(sid, 1, "p", "delegate"))
+	e.view.waitFor(t, "running", sid, status(agentbridge.StatusRunning))
+	reads := sources.ReadActivity().Reads
+	e.append(filepath.Join(dir, sid, "subagents", "agent-a77.jsonl"),
+		rec(sid, 2, "user", `"isSidechain":true,"agentId":"a77","message":{"role":"user","content":"count"}`))
+	for deadline := time.Now().Add(10 * time.Second); sources.ReadActivity().Reads == reads; {
+		if time.Now().After(deadline) {
+			t.Fatal("the subagent transcript was not read")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	e.write(filepath.Join(dir, sid, "subagents", "agent-a77.meta.json"), `{"agentType":"general-purpose","description":"Count the files","toolUseId":"toolu_A"}`)
+	e.append(filepath.Join(dir, sid+".jsonl"), toolUse(sid, 3, "toolu_A", "Agent", `{"description":"Count the files","subagent_type":"general-purpose","prompt":"count"}`))
+	s := e.view.waitFor(t, "the subagent", sid, func(s agentbridge.Snapshot, ok bool) bool { return ok && len(s.Subagents) > 0 })
+	want := agentbridge.Subagent{ID: "toolu_A", Type: "general-purpose", Title: "Count the files", Status: agentbridge.SubagentRunning}
+	if len(s.Subagents) != 1 || s.Subagents[0] != want {
+		t.Errorf("subagents %+v, want [%+v]", s.Subagents, want)
+	}
+	// After the grace, still one.
+	time.Sleep(metaGrace + 500*time.Millisecond)
+	s = e.view.waitFor(t, "the subagent", sid, func(_ agentbridge.Snapshot, ok bool) bool { return ok })
+	if len(s.Subagents) != 1 || s.Subagents[0] != want {
+		t.Errorf("after the grace: subagents %+v, want [%+v]", s.Subagents, want)
+	}
 }
