@@ -28,13 +28,8 @@ func BenchmarkTailerAppend(b *testing.B) {
 		for range (1 << 20) / len(line) {
 			w.Write(line)
 		}
-		tl := NewTailer(TailConfig{Roots: []string{dir}}, &countHandler{})
+		tl, f := byHand(TailConfig{Roots: []string{dir}}, &countHandler{}, p)
 		tl.nocheck = nocheck
-		tl.buf = make([]byte, readChunk)
-		tl.files = map[string]*file{}
-		tl.more = map[string]struct{}{}
-		f := &file{}
-		tl.files[p] = f
 		tl.read(p, f)
 		return tl, f, p, w
 	}

@@ -25,13 +25,21 @@ func newStepTailer(t *testing.T, cfg TailConfig) *stepTailer {
 	dir := t.TempDir()
 	cfg.Roots = []string{dir}
 	rec := newRecorder()
-	tl := NewTailer(cfg, rec)
+	p := filepath.Join(dir, "s.jsonl")
+	tl, _ := byHand(cfg, rec, p)
+	return &stepTailer{tl: tl, rec: rec, p: p}
+}
+
+// byHand returns a Tailer that is not Run, set up to read the file at p
+// when told (tl.read(p, f)), as Run would on a file event.
+func byHand(cfg TailConfig, h Handler, p string) (*Tailer, *file) {
+	tl := NewTailer(cfg, h)
 	tl.buf = make([]byte, readChunk)
 	tl.files = map[string]*file{}
 	tl.more = map[string]struct{}{}
-	p := filepath.Join(dir, "s.jsonl")
-	tl.files[p] = &file{}
-	return &stepTailer{tl: tl, rec: rec, p: p}
+	f := &file{}
+	tl.files[p] = f
+	return tl, f
 }
 
 // change is one file event: the tailer reads what is new.
