@@ -43,38 +43,68 @@ func TestRewrittenTranscript(t *testing.T) {
 		t.Fatalf("before the rewrite: %+v", s)
 	}
 
-	// The text record (recs[1]) is removed in place: the records after it
-	// move up, and what comes next is written after them, in one write
-	// over the same inode (the file only grows: no truncation to see).
+	// First a rewrite that leaves the transcript where it was (the text
+	// record removed, the tool_use moved up, a metadata record after it):
+	// read again, the session is still waiting on the tool (the registry's
+	// state applied again after the lines), and no client saw it move.
 	p := filepath.Join(e.dir, tr)
+	pad := `{"type":"permission-mode","permissionMode":"default","sessionId":"` + sid + `","pad":"` + strings.Repeat("x", len(recs[1])) + `"}` + "\n"
 	f, err := os.OpenFile(p, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rest := strings.Join(slices.Concat(recs[2:3], recs[3:6]), "")
-	if len(rest) <= len(recs[1])+len(recs[2]) {
-		t.Fatal("the rewrite must grow the file")
-	}
-	if _, err := f.WriteAt([]byte(rest), int64(len(recs[0]))); err != nil {
+	if _, err := f.WriteAt([]byte(recs[2]+pad), int64(len(recs[0]))); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
+	recs = []string{recs[0], recs[2], pad, recs[3], recs[4], recs[5]}
+	// A barrier: another session's prompt, appended after the rewrite, is
+	// seen once the rewrite's read was committed.
+	const other = "eeeeeeee-0000-4000-8000-00000000000f"
+	e.append(filepath.Join("projects", "-home-user-project", other+".jsonl"), prompt(other, 1, "p-o", "barrier"))
+	e.view.waitFor(t, "the barrier session", other, func(_ agentbridge.Snapshot, ok bool) bool { return ok })
+	s = e.view.waitFor(t, "still waiting after the re-read", sid, func(s agentbridge.Snapshot, ok bool) bool { return ok })
+	e.view.mu.Lock()
+	trail := slices.Clone(e.view.trail[sid])
+	e.view.mu.Unlock()
+	if s.Status != agentbridge.StatusWaiting || !strings.Contains(s.WaitingFor, "Bash") || trail[len(trail)-1] != agentbridge.StatusWaiting {
+		t.Fatalf("after a rewrite that changed nothing shown: %+v, statuses %v", s, trail)
+	}
+
+	// Then the padding record (recs[2]) is removed in place: the records
+	// after it move up, and what comes next is written after them, in one
+	// write over the same inode (the file only grows: no truncation to
+	// see), as 2.1.242's record removal and its next appends leave it.
+	f, err = os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := int64(len(recs[0]) + len(recs[1]))
+	rest := strings.Join(recs[3:6], "")
+	if len(rest) <= len(recs[2]) {
+		t.Fatal("the rewrite must grow the file")
+	}
+	if _, err := f.WriteAt([]byte(rest), at); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	recs = slices.Delete(recs, 2, 3)
 	e.registry(pid, sid, "idle", "", 1200)
 	s = e.view.waitFor(t, "the turn done after the rewrite", sid, status(agentbridge.StatusDone))
 	if s.LastTurn != agentbridge.LastTurnCompleted || s.WaitingFor != "" || s.Title != "make the marker" {
 		t.Errorf("after the rewrite: %+v", s)
 	}
 	e.view.mu.Lock()
-	turns := 0
-	for _, k := range e.view.kinds {
-		if k == agentbridge.KindTurnStarted {
-			turns++
-		}
-	}
+	turns := e.view.turns[sid]
+	trail = slices.Clone(e.view.trail[sid])
 	diags := slices.Clone(e.view.diags)
 	e.view.mu.Unlock()
 	if turns != 1 {
 		t.Errorf("%d turns started, want 1", turns)
+	}
+	if i := slices.Index(trail, agentbridge.StatusWaiting); i < 0 || !slices.Equal(trail[i:], []agentbridge.Status{agentbridge.StatusWaiting, agentbridge.StatusDone}) &&
+		!slices.Equal(trail[i:], []agentbridge.Status{agentbridge.StatusWaiting, agentbridge.StatusRunning, agentbridge.StatusDone}) {
+		t.Errorf("statuses %v: want waiting, (running,) done and nothing else", trail)
 	}
 	for _, d := range diags {
 		t.Errorf("diagnostic %s: %s (a line read from the middle of a moved record?)", d.Code, d.Message)
@@ -95,7 +125,7 @@ func TestRewrittenTranscript(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, "sessions", itoa(pid)+".json"), reg, 0o644)
 	})
 	want := fresh.view.waitFor(t, "a fresh read", sid, func(_ agentbridge.Snapshot, ok bool) bool { return ok })
-	if !bytes.Equal(final, []byte(strings.Join(slices.Concat(recs[:1], recs[2:]), ""))) {
+	if !bytes.Equal(final, []byte(strings.Join(recs, ""))) {
 		t.Fatal("the transcript is not what the rewrite should have left")
 	}
 	if !sameState(s, want) {
