@@ -155,3 +155,32 @@ func TestUsageMatchesJournals(t *testing.T) {
 		}
 	}
 }
+
+// The recorded approvals: while the shell command waits for the user, the
+// session is waiting and says what for; the decision (the ui_telemetry
+// tool_call record) ends the wait, approved or denied.
+func TestRecordedApprovalWaits(t *testing.T) {
+	data, err := os.ReadFile("testdata/journals/v0.24.4-tui-approve-deny-esc.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	at := func(n int) agentbridge.Snapshot { return replay(t, bytes.Join(lines[:n], nil)).Snapshot }
+	for _, c := range []struct {
+		lines      int // the chat up to this line
+		status     agentbridge.Status
+		waitingFor string
+	}{
+		{4, agentbridge.StatusRunning, ""},                                                 // the model is asked
+		{5, agentbridge.StatusWaiting, "Approve run_shell_command: echo hi > marker.txt"},  // its functionCall, not answered
+		{6, agentbridge.StatusRunning, ""},                                                 // approved: the decision
+		{9, agentbridge.StatusDone, ""},                                                    // the answer
+		{14, agentbridge.StatusWaiting, "Approve run_shell_command: echo no > denied.txt"}, // the second command
+		{15, agentbridge.StatusRunning, ""},                                                // denied
+		{16, agentbridge.StatusDone, ""},                                                   // the cancelled tool_result
+	} {
+		if s := at(c.lines); s.Status != c.status || s.WaitingFor != c.waitingFor {
+			t.Errorf("after line %d: %s %q, want %s %q", c.lines, s.Status, s.WaitingFor, c.status, c.waitingFor)
+		}
+	}
+}

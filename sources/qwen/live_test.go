@@ -81,3 +81,32 @@ func TestStaleRuntimeFileIsNotBound(t *testing.T) {
 		t.Errorf("bound to a process that is not the agent's: %+v", s)
 	}
 }
+
+// started_at is when the TUI wrote its runtime file, seconds after its
+// process started when the machine is busy (seen with the real 0.24.4):
+// the session is still bound to it.
+func TestRuntimeFileWrittenLateIsBound(t *testing.T) {
+	home := t.TempDir()
+	const id = "22222222-4319-42fc-ae72-923eb867e18f"
+	chats := filepath.Join(home, "projects", "-work-proj", "chats")
+	agent := exec.Command("sleep", "60")
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
+	st, err := proc.ReadStat(proc.Root, agent.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := proc.StartedAt(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := started.Add(9 * time.Second)
+	sourcestest.Append(t, filepath.Join(chats, id+".runtime.json"), fmt.Sprintf("{\"pid\": %d, \"session_id\": %q, \"started_at\": %.3f}", agent.Process.Pid, id, float64(written.UnixMilli())/1000))
+	sourcestest.Append(t, filepath.Join(chats, id+".jsonl"), `{"uuid":"u1","sessionId":"`+id+`","timestamp":"`+written.UTC().Format(time.RFC3339Nano)+`","type":"user","message":{"parts":[{"text":"hi"}]}}`+"\n")
+	h := run(t, home)
+	h.WaitFor(t, "the process bound", func(h *sourcestest.Hub) bool { s, _ := h.Snapshot(id); return s.PID == agent.Process.Pid })
+	agent.Process.Kill()
+	h.WaitFor(t, "exited", kittest.Status(id, agentbridge.StatusExited))
+}
