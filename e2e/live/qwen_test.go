@@ -186,7 +186,9 @@ func qwenInterrupt(t *testing.T) {
 	s = r.bridge.AwaitStatus(qwenSource, s.ID, "running", 20*time.Second)
 	term.Keys("Escape")
 	r.model.waitFor("the held reply to be dropped", 20*time.Second, func() bool { return r.model.holding == 0 })
-	term.AwaitScreen(20*time.Second, "Type your message")
+	// Escape puts the prompt back into the input box.
+	term.AwaitScreen(20*time.Second, "wait for it")
+	term.Keys("C-u")
 	prompt(term, "again")
 	term.AwaitScreen(60*time.Second, "Second answer.")
 	r.bridge.Await("the next turn to complete", 20*time.Second, func() bool {
@@ -204,28 +206,41 @@ func qwenInterrupt(t *testing.T) {
 		"statuses %v, turn outcomes %v", h, outcomes)
 }
 
-// A subagent (the agent tool, run in the foreground here).
+// A subagent (the agent tool; in the background, its default): Qwen asks
+// before it starts one; the parent lists it running from its call, its
+// turn ends while the subagent runs on, and the task notification marks
+// it completed and starts the parent's next turn.
 func qwenSubagent(t *testing.T) {
 	r := newQwenRig(t)
 	r.model.Script(
 		Step{Text: "Delegating.", Tool: &ToolCall{Name: "agent", Input: map[string]any{
-			"description": "Count the files", "prompt": "SUBTASK: count the files", "subagent_type": "general-purpose", "run_in_background": false}}},
-		Step{When: "SUBTASK: count the files", Text: "There are no files.", Delay: 2 * time.Second},
-		Step{When: `"role":"tool"`, Text: "The agent found no files."},
+			"description": "Count the files", "prompt": "SUBTASK: count the files", "subagent_type": "general-purpose"}}},
+		Step{When: "SUBTASK: count the files", Text: "There are no files.", Delay: 8 * time.Second},
+		Step{When: `"role":"tool"`, Text: "The agent is working."},
+		Step{When: "task-notification", Text: "The agent found no files."},
 	)
 	term := r.tui()
 	pid := term.PID()
 	prompt(term, "delegate the count")
-	s := r.session(pid, 60*time.Second)
-	r.bridge.Await("a running subagent", 60*time.Second, func() bool {
+	term.AwaitScreen(60*time.Second, "Do you want to proceed?")
+	s := r.session(pid, 20*time.Second)
+	r.bridge.Await("a listed subagent, its start waiting for approval", 20*time.Second, func() bool {
 		s, _ = r.bridge.Session(qwenSource, s.ID)
-		return len(s.Subagents) == 1 && s.Subagents[0].Status == "running"
+		return len(s.Subagents) == 1 && s.Subagents[0].Status == "running" && s.Status == "waiting"
 	})
-	r.checkf(s.Subagents[0].Title == "Count the files" && s.Subagents[0].Type == "general-purpose", "subagent: %s", s)
-	term.AwaitScreen(60*time.Second, "The agent found no files.")
-	r.bridge.Await("the subagent completed and the parent done", 60*time.Second, func() bool {
+	r.checkf(s.Subagents[0].Title == "Count the files" && s.Subagents[0].Type == "general-purpose" && s.WaitingFor == "Approve agent: Count the files", "subagent: %s", s)
+	term.Keys("Enter")
+	term.AwaitScreen(60*time.Second, "The agent is working.")
+	r.bridge.Await("the parent's turn done, the subagent running on", 20*time.Second, func() bool {
 		s, _ = r.bridge.Session(qwenSource, s.ID)
-		return len(s.Subagents) == 1 && s.Subagents[0].Status == "completed" && s.Status == "done"
+		return s.Status == "done" && len(s.Subagents) == 1 && s.Subagents[0].Status == "running" ||
+			r.model.Left() == 0 // too late: the notification came
+	})
+	r.checkf(r.model.Left() > 0, "the subagent's end came before the parent's turn was seen done: %s", s)
+	term.AwaitScreen(60*time.Second, "The agent found no files.")
+	r.bridge.Await("the subagent completed and the parent done again", 20*time.Second, func() bool {
+		s, _ = r.bridge.Session(qwenSource, s.ID)
+		return len(s.Subagents) == 1 && s.Subagents[0].Status == "completed" && s.Status == "done" && turnsStarted(r.bridge.Events(qwenSource, s.ID)) == 2
 	})
 	for _, x := range r.bridge.Sessions(qwenSource) {
 		r.checkf(x.ID == s.ID, "a subagent is never a session of its own: %s", x)

@@ -184,3 +184,58 @@ func TestRecordedApprovalWaits(t *testing.T) {
 		}
 	}
 }
+
+// The real 0.24.4 TUI, Escape while the model held its reply, then another
+// prompt: the Escape wrote nothing; the next prompt ends the unanswered
+// turn, cancelled, and its own turn completes.
+func TestRecordedEscThenPrompt(t *testing.T) {
+	data, err := os.ReadFile("testdata/journals/v0.24.4-tui-esc-then-prompt.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := replay(t, data)
+	var turns []string
+	for _, e := range g.Events {
+		switch e.Kind {
+		case agentbridge.KindTurnStarted:
+			turns = append(turns, "started")
+		case agentbridge.KindAgentDone:
+			turns = append(turns, string(e.Outcome))
+		}
+	}
+	if strings.Join(turns, " ") != "started cancelled started success" {
+		t.Errorf("turns: %v", turns)
+	}
+	if s := g.Snapshot; s.Status != agentbridge.StatusDone || s.LastTurn != agentbridge.LastTurnCompleted {
+		t.Errorf("snapshot %+v", s)
+	}
+}
+
+// The real 0.24.4 TUI, a background subagent (the agent tool's default):
+// its launch result does not end it; the task notification does, and
+// starts the parent's next turn.
+func TestRecordedBackgroundSubagent(t *testing.T) {
+	data, err := os.ReadFile("testdata/journals/v0.24.4-tui-subagent-background.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	before := replay(t, bytes.Join(lines[:10], nil)) // up to the parent's reply to the launch
+	if s := before.Snapshot; s.Status != agentbridge.StatusDone || len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentRunning {
+		t.Errorf("after the launch: %+v", s)
+	}
+	after := replay(t, data)
+	if s := after.Snapshot; s.Status != agentbridge.StatusDone || len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentCompleted ||
+		s.Subagents[0].Title != "Count the files" || s.Subagents[0].Type != "general-purpose" {
+		t.Errorf("after the notification: %+v", s)
+	}
+	turns := 0
+	for _, e := range after.Events {
+		if e.Kind == agentbridge.KindTurnStarted {
+			turns++
+		}
+	}
+	if turns != 2 {
+		t.Errorf("%d turns, want the prompt's and the notification's", turns)
+	}
+}

@@ -36,10 +36,12 @@ var info = agentbridge.SourceInfo{
 	Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
 	EnvironmentVariables: []string{EnvHome},
 	Observes: map[string]agentbridge.Observe{
-		// A pending approval looks on disk like a tool that is running.
-		"waiting":   {How: agentbridge.Unavailable},
+		// A pending approval is a functionCall of a tool that asks (shell,
+		// edits, fetches) with nothing after it; a tool that runs without
+		// asking looks the same until its result.
+		"waiting":   {How: agentbridge.Inferred, From: "journal"},
 		"exited":    {How: agentbridge.Observed, From: "process"}, // the pid of <id>.runtime.json, by pidfd
-		"subagents": {How: agentbridge.Unavailable},
+		"subagents": {How: agentbridge.Observed, From: "journal"}, // the agent tool's functionCall and tool_result
 		"title":     {How: agentbridge.Observed, From: "journal"},
 		"model":     {How: agentbridge.Observed, From: "journal"},
 	},

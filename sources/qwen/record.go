@@ -33,7 +33,11 @@ type record struct {
 				Name string         `json:"name"`
 				Args jsontext.Value `json:"args"`
 			} `json:"functionCall"`
-			FunctionResponse *struct{} `json:"functionResponse"`
+			FunctionResponse *struct {
+				Response struct {
+					Output string `json:"output"`
+				} `json:"response"`
+			} `json:"functionResponse"`
 		} `json:"parts"`
 	} `json:"message"`
 	SystemPayload struct {
@@ -69,6 +73,7 @@ type State struct {
 	tools   []string // started, not finished
 	waits   []string // the tools of tools that wait for the user's approval
 	subs    []string // the tools of tools that are subagents (the agent tool), running
+	bg      []string // subagents launched in the background, running past their turn
 }
 
 // Map maps one chat line of session id to its events. code is a
@@ -92,8 +97,24 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 	}
 	switch r.Type {
 	case "user":
+		if r.Subtype == "notification" {
+			// A background subagent's end: Qwen Code tells the model in a
+			// new turn of its own.
+			call, status, ok := taskNotification(&r)
+			i := index(st.bg, call)
+			if !ok || i < 0 || !validate.ValidID(r.UUID) {
+				break
+			}
+			st.bg = append(st.bg[:i], st.bg[i+1:]...)
+			add(agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: call, Outcome: status, OccurredAt: at})
+			if !st.open {
+				st.open = true
+				add(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: r.UUID, OccurredAt: at})
+			}
+			break
+		}
 		if r.Subtype != "" {
-			break // notifications and other CLI-made user records
+			break // other CLI-made user records
 		}
 		text, prompt := promptText(&r)
 		if !prompt || !validate.ValidID(r.UUID) {
@@ -140,12 +161,12 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 				call := p.FunctionCall.ID
 				st.tools = append(st.tools, call)
 				add(agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: call, Name: name, OccurredAt: at})
-				switch {
-				case asksApproval[p.FunctionCall.Name]:
+				if asksApproval[p.FunctionCall.Name] {
 					st.waits = append(st.waits, call)
 					add(agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: call, State: agentbridge.StatusWaiting, OccurredAt: at,
 						Reason: approvalReason(name, p.FunctionCall.Args)})
-				case p.FunctionCall.Name == toolAgent:
+				}
+				if p.FunctionCall.Name == toolAgent {
 					var in struct {
 						Description  string `json:"description"`
 						SubagentType string `json:"subagent_type"`
@@ -188,7 +209,11 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 		add(agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: id, Outcome: out})
 		if i := index(st.subs, id); i >= 0 {
 			st.subs = append(st.subs[:i], st.subs[i+1:]...)
-			add(agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: id, Outcome: out, OccurredAt: at})
+			if out == agentbridge.OutcomeSuccess && backgroundLaunch(&r) && len(st.bg) < validate.MaxSubagents {
+				st.bg = append(st.bg, id) // it runs on; a notification ends it
+			} else {
+				add(agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: id, Outcome: out, OccurredAt: at})
+			}
 		}
 		if out == agentbridge.OutcomeCancelled {
 			// A denied (or cancelled) tool ends the turn: the CLI is back at
@@ -199,6 +224,54 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 		}
 	}
 	return events, ""
+}
+
+// backgroundLaunch reports whether an agent tool's result says that the
+// subagent was launched in the background (the default of a top-level
+// agent call in 0.24): it is not done yet.
+func backgroundLaunch(r *record) bool {
+	for _, p := range r.Message.Parts {
+		if f := p.FunctionResponse; f != nil && strings.HasPrefix(f.Response.Output, "Background agent launched") {
+			return true
+		}
+	}
+	return false
+}
+
+// taskNotification reads the <task-notification> a notification record
+// carries: the agent call it is about and how the subagent ended.
+func taskNotification(r *record) (call string, out agentbridge.Outcome, ok bool) {
+	for _, p := range r.Message.Parts {
+		if p.Text == nil || !strings.Contains(*p.Text, "<task-notification>") {
+			continue
+		}
+		call, status := element(*p.Text, "tool-use-id"), element(*p.Text, "status")
+		switch status {
+		case "completed":
+			out = agentbridge.OutcomeSuccess
+		case "failed":
+			out = agentbridge.OutcomeError
+		case "cancelled":
+			out = agentbridge.OutcomeCancelled
+		default:
+			return "", "", false
+		}
+		return call, out, call != ""
+	}
+	return "", "", false
+}
+
+// element returns the text of the first <name>…</name> in s.
+func element(s, name string) string {
+	_, rest, ok := strings.Cut(s, "<"+name+">")
+	if !ok {
+		return ""
+	}
+	v, _, ok := strings.Cut(rest, "</"+name+">")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(v)
 }
 
 // promptText returns the text the user typed and whether the record is a
@@ -222,7 +295,7 @@ func promptText(r *record) (string, bool) {
 
 // asksApproval names the tools that Qwen Code asks the user about before
 // running them in its default approval mode (edits, shell commands, web
-// fetches). On disk a pending approval is the tool's functionCall with
+// fetches, subagents). On disk a pending approval is the tool's functionCall with
 // nothing after it; a tool that runs without asking (a read-only shell
 // command, an allow rule, YOLO mode) writes nothing different, so its run
 // shows as waiting too, until its result.
@@ -232,6 +305,7 @@ var asksApproval = map[string]bool{
 	"write_file":        true,
 	"notebook_edit":     true,
 	"web_fetch":         true,
+	toolAgent:           true,
 }
 
 // toolAgent is the tool that runs a subagent.
