@@ -31,6 +31,7 @@ func replay(t *testing.T, data []byte) golden {
 	g := golden{Events: []agentbridge.Event{}}
 	var id string
 	var st State
+	st.SetApprovalMode(ModeDefault) // the mode the chats were recorded in
 	var s *validate.Session
 	for i, line := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
 		if id == "" {

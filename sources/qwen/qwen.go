@@ -7,6 +7,7 @@
 package qwen
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"path/filepath"
@@ -36,9 +37,9 @@ var info = agentbridge.SourceInfo{
 	Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
 	EnvironmentVariables: []string{EnvHome},
 	Observes: map[string]agentbridge.Observe{
-		// A pending approval is a functionCall of a tool that asks (shell,
-		// edits, fetches) with nothing after it; a tool that runs without
-		// asking looks the same until its result.
+		// A pending approval is a functionCall of a tool that asks in the
+		// session's approval mode (mode.go) with nothing after it; a tool
+		// that runs without asking looks the same until its result.
 		"waiting":   {How: agentbridge.Inferred, From: "journal"},
 		"exited":    {How: agentbridge.Observed, From: "process"}, // the pid of <id>.runtime.json, by pidfd
 		"subagents": {How: agentbridge.Observed, From: "journal"}, // the agent tool's functionCall and tool_result
@@ -135,6 +136,9 @@ func (h *handler) Line(p string, line []byte) {
 	if st == nil {
 		st = &State{}
 		h.states[id] = st
+	}
+	if bytes.Contains(line, []byte(`"functionCall"`)) {
+		st.SetApprovalMode(h.approvalMode(id))
 	}
 	events, code := Map(id, line, st)
 	if code != "" {

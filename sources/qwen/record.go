@@ -74,7 +74,12 @@ type State struct {
 	waits   []string // the tools of tools that wait for the user's approval
 	subs    []string // the tools of tools that are subagents (the agent tool), running
 	bg      []string // subagents launched in the background, running past their turn
+	mode    string   // the approval mode (mode.go); "" is unknown: no approvals inferred
 }
+
+// SetApprovalMode sets the approval mode the session runs in (ModeDefault
+// and the others), which decides which tool calls wait for the user.
+func (st *State) SetApprovalMode(mode string) { st.mode = mode }
 
 // Map maps one chat line of session id to its events. code is a
 // sources.Code* for a line that was skipped.
@@ -161,7 +166,7 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 				call := p.FunctionCall.ID
 				st.tools = append(st.tools, call)
 				add(agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: call, Name: name, OccurredAt: at})
-				if asksApproval[p.FunctionCall.Name] {
+				if asks(p.FunctionCall.Name, st.mode) {
 					st.waits = append(st.waits, call)
 					add(agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: call, State: agentbridge.StatusWaiting, OccurredAt: at,
 						Reason: approvalReason(name, p.FunctionCall.Args)})
@@ -295,10 +300,10 @@ func promptText(r *record) (string, bool) {
 
 // asksApproval names the tools that Qwen Code asks the user about before
 // running them in its default approval mode (edits, shell commands, web
-// fetches, subagents). On disk a pending approval is the tool's functionCall with
-// nothing after it; a tool that runs without asking (a read-only shell
-// command, an allow rule, YOLO mode) writes nothing different, so its run
-// shows as waiting too, until its result.
+// fetches, subagents). On disk a pending approval is the tool's
+// functionCall with nothing after it; a tool that runs without asking (a
+// read-only shell command, an allow rule) writes nothing different, so its
+// run shows as waiting too, until its result.
 var asksApproval = map[string]bool{
 	"run_shell_command": true,
 	"edit":              true,
