@@ -109,10 +109,7 @@ func TestGolden(t *testing.T) {
 // ends the turn, cancelled), and an Escape before any reply (which writes
 // nothing: the turn stays running, a documented limit).
 func TestRecordedTUISession(t *testing.T) {
-	data, err := os.ReadFile("testdata/journals/v0.24.4-tui-approve-deny-esc.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := recorded(t, "v0.24.4-tui-approve-deny-esc")
 	g := replay(t, data)
 	var kinds []string
 	outcomes := map[agentbridge.Outcome]int{}
@@ -161,10 +158,7 @@ func TestUsageMatchesJournals(t *testing.T) {
 // session is waiting and says what for; the decision (the ui_telemetry
 // tool_call record) ends the wait, approved or denied.
 func TestRecordedApprovalWaits(t *testing.T) {
-	data, err := os.ReadFile("testdata/journals/v0.24.4-tui-approve-deny-esc.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := recorded(t, "v0.24.4-tui-approve-deny-esc")
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	at := func(n int) agentbridge.Snapshot { return replay(t, bytes.Join(lines[:n], nil)).Snapshot }
 	for _, c := range []struct {
@@ -190,10 +184,7 @@ func TestRecordedApprovalWaits(t *testing.T) {
 // prompt: the Escape wrote nothing; the next prompt ends the unanswered
 // turn, cancelled, and its own turn completes.
 func TestRecordedEscThenPrompt(t *testing.T) {
-	data, err := os.ReadFile("testdata/journals/v0.24.4-tui-esc-then-prompt.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := recorded(t, "v0.24.4-tui-esc-then-prompt")
 	g := replay(t, data)
 	var turns []string
 	for _, e := range g.Events {
@@ -216,10 +207,7 @@ func TestRecordedEscThenPrompt(t *testing.T) {
 // its launch result does not end it; the task notification does, and
 // starts the parent's next turn.
 func TestRecordedBackgroundSubagent(t *testing.T) {
-	data, err := os.ReadFile("testdata/journals/v0.24.4-tui-subagent-background.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := recorded(t, "v0.24.4-tui-subagent-background")
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	before := replay(t, bytes.Join(lines[:10], nil)) // up to the parent's reply to the launch
 	if s := before.Snapshot; s.Status != agentbridge.StatusDone || len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentRunning {
@@ -239,4 +227,14 @@ func TestRecordedBackgroundSubagent(t *testing.T) {
 	if turns != 2 {
 		t.Errorf("%d turns, want the prompt's and the notification's", turns)
 	}
+}
+
+// recorded reads testdata/journals/<name>.jsonl.
+func recorded(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "journals", name+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

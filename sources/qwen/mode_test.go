@@ -3,7 +3,6 @@ package qwen
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,11 +100,7 @@ func TestArgvOverridesSettings(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "settings.json"), []byte(`{"tools":{"approvalMode":"default"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	agent := exec.Command("sh", "-c", "sleep 60; :", "qwen", "--yolo")
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
+	agent, _ := startAgent(t, "sh", "-c", "sleep 60; :", "qwen", "--yolo")
 	const id = "44444444-4319-42fc-ae72-923eb867e18f"
 	chats := filepath.Join(home, "projects", "-work-proj", "chats")
 	sourcestest.Append(t, filepath.Join(chats, id+".runtime.json"), fmt.Sprintf(`{"pid": %d, "session_id": %q, "started_at": %.3f}`, agent.Process.Pid, id, float64(time.Now().UnixMilli())/1000))

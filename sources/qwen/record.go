@@ -1,6 +1,7 @@
 package qwen
 
 import (
+	"slices"
 	"strings"
 
 	json "github.com/go-json-experiment/json"
@@ -106,7 +107,7 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 			// A background subagent's end: Qwen Code tells the model in a
 			// new turn of its own.
 			call, status, ok := taskNotification(&r)
-			i := index(st.bg, call)
+			i := slices.Index(st.bg, call)
 			if !ok || i < 0 || !validate.ValidID(r.UUID) {
 				break
 			}
@@ -212,7 +213,7 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 		st.endWait(add, id, at)
 		st.drop(id)
 		add(agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: id, Outcome: out})
-		if i := index(st.subs, id); i >= 0 {
+		if i := slices.Index(st.subs, id); i >= 0 {
 			st.subs = append(st.subs[:i], st.subs[i+1:]...)
 			if out == agentbridge.OutcomeSuccess && backgroundLaunch(&r) && len(st.bg) < validate.MaxSubagents {
 				st.bg = append(st.bg, id) // it runs on; a notification ends it
@@ -336,26 +337,17 @@ func approvalReason(name string, args jsontext.Value) string {
 	return validate.Display(reason, validate.MaxWaitingFor)
 }
 
-func index(l []string, id string) int {
-	for i, t := range l {
-		if t == id {
-			return i
-		}
-	}
-	return -1
-}
-
-func (st *State) has(id string) bool { return index(st.tools, id) >= 0 }
+func (st *State) has(id string) bool { return slices.Index(st.tools, id) >= 0 }
 
 func (st *State) drop(id string) {
-	if i := index(st.tools, id); i >= 0 {
+	if i := slices.Index(st.tools, id); i >= 0 {
 		st.tools = append(st.tools[:i], st.tools[i+1:]...)
 	}
 }
 
 // endWait ends the wait of tool id, if it has one open.
 func (st *State) endWait(add func(agentbridge.Event), id string, at int64) {
-	if i := index(st.waits, id); i >= 0 {
+	if i := slices.Index(st.waits, id); i >= 0 {
 		st.waits = append(st.waits[:i], st.waits[i+1:]...)
 		add(agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: id, OccurredAt: at})
 	}
