@@ -229,20 +229,4 @@ func TestQwenCode(t *testing.T) {
 	})
 }
 
-func TestGeminiCLI(t *testing.T) {
-	enabled(t)
-	scenario(t, geminiCLI.Label(), "prompt answered", func(t *testing.T) {
-		r := newFamilyRig(t, geminiCLI, geminiAPI{})
-		r.settings(filepath.Join(r.home, ".gemini"), map[string]any{
-			"security":               map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}, "folderTrust": map[string]any{"enabled": false}},
-			"folderTrust":            map[string]any{"enabled": false},
-			"usageStatisticsEnabled": false,
-			"privacy":                map[string]any{"usageStatisticsEnabled": false},
-			"general":                map[string]any{"disableAutoUpdate": true},
-			"disableAutoUpdate":      true,
-		})
-		r.promptAnswered("gemini", "gemini", []string{
-			"GEMINI_API_KEY=dummy", "GOOGLE_GEMINI_BASE_URL=" + r.model.URL,
-		}, "-p", "answer live")
-	})
-}
+// Gemini CLI's scenarios are in gemini_test.go.
