@@ -166,6 +166,7 @@ type mapper struct {
 	inTurn     bool
 	inCall     bool // between assistant.turn_start and assistant.turn_end: a model call runs
 	toolsAsked bool // the model call asked for tools
+	replied    bool // the model call wrote an assistant.message
 	compaction bool // a compaction opened the turn
 	turns      int
 	model      string
@@ -251,7 +252,7 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 			return out, ""
 		}
 		if m.inTurn {
-			m.inCall, m.toolsAsked = true, false // the next model call of the same turn
+			m.inCall, m.toolsAsked, m.replied = true, false, false // the next model call of the same turn
 			return out, ""
 		}
 		out = m.startTurn(out, at, "", "") // a turn without a prompt (e.g. a background agent reported back)
@@ -272,6 +273,7 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 			return out, ""
 		}
 		m.toolsAsked = m.toolsAsked || len(d.ToolRequests) > 0 // a reply may come in chunks
+		m.replied = true
 		return m.metadata(out, at, "", d.Model), ""
 	case typeTurnEnd:
 		// A model call ended. The agent goes on when it asked for tools
@@ -282,6 +284,13 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 		}
 		m.inCall = false
 		if !m.inTurn || m.toolsAsked || len(m.tools) > 0 || len(m.subagents) > 0 {
+			return out, ""
+		}
+		if !m.replied {
+			// The call ended before the model said anything: it was cut
+			// off (Escape before any output writes turn_end, then abort),
+			// not answered. The abort or session.error that follows ends
+			// the turn; a next prompt would too.
 			return out, ""
 		}
 		return m.endTurn(out, at, agentbridge.OutcomeSuccess), ""
@@ -467,7 +476,7 @@ func (m *mapper) startTurn(out []agentbridge.Event, at int64, interaction, promp
 	if !validate.ValidID(id) {
 		id = "turn-" + strconv.Itoa(m.turns)
 	}
-	m.inTurn, m.inCall, m.toolsAsked, m.compaction = true, false, false, false
+	m.inTurn, m.inCall, m.toolsAsked, m.replied, m.compaction = true, false, false, false, false
 	return append(out, agentbridge.Event{Kind: agentbridge.KindTurnStarted, OccurredAt: at, TurnID: id, PromptText: prompt})
 }
 
@@ -500,7 +509,7 @@ func (m *mapper) endTurnKeep(out []agentbridge.Event, at int64, outcome agentbri
 // clear forgets the open turn, its tools, waits and subagents (the fold
 // closes them with agent.done and agent.exited).
 func (m *mapper) clear() {
-	m.inTurn, m.inCall, m.toolsAsked, m.compaction = false, false, false, false
+	m.inTurn, m.inCall, m.toolsAsked, m.replied, m.compaction = false, false, false, false, false
 	clear(m.tools)
 	clear(m.waits)
 	clear(m.subagents)
