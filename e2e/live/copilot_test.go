@@ -167,6 +167,7 @@ func TestCopilotCLI(t *testing.T) {
 	scenario(t, c, "approval: approve", func(t *testing.T) { copilotApproval(t, true) })
 	scenario(t, c, "approval: deny", func(t *testing.T) { copilotApproval(t, false) })
 	scenario(t, c, "interrupt before output", copilotInterrupt)
+	scenario(t, c, "subagent", copilotSubagent)
 	scenario(t, c, "two sessions, one cwd", copilotTwoSessions)
 	scenario(t, c, "quit, resume", copilotResume)
 	scenario(t, c, "kill -9", copilotKill)
@@ -268,17 +269,6 @@ func copilotInterrupt(t *testing.T) {
 	s = r.bridge.AwaitStatus(copilotSource, s.ID, "running", 20*time.Second)
 	// One Escape arms ("esc again to edit prompt"), a second one within a
 	// moment withdraws the prompt.
-	if os.Getenv("COPILOT_CAPTURE") != "" {
-		go func() {
-			for i := 0; i < 5000; i++ {
-				b, _ := os.ReadFile(r.journals()[s.ID])
-				if strings.Contains(string(b), `"abort"`) {
-					os.WriteFile(os.Getenv("COPILOT_CAPTURE"), b, 0o644)
-				}
-				time.Sleep(time.Millisecond)
-			}
-		}()
-	}
 	pressUntil(term, "Escape", func(x string) bool { return strings.Contains(x, "again to") })
 	term.Keys("Escape")
 	r.model.waitFor("the held reply to be dropped", 20*time.Second, func() bool { return r.model.holding == 0 })
@@ -298,6 +288,37 @@ func copilotInterrupt(t *testing.T) {
 		return s.Status == "done" && s.LastTurn == "completed"
 	})
 	r.checkf(s.PID == pid, "the session keeps its process: %s", s)
+}
+
+// A subagent (the task tool, sync): the parent lists it running, then
+// completed, and the turn ends once the parent has answered.
+func copilotSubagent(t *testing.T) {
+	r := newCopilotRig(t)
+	r.model.Script(
+		Step{Text: "Delegating.", Tool: &ToolCall{Name: "task", Input: map[string]any{
+			"name": "counter", "description": "Count the files", "prompt": "SUBTASK: count the files",
+			"agent_type": "explore", "mode": "sync"}}},
+		Step{When: "SUBTASK: count the files", Text: "There are no files.", Delay: 2 * time.Second},
+		Step{When: `"role":"tool"`, Text: "The agent found no files."},
+	)
+	term := r.tui()
+	pid := r.agentPID(term)
+	prompt(term, "delegate the count")
+	s := r.session(60*time.Second, pid)
+	r.bridge.Await("a running subagent", 60*time.Second, func() bool {
+		s, _ = r.bridge.Session(copilotSource, s.ID)
+		return len(s.Subagents) == 1 && s.Subagents[0].Status == "running"
+	})
+	r.checkf(s.Subagents[0].Title == "Count the files" && s.Subagents[0].Type == "explore" && s.Status == "running", "subagent: %s", s)
+	term.AwaitScreen(60*time.Second, "The agent found no files.")
+	r.bridge.Await("the subagent completed and the parent done", 30*time.Second, func() bool {
+		s, _ = r.bridge.Session(copilotSource, s.ID)
+		return len(s.Subagents) == 1 && s.Subagents[0].Status == "completed" && s.Status == "done"
+	})
+	r.checkf(s.LastTurn == "completed" && turnsStarted(r.bridge.Events(copilotSource, s.ID)) == 1, "one turn: %s", s)
+	for _, x := range r.bridge.Sessions(copilotSource) {
+		r.checkf(x.ID == s.ID, "a subagent is never a session of its own: %s", x)
+	}
 }
 
 // Two TUIs in one directory are two sessions, each with its own pid;
