@@ -32,6 +32,7 @@ const (
 	typeUserMessage      = "user.message"
 	typeTurnStart        = "assistant.turn_start"
 	typeAssistantMessage = "assistant.message"
+	typeUsageRecord      = "session.usage_record"
 	typeTurnEnd          = "assistant.turn_end"
 	typeAbort            = "abort"
 	typeToolStart        = "tool.execution_start"
@@ -93,6 +94,18 @@ type modelData struct {
 type userData struct {
 	Content       string `json:"content"`
 	InteractionID string `json:"interactionId"`
+}
+
+// usageData is session.usage_record's data: one model call's token
+// counts (Copilot 1.0.102 writes one per call, before its
+// assistant.message, which then carries none).
+type usageData struct {
+	Usage struct {
+		InputTokens      *int64 `json:"inputTokens"`
+		OutputTokens     *int64 `json:"outputTokens"`
+		CacheReadTokens  *int64 `json:"cacheReadTokens"`
+		CacheWriteTokens *int64 `json:"cacheWriteTokens"`
+	} `json:"usage"`
 }
 
 type assistantData struct {
@@ -167,6 +180,7 @@ type mapper struct {
 	inCall     bool // between assistant.turn_start and assistant.turn_end: a model call runs
 	toolsAsked bool // the model call asked for tools
 	replied    bool // the model call wrote an assistant.message
+	usageRecs  bool // the journal has session.usage_record: the counts are there, not in assistant.message
 	compaction bool // a compaction opened the turn
 	turns      int
 	model      string
@@ -263,7 +277,7 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 		if !m.data(&d) {
 			return out, sources.CodeInvalidRecord
 		}
-		if n := d.OutputTokens; n != nil && *n >= 0 {
+		if n := d.OutputTokens; n != nil && *n >= 0 && !m.usageRecs {
 			// One assistant.message per message (deltas are another type);
 			// a subagent's tokens are the session's too.
 			out = append(out, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at,
@@ -275,6 +289,29 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 		m.toolsAsked = m.toolsAsked || len(d.ToolRequests) > 0 // a reply may come in chunks
 		m.replied = true
 		return m.metadata(out, at, "", d.Model), ""
+	case typeUsageRecord:
+		// One model call's counts, a subagent's included (its tokens are
+		// the session's too), as the journal records them.
+		var d usageData
+		if !m.data(&d) {
+			return out, sources.CodeInvalidRecord
+		}
+		m.usageRecs = true
+		var u agentbridge.Usage
+		for _, f := range []struct {
+			n   *int64
+			dst *int64
+		}{{d.Usage.InputTokens, &u.InputTokens}, {d.Usage.OutputTokens, &u.OutputTokens},
+			{d.Usage.CacheReadTokens, &u.CacheReadTokens}, {d.Usage.CacheWriteTokens, &u.CacheWriteTokens}} {
+			if f.n != nil && *f.n > 0 {
+				*f.dst = *f.n
+			}
+		}
+		if u == (agentbridge.Usage{}) {
+			return out, ""
+		}
+		return append(out, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at,
+			Usage: &agentbridge.UsageReport{Usage: u, MessageID: validate.SafeID(r.ID)}}), ""
 	case typeTurnEnd:
 		// A model call ended. The agent goes on when it asked for tools
 		// (their results go back to the model), while a tool or
