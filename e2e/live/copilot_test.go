@@ -3,7 +3,6 @@ package live
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,57 +22,38 @@ var copilotCLI = agentCLI{Agent: "copilot-cli", Pkg: "@github/copilot", Version:
 
 const copilotSource = "copilot"
 
-// copilotRig is one private Copilot CLI install: a home, a project dir,
-// a scripted Chat Completions server and a bridge watching the home.
-type copilotRig struct {
-	t      *testing.T
-	bin    string
-	home   string
-	cwd    string
-	model  *modelServer
-	bridge *bridge
-}
+// copilotRig is one private Copilot CLI (a familyRig: a throwaway home, a
+// project dir, the scripted Chat Completions server and a bridge watching
+// the home), its folder trusted and its model provider ours.
+type copilotRig struct{ *familyRig }
 
 func newCopilotRig(t *testing.T) *copilotRig {
 	t.Helper()
 	enabled(t)
-	bin := install(t, copilotCLI)
-	dir := t.TempDir()
-	r := &copilotRig{t: t, bin: bin, home: filepath.Join(dir, "home"), cwd: filepath.Join(dir, "project")}
-	for _, d := range []string{filepath.Join(r.home, ".copilot"), r.cwd} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r := &copilotRig{newFamilyRig(t, copilotCLI, chatAPI{})}
 	// The folder-trust dialog a first start shows, answered "remember".
 	b, _ := json.Marshal(map[string]any{"trustedFolders": []string{r.cwd}, "appTipShown": true})
+	if err := os.MkdirAll(filepath.Join(r.home, ".copilot"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(r.home, ".copilot", "config.json"), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	keepHome(t, filepath.Join(r.home, ".copilot"))
-	r.model = newModelServer(t, chatAPI{})
-	r.bridge = startBridge(t, r.home)
-	return r
-}
-
-func (r *copilotRig) env() []string {
-	return []string{
-		"PATH=" + filepath.Dir(r.bin) + ":/usr/local/bin:/usr/bin:/bin",
-		"HOME=" + r.home,
-		"TERM=xterm-256color",
+	r.env = append(r.env,
 		"LANG=C.UTF-8",
 		"SHELL=/bin/bash",
 		"COPILOT_OFFLINE=true",
 		"COPILOT_AUTO_UPDATE=false",
-		"COPILOT_PROVIDER_BASE_URL=" + r.model.URL + "/v1",
+		"COPILOT_PROVIDER_BASE_URL="+r.model.URL+"/v1",
 		"COPILOT_PROVIDER_API_KEY=dummy",
 		"COPILOT_MODEL=mock-model",
 		"COPILOT_PROVIDER_MAX_PROMPT_TOKENS=128000",
 		"COPILOT_PROVIDER_MAX_OUTPUT_TOKENS=8192",
 		// The native binary unpacks its JavaScript (about 230 MB) on first
 		// start: once into the suite's cache, not into every home.
-		"COPILOT_PKG_CACHE_HOME=" + filepath.Join(cacheDir(), "copilot-pkg"),
-	}
+		"COPILOT_PKG_CACHE_HOME="+filepath.Join(cacheDir(), "copilot-pkg"),
+	)
+	return r
 }
 
 // tui starts the interactive CLI in tmux and waits for its input box.
@@ -89,10 +69,20 @@ func (r *copilotRig) tui(args ...string) *terminal {
 			awaitGone(agent, 15*time.Second)
 		}
 	})
-	term := openTerminal(r.t, r.cwd, r.env(), append([]string{r.bin}, args...)...)
+	term := openTerminal(r.t, r.cwd, r.env, append([]string{r.bin}, args...)...)
 	agent = r.agentPID(term)
 	term.AwaitScreen(90*time.Second, "? help")
 	return term
+}
+
+// started starts the TUI and submits its first prompt; it returns the
+// terminal and the agent's pid.
+func (r *copilotRig) started(text string) (*terminal, int) {
+	r.t.Helper()
+	term := r.tui()
+	pid := r.agentPID(term)
+	prompt(term, text)
+	return term, pid
 }
 
 // agentPID is the pid of the agent process in the terminal: the loader's
@@ -178,9 +168,7 @@ func TestCopilotCLI(t *testing.T) {
 func copilotPrompt(t *testing.T) {
 	r := newCopilotRig(t)
 	r.model.Script(Step{Text: "Hello from the live model."})
-	term := r.tui()
-	pid := r.agentPID(term)
-	prompt(term, "say hello")
+	term, pid := r.started("say hello")
 	term.AwaitScreen(60*time.Second, "Hello from the live model.")
 	s := r.session(30*time.Second, pid)
 	s = r.bridge.AwaitStatus(copilotSource, s.ID, "done", 20*time.Second)
@@ -197,11 +185,8 @@ func copilotPrompt(t *testing.T) {
 func copilotHeadless(t *testing.T) {
 	r := newCopilotRig(t)
 	r.model.Script(Step{Text: "Headless answer."})
-	cmd := exec.Command(r.bin, "-p", "answer headless")
-	cmd.Dir, cmd.Env = r.cwd, r.env()
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	r.checkf(err == nil && strings.Contains(string(out), "Headless answer."), "copilot -p: %v\n%s", err, out)
+	out := r.headless(nil, "-p", "answer headless")
+	r.checkf(strings.Contains(out, "Headless answer."), "copilot -p printed %q", out)
 	s := r.bridge.AwaitOne("the headless session", copilotSource, 20*time.Second, func(s snapshot) bool { return s.Status == "exited" })
 	evs := r.bridge.Events(copilotSource, s.ID)
 	r.checkf(turnsStarted(evs) == 1 && s.LastTurn == "completed", "headless: %s %v", s, evs)
@@ -222,9 +207,7 @@ func copilotApproval(t *testing.T, approve bool) {
 			"command": "touch " + marker, "description": "Create the marker file"}}},
 		Step{When: `"role":"tool"`, Text: answer},
 	)
-	term := r.tui()
-	pid := r.agentPID(term)
-	prompt(term, "make the marker")
+	term, pid := r.started("make the marker")
 	term.AwaitScreen(60*time.Second, "Do you want to run this command?")
 	s := r.session(30*time.Second, pid)
 	s = r.bridge.AwaitStatus(copilotSource, s.ID, "waiting", 20*time.Second)
@@ -261,9 +244,7 @@ func copilotApproval(t *testing.T, approve bool) {
 func copilotInterrupt(t *testing.T) {
 	r := newCopilotRig(t)
 	r.model.Script(Step{Hold: true}, Step{Text: "Second answer."})
-	term := r.tui()
-	pid := r.agentPID(term)
-	prompt(term, "wait for it")
+	term, pid := r.started("wait for it")
 	r.model.WaitHolding(60 * time.Second)
 	s := r.session(30*time.Second, pid)
 	s = r.bridge.AwaitStatus(copilotSource, s.ID, "running", 20*time.Second)
@@ -301,9 +282,7 @@ func copilotSubagent(t *testing.T) {
 		Step{When: "SUBTASK: count the files", Text: "There are no files.", Delay: 2 * time.Second},
 		Step{When: `"role":"tool"`, Text: "The agent found no files."},
 	)
-	term := r.tui()
-	pid := r.agentPID(term)
-	prompt(term, "delegate the count")
+	term, pid := r.started("delegate the count")
 	s := r.session(60*time.Second, pid)
 	r.bridge.Await("a running subagent", 60*time.Second, func() bool {
 		s, _ = r.bridge.Session(copilotSource, s.ID)
@@ -348,9 +327,7 @@ func copilotTwoSessions(t *testing.T) {
 func copilotResume(t *testing.T) {
 	r := newCopilotRig(t)
 	r.model.Script(Step{Text: "First answer."}, Step{Text: "Resumed answer."})
-	term := r.tui()
-	pid := r.agentPID(term)
-	prompt(term, "first")
+	term, pid := r.started("first")
 	term.AwaitScreen(60*time.Second, "First answer.")
 	s := r.session(30*time.Second, pid)
 	r.bridge.AwaitStatus(copilotSource, s.ID, "done", 20*time.Second)
@@ -379,9 +356,7 @@ func copilotResume(t *testing.T) {
 func copilotKill(t *testing.T) {
 	r := newCopilotRig(t)
 	r.model.Script(Step{Hold: true})
-	term := r.tui()
-	pid := r.agentPID(term)
-	prompt(term, "never answered")
+	_, pid := r.started("never answered")
 	r.model.WaitHolding(60 * time.Second)
 	s := r.session(30*time.Second, pid)
 	r.bridge.AwaitStatus(copilotSource, s.ID, "running", 20*time.Second)
