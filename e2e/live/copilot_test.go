@@ -130,6 +130,8 @@ func (r *copilotRig) checkf(ok bool, format string, args ...any) {
 	}
 }
 
+// describeJournals condenses each journal to its record types, for
+// failure messages.
 func (r *copilotRig) describeJournals() string {
 	var b strings.Builder
 	for id, p := range r.journals() {

@@ -16,7 +16,8 @@ import (
 // events.jsonl open (it appends and closes), so the holder of the journal
 // is usually nobody. What it does keep is a lock file in the session's
 // directory, inuse.<pid>.lock, made by the process that has the session
-// (at launch, and in the original directory again by `copilot --resume`):
+// (at launch, and in the original directory again by `copilot --resume`,
+// with its first prompt in 1.0.102):
 // its name is the pid. Without a lock file (older versions, or a lock
 // already removed), the process is found by its cwd and start time: a
 // process named copilot (or node running Copilot's loader) whose working
