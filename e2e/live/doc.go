@@ -1,5 +1,5 @@
 // Package live runs the real agent CLIs (Claude Code, Codex, opencode,
-// Gemini CLI, Qwen Code, Pi), installed at
+// Gemini CLI, Qwen Code, Pi, GitHub Copilot CLI), installed at
 // pinned versions from npm, against a scripted model server on 127.0.0.1
 // and a real agentbridge process, and checks what the bridge reports
 // against what each CLI shows in its terminal (driven in tmux) and writes on
@@ -23,4 +23,13 @@
 // ~/.cache/agentbridge-live) and installed only when missing. Nothing here
 // reaches beyond loopback once the packages are installed. At the end the
 // suite prints a table of scenarios × agents.
+//
+// Copilot CLI 1.0.102 runs offline in its own-provider mode
+// (COPILOT_PROVIDER_BASE_URL to the Chat Completions server,
+// COPILOT_OFFLINE=true: nothing goes to GitHub, no login or token exchange).
+// Cursor Agent, Kiro CLI and Mistral Vibe have columns that skip, with the
+// reason (unavailable_test.go): Cursor Agent and Kiro CLI are published only
+// on their vendors' download sites and send every model call to their
+// vendors' servers under a login, with no setting for another endpoint;
+// Mistral Vibe is on PyPI only, which this machine cannot reach.
 package live
