@@ -1,9 +1,19 @@
 // Package live runs the real agent CLIs (Claude Code, Codex, opencode,
-// Gemini CLI, Qwen Code), installed at
+// Gemini CLI, Qwen Code, Pi, GitHub Copilot CLI), installed at
 // pinned versions from npm, against a scripted model server on 127.0.0.1
 // and a real agentbridge process, and checks what the bridge reports
 // against what each CLI shows in its terminal (driven in tmux) and writes on
-// disk, step by step.
+// disk, step by step. Qwen Code's TUI scenarios (qwen_test.go) are those of
+// Claude Code: a prompt, a shell command approved and denied, an Escape
+// before output, a subagent, two sessions, quit and resume, kill -9.
+//
+// Gemini CLI 0.61.0 runs every scenario in its TUI (gemini_test.go):
+// prompt answered (and headless -p), a shell command approved and denied
+// with the bridge's hooks installed (Gemini CLI writes nothing of a
+// pending confirmation to its chat), Escape before any output, a
+// generalist subagent, two sessions in one directory, /quit and --resume
+// latest, and kill -9 (the session is bound to the process running in
+// its project, so its death shows as exited).
 //
 // It runs only with AGENTBRIDGE_LIVE=1 (`make live`); without it every test
 // skips. A CLI that cannot be installed (no npm, no registry) makes its
@@ -13,6 +23,15 @@
 // ~/.cache/agentbridge-live) and installed only when missing. Nothing here
 // reaches beyond loopback once the packages are installed. At the end the
 // suite prints a table of scenarios × agents.
+//
+// Copilot CLI 1.0.102 runs offline in its own-provider mode
+// (COPILOT_PROVIDER_BASE_URL to the Chat Completions server,
+// COPILOT_OFFLINE=true: nothing goes to GitHub, no login or token exchange).
+// Cursor Agent, Kiro CLI and Mistral Vibe have columns that skip, with the
+// reason (unavailable_test.go): Cursor Agent and Kiro CLI are published only
+// on their vendors' download sites and send every model call to their
+// vendors' servers under a login, with no setting for another endpoint;
+// Mistral Vibe is on PyPI only, which this machine cannot reach.
 //
 // Where the bridge must do nothing (an idle opencode source runs no query
 // while its database does not change), a scenario reads the bridge's own

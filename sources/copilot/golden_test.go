@@ -102,6 +102,7 @@ var handled = map[string]string{
 	typeOAuthRequired:    "wait.started",
 	typeOAuthCompleted:   "wait.finished",
 
+	typeUsageRecord:               "agent.metadata",
 	"system.message":              "ignored: the system prompt",
 	"system.notification":         "ignored: the turn it starts says it",
 	"session.permissions_changed": "ignored",

@@ -325,3 +325,37 @@ func TestRewrittenAndRemoved(t *testing.T) {
 		t.Errorf("diagnostics %+v", d)
 	}
 }
+
+// TestRewriteKeepsProcess: Copilot 1.0.102 rewinds the journal of a
+// running session when Escape twice withdraws a prompt that had no answer
+// yet (the journal is rewritten without that turn): the rebuilt session
+// is idle again and still shows its process, whose exit still counts.
+func TestRewriteKeepsProcess(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(SessionsDir(home), sid)
+	child := startProcess(t, "", t.TempDir())
+	sourcestest.Append(t, filepath.Join(dir, fmt.Sprintf("inuse.%d.lock", child.Process.Pid)), "")
+	h := run(t, sources.Options{Home: home, Linger: -1})
+	p := filepath.Join(dir, journalName)
+	start := startRecord("/work/app")
+	sourcestest.Append(t, p, start+line(typeUserMessage, map[string]any{"content": "wait"})+
+		line(typeTurnStart, map[string]any{"turnId": "0"})+line(typeTurnEnd, map[string]any{"turnId": "0"})+
+		line(typeAbort, map[string]any{"reason": "user_initiated"}))
+	h.WaitFor(t, "the withdrawn turn cancelled", func(*sourcestest.Hub) bool {
+		s, ok := h.Snapshot(sid)
+		return ok && s.PID == child.Process.Pid && s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCancelled
+	})
+	tmp := p + ".new"
+	sourcestest.Append(t, tmp, start)
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "rebuilt without the turn, the process kept", func(*sourcestest.Hub) bool {
+		s, ok := h.Snapshot(sid)
+		return ok && s.PID == child.Process.Pid && s.Status == agentbridge.StatusIdle && s.LastTurn == ""
+	})
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "exited", status(h, sid, agentbridge.StatusExited))
+}

@@ -16,7 +16,8 @@ import (
 // events.jsonl open (it appends and closes), so the holder of the journal
 // is usually nobody. What it does keep is a lock file in the session's
 // directory, inuse.<pid>.lock, made by the process that has the session
-// (at launch, and in the original directory again by `copilot --resume`):
+// (at launch, and in the original directory again by `copilot --resume`,
+// with its first prompt in 1.0.102):
 // its name is the pid. Without a lock file (older versions, or a lock
 // already removed), the process is found by its cwd and start time: a
 // process named copilot (or node running Copilot's loader) whose working
@@ -90,8 +91,9 @@ type candidate struct {
 }
 
 // copilotProcesses lists the processes under root (normally /proc) that
-// look like Copilot CLI: comm "copilot", or "node" whose command line names
-// Copilot. Unreadable processes (other users') are skipped.
+// look like Copilot CLI: comm "copilot" (or "MainThread" with the copilot
+// binary as argv[0]: the native binary of 1.0.102), or "node" whose
+// command line names Copilot. Unreadable processes (other users') are skipped.
 func copilotProcesses(root string) []candidate {
 	d, err := os.Open(root)
 	if err != nil {
@@ -113,6 +115,14 @@ func copilotProcesses(root string) []candidate {
 		c := candidate{pid: pid}
 		switch string(bytes.TrimSpace(comm)) {
 		case "copilot":
+			c.native = true
+		case "MainThread":
+			// The native binary of Copilot 1.0.102 names its main thread
+			// so: it is Copilot when its argv[0] is the copilot binary.
+			cmd, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+			if arg0, _, _ := bytes.Cut(cmd, []byte{0}); err != nil || filepath.Base(string(arg0)) != "copilot" {
+				continue
+			}
 			c.native = true
 		case "node":
 			cmd, err := os.ReadFile(filepath.Join(dir, "cmdline"))

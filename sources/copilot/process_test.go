@@ -103,6 +103,10 @@ func TestCopilotProcesses(t *testing.T) {
 	mk(102, "node", "node\x00server.js\x00", "/work/c")
 	mk(103, "bash", "bash\x00", "/work/a")
 	mk(104, "copilot", "copilot\x00", "") // cwd unreadable (another user's)
+	// Copilot 1.0.102's native binary (comm as the real CLI shows it), and
+	// another program whose main thread has the same name.
+	mk(105, "MainThread", "/usr/lib/node_modules/@github/copilot-linux-x64/copilot\x00--resume\x00", "/work/d")
+	mk(106, "MainThread", "/usr/bin/electron\x00copilot\x00", "/work/d")
 	if err := os.WriteFile(filepath.Join(root, "stat"), []byte("btime 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -111,11 +115,12 @@ func TestCopilotProcesses(t *testing.T) {
 	for _, c := range got {
 		pids[c.pid] = true
 	}
-	if len(got) != 2 || !pids[100] || !pids[101] {
-		t.Fatalf("found %+v, want pids 100 and 101", got)
+	if len(got) != 3 || !pids[100] || !pids[101] || !pids[105] {
+		t.Fatalf("found %+v, want pids 100, 101 and 105", got)
 	}
 	for _, c := range got {
-		if c.pid == 100 && (!c.native || c.cwd != "/work/a") || c.pid == 101 && (c.native || c.cwd != "/work/b") {
+		if c.pid == 100 && (!c.native || c.cwd != "/work/a") || c.pid == 101 && (c.native || c.cwd != "/work/b") ||
+			c.pid == 105 && (!c.native || c.cwd != "/work/d") {
 			t.Errorf("candidate %+v", c)
 		}
 	}

@@ -32,6 +32,7 @@ const (
 	typeUserMessage      = "user.message"
 	typeTurnStart        = "assistant.turn_start"
 	typeAssistantMessage = "assistant.message"
+	typeUsageRecord      = "session.usage_record"
 	typeTurnEnd          = "assistant.turn_end"
 	typeAbort            = "abort"
 	typeToolStart        = "tool.execution_start"
@@ -93,6 +94,18 @@ type modelData struct {
 type userData struct {
 	Content       string `json:"content"`
 	InteractionID string `json:"interactionId"`
+}
+
+// usageData is session.usage_record's data: one model call's token
+// counts (Copilot 1.0.102 writes one per call, before its
+// assistant.message, which then carries none).
+type usageData struct {
+	Usage struct {
+		InputTokens      *int64 `json:"inputTokens"`
+		OutputTokens     *int64 `json:"outputTokens"`
+		CacheReadTokens  *int64 `json:"cacheReadTokens"`
+		CacheWriteTokens *int64 `json:"cacheWriteTokens"`
+	} `json:"usage"`
 }
 
 type assistantData struct {
@@ -166,6 +179,8 @@ type mapper struct {
 	inTurn     bool
 	inCall     bool // between assistant.turn_start and assistant.turn_end: a model call runs
 	toolsAsked bool // the model call asked for tools
+	replied    bool // the model call wrote an assistant.message
+	usageRecs  bool // the journal has session.usage_record: the counts are there, not in assistant.message
 	compaction bool // a compaction opened the turn
 	turns      int
 	model      string
@@ -251,7 +266,7 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 			return out, ""
 		}
 		if m.inTurn {
-			m.inCall, m.toolsAsked = true, false // the next model call of the same turn
+			m.inCall, m.toolsAsked, m.replied = true, false, false // the next model call of the same turn
 			return out, ""
 		}
 		out = m.startTurn(out, at, "", "") // a turn without a prompt (e.g. a background agent reported back)
@@ -262,7 +277,7 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 		if !m.data(&d) {
 			return out, sources.CodeInvalidRecord
 		}
-		if n := d.OutputTokens; n != nil && *n >= 0 {
+		if n := d.OutputTokens; n != nil && *n >= 0 && !m.usageRecs {
 			// One assistant.message per message (deltas are another type);
 			// a subagent's tokens are the session's too.
 			out = append(out, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at,
@@ -272,7 +287,31 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 			return out, ""
 		}
 		m.toolsAsked = m.toolsAsked || len(d.ToolRequests) > 0 // a reply may come in chunks
+		m.replied = true
 		return m.metadata(out, at, "", d.Model), ""
+	case typeUsageRecord:
+		// One model call's counts, a subagent's included (its tokens are
+		// the session's too), as the journal records them.
+		var d usageData
+		if !m.data(&d) {
+			return out, sources.CodeInvalidRecord
+		}
+		m.usageRecs = true
+		var u agentbridge.Usage
+		for _, f := range []struct {
+			n   *int64
+			dst *int64
+		}{{d.Usage.InputTokens, &u.InputTokens}, {d.Usage.OutputTokens, &u.OutputTokens},
+			{d.Usage.CacheReadTokens, &u.CacheReadTokens}, {d.Usage.CacheWriteTokens, &u.CacheWriteTokens}} {
+			if f.n != nil && *f.n > 0 {
+				*f.dst = *f.n
+			}
+		}
+		if u == (agentbridge.Usage{}) {
+			return out, ""
+		}
+		return append(out, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at,
+			Usage: &agentbridge.UsageReport{Usage: u, MessageID: validate.SafeID(r.ID)}}), ""
 	case typeTurnEnd:
 		// A model call ended. The agent goes on when it asked for tools
 		// (their results go back to the model), while a tool or
@@ -282,6 +321,13 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 		}
 		m.inCall = false
 		if !m.inTurn || m.toolsAsked || len(m.tools) > 0 || len(m.subagents) > 0 {
+			return out, ""
+		}
+		if !m.replied {
+			// The call ended before the model said anything: it was cut
+			// off (Escape before any output writes turn_end, then abort),
+			// not answered. The abort or session.error that follows ends
+			// the turn; a next prompt would too.
 			return out, ""
 		}
 		return m.endTurn(out, at, agentbridge.OutcomeSuccess), ""
@@ -467,7 +513,7 @@ func (m *mapper) startTurn(out []agentbridge.Event, at int64, interaction, promp
 	if !validate.ValidID(id) {
 		id = "turn-" + strconv.Itoa(m.turns)
 	}
-	m.inTurn, m.inCall, m.toolsAsked, m.compaction = true, false, false, false
+	m.inTurn, m.inCall, m.toolsAsked, m.replied, m.compaction = true, false, false, false, false
 	return append(out, agentbridge.Event{Kind: agentbridge.KindTurnStarted, OccurredAt: at, TurnID: id, PromptText: prompt})
 }
 
@@ -500,7 +546,7 @@ func (m *mapper) endTurnKeep(out []agentbridge.Event, at int64, outcome agentbri
 // clear forgets the open turn, its tools, waits and subagents (the fold
 // closes them with agent.done and agent.exited).
 func (m *mapper) clear() {
-	m.inTurn, m.inCall, m.toolsAsked, m.compaction = false, false, false, false
+	m.inTurn, m.inCall, m.toolsAsked, m.replied, m.compaction = false, false, false, false, false
 	clear(m.tools)
 	clear(m.waits)
 	clear(m.subagents)
