@@ -230,21 +230,6 @@ func (r *opencodeRig) quietQueries() {
 	r.t.Fatalf("opencode's database kept changing for a minute: %s", r.dbState())
 }
 
-// pressUntilGone presses key until the screen no longer shows text (a
-// key pressed while a dialog is still drawing can be lost).
-func pressUntilGone(term *terminal, key, text string) {
-	term.t.Helper()
-	for i := 0; ; i++ {
-		term.Keys(key)
-		if _, gone := term.waitScreen(3*time.Second, func(x string) bool { return !strings.Contains(x, text) }); gone {
-			return
-		}
-		if i == 3 {
-			term.AwaitNoScreen(time.Second, text)
-		}
-	}
-}
-
 func TestOpencode(t *testing.T) {
 	enabled(t)
 	c := opencodeCLI.Label()
@@ -257,6 +242,11 @@ func TestOpencode(t *testing.T) {
 	scenario(t, c, "two sessions, one cwd", opencodeTwoSessions)
 	scenario(t, c, "quit, resume", opencodeResume)
 	scenario(t, c, "kill -9", opencodeKill)
+}
+
+// gone is a screen condition: text is not shown.
+func gone(text string) func(string) bool {
+	return func(x string) bool { return !strings.Contains(x, text) }
 }
 
 // markerSteps: a bash call that writes marker.txt, then an answer once
@@ -320,10 +310,10 @@ func opencodeApproval(t *testing.T, approve bool) {
 	r.checkf(strings.Contains(string(log), "message=asking") && strings.Contains(string(log), "permission=bash"),
 		"opencode logged the request")
 	if approve {
-		pressUntilGone(term, "Enter", "Permission required") // Allow once is selected
+		pressUntil(term, "Enter", gone("Permission required")) // Allow once is selected
 		term.AwaitScreen(60*time.Second, "The marker is written.")
 	} else {
-		pressUntilGone(term, "Escape", "Permission required") // Reject
+		pressUntil(term, "Escape", gone("Permission required")) // Reject
 	}
 	s = r.bridge.AwaitStatus(opencodeSource, s.ID, "done", 30*time.Second)
 	_, err := os.Stat(filepath.Join(r.cwd, "marker.txt"))
@@ -352,13 +342,7 @@ func opencodeInterrupt(t *testing.T) {
 	r.model.WaitHolding(60 * time.Second)
 	s := r.root("the running session", 20*time.Second, func(s snapshot) bool { return s.Status == "running" })
 	term.AwaitScreen(20*time.Second, "esc interrupt")
-	for i := 0; ; i++ {
-		term.Keys("Escape")
-		if _, ok := term.waitScreen(3*time.Second, func(x string) bool { return strings.Contains(x, "esc again to interrupt") }); ok {
-			break
-		}
-		r.checkf(i < 4, "Esc was not taken:\n%s", term.Screen())
-	}
+	pressUntil(term, "Escape", func(x string) bool { return strings.Contains(x, "esc again to interrupt") })
 	term.Keys("Escape")
 	r.model.waitFor("the held reply to be dropped", 20*time.Second, func() bool { return r.model.holding == 0 })
 	s = r.bridge.AwaitStatus(opencodeSource, s.ID, "done", 20*time.Second)
