@@ -139,6 +139,18 @@ type userMessagePayload struct {
 	Message string `json:"message"`
 }
 
+// itemCompletedPayload is an item_completed event (Codex 0.16x and later)
+// as far as a title needs it: a UserMessage item's text parts.
+type itemCompletedPayload struct {
+	Item struct {
+		Type    string `json:"type"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"item"`
+}
+
 type agentMessagePayload struct {
 	Phase string `json:"phase"`
 }
@@ -239,6 +251,29 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 			return dst
 		}
 		return r.userMessage(dst, p.Message, at)
+	case "item_completed":
+		// Since 0.16x a prompt is persisted as an item_completed UserMessage
+		// (no user_message record): it gives the title when the thread has
+		// no name; turns come from the task events.
+		if r.named || r.titleText != "" || !bytes.Contains(line, []byte(`"type":"UserMessage"`)) {
+			return dst
+		}
+		var p itemCompletedPayload
+		if !decode(line, payload, &p) || p.Item.Type != "UserMessage" {
+			return dst
+		}
+		for _, c := range p.Item.Content {
+			if c.Type != "text" {
+				continue
+			}
+			if _, injected := environmentCwd(c.Text); injected {
+				return dst
+			}
+			if t := validate.Title(c.Text); t != "" {
+				return r.setTitle(dst, t)
+			}
+		}
+		return dst
 	case "agent_message":
 		if r.taskEvents || !r.turnOpen {
 			return dst
