@@ -13,4 +13,9 @@
 // ~/.cache/agentbridge-live) and installed only when missing. Nothing here
 // reaches beyond loopback once the packages are installed. At the end the
 // suite prints a table of scenarios × agents.
+//
+// Codex's subagent scenario calls the multi-agent tools in their Responses
+// API namespace (ToolCall.Namespace), takes the spawned agent's id from the
+// parent's next request (ToolCall.InputFrom) and holds the subagent's reply
+// (Step.Gate) until the bridge has shown it running.
 package live
