@@ -3,7 +3,9 @@
 // pinned versions from npm, against a scripted model server on 127.0.0.1
 // and a real agentbridge process, and checks what the bridge reports
 // against what each CLI shows in its terminal (driven in tmux) and writes on
-// disk, step by step.
+// disk, step by step. Qwen Code's TUI scenarios (qwen_test.go) are those of
+// Claude Code: a prompt, a shell command approved and denied, an Escape
+// before output, a subagent, two sessions, quit and resume, kill -9.
 //
 // It runs only with AGENTBRIDGE_LIVE=1 (`make live`); without it every test
 // skips. A CLI that cannot be installed (no npm, no registry) makes its

@@ -215,7 +215,7 @@ func (r *familyRig) promptAnswered(source, wantModel string, env []string, args 
 
 func TestQwenCode(t *testing.T) {
 	enabled(t)
-	scenario(t, qwenCLI.Label(), "prompt answered", func(t *testing.T) {
+	scenario(t, qwenCLI.Label(), "prompt answered (headless)", func(t *testing.T) {
 		r := newFamilyRig(t, qwenCLI, chatAPI{})
 		r.settings(filepath.Join(r.home, ".qwen"), map[string]any{
 			"security": map[string]any{"auth": map[string]any{"selectedType": "openai"}},
