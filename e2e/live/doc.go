@@ -32,4 +32,9 @@
 // on their vendors' download sites and send every model call to their
 // vendors' servers under a login, with no setting for another endpoint;
 // Mistral Vibe is on PyPI only, which this machine cannot reach.
+//
+// Codex's subagent scenario calls the multi-agent tools in their Responses
+// API namespace (ToolCall.Namespace), takes the spawned agent's id from the
+// parent's next request (ToolCall.InputFrom) and holds the subagent's reply
+// (Step.Gate) until the bridge has shown it running.
 package live
