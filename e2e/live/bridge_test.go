@@ -57,6 +57,7 @@ type lifecycle struct {
 	Outcome    string `json:"outcome"`
 	Name       string `json:"name"`
 	SubagentID string `json:"subagentId"`
+	WaitID     string `json:"waitId"`
 }
 
 // bridge is a running agentbridge process watching one private home, and

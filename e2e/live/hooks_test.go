@@ -1,0 +1,503 @@
+package live
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge"
+)
+
+// hookEnv is what the CLI's hook command needs to find the rig's bridge:
+// its address and token, as for every client command.
+func hookEnv(b *bridge) []string {
+	return []string{"AGENTBRIDGE_ADDR=" + strings.TrimPrefix(b.base, "http://"), "AGENTBRIDGE_TOKEN=" + b.token}
+}
+
+// installHooks runs `agentbridge hooks install --harness harness` for real
+// with the rig's home, as a user would, and returns what it printed.
+func installHooks(t *testing.T, home, harness string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(agentbridgeBin(t), "hooks", "install", "--harness", harness)
+	cmd.Env = append([]string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
+	}, env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("agentbridge hooks install --harness %s: %v\n%s", harness, err, out)
+	}
+	dumpHooks(t, home)
+	return string(out)
+}
+
+// dumpHooks, with AGENTBRIDGE_LIVE_HOOKDUMP=dir, adds beside the bridge's
+// hook one that appends each payload to dir/<event>.json: how the
+// fixtures of the real payloads in hooks/testdata were captured.
+func dumpHooks(t *testing.T, home string) {
+	dir := os.Getenv("AGENTBRIDGE_LIVE_HOOKDUMP")
+	if dir == "" {
+		return
+	}
+	os.MkdirAll(dir, 0o755)
+	files, _ := filepath.Glob(filepath.Join(home, "*", "settings.json"))
+	more, _ := filepath.Glob(filepath.Join(home, "*", "hooks.json"))
+	for _, f := range append(files, more...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var doc map[string]any
+		if json.Unmarshal(b, &doc) != nil {
+			continue
+		}
+		hs, _ := doc["hooks"].(map[string]any)
+		for ev, groups := range hs {
+			out := shellQuote(filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+ev+".json"))
+			g, _ := groups.([]any)
+			hs[ev] = append(g, map[string]any{"hooks": []any{map[string]any{
+				"type": "command", "command": "cat >> " + out + "; echo >> " + out, "timeout": 5}}})
+		}
+		b, _ = json.MarshalIndent(doc, "", "  ")
+		os.WriteFile(f, b, 0o600)
+	}
+}
+
+// screenClock polls the terminal every 10 ms (the test's eye, not the
+// product's) until ok holds for the screen, and returns when it first did.
+func screenClock(term *terminal, timeout time.Duration, ok func(string) bool) (time.Time, string, bool) {
+	deadline := time.Now().Add(timeout)
+	for {
+		s := term.Screen()
+		at := time.Now()
+		if ok(s) {
+			return at, s, true
+		}
+		if at.After(deadline) {
+			return time.Time{}, s, false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The hook scenarios: each pinned CLI with the bridge's hooks installed
+// by `agentbridge hooks install` into its throwaway home, so that the CLI
+// runs the real `agentbridge hook` command. A tool that needs approval
+// must show `waiting` with a reason naming the tool within hookBudget of
+// the dialog appearing on screen, and the wait must end when the dialog is
+// answered: approved, denied, or interrupted. Without hooks the bridge
+// behaves as before: that is what the Claude Code and Codex scenarios
+// check (their rigs install no hooks).
+func TestHooks(t *testing.T) {
+	enabled(t)
+	for _, c := range claudeCLIs {
+		t.Run("claude-code/"+c.Version, func(t *testing.T) {
+			lat := &latencies{}
+			for _, a := range hookAnswers {
+				scenario(t, c.Label(), "hooks: "+string(a), func(t *testing.T) { lat.add(claudeHooked(t, c, a)) })
+			}
+			lat.record(c.Label())
+		})
+	}
+	for _, c := range codexCLIs {
+		for _, daemon := range []bool{true, false} {
+			mode := "daemon"
+			if !daemon {
+				mode = "no-daemon"
+			}
+			col := c.Label() + " (" + mode + ")"
+			t.Run("codex/"+c.Version+"/"+mode, func(t *testing.T) {
+				lat := &latencies{}
+				for _, a := range hookAnswers {
+					scenario(t, col, "hooks: "+string(a), func(t *testing.T) { lat.add(codexHooked(t, c, daemon, a)) })
+				}
+				lat.record(col)
+			})
+		}
+	}
+}
+
+// answer is how a scenario answers the permission dialog.
+type answer string
+
+const (
+	approve   answer = "approve"
+	deny      answer = "deny"
+	interrupt answer = "interrupt"
+)
+
+var hookAnswers = []answer{approve, deny, interrupt}
+
+// hookBudget: the bridge shows waiting at most this long after the
+// permission dialog appears on screen.
+const hookBudget = 100 * time.Millisecond
+
+// latencies collects the measured prompt → waiting latencies of one CLI,
+// for the table's row "hooks: prompt → waiting".
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration, ok bool) {
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+func (l *latencies) record(column string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		return
+	}
+	worst := slices.Max(l.d)
+	record(column, "hooks: prompt → waiting (max)", fmt.Sprintf("%d ms", worst.Milliseconds()))
+}
+
+// hookedPrompt is a permission dialog the scenario is waiting for.
+type hookedPrompt struct {
+	source string
+	b      *bridge
+	term   *terminal
+	dialog string            // text on screen while the dialog is up
+	reason func(string) bool // what waitingFor must say
+}
+
+// await waits for the dialog on screen and for the bridge's waiting, and
+// returns the session and how long after the dialog's first appearance
+// the bridge's stream delivered waiting with the reason (0 when it came
+// first: the hook runs before the CLI draws its dialog).
+func (p hookedPrompt) await(t *testing.T) (snapshot, time.Duration) {
+	t.Helper()
+	var s snapshot
+	// hooked: the session shows the wait a hook opened (its wait id is
+	// the fold's "hook-…"), with the reason.
+	hooked := func() bool {
+		for _, x := range p.b.Sessions(p.source) {
+			if x.Status == "waiting" && p.reason(x.WaitingFor) && openHookWait(p.b.Events(p.source, x.ID)) {
+				s = x
+				return true
+			}
+		}
+		return false
+	}
+	// other: the session shows waiting from the journal or the registry.
+	other := func() bool {
+		for _, x := range p.b.Sessions(p.source) {
+			for _, e := range p.b.Events(p.source, x.ID) {
+				if e.Kind == "wait.started" && !strings.HasPrefix(e.WaitID, "hook-") {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	hookedAt, otherAt := p.b.stamp(t, hooked), p.b.stamp(t, other)
+	shownAt, screen, ok := screenClock(p.term, 90*time.Second, func(x string) bool { return strings.Contains(x, p.dialog) })
+	if !ok {
+		t.Fatalf("the terminal never showed %q; it shows:\n%s", p.dialog, screen)
+	}
+	select {
+	case <-hookedAt.seen:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the hook's wait with a reason naming the tool: not within 20s\n%s", p.b.waits(p.source))
+	}
+	lat := max(hookedAt.When().Sub(shownAt), 0)
+	note := "none"
+	if at := otherAt.When(); !at.IsZero() {
+		note = fmt.Sprintf("%+dms", at.Sub(shownAt).Milliseconds())
+	}
+	t.Logf("dialog on screen at %s; the hook's waiting %q at %+dms (latency %v); the journal's or registry's wait: %s",
+		shownAt.Format("15:04:05.000"), s.WaitingFor, hookedAt.When().Sub(shownAt).Milliseconds(), lat.Round(time.Millisecond), note)
+	if lat > hookBudget {
+		t.Errorf("waiting came %v after the dialog appeared (budget %v)", lat, hookBudget)
+	}
+	if from := p.b.observesWaiting(p.source); from != "hooks" {
+		t.Errorf("observes.waiting of %s is from %q, want hooks", p.source, from)
+	}
+	return s, lat
+}
+
+// openHookWait reports whether a wait a hook opened is open at the end of
+// evs.
+func openHookWait(evs []lifecycle) bool {
+	open := map[string]bool{}
+	for _, e := range evs {
+		switch e.Kind {
+		case "wait.started":
+			open[e.WaitID] = true
+		case "wait.finished":
+			delete(open, e.WaitID)
+		}
+	}
+	for id := range open {
+		if strings.HasPrefix(id, "hook-") {
+			return true
+		}
+	}
+	return false
+}
+
+// stamp watches the bridge's state from now on and tells when cond first
+// held for it as its stream delivered it: the follower closes b.changed on
+// every event it applies, and the watcher wakes on it. at is zero until
+// then; seen is closed then.
+type stamp struct {
+	seen chan struct{}
+	at   time.Time // set before seen is closed
+}
+
+func (b *bridge) stamp(t *testing.T, cond func() bool) *stamp {
+	st := &stamp{seen: make(chan struct{})}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			b.mu.Lock()
+			ch := b.changed
+			b.mu.Unlock()
+			if cond() {
+				st.at = time.Now()
+				close(st.seen)
+				return
+			}
+			select {
+			case <-ch:
+			case <-stop:
+				return
+			case <-b.done:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return st
+}
+
+// When returns when cond held (zero if it has not).
+func (st *stamp) When() time.Time {
+	select {
+	case <-st.seen:
+		return st.at
+	default:
+		return time.Time{}
+	}
+}
+
+// observesWaiting is where GET /v1/sources says the source's waiting
+// comes from ("" when it does not say).
+func (b *bridge) observesWaiting(source string) string {
+	req, _ := http.NewRequest(http.MethodGet, b.base+"/v1/sources", nil)
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer res.Body.Close()
+	var body struct {
+		Sources []struct {
+			ID       string                         `json:"id"`
+			Observes map[string]agentbridge.Observe `json:"observes"`
+		} `json:"sources"`
+	}
+	if json.NewDecoder(res.Body).Decode(&body) != nil {
+		return ""
+	}
+	for _, s := range body.Sources {
+		if s.ID == source {
+			return s.Observes["waiting"].From
+		}
+	}
+	return ""
+}
+
+// press presses key at the dialog until the dialog is gone: a key pressed
+// while it is still drawing can be lost (it is read only while the dialog
+// is up).
+func press(term *terminal, key, dialog string) {
+	term.t.Helper()
+	for i := 0; ; i++ {
+		term.Keys(key)
+		if _, gone := term.waitScreen(3*time.Second, func(x string) bool { return !strings.Contains(x, dialog) }); gone {
+			return
+		}
+		if i == 3 {
+			term.AwaitNoScreen(time.Second, dialog)
+		}
+	}
+}
+
+// waitEnded checks that the session's wait ended: after its last waiting
+// it went on (running, for an approval) and is done, without waitingFor,
+// and no wait started again after the last one finished (a late hook never
+// brings it back).
+func waitEnded(t *testing.T, b *bridge, source string, s snapshot, a answer) {
+	t.Helper()
+	h := b.History(source, s.ID)
+	last := slices.Index(h, "waiting")
+	if last < 0 || h[len(h)-1] != "done" || s.WaitingFor != "" {
+		t.Fatalf("the wait did not end: statuses %v, %s\n%s", h, s, b.dump())
+	}
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i] == "waiting" {
+			last = i
+			break
+		}
+	}
+	if a == approve && (last+1 >= len(h) || h[last+1] != "running") {
+		t.Fatalf("approved: running after waiting, statuses %v", h)
+	}
+	// agent.done and agent.exited end every wait, as the fold does.
+	open := map[string]bool{}
+	evs := b.Events(source, s.ID)
+	for _, e := range evs {
+		switch e.Kind {
+		case "wait.started":
+			open[e.WaitID] = true
+		case "wait.finished":
+			delete(open, e.WaitID)
+		case "agent.done", "agent.exited":
+			clear(open)
+		}
+	}
+	if len(open) > 0 {
+		t.Fatalf("a wait is open after the answer: %v", evs)
+	}
+	t.Logf("statuses %v, last turn %s", h, s.LastTurn)
+}
+
+// claudeHooked: Claude Code asks to run a Bash command; the scenario
+// answers with a.
+func claudeHooked(t *testing.T, c agentCLI, a answer) (time.Duration, bool) {
+	r := newClaudeRig(t, c)
+	out := installHooks(t, r.home, "claude-code", "CLAUDE_CONFIG_DIR="+r.config)
+	r.checkf(strings.Contains(out, "settings.json"), "hooks install: %s", out)
+	marker := filepath.Join(r.cwd, "marker")
+	r.model.Script(
+		Step{Text: "I will create the file.", Tool: &ToolCall{Name: "Bash", Input: map[string]any{
+			"command": "touch " + marker, "description": "Create the marker file"}}},
+		Step{When: "tool_result", Text: "Finished with the file."},
+	)
+	term := openTerminal(t, r.cwd, append(r.env(), hookEnv(r.bridge)...), r.bin, "--permission-mode", "default")
+	term.AwaitScreen(60*time.Second, "? for shortcuts")
+	pid := term.PID()
+	s := r.session(30*time.Second, func(s snapshot) bool { return s.PID == pid })
+	prompt(term, "make the marker")
+	const dialog = "Do you want to proceed?"
+	p := hookedPrompt{source: claudeSource, b: r.bridge, term: term, dialog: dialog,
+		reason: func(w string) bool { return w == "Approve Bash: touch …/marker" }}
+	s, lat := p.await(t)
+	switch a {
+	case approve:
+		press(term, "1", dialog)
+		term.AwaitScreen(60*time.Second, "Finished with the file.")
+	case deny:
+		// The last option is "No" (2.1.242: "No, and tell Claude what to
+		// do differently"; 2.1.332: "No").
+		m := regexp.MustCompile(`(\d)\. No\b`).FindStringSubmatch(term.Screen())
+		r.checkf(m != nil, "no No option:\n%s", term.Screen())
+		press(term, m[1], dialog)
+	case interrupt:
+		press(term, "Escape", dialog)
+	}
+	s = r.bridge.AwaitStatus(claudeSource, s.ID, "done", 30*time.Second)
+	_, err := os.Stat(marker)
+	if a == approve {
+		r.checkf(err == nil && s.LastTurn == "completed", "approved: marker %v, %s", err, s)
+	} else {
+		r.checkf(os.IsNotExist(err), "%s: marker %v, %s", a, err, s)
+	}
+	waitEnded(t, r.bridge, claudeSource, s, a)
+	return lat, !t.Failed()
+}
+
+// codexHooked: Codex asks to run a command outside its sandbox; the
+// scenario answers with a. Codex runs new hooks only once they are
+// trusted: the scenario trusts them in the dialog Codex shows at start
+// ("Hooks need review"), as a user does once.
+func codexHooked(t *testing.T, c agentCLI, daemon bool, a answer) (time.Duration, bool) {
+	r := newCodexRig(t, c, daemon)
+	out := installHooks(t, r.home, "codex", "CODEX_HOME="+r.codex)
+	r.checkf(strings.Contains(out, "hooks.json") && strings.Contains(out, "config.toml"), "hooks install: %s", out)
+	marker := filepath.Join(r.home, "outside-marker")
+	r.model.Script(
+		Step{Tool: &ToolCall{Name: "exec_command", Input: map[string]any{
+			"cmd": "touch " + shellQuote(marker), "sandbox_permissions": "require_escalated", "justification": "Create the marker outside the workspace"}}},
+		Step{When: "function_call_output", Text: "Finished with the file."},
+	)
+	argv := []string{r.bin}
+	if !daemon {
+		argv = append(argv, "--no-daemon")
+	}
+	term := openTerminal(t, r.cwd, append(r.env(), hookEnv(r.bridge)...), argv...)
+	trustHooks(term)
+	prompt(term, "make the marker")
+	const dialog = "Would you like to run"
+	p := hookedPrompt{source: codexSource, b: r.bridge, term: term, dialog: dialog,
+		reason: func(w string) bool { return w == "Approve Bash: touch '…/outside-marker'" }}
+	s, lat := p.await(t)
+	switch a {
+	case approve:
+		press(term, "y", dialog)
+		term.AwaitScreen(60*time.Second, "Finished with the file.")
+	case deny:
+		press(term, "n", dialog)
+	case interrupt:
+		press(term, "Escape", dialog)
+	}
+	s = r.bridge.AwaitStatus(codexSource, s.ID, "done", 30*time.Second)
+	_, err := os.Stat(marker)
+	if a == approve {
+		r.checkf(err == nil && s.LastTurn == "completed", "approved: marker %v, %s", err, s)
+	} else {
+		r.checkf(os.IsNotExist(err), "%s: marker %v, %s", a, err, s)
+	}
+	waitEnded(t, r.bridge, codexSource, s, a)
+	return lat, !t.Failed()
+}
+
+// trustHooks answers Codex's "Hooks need review" dialog with "Trust all
+// and continue" and waits for the input box.
+func trustHooks(term *terminal) {
+	term.t.Helper()
+	term.AwaitScreen(60*time.Second, "Hooks need review", "Trust all and continue")
+	for i := 0; ; i++ {
+		term.Keys("2") // lost at times while the dialog is still drawing
+		if _, ok := term.waitScreen(2*time.Second, func(x string) bool { return strings.Contains(x, "› 2. Trust all") }); ok {
+			break
+		}
+		if i == 3 {
+			term.AwaitScreen(time.Second, "› 2. Trust all")
+		}
+	}
+	term.Keys("Enter")
+	term.AwaitScreen(60*time.Second, "mock-model")
+}
+
+// waits lists the sessions' wait events with their ids and reasons, and
+// the bridge's log, for failure messages.
+func (b *bridge) waits(source string) string {
+	var sb strings.Builder
+	for _, x := range b.Sessions(source) {
+		fmt.Fprintf(&sb, "%s %s\n", x.ID, x)
+		for _, e := range b.Events(source, x.ID) {
+			fmt.Fprintf(&sb, "  %s %s %s %s\n", e.Kind, e.WaitID, e.Reason, e.Outcome)
+		}
+	}
+	return sb.String() + "bridge log:\n" + b.out.String()
+}
