@@ -75,18 +75,23 @@ func dumpHooks(t *testing.T, home string) {
 }
 
 // screenClock polls the terminal every 10 ms (the test's eye, not the
-// product's) until ok holds for the screen, and returns when it first did.
-func screenClock(term *terminal, timeout time.Duration, ok func(string) bool) (time.Time, string, bool) {
+// product's) until ok holds for the screen. It returns when the capture
+// that first saw it started (the screen is read during that capture), and
+// how long before that the previous capture, which did not see it, had
+// started: the dialog appeared within that gap.
+func screenClock(term *terminal, timeout time.Duration, ok func(string) bool) (at time.Time, gap time.Duration, screen string, seen bool) {
 	deadline := time.Now().Add(timeout)
+	var prev time.Time
 	for {
+		start := time.Now()
 		s := term.Screen()
-		at := time.Now()
 		if ok(s) {
-			return at, s, true
+			return start, start.Sub(prev), s, true
 		}
-		if at.After(deadline) {
-			return time.Time{}, s, false
+		if start.After(deadline) {
+			return time.Time{}, 0, s, false
 		}
+		prev = start
 		time.Sleep(10 * time.Millisecond)
 	}
 }
@@ -208,7 +213,7 @@ func (p hookedPrompt) await(t *testing.T) (snapshot, time.Duration) {
 		return false
 	}
 	hookedAt, otherAt := p.b.stamp(t, hooked), p.b.stamp(t, other)
-	shownAt, screen, ok := screenClock(p.term, 90*time.Second, func(x string) bool { return strings.Contains(x, p.dialog) })
+	shownAt, gap, screen, ok := screenClock(p.term, 90*time.Second, func(x string) bool { return strings.Contains(x, p.dialog) })
 	if !ok {
 		t.Fatalf("the terminal never showed %q; it shows:\n%s", p.dialog, screen)
 	}
@@ -222,8 +227,8 @@ func (p hookedPrompt) await(t *testing.T) (snapshot, time.Duration) {
 	if at := otherAt.When(); !at.IsZero() {
 		note = fmt.Sprintf("%+dms", at.Sub(shownAt).Milliseconds())
 	}
-	t.Logf("dialog on screen at %s; the hook's waiting %q at %+dms (latency %v); the journal's or registry's wait: %s",
-		shownAt.Format("15:04:05.000"), s.WaitingFor, hookedAt.When().Sub(shownAt).Milliseconds(), lat.Round(time.Millisecond), note)
+	t.Logf("dialog on screen at %s (not %v before); the hook's waiting %q at %+dms (latency %v); the journal's or registry's wait: %s",
+		shownAt.Format("15:04:05.000"), gap.Round(time.Millisecond), s.WaitingFor, hookedAt.When().Sub(shownAt).Milliseconds(), lat.Round(time.Millisecond), note)
 	if lat > hookBudget {
 		t.Errorf("waiting came %v after the dialog appeared (budget %v)", lat, hookBudget)
 	}
@@ -472,21 +477,28 @@ func codexHooked(t *testing.T, c agentCLI, daemon bool, a answer) (time.Duration
 }
 
 // trustHooks answers Codex's "Hooks need review" dialog with "Trust all
-// and continue" and waits for the input box.
+// and continue" and waits for the input box. It acts on what the screen
+// shows, one key at a time: a key pressed while the dialog is still
+// drawing can be lost, and a screen being redrawn shows nothing.
 func trustHooks(term *terminal) {
 	term.t.Helper()
 	term.AwaitScreen(60*time.Second, "Hooks need review", "Trust all and continue")
-	for i := 0; ; i++ {
-		term.Keys("2") // lost at times while the dialog is still drawing
-		if _, ok := term.waitScreen(2*time.Second, func(x string) bool { return strings.Contains(x, "› 2. Trust all") }); ok {
-			break
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		x := term.Screen()
+		switch {
+		case strings.Contains(x, "mock-model") && !strings.Contains(x, "Hooks need review"):
+			return
+		case strings.Contains(x, "› 2. Trust all"):
+			term.Keys("Enter")
+		case strings.Contains(x, "Trust all and continue"):
+			term.Keys("2")
 		}
-		if i == 3 {
-			term.AwaitScreen(time.Second, "› 2. Trust all")
+		if time.Now().After(deadline) {
+			term.t.Fatalf("Codex's hook review did not end; it shows:\n%s", x)
 		}
+		time.Sleep(300 * time.Millisecond)
 	}
-	term.Keys("Enter")
-	term.AwaitScreen(60*time.Second, "mock-model")
 }
 
 // waits lists the sessions' wait events with their ids and reasons, and
