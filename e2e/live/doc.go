@@ -1,5 +1,5 @@
 // Package live runs the real agent CLIs (Claude Code, Codex, opencode,
-// Gemini CLI, Qwen Code), installed at
+// Gemini CLI, Qwen Code, Pi), installed at
 // pinned versions from npm, against a scripted model server on 127.0.0.1
 // and a real agentbridge process, and checks what the bridge reports
 // against what each CLI shows in its terminal (driven in tmux) and writes on

@@ -3,6 +3,7 @@ package pi
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
@@ -106,4 +107,71 @@ func TestResumedByAnotherProcess(t *testing.T) {
 	}))
 	_ = second.Process.Kill()
 	h.WaitFor(t, "exited again", kittest.Status(id, agentbridge.StatusExited))
+}
+
+// TestTwoProcessesOneCwd: two Pi TUIs in one directory, the second started
+// after the first session was written. The first is bound to the only Pi
+// process there; the second session, begun after the second process
+// started, to that one (the first process runs the first session); each
+// exits with its own process. A session begun long after both processes
+// started (a /new inside a running TUI) binds neither.
+func TestTwoProcessesOneCwd(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "agent")
+	cwd := t.TempDir()
+	dir := filepath.Join(SessionsDir(home), "--work--")
+	journal := func(id string, born time.Time) string {
+		t.Helper()
+		j := filepath.Join(dir, "2026-06-01T10-00-00-000Z_"+id+".jsonl")
+		at := born.UTC().Format("2006-01-02T15:04:05.000Z")
+		sourcestest.Append(t, j, `{"type":"session","version":3,"id":"`+id+`","timestamp":"`+at+`","cwd":"`+cwd+`"}
+{"type":"message","id":"u1","timestamp":"`+at+`","message":{"role":"user","content":"hi"}}
+{"type":"message","id":"a1","timestamp":"`+at+`","message":{"role":"assistant","content":[],"stopReason":"stop"}}
+`)
+		return j
+	}
+	first := kittest.StartAgent(t, "pi", cwd)
+	h := kittest.Run(t, New(sources.Options{Home: home}), Harness)
+	const a, b, c = "019f0000-aaaa-7bbb-8ccc-00000000000a", "019f0000-aaaa-7bbb-8ccc-00000000000b", "019f0000-aaaa-7bbb-8ccc-00000000000c"
+	journal(a, time.Now())
+	h.WaitFor(t, "the first session bound to the first process", kittest.Is(a, func(s agentbridge.Snapshot) bool {
+		return s.Status == agentbridge.StatusDone && s.PID == first.Process.Pid
+	}))
+	second := kittest.StartAgent(t, "pi", cwd)
+	journal(b, time.Now())
+	h.WaitFor(t, "the second session bound to the second process", kittest.Is(b, func(s agentbridge.Snapshot) bool {
+		return s.Status == agentbridge.StatusDone && s.PID == second.Process.Pid
+	}))
+	// A minute after both processes began: neither is known to be its writer.
+	journal(c, time.Now().Add(time.Minute))
+	h.WaitFor(t, "the late session, unbound", kittest.Is(c, func(s agentbridge.Snapshot) bool {
+		return s.Status == agentbridge.StatusDone && s.PID == 0
+	}))
+	_ = first.Process.Kill()
+	h.WaitFor(t, "the first session exited", kittest.Status(a, agentbridge.StatusExited))
+	for _, id := range []string{b, c} {
+		if s, _ := h.Snapshot(id); s.Status != agentbridge.StatusDone {
+			t.Fatalf("%s: %+v, want done", id, s)
+		}
+	}
+	_ = second.Process.Kill()
+	h.WaitFor(t, "the second session exited", kittest.Status(b, agentbridge.StatusExited))
+}
+
+// TestTwoNewProcessesOneCwd: two Pi processes that both started just
+// before a session began are both its possible writers: it binds neither.
+func TestTwoNewProcessesOneCwd(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "agent")
+	cwd := t.TempDir()
+	kittest.StartAgent(t, "pi", cwd)
+	kittest.StartAgent(t, "pi", cwd)
+	h := kittest.Run(t, New(sources.Options{Home: home}), Harness)
+	const id = "019f0000-aaaa-7bbb-8ccc-00000000000d"
+	at := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	sourcestest.Append(t, filepath.Join(SessionsDir(home), "--work--", "2026-06-01T10-00-00-000Z_"+id+".jsonl"),
+		`{"type":"session","version":3,"id":"`+id+`","timestamp":"`+at+`","cwd":"`+cwd+`"}
+{"type":"message","id":"u1","timestamp":"`+at+`","message":{"role":"user","content":"hi"}}
+`)
+	h.WaitFor(t, "running, unbound", kittest.Is(id, func(s agentbridge.Snapshot) bool {
+		return s.Status == agentbridge.StatusRunning && s.PID == 0
+	}))
 }

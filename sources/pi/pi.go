@@ -12,13 +12,16 @@
 // (the header's id). Pi has no approval prompts, so a session is never
 // waiting. Pi opens its journal only to append, so the process is found by
 // its working directory and command name (kit.Procs) and watched with a
-// pidfd.
+// pidfd; of several Pi processes in one directory, the one that started
+// just before a session began (Pi creates a session at startup) and runs
+// no other session is taken.
 package pi
 
 import (
 	"context"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
@@ -110,6 +113,11 @@ var agent = &kit.Agent[*session]{
 	Files:   func(p string) (string, string, string) { return sessionID(p), p, "" },
 	New:     func(string) *session { return newSession() },
 	Line:    (*session).mapRecord,
+	// Pi creates a new session as it starts (the header's timestamp is a
+	// few seconds after the process began: 2–3 s measured under load), so
+	// of two TUIs in one directory the one started just before a session
+	// began is its writer.
+	StartWindow: 20 * time.Second,
 }
 
 var _ hub.Source = (*Source)(nil)

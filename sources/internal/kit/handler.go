@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
@@ -33,6 +34,11 @@ type Agent[S any] struct {
 	// read with sources.ReadSmall, at most SideLimit bytes.
 	Side      MapFunc[S]
 	SideLimit int64
+	// StartWindow, when not zero, says that the agent creates a new
+	// session right after its process starts, and how long after at most:
+	// it settles which of several processes in one cwd is a new session's
+	// (Procs.Window). Zero binds only a process alone in its cwd.
+	StartWindow time.Duration
 }
 
 // Handler is the sources.Handler of an agent that Agent describes: it maps
@@ -43,8 +49,9 @@ type Agent[S any] struct {
 type Handler[S any] struct {
 	*sources.Sessions
 	a        *Agent[S]
-	states   map[string]S      // by session id
-	journals map[string]string // session id → its journal, for the side files read at Idle
+	states   map[string]S         // by session id
+	journals map[string]string    // session id → its journal, for the side files read at Idle
+	born     map[string]time.Time // session id → when it began (session.started), for StartWindow
 	sides    sideFiles
 	procs    Procs
 	evs      []agentbridge.Event // scratch
@@ -54,8 +61,8 @@ type Handler[S any] struct {
 // procRoot (proc.Root).
 func NewHandler[S any](ss *sources.Sessions, a *Agent[S], procRoot string) *Handler[S] {
 	return &Handler[S]{
-		Sessions: ss, a: a, states: map[string]S{}, journals: map[string]string{},
-		procs: Procs{Root: procRoot, Names: a.Names},
+		Sessions: ss, a: a, states: map[string]S{}, journals: map[string]string{}, born: map[string]time.Time{},
+		procs: Procs{Root: procRoot, Names: a.Names, Window: a.StartWindow},
 	}
 }
 
@@ -102,6 +109,7 @@ func (h *Handler[S]) Line(path string, line []byte) {
 func (h *Handler[S]) Truncated(path string) {
 	if id, side := h.mark(path); !side {
 		delete(h.states, id)
+		delete(h.born, id)
 		h.Restart(id)
 	}
 }
@@ -114,6 +122,7 @@ func (h *Handler[S]) Removed(path string) {
 	}
 	delete(h.states, id)
 	delete(h.journals, id)
+	delete(h.born, id)
 	h.sides.Forget(id)
 	h.Stop(id, "journal removed")
 }
@@ -122,6 +131,7 @@ func (h *Handler[S]) Removed(path string) {
 func (h *Handler[S]) Rescan() {
 	clear(h.states)
 	clear(h.journals)
+	clear(h.born)
 	h.sides.Reset()
 	h.Sessions.Rescan()
 }
@@ -137,7 +147,7 @@ func (h *Handler[S]) Idle() {
 		}
 		h.publish(id, h.journals[id])
 	}, h.BadLine)
-	h.procs.Flush(h.BindPID)
+	h.procs.Flush(h.BindPID, h.taken())
 	h.Sessions.Idle()
 }
 
@@ -149,6 +159,9 @@ func (h *Handler[S]) Idle() {
 func (h *Handler[S]) publish(id, journal string) {
 	for _, e := range h.evs {
 		if e.Kind == agentbridge.KindSessionStarted {
+			if e.OccurredAt > 0 {
+				h.born[id] = time.UnixMilli(e.OccurredAt)
+			}
 			// A session's start time is when it began, not when the
 			// process writing it now did (a resumed session is written by
 			// a later one): Procs checks the process against the journal's
@@ -161,12 +174,31 @@ func (h *Handler[S]) publish(id, journal string) {
 		}
 		switch {
 		case e.Kind == agentbridge.KindSessionStarted && e.Cwd != "":
-			h.procs.Want(id, e.Cwd, journal)
+			h.procs.Want(id, e.Cwd, journal, h.born[id])
 		case e.Kind == agentbridge.KindTurnStarted:
 			if snap := h.Get(id).Snapshot(); orphan || snap.PID == 0 {
-				h.procs.Want(id, snap.Cwd, journal)
+				h.procs.Want(id, snap.Cwd, journal, h.born[id])
 			}
 		}
+	}
+}
+
+// taken returns the test Procs.Flush asks whether a process is bound to
+// another session of this handler that has not exited; the bindings are
+// gathered once, at the first question.
+func (h *Handler[S]) taken() func(id string, pid int) bool {
+	var owner map[int]string // pid → session
+	return func(id string, pid int) bool {
+		if owner == nil {
+			owner = map[int]string{}
+			for _, o := range h.IDs() {
+				if s := h.Get(o); s != nil && s.PID() > 0 && !h.Exited(o) {
+					owner[s.PID()] = o
+				}
+			}
+		}
+		o, ok := owner[pid]
+		return ok && o != id
 	}
 }
 

@@ -23,31 +23,50 @@ type Procs struct {
 	Root string
 	// Names are the command names (comm, at most 15 bytes) of the agent.
 	Names []string
+	// Window, when not zero, settles a cwd that several agent processes
+	// share, for an agent whose new session begins (its session.started
+	// time) right after its process starts (Pi creates the session at
+	// startup): the one process of that cwd that started at most Window
+	// before the session began, and is no other live session's, is its
+	// writer (see Flush).
+	Window time.Duration
 
 	pending map[string]want // by session id
 }
 
-type want struct{ cwd, journal string }
+type want struct {
+	cwd, journal string
+	born         time.Time // when the session began; zero when unknown
+}
 
-// Want queues session id, whose working directory is cwd and whose journal
-// is at journal, for a lookup.
-func (p *Procs) Want(id, cwd, journal string) {
+// Want queues session id, whose working directory is cwd, whose journal
+// is at journal, and which began at born (zero when unknown), for a
+// lookup.
+func (p *Procs) Want(id, cwd, journal string, born time.Time) {
 	if cwd == "" {
 		return
 	}
 	if p.pending == nil {
 		p.pending = map[string]want{}
 	}
-	p.pending[id] = want{cwd, journal}
+	p.pending[id] = want{cwd, journal, born}
 }
 
 // Flush makes one pass over /proc and calls bind, in session id order,
 // for each queued session whose cwd exactly one agent process has that
 // was already running when the journal was last written (the writer was;
-// a later process in the same directory is another session's). An
-// ambiguous cwd (two agents in one directory) binds nothing: a wrong
-// process would report a false exit.
-func (p *Procs) Flush(bind func(id string, pid int)) {
+// a later process in the same directory is another session's).
+//
+// A cwd that several such processes share binds nothing (a wrong process
+// would report a false exit), unless Window is set and exactly one of them
+// started within Window before the session began (up to startSlack after:
+// the clocks are coarse) and is not taken, i.e. bound to another session
+// that has not exited (taken(id, pid) reports that; a process bound
+// earlier in this Flush is taken too). That is the process that created the session: two
+// TUIs started one after the other in one directory get one session each.
+// A session begun long after its process started (a new session inside a
+// running process) finds no process in its window and stays unbound.
+func (p *Procs) Flush(bind func(id string, pid int), taken func(id string, pid int) bool) {
 	if len(p.pending) == 0 {
 		return
 	}
@@ -57,23 +76,44 @@ func (p *Procs) Flush(bind func(id string, pid int)) {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	bound := map[int]bool{}
 	for _, id := range ids {
 		w := p.pending[id]
 		fi, err := os.Stat(w.journal)
 		if err != nil {
 			continue
 		}
-		var writers []int
+		var writers []candidate
 		for _, c := range byCwd[w.cwd] {
 			if !c.start.After(fi.ModTime().Add(startSlack)) {
-				writers = append(writers, c.pid)
+				writers = append(writers, c)
 			}
 		}
+		if len(writers) > 1 {
+			writers = p.creator(writers, w.born, func(pid int) bool { return bound[pid] || (taken != nil && taken(id, pid)) })
+		}
 		if len(writers) == 1 {
-			bind(id, writers[0])
+			bound[writers[0].pid] = true
+			bind(id, writers[0].pid)
 		}
 	}
 	clear(p.pending)
+}
+
+// creator returns, of the processes that share a session's cwd, those that
+// may have created it at born: started within Window before it and not
+// taken (none when Window or born is zero).
+func (p *Procs) creator(cands []candidate, born time.Time, taken func(pid int) bool) []candidate {
+	if p.Window <= 0 || born.IsZero() {
+		return nil
+	}
+	var out []candidate
+	for _, c := range cands {
+		if !c.start.Before(born.Add(-p.Window)) && !c.start.After(born.Add(startSlack)) && !taken(c.pid) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // startSlack allows for the coarse clocks behind a process start time
