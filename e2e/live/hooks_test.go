@@ -238,9 +238,28 @@ func (p hookedPrompt) await(t *testing.T) (snapshot, time.Duration) {
 	return s, lat
 }
 
-// openHookWait reports whether a wait a hook opened is open at the end of
-// evs.
-func openHookWait(evs []lifecycle) bool {
+// answer presses key at the dialog and checks the end: approved, the
+// command ran (marker exists) and the turn completed; denied or
+// interrupted, it did not run; either way the wait ended (waitEnded).
+func (p hookedPrompt) answer(t *testing.T, s snapshot, a answer, key, marker string, checkf func(bool, string, ...any)) {
+	t.Helper()
+	press(p.term, key, p.dialog)
+	if a == approve {
+		p.term.AwaitScreen(60*time.Second, "Finished with the file.")
+	}
+	s = p.b.AwaitStatus(p.source, s.ID, "done", 30*time.Second)
+	_, err := os.Stat(marker)
+	if a == approve {
+		checkf(err == nil && s.LastTurn == "completed", "approved: marker %v, %s", err, s)
+	} else {
+		checkf(os.IsNotExist(err), "%s: marker %v, %s", a, err, s)
+	}
+	waitEnded(t, p.b, p.source, s, a)
+}
+
+// openWaits returns the ids of the waits open at the end of evs:
+// agent.done and agent.exited end every wait, as the fold does.
+func openWaits(evs []lifecycle) map[string]bool {
 	open := map[string]bool{}
 	for _, e := range evs {
 		switch e.Kind {
@@ -248,9 +267,17 @@ func openHookWait(evs []lifecycle) bool {
 			open[e.WaitID] = true
 		case "wait.finished":
 			delete(open, e.WaitID)
+		case "agent.done", "agent.exited":
+			clear(open)
 		}
 	}
-	for id := range open {
+	return open
+}
+
+// openHookWait reports whether a wait a hook opened is open at the end of
+// evs.
+func openHookWait(evs []lifecycle) bool {
+	for id := range openWaits(evs) {
 		if strings.HasPrefix(id, "hook-") {
 			return true
 		}
@@ -367,20 +394,8 @@ func waitEnded(t *testing.T, b *bridge, source string, s snapshot, a answer) {
 	if a == approve && (last+1 >= len(h) || h[last+1] != "running") {
 		t.Fatalf("approved: running after waiting, statuses %v", h)
 	}
-	// agent.done and agent.exited end every wait, as the fold does.
-	open := map[string]bool{}
 	evs := b.Events(source, s.ID)
-	for _, e := range evs {
-		switch e.Kind {
-		case "wait.started":
-			open[e.WaitID] = true
-		case "wait.finished":
-			delete(open, e.WaitID)
-		case "agent.done", "agent.exited":
-			clear(open)
-		}
-	}
-	if len(open) > 0 {
+	if len(openWaits(evs)) > 0 {
 		t.Fatalf("a wait is open after the answer: %v", evs)
 	}
 	t.Logf("statuses %v, last turn %s", h, s.LastTurn)
@@ -407,27 +422,15 @@ func claudeHooked(t *testing.T, c agentCLI, a answer) (time.Duration, bool) {
 	p := hookedPrompt{source: claudeSource, b: r.bridge, term: term, dialog: dialog,
 		reason: func(w string) bool { return w == "Approve Bash: touch …/marker" }}
 	s, lat := p.await(t)
-	switch a {
-	case approve:
-		press(term, "1", dialog)
-		term.AwaitScreen(60*time.Second, "Finished with the file.")
-	case deny:
+	key := map[answer]string{approve: "1", interrupt: "Escape"}[a]
+	if a == deny {
 		// The last option is "No" (2.1.242: "No, and tell Claude what to
 		// do differently"; 2.1.332: "No").
 		m := regexp.MustCompile(`(\d)\. No\b`).FindStringSubmatch(term.Screen())
 		r.checkf(m != nil, "no No option:\n%s", term.Screen())
-		press(term, m[1], dialog)
-	case interrupt:
-		press(term, "Escape", dialog)
+		key = m[1]
 	}
-	s = r.bridge.AwaitStatus(claudeSource, s.ID, "done", 30*time.Second)
-	_, err := os.Stat(marker)
-	if a == approve {
-		r.checkf(err == nil && s.LastTurn == "completed", "approved: marker %v, %s", err, s)
-	} else {
-		r.checkf(os.IsNotExist(err), "%s: marker %v, %s", a, err, s)
-	}
-	waitEnded(t, r.bridge, claudeSource, s, a)
+	p.answer(t, s, a, key, marker, r.checkf)
 	return lat, !t.Failed()
 }
 
@@ -456,23 +459,9 @@ func codexHooked(t *testing.T, c agentCLI, daemon bool, a answer) (time.Duration
 	p := hookedPrompt{source: codexSource, b: r.bridge, term: term, dialog: dialog,
 		reason: func(w string) bool { return w == "Approve Bash: touch '…/outside-marker'" }}
 	s, lat := p.await(t)
-	switch a {
-	case approve:
-		press(term, "y", dialog)
-		term.AwaitScreen(60*time.Second, "Finished with the file.")
-	case deny:
-		press(term, "n", dialog)
-	case interrupt:
-		press(term, "Escape", dialog)
-	}
-	s = r.bridge.AwaitStatus(codexSource, s.ID, "done", 30*time.Second)
-	_, err := os.Stat(marker)
-	if a == approve {
-		r.checkf(err == nil && s.LastTurn == "completed", "approved: marker %v, %s", err, s)
-	} else {
-		r.checkf(os.IsNotExist(err), "%s: marker %v, %s", a, err, s)
-	}
-	waitEnded(t, r.bridge, codexSource, s, a)
+	// Codex's "No" (n) is "tell Codex what to do differently": like
+	// Escape, it ends the turn.
+	p.answer(t, s, a, map[answer]string{approve: "y", deny: "n", interrupt: "Escape"}[a], marker, r.checkf)
 	return lat, !t.Failed()
 }
 
