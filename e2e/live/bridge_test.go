@@ -58,6 +58,7 @@ type lifecycle struct {
 	Name       string `json:"name"`
 	SubagentID string `json:"subagentId"`
 	WaitID     string `json:"waitId"`
+	OccurredAt int64  `json:"occurredAt"` // epoch ms
 }
 
 // bridge is a running agentbridge process watching one private home, and

@@ -100,8 +100,11 @@ func screenClock(term *terminal, timeout time.Duration, ok func(string) bool) (a
 // by `agentbridge hooks install` into its throwaway home, so that the CLI
 // runs the real `agentbridge hook` command. A tool that needs approval
 // must show `waiting` with a reason naming the tool within hookBudget of
-// the dialog appearing on screen, and the wait must end when the dialog is
-// answered: approved, denied, or interrupted. Without hooks the bridge
+// the dialog appearing on screen (for Claude Code, which runs the hook as
+// it draws the dialog and at times 100 ms or more after: within
+// hookBudget of the later of the two, the end-to-end time logged and in
+// the table), and the wait must end when the dialog is answered:
+// approved, denied, or interrupted. Without hooks the bridge
 // behaves as before: that is what the Claude Code and Codex scenarios
 // check (their rigs install no hooks).
 func TestHooks(t *testing.T) {
@@ -148,30 +151,41 @@ var hookAnswers = []answer{approve, deny, interrupt}
 // permission dialog appears on screen.
 const hookBudget = 100 * time.Millisecond
 
-// latencies collects the measured prompt → waiting latencies of one CLI,
-// for the table's row "hooks: prompt → waiting".
-type latencies struct {
-	mu sync.Mutex
-	d  []time.Duration
+// latency is one measured prompt → waiting: end to end, from the dialog
+// on screen to waiting on the bridge's stream (0 when the stream came
+// first), and the bridge's share of it, counted from when the dialog was on
+// screen or the agent ran the hook, whichever was later.
+type latency struct {
+	total, bridge time.Duration
 }
 
-func (l *latencies) add(d time.Duration, ok bool) {
+// latencies collects the latencies of one CLI, for the table's row
+// "hooks: prompt → waiting (max)".
+type latencies struct {
+	mu sync.Mutex
+	l  []latency
+}
+
+func (l *latencies) add(d latency, ok bool) {
 	if !ok {
 		return
 	}
 	l.mu.Lock()
-	l.d = append(l.d, d)
+	l.l = append(l.l, d)
 	l.mu.Unlock()
 }
 
 func (l *latencies) record(column string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.d) == 0 {
+	if len(l.l) == 0 {
 		return
 	}
-	worst := slices.Max(l.d)
-	record(column, "hooks: prompt → waiting (max)", fmt.Sprintf("%d ms", worst.Milliseconds()))
+	var worst latency
+	for _, d := range l.l {
+		worst.total, worst.bridge = max(worst.total, d.total), max(worst.bridge, d.bridge)
+	}
+	record(column, "hooks: prompt → waiting (max)", fmt.Sprintf("%d ms (bridge %d ms)", worst.total.Milliseconds(), worst.bridge.Milliseconds()))
 }
 
 // hookedPrompt is a permission dialog the scenario is waiting for.
@@ -181,21 +195,33 @@ type hookedPrompt struct {
 	term   *terminal
 	dialog string            // text on screen while the dialog is up
 	reason func(string) bool // what waitingFor must say
+	// late: the agent may run its PermissionRequest hook after it drew the
+	// dialog (Claude Code runs it as it draws); then only the bridge's
+	// share of the latency is held to hookBudget (the agent's lag is
+	// logged). Codex runs it before it draws.
+	late bool
 }
 
 // await waits for the dialog on screen and for the bridge's waiting, and
 // returns the session and how long after the dialog's first appearance
 // the bridge's stream delivered waiting with the reason (0 when it came
-// first: the hook runs before the CLI draws its dialog).
-func (p hookedPrompt) await(t *testing.T) (snapshot, time.Duration) {
+// first: the hook ran before the CLI drew its dialog).
+func (p hookedPrompt) await(t *testing.T) (snapshot, latency) {
 	t.Helper()
 	var s snapshot
+	var ran int64 // when the agent ran the hook: the wait's occurredAt
 	// hooked: the session shows the wait a hook opened (its wait id is
 	// the fold's "hook-…"), with the reason.
 	hooked := func() bool {
 		for _, x := range p.b.Sessions(p.source) {
-			if x.Status == "waiting" && p.reason(x.WaitingFor) && openHookWait(p.b.Events(p.source, x.ID)) {
+			evs := p.b.Events(p.source, x.ID)
+			if x.Status == "waiting" && p.reason(x.WaitingFor) && openHookWait(evs) {
 				s = x
+				for _, e := range evs {
+					if e.Kind == "wait.started" && strings.HasPrefix(e.WaitID, "hook-") {
+						ran = e.OccurredAt
+					}
+				}
 				return true
 			}
 		}
@@ -222,15 +248,26 @@ func (p hookedPrompt) await(t *testing.T) (snapshot, time.Duration) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("the hook's wait with a reason naming the tool: not within 20s\n%s", p.b.waits(p.source))
 	}
-	lat := max(hookedAt.When().Sub(shownAt), 0)
+	ranAt := time.UnixMilli(ran)
+	from := shownAt
+	if ranAt.After(from) {
+		from = ranAt
+	}
+	lat := latency{total: max(hookedAt.When().Sub(shownAt), 0), bridge: max(hookedAt.When().Sub(from), 0)}
 	note := "none"
 	if at := otherAt.When(); !at.IsZero() {
 		note = fmt.Sprintf("%+dms", at.Sub(shownAt).Milliseconds())
 	}
-	t.Logf("dialog on screen at %s (not %v before); the hook's waiting %q at %+dms (latency %v); the journal's or registry's wait: %s",
-		shownAt.Format("15:04:05.000"), gap.Round(time.Millisecond), s.WaitingFor, hookedAt.When().Sub(shownAt).Milliseconds(), lat.Round(time.Millisecond), note)
-	if lat > hookBudget {
-		t.Errorf("waiting came %v after the dialog appeared (budget %v)", lat, hookBudget)
+	t.Logf("dialog on screen at %s (not %v before); the agent ran the hook at %+dms; its waiting %q on the stream at %+dms (latency %v); the journal's or registry's wait: %s",
+		shownAt.Format("15:04:05.000"), gap.Round(time.Millisecond), ran-shownAt.UnixMilli(), s.WaitingFor,
+		hookedAt.When().Sub(shownAt).Milliseconds(), lat.total.Round(time.Millisecond), note)
+	switch {
+	case lat.bridge > hookBudget:
+		t.Errorf("waiting came %v after the dialog appeared and the hook ran (budget %v)", lat.bridge, hookBudget)
+	case lat.total > hookBudget && !p.late:
+		t.Errorf("waiting came %v after the dialog appeared (budget %v)", lat.total, hookBudget)
+	case lat.total > hookBudget:
+		t.Logf("over budget end to end: the agent ran its hook %v after it drew the dialog; the bridge took %v", ranAt.Sub(shownAt), lat.bridge)
 	}
 	if from := p.b.observesWaiting(p.source); from != "hooks" {
 		t.Errorf("observes.waiting of %s is from %q, want hooks", p.source, from)
@@ -403,7 +440,7 @@ func waitEnded(t *testing.T, b *bridge, source string, s snapshot, a answer) {
 
 // claudeHooked: Claude Code asks to run a Bash command; the scenario
 // answers with a.
-func claudeHooked(t *testing.T, c agentCLI, a answer) (time.Duration, bool) {
+func claudeHooked(t *testing.T, c agentCLI, a answer) (latency, bool) {
 	r := newClaudeRig(t, c)
 	out := installHooks(t, r.home, "claude-code", "CLAUDE_CONFIG_DIR="+r.config)
 	r.checkf(strings.Contains(out, "settings.json"), "hooks install: %s", out)
@@ -419,7 +456,7 @@ func claudeHooked(t *testing.T, c agentCLI, a answer) (time.Duration, bool) {
 	s := r.session(30*time.Second, func(s snapshot) bool { return s.PID == pid })
 	prompt(term, "make the marker")
 	const dialog = "Do you want to proceed?"
-	p := hookedPrompt{source: claudeSource, b: r.bridge, term: term, dialog: dialog,
+	p := hookedPrompt{source: claudeSource, b: r.bridge, term: term, dialog: dialog, late: true,
 		reason: func(w string) bool { return w == "Approve Bash: touch …/marker" }}
 	s, lat := p.await(t)
 	key := map[answer]string{approve: "1", interrupt: "Escape"}[a]
@@ -438,7 +475,7 @@ func claudeHooked(t *testing.T, c agentCLI, a answer) (time.Duration, bool) {
 // scenario answers with a. Codex runs new hooks only once they are
 // trusted: the scenario trusts them in the dialog Codex shows at start
 // ("Hooks need review"), as a user does once.
-func codexHooked(t *testing.T, c agentCLI, daemon bool, a answer) (time.Duration, bool) {
+func codexHooked(t *testing.T, c agentCLI, daemon bool, a answer) (latency, bool) {
 	r := newCodexRig(t, c, daemon)
 	out := installHooks(t, r.home, "codex", "CODEX_HOME="+r.codex)
 	r.checkf(strings.Contains(out, "hooks.json") && strings.Contains(out, "config.toml"), "hooks install: %s", out)
