@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -29,6 +30,11 @@ const (
 	DefaultWindow  = 2 * time.Hour // journals written longer ago are only stat'ed at a scan
 	DefaultMaxLine = 8 << 20       // longer lines are skipped with CodeLineTooLong
 	readChunk      = 256 << 10     // one read(2); lines are delivered from it without copying
+	// tailSum is how many bytes before a file's offset the tailer keeps a
+	// hash of, to tell an in-place rewrite from an append. Every read
+	// starts that far before the offset: the bytes it checks come with the
+	// bytes it reads, in the same read(2).
+	tailSum = 4 << 10
 )
 
 // Bounds against hostile journals (TailConfig.MaxHeld, MaxJournal).
@@ -80,10 +86,12 @@ type Handler interface {
 	// (CodeLineTooLong) are not delivered. line is only valid during the
 	// call (it points into a reused buffer): decode or copy what you keep.
 	Line(path string, line []byte)
-	// Truncated says the file at path was truncated or replaced by another
-	// file (a different inode, e.g. renamed over it). The tailer reads it
-	// again from offset 0 right after this call: drop what the file told
-	// you so far (Sessions.Restart).
+	// Truncated says the file at path was truncated, replaced by another
+	// file (a different inode, e.g. renamed over it), or rewritten in place
+	// (the bytes just before the offset read so far are no longer what was
+	// read: a record removed or moved, whatever the size now). The tailer
+	// reads it again from offset 0 right after this call: drop what the
+	// file told you so far (Sessions.Restart).
 	Truncated(path string)
 	// Removed says the file at path is gone: deleted, renamed away, or its
 	// directory went away. Nothing more comes from it unless a file appears
@@ -154,8 +162,10 @@ type TailConfig struct {
 
 // Tailer follows journal files under directory trees with fsnotify (one
 // inotify instance, watches on directories only) and hands their complete
-// lines to a Handler. It keeps, per file, an offset and a partial-line
-// buffer (all of them together bounded by MaxHeld); it reads from one
+// lines to a Handler. It keeps, per file, an offset, a hash of the 4 KiB
+// before it (an in-place rewrite changes them: the file is read again, see
+// read) and a partial-line buffer (all of them together bounded by
+// MaxHeld); it reads from one
 // reusable buffer and passes lines without copying them, at most a slice
 // of one file at a time, so that a huge journal lets every other file,
 // posted function and cancellation through. It never polls: a Tailer
@@ -197,8 +207,13 @@ type Tailer struct {
 	whole     WholeFiles      // the Handler's capability, or nil
 	wholeSeen map[string]bool // whole files delivered (Run goroutine)
 
-	wakes atomic.Uint64
-	opens atomic.Uint64
+	seed    maphash.Seed // of the files' tail hashes
+	nocheck bool         // benchmarks only: the tailer without the rewrite check
+
+	wakes    atomic.Uint64
+	opens    atomic.Uint64
+	rewrites atomic.Uint64 // in-place rewrites found
+	bytesIn  atomic.Uint64 // bytes read from journals
 }
 
 // file is what the tailer keeps per followed file.
@@ -207,6 +222,10 @@ type file struct {
 	off      int64  // bytes consumed (delivered, skipped or buffered in part)
 	part     []byte // the incomplete last line
 	skip     bool   // inside an over-long line: drop bytes up to the next '\n'
+	// sum hashes the min(off, tailSum) bytes before off as they were
+	// read; summed says it is known (not after fromEnd, which reads none).
+	sum    uint64
+	summed bool
 }
 
 // inbox collects a watcher's events between wakes; bursts for one path
@@ -249,6 +268,7 @@ func NewTailer(cfg TailConfig, h Handler) *Tailer {
 		roots: absRoots(cfg.Roots),
 		slice: readSlice,
 		ctx:   context.Background(),
+		seed:  maphash.MakeSeed(),
 	}
 }
 
@@ -754,10 +774,20 @@ func (t *Tailer) readMore() {
 
 // read reads the file from its offset and delivers its complete lines: to
 // EOF during a scan (rebuild), else one slice, leaving the file in t.more
-// when there is more. A smaller size than the offset (truncation) or
-// another inode at the path (replacement) reads it again from 0 after
-// Truncated. Holes of a sparse file too long to be part of a line are
-// skipped, not read; more than MaxJournal unread bytes are not read at all.
+// when there is more. A smaller size than the offset (truncation), another
+// inode at the path (replacement) or other bytes before the offset than
+// were read (an in-place rewrite: a writer that removed or moved records
+// and wrote the rest back) reads it again from 0 after Truncated. Holes of
+// a sparse file too long to be part of a line are skipped, not read; more
+// than MaxJournal unread bytes are not read at all.
+//
+// The rewrite check costs no system call of its own: each read(2) starts
+// min(offset, tailSum) bytes before the offset, and the hash of those
+// bytes is compared with the one kept from the last read. An append
+// leaves them as they were; a writer that truncates a file and writes it
+// again, shorter or longer, or that moves records, changes them. (A
+// rewrite that leaves the last tailSum bytes before the offset exactly as
+// they were is not seen, and needs none: what follows them is read.)
 func (t *Tailer) read(p string, f *file) {
 	// O_NONBLOCK: should a FIFO have taken the journal's place since the
 	// lstat, opening it must not wait for a writer; O_NOFOLLOW: nor may a
@@ -796,13 +826,12 @@ func (t *Tailer) read(p string, f *file) {
 	}
 	if f.ino != 0 && (dev != f.dev || ino != f.ino || fi.Size() < f.off) {
 		t.log.Debug("journal truncated or replaced", "path", p)
-		t.dropPart(f)
-		*f = file{}
-		t.h.Truncated(p)
+		t.restart(p, f)
 	}
 	f.dev, f.ino = dev, ino
 	size := fi.Size()
-	if size == f.off {
+	check := f.summed && f.off > 0 && !t.nocheck
+	if size == f.off && !check {
 		return
 	}
 	if size-f.off > t.cfg.MaxJournal {
@@ -818,12 +847,35 @@ func (t *Tailer) read(p string, f *file) {
 		if t.ctx.Err() != nil {
 			return
 		}
-		t.skipHole(fd, f, size)
-		n, err := fd.ReadAt(t.buf, f.off)
-		if n > 0 {
-			f.off += int64(n)
-			read += int64(n)
-			t.split(p, f, t.buf[:n])
+		if !check {
+			// (With a check pending, the bytes before the offset come
+			// first; a hole after it is skipped at the next turn.)
+			t.skipHole(fd, f, size)
+		}
+		k := 0
+		if !t.nocheck {
+			k = int(min(f.off, tailSum))
+		}
+		n, err := fd.ReadAt(t.buf, f.off-int64(k))
+		t.bytesIn.Add(uint64(n))
+		if check {
+			check = false
+			if n < k || maphash.Bytes(t.seed, t.buf[:k]) != f.sum {
+				t.log.Debug("journal rewritten in place", "path", p)
+				t.rewrites.Add(1)
+				t.restart(p, f)
+				f.dev, f.ino = dev, ino
+				continue
+			}
+		}
+		if n > k {
+			f.off += int64(n - k)
+			read += int64(n - k)
+			if !t.nocheck {
+				w := int(min(f.off, tailSum))
+				f.sum, f.summed = maphash.Bytes(t.seed, t.buf[n-w:n]), true
+			}
+			t.split(p, f, t.buf[k:n])
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -832,6 +884,14 @@ func (t *Tailer) read(p string, f *file) {
 			return
 		}
 	}
+}
+
+// restart forgets what was read of f and tells the Handler, which reads
+// it again from offset 0 next.
+func (t *Tailer) restart(p string, f *file) {
+	t.dropPart(f)
+	*f = file{}
+	t.h.Truncated(p)
 }
 
 // skipHole moves f past a hole of a sparse file at its offset when the
@@ -864,6 +924,7 @@ func (t *Tailer) fromEnd(fd *os.File, f *file, size int64) {
 	t.dropPart(f)
 	f.off = size
 	f.skip = true
+	f.summed = false // nothing read: the next read hashes what is there
 	var last [1]byte
 	if n, _ := fd.ReadAt(last[:], size-1); n == 1 && last[0] == '\n' {
 		f.skip = false

@@ -237,7 +237,7 @@ func claudeApproval(t *testing.T, c agentCLI, approve bool) {
 	case err == nil:
 		r.checkf(strings.Contains(s.WaitingFor, "marker") && !strings.Contains(s.WaitingFor, r.cwd),
 			"waitingFor names the tool and its command, paths shortened: %q", s.WaitingFor)
-	case r.pendingToolUse() && !c.Rewrites:
+	case r.pendingToolUse():
 		r.checkf(false, "the transcript holds the pending tool_use, waitingFor does not name it: %q", s.WaitingFor)
 	default:
 		// This build had not written the tool_use yet (2.1.242 at times

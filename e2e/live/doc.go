@@ -3,7 +3,17 @@
 // pinned versions from npm, against a scripted model server on 127.0.0.1
 // and a real agentbridge process, and checks what the bridge reports
 // against what each CLI shows in its terminal (driven in tmux) and writes on
-// disk, step by step.
+// disk, step by step. Qwen Code's TUI scenarios (qwen_test.go) are those of
+// Claude Code: a prompt, a shell command approved and denied, an Escape
+// before output, a subagent, two sessions, quit and resume, kill -9.
+//
+// Gemini CLI 0.61.0 runs every scenario in its TUI (gemini_test.go):
+// prompt answered (and headless -p), a shell command approved and denied
+// with the bridge's hooks installed (Gemini CLI writes nothing of a
+// pending confirmation to its chat), Escape before any output, a
+// generalist subagent, two sessions in one directory, /quit and --resume
+// latest, and kill -9 (the session is bound to the process running in
+// its project, so its death shows as exited).
 //
 // It runs only with AGENTBRIDGE_LIVE=1 (`make live`); without it every test
 // skips. A CLI that cannot be installed (no npm, no registry) makes its

@@ -215,7 +215,7 @@ func (r *familyRig) promptAnswered(source, wantModel string, env []string, args 
 
 func TestQwenCode(t *testing.T) {
 	enabled(t)
-	scenario(t, qwenCLI.Label(), "prompt answered", func(t *testing.T) {
+	scenario(t, qwenCLI.Label(), "prompt answered (headless)", func(t *testing.T) {
 		r := newFamilyRig(t, qwenCLI, chatAPI{})
 		r.settings(filepath.Join(r.home, ".qwen"), map[string]any{
 			"security": map[string]any{"auth": map[string]any{"selectedType": "openai"}},
@@ -229,20 +229,4 @@ func TestQwenCode(t *testing.T) {
 	})
 }
 
-func TestGeminiCLI(t *testing.T) {
-	enabled(t)
-	scenario(t, geminiCLI.Label(), "prompt answered", func(t *testing.T) {
-		r := newFamilyRig(t, geminiCLI, geminiAPI{})
-		r.settings(filepath.Join(r.home, ".gemini"), map[string]any{
-			"security":               map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}, "folderTrust": map[string]any{"enabled": false}},
-			"folderTrust":            map[string]any{"enabled": false},
-			"usageStatisticsEnabled": false,
-			"privacy":                map[string]any{"usageStatisticsEnabled": false},
-			"general":                map[string]any{"disableAutoUpdate": true},
-			"disableAutoUpdate":      true,
-		})
-		r.promptAnswered("gemini", "gemini", []string{
-			"GEMINI_API_KEY=dummy", "GOOGLE_GEMINI_BASE_URL=" + r.model.URL,
-		}, "-p", "answer live")
-	})
-}
+// Gemini CLI's scenarios are in gemini_test.go.

@@ -17,10 +17,6 @@ type agentCLI struct {
 	Pkg     string // npm package
 	Version string // pinned version
 	Bin     string // the command in node_modules/.bin
-	// Rewrites: the CLI rewrites its transcript in place at times, records
-	// reordered (Claude Code 2.1.242): lines the bridge's tailer had passed
-	// are not read again, a known gap (see the README's live suite notes).
-	Rewrites bool
 }
 
 // Label is how the table names the CLI.
@@ -32,7 +28,7 @@ func (c agentCLI) Label() string { return c.Agent + " " + c.Version }
 var (
 	claudeCLIs = []agentCLI{
 		{Agent: "claude-code", Pkg: "@anthropic-ai/claude-code", Version: "2.1.332", Bin: "claude"},
-		{Agent: "claude-code", Pkg: "@anthropic-ai/claude-code", Version: "2.1.242", Bin: "claude", Rewrites: true},
+		{Agent: "claude-code", Pkg: "@anthropic-ai/claude-code", Version: "2.1.242", Bin: "claude"},
 	}
 	codexCLIs = []agentCLI{
 		{Agent: "codex", Pkg: "@openai/codex", Version: "0.171.0", Bin: "codex"},

@@ -136,14 +136,15 @@ func (m *modelServer) take(last string) Step {
 
 // lastMessage is the raw JSON of the last message of a request that is
 // not a system or developer message: the last of "messages" (Messages
-// API) or "input" (Responses API).
+// API), "input" (Responses API) or "contents" (Gemini API).
 func lastMessage(body []byte) string {
 	var v struct {
 		Messages []json.RawMessage `json:"messages"`
 		Input    []json.RawMessage `json:"input"`
+		Contents []json.RawMessage `json:"contents"` // Gemini API
 	}
 	_ = json.Unmarshal(body, &v)
-	for _, l := range [][]json.RawMessage{v.Messages, v.Input} {
+	for _, l := range [][]json.RawMessage{v.Messages, v.Input, v.Contents} {
 		for i := len(l) - 1; i >= 0; i-- {
 			var m struct {
 				Role string `json:"role"`

@@ -36,6 +36,10 @@ type handler struct {
 	pending  map[string][]*child  // children waiting for their parent, by parent id
 	metas    map[string]childMeta // subagent sidecars read, by transcript path
 	regs     map[int]*regProc     // live processes by pid
+	// reread: sessions whose transcript is being read again (truncated,
+	// replaced or rewritten in place); the registry's state is applied to
+	// the new mapper at Idle, after the lines, as a scan does.
+	reread map[string]bool
 }
 
 // session is one root session's mapper and binding.
@@ -67,7 +71,19 @@ type child struct {
 	joined  bool
 	own     bool // the subagent was started from this transcript
 	subID   string
+	// metaWait: the join waits (metaGrace) for the .meta.json sidecar;
+	// metaWaited: that wait is over.
+	metaWait, metaWaited bool
 }
+
+// metaGrace is how long a subagent transcript found while the bridge is
+// live waits for its .meta.json sidecar before it is joined without one.
+// 2.1.2+ writes the sidecar first, but from another thread: on a loaded
+// machine its rename can land after the transcript's first line, and a
+// child joined without it would show as an untitled subagent of its own
+// beside the one the parent's Agent tool starts. Versions without
+// sidecars show their subagents this much later.
+const metaGrace = 1500 * time.Millisecond
 
 // metaSuffix ends a subagent transcript's sidecar, beside agent-<id>.jsonl.
 const metaSuffix = ".meta.json"
@@ -84,6 +100,7 @@ func newHandler(src *Source, ss *sources.Sessions) *handler {
 		Sessions: ss, src: src, ss: ss, projects: src.projectsDir(), registry: src.registryDir(),
 		sessions: map[string]*session{}, children: map[string]*child{},
 		pending: map[string][]*child{}, metas: map[string]childMeta{}, regs: map[int]*regProc{},
+		reread: map[string]bool{},
 	}
 }
 
@@ -131,9 +148,17 @@ func (h *handler) rootLine(id string, line []byte) {
 // subagents directory is walked before its parent's transcript is read).
 func (h *handler) Idle() {
 	if h.Live() {
+		for _, id := range sortedKeys(h.reread) {
+			delete(h.reread, id)
+			for _, pid := range h.regPIDs() {
+				if rp := h.regs[pid]; rp.id == id {
+					h.applyRegistry(rp, "")
+				}
+			}
+		}
 		for _, id := range sortedKeys(h.pending) {
 			if se := h.sessions[id]; se != nil && se.m.Started() {
-				h.joinPending(id)
+				h.joinPending(id, true)
 			}
 		}
 	}
@@ -142,7 +167,9 @@ func (h *handler) Idle() {
 }
 
 // Truncated implements sources.Handler: the transcript is read again from
-// its start, into a fresh mapper.
+// its start, into a fresh mapper, so that the session ends as a fresh read
+// of the file would leave it: its subagent transcripts are joined again
+// and the registry's state applied again once the lines are read (Idle).
 func (h *handler) Truncated(path string) {
 	switch k, sid, _ := classify(h.projects, path); k {
 	case rootFile:
@@ -151,6 +178,13 @@ func (h *handler) Truncated(path string) {
 			h.ss.Restart(id)
 			se.m = h.newMapper(id)
 			se.exited = false
+			h.reread[id] = true
+			for _, p := range sortedKeys(h.children) {
+				if c := h.children[p]; c.kind == childFile && c.parent == id && c.joined {
+					c.joined, c.subID, c.own = false, "", false
+					h.pending[id] = append(h.pending[id], c)
+				}
+			}
 		}
 	case childFile, besideFile:
 		delete(h.children, path)
@@ -181,6 +215,7 @@ func (h *handler) Rescan() {
 	clear(h.pending)
 	clear(h.metas)
 	clear(h.regs)
+	clear(h.reread)
 }
 
 // ScanDone implements sources.Handler: it binds the sessions of live
@@ -193,7 +228,7 @@ func (h *handler) ScanDone() {
 	}
 	for _, id := range sortedKeys(h.pending) {
 		if se := h.sessions[id]; se != nil && se.m.Started() {
-			h.joinPending(id)
+			h.joinPending(id, false)
 		}
 	}
 	if len(h.sessions) > 0 && h.registryExists() {
@@ -482,12 +517,29 @@ func (h *handler) childLine(path string, k fileKind, parentSID, agentID string, 
 }
 
 // joinPending joins the waiting subagent transcripts of a started parent.
-func (h *handler) joinPending(parent string) {
+// Live (not at a scan, which has read every sidecar there is), a child
+// without its sidecar yet waits for it up to metaGrace.
+func (h *handler) joinPending(parent string, live bool) {
 	se := h.sessions[parent]
 	list := h.pending[parent]
 	delete(h.pending, parent)
 	for _, c := range list {
 		if c.joined {
+			continue
+		}
+		if live && c.kind == childFile && c.meta.ToolUseID == "" && !c.metaWaited {
+			h.pending[parent] = append(h.pending[parent], c)
+			if !c.metaWait {
+				c.metaWait = true
+				time.AfterFunc(metaGrace, func() {
+					h.ss.Post(func() {
+						c.metaWaited = true
+						if se := h.sessions[parent]; se != nil && se.m.Started() && !c.joined {
+							h.joinPending(parent, true)
+						}
+					})
+				})
+			}
 			continue
 		}
 		c.joined = true

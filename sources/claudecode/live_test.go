@@ -35,6 +35,8 @@ type streamView struct {
 	kinds   []agentbridge.EventKind
 	diags   []agentbridge.Diagnostic
 	errs    []string
+	trail   map[string][]agentbridge.Status // per session, the statuses a client saw, repeats folded
+	turns   map[string]int                  // per session, the turn.started records seen
 }
 
 func (v *streamView) read(r io.Reader) {
@@ -67,6 +69,15 @@ func (v *streamView) apply(ev client.Event) {
 	if err := v.state.Apply(ev); err != nil {
 		v.errs = append(v.errs, err.Error())
 	}
+	if v.trail == nil {
+		v.trail = map[string][]agentbridge.Status{}
+	}
+	for _, e := range v.state.Sessions() {
+		id, st := e.Snapshot.ID, e.Snapshot.Status
+		if tr := v.trail[id]; len(tr) == 0 || tr[len(tr)-1] != st {
+			v.trail[id] = append(tr, st)
+		}
+	}
 	switch ev.Name {
 	case hub.NameLifecycle:
 		var d struct {
@@ -78,6 +89,12 @@ func (v *streamView) apply(ev client.Event) {
 			v.errs = append(v.errs, fmt.Sprintf("stream event %s is invalid: %+v", d.Event.Kind, is))
 		}
 		v.kinds = append(v.kinds, d.Event.Kind)
+		if d.Event.Kind == agentbridge.KindTurnStarted {
+			if v.turns == nil {
+				v.turns = map[string]int{}
+			}
+			v.turns[d.SessionID]++
+		}
 	case hub.NameDiagnostic:
 		var d struct {
 			Diagnostic agentbridge.Diagnostic `json:"diagnostic"`

@@ -58,8 +58,13 @@ type Mapper struct {
 	// then text), each with the reply's stop_reason, so the blocks after
 	// the first belong to the turn that already ended.
 	endedBy string
-	turns   int
-	used    map[string]struct{} // turn ids given out, so none repeats
+	// turnAt is the timestamp of the record that opened the current (or
+	// last) turn, unprompted when no prompt did (ensureTurn): a prompt
+	// stamped before it is that turn's own, written late (see prompt).
+	turnAt     int64
+	unprompted bool
+	turns      int
+	used       map[string]struct{} // turn ids given out, so none repeats
 
 	tools     map[string]*openTool // open tools by id
 	toolOrder []string             // open tool ids in start order
@@ -389,7 +394,21 @@ func (m *Mapper) user(r *record, at int64) {
 }
 
 // prompt starts a turn for a prompt the user typed.
+//
+// Claude Code 2.1.242 writes its transcript from several threads, each
+// appending a batch of records; on a busy machine the batch that holds a
+// prompt can land after the batch of its reply (and turn_duration). A
+// prompt stamped before the record that opened the current or last turn,
+// when no prompt opened that turn, is that turn's prompt written late: it
+// names the turn (the title) but starts nothing.
 func (m *Mapper) prompt(r *record, text string, at int64) {
+	if m.unprompted && at != 0 && at < m.turnAt {
+		m.unprompted = false
+		if m.promptTitle == "" {
+			m.promptTitle = text
+		}
+		return
+	}
 	if m.turn != "" {
 		// The previous turn's end was not written (or not recognised): close
 		// what it left open without claiming how it ended.
@@ -400,6 +419,7 @@ func (m *Mapper) prompt(r *record, text string, at int64) {
 		m.promptTitle = text
 	}
 	m.openTurn(r, validate.Display(text, validate.MaxText), at)
+	m.unprompted = false
 }
 
 // turnID picks a turn id no earlier turn of the session used: the
@@ -428,6 +448,7 @@ func (m *Mapper) turnID(r *record) string {
 
 func (m *Mapper) openTurn(r *record, promptText string, at int64) {
 	m.turn = m.turnID(r)
+	m.turnAt, m.unprompted = at, true
 	m.endedBy = ""
 	m.answered = false
 	m.busySeen = m.reg.Status == RegistryBusy

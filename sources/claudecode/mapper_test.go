@@ -382,3 +382,39 @@ func evsOf(evs []agentbridge.Event, err error) []agentbridge.Event {
 	}
 	return append([]agentbridge.Event(nil), evs...)
 }
+
+// A prompt written after records of its own turn (2.1.242 appends from
+// several threads) starts no second turn; a prompt stamped after the
+// turn began is a turn of its own.
+func TestPromptWrittenLate(t *testing.T) {
+	count := func(evs []agentbridge.Event) int {
+		n := 0
+		for _, e := range evs {
+			if e.Kind == agentbridge.KindTurnStarted {
+				n++
+			}
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name  string
+		lines []step
+		turns int
+		trail string
+	}{
+		{"after the reply ended the turn", lines(reply(sid, 3, "hi", "end_turn"), prompt(sid, 1, "p-1", "say hello")), 1, "idle running done"},
+		{"inside the turn it opened", lines(toolUse(sid, 3, "toolu_1", "Read", `{}`), prompt(sid, 1, "p-1", "read it"),
+			toolResult(sid, 4, "toolu_1", "ok", false, ""), reply(sid, 5, "done", "end_turn")), 1, "idle running done"},
+		{"a later prompt is a new turn", lines(reply(sid, 3, "hi", "end_turn"), prompt(sid, 4, "p-2", "next")), 2, "idle running done running"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, evs := run(t, false, tc.lines)
+			if n := count(evs); n != tc.turns {
+				t.Errorf("%d turns, want %d: %v", n, tc.turns, evs)
+			}
+			if got := statusTrail(t, false, tc.lines); got != tc.trail {
+				t.Errorf("statuses %q, want %q", got, tc.trail)
+			}
+		})
+	}
+}

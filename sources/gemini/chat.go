@@ -17,9 +17,10 @@ import (
 // (0.40 and later) writes an upsert log, not plain appends: a metadata
 // line, then message records (the same message id again whenever its
 // tool calls or tokens change), {"$set": {…}} patches (a "messages"
-// array replaces the whole history: a checkpoint or a rollback) and
-// {"$rewindTo": id} (the message with that id and every later one are
-// gone). Chat keeps the conversation those records leave and derives
+// array sets the history sent to the model: its new messages are taken,
+// nothing is undone — see adopt — except in a legacy whole file, Whole)
+// and {"$rewindTo": id} (the message with that id and every later one
+// are gone). Chat keeps the conversation those records leave and derives
 // the lifecycle events from it, so that a rewind undoes what it rewinds.
 //
 // Events are a pure function of the metadata and the message list
@@ -31,7 +32,17 @@ type Chat struct {
 	known bool // the metadata line was seen
 	msgs  []chatEntry
 	cwd   string
+	// Whole: the chat is a legacy whole file, given as one replaced
+	// history each time (its $set.messages undoes what it drops).
+	Whole  bool
+	orphan chatMeta // Continue: the metadata of the chat deleted at this path
 }
+
+// Continue makes the chat take up meta (the metadata of a chat deleted at
+// the same path) when its first record is not a metadata line: Gemini CLI
+// recreates a chat deleted under it (by another TUI's start-up cleanup)
+// by appending its next record, without the metadata.
+func (c *Chat) Continue(meta chatMeta) { c.orphan = meta }
 
 // chatMeta is the first line of a chat file.
 type chatMeta struct {
@@ -61,9 +72,10 @@ type turnState struct {
 // fields the mapping reads.
 type chatRecord struct {
 	// metadata line
-	SessionID string `json:"sessionId"`
-	StartTime string `json:"startTime"`
-	Kind      string `json:"kind"`
+	SessionID   string `json:"sessionId"`
+	ProjectHash string `json:"projectHash"`
+	StartTime   string `json:"startTime"`
+	Kind        string `json:"kind"`
 	// message
 	ID        string         `json:"id"`
 	Timestamp string         `json:"timestamp"`
@@ -135,6 +147,10 @@ const (
 // that line was read.
 func (c *Chat) SessionID() string { return c.meta.SessionID }
 
+// ProjectHash is the chat's projectHash (the SHA-256 of the working
+// directory the CLI ran in), from its metadata line.
+func (c *Chat) ProjectHash() string { return c.meta.ProjectHash }
+
 // Subagent reports whether the chat is a subagent's (kind "subagent").
 func (c *Chat) Subagent() bool { return c.meta.Kind == "subagent" }
 
@@ -154,13 +170,21 @@ func (c *Chat) Line(line []byte) (ch Change, events []agentbridge.Event, code st
 	}
 	switch {
 	case !c.known:
+		if (r.SessionID == "" || r.ID != "") && c.orphan.SessionID != "" {
+			c.meta, c.known = c.orphan, true
+			events := []agentbridge.Event{c.started()}
+			if ch, more, _ := c.Line(line); ch == Appended {
+				events = append(events, more...)
+			}
+			return Appended, events, ""
+		}
 		if r.SessionID == "" || r.ID != "" {
 			return Unchanged, nil, sources.CodeInvalidRecord
 		}
 		if !validate.ValidID(r.SessionID) {
 			return Unchanged, nil, sources.CodeInvalidRecord
 		}
-		c.meta = chatMeta{SessionID: r.SessionID, StartTime: r.StartTime, Kind: r.Kind}
+		c.meta = chatMeta{SessionID: r.SessionID, ProjectHash: r.ProjectHash, StartTime: r.StartTime, Kind: r.Kind}
 		c.known = true
 		return Appended, []agentbridge.Event{c.started()}, ""
 	case r.RewindTo != nil:
@@ -182,6 +206,9 @@ func (c *Chat) Line(line []byte) (ch Change, events []agentbridge.Event, code st
 			}
 			recs = append(recs, mr)
 			raws = append(raws, m)
+		}
+		if !c.Whole {
+			return c.adopt(recs, raws)
 		}
 		return c.replaceWith(recs, raws)
 	case r.ID != "":
@@ -264,6 +291,30 @@ func (c *Chat) replaceWith(recs []chatRecord, raws [][]byte) (Change, []agentbri
 	return c.report(old, c.msgs)
 }
 
+// adopt takes the history a .jsonl chat's $set.messages gives: Gemini CLI
+// sets the history it sends the model (the session context alone after
+// a cancelled request, a compressed summary, the prefix a $rewindTo
+// already cut), which undoes nothing the user saw happen — only
+// $rewindTo does. Messages it does not hold stay as they were; the ones
+// it brings that are not known yet follow, derived after the last turn
+// state, and are reported as appended.
+func (c *Chat) adopt(recs []chatRecord, raws [][]byte) (Change, []agentbridge.Event, string) {
+	var events []agentbridge.Event
+	for k, r := range recs {
+		if !validate.ValidID(r.ID) || c.index(r.ID) >= 0 {
+			continue
+		}
+		e := derive(r, c.stateBefore(len(c.msgs)))
+		e.sum = fingerprint(raws[k])
+		c.msgs = append(c.msgs, e)
+		events = append(events, e.events...)
+	}
+	if len(events) == 0 {
+		return Unchanged, nil, ""
+	}
+	return Appended, events, ""
+}
+
 // report compares the events of the replaced tail with the new tail.
 func (c *Chat) report(old, cur []chatEntry) (Change, []agentbridge.Event, string) {
 	var was, now []agentbridge.Event
@@ -319,11 +370,13 @@ func derive(r chatRecord, st turnState) chatEntry {
 		if !st.open {
 			break
 		}
+		var finished agentbridge.Outcome // a subagent's complete_task ended its task
 		for _, tc := range r.ToolCalls {
-			if !validate.ValidID(tc.ID) {
+			id := validate.SafeID(tc.ID) // a subagent's calls are "<agent id>#<turn>-<n>"
+			if id == "" {
 				continue
 			}
-			if !hasTool(st.tools, tc.ID) {
+			if !hasTool(st.tools, id) {
 				name := validate.Label(tc.DisplayName)
 				if name == "" {
 					name = validate.Label(tc.Name)
@@ -331,13 +384,23 @@ func derive(r chatRecord, st turnState) chatEntry {
 				if name == "" {
 					name = "tool"
 				}
-				add(agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: tc.ID, Name: name, OccurredAt: at})
-				st.tools += tc.ID + "\x00"
+				add(agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: id, Name: name, OccurredAt: at})
+				st.tools += id + "\x00"
 			}
 			if out, done := toolOutcome(tc.Status); done {
-				add(agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: tc.ID, Outcome: out})
-				st.tools = strings.Replace(st.tools, tc.ID+"\x00", "", 1)
+				add(agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: id, Outcome: out})
+				st.tools = strings.Replace(st.tools, id+"\x00", "", 1)
+				if tc.Name == completeTask {
+					finished = out
+				}
 			}
+		}
+		if finished != "" {
+			// A subagent ends by calling complete_task (Gemini CLI 0.61):
+			// no text reply follows.
+			st.open, st.tools = false, ""
+			add(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: finished, OccurredAt: at})
+			break
 		}
 		// A reply with text and no tool call ends the turn; a reply that
 		// calls tools is followed by their results and another reply.
@@ -407,6 +470,10 @@ func contentText(content []byte) string {
 	}
 	return strings.TrimSpace(b.String())
 }
+
+// completeTask is the tool a Gemini CLI subagent calls to hand its result
+// back: its end.
+const completeTask = "complete_task"
 
 func hasTool(set, id string) bool { return strings.Contains("\x00"+set, "\x00"+id+"\x00") }
 

@@ -9,12 +9,17 @@ import (
 
 // FuzzChat feeds any bytes, line by line, to the Gemini CLI chat mapper:
 // it must not panic, and every event it reports (appended or replayed
-// after a rebuild) must be one the fold takes.
+// after a rebuild) must be one the fold takes. Input that begins with '#'
+// is a chat recreated after its deletion (Continue).
 func FuzzChat(f *testing.F) {
 	f.Add([]byte(`{"sessionId":"s1","startTime":"2026-01-01T00:00:00Z","kind":"main"}` + "\n" +
 		`{"id":"u1","type":"user","content":[{"text":"hi"}]}` + "\n" + `{"$rewindTo":"u1"}` + "\n"))
+	f.Add([]byte("#\n" + `{"id":"u1","type":"user","content":[{"text":"hi"}]}` + "\n" + `{"id":"g1","type":"gemini","content":"ok"}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := &Chat{}
+		if len(data) > 0 && data[0] == '#' {
+			c.Continue(chatMeta{SessionID: "s1"})
+		}
 		s := validate.NewSession("s1", HarnessGemini)
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			ch, events, _ := c.Line(line)

@@ -16,7 +16,10 @@ package gemini
 
 import (
 	"context"
+	"maps"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	json "github.com/go-json-experiment/json"
@@ -24,6 +27,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -47,8 +51,11 @@ var info = agentbridge.SourceInfo{
 	},
 	EnvironmentVariables: []string{EnvHome},
 	Observes: map[string]agentbridge.Observe{
-		"waiting":   {How: agentbridge.Unavailable}, // confirmations are not written before they are answered
-		"exited":    {How: agentbridge.Unavailable}, // neither CLI keeps its file open; sessions expire after the window
+		"waiting": {How: agentbridge.Unavailable}, // confirmations are not written before they are answered
+		// Gemini CLI: the process running in the chat's project (procs.go),
+		// its exit seen with a pidfd; Antigravity: no process is known,
+		// its sessions expire after the window.
+		"exited":    {How: agentbridge.Inferred, From: "process"},
 		"subagents": {How: agentbridge.Observed, From: "journal"},
 		"title":     {How: agentbridge.Observed, From: "journal"},
 		"model":     {How: agentbridge.Observed, From: "journal"},
@@ -70,10 +77,13 @@ func init() {
 
 // Source follows both harnesses' files under one home. It implements
 // hub.Source.
-type Source struct{ o sources.Options }
+type Source struct {
+	o        sources.Options
+	procRoot string // where processes are looked up: proc.Root (tests: a stand-in)
+}
 
 // New returns the source for o.Home (the .gemini directory).
-func New(o sources.Options) *Source { return &Source{o: o} }
+func New(o sources.Options) *Source { return &Source{o: o, procRoot: proc.Root} }
 
 // Info describes the source.
 func (s *Source) Info() agentbridge.SourceInfo { return info }
@@ -102,7 +112,8 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		return roots
 	}
 	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
-		return &handler{Sessions: ss, chats: chats, brain: brain, files: map[string]*file{}, childOf: map[string]string{}, cwds: map[string]string{}}
+		return &handler{Sessions: ss, chats: chats, brain: brain, files: map[string]*file{}, childOf: map[string]string{}, cwds: map[string]string{},
+			pids: map[string]int{}, unbound: map[string]string{}, gone: map[string]chatMeta{}, procRoot: s.procRoot}
 	})
 }
 
@@ -159,10 +170,14 @@ func below(root, p string) (string, bool) {
 // file is one followed file and its mapping state.
 type file struct {
 	where
+	path       string
 	chat       *Chat
 	brain      *Brain
 	superseded bool // a legacy chat that Gemini CLI migrated to a .jsonl
 }
+
+// maxGone bounds the deleted chats remembered for Chat.Continue.
+const maxGone = 64
 
 // maxLegacyChat bounds a legacy whole-file chat (read in full on every
 // change, as Gemini CLI rewrites it in full).
@@ -218,10 +233,11 @@ func (h *handler) WholeLimit(string) int64 { return maxLegacyChat }
 // legacyChat is the whole-file ConversationRecord of Gemini CLI 0.39 and
 // older.
 type legacyChat struct {
-	SessionID string         `json:"sessionId"`
-	StartTime string         `json:"startTime"`
-	Kind      string         `json:"kind"`
-	Messages  jsontext.Value `json:"messages"`
+	SessionID   string         `json:"sessionId"`
+	ProjectHash string         `json:"projectHash"`
+	StartTime   string         `json:"startTime"`
+	Kind        string         `json:"kind"`
+	Messages    jsontext.Value `json:"messages"`
 }
 
 // WholeFile maps a legacy chat as it stands now: the metadata as the
@@ -246,7 +262,7 @@ func (h *handler) WholeFile(p string, data []byte) {
 		return
 	}
 	if !f.chat.known {
-		meta, _ := json.Marshal(chatMeta{SessionID: lc.SessionID, StartTime: lc.StartTime, Kind: lc.Kind})
+		meta, _ := json.Marshal(chatMeta{SessionID: lc.SessionID, ProjectHash: lc.ProjectHash, StartTime: lc.StartTime, Kind: lc.Kind})
 		h.chatLine(f, meta)
 	}
 	msgs := lc.Messages
@@ -275,8 +291,12 @@ type handler struct {
 	*sources.Sessions
 	chats, brain string
 	files        map[string]*file
-	childOf      map[string]string // antigravity: child conversation → parent conversation
-	cwds         map[string]string // gemini-cli project directory → its .project_root
+	childOf      map[string]string   // antigravity: child conversation → parent conversation
+	cwds         map[string]string   // gemini-cli project directory → its .project_root
+	pids         map[string]int      // gemini-cli session → the process bound to it (procs.go)
+	unbound      map[string]string   // gemini-cli session → its chat, written with no live process bound: looked up at Idle
+	gone         map[string]chatMeta // a deleted chat's path → its metadata, for the CLI that appends to it again (Chat.Continue)
+	procRoot     string
 }
 
 func (h *handler) file(p string) *file {
@@ -287,10 +307,15 @@ func (h *handler) file(p string) *file {
 	if w == nil {
 		return nil
 	}
-	f := &file{where: *w}
+	f := &file{where: *w, path: p}
 	if f.harness == HarnessGemini {
-		f.chat = &Chat{}
+		f.chat = &Chat{Whole: f.legacy}
 		f.chat.SetCwd(h.cwds[f.project])
+		if meta, ok := h.gone[p]; ok {
+			delete(h.gone, p)
+			delete(h.pids, meta.SessionID) // bound again when it is written
+			f.chat.Continue(meta)
+		}
 	} else {
 		f.brain = &Brain{}
 	}
@@ -335,11 +360,74 @@ func (h *handler) chatLine(f *file, line []byte) {
 			h.Event(f.id, f.harness, e)
 		}
 	case Rebuilt:
+		exited := h.Exited(f.id)
 		h.Restart(f.id)
 		for _, e := range f.chat.Events() {
 			h.Event(f.id, f.harness, e)
 		}
+		if pid := h.pids[f.id]; pid > 0 {
+			// The rebuilt session keeps its process, and its exit.
+			if exited {
+				h.Event(f.id, f.harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
+			} else {
+				h.Event(f.id, f.harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, PID: pid})
+			}
+		}
 	}
+	if f.harness == HarnessGemini && f.chat.ProjectHash() != "" && (h.pids[f.id] == 0 || h.Exited(f.id)) {
+		h.unbound[f.id] = f.path
+	}
+}
+
+// Idle binds the sessions written since the last Idle with no live
+// process to their writer (one pass over /proc for all of them), then
+// lets Sessions flush.
+func (h *handler) Idle() {
+	if len(h.unbound) > 0 {
+		h.bindWriters()
+	}
+	h.Sessions.Idle()
+}
+
+// bindWriters binds each session in h.unbound to the Gemini CLI process
+// that writes its chat, when that can be told (pickWriter). A session
+// taken up by a new process (gemini --resume) is bound again.
+func (h *handler) bindWriters() {
+	procs := writers(h.procRoot, Agent)
+	bound := func(self string) func(pid int) bool {
+		return func(pid int) bool {
+			for id, p := range h.pids {
+				if p == pid && id != self && !h.Exited(id) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(h.unbound)) {
+		p := h.unbound[id]
+		f := h.files[p]
+		if f == nil || f.id != id || f.chat == nil {
+			continue
+		}
+		info, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		pid := pickWriter(procs[f.chat.ProjectHash()], info.ModTime(), bound(id))
+		if pid == 0 || (pid == h.pids[id] && !h.Exited(id)) {
+			continue
+		}
+		var at int64
+		if st, err := proc.ReadStat(h.procRoot, pid); err == nil {
+			if t, err := proc.StartedAt(st); err == nil {
+				at = t.UnixMilli() // the process's start: no pid reuse, even for a chat it resumed
+			}
+		}
+		h.pids[id] = pid
+		h.Event(id, f.harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, PID: pid, OccurredAt: at})
+	}
+	clear(h.unbound)
 }
 
 // subagentChat reports a subagent's chat on its parent session: started
@@ -431,6 +519,21 @@ func (h *handler) Removed(p string) {
 	if f == nil || f.id == "" || f.parent != "" || f.superseded || h.childOf[f.id] != "" {
 		return
 	}
+	delete(h.unbound, f.id)
+	if f.chat != nil && !f.legacy && !f.chat.Subagent() {
+		// Its process may go on (the file was deleted under it) and write
+		// it again: the process stays taken, so that it is not bound to
+		// another chat of the project meanwhile.
+		if len(h.gone) >= maxGone {
+			for _, m := range h.gone {
+				delete(h.pids, m.SessionID)
+			}
+			clear(h.gone)
+		}
+		h.gone[p] = f.chat.meta
+	} else {
+		delete(h.pids, f.id)
+	}
 	h.Stop(f.id, "journal removed")
 }
 
@@ -439,6 +542,9 @@ func (h *handler) Rescan() {
 	clear(h.files)
 	clear(h.childOf)
 	clear(h.cwds)
+	clear(h.pids)
+	clear(h.unbound)
+	clear(h.gone)
 	h.Sessions.Rescan()
 }
 

@@ -27,20 +27,28 @@ func run(t *testing.T, home string, enabled ...string) (*sourcestest.Hub, chan<-
 
 const sid = "11111111-2222-4333-8444-555555555555"
 
-// A Gemini CLI chat written live, a record at a time and with lines cut
-// in two: prompt → running (with its cwd from .project_root) → a tool →
-// done; a rewind takes the second turn back; a subagent's chat shows
-// under its parent; the chat's removal ends the session.
-func TestGeminiChatLive(t *testing.T) {
-	home := t.TempDir()
-	project := filepath.Join(home, "tmp", "myproj")
+// chatHome makes a Gemini home with one project whose .project_root is
+// /work/myproj, and returns it, the project directory and the path of the
+// chat of session sid.
+func chatHome(t *testing.T) (home, project, chat string) {
+	t.Helper()
+	home = t.TempDir()
+	project = filepath.Join(home, "tmp", "myproj")
 	if err := os.MkdirAll(filepath.Join(project, "chats"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(project, ".project_root"), []byte("/work/myproj\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	chat := filepath.Join(project, "chats", "session-2026-12-01T10-00-11111111.jsonl")
+	return home, project, filepath.Join(project, "chats", "session-2026-12-01T10-00-11111111.jsonl")
+}
+
+// A Gemini CLI chat written live, a record at a time and with lines cut
+// in two: prompt → running (with its cwd from .project_root) → a tool →
+// done; a rewind takes the second turn back; a subagent's chat shows
+// under its parent; the chat's removal ends the session.
+func TestGeminiChatLive(t *testing.T) {
+	home, project, chat := chatHome(t)
 	h, _ := run(t, home, HarnessGemini, HarnessAntigravity)
 
 	sourcestest.Append(t, chat, `{"sessionId":"`+sid+`","projectHash":"x","startTime":"2026-12-01T10:00:00.000Z","lastUpdated":"2026-12-01T10:00:00.000Z","kind":"main"}`+"\n")
@@ -256,5 +264,30 @@ func TestProjectRootLateAndHostile(t *testing.T) {
 	})
 	if s, _ := h.Snapshot(b); s.Cwd != "" {
 		t.Errorf("cwd from a FIFO: %q", s.Cwd)
+	}
+}
+
+// Gemini CLI's start-up cleanup deletes the project's chats that hold no
+// conversation yet, another TUI's still running included; that TUI's next
+// record recreates the file without its metadata line. The session leaves
+// with its file and comes back, the same session, with that record.
+func TestChatDeletedUnderItsCLI(t *testing.T) {
+	home, _, chat := chatHome(t)
+	h, _ := run(t, home, HarnessGemini)
+	sourcestest.Append(t, chat, `{"sessionId":"`+sid+`","projectHash":"x","startTime":"2026-12-01T10:00:00.000Z","lastUpdated":"2026-12-01T10:00:00.000Z","kind":"main"}`+"\n")
+	h.WaitFor(t, "the session", kittest.Status(sid, agentbridge.StatusIdle))
+	if err := os.Remove(chat); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "the session to leave", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot(sid); return !ok })
+	sourcestest.Append(t, chat, `{"id":"u1","timestamp":"2026-12-01T10:00:05.000Z","type":"user","content":[{"text":"list the files"}]}`+"\n")
+	h.WaitFor(t, "the session back, running", kittest.Status(sid, agentbridge.StatusRunning))
+	if s, _ := h.Snapshot(sid); s.Cwd != "/work/myproj" || s.Title != "list the files" {
+		t.Errorf("back: %+v", s)
+	}
+	sourcestest.Append(t, chat, `{"id":"g1","timestamp":"2026-12-01T10:00:06.000Z","type":"gemini","content":"Here.","model":"gemini-3-flash"}`+"\n")
+	h.WaitFor(t, "done", kittest.Status(sid, agentbridge.StatusDone))
+	if d := h.Diagnostics(); len(d) != 0 {
+		t.Errorf("diagnostics %+v", d)
 	}
 }

@@ -15,6 +15,7 @@ func FuzzMap(f *testing.F) {
 		`{"uuid":"r1","sessionId":"s1","type":"tool_result","toolCallResult":{"callId":"c1","status":"cancelled"}}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var st State
+		st.SetApprovalMode(ModeDefault) // approvals mapped too
 		s := validate.NewSession("s1", Harness)
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			events, _ := Map("s1", line, &st)

@@ -31,6 +31,7 @@ func replay(t *testing.T, data []byte) golden {
 	g := golden{Events: []agentbridge.Event{}}
 	var id string
 	var st State
+	st.SetApprovalMode(ModeDefault) // the mode the chats were recorded in
 	var s *validate.Session
 	for i, line := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
 		if id == "" {
@@ -108,10 +109,7 @@ func TestGolden(t *testing.T) {
 // ends the turn, cancelled), and an Escape before any reply (which writes
 // nothing: the turn stays running, a documented limit).
 func TestRecordedTUISession(t *testing.T) {
-	data, err := os.ReadFile("testdata/journals/v0.24.4-tui-approve-deny-esc.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := recorded(t, "v0.24.4-tui-approve-deny-esc")
 	g := replay(t, data)
 	var kinds []string
 	outcomes := map[agentbridge.Outcome]int{}
@@ -154,4 +152,89 @@ func TestUsageMatchesJournals(t *testing.T) {
 			t.Errorf("%s: usage = %+v, want the chat's own %+v", name, got, want)
 		}
 	}
+}
+
+// The recorded approvals: while the shell command waits for the user, the
+// session is waiting and says what for; the decision (the ui_telemetry
+// tool_call record) ends the wait, approved or denied.
+func TestRecordedApprovalWaits(t *testing.T) {
+	data := recorded(t, "v0.24.4-tui-approve-deny-esc")
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	at := func(n int) agentbridge.Snapshot { return replay(t, bytes.Join(lines[:n], nil)).Snapshot }
+	for _, c := range []struct {
+		lines      int // the chat up to this line
+		status     agentbridge.Status
+		waitingFor string
+	}{
+		{4, agentbridge.StatusRunning, ""},                                                 // the model is asked
+		{5, agentbridge.StatusWaiting, "Approve run_shell_command: echo hi > marker.txt"},  // its functionCall, not answered
+		{6, agentbridge.StatusRunning, ""},                                                 // approved: the decision
+		{9, agentbridge.StatusDone, ""},                                                    // the answer
+		{14, agentbridge.StatusWaiting, "Approve run_shell_command: echo no > denied.txt"}, // the second command
+		{15, agentbridge.StatusRunning, ""},                                                // denied
+		{16, agentbridge.StatusDone, ""},                                                   // the cancelled tool_result
+	} {
+		if s := at(c.lines); s.Status != c.status || s.WaitingFor != c.waitingFor {
+			t.Errorf("after line %d: %s %q, want %s %q", c.lines, s.Status, s.WaitingFor, c.status, c.waitingFor)
+		}
+	}
+}
+
+// The real 0.24.4 TUI, Escape while the model held its reply, then another
+// prompt: the Escape wrote nothing; the next prompt ends the unanswered
+// turn, cancelled, and its own turn completes.
+func TestRecordedEscThenPrompt(t *testing.T) {
+	data := recorded(t, "v0.24.4-tui-esc-then-prompt")
+	g := replay(t, data)
+	var turns []string
+	for _, e := range g.Events {
+		switch e.Kind {
+		case agentbridge.KindTurnStarted:
+			turns = append(turns, "started")
+		case agentbridge.KindAgentDone:
+			turns = append(turns, string(e.Outcome))
+		}
+	}
+	if strings.Join(turns, " ") != "started cancelled started success" {
+		t.Errorf("turns: %v", turns)
+	}
+	if s := g.Snapshot; s.Status != agentbridge.StatusDone || s.LastTurn != agentbridge.LastTurnCompleted {
+		t.Errorf("snapshot %+v", s)
+	}
+}
+
+// The real 0.24.4 TUI, a background subagent (the agent tool's default):
+// its launch result does not end it; the task notification does, and
+// starts the parent's next turn.
+func TestRecordedBackgroundSubagent(t *testing.T) {
+	data := recorded(t, "v0.24.4-tui-subagent-background")
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	before := replay(t, bytes.Join(lines[:10], nil)) // up to the parent's reply to the launch
+	if s := before.Snapshot; s.Status != agentbridge.StatusDone || len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentRunning {
+		t.Errorf("after the launch: %+v", s)
+	}
+	after := replay(t, data)
+	if s := after.Snapshot; s.Status != agentbridge.StatusDone || len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentCompleted ||
+		s.Subagents[0].Title != "Count the files" || s.Subagents[0].Type != "general-purpose" {
+		t.Errorf("after the notification: %+v", s)
+	}
+	turns := 0
+	for _, e := range after.Events {
+		if e.Kind == agentbridge.KindTurnStarted {
+			turns++
+		}
+	}
+	if turns != 2 {
+		t.Errorf("%d turns, want the prompt's and the notification's", turns)
+	}
+}
+
+// recorded reads testdata/journals/<name>.jsonl.
+func recorded(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "journals", name+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

@@ -15,6 +15,26 @@ import (
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
+// startAgent starts a process that stands for the agent's, ended with the
+// test, and returns it with its start time as /proc tells it.
+func startAgent(t *testing.T, argv ...string) (*exec.Cmd, time.Time) {
+	t.Helper()
+	agent := exec.Command(argv[0], argv[1:]...)
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
+	st, err := proc.ReadStat(proc.Root, agent.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := proc.StartedAt(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return agent, started
+}
+
 func run(t *testing.T, home string) *sourcestest.Hub {
 	t.Helper()
 	return sourcestest.Run(t, New(sources.Options{Home: home}), []string{Harness})
@@ -30,19 +50,7 @@ func TestLiveChatAndProcess(t *testing.T) {
 	if err := os.MkdirAll(chats, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	agent := exec.Command("sleep", "60")
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
-	st, err := proc.ReadStat(proc.Root, agent.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	started, err := proc.StartedAt(st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent, started := startAgent(t, "sleep", "60")
 	h := run(t, home)
 
 	sourcestest.Append(t, filepath.Join(chats, id+".runtime.json"), fmt.Sprintf("{\n  \"schema_version\": 1,\n  \"pid\": %d,\n  \"session_id\": %q,\n  \"work_dir\": \"/work/proj\",\n  \"started_at\": %.3f\n}", agent.Process.Pid, id, float64(started.UnixMilli())/1000))
@@ -80,4 +88,21 @@ func TestStaleRuntimeFileIsNotBound(t *testing.T) {
 	if s, _ := h.Snapshot(id); s.PID != 0 || s.Status != agentbridge.StatusRunning {
 		t.Errorf("bound to a process that is not the agent's: %+v", s)
 	}
+}
+
+// started_at is when the TUI wrote its runtime file, seconds after its
+// process started when the machine is busy (seen with the real 0.24.4):
+// the session is still bound to it.
+func TestRuntimeFileWrittenLateIsBound(t *testing.T) {
+	home := t.TempDir()
+	const id = "22222222-4319-42fc-ae72-923eb867e18f"
+	chats := filepath.Join(home, "projects", "-work-proj", "chats")
+	agent, started := startAgent(t, "sleep", "60")
+	written := started.Add(9 * time.Second)
+	sourcestest.Append(t, filepath.Join(chats, id+".runtime.json"), fmt.Sprintf("{\"pid\": %d, \"session_id\": %q, \"started_at\": %.3f}", agent.Process.Pid, id, float64(written.UnixMilli())/1000))
+	sourcestest.Append(t, filepath.Join(chats, id+".jsonl"), `{"uuid":"u1","sessionId":"`+id+`","timestamp":"`+written.UTC().Format(time.RFC3339Nano)+`","type":"user","message":{"parts":[{"text":"hi"}]}}`+"\n")
+	h := run(t, home)
+	h.WaitFor(t, "the process bound", func(h *sourcestest.Hub) bool { s, _ := h.Snapshot(id); return s.PID == agent.Process.Pid })
+	agent.Process.Kill()
+	h.WaitFor(t, "exited", kittest.Status(id, agentbridge.StatusExited))
 }

@@ -7,6 +7,7 @@
 package qwen
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"path/filepath"
@@ -36,10 +37,12 @@ var info = agentbridge.SourceInfo{
 	Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
 	EnvironmentVariables: []string{EnvHome},
 	Observes: map[string]agentbridge.Observe{
-		// A pending approval looks on disk like a tool that is running.
-		"waiting":   {How: agentbridge.Unavailable},
+		// A pending approval is a functionCall of a tool that asks in the
+		// session's approval mode (mode.go) with nothing after it; a tool
+		// that runs without asking looks the same until its result.
+		"waiting":   {How: agentbridge.Inferred, From: "journal"},
 		"exited":    {How: agentbridge.Observed, From: "process"}, // the pid of <id>.runtime.json, by pidfd
-		"subagents": {How: agentbridge.Unavailable},
+		"subagents": {How: agentbridge.Observed, From: "journal"}, // the agent tool's functionCall and tool_result
 		"title":     {How: agentbridge.Observed, From: "journal"},
 		"model":     {How: agentbridge.Observed, From: "journal"},
 	},
@@ -134,6 +137,9 @@ func (h *handler) Line(p string, line []byte) {
 		st = &State{}
 		h.states[id] = st
 	}
+	if bytes.Contains(line, []byte(`"functionCall"`)) {
+		st.SetApprovalMode(h.approvalMode(id))
+	}
 	events, code := Map(id, line, st)
 	if code != "" {
 		h.BadLine(code)
@@ -166,21 +172,25 @@ func (h *handler) readRuntime(id string, data []byte) {
 }
 
 // bind binds the session to the runtime file's process. A runtime file
-// outlives its process: a pid that now names another process (started
-// more than a few seconds away from started_at) is not bound, and the
-// session then leaves after the window like one without a process.
+// outlives its process, and its started_at is when the TUI wrote it (after
+// Node started, seconds later under load; again at a session swap), not
+// when the process started. The process that wrote it started before
+// started_at: a pid that names a process started later (beyond the
+// granularity of boot-time arithmetic) is another process that reused the
+// pid, and is not bound; the session then leaves after the window like one
+// without a process.
 func (h *handler) bind(id string, rt runtimeFile) {
-	started := time.Duration(0)
+	written := time.Duration(0)
 	if rt.StartedAt > 0 && rt.StartedAt < math.MaxInt32 {
-		started = time.Duration(rt.StartedAt * float64(time.Second))
+		written = time.Duration(rt.StartedAt * float64(time.Second))
 	}
-	if started > 0 {
+	if written > 0 {
 		st, err := proc.ReadStat(proc.Root, rt.PID)
 		if err != nil {
 			return // gone: nothing to bind; an old session is not marked exited by a stale file
 		}
 		at, err := proc.StartedAt(st)
-		if err != nil || at.Sub(time.Unix(0, int64(started))).Abs() > 5*time.Second {
+		if err != nil || at.Sub(time.Unix(0, int64(written))) > startSlack {
 			return
 		}
 		// session.started at the process's start: the pid-reuse guard
@@ -190,6 +200,11 @@ func (h *handler) bind(id string, rt runtimeFile) {
 	}
 	h.BindPID(id, rt.PID)
 }
+
+// startSlack is how much later than the runtime file's started_at its
+// process may seem to have started: /proc gives the boot time in whole
+// seconds.
+const startSlack = 2 * time.Second
 
 // Truncated starts the chat's mapping again: it is read from the start.
 func (h *handler) Truncated(p string) {

@@ -1,9 +1,12 @@
 package qwen
 
 import (
+	"slices"
 	"strings"
 
 	json "github.com/go-json-experiment/json"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
@@ -27,14 +30,26 @@ type record struct {
 			Text         *string `json:"text"`
 			Thought      bool    `json:"thought"`
 			FunctionCall *struct {
-				ID   string `json:"id"`
-				Name string `json:"name"`
+				ID   string         `json:"id"`
+				Name string         `json:"name"`
+				Args jsontext.Value `json:"args"`
 			} `json:"functionCall"`
-			FunctionResponse *struct{} `json:"functionResponse"`
+			FunctionResponse *struct {
+				Response struct {
+					Output string `json:"output"`
+				} `json:"response"`
+			} `json:"functionResponse"`
 		} `json:"parts"`
 	} `json:"message"`
 	SystemPayload struct {
 		DisplayText string `json:"displayText"` // what the user typed, when hook context was added
+		// UIEvent is a ui_telemetry record's event: qwen-code.tool_call is
+		// written once a tool has run (or was refused), with the user's
+		// decision, just before its tool_result.
+		UIEvent struct {
+			Name   string `json:"event.name"`
+			CallID string `json:"call_id"`
+		} `json:"uiEvent"`
 	} `json:"systemPayload"`
 	ToolCallResult struct {
 		CallID string `json:"callId"`
@@ -57,7 +72,15 @@ type State struct {
 	open    bool
 	meta    kit.Meta // the title from the first prompt, the model last reported
 	tools   []string // started, not finished
+	waits   []string // the tools of tools that wait for the user's approval
+	subs    []string // the tools of tools that are subagents (the agent tool), running
+	bg      []string // subagents launched in the background, running past their turn
+	mode    string   // the approval mode (mode.go); "" is unknown: no approvals inferred
 }
+
+// SetApprovalMode sets the approval mode the session runs in (ModeDefault
+// and the others), which decides which tool calls wait for the user.
+func (st *State) SetApprovalMode(mode string) { st.mode = mode }
 
 // Map maps one chat line of session id to its events. code is a
 // sources.Code* for a line that was skipped.
@@ -80,14 +103,37 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 	}
 	switch r.Type {
 	case "user":
+		if r.Subtype == "notification" {
+			// A background subagent's end: Qwen Code tells the model in a
+			// new turn of its own.
+			call, status, ok := taskNotification(&r)
+			i := slices.Index(st.bg, call)
+			if !ok || i < 0 || !validate.ValidID(r.UUID) {
+				break
+			}
+			st.bg = append(st.bg[:i], st.bg[i+1:]...)
+			add(agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: call, Outcome: status, OccurredAt: at})
+			if !st.open {
+				st.open = true
+				add(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: r.UUID, OccurredAt: at})
+			}
+			break
+		}
 		if r.Subtype != "" {
-			break // notifications and other CLI-made user records
+			break // other CLI-made user records
 		}
 		text, prompt := promptText(&r)
 		if !prompt || !validate.ValidID(r.UUID) {
 			break
 		}
 		st.finishTools(add, agentbridge.OutcomeCancelled)
+		if st.open {
+			// The turn before got no answer: Escape before the model's reply
+			// writes nothing at all, and Qwen Code sends a prompt typed while
+			// it works only once the turn is over. It ended, cancelled, by
+			// this prompt at the latest.
+			add(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeCancelled, OccurredAt: at})
+		}
 		st.open = true
 		add(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: r.UUID, OccurredAt: at})
 		if e, ok := st.meta.FirstTitle(text); ok {
@@ -118,8 +164,24 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 				if name == "" {
 					name = "tool"
 				}
-				st.tools = append(st.tools, p.FunctionCall.ID)
-				add(agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: p.FunctionCall.ID, Name: name, OccurredAt: at})
+				call := p.FunctionCall.ID
+				st.tools = append(st.tools, call)
+				add(agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: call, Name: name, OccurredAt: at})
+				if asks(p.FunctionCall.Name, st.mode) {
+					st.waits = append(st.waits, call)
+					add(agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: call, State: agentbridge.StatusWaiting, OccurredAt: at,
+						Reason: approvalReason(name, p.FunctionCall.Args)})
+				}
+				if p.FunctionCall.Name == toolAgent {
+					var in struct {
+						Description  string `json:"description"`
+						SubagentType string `json:"subagent_type"`
+					}
+					_ = json.Unmarshal(p.FunctionCall.Args, &in)
+					st.subs = append(st.subs, call)
+					add(agentbridge.Event{Kind: agentbridge.KindSubagentStarted, SubagentID: call, ParentAgentID: id, OccurredAt: at,
+						Title: validate.Title(in.Description), Type: validate.Label(in.SubagentType)})
+				}
 			case p.Text != nil && !p.Thought && strings.TrimSpace(*p.Text) != "":
 				text = true
 			}
@@ -130,6 +192,11 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 			st.finishTools(add, agentbridge.OutcomeSuccess)
 			st.open = false
 			add(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess, OccurredAt: at})
+		}
+	case "system":
+		// The tool has run or was refused: whatever it waited for is over.
+		if ev := r.SystemPayload.UIEvent; r.Subtype == "ui_telemetry" && ev.Name == "qwen-code.tool_call" && st.open {
+			st.endWait(add, ev.CallID, at)
 		}
 	case "tool_result":
 		id := r.ToolCallResult.CallID
@@ -143,8 +210,17 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 		case "cancelled":
 			out = agentbridge.OutcomeCancelled
 		}
+		st.endWait(add, id, at)
 		st.drop(id)
 		add(agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: id, Outcome: out})
+		if i := slices.Index(st.subs, id); i >= 0 {
+			st.subs = append(st.subs[:i], st.subs[i+1:]...)
+			if out == agentbridge.OutcomeSuccess && backgroundLaunch(&r) && len(st.bg) < validate.MaxSubagents {
+				st.bg = append(st.bg, id) // it runs on; a notification ends it
+			} else {
+				add(agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: id, Outcome: out, OccurredAt: at})
+			}
+		}
 		if out == agentbridge.OutcomeCancelled {
 			// A denied (or cancelled) tool ends the turn: the CLI is back at
 			// its prompt without asking the model again.
@@ -154,6 +230,54 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 		}
 	}
 	return events, ""
+}
+
+// backgroundLaunch reports whether an agent tool's result says that the
+// subagent was launched in the background (the default of a top-level
+// agent call in 0.24): it is not done yet.
+func backgroundLaunch(r *record) bool {
+	for _, p := range r.Message.Parts {
+		if f := p.FunctionResponse; f != nil && strings.HasPrefix(f.Response.Output, "Background agent launched") {
+			return true
+		}
+	}
+	return false
+}
+
+// taskNotification reads the <task-notification> a notification record
+// carries: the agent call it is about and how the subagent ended.
+func taskNotification(r *record) (call string, out agentbridge.Outcome, ok bool) {
+	for _, p := range r.Message.Parts {
+		if p.Text == nil || !strings.Contains(*p.Text, "<task-notification>") {
+			continue
+		}
+		call, status := element(*p.Text, "tool-use-id"), element(*p.Text, "status")
+		switch status {
+		case "completed":
+			out = agentbridge.OutcomeSuccess
+		case "failed":
+			out = agentbridge.OutcomeError
+		case "cancelled":
+			out = agentbridge.OutcomeCancelled
+		default:
+			return "", "", false
+		}
+		return call, out, call != ""
+	}
+	return "", "", false
+}
+
+// element returns the text of the first <name>…</name> in s.
+func element(s, name string) string {
+	_, rest, ok := strings.Cut(s, "<"+name+">")
+	if !ok {
+		return ""
+	}
+	v, _, ok := strings.Cut(rest, "</"+name+">")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(v)
 }
 
 // promptText returns the text the user typed and whether the record is a
@@ -175,29 +299,73 @@ func promptText(r *record) (string, bool) {
 	return text, text != ""
 }
 
-func (st *State) has(id string) bool {
-	for _, t := range st.tools {
-		if t == id {
-			return true
+// asksApproval names the tools that Qwen Code asks the user about before
+// running them in its default approval mode (edits, shell commands, web
+// fetches, subagents). On disk a pending approval is the tool's
+// functionCall with nothing after it; a tool that runs without asking (a
+// read-only shell command, an allow rule) writes nothing different, so its
+// run shows as waiting too, until its result.
+var asksApproval = map[string]bool{
+	"run_shell_command": true,
+	"edit":              true,
+	"write_file":        true,
+	"notebook_edit":     true,
+	"web_fetch":         true,
+	toolAgent:           true,
+}
+
+// toolAgent is the tool that runs a subagent.
+const toolAgent = "agent"
+
+// approvalDetail are the functionCall arguments that say what a tool acts
+// on, in the order they are preferred: what the approval prompt shows.
+var approvalDetail = []string{"command", "file_path", "notebook_path", "url", "description"}
+
+// approvalReason is a wait's reason: "Approve run_shell_command: touch
+// …/marker", bounded, redacted, paths shortened.
+func approvalReason(name string, args jsontext.Value) string {
+	var in map[string]jsontext.Value
+	_ = json.Unmarshal(args, &in)
+	reason := "Approve " + name
+	for _, k := range approvalDetail {
+		var v string
+		if json.Unmarshal(in[k], &v) == nil && strings.TrimSpace(v) != "" {
+			reason += ": " + v
+			break
 		}
 	}
-	return false
+	return validate.Display(reason, validate.MaxWaitingFor)
 }
+
+func (st *State) has(id string) bool { return slices.Index(st.tools, id) >= 0 }
 
 func (st *State) drop(id string) {
-	for i, t := range st.tools {
-		if t == id {
-			st.tools = append(st.tools[:i], st.tools[i+1:]...)
-			return
-		}
+	if i := slices.Index(st.tools, id); i >= 0 {
+		st.tools = append(st.tools[:i], st.tools[i+1:]...)
 	}
 }
 
+// endWait ends the wait of tool id, if it has one open.
+func (st *State) endWait(add func(agentbridge.Event), id string, at int64) {
+	if i := slices.Index(st.waits, id); i >= 0 {
+		st.waits = append(st.waits[:i], st.waits[i+1:]...)
+		add(agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: id, OccurredAt: at})
+	}
+}
+
+// finishTools ends every open tool with out; their waits end with them
+// and their subagents with the same outcome.
 func (st *State) finishTools(add func(agentbridge.Event), out agentbridge.Outcome) {
+	for _, w := range st.waits {
+		add(agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: w})
+	}
 	for _, t := range st.tools {
 		add(agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: t, Outcome: out})
 	}
-	st.tools = st.tools[:0]
+	for _, a := range st.subs {
+		add(agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: a, Outcome: out})
+	}
+	st.tools, st.waits, st.subs = st.tools[:0], st.waits[:0], st.subs[:0]
 }
 
 // runtimeFile is <sessionId>.runtime.json, which the TUI writes at start
