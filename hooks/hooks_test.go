@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -172,4 +173,72 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("reason %q is not display text", r)
 		}
 	})
+}
+
+// TestLivePayloads folds the payloads the real CLIs sent for one approved
+// command (captured by the live suite) through the fold, dated as they
+// ran: the PermissionRequest waits with a reason naming the command, its
+// key matches the PreToolUse and PostToolUse of the same call (Codex drops
+// the description from PreToolUse), and the answer ends the wait. Claude
+// Code's permission Notification runs some seconds into the dialog; posted
+// after the answer, it must not bring the wait back.
+func TestLivePayloads(t *testing.T) {
+	type step struct {
+		event string
+		at    int64
+	}
+	claude := []step{{"session-start", 10}, {"user-prompt-submit", 11}, {"pre-tool-use", 12}, {"permission-request", 13},
+		{"notification", 14}, {"post-tool-use", 20}, {"notification", 15}, {"stop", 21}}
+	codex := []step{{"session-start", 10}, {"user-prompt-submit", 11}, {"pre-tool-use", 12}, {"permission-request", 13},
+		{"post-tool-use", 20}, {"stop", 21}}
+	interrupted := []step{{"session-start", 10}, {"user-prompt-submit", 11}, {"pre-tool-use", 12}, {"permission-request", 13},
+		{"interrupt", 20}}
+	tests := []struct {
+		source, version string
+		steps           []step
+		reason          string
+	}{
+		{"claude-code", "2.1.332", claude, "Approve Bash: touch …/marker"},
+		{"claude-code", "2.1.242", claude, "Approve Bash: touch …/marker"},
+		{"codex", "0.171.0", codex, "Approve Bash: touch '…/outside-marker'"},
+		{"codex", "0.165.0", codex, "Approve Bash: touch '…/outside-marker'"},
+		{"codex", "0.171.0", interrupted, "Approve Bash: touch '…/outside-marker'"},
+		{"codex", "0.165.0", interrupted, "Approve Bash: touch '…/outside-marker'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.source+"/"+tt.version+"/"+tt.steps[len(tt.steps)-1].event, func(t *testing.T) {
+			s := validate.NewSession("s", tt.source)
+			s.Apply(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: 1})
+			answered := false
+			for _, st := range tt.steps {
+				body, err := os.ReadFile(filepath.Join("testdata", tt.source, "live-"+tt.version+"-"+st.event+".json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				sig, err := Decode(tt.source, body)
+				if err != nil {
+					t.Fatalf("%s: %v", st.event, err)
+				}
+				sig.Hook.At = st.at
+				s.Hook(sig.Hook)
+				snap := s.Snapshot()
+				switch {
+				case st.event == "permission-request" || st.event == "notification" && !answered:
+					if snap.Status != agentbridge.StatusWaiting || snap.WaitingFor != tt.reason {
+						t.Fatalf("after %s: %s %q, want waiting %q", st.event, snap.Status, snap.WaitingFor, tt.reason)
+					}
+				case st.at >= 20:
+					answered = true
+					fallthrough
+				case answered:
+					if snap.Status != agentbridge.StatusRunning || snap.WaitingFor != "" {
+						t.Fatalf("after %s: %s %q, want running", st.event, snap.Status, snap.WaitingFor)
+					}
+				}
+			}
+			if !answered {
+				t.Fatal("no answer in the steps")
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package sources
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -217,4 +218,64 @@ func TestBindHolderOnlyTheAgentsWriter(t *testing.T) {
 	if s, _ := h.Snapshot("r"); s.PID != 0 || s.Status == agentbridge.StatusExited {
 		t.Errorf("journal held only by readers: pid %d, status %s; want unbound and not exited", s.PID, s.Status)
 	}
+}
+
+// restartLines is pidLines whose journal, when read again, restarts its
+// session (as every source's Truncated does), with one more line:
+// "<session> title <title>".
+type restartLines struct{ pidLines }
+
+func (h restartLines) Line(path string, line []byte) {
+	if f := strings.Fields(string(line)); len(f) == 3 && f[1] == "title" {
+		h.Event(f[0], "a", agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: f[2]})
+		return
+	}
+	h.pidLines.Line(path, line)
+}
+
+func (h restartLines) Truncated(path string) {
+	h.Restart(strings.TrimSuffix(filepath.Base(path), ".jsonl"))
+}
+
+// TestRestartKeepsProcess: a journal rewritten under a live agent (an undo
+// that names no pid again) rebuilds its session with the process still on
+// it, and the process's exit is still observed.
+func TestRestartKeepsProcess(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s1.jsonl")
+	h := sourcestest.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Follow(ctx, hub.Start{Enabled: []string{"a"}, Publisher: h},
+			FollowConfig{Tail: TailConfig{Roots: []string{dir}}, Linger: time.Hour},
+			func(s *Sessions) Handler { return restartLines{pidLines{s}} })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Follow = %v", err)
+		}
+	})
+	session := func(title string, status agentbridge.Status) func(h *sourcestest.Hub) bool {
+		return func(h *sourcestest.Hub) bool {
+			s, ok := h.Snapshot("s1")
+			return ok && s.Title == title && s.Status == status
+		}
+	}
+	cmd := sleeper(t)
+	pid := cmd.Process.Pid
+	sourcestest.Append(t, p, fmt.Sprintf("s1 start %d %d\ns1 title first\n", pid, time.Now().UnixMilli()))
+	h.WaitFor(t, "bound to the process", session("first", agentbridge.StatusIdle))
+	// Rewritten in place, shorter, without the pid.
+	if err := os.WriteFile(p, []byte("s1 title again\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitFor(t, "the rebuilt session", session("again", agentbridge.StatusIdle))
+	if s, _ := h.Snapshot("s1"); s.PID != pid {
+		t.Fatalf("after the rewrite: pid %d, want %d (the process is still bound)", s.PID, pid)
+	}
+	_ = cmd.Process.Kill()
+	h.WaitFor(t, "the process's exit", session("again", agentbridge.StatusExited))
 }

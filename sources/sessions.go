@@ -216,8 +216,10 @@ func (ss *Sessions) removeFromHub(id string) {
 
 // Restart drops what the session's journal said so far, because the
 // journal is read again from the start (Handler.Truncated). The session
-// keeps its id, harness and process binding; the events that follow
-// rebuild it aside in the hub and it is upserted whole at Idle.
+// keeps its id, harness and process binding: a live bound process is
+// folded into the rebuilt session first (a journal rewritten under a
+// running agent, e.g. by an undo, need not name its pid again). The events
+// that follow rebuild it aside in the hub and it is upserted whole at Idle.
 func (ss *Sessions) Restart(id string) {
 	en := ss.m[id]
 	if en == nil {
@@ -230,6 +232,11 @@ func (ss *Sessions) Restart(id string) {
 	}
 	en.exitedAt = time.Time{}
 	ss.pub.Restart(id)
+	if en.pid > 0 && en.unwatch != nil {
+		if err := ss.pub.Fold(id, en.harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, PID: en.pid}); err != nil {
+			ss.log.Debug("process not kept across a restart", "session", id, "err", err)
+		}
+	}
 }
 
 // Stop ends the observation of a session (its journal went away): it

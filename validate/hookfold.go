@@ -107,15 +107,21 @@ func (h *hookState) boundTool(key string) string {
 
 // over reports whether a prompt for key and tool (tool "" when unknown)
 // that ran at at is known to be over already: a late or out-of-order hook.
+// A prompt known only from a notification names no tool: any answer at
+// or after it proves it over (Claude Code notifies some seconds after
+// its dialog appeared, and that hook may reach the bridge after the
+// answer's).
 func (h *hookState) over(key, tool string, at int64) bool {
 	if at <= h.fence {
 		return true
 	}
 	for _, m := range h.settled {
-		if tool != "" && m.tool == tool {
+		switch {
+		case tool != "" && m.tool == tool:
 			return true
-		}
-		if tool == "" && m.key == key && m.at >= at {
+		case key == HookNotified && m.at >= at:
+			return true
+		case tool == "" && m.key == key && m.at >= at:
 			return true
 		}
 	}

@@ -176,6 +176,26 @@ func TestHookFusion(t *testing.T) {
 			jr(toolStart("t2"), waiting, "Approve shell: ls"),
 			jr(toolEnd("t2", 13), running, ""),
 		}},
+		{"a late notification, run before the answer and posted after it, never resurrects the prompt", []hstep{
+			// Claude Code notifies "Claude needs your permission" about 6 s
+			// after its dialog appeared; the user answered meanwhile
+			jr(turn(10), running, ""),
+			jr(toolStart("toolu_1"), running, ""),
+			hk(pre("k1", "toolu_1", 11), running, "", 0),
+			hk(ask("k1", 12), waiting, why, 1),
+			hk(answer("k1", "toolu_1", 20), running, "", 1),
+			hk(Hook{Kind: HookAsk, Key: HookNotified, Reason: "Approve a tool", At: 18}, running, "", 0),
+		}},
+		{"a late notification after the journal's tool result changes nothing", []hstep{
+			jr(turn(10), running, ""),
+			hk(stop(10), running, "", 0), // UserPromptSubmit
+			jr(toolStart("toolu_1"), running, ""),
+			jr(toolEnd("toolu_1", 20), running, ""),
+			hk(Hook{Kind: HookAsk, Key: HookNotified, Reason: "Approve a tool", At: 18}, running, "", 0),
+			// a notification of a later prompt still waits
+			jr(toolStart("toolu_2"), running, ""),
+			hk(Hook{Kind: HookAsk, Key: HookNotified, Reason: "Approve a tool", At: 25}, waiting, "Approve a tool", 1),
+		}},
 		{"a prompt without a key changes nothing", []hstep{
 			jr(turn(10), running, ""),
 			hk(Hook{Kind: HookAsk, Reason: "x", At: 12}, running, "", 0),

@@ -162,7 +162,9 @@ func (a *app) hooksEdit(fs *pflag.FlagSet, names []string, add bool) error {
 			}
 		}
 		if add && t.Harness == "codex" {
-			fmt.Fprintf(a.stdout, "%-12s Codex asks you to review and trust new hooks once (/hooks)\n", "")
+			// Codex runs a new or changed hook only once it is trusted: its
+			// next start shows "Hooks need review" (also /hooks).
+			fmt.Fprintf(a.stdout, "%-12s Codex runs new hooks once you trust them: at its next start choose \"Trust all and continue\" (or review them in /hooks)\n", "")
 		}
 	}
 	if failed {

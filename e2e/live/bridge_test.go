@@ -57,6 +57,8 @@ type lifecycle struct {
 	Outcome    string `json:"outcome"`
 	Name       string `json:"name"`
 	SubagentID string `json:"subagentId"`
+	WaitID     string `json:"waitId"`
+	OccurredAt int64  `json:"occurredAt"` // epoch ms
 }
 
 // bridge is a running agentbridge process watching one private home, and

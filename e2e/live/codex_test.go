@@ -213,7 +213,7 @@ func TestCodex(t *testing.T) {
 				scenario(t, col, "approval: approve", func(t *testing.T) { codexApproval(t, c, daemon, true) })
 				scenario(t, col, "approval: deny", func(t *testing.T) { codexApproval(t, c, daemon, false) })
 				scenario(t, col, "interrupt before output", func(t *testing.T) { codexInterrupt(t, c, daemon) })
-				notApplicable(col, "subagent")
+				scenario(t, col, "subagent", func(t *testing.T) { codexSubagent(t, c, daemon) })
 				scenario(t, col, "two sessions, one cwd", func(t *testing.T) { codexTwoSessions(t, c, daemon) })
 				scenario(t, col, "quit, resume", func(t *testing.T) { codexResume(t, c, daemon) })
 				scenario(t, col, "kill -9", func(t *testing.T) { codexKill(t, c, daemon) })

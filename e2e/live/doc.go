@@ -33,6 +33,20 @@
 // vendors' servers under a login, with no setting for another endpoint;
 // Mistral Vibe is on PyPI only, which this machine cannot reach.
 //
+// Codex's subagent scenario calls the multi-agent tools in their Responses
+// API namespace (ToolCall.Namespace), takes the spawned agent's id from the
+// parent's next request (ToolCall.InputFrom) and holds the subagent's reply
+// (Step.Gate) until the bridge has shown it running.
+//
+// TestHooks runs Claude Code and Codex again with the bridge's hooks
+// installed by `agentbridge hooks install` into the throwaway home (the
+// CLI runs the real `agentbridge hook`): a permission dialog must show as
+// waiting, naming the command, within 100 ms of appearing on screen, and
+// end when it is approved, denied or interrupted. The other scenarios run
+// without hooks: they are what "without hooks, behaviour is as today"
+// means. AGENTBRIDGE_LIVE_HOOKDUMP=dir also saves each payload the CLIs
+// send (how the fixtures in hooks/testdata were captured).
+//
 // Where the bridge must do nothing (an idle opencode source runs no query
 // while its database does not change), a scenario reads the bridge's own
 // counters from GET /metrics before and after a quiet interval.

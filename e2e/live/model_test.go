@@ -18,7 +18,9 @@ import (
 // optionally one tool call. Hold makes the server start the reply (HTTP
 // headers only) and then hold it open until the client goes away, so that
 // the agent can be interrupted before any output; Delay slows the reply
-// down before its first content.
+// down before its first content; Gate, when set, holds the reply until it
+// is closed, so that a test can look at the agent mid-turn for as long as
+// it needs.
 type Step struct {
 	// When, if set, makes the step answer only a turn whose last message
 	// contains it (a subagent's first request carries its prompt; its
@@ -30,12 +32,19 @@ type Step struct {
 	Tool     *ToolCall
 	Delay    time.Duration
 	Hold     bool
+	Gate     <-chan struct{}
 }
 
-// ToolCall is a tool call the model makes.
+// ToolCall is a tool call the model makes. Namespace names the tool
+// namespace of a Responses API tool offered in one (Codex's
+// "multi_agent_v1"); InputFrom, when set, computes the input from the
+// last message of the request it answers (an id the agent returned
+// earlier, e.g. a spawned subagent's).
 type ToolCall struct {
-	Name  string
-	Input map[string]any
+	Name      string
+	Input     map[string]any
+	Namespace string
+	InputFrom func(last string) map[string]any
 }
 
 // Request is one request the model server received.
@@ -217,7 +226,13 @@ func (m *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.n++
 	n := m.n
 	if turn {
-		st = m.take(lastMessage(body))
+		last := lastMessage(body)
+		st = m.take(last)
+		if st.Tool != nil && st.Tool.InputFrom != nil {
+			tc := *st.Tool
+			tc.Input, tc.InputFrom = tc.InputFrom(last), nil
+			st.Tool = &tc
+		}
 	}
 	m.reqs = append(m.reqs, Request{Path: r.URL.Path, Turn: turn, Body: body})
 	m.notify()
@@ -246,6 +261,13 @@ func (m *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.notify()
 		m.mu.Unlock()
 		return
+	}
+	if st.Gate != nil {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-st.Gate:
+		}
 	}
 	if st.Delay > 0 {
 		select {
@@ -407,8 +429,12 @@ func (responsesAPI) reply(w http.ResponseWriter, f http.Flusher, body []byte, st
 	}
 	if st.Tool != nil {
 		args, _ := json.Marshal(st.Tool.Input)
-		item(map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_live%04d", n),
-			"call_id": fmt.Sprintf("call_live%04d", n), "name": st.Tool.Name, "arguments": string(args)})
+		it := map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_live%04d", n),
+			"call_id": fmt.Sprintf("call_live%04d", n), "name": st.Tool.Name, "arguments": string(args)}
+		if st.Tool.Namespace != "" {
+			it["namespace"] = st.Tool.Namespace
+		}
+		item(it)
 	}
 	sse(w, "response.completed", map[string]any{"type": "response.completed", "response": map[string]any{
 		"id": resp,

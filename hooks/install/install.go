@@ -36,6 +36,12 @@ const BackupSuffix = ".agentbridge-backup"
 // command itself ends within one second); Gemini CLI counts milliseconds.
 const Timeout = 5
 
+// CodexTimeout is the timeout written for Codex's handlers, in seconds:
+// Codex clamps its SessionEnd and Interrupt hooks to 3 s and warns about
+// it at every start ("clamping Interrupt hook timeout to 3s"), so every
+// handler gets 3.
+const CodexTimeout = 3
+
 // maxSettings bounds a settings file that is read.
 const maxSettings = 4 << 20
 
@@ -52,7 +58,7 @@ type spec struct {
 
 var specs = map[string]spec{
 	"claude-code": {source: "claude-code", file: "settings.json", timeout: Timeout},
-	"codex":       {source: "codex", file: "hooks.json", config: true, timeout: Timeout},
+	"codex":       {source: "codex", file: "hooks.json", config: true, timeout: CodexTimeout},
 	"gemini-cli":  {source: "gemini", file: "settings.json", timeout: Timeout * 1000},
 	"qwen-code":   {source: "qwen", file: "settings.json", timeout: Timeout},
 }
@@ -275,8 +281,9 @@ func forHandlers(doc *node, fn func(event string, handler *node)) {
 }
 
 // addHandlers makes sure every event has one handler running command:
-// an existing one of ours gets the command (another binary path), else a
-// group with one handler is appended.
+// an existing one of ours gets the command (another binary path) and the
+// timeout (an older install wrote another), else a group with one handler
+// is appended.
 func addHandlers(doc *node, source, command string, events []string, timeout int) error {
 	hs := doc.get("hooks")
 	if hs == nil {
@@ -305,6 +312,9 @@ func addHandlers(doc *node, source, command string, events []string, timeout int
 				if _, ok := ours(str(h.get("command").rawOr()), source); ok {
 					if !have && str(h.get("command").rawOr()) != command {
 						h.set("command", strNode(command))
+					}
+					if want := fmt.Sprint(timeout); !have && string(h.get("timeout").rawOr()) != want {
+						h.set("timeout", scalar(want))
 					}
 					have = true
 				}

@@ -327,3 +327,50 @@ func TestFIFOIsRefused(t *testing.T) {
 		t.Fatalf("status of a FIFO: %+v", st)
 	}
 }
+
+// Codex clamps the timeout of its SessionEnd and Interrupt hooks to 3 s
+// and warns about it at every start (Codex 0.165 and 0.171, seen in the
+// live suite): install writes 3 for every Codex handler, and installing
+// again fixes the 5 an older install wrote, keeping the rest.
+func TestCodexTimeout(t *testing.T) {
+	home := t.TempDir()
+	tg := Target{Harness: "codex", Home: home}
+	mustInstall(t, tg, Command(prog, "codex"))
+	var doc struct {
+		Hooks map[string][]struct {
+			Hooks []struct {
+				Command string
+				Timeout int
+			} `json:"hooks"`
+		} `json:"hooks"`
+	}
+	decode := func() {
+		t.Helper()
+		if err := json.Unmarshal(read(t, tg.HooksFile()), &doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decode()
+	for _, ev := range hooks.Events("codex") {
+		if h := doc.Hooks[ev][0].Hooks[0]; h.Timeout != CodexTimeout {
+			t.Errorf("%s: timeout %d, want %d", ev, h.Timeout, CodexTimeout)
+		}
+	}
+	old := strings.ReplaceAll(string(read(t, tg.HooksFile())), `"timeout": 3`, `"timeout": 5`)
+	if err := os.WriteFile(tg.HooksFile(), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ch := mustInstall(t, tg, Command(prog, "codex")); len(ch) != 1 {
+		t.Fatalf("changes %+v, want the hooks file", ch)
+	}
+	decode()
+	for _, ev := range hooks.Events("codex") {
+		if hs := doc.Hooks[ev]; len(hs) != 1 || hs[0].Hooks[0].Timeout != CodexTimeout {
+			t.Errorf("%s: %+v", ev, hs)
+		}
+	}
+	once := read(t, tg.HooksFile())
+	if ch := mustInstall(t, tg, Command(prog, "codex")); len(ch) != 0 || !bytes.Equal(read(t, tg.HooksFile()), once) {
+		t.Fatalf("a second install changed the file: %+v", ch)
+	}
+}

@@ -175,7 +175,7 @@ func golden(t *testing.T, path string, got []byte) {
 // parent's session whichever rollout is read first, and never becomes a
 // root session of its own.
 func TestSubagentOrder(t *testing.T) {
-	for _, c := range []string{"subagent-parent-link", "subagent-lifecycle"} {
+	for _, c := range []string{"subagent-parent-link", "subagent-lifecycle", "live-0.171-subagents", "live-0.165-subagents"} {
 		dir := filepath.Join("testdata/rollouts", c)
 		names := rolloutNames(t, dir)
 		want := fold(t, replay(t, NewEngine(), dir, names))

@@ -139,6 +139,18 @@ type userMessagePayload struct {
 	Message string `json:"message"`
 }
 
+// itemCompletedPayload is an item_completed event (Codex 0.16x and later)
+// as far as a title needs it: a UserMessage item's text parts.
+type itemCompletedPayload struct {
+	Item struct {
+		Type    string `json:"type"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"item"`
+}
+
 type agentMessagePayload struct {
 	Phase string `json:"phase"`
 }
@@ -188,6 +200,9 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 			return dst
 		}
 		r.taskEvents = true
+		if r.replayed(p.TurnID) {
+			return dst
+		}
 		id := validate.SafeID(p.TurnID)
 		if id == "" {
 			id = lineID("turn", r.line)
@@ -199,8 +214,8 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 			return dst
 		}
 		r.taskEvents = true
-		if !r.turnOpen {
-			return dst // no turn to end (a repeated or stray record)
+		if !r.turnOpen || r.replayed(p.TurnID) {
+			return dst // no turn to end (a repeated or stray record, or history)
 		}
 		out := agentbridge.OutcomeSuccess
 		if (len(p.Error) > 0 && string(p.Error) != "null") || r.turnErr {
@@ -213,7 +228,7 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 			return dst
 		}
 		r.taskEvents = true
-		if !r.turnOpen {
+		if !r.turnOpen || r.replayed(p.TurnID) {
 			return dst
 		}
 		out := agentbridge.OutcomeCancelled
@@ -236,6 +251,29 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 			return dst
 		}
 		return r.userMessage(dst, p.Message, at)
+	case "item_completed":
+		// Since 0.16x a prompt is persisted as an item_completed UserMessage
+		// (no user_message record): it gives the title when the thread has
+		// no name; turns come from the task events.
+		if r.named || r.titleText != "" || !bytes.Contains(line, []byte(`"type":"UserMessage"`)) {
+			return dst
+		}
+		var p itemCompletedPayload
+		if !decode(line, payload, &p) || p.Item.Type != "UserMessage" {
+			return dst
+		}
+		for _, c := range p.Item.Content {
+			if c.Type != "text" {
+				continue
+			}
+			if _, injected := environmentCwd(c.Text); injected {
+				return dst
+			}
+			if t := validate.Title(c.Text); t != "" {
+				return r.setTitle(dst, t)
+			}
+		}
+		return dst
 	case "agent_message":
 		if r.taskEvents || !r.turnOpen {
 			return dst
@@ -339,6 +377,56 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 		return append(dst, agentbridge.Event{Kind: agentbridge.KindSubagentDone, OccurredAt: at, SubagentID: id, Outcome: out})
 	}
 	return dst
+}
+
+// replayed reports whether turn, the id of a turn record of a subagent's
+// rollout, is history replayed into it rather than one of its own turns. A
+// subagent spawned with the parent's history (spawn_agent fork_context)
+// gets the parent's session_meta and records copied into its rollout,
+// among them the parent's finished turns: their task_complete must not end
+// the subagent while it runs. Codex's thread and turn ids are UUIDv7,
+// whose first 48 bits are their creation time in milliseconds: a turn
+// created before the thread itself is not its own. False when either id is
+// no UUIDv7 (older ids) or the rollout is a root's (a forked root session
+// keeps showing the turns it was forked with).
+func (r *Rollout) replayed(turn string) bool {
+	if !r.meta.Subagent {
+		return false
+	}
+	t, ok := uuid7Time(turn)
+	if !ok {
+		return false
+	}
+	th, ok := uuid7Time(r.meta.ID)
+	return ok && t < th
+}
+
+// uuid7Time returns the 48-bit millisecond timestamp of a UUIDv7 in its
+// canonical form (8-4-4-4-12 hex digits, version 7).
+func uuid7Time(id string) (uint64, bool) {
+	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' || id[14] != '7' {
+		return 0, false
+	}
+	var ms uint64
+	for i := 0; i < 13; i++ {
+		if i == 8 {
+			continue
+		}
+		c := id[i]
+		var d byte
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		ms = ms<<4 | uint64(d)
+	}
+	return ms, true
 }
 
 // appendChildStatus appends subagent.done for a child whose status (Codex's

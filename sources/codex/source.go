@@ -15,8 +15,17 @@
 //   - function, custom tool, local shell and tool search calls are tools by
 //     call_id, closed by their outputs; a web search call is one finished
 //     tool. Outcomes come from exit codes where the records give one.
+//   - Subagent threads (spawn_agent) have rollouts of their own: each is
+//     listed under its root session (subagent.started; title: its
+//     nickname, type: its role) and ends with its own turn, or with the
+//     parent's collab_waiting_end / collab_close_end records of older
+//     versions. A subagent spawned with the parent's history (fork_context)
+//     gets that history copied into its rollout, finished turns included:
+//     a turn whose UUIDv7 id is older than the subagent's thread is not its
+//     own and does not end it.
 //   - Titles: the thread name (session_index.jsonl, thread_name_updated),
-//     else the first user message, redacted, paths cut, ≤ 200 characters.
+//     else the first user message (user_message; since 0.16x an
+//     item_completed UserMessage), redacted, paths cut, ≤ 200 characters.
 //     No other conversation content is ever published.
 //   - The process: Codex writes no pid file; the Codex process writing
 //     the rollout when it appears (one pass over /proc/*/fd; see Agent

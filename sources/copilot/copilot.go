@@ -209,23 +209,14 @@ func (h *handler) Rescan() {
 	h.Sessions.Rescan()
 }
 
-// Truncated drops the session's state: its journal (rewritten by /undo)
-// is read again.
-//
-// The rebuilt session keeps its process: Copilot rewrites the journal
-// while it runs (Escape twice withdraws the last prompt and rewinds the
-// journal to before it), and the rewritten journal names no pid.
+// Truncated drops the session's state: its journal (rewritten by /undo,
+// or by Escape twice, which withdraws the last prompt and rewinds the
+// journal to before it) is read again. The runtime keeps the session's
+// process across it; the rewritten journal names no pid.
 func (h *handler) Truncated(path string) {
 	id := sessionID(h.root, path)
 	delete(h.maps, id)
-	pid := 0
-	if s := h.Get(id); s != nil && !h.Exited(id) {
-		pid = s.PID()
-	}
 	h.Restart(id)
-	if pid > 0 {
-		h.Event(id, Harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, PID: pid})
-	}
 }
 
 // Removed ends the session: its journal is gone.
