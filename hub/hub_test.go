@@ -627,6 +627,35 @@ agentbridge_stream_clients 1
 	}
 }
 
+// countingSource is a source with an instrument of its own.
+type countingSource struct {
+	*fakeSource
+	prometheus.Counter
+}
+
+// TestSourceMetrics: a source that is a prometheus.Collector has its
+// instruments in the hub's registry; one that is not adds nothing.
+func TestSourceMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := newHub(t, Options{Registry: reg})
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "agentbridge_test_source_queries_total", Help: "Queries."})
+	c.Add(3)
+	if err := h.Add(countingSource{newFake(info("counting", "a")), c}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Add(newFake(info("plain", "a"))); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP agentbridge_test_source_queries_total Queries.
+# TYPE agentbridge_test_source_queries_total counter
+agentbridge_test_source_queries_total 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "agentbridge_test_source_queries_total"); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestStreamFollowsSessions is the key property: a client that reads
 // Sessions at revision N and applies the stream from N in order holds
 // exactly what Sessions returns afterwards — unfiltered, filtered, and from

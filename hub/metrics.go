@@ -16,6 +16,7 @@ type metrics struct {
 	cutoffs    prometheus.Counter
 	rejections *prometheus.CounterVec
 	hooks      *prometheus.CounterVec
+	reg        prometheus.Registerer // nil: nothing registered
 }
 
 func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
@@ -44,6 +45,7 @@ func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
 	if reg == nil {
 		return m
 	}
+	m.reg = reg
 	for _, c := range []prometheus.Collector{m.records, m.clients, m.cutoffs, m.rejections, m.hooks, sessionsCollector{h}} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
@@ -53,6 +55,22 @@ func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
 		}
 	}
 	return m
+}
+
+// source registers a source's own instruments: a Source that is also a
+// prometheus.Collector (its counters, e.g. the queries a database source
+// ran) is exposed with the hub's.
+func (m *metrics) source(h *Hub, src Source) {
+	c, ok := src.(prometheus.Collector)
+	if !ok || m.reg == nil {
+		return
+	}
+	if err := m.reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			h.log.Warn("register source metrics", "source", src.Info().ID, "err", err)
+		}
+	}
 }
 
 func (m *metrics) published(name string)      { m.records.WithLabelValues(name).Inc() }

@@ -212,8 +212,15 @@ func (h *Hub) reserve() {
 
 // Add registers a source that reports by running. Every declared harness
 // starts switched on. It must be called before Run; ids are unique.
+//
+// A Source that also implements prometheus.Collector has its instruments
+// exposed with the hub's (Options.Registry).
 func (h *Hub) Add(src Source) error {
-	return h.add(src.Info(), src)
+	if err := h.add(src.Info(), src); err != nil {
+		return err
+	}
+	h.met.source(h, src)
+	return nil
 }
 
 // AddPush registers a push source declared in the configuration: it has no

@@ -46,4 +46,8 @@
 // without hooks: they are what "without hooks, behaviour is as today"
 // means. AGENTBRIDGE_LIVE_HOOKDUMP=dir also saves each payload the CLIs
 // send (how the fixtures in hooks/testdata were captured).
+//
+// Where the bridge must do nothing (an idle opencode source runs no query
+// while its database does not change), a scenario reads the bridge's own
+// counters from GET /metrics before and after a quiet interval.
 package live

@@ -131,6 +131,18 @@ func runCLI(t *testing.T, permission string, args ...string) (*sourcestest.Hub, 
 	if err != nil && ctx.Err() != nil {
 		t.Fatalf("opencode %v: %v\n%s", args, err, out)
 	}
+	if strings.Contains(string(out), "database is locked") {
+		// The source must never hold a lock opencode waits for.
+		t.Fatalf("opencode failed on a lock while the source followed its database:\n%s", out)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("opencode %v (%v) printed:\n%s", args, err, out)
+			if b, err := os.ReadFile(filepath.Join(data, "log", "opencode.log")); err == nil {
+				t.Logf("its log:\n%s", b)
+			}
+		}
+	})
 	return h, proj
 }
 

@@ -23,7 +23,14 @@ var (
 	ErrBusy = errors.New("opencode database busy")
 	// ErrUnreadable: not a database, corrupt, or not a regular file.
 	ErrUnreadable = errors.New("opencode database unreadable")
+	// ErrNotReady: the file is shorter than a database header: a database
+	// being created. It is not opened (see OpenDB) and is read again on
+	// its next change.
+	ErrNotReady = errors.New("opencode database being created")
 )
+
+// headerSize is the length of SQLite's file header.
+const headerSize = 100
 
 // SchemaError says the database lacks a table or column the source reads:
 // a schema it does not know, refused rather than misread.
@@ -79,6 +86,14 @@ type DB struct {
 
 // OpenDB opens the database at path read-only and checks its schema. It
 // never creates, writes or checkpoints the database.
+//
+// A file shorter than a database header is not opened (ErrNotReady):
+// opencode creates its database empty, then writes its first page, which
+// switches it to WAL mode, in a rollback-journal transaction that takes
+// the file's write lock without waiting. A reader's shared lock held at
+// that moment (even a schema query's) makes opencode fail to start with
+// "database is locked". Once the header is written the database is in WAL
+// mode, where readers never block the writer.
 func OpenDB(path string) (*DB, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -86,6 +101,9 @@ func OpenDB(path string) (*DB, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: not a regular file", ErrUnreadable)
+	}
+	if fi.Size() < headerSize {
+		return nil, ErrNotReady
 	}
 	st, _ := fi.Sys().(*syscall.Stat_t)
 	u := url.URL{Scheme: "file", Path: path, RawQuery: "mode=ro&_pragma=busy_timeout(50)&_pragma=query_only(1)"}

@@ -133,6 +133,9 @@ func (h *handler) changed(db string, all bool) {
 // trailed is a trailing read of a burst of changes; it arms the next one
 // until the last.
 func (h *handler) trailed() {
+	if h.trail == nil {
+		return // stopped by a rescan after it fired
+	}
 	for db := range h.trailDBs {
 		h.dirty[db] = true
 	}
@@ -294,6 +297,8 @@ func (h *handler) failed(p string, err error) {
 			delete(h.dbs, p)
 		}
 		h.stopFrom(p, "database removed")
+	case errors.Is(err, ErrNotReady):
+		h.log.Debug("opencode database being created (no header yet): not opened, read again on its next change")
 	case errors.Is(err, ErrBusy):
 		h.log.Debug("opencode database busy: read again on its next change")
 	case errors.As(err, &se) && se.Table == "session" && se.Column == "":

@@ -32,6 +32,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
@@ -99,6 +101,21 @@ func dbOf(home, p string) string {
 		return ""
 	}
 	return filepath.Join(home, base)
+}
+
+// queriesDesc describes the queries counter exposed at GET /metrics.
+var queriesDesc = prometheus.NewDesc("agentbridge_opencode_queries_total",
+	"Read-only queries the opencode source ran against opencode's databases in this process; none while they do not change.", nil, nil)
+
+// Describe and Collect make the source a prometheus.Collector: the hub
+// exposes its query count with its own metrics, so that a client (the
+// live suite) can check that an idle bridge queries nothing, without a
+// debug interface.
+func (s *Source) Describe(ch chan<- *prometheus.Desc) { ch <- queriesDesc }
+
+// Collect sends the query count.
+func (s *Source) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, float64(queries.Load()))
 }
 
 // Run follows the home until ctx ends.

@@ -1,7 +1,10 @@
 package opencode
 
 import (
+	"context"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentbridge/agentbridge/sources"
 )
@@ -48,5 +51,29 @@ func TestDBOf(t *testing.T) {
 		if got := dbOf(home, p); got != want {
 			t.Errorf("dbOf(%q) = %q; want %q", p, got, want)
 		}
+	}
+}
+
+// TestQueriesMetric: the source's collector (GET /metrics through the hub)
+// reports the queries run: more after a database is read, the same while
+// nothing changes.
+func TestQueriesMetric(t *testing.T) {
+	src := New(sources.Options{})
+	before := testutil.ToFloat64(src)
+	p := copyDB(t, "testdata/cli/run-auto.db")
+	d, err := OpenDB(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.Scan(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	after := testutil.ToFloat64(src)
+	if after <= before || after != float64(queries.Load()) {
+		t.Errorf("agentbridge_opencode_queries_total went from %v to %v after a scan (queries %d); want it to follow the count", before, after, queries.Load())
+	}
+	if again := testutil.ToFloat64(src); again != after {
+		t.Errorf("the metric moved from %v to %v with no query", after, again)
 	}
 }

@@ -125,7 +125,7 @@ func TestSchemaDrift(t *testing.T) {
 // TestUnreadable: files that are not databases are reported, not read.
 func TestUnreadable(t *testing.T) {
 	dir := t.TempDir()
-	for name, data := range map[string]string{"garbage": "this is not a database at all, just text\n", "empty": ""} {
+	for name, data := range map[string]string{"garbage": strings.Repeat("this is not a database at all, just text\n", 4)} {
 		p := filepath.Join(dir, name+".db")
 		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
 			t.Fatal(err)
@@ -138,6 +138,19 @@ func TestUnreadable(t *testing.T) {
 		var se *SchemaError
 		if err == nil || !(errors.Is(err, ErrUnreadable) || errors.As(err, &se)) {
 			t.Errorf("%s: err = %v; want ErrUnreadable or a SchemaError", name, err)
+		}
+	}
+	// Shorter than a header: a database being created, not opened.
+	for name, data := range map[string]string{"empty": "", "short": "SQLite format 3\x00"} {
+		p := filepath.Join(dir, name+".db")
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := OpenDB(p); !errors.Is(err, ErrNotReady) {
+			if d != nil {
+				d.Close()
+			}
+			t.Errorf("%s: err = %v; want ErrNotReady", name, err)
 		}
 	}
 }
@@ -195,6 +208,52 @@ func FuzzLog(f *testing.F) {
 		if l.Ask != nil {
 			_ = askReason(*l.Ask)
 		}
+	})
+}
+
+// TestDatabaseBeingCreated is the order in which opencode makes its
+// database: the file is created empty, then its first page (which puts it
+// in WAL mode) is written in a rollback-journal transaction whose write
+// lock is taken without waiting, so that a reader holding a shared lock
+// at that moment makes opencode fail to start ("database is locked"; the
+// real CLI's TestRealCLIRejected failed so under load). The source, woken
+// by the empty file, runs no query on it; the writer, which does not wait
+// for locks either, switches the database to WAL and fills it; the
+// source then reads it.
+func TestDatabaseBeingCreated(t *testing.T) {
+	home := t.TempDir()
+	h := run(t, home)
+	p := filepath.Join(home, "opencode.db")
+	q := queries.Load()
+	for range 3 { // created, then opened and touched: each a change
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if err := os.Chtimes(p, time.Now(), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The wake-up and its trailing reads (an absence can only be waited out).
+	var trail time.Duration
+	for _, d := range trailDelays {
+		trail += d
+	}
+	time.Sleep(trail + 200*time.Millisecond)
+	if n := queries.Load() - q; n != 0 {
+		t.Fatalf("%d queries on a database file without a header; want none (a reader's lock makes opencode's first write fail)", n)
+	}
+	w := openWriterOpts(t, p, "_pragma=busy_timeout(0)")
+	w.exec("PRAGMA journal_mode=WAL")
+	for _, x := range oldSchema {
+		w.exec(x)
+	}
+	now := time.Now().UnixMilli()
+	w.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES ('ses_new1', 'p', '/srv/app', 'Made now', ?, ?)", now, now)
+	h.WaitFor(t, "the new database's session", func(h *sourcestest.Hub) bool {
+		_, ok := h.Snapshot("ses_new1")
+		return ok
 	})
 }
 

@@ -31,7 +31,13 @@ type writer struct {
 
 func openWriter(t *testing.T, path string) *writer {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
+	return openWriterOpts(t, path, "_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
+}
+
+// openWriterOpts opens a writer with the given URI parameters.
+func openWriterOpts(t *testing.T, path, params string) *writer {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?"+params)
 	if err != nil {
 		t.Fatal(err)
 	}
