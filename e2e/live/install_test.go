@@ -58,7 +58,8 @@ var (
 // install returns the path of the CLI's command, installing the pinned
 // package into the cache when it is missing. When it cannot be installed
 // the test is skipped (not failed): the suite checks the bridge, not the
-// registry.
+// registry; with AGENTBRIDGE_LIVE_REQUIRE=1 (CI, where the registry is
+// reachable and a skipped column would hide a gap) it fails instead.
 func install(t *testing.T, c agentCLI) string {
 	t.Helper()
 	installMu.Lock()
@@ -69,7 +70,7 @@ func install(t *testing.T, c agentCLI) string {
 		return bin
 	}
 	if err, ok := installErr[dir]; ok {
-		t.Skipf("%s@%s cannot be installed: %v", c.Pkg, c.Version, err)
+		mustHave(t, "%s@%s cannot be installed: %v", c.Pkg, c.Version, err)
 	}
 	err := npmInstall(dir, c.Pkg+"@"+c.Version)
 	if err == nil {
@@ -79,7 +80,7 @@ func install(t *testing.T, c agentCLI) string {
 	}
 	if err != nil {
 		installErr[dir] = err
-		t.Skipf("%s@%s cannot be installed: %v", c.Pkg, c.Version, err)
+		mustHave(t, "%s@%s cannot be installed: %v", c.Pkg, c.Version, err)
 	}
 	return bin
 }
@@ -128,4 +129,14 @@ func lastLine(s string) string {
 		s = s[:200]
 	}
 	return s
+}
+
+// mustHave skips t, or fails it when the suite must run every CLI
+// (AGENTBRIDGE_LIVE_REQUIRE=1).
+func mustHave(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("AGENTBRIDGE_LIVE_REQUIRE") != "" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
 }

@@ -43,7 +43,7 @@ func enabled(t *testing.T) {
 	}
 	for _, tool := range []string{"tmux", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
+			mustHave(t, "%s is not installed", tool)
 		}
 	}
 }
