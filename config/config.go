@@ -244,10 +244,21 @@ var envKeys = map[string]string{
 }
 
 // envIgnored are AGENTBRIDGE_* variables that are not settings: the config
-// file's path (read by Load itself) and the test harness's binary path.
+// file's path (read by Load itself) and the switches of the project's own
+// test suites (the binary under test, the screenshot run, the live suite's
+// AGENTBRIDGE_LIVE and every AGENTBRIDGE_LIVE_*), which a developer's shell
+// may well export while it runs the CLI.
 var envIgnored = map[string]bool{
-	"AGENTBRIDGE_CONFIG": true,
-	"AGENTBRIDGE_BIN":    true,
+	"AGENTBRIDGE_CONFIG":     true,
+	"AGENTBRIDGE_BIN":        true,
+	"AGENTBRIDGE_SCREENSHOT": true,
+	"AGENTBRIDGE_LIVE":       true,
+}
+
+// ignoredEnv reports whether name is one of envIgnored or a live-suite
+// switch (AGENTBRIDGE_LIVE_*).
+func ignoredEnv(name string) bool {
+	return envIgnored[name] || strings.HasPrefix(name, "AGENTBRIDGE_LIVE_")
 }
 
 // flagKeys maps each flag Load understands to its key. Load reads only the
@@ -357,7 +368,7 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 		Prefix:      "AGENTBRIDGE_",
 		EnvironFunc: func() []string { return env },
 		TransformFunc: func(name, v string) (string, any) {
-			if envIgnored[name] {
+			if ignoredEnv(name) {
 				return "", nil
 			}
 			key, ok := envKeys[name]

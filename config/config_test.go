@@ -235,7 +235,8 @@ func TestLoadRemoteAllowedWithToken(t *testing.T) {
 func TestLoadIgnoresClientAndHarnessVariables(t *testing.T) {
 	t.Parallel()
 	_, env := setup(t, "")
-	c, err := Load(nil, append(env, "AGENTBRIDGE_ADDR=127.0.0.1:9999", "AGENTBRIDGE_BIN=/tmp/agentbridge"))
+	c, err := Load(nil, append(env, "AGENTBRIDGE_ADDR=127.0.0.1:9999", "AGENTBRIDGE_BIN=/tmp/agentbridge",
+		"AGENTBRIDGE_LIVE=1", "AGENTBRIDGE_LIVE_CACHE=/tmp/cache", "AGENTBRIDGE_LIVE_REQUIRE=1", "AGENTBRIDGE_SCREENSHOT=1"))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}

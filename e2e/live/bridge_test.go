@@ -383,6 +383,22 @@ func (b *bridge) AwaitStatus(source, id, status string, timeout time.Duration) s
 	return got
 }
 
+// againCompletes sends "again" with send (the CLI's way of typing a
+// prompt), waits for the CLI to show the script's "Second answer." and for
+// the session's next turn to complete, and returns the session: after an
+// interrupt, the next prompt is a turn of its own.
+func (b *bridge) againCompletes(term *terminal, send func(*terminal, string), source, id string) snapshot {
+	b.t.Helper()
+	send(term, "again")
+	term.AwaitScreen(60*time.Second, "Second answer.")
+	var s snapshot
+	b.Await("the next turn to complete", 20*time.Second, func() bool {
+		s, _ = b.Session(source, id)
+		return s.Status == "done" && s.LastTurn == "completed"
+	})
+	return s
+}
+
 func (b *bridge) dump() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()

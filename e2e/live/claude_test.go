@@ -289,17 +289,12 @@ func claudeInterrupt(t *testing.T, c agentCLI) {
 	r.model.WaitHolding(60 * time.Second)
 	s = r.bridge.AwaitStatus(claudeSource, s.ID, "running", 20*time.Second)
 	term.Keys("Escape")
-	r.model.waitFor("the held reply to be dropped", 20*time.Second, func() bool { return r.model.holding == 0 })
+	r.model.AwaitDropped()
 	s = r.bridge.AwaitStatus(claudeSource, s.ID, "done", 20*time.Second)
 	r.checkf(s.LastTurn == "cancelled", "an interrupted turn is cancelled: %s", s)
 	// The next prompt is a turn of its own that completes.
 	term.Keys("C-u")
-	prompt(term, "again")
-	term.AwaitScreen(60*time.Second, "Second answer.")
-	r.bridge.Await("the next turn to complete", 20*time.Second, func() bool {
-		s, _ = r.bridge.Session(claudeSource, s.ID)
-		return s.Status == "done" && s.LastTurn == "completed"
-	})
+	s = r.bridge.againCompletes(term, prompt, claudeSource, s.ID)
 	h := r.bridge.History(claudeSource, s.ID)
 	r.checkf(equal(h, []string{"idle", "running", "done", "running", "done"}), "statuses %v", h)
 }

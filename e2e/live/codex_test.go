@@ -310,12 +310,7 @@ func codexInterrupt(t *testing.T, c agentCLI, daemon bool) {
 	term.Keys("Escape")
 	s = r.bridge.AwaitStatus(codexSource, s.ID, "done", 20*time.Second)
 	r.checkf(s.LastTurn == "cancelled", "interrupted: %s", s)
-	prompt(term, "again")
-	term.AwaitScreen(60*time.Second, "Second answer.")
-	r.bridge.Await("the next turn to complete", 20*time.Second, func() bool {
-		s, _ = r.bridge.Session(codexSource, s.ID)
-		return s.Status == "done" && s.LastTurn == "completed"
-	})
+	s = r.bridge.againCompletes(term, prompt, codexSource, s.ID)
 }
 
 func codexTwoSessions(t *testing.T, c agentCLI, daemon bool) {

@@ -254,7 +254,7 @@ func copilotInterrupt(t *testing.T) {
 	// moment withdraws the prompt.
 	pressUntil(term, "Escape", func(x string) bool { return strings.Contains(x, "again to") })
 	term.Keys("Escape")
-	r.model.waitFor("the held reply to be dropped", 20*time.Second, func() bool { return r.model.holding == 0 })
+	r.model.AwaitDropped()
 	r.bridge.Await("the withdrawn turn to be over", 20*time.Second, func() bool {
 		s, _ = r.bridge.Session(copilotSource, s.ID)
 		return s.Status == "done" && s.LastTurn == "cancelled" || s.Status == "idle" && s.LastTurn == ""
@@ -264,12 +264,7 @@ func copilotInterrupt(t *testing.T) {
 		r.checkf(e.Kind != "agent.done" || e.Outcome == "cancelled", "the withdrawn turn ended %q", e.Outcome)
 	}
 	term.Keys("C-u")
-	prompt(term, "again")
-	term.AwaitScreen(60*time.Second, "Second answer.")
-	r.bridge.Await("the next turn to complete", 20*time.Second, func() bool {
-		s, _ = r.bridge.Session(copilotSource, s.ID)
-		return s.Status == "done" && s.LastTurn == "completed"
-	})
+	s = r.bridge.againCompletes(term, prompt, copilotSource, s.ID)
 	r.checkf(s.PID == pid, "the session keeps its process: %s", s)
 }
 

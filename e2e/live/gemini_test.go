@@ -289,16 +289,11 @@ func geminiInterrupt(t *testing.T) {
 	r.model.WaitHolding(60 * time.Second)
 	r.bridge.AwaitStatus(geminiSource, s.ID, "running", 20*time.Second)
 	term.Keys("Escape")
-	r.model.waitFor("the held reply to be dropped", 20*time.Second, func() bool { return r.model.holding == 0 })
+	r.model.AwaitDropped()
 	s = r.bridge.AwaitStatus(geminiSource, s.ID, "done", 20*time.Second)
 	r.checkf(s.LastTurn == "cancelled", "an interrupted turn is cancelled: %s", s)
 	term.Keys("C-u")
-	geminiPrompt(term, "again")
-	term.AwaitScreen(60*time.Second, "Second answer.")
-	r.bridge.Await("the next turn to complete", 20*time.Second, func() bool {
-		s, _ = r.bridge.Session(geminiSource, s.ID)
-		return s.Status == "done" && s.LastTurn == "completed"
-	})
+	s = r.bridge.againCompletes(term, geminiPrompt, geminiSource, s.ID)
 	h := r.bridge.History(geminiSource, s.ID)
 	r.checkf(equal(h, []string{"idle", "running", "done", "running", "done"}), "statuses %v", h)
 }

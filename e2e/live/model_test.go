@@ -197,6 +197,13 @@ func (m *modelServer) WaitHolding(timeout time.Duration) {
 	m.waitFor("a held reply", timeout, func() bool { return m.holding > 0 })
 }
 
+// AwaitDropped waits until no reply is held open any more: the agent
+// dropped the one it was waiting for (an interrupt).
+func (m *modelServer) AwaitDropped() {
+	m.t.Helper()
+	m.waitFor("the held reply to be dropped", 20*time.Second, func() bool { return m.holding == 0 })
+}
+
 // WaitTurns waits until n turn requests arrived.
 func (m *modelServer) WaitTurns(n int, timeout time.Duration) {
 	m.t.Helper()

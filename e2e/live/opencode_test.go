@@ -344,15 +344,10 @@ func opencodeInterrupt(t *testing.T) {
 	term.AwaitScreen(20*time.Second, "esc interrupt")
 	pressUntil(term, "Escape", func(x string) bool { return strings.Contains(x, "esc again to interrupt") })
 	term.Keys("Escape")
-	r.model.waitFor("the held reply to be dropped", 20*time.Second, func() bool { return r.model.holding == 0 })
+	r.model.AwaitDropped()
 	s = r.bridge.AwaitStatus(opencodeSource, s.ID, "done", 20*time.Second)
 	r.checkf(s.LastTurn == "cancelled", "an interrupted turn is cancelled: %s", s)
-	prompt(term, "again")
-	term.AwaitScreen(60*time.Second, "Second answer.")
-	r.bridge.Await("the next turn to complete", 20*time.Second, func() bool {
-		s, _ = r.bridge.Session(opencodeSource, s.ID)
-		return s.Status == "done" && s.LastTurn == "completed"
-	})
+	s = r.bridge.againCompletes(term, prompt, opencodeSource, s.ID)
 	h := r.bridge.History(opencodeSource, s.ID)
 	r.checkf(equal(h, []string{"idle", "running", "done", "running", "done"}), "statuses %v", h)
 }
@@ -448,7 +443,7 @@ func opencodeKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitGone(pid, 10*time.Second)
-	r.model.waitFor("the held reply to be dropped", 20*time.Second, func() bool { return r.model.holding == 0 })
+	r.model.AwaitDropped()
 	r.quietQueries()
 	s, ok := r.bridge.Session(opencodeSource, s.ID)
 	r.checkf(ok && s.Status == "running" && !r.bridge.Removed(opencodeSource, s.ID), "after kill -9: %s", s)

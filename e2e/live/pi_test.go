@@ -214,7 +214,7 @@ func piInterrupt(t *testing.T) {
 		r.model.WaitHolding(60 * time.Second)
 		whileHeld()
 		term.Keys("Escape")
-		r.model.waitFor("the held reply to be dropped", 20*time.Second, func() bool { return r.model.holding == 0 })
+		r.model.AwaitDropped()
 		term.AwaitScreen(20*time.Second, "Operation aborted")
 	}
 	answer := func(text, reply string) {

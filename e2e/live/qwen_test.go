@@ -185,16 +185,11 @@ func qwenInterrupt(t *testing.T) {
 	s := r.session(pid, 20*time.Second)
 	s = r.bridge.AwaitStatus(qwenSource, s.ID, "running", 20*time.Second)
 	term.Keys("Escape")
-	r.model.waitFor("the held reply to be dropped", 20*time.Second, func() bool { return r.model.holding == 0 })
+	r.model.AwaitDropped()
 	// Escape puts the prompt back into the input box.
 	term.AwaitScreen(20*time.Second, "wait for it")
 	term.Keys("C-u")
-	prompt(term, "again")
-	term.AwaitScreen(60*time.Second, "Second answer.")
-	r.bridge.Await("the next turn to complete", 20*time.Second, func() bool {
-		s, _ = r.bridge.Session(qwenSource, s.ID)
-		return s.Status == "done" && s.LastTurn == "completed"
-	})
+	s = r.bridge.againCompletes(term, prompt, qwenSource, s.ID)
 	h := r.bridge.History(qwenSource, s.ID)
 	var outcomes []string
 	for _, e := range r.bridge.Events(qwenSource, s.ID) {
