@@ -35,7 +35,8 @@ type Chat struct {
 	// Whole: the chat is a legacy whole file, given as one replaced
 	// history each time (its $set.messages undoes what it drops).
 	Whole  bool
-	orphan chatMeta // Continue: the metadata of the chat deleted at this path
+	orphan chatMeta      // Continue: the metadata of the chat deleted at this path
+	ended  []subagentEnd // found since the last TakeEnds
 }
 
 // Continue makes the chat take up meta (the metadata of a chat deleted at
@@ -58,7 +59,19 @@ type chatEntry struct {
 	id     string
 	sum    uint64 // fingerprint of the record, to notice a re-append that changed nothing
 	events []agentbridge.Event
+	ends   []subagentEnd // the subagents its finished invoke_agent calls report over
 	after  turnState
+}
+
+// subagentEnd is a subagent's end as its parent's chat reports it: the
+// invoke_agent call that ran it finished (Gemini CLI 0.61 runs a subagent
+// synchronously and records its chat's session id as the call's agentId).
+// It ends a subagent that never called complete_task (a time or turn limit,
+// an error) and is not an event of the parent's own: the source sends it
+// as subagent.done when that subagent is listed running (see subagentChat).
+type subagentEnd struct {
+	ID      string
+	Outcome agentbridge.Outcome
 }
 
 // turnState is what the mapping carries from one message to the next.
@@ -115,10 +128,12 @@ type chatSet struct {
 }
 
 type chatToolCall struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	DisplayName string `json:"displayName"`
-	Status      string `json:"status"`
+	ID          string         `json:"id"`
+	Name        string         `json:"name"`
+	DisplayName string         `json:"displayName"`
+	Status      string         `json:"status"`
+	AgentID     string         `json:"agentId"`       // invoke_agent: the subagent's chat session id
+	Display     jsontext.Value `json:"resultDisplay"` // invoke_agent: an object with terminateReason; a string for most tools
 }
 
 // part is one element of a message's content list.
@@ -223,6 +238,27 @@ func (c *Chat) Line(line []byte) (ch Change, events []agentbridge.Event, code st
 	return Unchanged, nil, ""
 }
 
+// TakeEnds returns the subagent ends the lines applied since the last call
+// reported (a message re-appended may report one again).
+func (c *Chat) TakeEnds() []subagentEnd {
+	ends := c.ended
+	c.ended = nil
+	return ends
+}
+
+// End returns how the chat's invoke_agent calls say subagent id ended,
+// if one of them does.
+func (c *Chat) End(id string) (agentbridge.Outcome, bool) {
+	for i := len(c.msgs) - 1; i >= 0; i-- {
+		for _, end := range c.msgs[i].ends {
+			if end.ID == id {
+				return end.Outcome, true
+			}
+		}
+	}
+	return "", false
+}
+
 // Events returns every event of the chat as it stands: what a rebuild
 // replays.
 func (c *Chat) Events() []agentbridge.Event {
@@ -263,6 +299,7 @@ func (c *Chat) update(i int, r chatRecord, raw []byte) (Change, []agentbridge.Ev
 	e := derive(r, prev)
 	e.sum = fingerprint(raw)
 	c.msgs[i] = e
+	c.ended = append(c.ended, e.ends...)
 	// Messages after i are not re-derived from their records (not kept);
 	// an update of a message that is not the last one is rare (Gemini CLI
 	// re-appends only the last): their events stay, after the new ones.
@@ -287,6 +324,7 @@ func (c *Chat) replaceWith(recs []chatRecord, raws [][]byte) (Change, []agentbri
 		e := derive(r, c.stateBefore(len(c.msgs)))
 		e.sum = fingerprint(raws[k])
 		c.msgs = append(c.msgs, e)
+		c.ended = append(c.ended, e.ends...)
 	}
 	return c.report(old, c.msgs)
 }
@@ -307,6 +345,7 @@ func (c *Chat) adopt(recs []chatRecord, raws [][]byte) (Change, []agentbridge.Ev
 		e := derive(r, c.stateBefore(len(c.msgs)))
 		e.sum = fingerprint(raws[k])
 		c.msgs = append(c.msgs, e)
+		c.ended = append(c.ended, e.ends...)
 		events = append(events, e.events...)
 	}
 	if len(events) == 0 {
@@ -366,6 +405,11 @@ func derive(r chatRecord, st turnState) chatEntry {
 		if u, ok := r.Tokens.usage(); ok {
 			// The message id: a reply re-appended with new counts replaces its own.
 			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at, Usage: &agentbridge.UsageReport{Usage: u, MessageID: r.ID}})
+		}
+		for _, tc := range r.ToolCalls {
+			if end, ok := invokeEnd(tc); ok {
+				e.ends = append(e.ends, end)
+			}
 		}
 		if !st.open {
 			break
@@ -469,6 +513,34 @@ func contentText(content []byte) string {
 		}
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// invokeAgent is the tool a Gemini CLI session runs a subagent with.
+const invokeAgent = "invoke_agent"
+
+// invokeEnd returns the end of the subagent a finished invoke_agent call
+// ran: cancelled when the call or the subagent was (ABORTED), error when
+// the call failed or the subagent stopped short of its goal (a time or
+// turn limit, an error, no complete_task call), else success.
+func invokeEnd(tc chatToolCall) (subagentEnd, bool) {
+	out, done := toolOutcome(tc.Status)
+	if tc.Name != invokeAgent || !done || !validate.ValidID(tc.AgentID) {
+		return subagentEnd{}, false
+	}
+	if out == agentbridge.OutcomeSuccess {
+		var d struct {
+			TerminateReason string `json:"terminateReason"` // GOAL, TIMEOUT, MAX_TURNS, ABORTED, ERROR…
+		}
+		_ = json.Unmarshal(tc.Display, &d) // not an object: no reason given
+		switch d.TerminateReason {
+		case "", "GOAL":
+		case "ABORTED":
+			out = agentbridge.OutcomeCancelled
+		default:
+			out = agentbridge.OutcomeError
+		}
+	}
+	return subagentEnd{ID: tc.AgentID, Outcome: out}, true
 }
 
 // completeTask is the tool a Gemini CLI subagent calls to hand its result

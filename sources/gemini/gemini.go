@@ -350,9 +350,13 @@ func (h *handler) chatLine(f *file, line []byte) {
 	if fresh && !f.legacy && h.supersede(f.id) {
 		ch = Rebuilt // the migrated chat replaces what the legacy one said
 	}
+	ends := f.chat.TakeEnds()
 	if f.parent != "" || f.chat.Subagent() {
 		h.subagentChat(f, ch, events)
 		return
+	}
+	for _, end := range ends {
+		h.endSubagent(f.id, end.ID, end.Outcome)
 	}
 	switch ch {
 	case Appended:
@@ -431,7 +435,8 @@ func (h *handler) bindWriters() {
 }
 
 // subagentChat reports a subagent's chat on its parent session: started
-// with its first line, done when its turn ends.
+// with its first line, done when its turn ends — or at once when the
+// parent's chat already says it is over (its invoke_agent call finished).
 func (h *handler) subagentChat(f *file, ch Change, events []agentbridge.Event) {
 	parent := f.parent
 	if parent == "" || ch != Appended {
@@ -441,10 +446,42 @@ func (h *handler) subagentChat(f *file, ch Change, events []agentbridge.Event) {
 		switch e.Kind {
 		case agentbridge.KindSessionStarted:
 			h.Event(parent, f.harness, agentbridge.Event{Kind: agentbridge.KindSubagentStarted, SubagentID: f.id, ParentAgentID: parent, Type: "subagent", OccurredAt: e.OccurredAt})
+			if pf := h.chatFile(parent); pf != nil {
+				if out, ok := pf.chat.End(f.id); ok {
+					h.endSubagent(parent, f.id, out)
+				}
+			}
 		case agentbridge.KindAgentDone:
-			h.Event(parent, f.harness, agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: f.id, Outcome: e.Outcome})
+			h.endSubagent(parent, f.id, e.Outcome)
 		}
 	}
+}
+
+// endSubagent reports subagent child of session parent done, when the
+// parent lists it running: a subagent ends once (by its own complete_task
+// or by the parent's invoke_agent call, whichever is read first), and only
+// on the session that started it.
+func (h *handler) endSubagent(parent, child string, out agentbridge.Outcome) {
+	s := h.Get(parent)
+	if s == nil {
+		return
+	}
+	for _, sub := range s.Snapshot().Subagents {
+		if sub.ID == child && sub.Status == agentbridge.SubagentRunning {
+			h.Event(parent, HarnessGemini, agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: child, Outcome: out})
+			return
+		}
+	}
+}
+
+// chatFile returns the followed main chat of session id, or nil.
+func (h *handler) chatFile(id string) *file {
+	for _, f := range h.files {
+		if f.chat != nil && f.parent == "" && !f.superseded && f.id == id {
+			return f
+		}
+	}
+	return nil
 }
 
 func (h *handler) brainLine(f *file, line []byte) {

@@ -3,6 +3,7 @@ package gemini
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
@@ -82,5 +83,145 @@ func TestRealSubagent(t *testing.T) {
 	})
 	if s, _ := h.Snapshot(parent); s.Status != agentbridge.StatusDone || s.LastTurn != agentbridge.LastTurnCompleted || len(h.Snapshots()) != 1 {
 		t.Errorf("parent %+v; %d sessions", s, len(h.Snapshots()))
+	}
+}
+
+// The real subagent chats with the child's complete_task record removed
+// (a subagent stopped by a time or turn limit, or an error, never calls
+// it): the parent's finished invoke_agent call, which names the child's
+// chat session id as its agentId, ends it, with the outcome the call
+// gives, whichever of the two chats is read first. With complete_task
+// present (the normal path) the subagent still ends exactly once.
+func TestRealSubagentEndedByParent(t *testing.T) {
+	const parent, child = "63789f95-d9d5-4164-8712-60c18551792c", "2b775487-d08d-4fc7-81e7-37fd28587bfb"
+	read := func(p string) string {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	realParent := read("testdata/chats/v0.61-subagent/parent.jsonl")
+	const goal, ok = `"terminateReason":"GOAL"`, `"status":"success","timestamp":"2026-12-01T12:38:05.737Z"`
+	if !strings.Contains(realParent, goal) || !strings.Contains(realParent, ok) {
+		t.Fatal("the parent chat no longer holds the invoke_agent result the cases edit")
+	}
+	for _, c := range []struct {
+		name       string
+		child      string
+		parent     string
+		childFirst bool
+		want       agentbridge.SubagentStatus
+	}{
+		{"no complete_task, parent last", "child-no-complete-task.jsonl", realParent, true, agentbridge.SubagentCompleted},
+		{"no complete_task, parent first", "child-no-complete-task.jsonl", realParent, false, agentbridge.SubagentCompleted},
+		{"time limit", "child-no-complete-task.jsonl", strings.Replace(realParent, goal, `"terminateReason":"TIMEOUT"`, 1), true, agentbridge.SubagentFailed},
+		{"turn limit, parent first", "child-no-complete-task.jsonl", strings.Replace(realParent, goal, `"terminateReason":"MAX_TURNS"`, 1), false, agentbridge.SubagentFailed},
+		{"aborted", "child-no-complete-task.jsonl", strings.Replace(realParent, goal, `"terminateReason":"ABORTED"`, 1), true, agentbridge.SubagentCancelled},
+		{"call failed", "child-no-complete-task.jsonl", strings.Replace(realParent, ok, `"status":"error","timestamp":"2026-12-01T12:38:05.737Z"`, 1), true, agentbridge.SubagentFailed},
+		{"call cancelled", "child-no-complete-task.jsonl", strings.Replace(realParent, ok, `"status":"cancelled","timestamp":"2026-12-01T12:38:05.737Z"`, 1), true, agentbridge.SubagentCancelled},
+		// complete_task read first: the parent's result does not end it again.
+		{"normal path, parent last", "child.jsonl", realParent, true, agentbridge.SubagentCompleted},
+		{"normal path, parent first", "child.jsonl", realParent, false, agentbridge.SubagentCompleted},
+		// complete_task said success; the parent's later TIMEOUT does not override it.
+		{"complete_task wins", "child.jsonl", strings.Replace(realParent, goal, `"terminateReason":"TIMEOUT"`, 1), true, agentbridge.SubagentCompleted},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			home := t.TempDir()
+			chats := filepath.Join(home, "tmp", "proj", "chats")
+			h, _ := run(t, home, HarnessGemini)
+			h.WaitFor(t, "the first scan", func(h *sourcestest.Hub) bool { return h.Resets() > 0 })
+			writeParent := func() {
+				sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T12-38-63789f95.jsonl"), c.parent)
+				h.WaitFor(t, "the parent's turn over", func(h *sourcestest.Hub) bool {
+					s, ok := h.Snapshot(parent)
+					return ok && s.Status == agentbridge.StatusDone
+				})
+			}
+			writeChild := func() {
+				sourcestest.Append(t, filepath.Join(chats, parent, child+".jsonl"), read("testdata/chats/v0.61-subagent/"+c.child))
+				h.WaitFor(t, "the subagent listed", func(h *sourcestest.Hub) bool {
+					s, ok := h.Snapshot(parent)
+					return ok && len(s.Subagents) == 1
+				})
+			}
+			if c.childFirst {
+				writeChild()
+				if c.child == "child-no-complete-task.jsonl" {
+					if s, _ := h.Snapshot(parent); s.Subagents[0].Status != agentbridge.SubagentRunning {
+						t.Fatalf("without complete_task and before the parent's result: %s", s.Subagents[0].Status)
+					}
+				}
+				writeParent()
+			} else {
+				writeParent()
+				writeChild()
+			}
+			h.WaitFor(t, "the subagent "+string(c.want), func(h *sourcestest.Hub) bool {
+				s, _ := h.Snapshot(parent)
+				return len(s.Subagents) == 1 && s.Subagents[0].ID == child && s.Subagents[0].Status == c.want
+			})
+			// The child's chat read to its end, then two more turns of the
+			// parent, each waited for: a second end or a rejected one (a
+			// diagnostic, sent when the source goes idle) would be in by then.
+			sourcestest.Append(t, filepath.Join(chats, parent, child+".jsonl"), `{"$set":{"lastUpdated":"2026-12-01T12:38:06.000Z"}}`+"\n")
+			for i, line := range []string{`{"id":"u-next","timestamp":"2026-12-01T12:38:07.000Z","type":"user","content":[{"text":"next"}]}`, `{"id":"g-next","timestamp":"2026-12-01T12:38:08.000Z","type":"gemini","content":"ok"}`,
+				`{"id":"u-last","timestamp":"2026-12-01T12:38:09.000Z","type":"user","content":[{"text":"last"}]}`} {
+				sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T12-38-63789f95.jsonl"), line+"\n")
+				want := []agentbridge.Status{agentbridge.StatusRunning, agentbridge.StatusDone, agentbridge.StatusRunning}[i]
+				h.WaitFor(t, "the parent "+string(want), func(h *sourcestest.Hub) bool {
+					s, _ := h.Snapshot(parent)
+					return s.Status == want
+				})
+			}
+			if s, _ := h.Snapshot(parent); len(s.Subagents) != 1 || s.Subagents[0].Status != c.want {
+				t.Errorf("subagents afterwards %+v", s.Subagents)
+			}
+			var dones int
+			for _, call := range h.Calls() {
+				if call.Event.Kind == agentbridge.KindSubagentDone {
+					dones++
+				}
+			}
+			if dones != 1 || len(h.Diagnostics()) != 0 || len(h.Snapshots()) != 1 {
+				t.Errorf("%d subagent.done, diagnostics %+v, %d sessions", dones, h.Diagnostics(), len(h.Snapshots()))
+			}
+		})
+	}
+}
+
+// The parent's invoke_agent result ends only a subagent of its own: the
+// same child chat under another session stays running there.
+func TestRealSubagentOfAnotherSession(t *testing.T) {
+	const parent, child, other = "63789f95-d9d5-4164-8712-60c18551792c", "2b775487-d08d-4fc7-81e7-37fd28587bfb", "99999999-d9d5-4164-8712-60c18551792c"
+	home := t.TempDir()
+	chats := filepath.Join(home, "tmp", "proj", "chats")
+	h, _ := run(t, home, HarnessGemini)
+	h.WaitFor(t, "the first scan", func(h *sourcestest.Hub) bool { return h.Resets() > 0 })
+	for _, f := range []struct{ src, dst string }{
+		{"child-no-complete-task.jsonl", filepath.Join(chats, other, child+".jsonl")},
+		{"parent.jsonl", filepath.Join(chats, "session-2026-12-01T12-38-63789f95.jsonl")},
+	} {
+		data, err := os.ReadFile("testdata/chats/v0.61-subagent/" + f.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sourcestest.Append(t, f.dst, string(data))
+	}
+	h.WaitFor(t, "the parent's turn over, the other's subagent listed", func(h *sourcestest.Hub) bool {
+		p, _ := h.Snapshot(parent)
+		o, _ := h.Snapshot(other)
+		return p.Status == agentbridge.StatusDone && len(o.Subagents) == 1
+	})
+	sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T12-38-63789f95.jsonl"), `{"id":"u-next","timestamp":"2026-12-01T12:38:07.000Z","type":"user","content":[{"text":"next"}]}`+"\n")
+	h.WaitFor(t, "the parent running again", func(h *sourcestest.Hub) bool {
+		s, _ := h.Snapshot(parent)
+		return s.Status == agentbridge.StatusRunning
+	})
+	if o, _ := h.Snapshot(other); o.Subagents[0].Status != agentbridge.SubagentRunning {
+		t.Errorf("the other session's subagent: %s", o.Subagents[0].Status)
+	}
+	if p, _ := h.Snapshot(parent); len(p.Subagents) != 0 {
+		t.Errorf("the parent lists %+v", p.Subagents)
 	}
 }
