@@ -369,13 +369,10 @@ func (h *handler) chatLine(f *file, line []byte) {
 		for _, e := range f.chat.Events() {
 			h.Event(f.id, f.harness, e)
 		}
-		if pid := h.pids[f.id]; pid > 0 {
-			// The rebuilt session keeps its process, and its exit.
-			if exited {
-				h.Event(f.id, f.harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
-			} else {
-				h.Event(f.id, f.harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, PID: pid})
-			}
+		if exited && h.pids[f.id] > 0 {
+			// The rebuilt session keeps its exit (the runtime keeps a
+			// live process on it).
+			h.Event(f.id, f.harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
 		}
 	}
 	if f.harness == HarnessGemini && f.chat.ProjectHash() != "" && (h.pids[f.id] == 0 || h.Exited(f.id)) {

@@ -281,7 +281,12 @@ func TestChatDeletedUnderItsCLI(t *testing.T) {
 	}
 	h.WaitFor(t, "the session to leave", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot(sid); return !ok })
 	sourcestest.Append(t, chat, `{"id":"u1","timestamp":"2026-12-01T10:00:05.000Z","type":"user","content":[{"text":"list the files"}]}`+"\n")
-	h.WaitFor(t, "the session back, running", kittest.Status(sid, agentbridge.StatusRunning))
+	// The turn and its title are two events (folded one after the other):
+	// wait for both before the check.
+	h.WaitFor(t, "the session back, running, with its title", func(h *sourcestest.Hub) bool {
+		s, ok := h.Snapshot(sid)
+		return ok && s.Status == agentbridge.StatusRunning && s.Title != ""
+	})
 	if s, _ := h.Snapshot(sid); s.Cwd != "/work/myproj" || s.Title != "list the files" {
 		t.Errorf("back: %+v", s)
 	}

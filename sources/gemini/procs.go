@@ -3,9 +3,7 @@ package gemini
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"os"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/agentbridge/agentbridge/proc"
@@ -23,12 +21,10 @@ var Agent = proc.Agent{Names: []string{"gemini"}, Runtimes: []string{"node", "bu
 // whose working directory hashes to it, and that was running when the
 // chat was last written, is a writer of that project's chats.
 
-// writer is a Gemini CLI process and the project it runs in.
+// writer is a Gemini CLI process that may write its project's chats.
 type writer struct {
 	pid     int
-	ppid    int
 	started time.Time
-	hash    string // projectHash of its working directory
 }
 
 // projectHash is how Gemini CLI names a project: the SHA-256, in hex, of
@@ -44,36 +40,14 @@ func projectHash(cwd string) string {
 // again as a child with more memory (unless GEMINI_CLI_NO_RELAUNCH is
 // set), and the child is the one that writes.
 func writers(root string, agent proc.Agent) map[string][]writer {
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		return nil
-	}
-	var all []writer
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 || !agent.Match(root, pid) {
-			continue
-		}
-		cwd, err := os.Readlink(root + "/" + e.Name() + "/cwd")
-		if err != nil {
-			continue
-		}
-		st, err := proc.ReadStat(root, pid)
-		if err != nil {
-			continue
-		}
-		at, err := proc.StartedAt(st)
-		if err != nil {
-			continue
-		}
-		all = append(all, writer{pid: pid, ppid: st.PPID, started: at, hash: projectHash(cwd)})
-	}
+	all := proc.List(root, agent.Match)
 	out := map[string][]writer{}
 	for _, w := range all {
-		if slices.ContainsFunc(all, func(c writer) bool { return c.ppid == w.pid }) {
+		if slices.ContainsFunc(all, func(c proc.Process) bool { return c.PPID == w.PID }) {
 			continue // the relaunching parent
 		}
-		out[w.hash] = append(out[w.hash], w)
+		h := projectHash(w.Cwd)
+		out[h] = append(out[h], writer{pid: w.PID, started: w.Started})
 	}
 	return out
 }

@@ -130,34 +130,15 @@ type candidate struct {
 // is the bridge itself.
 func (p *Procs) scan() map[string][]candidate {
 	out := map[string][]candidate{}
-	ents, err := os.ReadDir(p.Root)
-	if err != nil {
-		return out
-	}
-	self := os.Getpid()
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 || pid == self {
-			continue
-		}
-		dir := filepath.Join(p.Root, e.Name())
-		comm, err := os.ReadFile(filepath.Join(dir, "comm"))
-		if err != nil || !slices.Contains(p.Names, strings.TrimSpace(string(comm))) {
-			continue
-		}
-		cwd, err := os.Readlink(filepath.Join(dir, "cwd"))
-		if err != nil {
-			continue
-		}
-		st, err := proc.ReadStat(p.Root, pid)
-		if err != nil {
-			continue
-		}
-		start, err := proc.StartedAt(st)
-		if err != nil {
-			continue
-		}
-		out[cwd] = append(out[cwd], candidate{pid, start})
+	for _, c := range proc.List(p.Root, p.named) {
+		out[c.Cwd] = append(out[c.Cwd], candidate{c.PID, c.Started})
 	}
 	return out
+}
+
+// named reports whether process pid's command name (comm) is exactly one
+// of Names.
+func (p *Procs) named(root string, pid int) bool {
+	comm, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "comm"))
+	return err == nil && slices.Contains(p.Names, strings.TrimSpace(string(comm)))
 }
