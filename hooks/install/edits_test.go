@@ -1,0 +1,253 @@
+package install
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// attackFile copies testdata/attacks/name to dst.
+func attackFile(t *testing.T, name, dst string) []byte {
+	t.Helper()
+	return copyFixture(t, filepath.Join("attacks", name), dst)
+}
+
+// codexConfig decodes config.toml as Codex would load it.
+func codexConfig(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	m := map[string]any{}
+	if err := toml.Unmarshal(bytes.TrimPrefix(b, utf8BOM), &m); err != nil {
+		t.Fatalf("config.toml does not load: %v\n%s", err, b)
+	}
+	return m
+}
+
+// Codex config.toml files that install broke (a key or table twice) or
+// edited in the wrong place (inside a string): after install each loads,
+// with the hooks feature on and every other setting as it was; uninstall
+// gives the bytes back.
+func TestCodexConfigAttacks(t *testing.T) {
+	tests := []struct {
+		file  string
+		check func(t *testing.T, m map[string]any)
+	}{
+		{"codex-quoted-key.toml", func(t *testing.T, m map[string]any) {
+			if m["features"].(map[string]any)["web_search"] != true {
+				t.Error("web_search lost")
+			}
+		}},
+		{"codex-quoted-header.toml", func(t *testing.T, m map[string]any) {
+			if m["mcp_servers"].(map[string]any)["docs"].(map[string]any)["command"] != "docs-mcp" {
+				t.Error("mcp server lost")
+			}
+		}},
+		{"codex-bom.toml", nil},
+		{"codex-multiline-string.toml", func(t *testing.T, m map[string]any) {
+			if got := m["developer_instructions"]; got != "Keep these notes:\n[features]\nare described in the docs.\n" {
+				t.Errorf("the user's string changed: %q", got)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			tg := Target{Harness: "codex", Home: t.TempDir()}
+			orig := attackFile(t, tt.file, tg.ConfigFile())
+			before := codexConfig(t, orig)
+			mustInstall(t, tg, Command(prog, "codex"))
+			got := read(t, tg.ConfigFile())
+			m := codexConfig(t, got)
+			f, _ := m["features"].(map[string]any)
+			if f["hooks"] != true {
+				t.Fatalf("features.hooks is %v:\n%s", f["hooks"], got)
+			}
+			if bytes.HasPrefix(orig, utf8BOM) != bytes.HasPrefix(got, utf8BOM) {
+				t.Error("the byte order mark was dropped or added")
+			}
+			for k, v := range before {
+				if k != "features" && !equalTOML(m[k], v) {
+					t.Errorf("%s changed: %v → %v", k, v, m[k])
+				}
+			}
+			if tt.check != nil {
+				tt.check(t, m)
+			}
+			if st := Status(tg, prog); st.Feature != "on" {
+				t.Errorf("status feature %q", st.Feature)
+			}
+			if _, err := Uninstall(tg); err != nil {
+				t.Fatal(err)
+			}
+			if back := read(t, tg.ConfigFile()); !bytes.Equal(back, orig) {
+				t.Fatalf("uninstall:\n%q\nwant\n%q", back, orig)
+			}
+		})
+	}
+}
+
+func equalTOML(a, b any) bool {
+	x, _ := toml.Marshal(map[string]any{"v": a})
+	y, _ := toml.Marshal(map[string]any{"v": b})
+	return bytes.Equal(x, y)
+}
+
+// Files the agent reads differently from an edit, or not at all, are
+// refused with the reason and left as they were; status says so.
+func TestAmbiguousFilesAreRefused(t *testing.T) {
+	tests := []struct {
+		harness, file, content, want string
+	}{
+		{"claude-code", "claude-duplicate-hooks.json", "", "twice"},
+		{"claude-code", "claude-bom.json", "", "byte order mark"},
+		{"claude-code", "", "{\"a\": 1, // c\n}", "comment"},
+		{"gemini-cli", "", `{"a": [1,],}`, "trailing comma"},
+		{"gemini-cli", "", "{\"a\": 1, \"\\u0061\": 2}", "twice"},
+		{"qwen-code", "", "\xff\xfe{\x00}\x00", "UTF-16"},
+		{"codex", "", "[features]\nhooks = false\nhooks = true\n", "not valid TOML"},
+		{"codex", "", "[features]\nweb_search = true\n[features]\nx = 1\n", "not valid TOML"},
+		{"codex", "", "\xfe\xff\x00[", "UTF-16"},
+		{"codex", "", "[features]\nhooks = \"yes\"\n", "not true or false"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.harness+"/"+tt.file+tt.want, func(t *testing.T) {
+			tg := Target{Harness: tt.harness, Home: t.TempDir()}
+			path := tg.HooksFile()
+			if tt.harness == "codex" {
+				path = tg.ConfigFile()
+			}
+			var orig []byte
+			if tt.file != "" {
+				orig = attackFile(t, tt.file, path)
+			} else {
+				orig = []byte(tt.content)
+				if err := os.WriteFile(path, orig, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := Install(tg, Command(prog, Source(tt.harness)))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("install: %v, want an error naming %q", err, tt.want)
+			}
+			if got := read(t, path); !bytes.Equal(got, orig) {
+				t.Fatalf("the refused file changed:\n%q", got)
+			}
+			if _, err := os.Stat(tg.HooksFile()); tt.harness == "codex" && err == nil {
+				t.Error("hooks.json was written although config.toml was refused")
+			}
+			st := Status(tg, prog)
+			if tt.harness == "codex" {
+				if !strings.HasPrefix(st.Feature, "unknown") {
+					t.Errorf("status feature %q", st.Feature)
+				}
+			} else if st.Problem == "" || st.Installed() {
+				t.Errorf("status %+v", st)
+			}
+		})
+	}
+}
+
+// A user's own hook commands that end like the bridge's ("… hook
+// claude-code") are neither rewritten by install nor removed by uninstall.
+func TestUserHooksAreNotOurs(t *testing.T) {
+	tg := Target{Harness: "claude-code", Home: t.TempDir()}
+	orig := attackFile(t, "claude-user-hook.json", tg.HooksFile())
+	mustInstall(t, tg, Command(prog, "claude-code"))
+	got := read(t, tg.HooksFile())
+	for _, keep := range []string{
+		"\"matcher\": \"Bash\",\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"/home/u/bin/agentbridge-audit hook claude-code\",\n            \"timeout\": 30",
+		"\"command\": \"agentbridge hook claude-code\",\n            \"timeout\": 30",
+	} {
+		if !bytes.Contains(got, []byte(keep)) {
+			t.Fatalf("the user's hook changed, want %q in:\n%s", keep, got)
+		}
+	}
+	st := Status(tg, prog)
+	if !st.Installed() || st.Foreign != 2 {
+		t.Fatalf("status %+v", st)
+	}
+	if _, err := Uninstall(tg); err != nil {
+		t.Fatal(err)
+	}
+	if back := read(t, tg.HooksFile()); !bytes.Equal(back, orig) {
+		t.Fatalf("uninstall removed or changed the user's hooks:\n%s", back)
+	}
+}
+
+// Gemini CLI reads settings.json with comments: install keeps them, and
+// what it writes reads back.
+func TestCommentedGeminiSettings(t *testing.T) {
+	tg := Target{Harness: "gemini-cli", Home: t.TempDir()}
+	orig := attackFile(t, "gemini-commented.json", tg.HooksFile())
+	mustInstall(t, tg, Command(prog, "gemini"))
+	got := read(t, tg.HooksFile())
+	for _, keep := range []string{"// my Gemini settings\n", "/* I like vim */", "// scan writes for secrets\n"} {
+		if !bytes.Contains(got, []byte(keep)) {
+			t.Errorf("comment %q lost:\n%s", keep, got)
+		}
+	}
+	if st := Status(tg, prog); !st.Installed() || st.Problem != "" {
+		t.Fatalf("status %+v", st)
+	}
+	if _, err := Uninstall(tg); err != nil {
+		t.Fatal(err)
+	}
+	if back := read(t, tg.HooksFile()); !bytes.Equal(back, orig) {
+		t.Fatalf("uninstall:\n%s", back)
+	}
+}
+
+// A user's compact JSON is not reflowed: every line of it is still there
+// after install, only the hooks member is new.
+func TestCompactJSONKeepsItsLayout(t *testing.T) {
+	tg := Target{Harness: "claude-code", Home: t.TempDir()}
+	orig := attackFile(t, "claude-compact.json", tg.HooksFile())
+	mustInstall(t, tg, Command(prog, "claude-code"))
+	got := read(t, tg.HooksFile())
+	for _, line := range []string{
+		`  "model": "opus",`,
+		`  "permissions": {"allow": ["Bash(ls)", "Read"], "deny": ["Bash(rm -rf *)"]},`,
+		`  "env": {"A": "1", "B": "2"},`,
+		"\n  \"hooks\": {\n    \"Notification\": [\n      {\n        \"hooks\": [\n",
+	} {
+		if !bytes.Contains(got, []byte(line)) {
+			t.Errorf("want %q in:\n%s", line, got)
+		}
+	}
+	if _, err := Uninstall(tg); err != nil {
+		t.Fatal(err)
+	}
+	if back := read(t, tg.HooksFile()); !bytes.Equal(back, orig) {
+		t.Fatalf("uninstall:\n%s", back)
+	}
+	// a file on one line stays on one line
+	os.WriteFile(tg.HooksFile(), []byte(`{"model":"opus"}`), 0o644)
+	mustInstall(t, tg, Command(prog, "claude-code"))
+	if got := read(t, tg.HooksFile()); bytes.Count(got, []byte("\n")) != 0 || !bytes.HasPrefix(got, []byte(`{"model":"opus","hooks":{"`)) {
+		t.Fatalf("a one-line file became:\n%s", got)
+	}
+}
+
+// --dry-run's diff names the file and shows the added lines.
+func TestDiff(t *testing.T) {
+	tg := Target{Harness: "codex", Home: t.TempDir()}
+	attackFile(t, "codex-quoted-header.toml", tg.ConfigFile())
+	plan, err := PlanInstall(tg, Command(prog, "codex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var diff string
+	for _, e := range plan {
+		diff += e.Diff()
+	}
+	for _, want := range []string{"--- /dev/null\n+++ " + tg.HooksFile(), "+++ " + tg.ConfigFile(), "+hooks = true " + tomlTag} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("want %q in the diff:\n%s", want, diff)
+		}
+	}
+	if _, err := os.Stat(tg.HooksFile()); err == nil {
+		t.Error("planning wrote a file")
+	}
+}
