@@ -83,12 +83,12 @@ func features(m map[string]any) (map[string]any, []any, error) {
 
 // tomlScan is what the parser finds in a config.toml text.
 type tomlScan struct {
-	header    int   // the offset just after the [features] header's line, -1 for none
-	off       []int // the offsets of the lines that set a feature key false
-	offEnd    int   // the offset just after the last of those lines
-	inline    bool  // features is set by a top-level key (inline table or dotted key)
-	tagged    []int // the offsets of lines with an expression install added
-	was       []int // the offsets of the comment lines install turned off
+	header int   // the offset just after the [features] header's line, -1 for none
+	off    []int // the offsets of the lines that set a feature key false
+	offEnd int   // the offset just after the last of those lines
+	inline bool  // features is set by a top-level key (inline table or dotted key)
+	tagged []int // the offsets of lines with an expression install added
+	was    []int // the offsets of the comment lines install turned off
 }
 
 func lineStart(s string, at int) int { return strings.LastIndexByte(s[:at], '\n') + 1 }
