@@ -44,3 +44,24 @@ func TestDesktopNotify(t *testing.T) {
 		t.Errorf("the session's next notification %+v should replace its first (id 1)", s)
 	}
 }
+
+// The body is markup on servers that take it: an agent's text is escaped
+// (&, <, >), so a title with a link shows as text, not as a link.
+func TestDesktopBodyIsEscaped(t *testing.T) {
+	addr := dbustest.Bus(t)
+	f := dbustest.Serve(t, addr)
+	d, err := DialDesktop(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	tr := Transition{Source: "codex", SessionID: "s1", Harness: "codex", Status: "waiting",
+		Title: `<a href="https://evil.example">update</a> & <b>run</b>`, WaitingFor: "approve x > y"}
+	if err := d.Notify(tr); err != nil {
+		t.Fatal(err)
+	}
+	want := `&lt;a href="https://evil.example"&gt;update&lt;/a&gt; &amp; &lt;b&gt;run&lt;/b&gt;` + "\napprove x &gt; y"
+	if s := f.Next(t); s.Body != want {
+		t.Errorf("body %q, want %q", s.Body, want)
+	}
+}

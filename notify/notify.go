@@ -12,6 +12,7 @@ package notify
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
@@ -193,12 +194,36 @@ func (t *Tracker) transition(source, host string, prev, s *agentbridge.Snapshot)
 	// Display text is redacted by the hub; paths a push source put in it
 	// are shortened here, since a notification leaves the machine.
 	tr := Transition{Source: source, SessionID: s.ID, Harness: s.Harness, Status: ev,
-		Title: validate.ShortenPaths(s.Title), WaitingFor: validate.ShortenPaths(s.WaitingFor), Host: host}
+		Title: cutPaths(s.Title), WaitingFor: cutPaths(s.WaitingFor), Host: host}
 	if t.Now != nil {
 		tr.At = t.Now()
 	}
 	tr.Text = tr.Summary("")
 	return tr, true
+}
+
+// cutPaths shortens the paths in a text that leaves the machine
+// (validate.ShortenPaths), and also the rest of a path whose directory
+// names hold spaces: ShortenPaths ends a path at a space, so
+// "/home/u/My Projects/app/main.go" would leave "Projects/app/" behind;
+// a word that goes on with a slash after a shortened path is the same
+// path, and only its last element stays ("…/main.go").
+func cutPaths(s string) string {
+	s = validate.ShortenPaths(s)
+	if !strings.Contains(s, "…/") {
+		return s
+	}
+	words := strings.Split(s, " ")
+	out := words[:0]
+	for _, w := range words {
+		if n := len(out); n > 0 && strings.HasPrefix(out[n-1], "…/") && strings.ContainsAny(w, `/\`) &&
+			!strings.HasPrefix(w, "/") && !strings.HasPrefix(w, "…/") && !strings.Contains(w, "://") {
+			out[n-1] = "…/" + w[strings.LastIndexAny(w, `/\`)+1:]
+			continue
+		}
+		out = append(out, w)
+	}
+	return strings.Join(out, " ")
 }
 
 // Notifier shows a transition to someone (Desktop does).

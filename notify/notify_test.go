@@ -104,3 +104,22 @@ func TestTrackerKeepsHostsApart(t *testing.T) {
 		t.Errorf("transitions (-want +got):\n%s", diff)
 	}
 }
+
+// Paths are cut from what leaves the machine, directory names with spaces
+// included.
+func TestCutPaths(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"fix /home/u/My Projects/app/main.go now", "fix …/main.go now"},
+		{"edit /home/u/a b/c d/e.txt", "edit …/e.txt"},
+		{`C:\Users\me\My Documents\x\y.go`, `…/y.go`},
+		{"open /home/u/My Documents", "open …/My Documents"},
+		{"approve Bash: ls /srv/app and cat notes/today.md", "approve Bash: ls …/app and cat notes/today.md"},
+		{"see https://example.com/a/b", "see https://example.com/a/b"},
+		{"no path", "no path"},
+	}
+	for _, tt := range tests {
+		if got := cutPaths(tt.in); got != tt.want {
+			t.Errorf("cutPaths(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
