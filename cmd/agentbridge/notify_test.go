@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,4 +79,64 @@ func TestNotifyWithoutService(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr.String(), "no desktop notification service (org.freedesktop.Notifications)") {
 		t.Errorf("exit %d, stderr %q: want 1 and a message naming the missing service", code, stderr.String())
 	}
+}
+
+// A failed Notify (the notification server restarting) does not end
+// `agentbridge notify`: the notification is shown when a later try, after
+// a backoff, succeeds.
+func TestNotifySurvivesAFailedNotify(t *testing.T) {
+	addr := dbustest.Bus(t)
+	fake := dbustest.Serve(t, addr)
+	b := bridgetest.Start(t, bridgetest.Options{})
+	ev := func(id string, e agentbridge.Event) {
+		t.Helper()
+		b.Publish(t, "test-push", hub.Op{Op: hub.OpEvent, SessionID: id, Harness: "test-agent", Event: e})
+	}
+	ev("s1", agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "Fix the flaky tests"})
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runArgs(ctx, "notify", []string{"--addr", b.Addr, "--bus", addr}, []string{"AGENTBRIDGE_TOKEN=" + b.Token, "HOME=" + t.TempDir()},
+			strings.NewReader(""), &bytes.Buffer{}, &stderr, watchBackoff)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("notify: %v (stderr %s)", err, stderr.String())
+		}
+	}()
+	time.Sleep(300 * time.Millisecond) // connected, with its baseline
+	fake.FailNext(2)
+	ev("s1", agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w1", State: agentbridge.StatusWaiting, Reason: "approve Bash"})
+	s := fake.Next(t) // the third try, after 1 s and 2 s
+	if s.Summary != "Test Agent is waiting for you" {
+		t.Errorf("notification %+v", s)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("notify ended: %v", err)
+	default:
+	}
+	if msg := stderr.String(); strings.Count(msg, "trying again") != 1 || !strings.Contains(msg, "restarting") {
+		t.Errorf("stderr %q, want the failure told once", msg)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
