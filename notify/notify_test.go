@@ -165,7 +165,7 @@ func TestTellerRetries(t *testing.T) {
 	}
 	tl.Record(upsert("c", snap("s2", "approve C")))
 	now = now.Add(time.Second)
-	if at = tl.Flush(); !at.Equal(now.Add(2*time.Second)) {
+	if at = tl.Flush(); !at.Equal(now.Add(2 * time.Second)) {
 		t.Fatalf("second failure: retry at %v, want the backoff doubled", at)
 	}
 	now = now.Add(2 * time.Second)
