@@ -149,80 +149,58 @@ func TestAmbiguousFilesAreRefused(t *testing.T) {
 	}
 }
 
-// A user's own hook commands that end like the bridge's ("… hook
-// claude-code") are neither rewritten by install nor removed by uninstall.
-func TestUserHooksAreNotOurs(t *testing.T) {
-	tg := Target{Harness: "claude-code", Home: t.TempDir()}
-	orig := attackFile(t, "claude-user-hook.json", tg.HooksFile())
-	mustInstall(t, tg, Command(prog, "claude-code"))
-	got := read(t, tg.HooksFile())
-	for _, keep := range []string{
-		"\"matcher\": \"Bash\",\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"/home/u/bin/agentbridge-audit hook claude-code\",\n            \"timeout\": 30",
-		"\"command\": \"agentbridge hook claude-code\",\n            \"timeout\": 30",
-	} {
-		if !bytes.Contains(got, []byte(keep)) {
-			t.Fatalf("the user's hook changed, want %q in:\n%s", keep, got)
-		}
+// What is the user's stays as it was, byte for byte: their own hook
+// commands that end like the bridge's ("… hook claude-code") are neither
+// rewritten by install nor removed by uninstall; Gemini CLI's comments are
+// kept (it reads them); a compact member is not reflowed, only the hooks
+// member is new. Uninstall gives the file back.
+func TestSettingsKeepWhatIsTheUsers(t *testing.T) {
+	tests := []struct {
+		name, harness, file string
+		keep                []string
+		foreign             int
+	}{
+		{"user hooks alike ours", "claude-code", "claude-user-hook.json", []string{
+			"\"matcher\": \"Bash\",\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"/home/u/bin/agentbridge-audit hook claude-code\",\n            \"timeout\": 30",
+			"\"command\": \"agentbridge hook claude-code\",\n            \"timeout\": 30",
+		}, 2},
+		{"commented Gemini settings", "gemini-cli", "gemini-commented.json", []string{
+			"// my Gemini settings\n", "/* I like vim */", "// scan writes for secrets\n",
+		}, 0},
+		{"compact JSON", "claude-code", "claude-compact.json", []string{
+			`  "model": "opus",`,
+			`  "permissions": {"allow": ["Bash(ls)", "Read"], "deny": ["Bash(rm -rf *)"]},`,
+			`  "env": {"A": "1", "B": "2"},`,
+			"\n  \"hooks\": {\n    \"Notification\": [\n      {\n        \"hooks\": [\n",
+		}, 0},
 	}
-	st := Status(tg, prog)
-	if !st.Installed() || st.Foreign != 2 {
-		t.Fatalf("status %+v", st)
-	}
-	if _, err := Uninstall(tg); err != nil {
-		t.Fatal(err)
-	}
-	if back := read(t, tg.HooksFile()); !bytes.Equal(back, orig) {
-		t.Fatalf("uninstall removed or changed the user's hooks:\n%s", back)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := Target{Harness: tt.harness, Home: t.TempDir()}
+			orig := attackFile(t, tt.file, tg.HooksFile())
+			mustInstall(t, tg, Command(prog, Source(tt.harness)))
+			got := read(t, tg.HooksFile())
+			for _, keep := range tt.keep {
+				if !bytes.Contains(got, []byte(keep)) {
+					t.Errorf("want %q kept in:\n%s", keep, got)
+				}
+			}
+			if st := Status(tg, prog); !st.Installed() || st.Problem != "" || st.Foreign != tt.foreign {
+				t.Fatalf("status %+v", st)
+			}
+			if _, err := Uninstall(tg); err != nil {
+				t.Fatal(err)
+			}
+			if back := read(t, tg.HooksFile()); !bytes.Equal(back, orig) {
+				t.Fatalf("uninstall:\n%s", back)
+			}
+		})
 	}
 }
 
-// Gemini CLI reads settings.json with comments: install keeps them, and
-// what it writes reads back.
-func TestCommentedGeminiSettings(t *testing.T) {
-	tg := Target{Harness: "gemini-cli", Home: t.TempDir()}
-	orig := attackFile(t, "gemini-commented.json", tg.HooksFile())
-	mustInstall(t, tg, Command(prog, "gemini"))
-	got := read(t, tg.HooksFile())
-	for _, keep := range []string{"// my Gemini settings\n", "/* I like vim */", "// scan writes for secrets\n"} {
-		if !bytes.Contains(got, []byte(keep)) {
-			t.Errorf("comment %q lost:\n%s", keep, got)
-		}
-	}
-	if st := Status(tg, prog); !st.Installed() || st.Problem != "" {
-		t.Fatalf("status %+v", st)
-	}
-	if _, err := Uninstall(tg); err != nil {
-		t.Fatal(err)
-	}
-	if back := read(t, tg.HooksFile()); !bytes.Equal(back, orig) {
-		t.Fatalf("uninstall:\n%s", back)
-	}
-}
-
-// A user's compact JSON is not reflowed: every line of it is still there
-// after install, only the hooks member is new.
-func TestCompactJSONKeepsItsLayout(t *testing.T) {
+// A file on one line stays on one line.
+func TestOneLineJSONStaysOnOneLine(t *testing.T) {
 	tg := Target{Harness: "claude-code", Home: t.TempDir()}
-	orig := attackFile(t, "claude-compact.json", tg.HooksFile())
-	mustInstall(t, tg, Command(prog, "claude-code"))
-	got := read(t, tg.HooksFile())
-	for _, line := range []string{
-		`  "model": "opus",`,
-		`  "permissions": {"allow": ["Bash(ls)", "Read"], "deny": ["Bash(rm -rf *)"]},`,
-		`  "env": {"A": "1", "B": "2"},`,
-		"\n  \"hooks\": {\n    \"Notification\": [\n      {\n        \"hooks\": [\n",
-	} {
-		if !bytes.Contains(got, []byte(line)) {
-			t.Errorf("want %q in:\n%s", line, got)
-		}
-	}
-	if _, err := Uninstall(tg); err != nil {
-		t.Fatal(err)
-	}
-	if back := read(t, tg.HooksFile()); !bytes.Equal(back, orig) {
-		t.Fatalf("uninstall:\n%s", back)
-	}
-	// a file on one line stays on one line
 	os.WriteFile(tg.HooksFile(), []byte(`{"model":"opus"}`), 0o644)
 	mustInstall(t, tg, Command(prog, "claude-code"))
 	if got := read(t, tg.HooksFile()); bytes.Count(got, []byte("\n")) != 0 || !bytes.HasPrefix(got, []byte(`{"model":"opus","hooks":{"`)) {

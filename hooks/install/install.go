@@ -5,14 +5,21 @@
 // settings.json (under its .gemini directory), Qwen Code's settings.json
 // (under QWEN_HOME, default ~/.qwen).
 //
-// Edits merge with what the user has: other settings and hooks are kept
-// in their order and spelling, the file keeps its indentation, and TOML
-// is edited line by line so that its comments and layout stay. Installing
-// twice changes nothing the second time; before its first change to a file
-// the package copies it beside itself (<file>.agentbridge-backup, never
-// overwritten). Uninstall removes exactly the entries install added (and
-// an event list or a hooks object it leaves empty), and a file install
-// created is removed when nothing else is left in it.
+// Edits merge with what the user has: a file is parsed with a real parser
+// that keeps its text (hujson for JSON, go-toml's for TOML), only the
+// bridge's own entries (those carrying Mark) are added, changed or
+// removed, and everything else keeps its bytes: other settings, the
+// user's hooks, comments, layout. A file the agent would read differently
+// from the edit (a name or table twice, a byte order mark, comments the
+// agent does not take) is refused, and every edit is read back before it
+// is written. Plans are made for every file first (PlanInstall,
+// PlanUninstall) and written together by Apply, atomically per file and
+// all or none; Edit.Diff shows a plan. Installing twice changes nothing
+// the second time; before its first change to a file the package copies
+// it beside itself (<file>.agentbridge-backup, never overwritten).
+// Uninstall removes exactly the entries install added (and an event list
+// or a hooks object it leaves empty), and a file install created is
+// removed when nothing else is left in it.
 package install
 
 import (

@@ -289,81 +289,94 @@ func (d *doc) rootLayout() layout {
 	return d.objLayout(d.obj(), layout{unit: d.unit})
 }
 
+// grow readies a container whose last value is last (nil: none) for
+// one more: the comma after last is written; it reports whether last had
+// a trailing comma, which the new last value then keeps.
+func grow(last *hujson.Value) (trailing bool) {
+	if last == nil {
+		return false
+	}
+	trailing = last.AfterExtra != nil
+	if !trailing {
+		last.AfterExtra = []byte{}
+	}
+	return trailing
+}
+
+// opened gives a container that had no values the closing line break of
+// its layout (unless it holds a comment).
+func opened(empty bool, closing *hujson.Extra, l, parent layout) {
+	if empty && len(bytes.TrimSpace(*closing)) == 0 {
+		*closing = []byte(l.closeLead(parent))
+	}
+}
+
+// shrunk settles a container after the removal of a value: when that was
+// the last one, without a trailing comma, the new last (nil: none left)
+// gives up its comma; a container left empty loses its inner space.
+func shrunk(wasLast, trailing bool, newLast *hujson.Value, closing *hujson.Extra) {
+	if wasLast && !trailing && newLast != nil {
+		*closing = append(append([]byte{}, newLast.AfterExtra...), *closing...)
+		newLast.AfterExtra = nil
+	}
+	if newLast == nil && len(bytes.TrimSpace(*closing)) == 0 {
+		*closing = nil
+	}
+}
+
+func lastMember(o *hujson.Object) *hujson.Value {
+	if len(o.Members) == 0 {
+		return nil
+	}
+	return &o.Members[len(o.Members)-1].Value
+}
+
+func lastElement(a *hujson.Array) *hujson.Value {
+	if len(a.Elements) == 0 {
+		return nil
+	}
+	return &a.Elements[len(a.Elements)-1]
+}
+
 // addMember appends name: v to o, laid out as l, and returns the new value.
 func addMember(o *hujson.Object, l, parent layout, name string, v any) *hujson.Value {
 	empty := len(o.Members) == 0
-	trailing := false
-	if !empty {
-		last := &o.Members[len(o.Members)-1].Value
-		trailing = last.AfterExtra != nil
-		if !trailing {
-			last.AfterExtra = []byte{}
-		}
-	}
 	val := l.render(v)
 	val.BeforeExtra = []byte(l.colon)
-	if trailing {
+	if grow(lastMember(o)) {
 		val.AfterExtra = []byte{}
 	}
 	nm := hujson.Value{BeforeExtra: []byte(l.lead), Value: hujson.String(name)}
 	o.Members = append(o.Members, hujson.ObjectMember{Name: nm, Value: val})
-	if empty && len(bytes.TrimSpace(o.AfterExtra)) == 0 {
-		o.AfterExtra = []byte(l.closeLead(parent))
-	}
-	return &o.Members[len(o.Members)-1].Value
+	opened(empty, &o.AfterExtra, l, parent)
+	return lastMember(o)
 }
 
 // addElement appends v to a, laid out as l.
 func addElement(a *hujson.Array, l, parent layout, v any) {
 	empty := len(a.Elements) == 0
-	trailing := false
-	if !empty {
-		last := &a.Elements[len(a.Elements)-1]
-		trailing = last.AfterExtra != nil
-		if !trailing {
-			last.AfterExtra = []byte{}
-		}
-	}
 	val := l.render(v)
 	val.BeforeExtra = []byte(l.lead)
-	if trailing {
+	if grow(lastElement(a)) {
 		val.AfterExtra = []byte{}
 	}
 	a.Elements = append(a.Elements, val)
-	if empty && len(bytes.TrimSpace(a.AfterExtra)) == 0 {
-		a.AfterExtra = []byte(l.closeLead(parent))
-	}
+	opened(empty, &a.AfterExtra, l, parent)
 }
 
 // removeMember removes the member at i of o; the comma before it goes
 // with it when it was the last.
 func removeMember(o *hujson.Object, i int) {
-	last := i == len(o.Members)-1
-	trailing := o.Members[i].Value.AfterExtra != nil
+	wasLast, trailing := i == len(o.Members)-1, o.Members[i].Value.AfterExtra != nil
 	o.Members = append(o.Members[:i:i], o.Members[i+1:]...)
-	if last && !trailing && len(o.Members) > 0 {
-		prev := &o.Members[len(o.Members)-1].Value
-		o.AfterExtra = append(append([]byte{}, prev.AfterExtra...), o.AfterExtra...)
-		prev.AfterExtra = nil
-	}
-	if len(o.Members) == 0 && len(bytes.TrimSpace(o.AfterExtra)) == 0 {
-		o.AfterExtra = nil
-	}
+	shrunk(wasLast, trailing, lastMember(o), &o.AfterExtra)
 }
 
 // removeElement removes the element at i of a, as removeMember does.
 func removeElement(a *hujson.Array, i int) {
-	last := i == len(a.Elements)-1
-	trailing := a.Elements[i].AfterExtra != nil
+	wasLast, trailing := i == len(a.Elements)-1, a.Elements[i].AfterExtra != nil
 	a.Elements = append(a.Elements[:i:i], a.Elements[i+1:]...)
-	if last && !trailing && len(a.Elements) > 0 {
-		prev := &a.Elements[len(a.Elements)-1]
-		a.AfterExtra = append(append([]byte{}, prev.AfterExtra...), a.AfterExtra...)
-		prev.AfterExtra = nil
-	}
-	if len(a.Elements) == 0 && len(bytes.TrimSpace(a.AfterExtra)) == 0 {
-		a.AfterExtra = nil
-	}
+	shrunk(wasLast, trailing, lastElement(a), &a.AfterExtra)
 }
 
 // setLiteral replaces the value of v by the JSON of x, keeping the space
