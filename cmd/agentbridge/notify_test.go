@@ -122,4 +122,3 @@ func TestNotifySurvivesAFailedNotify(t *testing.T) {
 		t.Errorf("stderr %q, want the failure told once", msg)
 	}
 }
-
