@@ -32,9 +32,7 @@ import (
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
-	"github.com/google/renameio/v2"
 	"github.com/tailscale/hujson"
-	"golang.org/x/sys/unix"
 
 	"github.com/agentbridge/agentbridge/hooks"
 	"github.com/agentbridge/agentbridge/internal/binpath"
@@ -608,13 +606,13 @@ func Apply(plan []Edit) ([]Change, error) {
 			if e.mode&0o200 == 0 {
 				return nil, fmt.Errorf("%s is read-only; nothing was changed", e.File)
 			}
-			if err := unix.Access(e.File, unix.W_OK); err != nil {
+			if err := writable(e.File); err != nil {
 				return nil, fmt.Errorf("%s cannot be written (%w); nothing was changed", e.File, err)
 			}
 		}
 		dir := filepath.Dir(e.File)
 		if _, err := os.Stat(dir); err == nil {
-			if err := unix.Access(dir, unix.W_OK); err != nil {
+			if err := writable(dir); err != nil {
 				return nil, fmt.Errorf("%s cannot be written (%w); nothing was changed", dir, err)
 			}
 		}
@@ -624,7 +622,7 @@ func Apply(plan []Edit) ([]Change, error) {
 	undo := func(err error) ([]Change, error) {
 		for _, e := range slices.Backward(done) {
 			if e.Existed {
-				_ = renameio.WriteFile(e.File, e.Before, e.mode)
+				_ = writeFile(e.File, e.Before, e.mode)
 			} else {
 				_ = os.Remove(e.File)
 			}
@@ -643,7 +641,7 @@ func Apply(plan []Edit) ([]Change, error) {
 		}
 		backup := e.File + BackupSuffix
 		if _, err := os.Lstat(backup); errors.Is(err, os.ErrNotExist) && e.Existed && !e.uninstall {
-			if err := renameio.WriteFile(backup, e.Before, e.mode); err != nil {
+			if err := writeFile(backup, e.Before, e.mode); err != nil {
 				return undo(fmt.Errorf("back up %s: %w", e.File, err))
 			}
 			c.Backup = backup
@@ -651,7 +649,7 @@ func Apply(plan []Edit) ([]Change, error) {
 		if err := os.MkdirAll(filepath.Dir(e.File), 0o700); err != nil {
 			return undo(err)
 		}
-		if err := renameio.WriteFile(e.File, e.After, e.mode); err != nil {
+		if err := writeFile(e.File, e.After, e.mode); err != nil {
 			return undo(fmt.Errorf("write %s: %w", e.File, err))
 		}
 		out, done = append(out, c), append(done, e)
