@@ -173,6 +173,10 @@ func TestSettingsKeepWhatIsTheUsers(t *testing.T) {
 			`  "env": {"A": "1", "B": "2"},`,
 			"\n  \"hooks\": {\n    \"Notification\": [\n      {\n        \"hooks\": [\n",
 		}, 0},
+		{"CRLF line breaks", "claude-code", "claude-crlf.json", []string{
+			"  \"hooks\": {\r\n    \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"say done\"}]},{\"hooks\":[{",
+			"],\r\n    \"Notification\": [\r\n      {\r\n        \"hooks\": [\r\n",
+		}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,8 +186,11 @@ func TestSettingsKeepWhatIsTheUsers(t *testing.T) {
 			got := read(t, tg.HooksFile())
 			for _, keep := range tt.keep {
 				if !bytes.Contains(got, []byte(keep)) {
-					t.Errorf("want %q kept in:\n%s", keep, got)
+					t.Errorf("want %q kept in:\n%q", keep, got)
 				}
+			}
+			if crlf := bytes.Contains(orig, []byte("\r\n")); crlf && bytes.Count(got, []byte("\n")) != bytes.Count(got, []byte("\r\n")) {
+				t.Errorf("a bare line break added to a CRLF file:\n%q", got)
 			}
 			if st := Status(tg, prog); !st.Installed() || st.Problem != "" || st.Foreign != tt.foreign {
 				t.Fatalf("status %+v", st)

@@ -550,8 +550,8 @@ func planJSON(t Target, uninstall bool, change func(*doc) error) (Edit, error) {
 	e.After = d.pack()
 	if len(bytes.TrimSpace(e.Before)) == 0 && len(d.obj().Members) == 0 {
 		e.After = e.Before // nothing to add to an empty file
-	} else if !e.Existed && len(e.After) > 0 && !bytes.HasSuffix(e.After, []byte("\n")) {
-		e.After = append(e.After, '\n')
+	} else if len(bytes.TrimSpace(e.Before)) == 0 && len(e.After) > 0 && !bytes.HasSuffix(e.After, []byte("\n")) {
+		e.After = append(e.After, '\n') // a new (or blank) file ends with a line break
 	}
 	// what is written must read back, as the agent reads it
 	if _, err := parseDoc(e.After, dl); err != nil {

@@ -50,6 +50,7 @@ func checkBOM(b []byte, utf8OK bool) (rest []byte, bom bool, err error) {
 type doc struct {
 	root hujson.Value
 	unit string // one level of indentation ("" for a file on one line)
+	nl   string // the line break: "\r\n" in a file that uses it, else "\n"
 }
 
 // parseDoc reads a settings object; an empty text is an empty object. It
@@ -62,7 +63,7 @@ func parseDoc(b []byte, d dialect) (*doc, error) {
 		return nil, err
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
-		return &doc{root: hujson.Value{Value: &hujson.Object{}}, unit: "  "}, nil
+		return &doc{root: hujson.Value{Value: &hujson.Object{}}, unit: "  ", nl: "\n"}, nil
 	}
 	v, err := hujson.Parse(b)
 	if err != nil {
@@ -74,7 +75,11 @@ func parseDoc(b []byte, d dialect) (*doc, error) {
 	if err := strict(v, d); err != nil {
 		return nil, err
 	}
-	return &doc{root: v, unit: indentUnit(b)}, nil
+	nl := "\n"
+	if bytes.Contains(b, []byte("\r\n")) {
+		nl = "\r\n"
+	}
+	return &doc{root: v, unit: indentUnit(b), nl: nl}, nil
 }
 
 // strict checks v the way the agent reads it: the standard JSON it is
@@ -188,16 +193,17 @@ func asString(v *hujson.Value) string {
 
 // layout is how the members of one object or array are laid out.
 type layout struct {
-	lead  string // the whitespace before each member ("\n" + indent, or "" / " " on one line)
+	lead  string // the whitespace before each member (a line break and the indent, or "" / " " on one line)
 	colon string // the whitespace after a name's colon
 	inner string // the indentation of the lines inside a new member's value
 	unit  string
+	nl    string // the line break
 }
 
 // layoutOf derives how a new member of the container c is laid out from
 // its first member (or, for an empty one, from its parent's layout).
 func (d *doc) layoutOf(first *hujson.Value, firstValue *hujson.Value, parent layout) layout {
-	l := layout{unit: d.unit, colon: " "}
+	l := layout{unit: d.unit, colon: " ", nl: d.nl}
 	if first != nil {
 		extra := string(first.BeforeExtra)
 		if i := strings.LastIndexByte(extra, '\n'); i >= 0 {
@@ -205,7 +211,7 @@ func (d *doc) layoutOf(first *hujson.Value, firstValue *hujson.Value, parent lay
 			if strings.Trim(ws, " \t") != "" {
 				ws = parent.indent() + d.unitOr()
 			}
-			l.lead = "\n" + ws
+			l.lead = d.nl + ws
 		} else if strings.Trim(extra, " \t") == "" {
 			l.lead = extra
 		} else {
@@ -215,7 +221,7 @@ func (d *doc) layoutOf(first *hujson.Value, firstValue *hujson.Value, parent lay
 			l.colon = string(firstValue.BeforeExtra)
 		}
 	} else if d.unit != "" {
-		l.lead = "\n" + parent.indent() + d.unit
+		l.lead = d.nl + parent.indent() + d.unit
 	} else if parent.lead == "" {
 		l.colon = ""
 	}
@@ -232,10 +238,10 @@ func (d *doc) unitOr() string {
 	return d.unit
 }
 
-func (l layout) multiline() bool { return strings.HasPrefix(l.lead, "\n") }
+func (l layout) multiline() bool { return strings.Contains(l.lead, "\n") }
 
 // indent is the indentation of the members' lines ("" on one line).
-func (l layout) indent() string { return strings.TrimPrefix(l.lead, "\n") }
+func (l layout) indent() string { return strings.TrimLeft(l.lead, "\r\n") }
 
 // render is v as JSON laid out to sit at l: indented below it, or compact.
 func (l layout) render(v any) hujson.Value {
@@ -252,7 +258,11 @@ func (l layout) render(v any) hujson.Value {
 	if err := enc.Encode(v); err != nil {
 		panic("install: encode a new member: " + err.Error())
 	}
-	out, err := hujson.Parse(bytes.TrimSpace(buf.Bytes()))
+	text := bytes.TrimSpace(buf.Bytes())
+	if l.nl == "\r\n" {
+		text = bytes.ReplaceAll(text, []byte("\n"), []byte("\r\n"))
+	}
+	out, err := hujson.Parse(text)
 	if err != nil {
 		panic("install: parse a new member: " + err.Error())
 	}
@@ -263,7 +273,7 @@ func (l layout) render(v any) hujson.Value {
 // that had no members and now gets its first one.
 func (l layout) closeLead(parent layout) string {
 	if l.multiline() {
-		return "\n" + parent.indent()
+		return l.nl + parent.indent()
 	}
 	return ""
 }
@@ -286,7 +296,7 @@ func (d *doc) arrLayout(a *hujson.Array, parent layout) layout {
 
 // rootLayout is the layout of the members of the top-level object.
 func (d *doc) rootLayout() layout {
-	return d.objLayout(d.obj(), layout{unit: d.unit})
+	return d.objLayout(d.obj(), layout{unit: d.unit, nl: d.nl})
 }
 
 // grow readies a container whose last value is last (nil: none) for
