@@ -43,8 +43,10 @@ func Given(p string) (string, error) {
 
 // BuildDir says why p is inside a build directory ("" when it is not):
 // a `go run` or `go test` binary in a go-build temporary directory, or a
-// binary whose directory or that directory's parent is a source checkout
-// (it holds go.mod or .git), like a checkout's bin/agentbridge. The path's
+// binary whose directory or that directory's parent is a Go source tree
+// (it holds go.mod), like a checkout's bin/agentbridge or a `go build` in
+// its root. A .git alone does not count: a home kept in git (dotfiles)
+// has ~/bin beside ~/.git, and that is a stable place. The path's
 // symlinks are followed: a link into a checkout is in the checkout.
 func BuildDir(p string) string {
 	paths := []string{p}
@@ -59,10 +61,8 @@ func BuildDir(p string) string {
 		}
 		dir := filepath.Dir(p)
 		for _, d := range []string{dir, filepath.Dir(dir)} {
-			for _, mark := range []string{"go.mod", ".git"} {
-				if _, err := os.Lstat(filepath.Join(d, mark)); err == nil {
-					return "a source checkout (" + filepath.Join(d, mark) + " is beside it)"
-				}
+			if _, err := os.Lstat(filepath.Join(d, "go.mod")); err == nil {
+				return "a source checkout (" + filepath.Join(d, "go.mod") + " is beside it)"
 			}
 		}
 	}

@@ -22,8 +22,8 @@ func TestBuildDir(t *testing.T) {
 	root := t.TempDir()
 	checkout := filepath.Join(root, "src", "agentbridge")
 	file(t, filepath.Join(checkout, "go.mod"), 0o644)
-	gitOnly := filepath.Join(root, "clone")
-	if err := os.MkdirAll(filepath.Join(gitOnly, ".git"), 0o755); err != nil {
+	dotfiles := filepath.Join(root, "dotfiles-home") // a home kept in git
+	if err := os.MkdirAll(filepath.Join(dotfiles, ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	installed := file(t, filepath.Join(root, "home", ".local", "bin", "agentbridge"), 0o755)
@@ -40,7 +40,7 @@ func TestBuildDir(t *testing.T) {
 		{"/usr/local/bin/agentbridge", ""},
 		{inCheckout, "checkout"},
 		{file(t, filepath.Join(checkout, "agentbridge"), 0o755), "checkout"},
-		{file(t, filepath.Join(gitOnly, "bin", "agentbridge"), 0o755), "checkout"},
+		{file(t, filepath.Join(dotfiles, "bin", "agentbridge"), 0o755), ""},
 		{link, "checkout"},
 		{filepath.Join(os.TempDir(), "go-build1234", "b001", "exe", "agentbridge"), "go run"},
 	}
