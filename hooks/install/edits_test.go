@@ -174,7 +174,7 @@ func TestSettingsKeepWhatIsTheUsers(t *testing.T) {
 			"\n  \"hooks\": {\n    \"Notification\": [\n      {\n        \"hooks\": [\n",
 		}, 0},
 		{"CRLF line breaks", "claude-code", "claude-crlf.json", []string{
-			"  \"hooks\": {\r\n    \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"say done\"}]},{\"hooks\":[{",
+			"  \"hooks\": {\r\n    \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"say done\"}]}, {\"hooks\": [{\"type\": \"command\", \"command\": \"'/opt/agent bridge/bin/agentbridge' hook --by=hooks-install claude-code\", \"timeout\": 5}]}],\r\n",
 			"],\r\n    \"Notification\": [\r\n      {\r\n        \"hooks\": [\r\n",
 		}, 0},
 	}
@@ -207,11 +207,22 @@ func TestSettingsKeepWhatIsTheUsers(t *testing.T) {
 
 // A file on one line stays on one line.
 func TestOneLineJSONStaysOnOneLine(t *testing.T) {
-	tg := Target{Harness: "claude-code", Home: t.TempDir()}
-	os.WriteFile(tg.HooksFile(), []byte(`{"model":"opus"}`), 0o644)
-	mustInstall(t, tg, Command(prog, "claude-code"))
-	if got := read(t, tg.HooksFile()); bytes.Count(got, []byte("\n")) != 0 || !bytes.HasPrefix(got, []byte(`{"model":"opus","hooks":{"`)) {
-		t.Fatalf("a one-line file became:\n%s", got)
+	for _, tt := range []struct{ in, prefix string }{
+		{`{"model":"opus"}`, `{"model":"opus","hooks":{"Notification":[{"hooks":[{"type":"command","command":"`},
+		{`{"model": "opus", "env": {"A": "1"}}`, `{"model": "opus", "env": {"A": "1"}, "hooks": {"Notification": [{"hooks": [{"type": "command", "command": "`},
+	} {
+		tg := Target{Harness: "claude-code", Home: t.TempDir()}
+		os.WriteFile(tg.HooksFile(), []byte(tt.in), 0o644)
+		mustInstall(t, tg, Command(prog, "claude-code"))
+		if got := read(t, tg.HooksFile()); bytes.Count(got, []byte("\n")) != 0 || !bytes.HasPrefix(got, []byte(tt.prefix)) {
+			t.Errorf("a one-line file became:\n%s\nwant it to start %s", got, tt.prefix)
+		}
+		if _, err := Uninstall(tg); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(t, tg.HooksFile()); string(got) != tt.in {
+			t.Errorf("uninstall: %s", got)
+		}
 	}
 }
 

@@ -51,6 +51,9 @@ type doc struct {
 	root hujson.Value
 	unit string // one level of indentation ("" for a file on one line)
 	nl   string // the line break: "\r\n" in a file that uses it, else "\n"
+	// spaced: the text puts a space after a name's colon ("a": 1), so
+	// what install writes on one line does too
+	spaced bool
 }
 
 // parseDoc reads a settings object; an empty text is an empty object. It
@@ -63,7 +66,7 @@ func parseDoc(b []byte, d dialect) (*doc, error) {
 		return nil, err
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
-		return &doc{root: hujson.Value{Value: &hujson.Object{}}, unit: "  ", nl: "\n"}, nil
+		return &doc{root: hujson.Value{Value: &hujson.Object{}}, unit: "  ", nl: "\n", spaced: true}, nil
 	}
 	v, err := hujson.Parse(b)
 	if err != nil {
@@ -79,7 +82,7 @@ func parseDoc(b []byte, d dialect) (*doc, error) {
 	if bytes.Contains(b, []byte("\r\n")) {
 		nl = "\r\n"
 	}
-	return &doc{root: v, unit: indentUnit(b), nl: nl}, nil
+	return &doc{root: v, unit: indentUnit(b), nl: nl, spaced: bytes.Contains(b, []byte(`": `))}, nil
 }
 
 // strict checks v the way the agent reads it: the standard JSON it is
@@ -198,14 +201,26 @@ type layout struct {
 	inner string // the indentation of the lines inside a new member's value
 	unit  string
 	nl    string // the line break
+	// spaced: on one line, a space follows each colon and comma
+	spaced bool
 }
 
-// layoutOf derives how a new member of the container c is laid out from
-// its first member (or, for an empty one, from its parent's layout).
-func (d *doc) layoutOf(first *hujson.Value, firstValue *hujson.Value, parent layout) layout {
-	l := layout{unit: d.unit, colon: " ", nl: d.nl}
+// layoutOf derives how a new member of a container is laid out from its
+// members: the first one's line and colon, and on one line the space
+// after a comma (before a later member, later; nil when there is none);
+// for an empty container, from its parent's layout.
+func (d *doc) layoutOf(first, firstValue, later *hujson.Value, parent layout) layout {
+	l := layout{unit: d.unit, colon: " ", nl: d.nl, spaced: d.spaced}
+	if !d.spaced {
+		l.colon = ""
+	}
 	if first != nil {
 		extra := string(first.BeforeExtra)
+		if later != nil && !strings.Contains(extra, "\n") {
+			extra = string(later.BeforeExtra) // on one line: what follows a comma
+		} else if later == nil && !strings.Contains(extra, "\n") && strings.Trim(extra, " \t") == "" {
+			extra = l.colon // one member: spaced like the colons
+		}
 		if i := strings.LastIndexByte(extra, '\n'); i >= 0 {
 			ws := extra[i+1:]
 			if strings.Trim(ws, " \t") != "" {
@@ -222,8 +237,6 @@ func (d *doc) layoutOf(first *hujson.Value, firstValue *hujson.Value, parent lay
 		}
 	} else if d.unit != "" {
 		l.lead = d.nl + parent.indent() + d.unit
-	} else if parent.lead == "" {
-		l.colon = ""
 	}
 	if l.multiline() {
 		l.inner = l.indent()
@@ -259,12 +272,36 @@ func (l layout) render(v any) hujson.Value {
 		panic("install: encode a new member: " + err.Error())
 	}
 	text := bytes.TrimSpace(buf.Bytes())
+	if !l.multiline() && l.spaced {
+		text = spaceOut(text)
+	}
 	if l.nl == "\r\n" {
 		text = bytes.ReplaceAll(text, []byte("\n"), []byte("\r\n"))
 	}
 	out, err := hujson.Parse(text)
 	if err != nil {
 		panic("install: parse a new member: " + err.Error())
+	}
+	return out
+}
+
+// spaceOut puts a space after every colon and comma of compact JSON that
+// is not inside a string.
+func spaceOut(b []byte) []byte {
+	out := make([]byte, 0, len(b)+len(b)/8)
+	in, esc := false, false
+	for _, c := range b {
+		out = append(out, c)
+		switch {
+		case esc:
+			esc = false
+		case in && c == '\\':
+			esc = true
+		case c == '"':
+			in = !in
+		case !in && (c == ':' || c == ','):
+			out = append(out, ' ')
+		}
 	}
 	return out
 }
@@ -281,17 +318,23 @@ func (l layout) closeLead(parent layout) string {
 // objLayout is the layout of the members of o (found at the member
 // layout parent).
 func (d *doc) objLayout(o *hujson.Object, parent layout) layout {
-	if len(o.Members) > 0 {
-		return d.layoutOf(&o.Members[0].Name, &o.Members[0].Value, parent)
+	switch n := len(o.Members); {
+	case n > 1:
+		return d.layoutOf(&o.Members[0].Name, &o.Members[0].Value, &o.Members[n-1].Name, parent)
+	case n == 1:
+		return d.layoutOf(&o.Members[0].Name, &o.Members[0].Value, nil, parent)
 	}
-	return d.layoutOf(nil, nil, parent)
+	return d.layoutOf(nil, nil, nil, parent)
 }
 
 func (d *doc) arrLayout(a *hujson.Array, parent layout) layout {
-	if len(a.Elements) > 0 {
-		return d.layoutOf(&a.Elements[0], nil, parent)
+	switch n := len(a.Elements); {
+	case n > 1:
+		return d.layoutOf(&a.Elements[0], nil, &a.Elements[n-1], parent)
+	case n == 1:
+		return d.layoutOf(&a.Elements[0], nil, nil, parent)
 	}
-	return d.layoutOf(nil, nil, parent)
+	return d.layoutOf(nil, nil, nil, parent)
 }
 
 // rootLayout is the layout of the members of the top-level object.
