@@ -104,6 +104,8 @@ func TestAmbiguousFilesAreRefused(t *testing.T) {
 		{"claude-code", "claude-bom.json", "", "byte order mark"},
 		{"claude-code", "", "{\"a\": 1, // c\n}", "comment"},
 		{"gemini-cli", "", `{"a": [1,],}`, "trailing comma"},
+		{"claude-code", "", `{"a": ` + strings.Repeat("[", 4<<20-16), "deeper than"},
+		{"gemini-cli", "", `{"a": "[[", /* [[[ */ "b": ` + strings.Repeat("[{\"c\":", 300), "deeper than"},
 		{"gemini-cli", "", "{\"a\": 1, \"\\u0061\": 2}", "twice"},
 		{"qwen-code", "", "\xff\xfe{\x00}\x00", "UTF-16"},
 		{"codex", "", "[features]\nhooks = false\nhooks = true\n", "not valid TOML"},

@@ -68,6 +68,9 @@ func parseDoc(b []byte, d dialect) (*doc, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return &doc{root: hujson.Value{Value: &hujson.Object{}}, unit: "  ", nl: "\n", spaced: true}, nil
 	}
+	if err := checkDepth(b); err != nil {
+		return nil, err
+	}
 	v, err := hujson.Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("malformed JSON: %s", strings.TrimPrefix(err.Error(), "hujson: "))
@@ -83,6 +86,44 @@ func parseDoc(b []byte, d dialect) (*doc, error) {
 		nl = "\r\n"
 	}
 	return &doc{root: v, unit: indentUnit(b), nl: nl, spaced: bytes.Contains(b, []byte(`": `))}, nil
+}
+
+// maxDepth bounds how deeply a settings file nests objects and arrays
+// (the agents' settings nest a handful of levels): the parser recurses
+// once per level, and a file of four million "[" would exhaust the stack.
+const maxDepth = 256
+
+// checkDepth refuses a text that nests deeper than maxDepth, counting the
+// brackets outside strings and comments.
+func checkDepth(b []byte) error {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case c == '/' && i+1 < len(b) && b[i+1] == '/':
+			for i < len(b) && b[i] != '\n' {
+				i++
+			}
+		case c == '/' && i+1 < len(b) && b[i+1] == '*':
+			end := bytes.Index(b[i+2:], []byte("*/"))
+			if end < 0 {
+				return nil // unterminated: the parser says so
+			}
+			i += 2 + end + 1
+		case c == '{' || c == '[':
+			if depth++; depth > maxDepth {
+				return fmt.Errorf("the file nests objects and arrays deeper than %d levels", maxDepth)
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return nil
 }
 
 // strict checks v the way the agent reads it: the standard JSON it is
