@@ -314,7 +314,11 @@ func (l layout) render(v any) hujson.Value {
 	}
 	text := bytes.TrimSpace(buf.Bytes())
 	if !l.multiline() && l.spaced {
-		text = spaceOut(text)
+		v := jsontext.Value(text)
+		if err := v.Format(jsontext.SpaceAfterColon(true), jsontext.SpaceAfterComma(true)); err != nil {
+			panic("install: space a new member: " + err.Error())
+		}
+		text = v
 	}
 	if l.nl == "\r\n" {
 		text = bytes.ReplaceAll(text, []byte("\n"), []byte("\r\n"))
@@ -322,27 +326,6 @@ func (l layout) render(v any) hujson.Value {
 	out, err := hujson.Parse(text)
 	if err != nil {
 		panic("install: parse a new member: " + err.Error())
-	}
-	return out
-}
-
-// spaceOut puts a space after every colon and comma of compact JSON that
-// is not inside a string.
-func spaceOut(b []byte) []byte {
-	out := make([]byte, 0, len(b)+len(b)/8)
-	in, esc := false, false
-	for _, c := range b {
-		out = append(out, c)
-		switch {
-		case esc:
-			esc = false
-		case in && c == '\\':
-			esc = true
-		case c == '"':
-			in = !in
-		case !in && (c == ':' || c == ','):
-			out = append(out, ' ')
-		}
 	}
 	return out
 }
