@@ -80,6 +80,11 @@ var titles = map[string]string{
 	"invalid-hook":           "Hook payload refused",
 	"not-a-push-source":      "Not a push source",
 	"internal":               "Internal error",
+	"answering-off":          "Answering is off",
+	"remote-wait":            "A remote's prompt",
+	"unknown-wait":           "Unknown wait",
+	"too-many-answers":       "Too many answers",
+	"wait-closed":            "The wait is closed",
 }
 
 // problem writes err as a problem document. An *Error is written as is; a

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/answer"
 	"github.com/agentbridge/agentbridge/api"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/config"
@@ -203,6 +204,13 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
 		Gatherer: reg, Version: versionString(), Logger: log,
 	}
+	if cfg.Hooks.Answer {
+		apiSrv.Answers = answer.New()
+		defer apiSrv.Answers.Close()
+		if f := cfg.AnswersFile(); f != "" {
+			apiSrv.Audit = &answer.Audit{Path: f}
+		}
+	}
 	fresh := &freshConns{}
 	srv := &http.Server{
 		Handler:           apiSrv.Handler(),
@@ -232,7 +240,7 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 	if lb, _ := config.ListenIsLoopback(cfg.Listen); !lb && len(cfg.AllowedHosts) == 0 {
 		log.Warn("listening beyond loopback, but only loopback Host names (and the listen IP) are accepted; add the names remote clients use to allowedHosts")
 	}
-	log.Info("serving", "addr", addr, "auth", cfg.Auth, "sources", len(srcs), "push", len(cfg.Push), "remotes", len(cfg.Remotes), "version", versionString())
+	log.Info("serving", "addr", addr, "auth", cfg.Auth, "answering", cfg.Hooks.Answer, "sources", len(srcs), "push", len(cfg.Push), "remotes", len(cfg.Remotes), "version", versionString())
 	if a.terminal(stdout) {
 		fmt.Fprintf(stdout, "agentbridge: dashboard at %s\n", dashboardURL(addr, token))
 	} else {
@@ -244,6 +252,9 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 	case <-ctx.Done():
 	case serveErr = <-serveDone:
 		serveDone <- nil
+	}
+	if apiSrv.Answers != nil {
+		apiSrv.Answers.Close() // every waiting hook: no verdict, at once
 	}
 	shutdown(srv, stop, serveDone, fresh, shutdownGrace, log)
 	select {
