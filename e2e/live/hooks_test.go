@@ -27,7 +27,13 @@ func hookEnv(b *bridge) []string {
 // with the rig's home, as a user would, and returns what it printed.
 func installHooks(t *testing.T, home, harness string, env ...string) string {
 	t.Helper()
-	cmd := exec.Command(agentbridgeBin(t), "hooks", "install", "--harness", harness)
+	return installHooksWith(t, home, harness, nil, env...)
+}
+
+// installHooksWith is installHooks with more arguments (--answer).
+func installHooksWith(t *testing.T, home, harness string, args []string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(agentbridgeBin(t), append([]string{"hooks", "install", "--harness", harness}, args...)...)
 	cmd.Env = append([]string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + home,
@@ -36,7 +42,7 @@ func installHooks(t *testing.T, home, harness string, env ...string) string {
 	}, env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("agentbridge hooks install --harness %s: %v\n%s", harness, err, out)
+		t.Fatalf("agentbridge hooks install --harness %s %v: %v\n%s", harness, args, err, out)
 	}
 	dumpHooks(t, home)
 	return string(out)
@@ -116,6 +122,9 @@ func TestHooks(t *testing.T) {
 				scenario(t, c.Label(), "hooks: "+string(a), func(t *testing.T) { lat.add(claudeHooked(t, c, a)) })
 			}
 			lat.record(c.Label())
+			for _, w := range answerWays {
+				scenario(t, c.Label(), "hooks answer: "+string(w), func(t *testing.T) { claudeAnswered(t, c, w) })
+			}
 		})
 	}
 	for _, c := range codexCLIs {
@@ -131,6 +140,9 @@ func TestHooks(t *testing.T) {
 					scenario(t, col, "hooks: "+string(a), func(t *testing.T) { lat.add(codexHooked(t, c, daemon, a)) })
 				}
 				lat.record(col)
+				for _, w := range answerWays {
+					scenario(t, col, "hooks answer: "+string(w), func(t *testing.T) { codexAnswered(t, c, daemon, w) })
+				}
 			})
 		}
 	}
