@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/answer"
+	"github.com/agentbridge/agentbridge/api"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 	"github.com/agentbridge/agentbridge/internal/dbustest"
@@ -121,4 +125,63 @@ func TestNotifySurvivesAFailedNotify(t *testing.T) {
 	if msg := stderr.String(); strings.Count(msg, "trying again") != 1 || !strings.Contains(msg, "restarting") {
 		t.Errorf("stderr %q, want the failure told once", msg)
 	}
+}
+
+// TestNotifyAnswers: a waiting session whose prompt can be answered gets
+// Approve and Deny on its notification (on a private session bus), and a
+// click answers the prompt: the waiting hook gets the decision. A
+// notification of a prompt that cannot be answered offers none.
+func TestNotifyAnswers(t *testing.T) {
+	addr := dbustest.Bus(t)
+	fake := dbustest.Serve(t, addr)
+	b := bridgetest.Start(t, bridgetest.Options{Answer: true, Push: []agentbridge.SourceInfo{{ID: "claude-code", DisplayName: "Claude Code",
+		EnvironmentVariables: []string{}, Harnesses: []agentbridge.Harness{{ID: "claude-code", DisplayName: "Claude Code"}}}}})
+	for _, id := range []string{"s1", "s2"} {
+		b.Publish(t, "claude-code", hub.Op{Op: hub.OpEvent, SessionID: id, Harness: "claude-code", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}})
+	}
+	stderr, _ := runNotify(t, b, addr)
+	time.Sleep(300 * time.Millisecond) // connected, with its baseline
+
+	hook := func(id string, wait bool) <-chan string {
+		t.Helper()
+		body := `{"hook_event_name":"PermissionRequest","session_id":"` + id + `","tool_name":"Bash","tool_input":{"command":"make deploy"}}`
+		req, _ := http.NewRequest(http.MethodPost, b.URL+"/v1/hooks/claude-code", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+b.Token)
+		req.Header.Set("Content-Type", "application/json")
+		if wait {
+			req.Header.Set(api.WaitHeader, "60")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make(chan string, 1)
+		go func() {
+			defer res.Body.Close()
+			var v answer.Verdict
+			json.NewDecoder(res.Body).Decode(&v)
+			out <- v.Decision
+		}()
+		return out
+	}
+
+	hook("s2", false) // waiting, but its hook waits for no answer
+	if s := fake.Next(t); len(s.Actions) != 0 {
+		t.Errorf("a prompt that cannot be answered offers %q", s.Actions)
+	}
+	got := hook("s1", true)
+	s := fake.Next(t)
+	if strings.Join(s.Actions, ",") != "allow,Approve,deny,Deny" || s.Body != "Approve Bash: make deploy" {
+		t.Fatalf("notification %+v", s)
+	}
+	fake.Invoke(t, s.ID, "allow")
+	select {
+	case v := <-got:
+		if v != "allow" {
+			t.Errorf("the hook got %q", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the click answered nothing; notify said %s", stderr.String())
+	}
+	waitFor(t, func() bool { return strings.Contains(stderr.String(), "allowed Bash: make deploy") })
 }
