@@ -207,22 +207,10 @@ func (s *Server) writeConflict(w http.ResponseWriter, c *answer.Conflict) {
 	if c.Current != nil {
 		detail += "; another prompt of the session is open now"
 	}
-	s.writeProblemJSON(w, WaitConflict{
+	s.writeTyped(w, http.StatusConflict, "application/problem+json", WaitConflict{
 		Problem: Problem{Type: ProblemTypePrefix + "wait-closed", Title: titles["wait-closed"], Status: http.StatusConflict, Detail: detail},
 		State:   c.State, Current: c.Current,
-	}, http.StatusConflict)
-}
-
-func (s *Server) writeProblemJSON(w http.ResponseWriter, v any, status int) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		writeProblem(w, errorf(http.StatusInternalServerError, "internal", "the bridge failed to encode its answer"))
-		return
-	}
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	})
 }
 
 // audit writes an answer to the audit log; a failure is logged (without

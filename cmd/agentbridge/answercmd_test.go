@@ -25,26 +25,7 @@ func TestAnswerCommand(t *testing.T) {
 	for _, id := range []string{"abc-1", "abc-2"} {
 		b.Publish(t, "claude-code", hub.Op{Op: hub.OpEvent, SessionID: id, Harness: "claude-code", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}})
 	}
-	hook := func(id, command string) <-chan answer.Verdict {
-		t.Helper()
-		body := `{"hook_event_name":"PermissionRequest","session_id":"` + id + `","tool_name":"Bash","tool_input":{"command":"` + command + `"}}`
-		req, _ := http.NewRequest(http.MethodPost, b.URL+"/v1/hooks/claude-code", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+b.Token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(api.WaitHeader, "60")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := make(chan answer.Verdict, 1)
-		go func() {
-			defer res.Body.Close()
-			var v answer.Verdict
-			json.NewDecoder(res.Body).Decode(&v)
-			out <- v
-		}()
-		return out
-	}
+	hook := func(id, command string) <-chan answer.Verdict { return waitingHook(t, b, id, command, true) }
 	run := func(args ...string) (string, string, error) {
 		var out, errb bytes.Buffer
 		err := runArgs(t.Context(), "answer", append([]string{"--addr", b.Addr}, args...), []string{"AGENTBRIDGE_TOKEN=" + b.Token, "HOME=" + t.TempDir()},
@@ -91,4 +72,30 @@ func TestAnswerCommand(t *testing.T) {
 			t.Errorf("%q was taken", args)
 		}
 	}
+}
+
+// waitingHook posts a Claude Code PermissionRequest for session id to b,
+// as `agentbridge hook --answer` does when wait is set; the verdict
+// arrives on the channel (a zero one when none came).
+func waitingHook(t *testing.T, b *bridgetest.Bridge, id, command string, wait bool) <-chan answer.Verdict {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"hook_event_name": "PermissionRequest", "session_id": id, "tool_name": "Bash", "tool_input": map[string]string{"command": command}})
+	req, _ := http.NewRequest(http.MethodPost, b.URL+"/v1/hooks/claude-code", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+b.Token)
+	req.Header.Set("Content-Type", "application/json")
+	if wait {
+		req.Header.Set(api.WaitHeader, "60")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan answer.Verdict, 1)
+	go func() {
+		defer res.Body.Close()
+		var v answer.Verdict
+		json.NewDecoder(res.Body).Decode(&v)
+		out <- v
+	}()
+	return out
 }

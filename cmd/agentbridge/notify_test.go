@@ -3,15 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/answer"
-	"github.com/agentbridge/agentbridge/api"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 	"github.com/agentbridge/agentbridge/internal/dbustest"
@@ -142,28 +139,7 @@ func TestNotifyAnswers(t *testing.T) {
 	stderr, _ := runNotify(t, b, addr)
 	time.Sleep(300 * time.Millisecond) // connected, with its baseline
 
-	hook := func(id string, wait bool) <-chan string {
-		t.Helper()
-		body := `{"hook_event_name":"PermissionRequest","session_id":"` + id + `","tool_name":"Bash","tool_input":{"command":"make deploy"}}`
-		req, _ := http.NewRequest(http.MethodPost, b.URL+"/v1/hooks/claude-code", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+b.Token)
-		req.Header.Set("Content-Type", "application/json")
-		if wait {
-			req.Header.Set(api.WaitHeader, "60")
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := make(chan string, 1)
-		go func() {
-			defer res.Body.Close()
-			var v answer.Verdict
-			json.NewDecoder(res.Body).Decode(&v)
-			out <- v.Decision
-		}()
-		return out
-	}
+	hook := func(id string, wait bool) <-chan answer.Verdict { return waitingHook(t, b, id, "make deploy", wait) }
 
 	hook("s2", false) // waiting, but its hook waits for no answer
 	if s := fake.Next(t); len(s.Actions) != 0 {
@@ -174,14 +150,24 @@ func TestNotifyAnswers(t *testing.T) {
 	if strings.Join(s.Actions, ",") != "allow,Approve,deny,Deny" || s.Body != "Approve Bash: make deploy" {
 		t.Fatalf("notification %+v", s)
 	}
-	fake.Invoke(t, s.ID, "allow")
-	select {
-	case v := <-got:
-		if v != "allow" {
-			t.Errorf("the hook got %q", v)
+	// the service has shown it before notify has its id back: a click
+	// that comes first belongs to no notification of notify's yet, so
+	// the user clicks again
+	click := time.NewTicker(200 * time.Millisecond)
+	defer click.Stop()
+	deadline := time.After(10 * time.Second)
+	for answered := false; !answered; {
+		fake.Invoke(t, s.ID, "allow")
+		select {
+		case v := <-got:
+			answered = true
+			if v.Decision != "allow" {
+				t.Errorf("the hook got %+v", v)
+			}
+		case <-click.C:
+		case <-deadline:
+			t.Fatalf("the clicks answered nothing; notify said %s", stderr.String())
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the click answered nothing; notify said %s", stderr.String())
 	}
 	waitFor(t, func() bool { return strings.Contains(stderr.String(), "allowed Bash: make deploy") })
 }
