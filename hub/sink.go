@@ -557,6 +557,9 @@ func (p *publisher) Diagnostic(d agentbridge.Diagnostic) error {
 	if issues := validate.Diagnostic(d); len(issues) > 0 {
 		return &InvalidError{Issues: issues}
 	}
+	if d.Code == agentbridge.CodeFormatDrift {
+		p.h.met.drifted(p.src.info.ID)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pend = append(p.pend, op{kind: opDiag, diag: d})
@@ -650,3 +653,7 @@ func snapshotEqual(a, b *agentbridge.Snapshot) bool {
 }
 
 var _ Sink = (*publisher)(nil)
+
+// SawVersion notes that a journal of harness named its agent CLI's
+// version (sources.Sessions.Version): GET /v1/sources lists it.
+func (p *publisher) SawVersion(harness, version string) { p.h.sawVersion(p.src, harness, version) }

@@ -66,16 +66,18 @@ type Sessions struct {
 	ctx     context.Context
 	now     func() time.Time
 
-	m       map[string]*entry
-	live    bool                     // a reset was sent; publish events as they come
-	bad     map[string]int           // skipped lines/events by diagnostic code
-	why     map[string]bool          // issue codes behind CodeInvalidEvent
-	held    map[proc.FileKey][]int   // open files of other processes, cached for one scan
-	heldErr bool                     // the /proc scan failed this scan
-	timers  map[*time.Timer]struct{} // linger and expiry timers, stopped at Rescan
-	expire  time.Duration            // hide unbound sessions idle this long; 0: never
-	holders map[string]string        // id → journal: BindHolder requests for Idle
-	agent   proc.Agent               // whose writers bind (FollowConfig.Agent)
+	m        map[string]*entry
+	live     bool                     // a reset was sent; publish events as they come
+	bad      map[string]int           // skipped lines/events by diagnostic code
+	why      map[string]bool          // issue codes behind CodeInvalidEvent
+	held     map[proc.FileKey][]int   // open files of other processes, cached for one scan
+	heldErr  bool                     // the /proc scan failed this scan
+	timers   map[*time.Timer]struct{} // linger and expiry timers, stopped at Rescan
+	expire   time.Duration            // hide unbound sessions idle this long; 0: never
+	holders  map[string]string        // id → journal: BindHolder requests for Idle
+	agent    proc.Agent               // whose writers bind (FollowConfig.Agent)
+	drift    drift                    // the format-drift canary (Record)
+	versions map[string]bool          // "harness version" passed on (Version)
 }
 
 // entry is one session and what binds it to a process.
@@ -202,8 +204,11 @@ func (ss *Sessions) Event(id, harness string, e agentbridge.Event) bool {
 			at = time.UnixMilli(e.OccurredAt)
 		}
 		ss.startLinger(id, en, at)
+	case agentbridge.KindTurnStarted:
+		ss.drift.turn(id)
 	case agentbridge.KindSessionStopped:
 		ss.drop(id, en)
+		ss.drift.forget(id)
 	}
 	return true
 }
@@ -231,6 +236,7 @@ func (ss *Sessions) Restart(id string) {
 		en.timer = nil
 	}
 	en.exitedAt = time.Time{}
+	ss.drift.reread(id)
 	ss.pub.Restart(id)
 	if en.pid > 0 && en.unwatch != nil {
 		if err := ss.pub.Fold(id, en.harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, PID: en.pid}); err != nil {
@@ -573,6 +579,7 @@ func (ss *Sessions) Rescan() {
 	clear(ss.holders)
 	ss.live = false
 	ss.held, ss.heldErr = nil, false
+	ss.drift.reread("")
 	ss.pub.Rescan()
 }
 
@@ -583,6 +590,14 @@ func (ss *Sessions) ScanDone() {
 	ss.held, ss.heldErr = nil, false
 	ss.live = true
 	ss.pub.Flush()
+	ss.reportDrift()
+}
+
+// reportDrift publishes the drift canary's diagnostics (Record).
+func (ss *Sessions) reportDrift() {
+	for _, d := range ss.drift.report() {
+		ss.Diagnostic(d)
+	}
 }
 
 // Reset sends a reset of every session of an enabled harness that is in
@@ -600,6 +615,7 @@ func (ss *Sessions) Idle() {
 		ss.bindPendingHolders()
 	}
 	ss.pub.Flush()
+	ss.reportDrift()
 	if len(ss.bad) == 0 {
 		return
 	}
