@@ -103,8 +103,8 @@ type HarnessState struct {
 	Tested *agentbridge.VersionRange `json:"tested,omitempty"`
 	// VersionsSeen lists, sorted, the agent CLI versions the source found
 	// in this harness's journals since the bridge started (at most
-	// MaxVersionsSeen); empty when its journals name none.
-	VersionsSeen []string `json:"versionsSeen"`
+	// MaxVersionsSeen); absent when its journals named none.
+	VersionsSeen []string `json:"versionsSeen,omitempty"`
 }
 
 // MaxVersionsSeen bounds HarnessState.VersionsSeen; past it the versions

@@ -337,9 +337,6 @@ func (s *source) state(now time.Time, tested map[string]agentbridge.VersionRange
 	st.SourceInfo.Harnesses = slices.Clone(s.info.Harnesses)
 	for _, hr := range s.info.Harnesses {
 		hs := HarnessState{Harness: hr, Enabled: s.enabled[hr.ID], VersionsSeen: slices.Clone(s.seen[hr.ID])}
-		if hs.VersionsSeen == nil {
-			hs.VersionsSeen = []string{}
-		}
 		slices.Sort(hs.VersionsSeen)
 		if r, ok := tested[hr.ID]; ok {
 			hs.Tested = &r

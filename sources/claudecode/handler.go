@@ -45,9 +45,10 @@ type handler struct {
 // session is one root session's mapper and binding.
 type session struct {
 	m       *Mapper
-	pid     int  // bound live process (registry), 0: none
-	hasFile bool // its transcript exists
-	exited  bool // the mapper was told the bound process exited
+	pid     int    // bound live process (registry), 0: none
+	hasFile bool   // its transcript exists
+	exited  bool   // the mapper was told the bound process exited
+	version string // the Claude Code version its records named last
 }
 
 // regProc is one live process of the registry.
@@ -139,6 +140,10 @@ func (h *handler) rootLine(id string, line []byte) {
 	if err != nil {
 		h.ss.BadLine(sources.CodeInvalidJSON)
 		return
+	}
+	if v := se.m.Version(); v != "" && v != se.version {
+		se.version = v
+		h.ss.Version(Harness, v)
 	}
 	h.publish(id, se, evs)
 }

@@ -196,6 +196,10 @@ func jsonProblem(err error) string {
 	return "invalid JSON"
 }
 
+// Version returns the Claude Code version the last record given to Line
+// names ("" when none).
+func (m *Mapper) Version() string { return m.rec.Version }
+
 // Start emits session.started when no record did yet, so that a session
 // whose transcript holds only metadata (or nothing) still becomes known.
 func (m *Mapper) Start() []agentbridge.Event {
