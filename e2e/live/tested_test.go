@@ -9,6 +9,10 @@ import (
 	"github.com/agentbridge/agentbridge/sources"
 )
 
+// pins are the pinned CLIs, taken before make live-latest replaces them
+// (useLatest).
+var pins = pinned()
+
 // pinned lists every CLI the suite installs.
 func pinned() []agentCLI {
 	all := append([]agentCLI{}, claudeCLIs...)
@@ -23,7 +27,7 @@ func pinned() []agentCLI {
 // AGENTBRIDGE_LIVE: it installs nothing.
 func TestTestedRangesMatchPins(t *testing.T) {
 	want := map[string]agentbridge.VersionRange{}
-	for _, c := range pinned() {
+	for _, c := range pins {
 		v := "v" + c.Version
 		if !semver.IsValid(v) {
 			t.Fatalf("%s: pin %q is not a version", c.Agent, c.Version)
