@@ -78,8 +78,9 @@ type Mapper struct {
 	// regWaitTool is the tool the open registry wait names ("" when its
 	// reason is the registry's own text, e.g. "permission prompt").
 	regWaitTool string
-	answered    bool // the open turn has a reply from the model
-	busySeen    bool // the registry said busy during the open turn
+	jobWait     string // open wait of a blocked background session (Job)
+	answered    bool   // the open turn has a reply from the model
+	busySeen    bool   // the registry said busy during the open turn
 	// goneAt is when the bound process was seen gone (epoch ms; 0: not
 	// gone). Records stamped no later were written by that process and
 	// read after its exit: they no longer start or end anything.
@@ -692,6 +693,10 @@ func (m *Mapper) closeOpen(at int64) {
 		m.emit(agentbridge.Event{Kind: agentbridge.KindWaitFinished, OccurredAt: at, WaitID: m.regWait})
 		m.regWait = ""
 	}
+	if m.jobWait != "" {
+		m.emit(agentbridge.Event{Kind: agentbridge.KindWaitFinished, OccurredAt: at, WaitID: m.jobWait})
+		m.jobWait = ""
+	}
 	m.regWaitTool = ""
 	for _, id := range m.toolOrder {
 		t := m.tools[id]
@@ -779,7 +784,7 @@ func (m *Mapper) exit(at int64, exitCode *int, signal string) {
 	if m.turn != "" {
 		m.exitTurn, m.turn = m.turn, ""
 	}
-	m.regWait, m.regWaitTool = "", ""
+	m.regWait, m.regWaitTool, m.jobWait = "", "", ""
 	m.reg = RegistryState{}
 	m.lateMoved = false
 	m.emit(agentbridge.Event{Kind: agentbridge.KindAgentExited, OccurredAt: at, ExitCode: exitCode, Signal: signal})
