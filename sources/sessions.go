@@ -589,8 +589,8 @@ func (ss *Sessions) Rescan() {
 func (ss *Sessions) ScanDone() {
 	ss.held, ss.heldErr = nil, false
 	ss.live = true
+	ss.reportDrift() // before the reset: a client that has the reset has the drift too
 	ss.pub.Flush()
-	ss.reportDrift()
 }
 
 // reportDrift publishes the drift canary's diagnostics (Record).

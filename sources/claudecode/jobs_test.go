@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
@@ -40,30 +41,17 @@ func TestBackgroundJobBlocked(t *testing.T) {
 		return s.Status == agentbridge.StatusRunning
 	})
 
-	replace(t, state, jobFixture(t, "blocked"))
+	kittest.Replace(t, state, jobFixture(t, "blocked"))
 	h.WaitFor(t, "blocked", func(h *sourcestest.Hub) bool {
 		s, _ := h.Snapshot(id)
 		return s.Status == agentbridge.StatusBlocked && s.WaitingFor == "login required — run /login"
 	})
 
-	replace(t, state, jobFixture(t, "stopped"))
+	kittest.Replace(t, state, jobFixture(t, "stopped"))
 	h.WaitFor(t, "no longer blocked", func(h *sourcestest.Hub) bool {
 		s, _ := h.Snapshot(id)
 		return s.Status == agentbridge.StatusRunning && s.WaitingFor == ""
 	})
-}
-
-// replace writes data over path as the daemon does: a new file renamed over
-// the old one.
-func replace(t *testing.T, path, data string) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestParseJob(t *testing.T) {

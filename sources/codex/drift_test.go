@@ -100,3 +100,33 @@ agentbridge_format_drift_total{source="codex"} 1
 		})
 	}
 }
+
+// TestRecordedRolloutsRaiseNoDrift: no rollout of a real Codex version in
+// testdata (0.9x to 0.171, the oldest bare format included) raises
+// format-drift.
+func TestRecordedRolloutsRaiseNoDrift(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join("testdata", "rollouts", "*"))
+	if len(dirs) < 10 {
+		t.Fatalf("found %d recorded rollout sets", len(dirs))
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+			for _, f := range files {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sourcestest.Append(t, filepath.Join(home, "sessions", "2026", "01", "01", filepath.Base(f)), string(b))
+			}
+			h := sourcestest.Start(t, New(Options{Home: home}), nil)
+			for _, d := range h.Diagnostics() {
+				if d.Code == agentbridge.CodeFormatDrift {
+					t.Errorf("raised %q", d.Message)
+				}
+			}
+		})
+	}
+}

@@ -153,6 +153,7 @@ func (r *Rollout) Line(dst []agentbridge.Event, line []byte) []agentbridge.Event
 		case typ != "" && len(env.Payload) == 0 && r.bare:
 			// oldest format: a bare response item
 			ptype, typ, payload = typ, "response_item", line
+			r.kind = typ
 		default:
 			return dst
 		}
