@@ -8,6 +8,7 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // jobFixture reads a state.json Claude Code 2.1.332 wrote for a background
@@ -74,4 +75,23 @@ func TestParseJob(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseJob: any state file parses to a job with a valid session id or
+// to an error, never a panic. Seeds: the real files in testdata/jobs.
+func FuzzParseJob(f *testing.F) {
+	for _, name := range []string{"starting", "blocked", "stopped"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "jobs", name+".state.json"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add("98c1f4b8", b)
+	}
+	f.Add("x", []byte(`{"sessionId":"a","state":"blocked"}`))
+	f.Fuzz(func(t *testing.T, short string, data []byte) {
+		j, err := ParseJob(short, data)
+		if err == nil && (!validate.ValidID(j.SessionID) || !validate.ValidID(j.Short)) {
+			t.Fatalf("ParseJob accepted %+v", j)
+		}
+	})
 }

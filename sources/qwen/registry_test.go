@@ -17,6 +17,7 @@ import (
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // realRecord is the registry record Qwen Code 0.24.4's own writer wrote
@@ -120,4 +121,22 @@ func TestParseRegistry(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseRegistry: any registry file parses to a record naming its own
+// pid and a valid session, or to an error, never a panic. Seed: the real
+// record in testdata/registry.
+func FuzzParseRegistry(f *testing.F) {
+	b, err := os.ReadFile(filepath.Join("testdata", "registry", "1273.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("1273.json", b)
+	f.Add("1273-0a1b2c3d.json", b)
+	f.Fuzz(func(t *testing.T, name string, data []byte) {
+		r, err := parseRegistry(name, data)
+		if err == nil && (r.PID <= 0 || !validate.ValidID(r.SessionID)) {
+			t.Fatalf("parseRegistry accepted %+v", r)
+		}
+	})
 }
