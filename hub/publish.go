@@ -322,7 +322,9 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 	} else {
 		fold = old.fold.Clone()
 	}
-	if issues := fold.Apply(e); len(issues) > 0 {
+	// A published event is read live: one without occurredAt has the
+	// moment it came for its activity times (validate.Session.ApplyRead).
+	if issues := fold.ApplyRead(e, t.h.now().UnixMilli()); len(issues) > 0 {
 		return nest(issues, prefix+".event")
 	}
 	snap := fold.Snapshot()
