@@ -25,7 +25,8 @@ const (
 	minNoTurn    = 24
 	maxKinds     = 64 // kinds remembered (reported, or per session)
 	maxKindLen   = 48
-	maxNamed     = 8 // kinds named in one message
+	maxNamed     = 8    // kinds named in one message
+	maxSessions  = 4096 // sessions watched for a missing turn
 )
 
 // drift counts what a source's Record calls and turns say, between two
@@ -71,6 +72,9 @@ func (ss *Sessions) Record(id, kind string, known bool) {
 	}
 	s := d.sessions[id]
 	if s == nil {
+		if len(d.sessions) >= maxSessions {
+			return // bounded: sessions past it are not watched for a missing turn
+		}
 		s = &sessDrift{kinds: map[string]bool{}}
 		d.sessions[id] = s
 	}
@@ -84,7 +88,11 @@ func (ss *Sessions) Record(id, kind string, known bool) {
 func (d *drift) turn(id string) {
 	if s := d.sessions[id]; s != nil {
 		s.turns = true
-	} else if d.sessions != nil {
+	} else if len(d.sessions) < maxSessions {
+		// the turn's event comes before its record is noted (Record)
+		if d.sessions == nil {
+			d.sessions = map[string]*sessDrift{}
+		}
 		d.sessions[id] = &sessDrift{turns: true, kinds: map[string]bool{}}
 	}
 }

@@ -99,3 +99,16 @@ func TestPlainVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestDriftTurnBeforeItsRecord: the turn's event comes before the record
+// that yields it is noted; the session still has its turn.
+func TestDriftTurnBeforeItsRecord(t *testing.T) {
+	var ss Sessions
+	ss.drift.turn("s")
+	for range minNoTurn + 4 {
+		ss.Record("s", "msg", true)
+	}
+	if got := ss.drift.report(); len(got) != 0 {
+		t.Errorf("a session whose first record was its turn: %v", got)
+	}
+}
