@@ -120,13 +120,15 @@ type source struct {
 	ctx      context.Context
 	ver      uint64 // bumped on every commit that touches the source
 	cache    *initCache
-	pub      *publisher          // a running source's Sink (nil: a push source)
-	held     []heldHook          // push sources: hooks for sessions not reported yet (hooks.go)
-	seen     map[string][]string // harness → agent versions its journals named, in the order first seen
-	hooked   time.Time           // when the latest hook was taken
+	pub      *publisher // a running source's Sink (nil: a push source)
+	held     []heldHook // push sources: hooks for sessions not reported yet (hooks.go)
+	hooked   time.Time  // when the latest hook was taken
 	// the latest refused hook payload's code and time (hooks.go)
 	refusedCode string
 	refusedAt   time.Time
+
+	// seen: harness → agent versions its journals named, in the order first seen
+	seen map[string][]string
 }
 
 // sess is one session: the fold state and the (redacted, valid) snapshot

@@ -66,18 +66,20 @@ type Sessions struct {
 	ctx     context.Context
 	now     func() time.Time
 
-	m        map[string]*entry
-	live     bool                     // a reset was sent; publish events as they come
-	bad      map[string]int           // skipped lines/events by diagnostic code
-	why      map[string]bool          // issue codes behind CodeInvalidEvent
-	held     map[proc.FileKey][]int   // open files of other processes, cached for one scan
-	heldErr  bool                     // the /proc scan failed this scan
-	timers   map[*time.Timer]struct{} // linger and expiry timers, stopped at Rescan
-	expire   time.Duration            // hide unbound sessions idle this long; 0: never
-	holders  map[string]string        // id → journal: BindHolder requests for Idle
-	agent    proc.Agent               // whose writers bind (FollowConfig.Agent)
-	drift    drift                    // the format-drift canary (Record)
-	versions map[string]bool          // "harness version" passed on (Version)
+	m       map[string]*entry
+	live    bool                     // a reset was sent; publish events as they come
+	bad     map[string]int           // skipped lines/events by diagnostic code
+	why     map[string]bool          // issue codes behind CodeInvalidEvent
+	held    map[proc.FileKey][]int   // open files of other processes, cached for one scan
+	heldErr bool                     // the /proc scan failed this scan
+	timers  map[*time.Timer]struct{} // linger and expiry timers, stopped at Rescan
+	expire  time.Duration            // hide unbound sessions idle this long; 0: never
+	holders map[string]string        // id → journal: BindHolder requests for Idle
+	agent   proc.Agent               // whose writers bind (FollowConfig.Agent)
+
+	// the format-drift canary and the versions passed on (drift.go)
+	drift    drift
+	versions map[string]bool // "harness version" passed on (Version)
 }
 
 // entry is one session and what binds it to a process.

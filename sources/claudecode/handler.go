@@ -48,10 +48,12 @@ type handler struct {
 // session is one root session's mapper and binding.
 type session struct {
 	m       *Mapper
-	pid     int    // bound live process (registry), 0: none
-	hasFile bool   // its transcript exists
-	exited  bool   // the mapper was told the bound process exited
-	version string // the Claude Code version its records named last
+	pid     int  // bound live process (registry), 0: none
+	hasFile bool // its transcript exists
+	exited  bool // the mapper was told the bound process exited
+
+	// version: the Claude Code version its records named last
+	version string
 }
 
 // regProc is one live process of the registry.

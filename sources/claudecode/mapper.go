@@ -78,9 +78,8 @@ type Mapper struct {
 	// regWaitTool is the tool the open registry wait names ("" when its
 	// reason is the registry's own text, e.g. "permission prompt").
 	regWaitTool string
-	jobWait     string // open wait of a blocked background session (Job)
-	answered    bool   // the open turn has a reply from the model
-	busySeen    bool   // the registry said busy during the open turn
+	answered    bool // the open turn has a reply from the model
+	busySeen    bool // the registry said busy during the open turn
 	// goneAt is when the bound process was seen gone (epoch ms; 0: not
 	// gone). Records stamped no later were written by that process and
 	// read after its exit: they no longer start or end anything.
@@ -94,6 +93,9 @@ type Mapper struct {
 	out []agentbridge.Event
 	dec decoder
 	rec record
+
+	// jobWait: the open wait of a blocked background session (Job)
+	jobWait string
 }
 
 type openTool struct {
