@@ -33,12 +33,13 @@ import (
 // harness switched off and on. The same records therefore always give the
 // same snapshot. (Across bridge restarts the stamps are new.)
 //
-// Read times. Any other event without occurredAt is folded with the
-// moment the hub was handed it (validate.Session.ApplyRead) when that is
-// outside a scan, so that the session's activity times (statusSince,
-// turnStartedAt, a tool's since) say how long it has been so; events
-// folded in a scan (records found at start-up, whose age is unknown) have
-// none. The read times are remembered like the stamps.
+// Read times. An event without occurredAt (the stamped agent.done
+// included) is folded with the moment the hub was handed it
+// (validate.Session.ApplyRead) when that is outside a scan, so that the
+// session's activity times (statusSince, turnStartedAt, a tool's since)
+// say how long it has been so; events folded in a scan (records found at
+// start-up, whose age is unknown) have none: their stamp sets
+// lastTurnEndedAt only. The read times are remembered like the stamps.
 //
 // A Sink is safe for concurrent use, but a source calls it from one
 // goroutine; Session's result may only be read on that goroutine.
@@ -215,14 +216,15 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, strict bool) e
 		}
 	}
 	stamp := e.Kind == agentbridge.KindAgentDone && e.OccurredAt == 0
+	var at int64 // the stamp
 	if stamp {
 		if w.dones < len(w.stamps) {
-			e.OccurredAt = w.stamps[w.dones]
+			at = w.stamps[w.dones]
 		} else {
-			e.OccurredAt = p.h.now().UnixMilli()
+			at = p.h.now().UnixMilli()
 		}
 	}
-	if issues := w.fold.ApplyRead(e, readAt); len(issues) > 0 {
+	if issues := w.fold.ApplyRead(e, readAt, at); len(issues) > 0 {
 		return &InvalidError{Issues: validate.Nest(issues, "$.event")}
 	}
 	if undated {
@@ -233,7 +235,7 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, strict bool) e
 	}
 	if stamp {
 		if w.dones == len(w.stamps) && len(w.stamps) < maxStamps {
-			w.stamps = append(w.stamps, e.OccurredAt)
+			w.stamps = append(w.stamps, at)
 		}
 		w.dones++
 	}

@@ -89,6 +89,7 @@ type Session struct {
 
 	at          int64 // occurredAt of the event being folded, else readAt: for the activity times
 	readAt      int64 // when the event being folded was read live (ApplyRead), 0 when unknown
+	stamped     bool  // its occurredAt is the hub's stamp, not the agent's (ApplyRead)
 	statusSince int64
 	turnStarted int64
 	usage       *agentbridge.Usage
@@ -192,24 +193,31 @@ func (s *Session) Stopped() bool { return s.stopped }
 // tool.finished and subagent.done need an open id, …) and, only when there
 // is no issue, folds it into the snapshot. The fold is deterministic.
 func (s *Session) Apply(e agentbridge.Event) []Issue {
-	return s.ApplyRead(e, 0)
+	return s.ApplyRead(e, 0, 0)
 }
 
 // ApplyRead is Apply for an event the bridge read at readAt (epoch ms; 0
 // when unknown, as for records found at start-up): when the event has no
 // occurredAt, readAt stands in for it in the activity times (statusSince,
 // turnStartedAt, a tool's since), never in the snapshot, the event or the
-// hook rules, which keep to the agent's own clock.
-func (s *Session) ApplyRead(e agentbridge.Event, readAt int64) []Issue {
+// hook rules, which keep to the agent's own clock. stamp, when not 0, is
+// the hub's clock stamp for an agent.done without occurredAt: its
+// lastTurnEndedAt and its time for the hook rules, but not an activity
+// time (a turn found ended at start-up ended at an unknown time).
+func (s *Session) ApplyRead(e agentbridge.Event, readAt, stamp int64) []Issue {
+	s.readAt = max(readAt, 0)
+	if e.OccurredAt == 0 && e.Kind == agentbridge.KindAgentDone && stamp > 0 {
+		e.OccurredAt = stamp
+		s.stamped = true
+	}
+	defer func() { s.readAt, s.stamped = 0, false }()
 	is := Event(e)
 	is = usageIssues(is, &e)
 	is = s.stateIssues(is, &e)
 	if len(is) > 0 {
 		return is
 	}
-	s.readAt = max(readAt, 0)
 	s.fold(&e)
-	s.readAt = 0
 	return nil
 }
 
@@ -396,7 +404,7 @@ var subagentStatusOf = map[agentbridge.Outcome]agentbridge.SubagentStatus{
 // fold applies a checked event.
 func (s *Session) fold(e *agentbridge.Event) {
 	s.at = e.OccurredAt
-	if s.at == 0 {
+	if s.at == 0 || s.stamped {
 		s.at = s.readAt
 	}
 	switch e.Kind {

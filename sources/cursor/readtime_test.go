@@ -24,8 +24,10 @@ func TestActivityFallsBackToReadTime(t *testing.T) {
 	clock.Set(1_000_000)
 	r := sourcestest.RunReal(t, New(sources.Options{Home: home}), &clock, hub.Options{})
 	r.WaitFor(t, "the session", func(*hub.Hub) bool { _, ok := r.Entry("c-1"); return ok })
-	if e, _ := r.Entry("c-1"); e.Activity != nil && e.Activity.TurnStartedAt != 0 {
-		t.Errorf("found at start-up: activity %+v, want no turnStartedAt", e.Activity)
+	// Its ended turn has the hub's stamp for lastTurnEndedAt, but how long
+	// it has been idle is unknown.
+	if e, _ := r.Entry("c-1"); e.Activity != nil || e.Snapshot.LastTurnEndedAt != 1_000_000 {
+		t.Errorf("found at start-up: activity %+v, lastTurnEndedAt %d; want no activity times, the turn's end stamped", e.Activity, e.Snapshot.LastTurnEndedAt)
 	}
 
 	clock.Set(2_000_000)
