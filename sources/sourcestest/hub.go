@@ -48,15 +48,16 @@ type Hub struct {
 	resets   int
 	refused  int
 	trans    []Transition
-	last     map[string]agentbridge.Status
+	last     map[string]Transition
 }
 
-// Transition is one change of a session's status, in the order of all the
-// Hub's calls. Status "" means the session left the Hub (removed, stopped,
-// hidden, or dropped by a reset).
+// Transition is one change of a session's status or end, in the order of
+// all the Hub's calls. Status "" means the session left the Hub (removed,
+// stopped, hidden, or dropped by a reset); Ended that its process is gone.
 type Transition struct {
 	Session string
 	Status  agentbridge.Status
+	Ended   bool
 }
 
 type kept struct {
@@ -67,7 +68,7 @@ type kept struct {
 
 // New returns an empty Hub.
 func New() *Hub {
-	return &Hub{changed: make(chan struct{}, 1), sessions: map[string]*kept{}, last: map[string]agentbridge.Status{}}
+	return &Hub{changed: make(chan struct{}, 1), sessions: map[string]*kept{}, last: map[string]Transition{}}
 }
 
 func (h *Hub) done(c Call, err error) error {
@@ -261,15 +262,15 @@ func (h *Hub) noteAll() {
 		ids[id] = true
 	}
 	for _, id := range slices.Sorted(maps.Keys(ids)) {
-		var st agentbridge.Status
+		tr := Transition{Session: id}
 		if k := h.sessions[id]; k != nil && h.visible(k) {
-			st = k.s.Status()
+			tr.Status, tr.Ended = k.s.Status(), k.s.Ended() != nil
 		}
-		if prev, seen := h.last[id]; seen && prev == st || !seen && st == "" {
+		if prev, seen := h.last[id]; seen && prev == tr || !seen && tr.Status == "" {
 			continue
 		}
-		h.last[id] = st
-		h.trans = append(h.trans, Transition{Session: id, Status: st})
+		h.last[id] = tr
+		h.trans = append(h.trans, tr)
 	}
 }
 
