@@ -588,7 +588,9 @@ func (p *publisher) Upsert(s *validate.Session) error {
 	defer p.mu.Unlock()
 	p.commit(false)
 	w := p.adopt(s)
-	return p.apply(func(t *txn) []validate.Issue { return t.opUpsert("$", &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded}) }, func() { p.work[w.id] = w })
+	return p.apply(func(t *txn) []validate.Issue {
+		return t.opUpsert("$", &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded})
+	}, func() { p.work[w.id] = w })
 }
 
 // adopt makes a work session from a copy of a source's fold.

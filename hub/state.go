@@ -127,8 +127,8 @@ type source struct {
 // sess is one session: the fold state and the (redacted, valid) snapshot
 // clients see.
 type sess struct {
-	fold *validate.Session
-	snap agentbridge.Snapshot
+	fold  *validate.Session
+	snap  agentbridge.Snapshot
 	act   *agentbridge.Activity // nil: none; never changed once stored
 	ended *agentbridge.Ended    // nil: not ended; never changed once stored
 }

@@ -91,7 +91,7 @@ type Session struct {
 	snap    agentbridge.Snapshot
 	ended   *agentbridge.Ended // nil: not ended; never changed once set
 	waits   []openWait         // open waits, oldest first
-	tools   []openTool // open tools, oldest first
+	tools   []openTool         // open tools, oldest first
 	stopped bool
 	hk      *hookState // what hooks told (hookfold.go); nil until the first hook
 

@@ -150,15 +150,15 @@ const (
 
 // The bridge's own bounds (see the package comment).
 const (
-	MaxIDBytes  = 128  // identity values, in bytes
-	MaxCwdBytes = 4096 // cwd, in bytes (at least as strict as MaxCwd)
-	MaxText     = 200  // characters: event reasons, prompt text, tool names
-	MaxSignal   = 32   // characters, e.g. "SIGKILL"
-	MinExitCode     = -(1 << 31)
-	MaxExitCode     = 1<<32 - 1 // Windows exit codes are unsigned 32-bit
-	MaxOpenWaits    = 64        // waits open at once in a Session
-	MaxOpenTools    = 1024      // tools open at once in a Session
-	MaxJSONDepth    = 64        // nesting Decode* accept
+	MaxIDBytes   = 128  // identity values, in bytes
+	MaxCwdBytes  = 4096 // cwd, in bytes (at least as strict as MaxCwd)
+	MaxText      = 200  // characters: event reasons, prompt text, tool names
+	MaxSignal    = 32   // characters, e.g. "SIGKILL"
+	MinExitCode  = -(1 << 31)
+	MaxExitCode  = 1<<32 - 1 // Windows exit codes are unsigned 32-bit
+	MaxOpenWaits = 64        // waits open at once in a Session
+	MaxOpenTools = 1024      // tools open at once in a Session
+	MaxJSONDepth = 64        // nesting Decode* accept
 )
 
 // Harnesses is the set of harness ids switched on for a source. A nil set

@@ -12,7 +12,7 @@ const (
 	idle    = agentbridge.StatusIdle
 	running = agentbridge.StatusRunning
 	waiting = agentbridge.StatusWaiting
-	done    = agentbridge.StatusIdle   // a finished turn
+	done    = agentbridge.StatusIdle     // a finished turn
 	exited  = agentbridge.Status("\x00") // an ended session (idle with Ended)
 )
 
