@@ -192,7 +192,7 @@ var decodeEventCases = []decodeCase{
 	{"exitCode null", `{"kind":"agent.exited","exitCode":null}`, iss("$.exitCode", "invalid_type")},
 	{"exitCode huge", `{"kind":"agent.exited","exitCode":99999999999}`, iss("$.exitCode", "invalid_integer")},
 	{"cwd empty", `{"kind":"session.started","cwd":""}`, iss("$.cwd", "invalid_path")},
-	{"prompt too long", `{"kind":"turn.started","turnId":"t","promptText":"` + strings.Repeat("x", 201) + `"}`, iss("$.promptText", "invalid_string")},
+	{"prompt too long", `{"kind":"turn.started","turnId":"t","promptText":"` + strings.Repeat("x", MaxTitle+1) + `"}`, iss("$.promptText", "invalid_string")},
 	{"bad ids", `{"kind":"subagent.done","subagentId":"a b","outcome":"done"}`, iss("$.subagentId", "invalid_id", "$.outcome", "invalid_enum")},
 }
 

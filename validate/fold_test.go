@@ -213,7 +213,7 @@ var foldCases = []foldCase{
 	}, base(func(s *S) { s.Status = "running" }), false},
 	{"event rules reject too", nil, []step{
 		rejected(E{Kind: "turn.started"}, "$.turnId", "missing_field"),
-		rejected(E{Kind: "turn.started", TurnID: "t", PromptText: strings.Repeat("x", 201)}, "$.promptText", "invalid_string"),
+		rejected(E{Kind: "turn.started", TurnID: "t", PromptText: strings.Repeat("x", MaxTitle+1)}, "$.promptText", "invalid_string"),
 		rejected(E{Kind: "wait.started", WaitID: "w", State: "done"}, "$.state", "invalid_enum"),
 		rejected(E{Kind: "session.started", Cwd: "rel"}, "$.cwd", "invalid_path"),
 		rejected(E{Kind: "session.started", PID: -1}, "$.pid", "invalid_integer"),

@@ -289,9 +289,9 @@ func RedactSnapshot(s *agentbridge.Snapshot) {
 func RedactEvent(e *agentbridge.Event) {
 	redactText(&e.Title, MaxTitle)
 	redactText(&e.Model, MaxModel)
-	redactText(&e.PromptText, MaxText)
+	redactText(&e.PromptText, MaxTitle)
 	redactText(&e.Name, MaxText)
-	redactText(&e.Reason, MaxText)
+	redactText(&e.Reason, MaxWaitingFor)
 	redactText(&e.Summary, MaxError)
 	redactText(&e.Signal, MaxSignal)
 	redactText(&e.Type, MaxSubagentType)

@@ -777,7 +777,7 @@ var eventFields = []eventField{
 		func(is []Issue, p, name string, e *agentbridge.Event) []Issue {
 			return checkRange(is, p, name, int64(e.PID), 1, MaxPID)
 		}},
-	textField("promptText", MaxText, func(e *agentbridge.Event) string { return e.PromptText }),
+	textField("promptText", MaxTitle, func(e *agentbridge.Event) string { return e.PromptText }),
 	idField("agentId", func(e *agentbridge.Event) string { return e.AgentID }),
 	idField("turnId", func(e *agentbridge.Event) string { return e.TurnID }),
 	idField("toolId", func(e *agentbridge.Event) string { return e.ToolID }),
@@ -785,7 +785,7 @@ var eventFields = []eventField{
 	enumField("outcome", outcomeSet, outcomeNames, func(e *agentbridge.Event) string { return string(e.Outcome) }),
 	idField("waitId", func(e *agentbridge.Event) string { return e.WaitID }),
 	enumField("state", waitStateSet, waitStateNames, func(e *agentbridge.Event) string { return string(e.State) }),
-	textField("reason", MaxText, func(e *agentbridge.Event) string { return e.Reason }),
+	textField("reason", MaxWaitingFor, func(e *agentbridge.Event) string { return e.Reason }),
 	textField("summary", MaxError, func(e *agentbridge.Event) string { return e.Summary }),
 	{"exitCode", func(e *agentbridge.Event) bool { return e.ExitCode != nil },
 		func(is []Issue, p, name string, e *agentbridge.Event) []Issue {

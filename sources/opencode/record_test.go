@@ -26,9 +26,9 @@ func TestRejectedCallEndsTheTurn(t *testing.T) {
 		recs []Record
 		want agentbridge.LastTurn // "" : the turn goes on
 	}{
-		{"journal order", []Record{sess, user, running, failed(rejectedText), step}, agentbridge.LastTurnCancelled},
-		{"scan order", []Record{sess, user, step, failed(rejectedText)}, agentbridge.LastTurnCancelled},
-		{"dismissed question", []Record{sess, user, running, failed("The user dismissed this question"), step}, agentbridge.LastTurnCancelled},
+		{"journal order", []Record{sess, user, running, failed(rejectedText), step}, agentbridge.LastTurnInterrupted},
+		{"scan order", []Record{sess, user, step, failed(rejectedText)}, agentbridge.LastTurnInterrupted},
+		{"dismissed question", []Record{sess, user, running, failed("The user dismissed this question"), step}, agentbridge.LastTurnInterrupted},
 		{"rejected with feedback", []Record{sess, user, running, failed("The user rejected permission to use this specific tool call with the following feedback: use ls"), step}, ""},
 		{"a tool that failed", []Record{sess, user, running, failed("exit status 1"), step}, ""},
 	} {

@@ -58,6 +58,7 @@ type Transition struct {
 	Session string
 	Status  agentbridge.Status
 	Ended   bool
+	Shown   agentbridge.Status // ShownStatus: what a user sees ("" when gone)
 }
 
 type kept struct {
@@ -264,7 +265,8 @@ func (h *Hub) noteAll() {
 	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		tr := Transition{Session: id}
 		if k := h.sessions[id]; k != nil && h.visible(k) {
-			tr.Status, tr.Ended = k.s.Status(), k.s.Ended() != nil
+			snap := k.s.Snapshot()
+			tr.Status, tr.Ended, tr.Shown = snap.Status, k.s.Ended() != nil, ShownStatus(&snap, k.s.Ended())
 		}
 		if prev, seen := h.last[id]; seen && prev == tr || !seen && tr.Status == "" {
 			continue
@@ -307,6 +309,57 @@ func (h *Hub) Snapshot(id string) (agentbridge.Snapshot, bool) {
 		return k.s.Snapshot(), true
 	}
 	return agentbridge.Snapshot{}, false
+}
+
+// What a user sees beyond the four statuses, for tests to name: an idle
+// session whose last turn ended ("done"), and one that has ended. They are
+// never a snapshot's status; Shown puts them in one.
+const (
+	StatusDone   agentbridge.Status = "done"
+	StatusExited agentbridge.Status = "exited"
+)
+
+// ShownStatus is what a user sees of a session's status: StatusExited when
+// it has ended, StatusDone when it is idle after a turn, else its status.
+func ShownStatus(s *agentbridge.Snapshot, ended *agentbridge.Ended) agentbridge.Status {
+	switch {
+	case ended != nil:
+		return StatusExited
+	case s.Status == agentbridge.StatusIdle && s.LastTurn != "":
+		return StatusDone
+	}
+	return s.Status
+}
+
+// Shown returns one session's snapshot with its status as ShownStatus
+// says: a view for tests, never a valid snapshot to publish.
+func (h *Hub) Shown(id string) (agentbridge.Snapshot, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if k := h.sessions[id]; k != nil && h.visible(k) {
+		s := k.s.Snapshot()
+		s.Status = ShownStatus(&s, k.s.Ended())
+		return s, true
+	}
+	return agentbridge.Snapshot{}, false
+}
+
+// Shown returns f's snapshot with its status as ShownStatus says: a view
+// for tests, never a valid snapshot to publish.
+func Shown(f *validate.Session) agentbridge.Snapshot {
+	s := f.Snapshot()
+	s.Status = ShownStatus(&s, f.Ended())
+	return s
+}
+
+// Ended returns how one session ended (nil: it has not, or is unknown).
+func (h *Hub) Ended(id string) *agentbridge.Ended {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if k := h.sessions[id]; k != nil && h.visible(k) {
+		return k.s.Ended()
+	}
+	return nil
 }
 
 // Calls returns the accepted calls in order.
