@@ -89,9 +89,9 @@ func Detect(prev *hub.Entry, next *hub.Entry) (event string, ok bool) {
 		if n.LastTurn == "" {
 			return "", false
 		}
-		if prev != nil && prev.Ended == nil && prev.Snapshot.Status == agentbridge.StatusIdle &&
+		if prev != nil && prev.Snapshot.Status == agentbridge.StatusIdle &&
 			prev.Snapshot.LastTurnEndedAt == n.LastTurnEndedAt && prev.Snapshot.LastTurn == n.LastTurn {
-			return "", false
+			return "", false // the same turn end (or a session taken up again after its end)
 		}
 		if n.LastTurn == agentbridge.LastTurnFailed {
 			return EventFailed, true
