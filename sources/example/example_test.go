@@ -135,7 +135,10 @@ func TestSourceFollowsJournals(t *testing.T) {
 			sourcestest.Append(t, p, "\x00\xff\xfe junk \x80\n\x01\x02\x03\n")
 		}, func(h *sourcestest.Hub) bool {
 			return hasDiag(h, sources.CodeInvalidUTF8) && hasDiag(h, sources.CodeInvalidJSON) &&
-				func() bool { s, ok := h.Snapshot("e81d4b77-exit"); return ok && cmp.Equal(s, goldenSnapshot(t, "e81d4b77-exit")) }()
+				func() bool {
+					s, ok := h.Snapshot("e81d4b77-exit")
+					return ok && cmp.Equal(s, goldenSnapshot(t, "e81d4b77-exit"))
+				}()
 		}},
 		{"a truncated journal starts its session over", func() {
 			p := filepath.Join(dir, "e81d4b77-exit.jsonl")
