@@ -419,3 +419,30 @@ func TestPromptWrittenLate(t *testing.T) {
 		})
 	}
 }
+
+// TestAPIErrorIsTheTurnsError: a turn an API error ended shows why, as
+// Claude Code showed it, redacted; without a text, the error's kind and
+// status.
+func TestAPIErrorIsTheTurnsError(t *testing.T) {
+	for _, tc := range []struct{ name, record, want string }{
+		{"overloaded", `"isApiErrorMessage":true,"error":"server_error","apiErrorStatus":529,"message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}]}`,
+			`API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		{"a key in the text is redacted", `"isApiErrorMessage":true,"error":"authentication_failed","apiErrorStatus":401,"message":{"model":"<synthetic>","content":[{"type":"text","text":"Invalid API key sk-ant-api03-AbCdEf0123456789AbCdEf0123456789 · Please run /login"}]}`,
+			"Invalid API key [redacted] · Please run /login"},
+		{"no text", `"isApiErrorMessage":true,"error":"rate_limit","apiErrorStatus":429,"message":{"model":"<synthetic>","content":[]}`,
+			"API error: rate_limit (429)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, _ := run(t, false, lines(u("hi"), rec(sid, 2, "assistant", tc.record)))
+			if snap.LastTurn != agentbridge.LastTurnFailed || snap.Error != tc.want {
+				t.Errorf("lastTurn %q error %q, want failed %q", snap.LastTurn, snap.Error, tc.want)
+			}
+		})
+	}
+	// the next turn's success clears it
+	snap, _ := run(t, false, lines(u("hi"), rec(sid, 2, "assistant", `"isApiErrorMessage":true,"error":"rate_limit","message":{"content":[]}`),
+		u("again"), reply(sid, 4, "done", "end_turn")))
+	if snap.LastTurn != agentbridge.LastTurnCompleted || snap.Error != "" {
+		t.Errorf("after a good turn: lastTurn %q error %q", snap.LastTurn, snap.Error)
+	}
+}

@@ -368,3 +368,28 @@ func TestKeyOf(t *testing.T) {
 		}
 	}
 }
+
+// TestRolloutTurnError: a failed turn shows why, from task_complete's
+// error or an error record before the turn's end.
+func TestRolloutTurnError(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"task_complete's error", []string{metaLine, startLine,
+			`{"timestamp":"2026-05-01T10:00:04.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":null,"error":{"message":"You've hit your usage limit.","codex_error_info":"usage_limit_exceeded"}}}`},
+			"You've hit your usage limit."},
+		{"an error record", []string{metaLine, startLine,
+			`{"timestamp":"2026-05-01T10:00:03.000Z","type":"event_msg","payload":{"type":"error","message":"stream disconnected before completion: Authorization: Bearer abcdefgh12345678"}}`, doneLine},
+			"stream disconnected before completion: Authorization: [redacted]"},
+		{"a success has none", []string{metaLine, startLine, doneLine}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, snap := run(t, tc.lines...)
+			if snap.Error != tc.want {
+				t.Errorf("error %q, want %q", snap.Error, tc.want)
+			}
+		})
+	}
+}

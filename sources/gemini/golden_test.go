@@ -210,3 +210,19 @@ func TestRecordedOutcomes(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorRecordIsTheTurnsError: an error record ends the turn failed,
+// and its content (what Gemini CLI showed: an API, quota or auth error)
+// is the snapshot's error, redacted.
+func TestErrorRecordIsTheTurnsError(t *testing.T) {
+	lines := [][]byte{
+		[]byte(`{"sessionId":"sess-1","projectHash":"h","startTime":"2026-04-29T21:39:22.319Z","lastUpdated":"2026-04-29T21:39:22.319Z","kind":"main"}`),
+		[]byte(`{"id":"u1","timestamp":"2026-04-29T21:39:33.155Z","type":"user","content":[{"text":"hi"}]}`),
+		[]byte(`{"id":"e1","timestamp":"2026-04-29T21:39:35.125Z","type":"error","content":"[API Error: You exceeded your current quota (key AIzaSyA1234567890abcdefghijklmnopqrstuv)]"}`),
+	}
+	g := replayFile(t, HarnessGemini, "sess-1", lines)
+	want := "[API Error: You exceeded your current quota (key [redacted])]"
+	if g.Snapshot.LastTurn != agentbridge.LastTurnFailed || g.Snapshot.Error != want {
+		t.Errorf("lastTurn %q error %q, want failed %q", g.Snapshot.LastTurn, g.Snapshot.Error, want)
+	}
+}

@@ -45,3 +45,29 @@ func TestRejectedCallEndsTheTurn(t *testing.T) {
 		})
 	}
 }
+
+// TestMessageErrorIsTheTurnsError: an assistant message that completes
+// with an error (an API, quota or auth error) ends the turn failed, and
+// the error's message, from the JSON files or the database, is the
+// snapshot's error.
+func TestMessageErrorIsTheTurnsError(t *testing.T) {
+	apiError := []byte(`{"id":"msg_2","sessionID":"ses_1","role":"assistant","time":{"created":5,"completed":9},
+		"error":{"name":"APIError","data":{"message":"Insufficient balance or no resource package. Please recharge.","statusCode":402}}}`)
+	r, ok := DecodeStorage("message", apiError)
+	if !ok || r.Message.Error != "APIError" {
+		t.Fatalf("DecodeStorage: %+v %v", r.Message, ok)
+	}
+	f := &folder{t: t, s: map[string]*validate.Session{}}
+	m := NewMapper()
+	for _, rec := range []Record{
+		{Session: &SessionInfo{ID: "ses_1", Directory: "/w"}},
+		{Message: &MessageInfo{ID: "msg_1", SessionID: "ses_1", Role: "user"}},
+		r,
+	} {
+		f.add(m.Apply(rec))
+	}
+	snap := f.s["ses_1"].Snapshot()
+	if snap.LastTurn != agentbridge.LastTurnFailed || snap.Error != "Insufficient balance or no resource package. Please recharge." {
+		t.Errorf("last turn %q, error %q", snap.LastTurn, snap.Error)
+	}
+}
