@@ -61,8 +61,8 @@ type Rollout struct {
 	turnOpen    bool
 	turnErr     bool
 	turnErrText string // why the turn failed, as an error record or task_complete said (display text)
-	inferred    bool // a turn has been inferred from a user message
-	pendingDone bool // inferred: an agent message ended the records so far
+	inferred    bool   // a turn has been inferred from a user message
+	pendingDone bool   // inferred: an agent message ended the records so far
 	pendingAt   int64
 
 	usage *agentbridge.Usage // the last token totals published
