@@ -71,3 +71,27 @@ func TestMessageErrorIsTheTurnsError(t *testing.T) {
 		t.Errorf("last turn %q, error %q", snap.LastTurn, snap.Error)
 	}
 }
+
+// TestNestedSubagentNamesItsParent: a subagent session a subagent started
+// is listed under the root with parentId naming that subagent.
+func TestNestedSubagentNamesItsParent(t *testing.T) {
+	f := &folder{t: t, s: map[string]*validate.Session{}}
+	m := NewMapper()
+	for _, rec := range []Record{
+		{Session: &SessionInfo{ID: "ses_1", Directory: "/w"}},
+		{Message: &MessageInfo{ID: "msg_1", SessionID: "ses_1", Role: "user"}},
+		{Session: &SessionInfo{ID: "ses_2", ParentID: "ses_1", Directory: "/w", Title: "look around (@explore subagent)"}},
+		{Session: &SessionInfo{ID: "ses_3", ParentID: "ses_2", Directory: "/w", Title: "dig deeper (@general subagent)"}},
+	} {
+		f.add(m.Apply(rec))
+	}
+	subs := f.s["ses_1"].Snapshot().Subagents
+	if len(subs) != 2 || subs[0].ID != "ses_2" || subs[0].ParentID != "" || subs[1].ID != "ses_3" || subs[1].ParentID != "ses_2" {
+		t.Errorf("subagents %+v, want ses_2 under the root and ses_3 under ses_2", subs)
+	}
+	for _, s := range subs {
+		if s.Type == "" {
+			t.Errorf("subagent %s without a type", s.ID)
+		}
+	}
+}
