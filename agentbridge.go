@@ -71,7 +71,7 @@ type Snapshot struct {
 	Cwd             string     `json:"cwd,omitempty"`
 	Title           string     `json:"title,omitempty"`
 	Model           string     `json:"model,omitempty"`
-	Status          Status     `json:"status"`
+	Status          Status     `json:"status,omitempty"` // the bridge always sets it (idle when a push source gave none)
 	WaitingFor      string     `json:"waitingFor,omitempty"`
 	Tool            string     `json:"tool,omitempty"` // the tool running now
 	LastTurn        LastTurn   `json:"lastTurn,omitempty"`

@@ -399,12 +399,14 @@ func (h *Hub) publish(sourceID string, ops []Op, apply bool) error {
 			for j, sn := range op.Sessions {
 				sn = sn.Clone()
 				validate.RedactSnapshot(&sn)
+				defaultStatus(&sn)
 				items[j] = &sess{snap: sn}
 			}
 			got = t.opReset(p+".sessions", items, true)
 		case OpUpsert:
 			sn := op.Session.Clone()
 			validate.RedactSnapshot(&sn)
+			defaultStatus(&sn)
 			got = t.opUpsert(p+".session", &sess{snap: sn})
 		case OpRemove:
 			got = t.opRemove(p, op.SessionID)
@@ -424,6 +426,14 @@ func (h *Hub) publish(sourceID string, ops []Op, apply bool) error {
 		return nil
 	}
 	return h.finish(t, issues)
+}
+
+// defaultStatus gives a pushed snapshot without a status (optional, as
+// for the host) the status idle, which the bridge always shows.
+func defaultStatus(s *agentbridge.Snapshot) {
+	if s.Status == "" {
+		s.Status = agentbridge.StatusIdle
+	}
 }
 
 // addActivity adds a session's activity to a reset's map (made when the

@@ -218,6 +218,7 @@ func checkRemote(snap *agentbridge.Snapshot) bool {
 	}
 	*snap = snap.Clone()
 	validate.RedactSnapshot(snap)
+	defaultStatus(snap)
 	return true
 }
 

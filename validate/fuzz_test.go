@@ -56,6 +56,18 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		if diff := cmp.Diff(s, s2, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("round trip mismatch (-first +second):\n%s", diff)
 		}
+		// What the bridge takes, with a pid and a cwd, the host takes.
+		if s.PID == 0 {
+			s.PID = 1
+		}
+		if s.Cwd == "" {
+			s.Cwd = "/"
+		}
+		if is := SnapshotAs(s, Harnesses{s.Harness: true}, Host); len(is) != 0 {
+			t.Fatalf("the host refuses %+v that the bridge takes: %v", s, is)
+		}
+		_, his := DecodeSnapshotAs(data, nil, Host)
+		checkWellFormed(t, "DecodeSnapshotAs(Host)", his)
 	})
 }
 

@@ -61,8 +61,8 @@ func checkBounded(tb testing.TB, in string, max int, got string) {
 	if !utf8.ValidString(got) {
 		tb.Errorf("Bound(%q, %d) = %q: not valid UTF-8", in, max, got)
 	}
-	if n := utf8.RuneCountInString(got); n > max && !(max <= 0 && n == 0) {
-		tb.Errorf("Bound(%q, %d) = %q: %d characters", in, max, got, n)
+	if n := UTF16Len(got); n > max && !(max <= 0 && n == 0) {
+		tb.Errorf("Bound(%q, %d) = %q: %d UTF-16 units", in, max, got, n)
 	}
 	if got != "" && !ValidText(got, max) {
 		tb.Errorf("Bound(%q, %d) = %q: fails the display-text rule: %s", in, max, got, textProblem(got, max))
