@@ -181,6 +181,14 @@ func FuzzFold(f *testing.F) {
 			if is := Snapshot(snap, nil); len(is) != 0 {
 				t.Fatalf("RedactSnapshot made %+v invalid: %v", snap, is)
 			}
+			// a live session (pid and cwd known) is one the host takes
+			snap.PID = max(snap.PID, 1)
+			if snap.Cwd == "" {
+				snap.Cwd = "/"
+			}
+			if is := SnapshotAs(snap, nil, Host); len(is) != 0 {
+				t.Fatalf("after %s the host refuses %+v: %v", line, snap, is)
+			}
 		}
 	})
 }
