@@ -126,7 +126,7 @@ func subagentsJSON(n int) string {
 func sessionsJSON(n int) string {
 	parts := make([]string, n)
 	for i := range parts {
-		parts[i] = `{"id":"s` + strconv.Itoa(i) + `","harness":"example-agent","status":"idle"}`
+		parts[i] = `{"id":"s` + strconv.Itoa(i) + `","harness":"example-agent","status":"idle","pid":1,"cwd":"/"}`
 	}
 	return strings.Join(parts, ",")
 }

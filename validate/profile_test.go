@@ -112,14 +112,10 @@ var hostSnapshotCases = []decodeCase{
 }
 
 func TestHostSnapshot(t *testing.T) {
-	t.Parallel()
-	for _, tt := range hostSnapshotCases {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			_, got := DecodeSnapshotAs(json.RawMessage(tt.in), enabled, Host)
-			checkIssues(t, "DecodeSnapshotAs(Host)", got, tt.want)
-		})
-	}
+	runDecodeCases(t, "DecodeSnapshotAs(Host)", hostSnapshotCases, func(raw json.RawMessage) []Issue {
+		_, is := DecodeSnapshotAs(raw, enabled, Host)
+		return is
+	})
 }
 
 // The host takes what the bridge's stricter rules refuse, and refuses
@@ -156,27 +152,26 @@ var hostResetCases = []decodeCase{
 	{"a string", `"x"`, iss("$", "invalid_array")},
 	{"id twice", `[` + hostSnap("") + `,` + hostSnap("") + `]`, iss("$[1]", "duplicate")},
 	{"a bad element", `[` + hostSnap("") + `,{"id":"b","harness":"example-agent"}]`, iss("$[1].pid", "invalid_integer", "$[1].cwd", "invalid_string")},
-	{"1024", `[` + hostSessionsJSON(1024) + `]`, nil},
-	{"1025 is one issue", `[` + hostSessionsJSON(1025) + `]`, iss("$", "invalid_array")},
+	{"1024", `[` + sessionsJSON(1024) + `]`, nil},
+	{"1025 is one issue", `[` + sessionsJSON(1025) + `]`, iss("$", "invalid_array")},
 }
 
-func hostSessionsJSON(n int) string {
-	parts := make([]string, n)
-	for i := range parts {
-		parts[i] = `{"id":"s` + strconv.Itoa(i) + `","harness":"example-agent","pid":1,"cwd":"/"}`
+// runDecodeCases runs each case through check, in parallel.
+func runDecodeCases(t *testing.T, call string, cases []decodeCase, check func(raw json.RawMessage) []Issue) {
+	t.Parallel()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			checkIssues(t, call, check(json.RawMessage(tt.in)), tt.want)
+		})
 	}
-	return strings.Join(parts, ",")
 }
 
 func TestHostReset(t *testing.T) {
-	t.Parallel()
-	for _, tt := range hostResetCases {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			_, got := DecodeResetAs(json.RawMessage(tt.in), enabled, Host)
-			checkIssues(t, "DecodeResetAs(Host)", got, tt.want)
-		})
-	}
+	runDecodeCases(t, "DecodeResetAs(Host)", hostResetCases, func(raw json.RawMessage) []Issue {
+		_, is := DecodeResetAs(raw, enabled, Host)
+		return is
+	})
 }
 
 var hostDiagnosticCases = []decodeCase{
@@ -192,14 +187,10 @@ var hostDiagnosticCases = []decodeCase{
 }
 
 func TestHostDiagnostic(t *testing.T) {
-	t.Parallel()
-	for _, tt := range hostDiagnosticCases {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			_, got := DecodeDiagnosticAs(json.RawMessage(tt.in), Host)
-			checkIssues(t, "DecodeDiagnosticAs(Host)", got, tt.want)
-		})
-	}
+	runDecodeCases(t, "DecodeDiagnosticAs(Host)", hostDiagnosticCases, func(raw json.RawMessage) []Issue {
+		_, is := DecodeDiagnosticAs(raw, Host)
+		return is
+	})
 }
 
 func TestParseProfile(t *testing.T) {
