@@ -428,7 +428,7 @@ func parseFilter(r *http.Request, extra ...string) (hub.Filter, error) {
 	}
 	for _, st := range list(q, "status") {
 		if !validStatus(st) {
-			return f, errorf(http.StatusBadRequest, "bad-query", "status must be a comma list of idle, running, waiting, blocked, done, exited")
+			return f, errorf(http.StatusBadRequest, "bad-query", "status must be a comma list of running, waiting, blocked, idle")
 		}
 		f.Statuses = append(f.Statuses, agentbridge.Status(st))
 	}
