@@ -24,7 +24,9 @@ import (
 // records. The Publisher methods commit at once (what was folded before
 // them first).
 //
-// The clock. An agent.done without occurredAt is stamped with the hub's
+// The clock. An agent.exited without occurredAt is folded with the hub's
+// clock (the time of the end beside the snapshot; its lifecycle record
+// stays as given). An agent.done without occurredAt is stamped with the hub's
 // clock the first time the hub folds it, so that lastTurnEndedAt is always
 // set (its lifecycle record carries the event as the source gave it). The
 // hub remembers the stamps it gave a session, by the count of such events
@@ -200,6 +202,9 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, strict bool) e
 		} else {
 			e.OccurredAt = p.h.now().UnixMilli()
 		}
+	}
+	if e.Kind == agentbridge.KindAgentExited && e.OccurredAt == 0 {
+		e.OccurredAt = p.h.now().UnixMilli() // the end's time: when the hub learnt of it
 	}
 	if issues := w.fold.Apply(e); len(issues) > 0 {
 		return &InvalidError{Issues: validate.Nest(issues, "$.event")}
