@@ -44,7 +44,7 @@ func TestLive(t *testing.T) {
 	sourcestest.Append(t, j, `{"type":"message","id":"a3","parentId":"u2","timestamp":"2026-06-01T10:01:01.000Z","message":{"role":"assistant","content":[],"stopReason":"error","errorMessage":"overloaded"}}
 `)
 	h.WaitFor(t, "failed", kittest.Is(id, func(s agentbridge.Snapshot) bool {
-		return s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnFailed
+		return s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnFailed && s.Error == "overloaded"
 	}))
 	_ = agent.Process.Kill()
 	h.WaitFor(t, "exited with its process", kittest.Status(id, sourcestest.StatusExited))
