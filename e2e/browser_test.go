@@ -152,7 +152,7 @@ func TestDashboard(t *testing.T) {
 			"status": "waiting", "waitingFor": "Approve shell command: make test", "lastTurn": "completed", "lastTurnEndedAt": now - 600_000,
 			"subagents": []map[string]any{{"id": "sub-1", "type": "explore", "title": "Find callers of settle()", "status": "running"}, {"id": "sub-2", "type": "review", "status": "completed"}}},
 		{"id": "s-run", "harness": "example-agent", "pid": 4077, "cwd": "/home/ana/src/payments", "title": "Refactor ledger export", "model": "example-large", "status": "running"},
-		{"id": "s-done", "harness": "other-agent", "pid": 5120, "cwd": "/home/ana/src/site", "title": "Update landing page copy", "model": "other-mini", "status": "done", "lastTurn": "completed", "lastTurnEndedAt": now - 125_000},
+		{"id": "s-done", "harness": "other-agent", "pid": 5120, "cwd": "/home/ana/src/site", "title": "Update landing page copy", "model": "other-mini", "status": "idle", "lastTurn": "completed", "lastTurnEndedAt": now - 125_000},
 		{"id": "s-blocked", "harness": "other-agent", "cwd": "/home/ana/src/site", "title": "Migrate CI to new runners", "status": "blocked", "waitingFor": "Rate limit reached", "lastTurn": "failed", "lastTurnEndedAt": now - 30_000},
 	}})
 	b.publish(map[string]any{"op": "diagnostic", "diagnostic": map[string]any{"code": "journal-unreadable", "message": "one record could not be parsed and was skipped"}})
@@ -180,6 +180,10 @@ func TestDashboard(t *testing.T) {
 		}
 		if got := rowText(t, ctx, "s-blocked"); !strings.Contains(got, "blocked") || !strings.Contains(got, "Rate limit reached") || !strings.Contains(got, "failed") {
 			t.Errorf("row s-blocked:\n%s", got)
+		}
+		// Idle after a finished turn reads "done".
+		if got := rowText(t, ctx, "s-done"); !strings.Contains(got, "done") || !strings.Contains(got, "completed") {
+			t.Errorf("row s-done:\n%s", got)
 		}
 		heads, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('tr.group .name')].map(e => e.textContent)`))
 		if err != nil {
