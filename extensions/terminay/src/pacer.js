@@ -10,7 +10,10 @@
 // then has expired, and the next batch starts afresh. Within that window it
 // makes at most 1,024 upserts (a reset's sessions count as upserts) and 1,024
 // removals; what does not fit waits, merged per session, for the window to
-// move on. Only a burst of more than 1,024 changes ever waits.
+// move on. Only a burst of more than 1,024 changes ever waits. The window of
+// a call starts only once the event loop has turned after it: the child
+// takes its pending batch on setImmediate, so until then a later call would
+// still join the same batch, however long this process was busy.
 
 import { LIMITS } from './rules.js';
 
@@ -43,10 +46,12 @@ export class Pacer {
     /** @type {Set<string>} ids whose wanted and held copies may differ */
     this.dirty = new Set();
     this.resetWanted = false;
-    /** @type {Array<{ at: number, upserts: number, removals: number }>} calls made within the window */
+    /** @type {Array<{ at: number, upserts: number, removals: number }>} calls made within the window; at is Infinity until the child can have taken them */
     this.spent = [];
     /** @type {ReturnType<typeof setTimeout> | undefined} */
     this.timer = undefined;
+    this.flushQueued = false;
+    this.settling = false;
   }
 
   /**
@@ -58,7 +63,13 @@ export class Pacer {
     if (snapshot === undefined) this.want.delete(id);
     else this.want.set(id, { json: JSON.stringify(snapshot), snapshot });
     this.dirty.add(id);
-    this.flush();
+    // Many changes in one turn (a bridge reset) are published together.
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    queueMicrotask(() => {
+      this.flushQueued = false;
+      this.flush();
+    });
   }
 
   /**
@@ -75,6 +86,30 @@ export class Pacer {
   stop() {
     clearTimeout(this.timer);
     this.timer = undefined;
+  }
+
+  /** Starts the window of the calls made, once the event loop has turned. */
+  settle() {
+    if (this.settling) return;
+    this.settling = true;
+    setImmediate(() => {
+      this.settling = false;
+      const now = this.now();
+      for (const s of this.spent) if (s.at === Infinity) s.at = now;
+      this.wait();
+    });
+  }
+
+  /** Waits for the window to free budget when something still waits for it. */
+  wait() {
+    if (this.signal.aborted || this.timer !== undefined || !(this.resetWanted || this.dirty.size > 0)) return;
+    const first = this.spent[0];
+    if (first === undefined || first.at === Infinity) return; // nothing spent, or settle() comes back
+    const delay = Math.max(0, first.at + this.window - this.now()) + 1;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.flush();
+    }, delay);
   }
 
   /** How many upserts and removals the window still allows. */
@@ -124,7 +159,7 @@ export class Pacer {
         upserts -= n;
       }
     }
-    if (!this.resetWanted) {
+    if (!this.resetWanted && (upserts > 0 || removals > 0)) {
       for (const id of this.dirty) {
         const w = this.want.get(id);
         const h = this.have.get(id);
@@ -145,13 +180,10 @@ export class Pacer {
         }
       }
     }
-    if (usedUpserts + usedRemovals > 0) this.spent.push({ at: this.now(), upserts: usedUpserts, removals: usedRemovals });
-    if ((this.resetWanted || this.dirty.size > 0) && this.timer === undefined && this.spent.length > 0) {
-      const wait = Math.max(0, this.spent[0].at + this.window - this.now()) + 1;
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        this.flush();
-      }, wait);
+    if (usedUpserts + usedRemovals > 0) {
+      this.spent.push({ at: Infinity, upserts: usedUpserts, removals: usedRemovals });
+      this.settle();
     }
+    this.wait();
   }
 }
