@@ -25,6 +25,20 @@ export const ACK_DEADLINE_MS = 5_000;
  * @typedef {import('./extension.js').AgentSessionPublisher} AgentSessionPublisher
  */
 
+/**
+ * Makes one publisher call. The host's publisher never throws; one that
+ * does is logged and stops nothing.
+ * @param {() => void} fn
+ * @param {(err: unknown) => void} log
+ */
+export function guarded(fn, log) {
+  try {
+    fn();
+  } catch (err) {
+    log(err);
+  }
+}
+
 /** Keeps the host's copy of the sessions in line with the wanted set. */
 export class Pacer {
   /**
@@ -127,11 +141,7 @@ export class Pacer {
 
   /** @param {() => void} fn */
   call(fn) {
-    try {
-      fn();
-    } catch (err) {
-      this.log(err);
-    }
+    guarded(fn, this.log);
   }
 
   /** Publishes what the window allows; waits for the window for the rest. */

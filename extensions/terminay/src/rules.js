@@ -6,6 +6,8 @@
 // bad snapshot, so the extension checks every snapshot with them first.
 // Lengths are UTF-16 code units (string.length), as the host counts them.
 
+import { closed, record, string, unique } from './schema.js';
+
 /** The host's EXTENSION_LIMITS entries for agent session sources. */
 export const LIMITS = Object.freeze({
   agentSessionsPerReset: 1_024,
@@ -37,45 +39,15 @@ const SUBAGENT_KEYS = new Set(['id', 'parentId', 'type', 'title', 'status']);
 const PID_MAX = 2 ** 31 - 1;
 
 /**
- * @typedef {{ path: string, code: string, message: string }} SchemaIssue
+ * @typedef {import('./schema.js').SchemaIssue} SchemaIssue
  * @typedef {{ ok: true, value: any } | { ok: false, issues: SchemaIssue[] }} ValidationResult
  */
-
-/** @param {unknown} v @returns {v is Record<string, unknown>} */
-function record(v) {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** @param {Record<string, unknown>} v @param {Set<string>} allowed @param {string} path @param {SchemaIssue[]} out */
-function closed(v, allowed, path, out) {
-  for (const key of Object.keys(v)) {
-    if (!allowed.has(key)) out.push({ path: `${path}.${key}`, code: 'unknown_field', message: 'Unknown field' });
-  }
-}
-
-/** @param {unknown} v @param {string} path @param {SchemaIssue[]} out @param {number} max @returns {v is string} */
-function string(v, path, out, max) {
-  if (typeof v !== 'string' || v.length === 0 || v.length > max) {
-    out.push({ path, code: 'invalid_string', message: `Expected a non-empty string of at most ${max} characters` });
-    return false;
-  }
-  return true;
-}
 
 /** @param {unknown} v @param {string} path @param {number} min @param {number} max @param {SchemaIssue[]} out */
 function boundedInteger(v, path, min, max, out) {
   if (!Number.isSafeInteger(v) || /** @type {number} */ (v) < min || /** @type {number} */ (v) > max) {
     out.push({ path, code: 'invalid_integer', message: `Expected an integer from ${min} through ${max}` });
   }
-}
-
-/** @param {unknown[]} values @param {string} path @param {SchemaIssue[]} out */
-function unique(values, path, out) {
-  const seen = new Set();
-  values.forEach((v, i) => {
-    if (seen.has(v)) out.push({ path: `${path}[${i}]`, code: 'duplicate', message: 'Duplicate value' });
-    seen.add(v);
-  });
 }
 
 /** @param {unknown} v @param {string} path @param {SchemaIssue[]} out */

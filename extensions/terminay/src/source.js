@@ -2,7 +2,7 @@
 // Terminay's publisher under the host's publication rules.
 
 import { Bridge, BridgeHTTPError } from './bridge.js';
-import { Pacer } from './pacer.js';
+import { Pacer, guarded } from './pacer.js';
 import { LIMITS, SESSION_STATUSES, TURN_OUTCOMES, boundedAgentText, validateAgentSessionSnapshot, validateAgentSessionSourceDiagnostic } from './rules.js';
 
 /** The most sessions one reset may hold (the host's EXTENSION_LIMITS). */
@@ -383,7 +383,12 @@ class Follower {
     const before = this.unshown.get(id);
     if (reason === undefined || reason === 'ended' || reason === 'off') this.unshown.delete(id);
     else this.unshown.set(id, reason);
-    if (before === this.unshown.get(id) || this.unshownQueued) return;
+    if (before !== this.unshown.get(id)) this.queueUnshown();
+  }
+
+  /** Reports the not-shown summary once the current turn is done. */
+  queueUnshown() {
+    if (this.unshownQueued) return;
     this.unshownQueued = true;
     queueMicrotask(() => {
       this.unshownQueued = false;
@@ -416,17 +421,11 @@ class Follower {
   }
 
   /**
-   * Makes one publisher call. The host's publisher never throws; one that
-   * does is logged and does not stop the stream.
+   * Makes one publisher call, none after abort.
    * @param {() => void} fn
    */
   call(fn) {
-    if (this.signal.aborted) return;
-    try {
-      fn();
-    } catch (err) {
-      this.log(err);
-    }
+    if (!this.signal.aborted) guarded(fn, this.log);
   }
 
   /** Publishes everything shown as a fresh reset (paced to the host's caps). */
@@ -439,7 +438,11 @@ class Follower {
       this.note(id, 'reason' in r ? r.reason : undefined);
       if ('snapshot' in r) all.set(id, r.snapshot);
     }
-    for (const id of this.unshown.keys()) if (!this.entries.has(id)) this.unshown.delete(id);
+    for (const id of this.unshown.keys()) {
+      if (this.entries.has(id)) continue;
+      this.unshown.delete(id);
+      this.queueUnshown();
+    }
     this.pacer.reset(all);
     this.resetDone = true;
   }

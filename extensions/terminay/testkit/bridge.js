@@ -49,6 +49,18 @@ export async function waitFor(cond, what, timeout = 10_000) {
   }
 }
 
+/**
+ * Ends a child process (SIGTERM) and waits for it to exit.
+ * @param {import('node:child_process').ChildProcess | undefined} child
+ */
+export async function stopProcess(child) {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise((resolve) => {
+    child.once('exit', resolve);
+    child.kill('SIGTERM');
+  });
+}
+
 /** A running test bridge. */
 export class TestBridge {
   /**
@@ -131,11 +143,7 @@ export class TestBridge {
   async stop() {
     const child = this.child;
     this.child = undefined;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    await new Promise((resolve) => {
-      child.once('exit', resolve);
-      child.kill('SIGTERM');
-    });
+    await stopProcess(child);
   }
 
   /** Stops the bridge and removes its files. */

@@ -44,6 +44,7 @@ import { readFileSync } from 'node:fs';
 
 import { LIMITS, validateAgentSessionReset, validateAgentSessionSnapshot, validateAgentSessionSourceDiagnostic } from '../src/rules.js';
 import { installManifest } from './manifest.js';
+import { stopProcess } from './bridge.js';
 
 /** child.ts: sessions per frame, by size. */
 export const PUBLICATION_BUDGET_BYTES = 192 * 1024;
@@ -450,16 +451,52 @@ export class ChildSource {
   }
 }
 
+/** What a test reads of the host: its live set, refusals and diagnostics. */
+class HostView {
+  /** @param {HostBridge} bridge */
+  constructor(bridge) {
+    this.bridge = bridge;
+  }
+
+  /** @returns {Map<string, any>} the live set the host holds */
+  get sessions() {
+    return this.bridge.sessions;
+  }
+
+  get violations() {
+    return this.bridge.violations;
+  }
+
+  /** @param {string} [code] */
+  diagnostics(code) {
+    return this.bridge.diagnostics.filter((d) => code === undefined || d.code === code);
+  }
+
+  /** The largest reset, upserts and removals of one batch the host was sent. */
+  get max() {
+    return this.bridge.max;
+  }
+
+  /**
+   * @param {() => boolean} cond
+   * @param {string} what
+   * @param {number} [timeout]
+   */
+  waitFor(cond, what, timeout) {
+    return this.bridge.waitFor(cond, what, timeout);
+  }
+}
+
 /**
  * Terminay running one session source in this process: the child's publisher
  * wired to the host's bridge (acknowledgements are asynchronous, as over IPC).
  */
-export class TerminayHost {
+export class TerminayHost extends HostView {
   /**
    * @param {{ harnesses: readonly string[], enabled: readonly string[], maximumQueued?: number, deadlineMs?: number, latency?: number }} opts
    */
   constructor(opts) {
-    this.bridge = new HostBridge(opts);
+    super(new HostBridge(opts));
     this.child = new ChildSource({
       send: (frame) => this.bridge.publish(frame),
       diagnostic: (d) => this.bridge.diagnostic(d),
@@ -492,20 +529,6 @@ export class TerminayHost {
     this.child.stop();
   }
 
-  /** @returns {Map<string, any>} the live set the host holds */
-  get sessions() {
-    return this.bridge.sessions;
-  }
-
-  get violations() {
-    return this.bridge.violations;
-  }
-
-  /** @param {string} [code] */
-  diagnostics(code) {
-    return this.bridge.diagnostics.filter((d) => code === undefined || d.code === code);
-  }
-
   get listeners() {
     return this.child.listeners;
   }
@@ -527,20 +550,6 @@ export class TerminayHost {
 
   get disposed() {
     return this.child.disposed;
-  }
-
-  /** The largest reset, upserts and removals of one batch the host was sent. */
-  get max() {
-    return this.bridge.max;
-  }
-
-  /**
-   * @param {() => boolean} cond
-   * @param {string} what
-   * @param {number} [timeout]
-   */
-  waitFor(cond, what, timeout) {
-    return this.bridge.waitFor(cond, what, timeout);
   }
 }
 
@@ -568,18 +577,21 @@ export function childEnvironment(manifest, serverEnv) {
  * module's default export activated in the child, and the child's publisher
  * talking to a HostBridge here over IPC.
  */
-export class ForkedExtension {
+export class ForkedExtension extends HostView {
   /**
    * @param {{ packageDir: string, serverEnv: Record<string, string | undefined>, enabled?: readonly string[], latency?: number }} opts
    */
   constructor(opts) {
     const pkg = JSON.parse(readFileSync(join(opts.packageDir, 'package.json'), 'utf8'));
-    this.manifest = installManifest(pkg);
-    this.contribution = this.manifest.contributes.agentSessionSources[0];
-    this.sourceId = this.contribution.id;
-    const harnesses = this.contribution.harnesses.map((/** @type {{ id: string }} */ h) => h.id);
-    this.enabled = [...(opts.enabled ?? harnesses)];
-    this.bridge = new HostBridge({ harnesses, enabled: this.enabled, latency: opts.latency });
+    const manifest = installManifest(pkg);
+    const contribution = manifest.contributes.agentSessionSources[0];
+    const harnesses = contribution.harnesses.map((/** @type {{ id: string }} */ h) => h.id);
+    const enabled = [...(opts.enabled ?? harnesses)];
+    super(new HostBridge({ harnesses, enabled, latency: opts.latency }));
+    this.manifest = manifest;
+    this.contribution = contribution;
+    this.sourceId = contribution.id;
+    this.enabled = enabled;
     this.env = childEnvironment(this.manifest, opts.serverEnv);
     this.entrypoint = join(opts.packageDir, this.manifest.entrypoint);
     /** @type {import('node:child_process').ChildProcess | undefined} */
@@ -650,28 +662,7 @@ export class ForkedExtension {
   async stop() {
     const proc = this.proc;
     this.proc = undefined;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-    await new Promise((resolve) => {
-      proc.once('exit', resolve);
-      proc.kill('SIGTERM');
-    });
-  }
-
-  get sessions() {
-    return this.bridge.sessions;
-  }
-
-  get violations() {
-    return this.bridge.violations;
-  }
-
-  /**
-   * @param {() => boolean} cond
-   * @param {string} what
-   * @param {number} [timeout]
-   */
-  waitFor(cond, what, timeout) {
-    return this.bridge.waitFor(cond, what, timeout);
+    await stopProcess(proc);
   }
 }
 

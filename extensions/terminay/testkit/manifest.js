@@ -8,6 +8,8 @@
 // kind this extension uses (agentSessionSources) is checked in depth; the
 // other kinds are accepted as keys, as 3.1 knows them.
 
+import { closed, record, string, unique } from '../src/schema.js';
+
 const EXTENSION_ID_PATTERN = /^[a-z0-9](?:[a-z0-9.-]{1,126}[a-z0-9])?$/;
 const LOCAL_ID_PATTERN = /^[a-z][a-z0-9-]{0,63}$/;
 const ENVIRONMENT_VARIABLE_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -38,7 +40,7 @@ const PERMISSIONS = new Set([
 const MANIFEST_KEYS = new Set(['manifestVersion', 'id', 'displayName', 'description', 'api', 'engines', 'entrypoint', 'platforms', 'permissions', 'extensionDependencies', 'contributes']);
 const CONTRIBUTION_KEYS = new Set(['agentSessionSources', 'mcpInstallTargets', 'languageServers', 'worktreeInsights']);
 
-/** @typedef {{ path: string, code: string, message: string }} SchemaIssue */
+/** @typedef {import('../src/schema.js').SchemaIssue} SchemaIssue */
 
 /** The installer's error: it names every issue. */
 export class ExtensionSchemaError extends Error {
@@ -48,34 +50,6 @@ export class ExtensionSchemaError extends Error {
     this.name = 'ExtensionSchemaError';
     this.issues = issues;
   }
-}
-
-/** @param {unknown} v @returns {v is Record<string, any>} */
-function record(v) {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** @param {Record<string, unknown>} v @param {Set<string>} allowed @param {string} path @param {SchemaIssue[]} out */
-function closed(v, allowed, path, out) {
-  for (const key of Object.keys(v)) if (!allowed.has(key)) out.push({ path: `${path}.${key}`, code: 'unknown_field', message: 'Unknown field' });
-}
-
-/** @param {unknown} v @param {string} path @param {SchemaIssue[]} out @param {number} [max] @returns {v is string} */
-function string(v, path, out, max = 4_096) {
-  if (typeof v !== 'string' || v.length === 0 || v.length > max) {
-    out.push({ path, code: 'invalid_string', message: `Expected a non-empty string of at most ${max} characters` });
-    return false;
-  }
-  return true;
-}
-
-/** @param {unknown[]} values @param {string} path @param {SchemaIssue[]} out */
-function unique(values, path, out) {
-  const seen = new Set();
-  values.forEach((v, i) => {
-    if (seen.has(v)) out.push({ path: `${path}[${i}]`, code: 'duplicate', message: 'Duplicate value' });
-    seen.add(v);
-  });
 }
 
 /** @param {unknown} v @param {string} path @param {SchemaIssue[]} out */
