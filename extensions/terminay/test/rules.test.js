@@ -1,10 +1,8 @@
 // The port of the host's rules (src/rules.js), one row per rule and code,
-// from the host's validation.ts and the 3.1 spec; the manifest the installer
-// accepts; and what the extension makes of a bridge session (hostSnapshot).
+// from the host's validation.ts and the 3.1 spec.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 
 import {
   LIMITS,
@@ -13,9 +11,6 @@ import {
   validateAgentSessionSnapshot,
   validateAgentSessionSourceDiagnostic,
 } from '../src/rules.js';
-import { hostSnapshot } from '../src/source.js';
-import defaultExport, { activate, contribution } from '../src/extension.js';
-import { installManifest, manifestIssues } from '../testkit/manifest.js';
 
 const base = { id: 's1', harness: 'codex', pid: 4242, cwd: '/work/app' };
 const emoji = '🙂'; // two UTF-16 units
@@ -121,57 +116,4 @@ test('boundedAgentText cuts by UTF-16 units, never inside a surrogate pair', () 
   const odd = /** @type {string} */ (boundedAgentText(`a${emoji.repeat(10)}`, 5));
   assert.equal(odd, `a${emoji}…`);
   assert.ok(!/[\ud800-\udbff](?![\udc00-\udfff])/.test(odd));
-});
-
-test('hostSnapshot: host-ready sessions only, bounded text, never a cut id', () => {
-  const declared = new Set(['codex', 'claude-code']);
-  /** @param {Record<string, unknown>} snapshot @param {unknown} [ended] */
-  const e = (snapshot, ended) => ({ source: 'codex', host: '', snapshot: { ...base, status: 'running', ...snapshot }, ended: ended !== undefined });
-  assert.deepEqual(hostSnapshot('s1', e({ pid: undefined }), declared), { reason: 'no-process' });
-  assert.deepEqual(hostSnapshot('s1', e({ cwd: undefined }), declared), { reason: 'no-cwd' });
-  assert.deepEqual(hostSnapshot('s1', e({}, { at: 1 }), declared), { reason: 'ended' });
-  assert.deepEqual(hostSnapshot('s1', e({ status: 'exited' }), declared), { reason: 'ended' });
-  assert.deepEqual(hostSnapshot('s1', e({ pid: 2 ** 31 }), declared), { reason: 'no-process' });
-  assert.deepEqual(hostSnapshot('x'.repeat(257), e({}), declared), { reason: 'invalid' });
-
-  const r = hostSnapshot('s1', e({ title: emoji.repeat(600), tool: 'Bash', error: 'e'.repeat(2000), lastTurn: 'cancelled', subagents: [{ id: 'a', status: 'running' }, { id: 'b', parentId: 'a', type: 'Plan', status: 'completed' }] }), declared);
-  assert.ok('snapshot' in r);
-  const s = /** @type {any} */ (r).snapshot;
-  assert.ok(s.title.length <= 512 && s.title.endsWith('…'));
-  assert.equal(s.error.length, 1024);
-  assert.equal(s.lastTurn, 'interrupted');
-  assert.deepEqual(s.subagents, [{ id: 'a', type: 'subagent', status: 'running' }, { id: 'b', parentId: 'a', type: 'Plan', status: 'completed' }]);
-  assert.deepEqual(codes(s, declared), []);
-});
-
-test('the package installs: the host manifest rules, the entrypoint exported', () => {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
-  const m = installManifest(pkg);
-  assert.equal(m.id, 'dev.agentbridge.terminay');
-  assert.match(m.api, /^\^3(\.|$)/);
-  assert.ok(m.permissions.includes('agent-observation'));
-  assert.equal(contribution.id, 'dev.agentbridge.terminay/sessions');
-  assert.equal(typeof defaultExport.activate, 'function');
-  assert.equal(defaultExport.activate, activate);
-
-  // The rules themselves refuse what the host refuses.
-  assert.throws(() => installManifest({ ...pkg, terminay: undefined }), /must contain a terminay manifest/);
-  assert.throws(() => installManifest({ ...pkg, exports: { '.': './other.js' } }), /entrypoint_not_exported/);
-  assert.deepEqual(manifestIssues({ ...m, permissions: [] }).map((i) => i.code), ['missing_permission']);
-  assert.deepEqual(manifestIssues({ ...m, contributes: { agentProviders: [] } }).map((i) => i.code), ['unknown_field', 'missing_contribution']);
-  const env = [...contribution.environmentVariables, 'bad-name'];
-  const withBad = { ...m, contributes: { agentSessionSources: [{ ...contribution, environmentVariables: env }] } };
-  assert.deepEqual(manifestIssues(withBad).map((i) => i.code), ['invalid_environment_variable']);
-});
-
-test('every environment variable the extension reads is declared', () => {
-  // The host passes a child only the variables its manifest declares.
-  const read = new Set();
-  for (const file of ['bridge.js', 'source.js', 'extension.js', 'pacer.js', 'rules.js']) {
-    const text = readFileSync(new URL(`../src/${file}`, import.meta.url), 'utf8');
-    for (const m of text.matchAll(/\benv\.([A-Z_][A-Z0-9_]*)/g)) read.add(m[1]);
-  }
-  read.add('HOME'); // os.homedir() falls back on it
-  assert.ok(read.size >= 4, `found ${[...read]}`);
-  for (const name of read) assert.ok(contribution.environmentVariables.includes(name), `${name} is declared`);
 });

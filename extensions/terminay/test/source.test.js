@@ -5,9 +5,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { createBridgeSource, contribution, MAX_RESET_SESSIONS } from '../src/extension.js';
-import { hostSessionId, NOT_SHOWN_CODE } from '../src/source.js';
+import { hostSessionId, hostSnapshot, NOT_SHOWN_CODE } from '../src/source.js';
 import { TestBridge, bridgeBinary, freeAddr, snap, waitFor } from '../testkit/bridge.js';
 import { TerminayHost } from '../testkit/host.js';
+import { validateAgentSessionSnapshot } from '../src/rules.js';
 
 const HARNESSES = contribution.harnesses.map((/** @type {{ id: string }} */ h) => h.id);
 const skip = bridgeBinary() ? false : 'no agentbridge binary: run `make build` or set AGENTBRIDGE_BIN';
@@ -299,4 +300,27 @@ test("hostSessionId: <id>@<host>, never over the host's 256 UTF-16 units", () =>
   assert.equal(hostSessionId('a', 'devbox'), 'a@devbox');
   assert.equal(hostSessionId('x'.repeat(249), 'devbox'), `${'x'.repeat(249)}@devbox`);
   assert.equal(hostSessionId('x'.repeat(250), 'devbox'), undefined);
+});
+
+test('hostSnapshot: host-ready sessions only, bounded text, never a cut id', () => {
+  const declared = new Set(['codex', 'claude-code']);
+  const base = { id: 's1', harness: 'codex', pid: 4242, cwd: '/work/app' };
+  const emoji = '🙂';
+  /** @param {Record<string, unknown>} snapshot @param {unknown} [ended] */
+  const e = (snapshot, ended) => ({ source: 'codex', host: '', snapshot: { ...base, status: 'running', ...snapshot }, ended: ended !== undefined });
+  assert.deepEqual(hostSnapshot('s1', e({ pid: undefined }), declared), { reason: 'no-process' });
+  assert.deepEqual(hostSnapshot('s1', e({ cwd: undefined }), declared), { reason: 'no-cwd' });
+  assert.deepEqual(hostSnapshot('s1', e({}, { at: 1 }), declared), { reason: 'ended' });
+  assert.deepEqual(hostSnapshot('s1', e({ status: 'exited' }), declared), { reason: 'ended' });
+  assert.deepEqual(hostSnapshot('s1', e({ pid: 2 ** 31 }), declared), { reason: 'no-process' });
+  assert.deepEqual(hostSnapshot('x'.repeat(257), e({}), declared), { reason: 'invalid' });
+
+  const r = hostSnapshot('s1', e({ title: emoji.repeat(600), tool: 'Bash', error: 'e'.repeat(2000), lastTurn: 'cancelled', subagents: [{ id: 'a', status: 'running' }, { id: 'b', parentId: 'a', type: 'Plan', status: 'completed' }] }), declared);
+  assert.ok('snapshot' in r);
+  const s = /** @type {any} */ (r).snapshot;
+  assert.ok(s.title.length <= 512 && s.title.endsWith('…'));
+  assert.equal(s.error.length, 1024);
+  assert.equal(s.lastTurn, 'interrupted');
+  assert.deepEqual(s.subagents, [{ id: 'a', type: 'subagent', status: 'running' }, { id: 'b', parentId: 'a', type: 'Plan', status: 'completed' }]);
+  assert.ok(validateAgentSessionSnapshot(s, declared).ok);
 });
