@@ -178,18 +178,19 @@ export function validateAgentSessionSourceDiagnostic(value) {
 }
 
 /**
- * Display text shortened to at most max UTF-16 units, ending with '…' when
- * cut, never between the two halves of a surrogate pair. Undefined for
- * anything that is not a non-empty string. Never used for ids.
+ * boundedAgentText: display text cut to at most max UTF-16 units, never
+ * between the two halves of a surrogate pair (as the host's SDK helper of
+ * that name cuts it: no ellipsis). Undefined for anything that is not a
+ * non-empty string. Never used for ids.
  * @param {unknown} text
- * @param {number} max at least 2
+ * @param {number} max
  * @returns {string | undefined}
  */
 export function boundedAgentText(text, max) {
   if (typeof text !== 'string' || text === '') return undefined;
   if (text.length <= max) return text;
-  let end = max - 1; // room for the ellipsis, one unit
+  let end = max;
   const last = text.charCodeAt(end - 1);
   if (last >= 0xd800 && last <= 0xdbff) end--; // a high surrogate whose pair would be cut off
-  return `${text.slice(0, end)}…`;
+  return end > 0 ? text.slice(0, end) : undefined;
 }
