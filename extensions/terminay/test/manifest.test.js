@@ -23,6 +23,14 @@ test('the package installs: the host manifest rules, the entrypoint exported', (
   assert.throws(() => installManifest({ ...pkg, exports: { '.': './other.js' } }), /entrypoint_not_exported/);
   assert.deepEqual(manifestIssues({ ...m, permissions: [] }).map((i) => i.code), ['missing_permission']);
   assert.deepEqual(manifestIssues({ ...m, contributes: { agentProviders: [] } }).map((i) => i.code), ['unknown_field', 'missing_contribution']);
+  // The host SDK's hostile fixtures that apply to this kind (fixtures.ts).
+  const source = (/** @type {string} */ id) => ({ ...m, contributes: { agentSessionSources: [{ ...contribution, id }] } });
+  assert.deepEqual(manifestIssues(source('example.other/agents')).map((i) => i.code), ['invalid_namespace'], 'wrong namespace');
+  assert.deepEqual(manifestIssues(source('terminal.create')).map((i) => i.code), ['invalid_namespace'], 'core collision');
+  assert.deepEqual(manifestIssues({ ...m, permissions: ['server:everything', 'agent-observation'] }).map((i) => i.code), ['unknown_permission']);
+  assert.deepEqual(manifestIssues({ ...m, manifestVersion: 2 }).map((i) => i.code), ['unsupported_version']);
+  assert.deepEqual(manifestIssues({ ...m, entrypoint: '../escape.js' }).map((i) => i.code), ['unsafe_entrypoint']);
+  assert.deepEqual(manifestIssues({ ...m, main: 'x' }).map((i) => i.code), ['unknown_field']);
   const env = [...contribution.environmentVariables, 'bad-name'];
   const withBad = { ...m, contributes: { agentSessionSources: [{ ...contribution, environmentVariables: env }] } };
   assert.deepEqual(manifestIssues(withBad).map((i) => i.code), ['invalid_environment_variable']);
