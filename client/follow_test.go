@@ -51,7 +51,9 @@ func TestFollowKeepsStateExact(t *testing.T) {
 			b.DropStreams() // resume by since: the ring still holds everything
 			b.Publish(t, src, hub.Op{Op: hub.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess}})
 			b.Publish(t, src, hub.Op{Op: hub.OpRemove, SessionID: "b"})
-			f.Converge(t, c, nil, func(e []hub.Entry) bool { return len(e) == 1 && e[0].Snapshot.Status == agentbridge.StatusDone })
+			f.Converge(t, c, nil, func(e []hub.Entry) bool {
+				return len(e) == 1 && e[0].Snapshot.Status == agentbridge.StatusIdle && e[0].Snapshot.LastTurn == agentbridge.LastTurnCompleted
+			})
 
 			b.Publish(t, src, hub.Op{Op: hub.OpReset, Sessions: []agentbridge.Snapshot{snap("c", agentbridge.StatusIdle), {ID: "d", Harness: "other-agent", Status: agentbridge.StatusWaiting, WaitingFor: "approval"}}})
 			f.Converge(t, c, nil, count(2))

@@ -57,7 +57,7 @@ func TestRevisionsStartAtClockAndGrowByOne(t *testing.T) {
 }
 
 func TestPublishAllOrNothing(t *testing.T) {
-	long := strings.Repeat("x", 300)
+	long := strings.Repeat("x", validate.MaxTitle+1)
 	tests := []struct {
 		name string
 		ops  []Op
@@ -70,7 +70,7 @@ func TestPublishAllOrNothing(t *testing.T) {
 		{"every issue, not the first", []Op{
 			{Op: OpUpsert, Session: agentbridge.Snapshot{ID: "bad id", Harness: "a", Status: "sleeping"}},
 			{Op: OpDiagnostic, Diagnostic: agentbridge.Diagnostic{Code: "Bad_Code", Message: "m"}},
-		}, []string{"$[0].session.id invalid_id", "$[0].session.status invalid_enum", "$[1].diagnostic.code invalid_string"}},
+		}, []string{"$[0].session.id invalid_id", "$[0].session.status invalid_enum", "$[1].diagnostic.code invalid_id"}},
 		{"wait.finished needs the wait the earlier op opened", []Op{
 			{Op: OpEvent, SessionID: "s1", Harness: "a", Event: agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w1", State: agentbridge.StatusWaiting}},
 			{Op: OpEvent, SessionID: "s1", Event: agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w2"}},
@@ -83,7 +83,7 @@ func TestPublishAllOrNothing(t *testing.T) {
 		}, []string{"$[0].harness missing_field", "$[1].harness harness_not_enabled"}},
 		{"reset over the limit and duplicates", []Op{
 			{Op: OpReset, Sessions: []agentbridge.Snapshot{snap("d", "a", agentbridge.StatusIdle), snap("d", "a", agentbridge.StatusIdle)}},
-		}, []string{"$[0].sessions[1].id duplicate"}},
+		}, []string{"$[0].sessions[1] duplicate"}},
 		{"unknown op and bad remove id", []Op{
 			{Op: "patch"},
 			{Op: OpRemove, SessionID: ""},
@@ -99,7 +99,7 @@ func TestPublishAllOrNothing(t *testing.T) {
 			if _, err := h.SetHarness("p", "off", false); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap("keep", "a", agentbridge.StatusDone)}}); err != nil {
+			if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap("keep", "a", agentbridge.StatusIdle)}}); err != nil {
 				t.Fatal(err)
 			}
 			rev0, before := h.Sessions(Filter{})
@@ -675,7 +675,7 @@ func TestStreamFollowsSessions(t *testing.T) {
 				{},
 				{Statuses: []agentbridge.Status{agentbridge.StatusRunning, agentbridge.StatusWaiting}},
 				{Harnesses: []string{"b"}},
-				{Sources: []string{"run"}, Statuses: []agentbridge.Status{agentbridge.StatusDone}},
+				{Sources: []string{"run"}, Statuses: []agentbridge.Status{agentbridge.StatusIdle}},
 			}
 			type follower struct {
 				f   Filter
@@ -769,7 +769,7 @@ func TestSessionsSortedAndCopied(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sub := agentbridge.Subagent{ID: "x", Status: agentbridge.SubagentRunning}
+	sub := agentbridge.Subagent{ID: "x", Type: "explore", Status: agentbridge.SubagentRunning}
 	withSub := snap("b", "a", agentbridge.StatusRunning)
 	withSub.Subagents = []agentbridge.Subagent{sub}
 	for _, src := range []string{"q", "p"} {

@@ -290,7 +290,7 @@ func TestRemoteStreamEqualsSessions(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	harnesses := []string{"claude-code", "claude-desktop"}
-	statuses := []agentbridge.Status{agentbridge.StatusIdle, agentbridge.StatusRunning, agentbridge.StatusDone}
+	statuses := []agentbridge.Status{agentbridge.StatusIdle, agentbridge.StatusRunning, agentbridge.StatusBlocked}
 	for step := range 300 {
 		rm := r
 		if rng.IntN(2) == 0 {

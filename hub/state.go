@@ -127,9 +127,10 @@ type source struct {
 // sess is one session: the fold state and the (redacted, valid) snapshot
 // clients see.
 type sess struct {
-	fold *validate.Session
-	snap agentbridge.Snapshot
-	act  *agentbridge.Activity // nil: none; never changed once stored
+	fold  *validate.Session
+	snap  agentbridge.Snapshot
+	act   *agentbridge.Activity // nil: none; never changed once stored
+	ended *agentbridge.Ended    // nil: not ended; never changed once stored
 }
 
 // New returns an empty hub.
@@ -451,7 +452,7 @@ func (h *Hub) Sessions(f Filter) (uint64, []Entry) {
 			continue
 		}
 		for _, ss := range s.sessions {
-			all = append(all, Entry{Source: s.info.ID, Host: s.host, Snapshot: ss.snap, Activity: ss.act})
+			all = append(all, Entry{Source: s.info.ID, Host: s.host, Snapshot: ss.snap, Activity: ss.act, Ended: ss.ended})
 		}
 	}
 	h.mu.Unlock()
@@ -486,7 +487,7 @@ func (h *Hub) SessionOn(host, sourceID, id string) (Entry, bool) {
 	if !ok {
 		return Entry{}, false
 	}
-	return Entry{Source: sourceID, Host: host, Snapshot: ss.snap.Clone(), Activity: ss.act}, true
+	return Entry{Source: sourceID, Host: host, Snapshot: ss.snap.Clone(), Activity: ss.act, Ended: ss.ended}, true
 }
 
 // Diagnostics returns the most recent diagnostics (at most

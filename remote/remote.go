@@ -401,6 +401,7 @@ func decode(ev client.Event) (rec *hub.RemoteRecord, ok bool) {
 		Event      json.RawMessage `json:"event"`
 		Diagnostic json.RawMessage `json:"diagnostic"`
 		Activity   json.RawMessage `json:"activity"`
+		Ended      json.RawMessage `json:"ended"`
 	}
 	switch ev.Name {
 	case hub.NameReset, hub.NameUpsert, hub.NameRemove, hub.NameLifecycle, hub.NameDiagnostic:
@@ -421,6 +422,9 @@ func decode(ev client.Event) (rec *hub.RemoteRecord, ok bool) {
 		if len(d.Activity) > 0 && json.Unmarshal(d.Activity, &rec.Activity) != nil {
 			return nil, false
 		}
+		if len(d.Ended) > 0 && json.Unmarshal(d.Ended, &rec.Ended) != nil {
+			return nil, false
+		}
 	case hub.NameUpsert:
 		rec.Snapshot, issues = validate.DecodeSnapshot(d.Snapshot, nil)
 		var act *agentbridge.Activity
@@ -429,6 +433,13 @@ func decode(ev client.Event) (rec *hub.RemoteRecord, ok bool) {
 		}
 		if act != nil {
 			rec.Activity = map[string]*agentbridge.Activity{rec.Snapshot.ID: act}
+		}
+		var ended *agentbridge.Ended
+		if len(d.Ended) > 0 && json.Unmarshal(d.Ended, &ended) != nil {
+			return nil, false
+		}
+		if ended != nil {
+			rec.Ended = map[string]*agentbridge.Ended{rec.Snapshot.ID: ended}
 		}
 	case hub.NameLifecycle:
 		rec.Event, issues = validate.DecodeEvent(d.Event)

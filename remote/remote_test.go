@@ -94,9 +94,9 @@ func TestFollowOverHTTP(t *testing.T) {
 		}
 		devbox.Publish(t, "test-push", hub.Op{Op: hub.OpRemove, SessionID: "c"})
 	}
-	devbox.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("b", agentbridge.StatusDone)})
-	rec.Converge(t, local.Client(), nil, want("/test-push/a/idle", "devbox/test-push/a/running", "devbox/test-push/b/done"))
-	if l, _ := local.Client().Sessions(t.Context(), url.Values{"host": {"devbox"}}); strings.Join(hosts(l.Sessions), " ") != "devbox/test-push/a/running devbox/test-push/b/done" {
+	devbox.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("b", agentbridge.StatusBlocked)})
+	rec.Converge(t, local.Client(), nil, want("/test-push/a/idle", "devbox/test-push/a/running", "devbox/test-push/b/blocked"))
+	if l, _ := local.Client().Sessions(t.Context(), url.Values{"host": {"devbox"}}); strings.Join(hosts(l.Sessions), " ") != "devbox/test-push/a/running devbox/test-push/b/blocked" {
 		t.Errorf("?host=devbox lists %v", hosts(l.Sessions))
 	}
 	rec.CheckIDs(t)

@@ -91,13 +91,13 @@ func TestResumeReplaysExactly(t *testing.T) {
 			s := open(t, fx.srv.URL, nil)
 			s.next(t)
 			s.next(t)
-			rev := fx.upsert(t, "p", "s1", agentbridge.StatusExited)
+			rev := fx.upsert(t, "p", "s1", agentbridge.StatusBlocked)
 			last := s.until(t, rev)[0]
 			s.close()
 
 			var missed []uint64
-			for i := range 5 {
-				missed = append(missed, fx.upsert(t, "p", "s1", agentbridge.Statuses[i]))
+			for _, st := range agentbridge.Statuses {
+				missed = append(missed, fx.upsert(t, "p", "s1", st))
 			}
 			url, hdr := tt.cursor(fx.srv.URL, last.ID)
 			r := open(t, url, hdr)
@@ -291,7 +291,7 @@ func TestFilteredServe(t *testing.T) {
 	s := open(t, srv.URL, nil)
 	c := applied{}
 	c.apply(t, s.next(t))
-	pub(agentbridge.StatusDone)
+	pub(agentbridge.StatusIdle)
 	rm := s.next(t)
 	if rm.Event != "remove" || rm.ID != fmt.Sprint(h.Revision()) {
 		t.Errorf("event = %+v, want a remove with id %d", rm, h.Revision())
@@ -324,7 +324,7 @@ func TestSlowClientCutOff(t *testing.T) {
 
 	big := agentbridge.Snapshot{ID: "s1", Harness: "a", Status: agentbridge.StatusRunning, Title: strings.Repeat("t", 200)}
 	for i := range 64 {
-		big.Subagents = append(big.Subagents, agentbridge.Subagent{ID: fmt.Sprint("sub", i), Title: strings.Repeat("x", 200), Status: agentbridge.SubagentRunning})
+		big.Subagents = append(big.Subagents, agentbridge.Subagent{ID: fmt.Sprint("sub", i), Type: "explore", Title: strings.Repeat("x", 200), Status: agentbridge.SubagentRunning})
 	}
 	// The publisher waits for the fast client after every event (so it
 	// never falls behind) and stops once the slow one is cut off; it

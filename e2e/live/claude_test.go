@@ -269,7 +269,7 @@ func claudeApproval(t *testing.T, c agentCLI, approve bool) {
 	} else {
 		s = r.bridge.AwaitStatus(claudeSource, s.ID, "done", 20*time.Second)
 		_, err := os.Stat(marker)
-		r.checkf(os.IsNotExist(err) && s.LastTurn == "cancelled", "denied: marker %v, %s", err, s)
+		r.checkf(os.IsNotExist(err) && s.LastTurn == "interrupted", "denied: marker %v, %s", err, s)
 	}
 	r.checkf(s.WaitingFor == "", "no waitingFor once done: %s", s)
 	h := r.bridge.History(claudeSource, s.ID)
@@ -291,7 +291,7 @@ func claudeInterrupt(t *testing.T, c agentCLI) {
 	term.Keys("Escape")
 	r.model.AwaitDropped()
 	s = r.bridge.AwaitStatus(claudeSource, s.ID, "done", 20*time.Second)
-	r.checkf(s.LastTurn == "cancelled", "an interrupted turn is cancelled: %s", s)
+	r.checkf(s.LastTurn == "interrupted", "an interrupted turn is cancelled: %s", s)
 	// The next prompt is a turn of its own that completes.
 	term.Keys("C-u")
 	s = r.bridge.againCompletes(term, prompt, claudeSource, s.ID)

@@ -309,7 +309,7 @@ func codexInterrupt(t *testing.T, c agentCLI, daemon bool) {
 	s := r.session(20*time.Second, func(s snapshot) bool { return s.Status == "running" })
 	term.Keys("Escape")
 	s = r.bridge.AwaitStatus(codexSource, s.ID, "done", 20*time.Second)
-	r.checkf(s.LastTurn == "cancelled", "interrupted: %s", s)
+	r.checkf(s.LastTurn == "interrupted", "interrupted: %s", s)
 	s = r.bridge.againCompletes(term, prompt, codexSource, s.ID)
 }
 

@@ -166,7 +166,7 @@ func hostileHome(t *testing.T, planted []attack) {
 	})
 	bound := func(id string, pid int) func(*sourcestest.Hub) bool {
 		return func(h *sourcestest.Hub) bool {
-			s, ok := h.Snapshot(id)
+			s, ok := h.Shown(id)
 			return ok && s.PID == pid && s.Status == agentbridge.StatusRunning
 		}
 	}
@@ -186,7 +186,7 @@ func hostileHome(t *testing.T, planted []attack) {
 		t.Fatal(err)
 	}
 	h.WaitFor(t, "a registry change after the attacks", func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot(sid)
+		s, ok := h.Shown(sid)
 		return ok && s.Status == agentbridge.StatusWaiting
 	})
 	h.WaitFor(t, "typed diagnostics", func(h *sourcestest.Hub) bool {
@@ -262,7 +262,7 @@ func TestRegistryNamesAnotherProgram(t *testing.T) {
 		}
 		return false
 	})
-	if s, ok := h.Snapshot(sid); !ok || s.PID == other.Process.Pid || s.Status != agentbridge.StatusExited {
+	if s, ok := h.Shown(sid); !ok || s.PID == other.Process.Pid || s.Status != sourcestest.StatusExited {
 		t.Errorf("session %+v (found %v): want it exited, not bound to the other program", s, ok)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/proc/proctest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // TestReaderIsNotTheAgent: a rollout followed with tail -f (and read by a
@@ -55,12 +56,12 @@ func TestReaderIsNotTheAgent(t *testing.T) {
 			r.add(`"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"ok"}`)
 			st.waitFor(t, "the turn's end after the readers' exit", func(m map[string]agentbridge.Snapshot) bool {
 				s := m[id]
-				return s.Status == agentbridge.StatusDone && s.PID == writer.Process.Pid
+				return s.Status == sourcestest.StatusDone && s.PID == writer.Process.Pid
 			})
 			_ = writer.Process.Kill()
 			_ = writer.Wait()
 			st.waitFor(t, "the writer's exit", func(m map[string]agentbridge.Snapshot) bool {
-				return m[id].Status == agentbridge.StatusExited
+				return m[id].Status == sourcestest.StatusExited
 			})
 		})
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/proc/proctest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // daemonLike is a process that holds a rollout open for writing, as the
@@ -84,7 +85,7 @@ func TestDaemonClosesRollout(t *testing.T) {
 		`"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"ok"}`)
 	st.waitFor(t, "done, bound to the daemon", func(m map[string]agentbridge.Snapshot) bool {
 		s, ok := m[id]
-		return ok && s.Status == agentbridge.StatusDone && s.PID == daemon.cmd.Process.Pid
+		return ok && s.Status == sourcestest.StatusDone && s.PID == daemon.cmd.Process.Pid
 	})
 
 	// The daemon unloads the thread: it closes the rollout and lives on.
@@ -93,7 +94,7 @@ func TestDaemonClosesRollout(t *testing.T) {
 	closedAt := time.Now()
 	st.waitFor(t, "exited once the daemon closed the rollout", func(m map[string]agentbridge.Snapshot) bool {
 		s := m[id]
-		return s.Status == agentbridge.StatusExited && s.LastTurn == agentbridge.LastTurnCompleted
+		return s.Status == sourcestest.StatusExited && s.LastTurn == agentbridge.LastTurnCompleted
 	})
 	if d := time.Since(closedAt); d > 2*time.Second {
 		t.Errorf("the end showed %v after the close, want within 2 s", d)

@@ -16,6 +16,7 @@ import (
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 	"github.com/agentbridge/agentbridge/proc/proctest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // stream follows GET /v1/events?format=ndjson and applies it, as a client
@@ -90,7 +91,8 @@ func (s *stream) apply(ev client.Event) {
 }
 
 // waitFor waits (up to 10 s) until cond holds for the sessions the stream
-// has delivered; it fails with what and the last state otherwise.
+// has delivered, each status as a user sees it (sourcestest.ShownStatus);
+// it fails with what and the last state otherwise.
 func (s *stream) waitFor(t *testing.T, what string, cond func(map[string]agentbridge.Snapshot) bool) map[string]agentbridge.Snapshot {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
@@ -98,6 +100,7 @@ func (s *stream) waitFor(t *testing.T, what string, cond func(map[string]agentbr
 		s.mu.Lock()
 		snaps := map[string]agentbridge.Snapshot{}
 		for _, e := range s.state.Sessions() {
+			e.Snapshot.Status = sourcestest.ShownStatus(&e.Snapshot, e.Ended)
 			snaps[e.Snapshot.ID] = e.Snapshot
 		}
 		err, resets := s.err, s.resets
@@ -204,14 +207,14 @@ func TestLive(t *testing.T) {
 		`"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"done"}`)
 	st.waitFor(t, "done, completed", func(m map[string]agentbridge.Snapshot) bool {
 		s := m[parent]
-		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCompleted
+		return s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnCompleted
 	})
 	p.add(`"type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}`)
 	st.waitFor(t, "running again", func(m map[string]agentbridge.Snapshot) bool { return m[parent].Status == agentbridge.StatusRunning })
 	p.add(`"type":"event_msg","payload":{"type":"turn_aborted","turn_id":"t2","reason":"interrupted"}`)
 	st.waitFor(t, "done, cancelled", func(m map[string]agentbridge.Snapshot) bool {
 		s := m[parent]
-		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCancelled
+		return s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnInterrupted
 	})
 
 	// 4. A subagent thread, in a new date folder, is folded into its parent.
@@ -259,13 +262,14 @@ func TestLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	helper.Wait()
-	final := st.waitFor(t, "exited", func(m map[string]agentbridge.Snapshot) bool { return m[parent].Status == agentbridge.StatusExited })
-	if s := final[parent]; s.LastTurn != agentbridge.LastTurnCancelled || len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentCompleted {
+	final := st.waitFor(t, "exited", func(m map[string]agentbridge.Snapshot) bool { return m[parent].Status == sourcestest.StatusExited })
+	if s := final[parent]; s.LastTurn != agentbridge.LastTurnInterrupted || len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentCompleted {
 		t.Errorf("exited session %+v lost its last turn or subagents", s)
 	}
 	// What the stream built is what the hub holds.
 	_, entries := st.hub.Sessions(hub.Filter{Sources: []string{ID}})
 	for _, e := range entries {
+		e.Snapshot.Status = sourcestest.ShownStatus(&e.Snapshot, e.Ended) // as waitFor shows it
 		if !equalSnap(e.Snapshot, final[e.Snapshot.ID]) {
 			t.Errorf("hub has %+v, stream built %+v", e.Snapshot, final[e.Snapshot.ID])
 		}
@@ -310,7 +314,7 @@ func TestResumeAfterExit(t *testing.T) {
 		`"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"ok"}`)
 	st.waitFor(t, "bound to the first process", func(m map[string]agentbridge.Snapshot) bool {
 		s, ok := m[id]
-		return ok && s.Status == agentbridge.StatusDone && s.PID == first.Process.Pid
+		return ok && s.Status == sourcestest.StatusDone && s.PID == first.Process.Pid
 	})
 	// The session came from the source after its start-up reset: every
 	// start-up reset has been delivered by now.
@@ -319,7 +323,7 @@ func TestResumeAfterExit(t *testing.T) {
 	st.mu.Unlock()
 	_ = first.Process.Kill()
 	_ = first.Wait()
-	st.waitFor(t, "exited", func(m map[string]agentbridge.Snapshot) bool { return m[id].Status == agentbridge.StatusExited })
+	st.waitFor(t, "exited", func(m map[string]agentbridge.Snapshot) bool { return m[id].Status == sourcestest.StatusExited })
 
 	second := holdOpen(t, path)
 	r.add(`"type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}`)
@@ -331,7 +335,7 @@ func TestResumeAfterExit(t *testing.T) {
 	_ = second.Wait()
 	st.waitFor(t, "the second process's exit", func(m map[string]agentbridge.Snapshot) bool {
 		s, ok := m[id]
-		return ok && s.Status == agentbridge.StatusExited && s.LastTurn == agentbridge.LastTurnCompleted
+		return ok && s.Status == sourcestest.StatusExited && s.LastTurn == agentbridge.LastTurnCompleted
 	})
 	st.mu.Lock()
 	resets, gone := st.resets-startup, st.gone[id]

@@ -455,7 +455,10 @@ func derive(r chatRecord, st turnState) chatEntry {
 	case "error":
 		if st.open {
 			st.open, st.tools = false, ""
-			add(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeError, OccurredAt: at})
+			// its content is the error Gemini CLI showed (an API, quota or
+			// auth error): the snapshot's error
+			add(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeError, OccurredAt: at,
+				Summary: validate.ErrorText(contentText(r.Content))})
 		}
 	case "info":
 		if st.open && strings.HasPrefix(contentText(r.Content), "Request cancelled") {

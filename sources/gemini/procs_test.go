@@ -87,11 +87,11 @@ func TestChatBoundToItsWriter(t *testing.T) {
 	sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T10-00-11111111.jsonl"), meta(sid, projectHash(cwd)))
 	sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T10-00-99999999.jsonl"), meta(other, projectHash("/elsewhere")))
 	h.WaitFor(t, "the session bound to the writer", func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot(sid)
+		s, ok := h.Shown(sid)
 		return ok && s.PID == child
 	})
 	for _, id := range []string{old, other} {
-		if s, _ := h.Snapshot(id); s.PID != 0 {
+		if s, _ := h.Shown(id); s.PID != 0 {
 			t.Errorf("session %s bound to %d (wrapper %d, child %d)", id, s.PID, wrapper, child)
 		}
 	}
@@ -102,7 +102,7 @@ func TestChatBoundToItsWriter(t *testing.T) {
 	if err := p.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	h.WaitFor(t, "exited", kittest.Status(sid, agentbridge.StatusExited))
+	h.WaitFor(t, "exited", kittest.Status(sid, sourcestest.StatusExited))
 }
 
 // pickWriter: a process that started after the chat's last write did

@@ -14,6 +14,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // Errors of a database read.
@@ -224,6 +226,7 @@ func messageCols(col, prefix string) []string {
 	return []string{
 		str(col, prefix+".role"), num(col, prefix+".time.created"), num(col, prefix+".time.completed"),
 		str(col, prefix+".finish"), str(col, prefix+".error.name"), str(col, prefix+".modelID"),
+		fmt.Sprintf("substr(%s,1,%d)", str(col, prefix+".error.data.message"), validate.MaxError),
 	}
 }
 func partCols(col, prefix string) []string {
@@ -241,11 +244,11 @@ type scanner interface{ Scan(dest ...any) error }
 // messageDest returns the scan destinations of messageCols and the
 // function that fills m from them after the scan.
 func messageDest(m *MessageInfo) ([]any, func()) {
-	var role, finish, errName, model sql.NullString
+	var role, finish, errName, model, errText sql.NullString
 	var created, completed sql.NullInt64
-	return []any{&role, &created, &completed, &finish, &errName, &model}, func() {
+	return []any{&role, &created, &completed, &finish, &errName, &model, &errText}, func() {
 		m.Role, m.Created, m.Completed = role.String, created.Int64, completed.Int64
-		m.Finish, m.Error, m.Model = finish.String, errName.String, model.String
+		m.Finish, m.Error, m.Model, m.ErrorText = finish.String, errName.String, model.String, errText.String
 	}
 }
 
