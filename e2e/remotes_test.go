@@ -91,9 +91,9 @@ func TestRemotes(t *testing.T) {
 
 	// A change on a remote reaches the local stream, labelled, at once.
 	start := time.Now()
-	devbox.publish(up("a", "done"))
+	devbox.publish(up("a", "blocked"))
 	wsl.publish(up("w", "running"))
-	rec.Converge(t, lc, nil, is("/a/idle devbox/a/done wsl/w/running"))
+	rec.Converge(t, lc, nil, is("/a/idle devbox/a/blocked wsl/w/running"))
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("remote changes took %v to arrive", d) // the benchmark holds the 100 ms target
 	}
