@@ -21,6 +21,8 @@ const (
 	CodeSchema     = "opencode-schema-unknown"      // a database lacks a table or column the source reads: not read
 	CodeDrift      = "opencode-event-version"       // journal events of a version the source does not know were skipped
 	CodeUnreadable = "opencode-database-unreadable" // not a database, corrupt, or not a regular file
+	CodeRefused    = "opencode-database-refused"    // a view, virtual table, generated column or trigger where the source reads: not read
+	CodeLimit      = "opencode-database-limit"      // a read passed its deadline, SQLite's memory cap or the longest value: read again on its next change
 )
 
 // maxRuns bounds the log runs remembered (the session each last named).
@@ -301,6 +303,10 @@ func (h *handler) failed(p string, err error) {
 		h.log.Debug("opencode database being created (no header yet): not opened, read again on its next change")
 	case errors.Is(err, ErrBusy):
 		h.log.Debug("opencode database busy: read again on its next change")
+	case errors.As(err, &se) && se.Refused != "":
+		h.once(p+"\x00refused", CodeRefused, "an opencode database was not read: "+se.Error()+" where the source reads only tables; its sessions are not reported")
+	case errors.Is(err, ErrLimit):
+		h.once(p+"\x00limit", CodeLimit, "an opencode database was not read: a read passed its deadline, SQLite's memory cap or the longest value it takes; it is read again when it changes")
 	case errors.As(err, &se) && se.Table == "session" && se.Column == "":
 		h.log.Debug("opencode database without tables yet (being created): read again on its next change")
 	case errors.As(err, &se):
