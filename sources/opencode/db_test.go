@@ -134,7 +134,7 @@ func TestReadDeadline(t *testing.T) {
 	// Sessions whose parents chain back far: the scan's ancestor query
 	// works through all of them.
 	now := time.Now().UnixMilli()
-	w.exec("INSERT INTO session (id, project_id, parent_id, directory, title, time_created, time_updated) " + endless +
+	w.exec("INSERT INTO session (id, project_id, parent_id, directory, title, time_created, time_updated) "+endless+
 		" SELECT 'ses_'||n, 'p', 'ses_'||(n+1), '/srv/app', 't', ?1, ?1 FROM c LIMIT 20000", now)
 	d, err := OpenDB(slow)
 	if err != nil {
