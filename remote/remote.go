@@ -114,10 +114,10 @@ func Run(ctx context.Context, r *hub.Remote, c config.Remote, o Options) error {
 
 // follower is one remote being followed.
 type follower struct {
-	r    *hub.Remote
-	c    config.Remote
-	o    Options
-	log  *slog.Logger
+	r      *hub.Remote
+	c      config.Remote
+	o      Options
+	log    *slog.Logger
 	msgs   chan msg
 	queued *budget // the bytes of the records in msgs
 
