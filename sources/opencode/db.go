@@ -74,8 +74,8 @@ type SchemaError struct {
 
 func (e *SchemaError) Error() string {
 	switch {
-	case e.Refused == "trigger":
-		return "opencode database: it has a trigger"
+	case e.Refused != "" && e.Table == "" || e.Refused == "trigger":
+		return "opencode database: it has a " + e.Refused
 	case e.Refused != "" && e.Column != "":
 		return fmt.Sprintf("opencode database: table %s has a %s", e.Table, e.Refused)
 	case e.Refused != "":
@@ -130,9 +130,9 @@ type DB struct {
 // never creates, writes or checkpoints the database, and never writes a
 // temporary file (temp_store MEMORY; SQLite's memory is capped, see
 // heapLimit). The schema is checked before any other query: the tables
-// the source reads must be tables (not views or virtual tables) without
-// virtual generated columns, and the database holds no trigger; else a
-// *SchemaError with Refused set.
+// the source reads must be tables (not views) without virtual generated
+// columns, and the database holds no trigger and no virtual table
+// (opencode makes neither); else a *SchemaError with Refused set.
 //
 // A file shorter than a database header is not opened (ErrNotReady):
 // opencode creates its database empty, then writes its first page, which
@@ -238,9 +238,9 @@ func classify(ctx context.Context, err error) error {
 // when it exists.
 var readTables = []string{"session", "message", "part", "event", "migration"}
 
-// schema checks, before any other query, what a read could run (views,
-// virtual tables, virtual generated columns, triggers: refused), then the
-// tables and columns the source reads.
+// schema checks, before any other query, what a read could run (views of
+// the tables read, virtual generated columns in them, any virtual table or
+// trigger: refused), then the tables and columns the source reads.
 func (d *DB) schema(ctx context.Context) error {
 	queries.Add(1)
 	rows, err := d.db.QueryContext(ctx, `SELECT type, lower(substr(name,1,64)), lower(ltrim(substr(sql,1,64))) LIKE 'create virtual%'
@@ -260,11 +260,14 @@ func (d *DB) schema(ctx context.Context) error {
 		read := slices.Contains(readTables, name.String)
 		switch {
 		case typ.String == "trigger":
-			err = &SchemaError{Table: name.String, Refused: "trigger"}
+			err = &SchemaError{Refused: "trigger"}
 		case typ.String == "view" && read:
 			err = &SchemaError{Table: name.String, Refused: "view"}
-		case typ.String == "table" && read && virtual.Bool:
-			err = &SchemaError{Table: name.String, Refused: "virtual table"}
+		case typ.String == "table" && virtual.Bool: // opencode makes none
+			err = &SchemaError{Refused: "virtual table"}
+			if read {
+				err = &SchemaError{Table: name.String, Refused: "virtual table"}
+			}
 		}
 		if err != nil {
 			rows.Close()

@@ -61,6 +61,11 @@ var hostileSchemas = []struct {
 		},
 		code: CodeRefused, refused: "virtual table",
 	},
+	{
+		name:    "a virtual table of another name",
+		session: []string{oldSchema[0], "CREATE VIRTUAL TABLE search USING fts5(body)"},
+		code:    CodeRefused, refused: "virtual table",
+	},
 }
 
 // hostileDB writes one of hostileSchemas at p.

@@ -304,7 +304,7 @@ func (h *handler) failed(p string, err error) {
 	case errors.Is(err, ErrBusy):
 		h.log.Debug("opencode database busy: read again on its next change")
 	case errors.As(err, &se) && se.Refused != "":
-		h.once(p+"\x00refused", CodeRefused, "an opencode database was not read: "+se.Error()+" where the source reads only tables; its sessions are not reported")
+		h.once(p+"\x00refused", CodeRefused, "an opencode database was not read ("+se.Error()+"): the source reads only plain tables and runs nothing a database defines; its sessions are not reported")
 	case errors.Is(err, ErrLimit):
 		h.once(p+"\x00limit", CodeLimit, "an opencode database was not read: a read passed its deadline, SQLite's memory cap or the longest value it takes; it is read again when it changes")
 	case errors.As(err, &se) && se.Table == "session" && se.Column == "":
