@@ -99,6 +99,11 @@ var required = map[string][]string{
 // several queries within the same wake.
 const maxRows = 2000
 
+// maxPages bounds the queries of maxRows one read of the event journal
+// runs (and so the records it holds); the rest waits for the next read
+// (More).
+const maxPages = 16
+
 // maxText bounds the prompt text taken from a part, maxErrorText a tool's
 // error (only its start is compared).
 const (
@@ -124,7 +129,12 @@ type DB struct {
 	mark     int64  // tables: the latest time_updated read
 	atMark   map[string]int64
 	drift    map[string]int // unknown event versions by type family
+	more     bool           // the last read of the journal stopped at maxPages
 }
+
+// More reports whether the last Changes left journal rows to read: the
+// caller reads again (soon, not on a timer).
+func (d *DB) More() bool { return d.more }
 
 // OpenDB opens the database at path read-only and checks its schema. It
 // never creates, writes or checkpoints the database, and never writes a
@@ -648,6 +658,8 @@ func (d *DB) journal(ctx context.Context) ([]Record, error) {
 		` AS d FROM event WHERE rowid > ? ORDER BY rowid LIMIT ?)`
 	var out []Record
 	last := d.last
+	d.more = false
+	pages := 0
 	for {
 		queries.Add(1)
 		rows, err := tx.QueryContext(ctx, q, last, maxRows)
@@ -671,6 +683,10 @@ func (d *DB) journal(ctx context.Context) ([]Record, error) {
 			return nil, err
 		}
 		if n < maxRows {
+			break
+		}
+		if pages++; pages == maxPages {
+			d.more = true // the rest on the next read
 			break
 		}
 	}

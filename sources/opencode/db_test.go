@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -176,5 +177,35 @@ func TestConnectionBounds(t *testing.T) {
 	err = d.db.QueryRowContext(t.Context(), "SELECT length(printf('%.*c', ?, 'x'))", maxValue+1).Scan(&n)
 	if !errors.Is(classify(t.Context(), err), ErrLimit) {
 		t.Errorf("a value over maxValue: %d, %v; want ErrLimit", n, err)
+	}
+}
+
+// TestJournalBacklogInPages: a read of the event journal holds at most
+// maxPages queries of rows; More says the rest waits for the next read,
+// which takes it up where the first stopped.
+func TestJournalBacklogInPages(t *testing.T) {
+	p := copyDB(t, tuiFixture)
+	w := openWriter(t, p)
+	d, err := OpenDB(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.Scan(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	total := maxPages*maxRows + 500
+	w.exec("INSERT INTO event (id, aggregate_id, seq, type, data) "+endless+
+		" SELECT 'evt_bl'||n, 'ses_bl', 1000+n, 'message.updated.1', '{\"info\":{\"id\":\"msg_'||n||'\",\"sessionID\":\"ses_bl\",\"role\":\"user\"}}' FROM c LIMIT ?", total)
+	first, err := d.Changes(t.Context())
+	if err != nil || len(first) != maxPages*maxRows || !d.More() {
+		t.Fatalf("first read: %d records, more %v, %v; want %d and more", len(first), d.More(), err, maxPages*maxRows)
+	}
+	rest, err := d.Changes(t.Context())
+	if err != nil || len(rest) != 500 || d.More() {
+		t.Fatalf("second read: %d records, more %v, %v; want 500 and no more", len(rest), d.More(), err)
+	}
+	if a, b := first[len(first)-1].Message.ID, rest[0].Message.ID; a != fmt.Sprint("msg_", maxPages*maxRows) || b != fmt.Sprint("msg_", maxPages*maxRows+1) {
+		t.Errorf("the second read starts at %s after %s", b, a)
 	}
 }

@@ -282,6 +282,11 @@ func (h *handler) read(p string) {
 	}
 	h.log.Debug("opencode database read", "db", p, "records", len(recs), "last", d.last)
 	h.apply(p, recs)
+	if d.More() {
+		// A backlog larger than one read: the rest after this wake, so
+		// that the log and the other databases are read in between.
+		h.Post(func() { h.dirty[p] = true })
+	}
 	for family, n := range d.Drift() {
 		h.Diagnostic(agentbridge.Diagnostic{Code: CodeDrift, Message: fmt.Sprintf(
 			"skipped %d opencode journal events of type %s with a version this source does not know", n, family)})
