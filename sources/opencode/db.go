@@ -102,7 +102,7 @@ const maxRows = 2000
 // maxPages bounds the queries of maxRows one read of the event journal
 // runs (and so the records it holds); the rest waits for the next read
 // (More).
-const maxPages = 16
+const maxPages = 4
 
 // maxText bounds the prompt text taken from a part, maxErrorText a tool's
 // error (only its start is compared).

@@ -184,6 +184,9 @@ func TestConnectionBounds(t *testing.T) {
 // maxPages queries of rows; More says the rest waits for the next read,
 // which takes it up where the first stopped.
 func TestJournalBacklogInPages(t *testing.T) {
+	old := readDeadline
+	readDeadline = time.Minute // the race detector slows SQLite down many times
+	t.Cleanup(func() { readDeadline = old })
 	p := copyDB(t, tuiFixture)
 	w := openWriter(t, p)
 	d, err := OpenDB(p)
