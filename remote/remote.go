@@ -209,7 +209,11 @@ func (f *follower) deliver(ctx context.Context, ev client.Event) error {
 		return nil // not a record of the remote's own sessions
 	}
 	size := f.queued.take(ctx, int64(len(ev.Data)))
-	if size < 0 || !f.send(ctx, msg{rec: rec, size: size}) {
+	if size < 0 {
+		return ctx.Err()
+	}
+	if !f.send(ctx, msg{rec: rec, size: size}) {
+		f.queued.give(size) // never queued
 		return ctx.Err()
 	}
 	return nil
