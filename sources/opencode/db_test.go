@@ -189,14 +189,7 @@ func TestJournalBacklogInPages(t *testing.T) {
 	t.Cleanup(func() { readDeadline = old })
 	p := copyDB(t, tuiFixture)
 	w := openWriter(t, p)
-	d, err := OpenDB(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if _, err := d.Scan(t.Context(), 0); err != nil {
-		t.Fatal(err)
-	}
+	d := scanned(t, p)
 	total := maxPages*maxRows + 500
 	w.exec("INSERT INTO event (id, aggregate_id, seq, type, data) "+endless+
 		" SELECT 'evt_bl'||n, 'ses_bl', 1000+n, 'message.updated.1', '{\"info\":{\"id\":\"msg_'||n||'\",\"sessionID\":\"ses_bl\",\"role\":\"user\"}}' FROM c LIMIT ?", total)
@@ -211,4 +204,19 @@ func TestJournalBacklogInPages(t *testing.T) {
 	if a, b := first[len(first)-1].Message.ID, rest[0].Message.ID; a != fmt.Sprint("msg_", maxPages*maxRows) || b != fmt.Sprint("msg_", maxPages*maxRows+1) {
 		t.Errorf("the second read starts at %s after %s", b, a)
 	}
+}
+
+// scanned opens the database at p and scans it whole; it is closed when
+// the test ends.
+func scanned(t *testing.T, p string) *DB {
+	t.Helper()
+	d, err := OpenDB(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if _, err := d.Scan(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
