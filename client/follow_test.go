@@ -183,3 +183,28 @@ func TestFollowEnds(t *testing.T) {
 		}
 	})
 }
+
+// TestResetsBackoff: only a connection that delivered events and ended
+// cleanly (or was lost) starts the backoff again at Min; one that broke
+// the stream's rules (a line without end, a bad event) after a valid
+// record keeps backing off, so that such a bridge is not retried at full
+// speed.
+func TestResetsBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		delivered bool
+		err       error
+		want      bool
+	}{
+		{"delivered, the bridge ended the stream", true, nil, true},
+		{"delivered, connection lost", true, errors.New("connection reset by peer"), true},
+		{"delivered, then a line too long", true, fmt.Errorf("read: %w", client.ErrLineTooLong), false},
+		{"delivered, then a bad event", true, fmt.Errorf("line 3: %w", client.ErrBadEvent), false},
+		{"nothing delivered", false, nil, false},
+		{"nothing delivered, a line too long", false, client.ErrLineTooLong, false},
+	} {
+		if got := client.ResetsBackoff(tc.delivered, tc.err); got != tc.want {
+			t.Errorf("%s: ResetsBackoff = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

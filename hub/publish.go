@@ -179,10 +179,7 @@ func (h *Hub) commit(t *txn) {
 			h.floor = ev
 		}
 		if d, ok := p.data.(diagData); ok {
-			h.diags = append(h.diags, DiagnosticEntry{Source: s.info.ID, Host: s.host, Revision: h.rev, Diagnostic: d.Diagnostic, At: h.now().UnixMilli()})
-			if n := len(h.diags) - DefaultDiagnostics; n > 0 {
-				h.diags = slices.Delete(h.diags, 0, n)
-			}
+			h.diags = keepDiagnostics(append(h.diags, DiagnosticEntry{Source: s.info.ID, Host: s.host, Revision: h.rev, Diagnostic: d.Diagnostic, At: h.now().UnixMilli()}))
 		}
 		h.met.published(e.rec.Name)
 		h.deliver(e)
@@ -469,4 +466,44 @@ func addEnded(m map[string]*agentbridge.Ended, id string, e *agentbridge.Ended) 
 // same reports whether two sessions look the same to a client.
 func (ss *sess) same(o *sess) bool {
 	return snapshotEqual(&ss.snap, &o.snap) && ss.act.Equal(o.act) && ss.ended.Equal(o.ended)
+}
+
+// Per-origin bounds of the recent diagnostics (DefaultDiagnostics in all):
+// one remote keeps at most MaxRemoteDiagnostics, all remotes together at
+// most half, so that a remote that floods its diagnostics never pushes out
+// this bridge's own.
+const MaxRemoteDiagnostics = DefaultDiagnostics / 4
+
+// keepDiagnostics bounds the recent diagnostics after one was appended:
+// the oldest of its remote when that remote holds more than
+// MaxRemoteDiagnostics, the oldest remote one when the remotes hold more
+// than half, the oldest of all past DefaultDiagnostics.
+func keepDiagnostics(d []DiagnosticEntry) []DiagnosticEntry {
+	host := d[len(d)-1].Host
+	if host != "" {
+		same, remote, firstSame, firstRemote := 0, 0, -1, -1
+		for i, e := range d {
+			if e.Host == "" {
+				continue
+			}
+			if remote++; firstRemote < 0 {
+				firstRemote = i
+			}
+			if e.Host == host {
+				if same++; firstSame < 0 {
+					firstSame = i
+				}
+			}
+		}
+		switch {
+		case same > MaxRemoteDiagnostics:
+			d = slices.Delete(d, firstSame, firstSame+1)
+		case remote > DefaultDiagnostics/2:
+			d = slices.Delete(d, firstRemote, firstRemote+1)
+		}
+	}
+	if n := len(d) - DefaultDiagnostics; n > 0 {
+		d = slices.Delete(d, 0, n)
+	}
+	return d
 }

@@ -93,14 +93,7 @@ func TestSchemaDrift(t *testing.T) {
 	t.Run("event of another version", func(t *testing.T) {
 		p := copyDB(t, tuiFixture)
 		w := openWriter(t, p)
-		d, err := OpenDB(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		if _, err := d.Scan(context.Background(), 0); err != nil {
-			t.Fatal(err)
-		}
+		d := scanned(t, p)
 		w.exec(`INSERT INTO event (id, aggregate_id, seq, type, data) VALUES ('evt_x', 'ses_x', 99, 'message.part.updated.2', '{"part":{"id":"prt_x","state":{"status":"running"}}}')`)
 		recs, err := d.Changes(context.Background())
 		if err != nil || len(recs) != 0 {
