@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge/api"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 )
 
 // hostileJournal is a short live session of the example agent in cwd.
@@ -100,7 +101,7 @@ func hostileHome(t *testing.T, home string) (exHome, repo string) {
 func rssKB(t *testing.T) int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		t.Skip("no /proc/self/status")
+		testenv.Missing(t, "no /proc/self/status")
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
@@ -92,7 +93,7 @@ func vmRSS(t *testing.T) int64 {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		t.Skipf("no /proc/self/status: %v", err)
+		testenv.Missing(t, "no /proc/self/status: %v", err)
 	}
 	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
 		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
@@ -100,7 +101,7 @@ func vmRSS(t *testing.T) int64 {
 			return kb << 10
 		}
 	}
-	t.Skip("no VmRSS")
+	testenv.Missing(t, "no VmRSS")
 	return 0
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -163,7 +164,7 @@ func startProcess(t *testing.T, name, dir string) *exec.Cmd {
 	if name != "" {
 		src, err := exec.LookPath("sleep")
 		if err != nil {
-			t.Skip("no sleep binary")
+			testenv.Missing(t, "no sleep binary")
 		}
 		b, err := os.ReadFile(src)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
@@ -22,11 +23,11 @@ func geminiProcess(t *testing.T, cwd string) (wrapper, child int) {
 	t.Helper()
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("needs sh")
+		testenv.Missing(t, "needs sh")
 	}
 	data, err := os.ReadFile(sh)
 	if err != nil {
-		t.Skip("cannot copy sh")
+		testenv.Missing(t, "cannot copy sh")
 	}
 	wrap := filepath.Join(t.TempDir(), "gemini")
 	if err := os.WriteFile(wrap, data, 0o755); err != nil {
