@@ -32,7 +32,7 @@ func expectClosed(t *testing.T, got chan string, want string) {
 		if p != want {
 			t.Fatalf("closed %q, want %q", p, want)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatalf("no close reported for %s", filepath.Base(want))
 	}
 }
@@ -162,7 +162,7 @@ func TestCloseWatchEndsWithContext(t *testing.T) {
 	cancel()
 	select {
 	case <-w.done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("the watch goroutine did not end with its context")
 	}
 }

@@ -25,9 +25,9 @@ import (
 
 // Bounds of TestHostileHome: what the attacks in place may cost.
 const (
-	hostileHeap = 32 << 20 // heap growth
-	hostileRSS  = 64 << 20 // VmRSS growth
-	hostileStop = 2 * time.Second
+	hostileHeap = 32 << 20    // heap growth
+	hostileRSS  = 64 << 20    // VmRSS growth
+	hostileStop = time.Minute // a Run that has not returned by then hangs
 )
 
 // attack plants one hostile side file, made unique by n, in a home whose

@@ -42,7 +42,7 @@ func appendRead(t testing.TB, path, s string) {
 	t.Helper()
 	before := sources.ReadActivity().Reads
 	sourcestest.Append(t, path, s)
-	for deadline := time.Now().Add(5 * time.Second); sources.ReadActivity().Reads == before; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); sources.ReadActivity().Reads == before; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the source did not read the journal")
 		}
