@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -57,11 +58,14 @@ func (term *terminal) tmux(args ...string) (string, error) {
 	return string(out), err
 }
 
-// close ends the tmux server (the pane's processes get SIGHUP) and waits
-// until every process of the CLI has exited, so that nothing writes into
-// the test's directories after the test.
+// close ends the tmux server (the pane's process group gets SIGHUP), asks
+// the CLI's other processes to end too (SIGTERM: a daemon it started in a
+// session of its own gets no hangup), and waits until every one of them
+// has exited, so that nothing writes into the test's directories after
+// the test.
 func (term *terminal) close() {
 	term.tmux("kill-server")
+	term.procs.signal(syscall.SIGTERM)
 	term.procs.await(term.t, 30*time.Second)
 }
 
