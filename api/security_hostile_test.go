@@ -87,7 +87,7 @@ func TestHostileNoRedirectLeavesTheOrigin(t *testing.T) {
 // cleaning), with the fixture's Host, over a fresh connection.
 func (f *hardFixture) sendRaw(t *testing.T, target string) (*http.Response, string) {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", f.host, 5*time.Second)
+	c, err := net.DialTimeout("tcp", f.host, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func openFDs(t *testing.T) int {
 // sends it, and returns the connection.
 func (f *hardFixture) stalledPost(t *testing.T, auth bool) net.Conn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", f.host, 5*time.Second)
+	c, err := net.DialTimeout("tcp", f.host, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestHostileStalledBodies(t *testing.T) {
 	if resp, body := f.send(t, hardRoute{"GET", "/v1/sources", ""}, okHeaders(nil)); resp.StatusCode != 200 {
 		t.Errorf("after 100 stalled POSTs: GET /v1/sources %d %s", resp.StatusCode, body)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for openFDs(t) > base+5 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond) // the server closes its ends asynchronously
 	}
@@ -206,7 +206,7 @@ func TestHostileStalledBodies(t *testing.T) {
 func TestHostileBodyKeepsTheConnection(t *testing.T) {
 	t.Parallel()
 	f := newHardFixture(t, nil)
-	c, err := net.DialTimeout("tcp", f.host, 5*time.Second)
+	c, err := net.DialTimeout("tcp", f.host, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
