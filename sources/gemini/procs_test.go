@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -133,6 +134,38 @@ func TestPickWriter(t *testing.T) {
 	} {
 		if got := pickWriter(c.cands, c.mtime, c.bound); got != c.want {
 			t.Errorf("%s: pickWriter = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// relaunched: of each Gemini CLI, its relaunched child writes (or the one
+// process when it did not relaunch); the child's own children that still
+// carry its command line (a command between fork and exec) are not
+// writers, nor is the waiting wrapper.
+func TestRelaunched(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	p := func(pid, ppid int, d time.Duration) proc.Process {
+		return proc.Process{PID: pid, PPID: ppid, Started: t0.Add(d)}
+	}
+	for _, c := range []struct {
+		name string
+		all  []proc.Process
+		want []int
+	}{
+		{"none", nil, nil},
+		{"not relaunched", []proc.Process{p(10, 1, 0)}, []int{10}},
+		{"relaunched", []proc.Process{p(10, 1, 0), p(11, 10, time.Second)}, []int{11}},
+		{"the child forking git", []proc.Process{p(10, 1, 0), p(11, 10, time.Second), p(12, 11, time.Minute)}, []int{11}},
+		{"listed child first", []proc.Process{p(12, 11, time.Minute), p(11, 10, time.Second), p(10, 1, 0)}, []int{11}},
+		{"two CLIs", []proc.Process{p(10, 1, 0), p(11, 10, time.Second), p(20, 1, 0), p(21, 20, time.Second), p(22, 21, time.Minute)}, []int{11, 21}},
+	} {
+		var got []int
+		for _, w := range relaunched(c.all) {
+			got = append(got, w.PID)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: relaunched = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
