@@ -35,7 +35,7 @@ nodetest: build
 	cd extensions/terminay && AGENTBRIDGE_BIN=$(abspath $(BIN)) node --test
 
 live: ## the real agent CLIs (pinned, from npm, cached) offline against a scripted model server, in tmux; prints scenarios × agents
-	cd e2e/live && AGENTBRIDGE_LIVE=1 $(GO) test -count=1 -timeout 45m
+	cd e2e/live && AGENTBRIDGE_LIVE=1 $(GO) test -count=1 -timeout 50m
 
 bench: ## benchmarks and the end-to-end bench, each next to a baseline measured in the same run (~5-8 min)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -136,7 +136,7 @@ func (term *terminal) AwaitNoScreen(timeout time.Duration, text string) string {
 }
 
 func (term *terminal) waitScreen(timeout time.Duration, ok func(string) bool) (string, bool) {
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(slow(timeout))
 	for {
 		s := term.Screen()
 		if ok(s) {

@@ -105,6 +105,16 @@ func TestChatBoundToItsWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.WaitFor(t, "exited", kittest.Status(sid, agentbridge.StatusExited))
+
+	// gemini --resume: a new process takes the chat up and writes it; the
+	// session is bound to it, no longer exited.
+	_, child2 := geminiProcess(t, cwd)
+	sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T10-00-11111111.jsonl"),
+		meta(sid, projectHash(cwd))) // what the resumed CLI writes first
+	h.WaitFor(t, "the resumed session bound to the new writer", func(h *sourcestest.Hub) bool {
+		s, ok := h.Snapshot(sid)
+		return ok && s.PID == child2 && s.Status != agentbridge.StatusExited
+	})
 }
 
 // pickWriter: a process that started after the chat's last write did
