@@ -88,7 +88,7 @@ func TestRevisionFileHostile(t *testing.T) {
 			if err == nil {
 				t.Errorf("Load(%s) succeeded", filepath.Base(p))
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(time.Minute):
 			if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 				f.Close()
 			}

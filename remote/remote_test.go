@@ -287,7 +287,7 @@ func TestFloodingRemoteIsBounded(t *testing.T) {
 	follow(t, local, config.Remote{ID: "devbox", SSH: "dev.example"}, remote.Options{SSH: script, Linger: time.Hour, Queue: 64})
 	select {
 	case <-last:
-	case <-time.After(20 * time.Second):
+	case <-time.After(5 * time.Minute): // a hang, not a speed: the benchmark has the target
 		t.Fatal("the remote's last state never reached the local client")
 	}
 	if sub.CutOff() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
@@ -53,7 +54,7 @@ func sleeper(t *testing.T) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sleep", "600")
 	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start a child process: %v", err)
+		testenv.Missing(t, "cannot start a child process: %v", err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd
@@ -117,7 +118,7 @@ func TestBindPIDAfterExit(t *testing.T) {
 			// A dead pid does not take the session up.
 			dead := exec.Command("true")
 			if err := dead.Run(); err != nil {
-				t.Skipf("cannot run a child process: %v", err)
+				testenv.Missing(t, "cannot run a child process: %v", err)
 			}
 			sourcestest.Append(t, p, fmt.Sprintf("s1 bind %d\n", dead.Process.Pid))
 

@@ -368,7 +368,7 @@ func (b *bridge) Await(what string, timeout time.Duration, cond func() bool) {
 }
 
 func (b *bridge) await(timeout time.Duration, cond func() bool) error {
-	deadline := time.After(timeout)
+	deadline := time.After(slow(timeout))
 	for {
 		b.mu.Lock()
 		ch := b.changed

@@ -103,7 +103,7 @@ func (r *claudeRig) headless(prompt string, args ...string) string {
 	cmd := exec.Command(r.bin, append([]string{"-p", prompt}, args...)...)
 	cmd.Dir, cmd.Env = r.cwd, r.env()
 	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
+	out, err := tracked(r.t, cmd).CombinedOutput()
 	if err != nil {
 		r.t.Fatalf("claude -p: %v\n%s\nmodel requests:\n%s", err, out, r.model.Log())
 	}
@@ -359,14 +359,7 @@ func quit(term *terminal, command string) {
 	term.Type(command)
 	time.Sleep(300 * time.Millisecond)
 	term.Keys("Enter")
-	deadline := time.Now().Add(30 * time.Second)
-	for !term.Dead() {
-		if time.Now().After(deadline) {
-			term.t.Fatalf("the CLI did not quit:\n%s", term.Screen())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	awaitGone(pid, 10*time.Second)
+	term.awaitExit(pid)
 }
 
 // Quit shows exited; `claude --resume <id>` brings the same session back

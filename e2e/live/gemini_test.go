@@ -140,14 +140,7 @@ func geminiQuit(term *terminal) {
 	term.t.Helper()
 	pid := term.PID()
 	geminiPrompt(term, "/quit")
-	deadline := time.Now().Add(30 * time.Second)
-	for !term.Dead() {
-		if time.Now().After(deadline) {
-			term.t.Fatalf("the CLI did not quit:\n%s", term.Screen())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	awaitGone(pid, 10*time.Second)
+	term.awaitExit(pid)
 }
 
 // checkf fails the test with the rig's chats and model log.

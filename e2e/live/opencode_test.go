@@ -109,7 +109,7 @@ func (r *opencodeRig) headless(prompt string) string {
 	cmd := exec.Command(r.bin, "run", "--auto", prompt)
 	cmd.Dir, cmd.Env = r.cwd, r.env()
 	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
+	out, err := tracked(r.t, cmd).CombinedOutput()
 	if err != nil {
 		r.t.Fatalf("opencode run: %v\n%s\nmodel requests:\n%s", err, out, r.model.Log())
 	}

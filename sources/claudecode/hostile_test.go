@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
@@ -24,9 +25,9 @@ import (
 
 // Bounds of TestHostileHome: what the attacks in place may cost.
 const (
-	hostileHeap = 32 << 20 // heap growth
-	hostileRSS  = 64 << 20 // VmRSS growth
-	hostileStop = 2 * time.Second
+	hostileHeap = 32 << 20    // heap growth
+	hostileRSS  = 64 << 20    // VmRSS growth
+	hostileStop = time.Minute // a Run that has not returned by then hangs
 )
 
 // attack plants one hostile side file, made unique by n, in a home whose
@@ -92,7 +93,7 @@ func vmRSS(t *testing.T) int64 {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		t.Skipf("no /proc/self/status: %v", err)
+		testenv.Missing(t, "no /proc/self/status: %v", err)
 	}
 	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
 		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
@@ -100,7 +101,7 @@ func vmRSS(t *testing.T) int64 {
 			return kb << 10
 		}
 	}
-	t.Skip("no VmRSS")
+	testenv.Missing(t, "no VmRSS")
 	return 0
 }
 

@@ -182,7 +182,7 @@ func TestStartupScan(t *testing.T) {
 	// Let the start settle (the registry's first read), then
 	// watch a quiet interval.
 	before := tl.Wakes()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 		time.Sleep(200 * time.Millisecond)
 		n := tl.Wakes()
 		if n == before {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -19,7 +20,7 @@ import (
 func TestReaderIsNotTheAgent(t *testing.T) {
 	tail, err := exec.LookPath("tail")
 	if err != nil {
-		t.Skip("needs tail(1)")
+		testenv.Missing(t, "needs tail(1)")
 	}
 	for _, atScan := range []bool{true, false} {
 		name := map[bool]string{true: "at the scan", false: "live"}[atScan]

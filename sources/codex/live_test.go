@@ -15,6 +15,7 @@ import (
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -168,7 +169,7 @@ func (r *rolloutFile) addAt(at time.Time, records ...string) {
 // each step of a Codex session's life.
 func TestLive(t *testing.T) {
 	if _, err := exec.LookPath("sleep"); err != nil {
-		t.Skip("needs sleep(1)")
+		testenv.Missing(t, "needs sleep(1)")
 	}
 	home := t.TempDir()
 	cwd := t.TempDir()
@@ -300,7 +301,7 @@ func mustJSON(s string) string {
 // the two orders happens is timing, so those are not counted.
 func TestResumeAfterExit(t *testing.T) {
 	if _, err := exec.LookPath("sleep"); err != nil {
-		t.Skip("needs sleep(1)")
+		testenv.Missing(t, "needs sleep(1)")
 	}
 	home := t.TempDir()
 	st := startStream(t, New(Options{Home: home, Logger: slog.New(slog.DiscardHandler)}))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -41,7 +42,7 @@ func appendRead(t testing.TB, path, s string) {
 	t.Helper()
 	before := sources.ReadActivity().Reads
 	sourcestest.Append(t, path, s)
-	for deadline := time.Now().Add(5 * time.Second); sources.ReadActivity().Reads == before; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); sources.ReadActivity().Reads == before; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the source did not read the journal")
 		}
@@ -163,7 +164,7 @@ func startProcess(t *testing.T, name, dir string) *exec.Cmd {
 	if name != "" {
 		src, err := exec.LookPath("sleep")
 		if err != nil {
-			t.Skip("no sleep binary")
+			testenv.Missing(t, "no sleep binary")
 		}
 		b, err := os.ReadFile(src)
 		if err != nil {

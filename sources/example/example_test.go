@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/sources"
 	journals "github.com/agentbridge/agentbridge/sources/example/demo"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
@@ -174,7 +175,7 @@ func startChild(t *testing.T, stdin *os.File) *exec.Cmd {
 	cmd := exec.Command("sleep", "600")
 	cmd.Stdin = stdin
 	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start a child process: %v", err)
+		testenv.Missing(t, "cannot start a child process: %v", err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd

@@ -360,6 +360,13 @@ func (h *handler) chatLine(f *file, line []byte) {
 	for _, end := range ends {
 		h.endSubagent(f.id, end.ID, end.Outcome)
 	}
+	if f.harness == HarnessGemini && h.pids[f.id] > 0 && h.Exited(f.id) {
+		// Its process has ended: whoever writes the chat now is another
+		// one (gemini --resume), to be looked up. Kept, the dead pid
+		// stayed on the session once the new records revived it, and no
+		// lookup was made.
+		delete(h.pids, f.id)
+	}
 	switch ch {
 	case Appended:
 		if f.rebuild {

@@ -77,9 +77,12 @@ func TestRealSubagent(t *testing.T) {
 	h, _ := run(t, home, HarnessGemini)
 	copyTo("testdata/chats/v0.61-subagent/parent.jsonl", filepath.Join(chats, "session-2026-12-01T12-38-63789f95.jsonl"))
 	copyTo("testdata/chats/v0.61-subagent/child.jsonl", filepath.Join(chats, parent, child+".jsonl"))
-	h.WaitFor(t, "the subagent completed", func(h *sourcestest.Hub) bool {
+	// The tailer may read the child's chat before the parent's: wait for
+	// both to be read (the parent's turn over), not only for the child.
+	h.WaitFor(t, "the subagent completed and the parent's turn", func(h *sourcestest.Hub) bool {
 		s, ok := h.Shown(parent)
-		return ok && len(s.Subagents) == 1 && s.Subagents[0].ID == child && s.Subagents[0].Status == agentbridge.SubagentCompleted
+		return ok && len(s.Subagents) == 1 && s.Subagents[0].ID == child && s.Subagents[0].Status == agentbridge.SubagentCompleted &&
+			s.LastTurn != ""
 	})
 	if s, _ := h.Shown(parent); s.Status != sourcestest.StatusDone || s.LastTurn != agentbridge.LastTurnCompleted || len(h.Snapshots()) != 1 {
 		t.Errorf("parent %+v; %d sessions", s, len(h.Snapshots()))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
@@ -71,7 +72,7 @@ func TestHostileSidecar(t *testing.T) {
 	}
 	const fifo, sparse = "3f0c2d1e-0000-4000-8000-0000000000f1", "3f0c2d1e-0000-4000-8000-0000000000f2"
 	if err := syscall.Mkfifo(filepath.Join(dir, fifo+".json"), 0o644); err != nil {
-		t.Skip("no FIFOs here:", err)
+		testenv.Missing(t, "no FIFOs here: %v", err)
 	}
 	f, err := os.Create(filepath.Join(dir, sparse+".json"))
 	if err != nil {

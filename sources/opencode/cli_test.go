@@ -18,8 +18,9 @@ import (
 )
 
 // opencodeBinary finds the real CLI: $OPENCODE_BIN, which the live suite
-// (make live) sets to the opencode-ai it installs. Without it these tests
-// skip: a real CLI under load is no unit test.
+// (make live: e2e/live TestOpencodeSourceRealCLI, which fails unless they
+// all run and pass) sets to the pinned opencode-ai it installs. Without it
+// these tests skip: a real CLI under load is no unit test.
 func opencodeBinary() string {
 	for _, p := range []string{os.Getenv("OPENCODE_BIN")} {
 		if p == "" {

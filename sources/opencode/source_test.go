@@ -152,7 +152,7 @@ func quiet(t *testing.T) {
 	}
 	time.Sleep(trail + 100*time.Millisecond)
 	before, q := sources.ReadActivity(), queries.Load()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 		time.Sleep(200 * time.Millisecond)
 		n, nq := sources.ReadActivity(), queries.Load()
 		if n == before && nq == q {

@@ -23,8 +23,10 @@ import (
 	"github.com/agentbridge/agentbridge/validate"
 )
 
-// Timeout bounds Hub.WaitFor.
-var Timeout = 10 * time.Second
+// Timeout bounds Hub.WaitFor and a replay's settling: a hang bound, so
+// generous that a loaded machine under -race never reaches it (a wait
+// returns as soon as its condition holds).
+var Timeout = time.Minute
 
 // Call is one Publisher call as Hub saw it.
 type Call struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
@@ -57,7 +58,7 @@ func StartAgent(t *testing.T, name, dir string) *exec.Cmd {
 	t.Helper()
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
-		t.Skip("no sleep binary")
+		testenv.Missing(t, "no sleep binary")
 	}
 	bin := filepath.Join(t.TempDir(), name)
 	if err := os.Symlink(sleep, bin); err != nil {
