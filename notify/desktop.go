@@ -163,6 +163,12 @@ func (d *Desktop) Notify(tr Transition) error {
 			actions = a
 		}
 	}
+	// The lock is held across the call: a click on the new notification
+	// can arrive before the call returns its id, and relay waits for the
+	// id to be known rather than drop the click (godbus never blocks its
+	// reader on a busy signal channel).
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	var id uint32
 	err := d.obj.Call(notifyIface+".Notify", 0, app, d.ids[k], "", summary, body, actions, hints, int32(-1)).Store(&id)
 	if err != nil {
@@ -172,7 +178,6 @@ func (d *Desktop) Notify(tr Transition) error {
 		clear(d.ids)
 	}
 	d.ids[k] = id
-	d.mu.Lock()
 	if len(actions) > 0 {
 		if len(d.byID) >= maxActionable {
 			clear(d.byID)
@@ -181,7 +186,6 @@ func (d *Desktop) Notify(tr Transition) error {
 	} else {
 		delete(d.byID, id)
 	}
-	d.mu.Unlock()
 	return nil
 }
 

@@ -64,7 +64,7 @@ func TestNotifyRaisesOneDesktopNotificationPerWait(t *testing.T) {
 	ev("s1", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"})
 
 	runNotify(t, b, addr)
-	time.Sleep(300 * time.Millisecond) // connected, with its baseline
+	bridgetest.AwaitSubscribers(t, b.Registry, 1) // connected, with its baseline
 	if n := fake.Count(); n != 0 {
 		t.Fatalf("%d notifications for what the stream showed at connect, want none", n)
 	}
@@ -81,9 +81,15 @@ func TestNotifyRaisesOneDesktopNotificationPerWait(t *testing.T) {
 	if s.Summary != "Test Agent failed" || s.Replaces == 0 {
 		t.Errorf("notification %+v, want the failed turn, replacing the session's last", s)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if n := fake.Count(); n != 2 {
-		t.Errorf("%d notifications, want 2 (one wait, one failed turn)", n)
+	// A later wait of another session is notified next: nothing came
+	// between (the stream and the notifications keep their order).
+	ev("s2", agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "Marker"})
+	ev("s2", agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w2", State: agentbridge.StatusWaiting, Reason: "approve Edit"})
+	if s = fake.Next(t); s.Body != "Marker\napprove Edit" {
+		t.Errorf("notification %+v after the failed turn, want the marker session's wait", s)
+	}
+	if n := fake.Count(); n != 3 {
+		t.Errorf("%d notifications, want 3 (one wait, one failed turn, the marker's wait)", n)
 	}
 }
 
@@ -107,7 +113,7 @@ func TestNotifySurvivesAFailedNotify(t *testing.T) {
 	fake, b, addr, ev := notifyRig(t)
 	ev("s1", agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "Fix the flaky tests"})
 	stderr, done := runNotify(t, b, addr)
-	time.Sleep(300 * time.Millisecond) // connected, with its baseline
+	bridgetest.AwaitSubscribers(t, b.Registry, 1) // connected, with its baseline
 	fake.FailNext(2)
 	ev("s1", agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w1", State: agentbridge.StatusWaiting, Reason: "approve Bash"})
 	s := fake.Next(t) // the third try, after 1 s and 2 s
@@ -137,7 +143,7 @@ func TestNotifyAnswers(t *testing.T) {
 		b.Publish(t, "claude-code", hub.Op{Op: hub.OpEvent, SessionID: id, Harness: "claude-code", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}})
 	}
 	stderr, _ := runNotify(t, b, addr)
-	time.Sleep(300 * time.Millisecond) // connected, with its baseline
+	bridgetest.AwaitSubscribers(t, b.Registry, 1) // connected, with its baseline
 
 	hook := func(id string, wait bool) <-chan answer.Verdict { return waitingHook(t, b, id, "make deploy", wait) }
 
@@ -150,24 +156,16 @@ func TestNotifyAnswers(t *testing.T) {
 	if strings.Join(s.Actions, ",") != "allow,Approve,deny,Deny" || s.Body != "Approve Bash: make deploy" {
 		t.Fatalf("notification %+v", s)
 	}
-	// the service has shown it before notify has its id back: a click
-	// that comes first belongs to no notification of notify's yet, so
-	// the user clicks again
-	click := time.NewTicker(200 * time.Millisecond)
-	defer click.Stop()
-	deadline := time.After(10 * time.Second)
-	for answered := false; !answered; {
-		fake.Invoke(t, s.ID, "allow")
-		select {
-		case v := <-got:
-			answered = true
-			if v.Decision != "allow" {
-				t.Errorf("the hook got %+v", v)
-			}
-		case <-click.C:
-		case <-deadline:
-			t.Fatalf("the clicks answered nothing; notify said %s", stderr.String())
+	// One click, at once: the service has shown the notification before
+	// notify has its id back, and the click still answers.
+	fake.Invoke(t, s.ID, "allow")
+	select {
+	case v := <-got:
+		if v.Decision != "allow" {
+			t.Errorf("the hook got %+v", v)
 		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the click answered nothing; notify said %s", stderr.String())
 	}
 	waitFor(t, func() bool { return strings.Contains(stderr.String(), "allowed Bash: make deploy") })
 }
