@@ -33,7 +33,7 @@ const (
 	StateOpen       = "open"       // the hook is waiting
 	StateAnswered   = "answered"   // answered through the bridge
 	StateAtTerminal = "terminal"   // answered at the agent's terminal (or the turn ended)
-	StateGone       = "gone"       // the hook stopped waiting (its timeout, the agent, the bridge stopping)
+	StateGone       = "gone"       // the hook stopped waiting (its timeout, the agent, the bridge stopping) or the session ended
 	StateSuperseded = "superseded" // a newer prompt of the same session replaced it
 )
 
@@ -215,6 +215,20 @@ func (ws *Waits) Settle(source, session, call string) bool {
 		return false
 	}
 	ws.closeLocked(w, StateAtTerminal, Verdict{Decision: None})
+	return true
+}
+
+// End closes a session's open wait without a verdict (StateGone) because
+// the session has ended: its agent is gone, so no answer may reach it. It
+// reports whether a wait was closed.
+func (ws *Waits) End(source, session string) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := ws.open[sessionKey(source, session)]
+	if w == nil {
+		return false
+	}
+	ws.closeLocked(w, StateGone, Verdict{Decision: None})
 	return true
 }
 

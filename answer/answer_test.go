@@ -51,6 +51,7 @@ func TestWaitCloses(t *testing.T) {
 			Verdict{Decision: None}, StateAtTerminal},
 		{"its hook leaving", func(ws *Waits, w *Wait) error { w.Leave(); return nil }, Verdict{Decision: None}, StateGone},
 		{"the bridge stopping", func(ws *Waits, w *Wait) error { ws.Close(); return nil }, Verdict{Decision: None}, StateGone},
+		{"the session ending", func(ws *Waits, w *Wait) error { ws.End("claude-code", "s1"); return nil }, Verdict{Decision: None}, StateGone},
 		{"a newer prompt", func(ws *Waits, w *Wait) error {
 			_, err := ws.Open("claude-code", "s1", "k2", "", "", time.Minute)
 			return err

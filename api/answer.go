@@ -64,13 +64,25 @@ type EntryView struct {
 }
 
 // view adds what answering knows to an entry (a remote's session never
-// has it: its waits are its own bridge's).
+// has it: its waits are its own bridge's; nor has an ended session: its
+// wait is closed, see endedWait).
 func (s *Server) view(e hub.Entry) EntryView {
 	v := EntryView{Entry: e}
-	if s.Answers != nil && e.Host == "" {
+	if s.Answers != nil && e.Host == "" && !s.endedWait(e) {
 		v.Answerable = s.Answers.Answerable(e.Source, e.Snapshot.ID)
 	}
 	return v
+}
+
+// endedWait closes the wait of a session that has ended (its process is
+// gone, yet a hook of it may still hold its wait): nobody may answer it.
+// It reports whether the session has ended.
+func (s *Server) endedWait(e hub.Entry) bool {
+	if e.Ended == nil {
+		return false
+	}
+	s.Answers.End(e.Source, e.Snapshot.ID)
+	return true
 }
 
 // settles reports the call a hook says is over (its tool's later hook),
@@ -172,6 +184,9 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	msg := validate.Display(req.Message, answer.MaxMessage)
 	if req.Decision == answer.Allow {
 		msg = ""
+	}
+	if e, ok := s.Hub.SessionOn("", source, id); ok {
+		s.endedWait(e)
 	}
 	cur := s.Answers.Answerable(source, id)
 	rec := answer.Record{Client: client(r, s.Token != ""), Source: source, SessionID: id, WaitID: waitID,

@@ -292,3 +292,28 @@ func TestAnswerWaitEnds(t *testing.T) {
 		t.Errorf("the bridge stopping: %+v", v)
 	}
 }
+
+// TestAnswerAfterTheSessionEnded: the agent's process is gone while its
+// hook still holds the wait: the entry is no longer answerable, an answer
+// gets 409 gone, and the hook is told no verdict.
+func TestAnswerAfterTheSessionEnded(t *testing.T) {
+	t.Parallel()
+	f, h, _ := answerFixture(t, true)
+	_, got, _ := waitingHook(t, f, "60")
+	id := entryOf(t, f).Answerable.WaitID
+	if err := h.Publish("claude-code", []hub.Op{{Op: hub.OpEvent, SessionID: answerSID, Harness: "claude-code",
+		Event: agentbridge.Event{Kind: agentbridge.KindAgentExited, OccurredAt: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if e := entryOf(t, f); e.Ended == nil || e.Answerable != nil {
+		t.Errorf("an ended session's entry: ended %+v, answerable %+v", e.Ended, e.Answerable)
+	}
+	r, body := postAnswer(t, f, id, `{"decision":"allow"}`, nil)
+	var c WaitConflict
+	if r.StatusCode != http.StatusConflict || json.Unmarshal(body, &c) != nil || c.State != answer.StateGone {
+		t.Errorf("an answer after the session ended: %d %s", r.StatusCode, body)
+	}
+	if v := verdict(t, got); v.Decision != answer.None {
+		t.Errorf("the hook of an ended session got %+v", v)
+	}
+}

@@ -203,7 +203,10 @@ func answerFromNotifications(ctx context.Context, c *client.Client, d *notify.De
 			path := "/v1/sessions/" + url.PathEscape(a.Source) + "/" + url.PathEscape(a.SessionID) + "/waits/" + url.PathEscape(w.WaitID) + "/answer"
 			res, err := c.Do(actx, http.MethodPost, path, nil, bytes.NewReader(body), "application/json")
 			cancel()
-			what := validate.Printable(w.Tool + ": " + w.Request)
+			// the tool and the session, never the request: notify's
+			// stderr is a log (a service's journal), and the request is
+			// what the agent was about to do
+			what := validate.Printable(w.Tool + " (" + a.Source + "/" + a.SessionID + ")")
 			if err != nil {
 				fmt.Fprintf(stderr, "agentbridge notify: could not %s %s: %v\n", a.Key, what, err)
 				continue

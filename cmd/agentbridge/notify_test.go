@@ -167,5 +167,8 @@ func TestNotifyAnswers(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatalf("the click answered nothing; notify said %s", stderr.String())
 	}
-	waitFor(t, func() bool { return strings.Contains(stderr.String(), "allowed Bash: make deploy") })
+	waitFor(t, func() bool { return strings.Contains(stderr.String(), "allowed Bash (claude-code/s1)") })
+	if strings.Contains(stderr.String(), "make deploy") {
+		t.Errorf("notify logged what the agent asked to run: %s", stderr.String())
+	}
 }

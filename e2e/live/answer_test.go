@@ -38,26 +38,39 @@ type answerable struct {
 	Until   int64  `json:"until"`
 }
 
-// answerable reads a session's entry until it is answerable (the test's
-// eye, every 50 ms), nil after timeout.
-func (b *bridge) answerable(source, id string, timeout time.Duration) *answerable {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		req, _ := http.NewRequest(http.MethodGet, b.base+"/v1/sessions/"+source+"/"+id, nil)
-		req.Header.Set("Authorization", "Bearer "+b.token)
-		if res, err := http.DefaultClient.Do(req); err == nil {
-			var e struct {
-				Answerable *answerable `json:"answerable"`
-			}
-			json.NewDecoder(res.Body).Decode(&e)
-			res.Body.Close()
-			if e.Answerable != nil {
-				return e.Answerable
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+// entryAnswerable reads a session's entry once: its answerable, nil when
+// none.
+func (b *bridge) entryAnswerable(source, id string) *answerable {
+	req, _ := http.NewRequest(http.MethodGet, b.base+"/v1/sessions/"+source+"/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil
 	}
-	return nil
+	defer res.Body.Close()
+	var e struct {
+		Answerable *answerable `json:"answerable"`
+	}
+	json.NewDecoder(res.Body).Decode(&e)
+	return e.Answerable
+}
+
+// answerable waits, on the bridge's stream, for the session to be waiting
+// with an answerable entry (the entry is read again at each change of the
+// stream, never on a clock); nil after timeout.
+func (b *bridge) answerable(source, id string, timeout time.Duration) *answerable {
+	var x *answerable
+	if err := b.await(timeout, func() bool {
+		s, ok := b.Session(source, id)
+		if !ok || s.Status != "waiting" {
+			return false
+		}
+		x = b.entryAnswerable(source, id)
+		return x != nil
+	}); err != nil {
+		return nil
+	}
+	return x
 }
 
 // answer posts an answer; it returns the status and the body.
@@ -111,7 +124,8 @@ func (a answered) run(t *testing.T, id string, w answerWay) {
 		// the hook asks to wait, the bridge holds nothing: the dialog is
 		// the agent's at once, and the entry is never answerable
 		a.term.AwaitScreen(30*time.Second, a.dialog)
-		if x := a.b.answerable(a.source, id, time.Second); x != nil {
+		a.b.AwaitStatus(a.source, id, "waiting", 10*time.Second)
+		if x := a.b.entryAnswerable(a.source, id); x != nil {
 			t.Errorf("answerable with answering off: %+v", x)
 		}
 		press(a.term, a.approveKey, a.dialog)
