@@ -230,15 +230,8 @@ func codexAnswered(t *testing.T, c agentCLI, daemon bool, w answerWay) {
 	out := installHooksWith(t, r.home, "codex", []string{"--answer"}, "CODEX_HOME="+r.codex)
 	r.checkf(strings.Contains(out, "hooks.json"), "hooks install --answer: %s", out)
 	marker := filepath.Join(r.home, "outside-marker")
-	answerScript(r.model, &ToolCall{Name: "exec_command", Input: map[string]any{
-		"cmd": "touch " + shellQuote(marker), "sandbox_permissions": "require_escalated", "justification": "Create the marker outside the workspace"}},
-		"function_call_output")
-	argv := []string{r.bin}
-	if !daemon {
-		argv = append(argv, "--no-daemon")
-	}
-	term := openTerminal(t, r.cwd, append(r.env(), hookEnv(r.bridge)...), argv...)
-	trustHooks(term)
+	answerScript(r.model, escalatedTouch(marker), "function_call_output")
+	term := r.openHooked(t, daemon)
 	prompt(term, "make the marker")
 	s := r.session(60*time.Second, func(s snapshot) bool { return true })
 	answered{source: codexSource, home: r.home, dialog: "Would you like to run", approveKey: "y", marker: marker,

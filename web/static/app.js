@@ -144,15 +144,17 @@ function toggleConfirm() {
 }
 
 // learnAnswerable reads the entry of a waiting session of this bridge once
-// per wait (per `since`).
+// per wait (per `since` and reason: a wait the journal showed first, then
+// its hook, is read again when the hook names the tool).
 async function learnAnswerable(s) {
+  const wait = `${s.since}|${s.snapshot.waitingFor ?? ''}`;
   const known = answerables.get(s.key);
-  if (known && known.since === s.since) return;
-  answerables.set(s.key, { since: s.since, a: null });
+  if (known && known.wait === wait) return;
+  answerables.set(s.key, { wait, a: null });
   try {
     const e = await client.fetchSession(s.source, s.snapshot.id);
-    if (answerables.get(s.key)?.since === s.since && e?.answerable) {
-      answerables.set(s.key, { since: s.since, a: e.answerable });
+    if (answerables.get(s.key)?.wait === wait && e?.answerable) {
+      answerables.set(s.key, { wait, a: e.answerable });
       scheduleRender();
     }
   } catch {
@@ -161,7 +163,7 @@ async function learnAnswerable(s) {
 }
 
 function answerableOf(s) {
-  if (s.host || s.snapshot.status !== 'waiting') return null;
+  if (s.host || s.ended || s.snapshot.status !== 'waiting') return null;
   return answerables.get(s.key)?.a ?? null;
 }
 
@@ -183,7 +185,8 @@ async function answerPrompt(s, a, decision) {
     alertUser(`Could not ${decision} ${what}: ${closed}`);
   } finally {
     answering.delete(s.key);
-    answerables.set(s.key, { since: s.since, a: null });
+    const known = answerables.get(s.key);
+    if (known) known.a = null;
     scheduleRender();
   }
 }
@@ -611,6 +614,10 @@ function renderSessions() {
   const table = $('table');
   const visible = filterSessions(state.sessions, filters);
   for (const s of visible) if (!s.host && s.snapshot.status === 'waiting') learnAnswerable(s);
+  if (answerables.size) {
+    const waiting = new Set(state.sessions.filter((s) => s.snapshot.status === 'waiting').map((s) => s.key));
+    for (const k of answerables.keys()) if (!waiting.has(k)) answerables.delete(k);
+  }
   const groups = groupByProject(visible);
   const seen = new Set();
   const bodies = groups.map((g) => {
