@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -82,9 +83,15 @@ func (a *Audit) Write(r Record) error {
 			return fmt.Errorf("answer: audit log rotation: %w", err)
 		}
 	}
-	f, err := os.OpenFile(a.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// O_NOFOLLOW and O_NONBLOCK: what replaced the file since the check
+	// (a symlink, a FIFO) is neither followed nor waited on
+	f, err := os.OpenFile(a.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return fmt.Errorf("answer: audit log: %w", err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return fmt.Errorf("answer: audit log %s is not a regular file", a.Path)
 	}
 	_, err = f.Write(line)
 	if cerr := f.Close(); err == nil {
