@@ -133,7 +133,8 @@ func TestRecentIsBounded(t *testing.T) {
 
 func TestAuditRotates(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "answers.jsonl")
+	// its directory is made (mode 0700) when it is not there yet
+	path := filepath.Join(t.TempDir(), "state", "answers.jsonl")
 	a := &Audit{Path: path, Max: 600}
 	for i := range 10 {
 		if err := a.Write(Record{Source: "claude-code", SessionID: "s1", WaitID: "w" + strings.Repeat("0", i), Decision: Allow, Result: ResultAccepted}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -71,6 +72,9 @@ func (a *Audit) Write(r Record) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(a.Path), 0o700); err != nil {
+		return fmt.Errorf("answer: audit log: %w", err)
+	}
 	fi, err := os.Lstat(a.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -204,12 +204,13 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
 		Gatherer: reg, Version: versionString(), Logger: log,
 	}
-	if cfg.Hooks.Answer {
+	if f := cfg.AnswersFile(); cfg.Hooks.Answer && f == "" {
+		// every answer is audited: without a place for the log, none
+		log.Warn("answering stays off: there is no state directory for its audit log")
+	} else if cfg.Hooks.Answer {
 		apiSrv.Answers = answer.New()
 		defer apiSrv.Answers.Close()
-		if f := cfg.AnswersFile(); f != "" {
-			apiSrv.Audit = &answer.Audit{Path: f}
-		}
+		apiSrv.Audit = &answer.Audit{Path: f}
 	}
 	fresh := &freshConns{}
 	srv := &http.Server{
