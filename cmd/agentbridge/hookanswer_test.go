@@ -81,23 +81,26 @@ func TestHookAnswerOnlyWaitsForPermission(t *testing.T) {
 	}
 
 	perm, _ := os.ReadFile("../../hooks/testdata/claude-code/permission-request.json")
+	// the slow bridge never holds the prompt (no headers) until the hook
+	// has left; the hook asks for 600 s, so a hook that waited for it
+	// would hang the test rather than pass
+	left := make(chan struct{}, 2)
 	slow := newFakeBridge(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		select { // never holds the prompt: no headers
-		case <-r.Context().Done():
-		case <-time.After(20 * time.Second):
-		}
+		<-r.Context().Done()
+		left <- struct{}{}
 	})
 	for _, addr := range []string{slow.addr(), deadAddr(t)} {
 		env := testEnv(t, "AGENTBRIDGE_ADDR="+addr)
-		start := time.Now()
-		out, _ := runHook(t, env, bytes.NewReader(perm), install.Mark, "--answer=30", "claude-code")
+		out, _ := runHook(t, env, bytes.NewReader(perm), install.Mark, "--answer=600", "claude-code")
 		if out != "" {
 			t.Errorf("%s: printed %q", addr, out)
 		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("%s: a bridge that does not hold the prompt kept the hook %v", addr, d) // the budget is 0.9 s; the rest is the scheduler's
-		}
+	}
+	select {
+	case <-left: // the hook went away while the bridge still held its request
+	case <-time.After(time.Minute):
+		t.Error("the slow bridge never saw the hook leave")
 	}
 }
 
