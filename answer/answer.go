@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -85,6 +86,7 @@ type Waits struct {
 
 	mu     sync.Mutex
 	open   map[string]*Wait // by session key
+	links  map[string]*Wait // open waits by their link secret
 	recent map[string]string
 	order  []string // recent's ids, oldest first
 	closed bool
@@ -92,7 +94,7 @@ type Waits struct {
 
 // New returns an empty set.
 func New() *Waits {
-	return &Waits{now: time.Now, open: map[string]*Wait{}, recent: map[string]string{}}
+	return &Waits{now: time.Now, open: map[string]*Wait{}, links: map[string]*Wait{}, recent: map[string]string{}}
 }
 
 // Wait is one open prompt. Its hook reads Done, and calls Leave when it
@@ -101,6 +103,7 @@ type Wait struct {
 	ws     *Waits
 	key    string
 	call   string // the hooks' digest of the call (hooks.Signal's key)
+	link   string // the secret of its answer link (Link)
 	info   Answerable
 	done   chan Verdict // buffered: the one verdict
 	closed bool
@@ -117,8 +120,12 @@ func (ws *Waits) Open(source, session, call, tool, request string, d time.Durati
 	if err != nil {
 		return nil, err
 	}
+	var secret [32]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		return nil, fmt.Errorf("answer: a link secret: %w", err)
+	}
 	now := ws.now()
-	w := &Wait{ws: ws, key: sessionKey(source, session), call: call, done: make(chan Verdict, 1),
+	w := &Wait{ws: ws, key: sessionKey(source, session), call: call, link: hex.EncodeToString(secret[:]), done: make(chan Verdict, 1),
 		info: Answerable{WaitID: id, Tool: tool, Request: request, Since: now.UnixMilli(), Until: now.Add(d).UnixMilli()}}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -129,6 +136,7 @@ func (ws *Waits) Open(source, session, call, tool, request string, d time.Durati
 		ws.closeLocked(old, StateSuperseded, Verdict{Decision: None})
 	}
 	ws.open[w.key] = w
+	ws.links[w.link] = w
 	return w, nil
 }
 
@@ -167,6 +175,7 @@ func (ws *Waits) closeLocked(w *Wait, state string, v Verdict) {
 	if ws.open[w.key] == w {
 		delete(ws.open, w.key)
 	}
+	delete(ws.links, w.link)
 	ws.recent[w.info.WaitID] = state
 	ws.order = append(ws.order, w.info.WaitID)
 	if len(ws.order) > maxRecent {
@@ -230,6 +239,32 @@ func (ws *Waits) End(source, session string) bool {
 	}
 	ws.closeLocked(w, StateGone, Verdict{Decision: None})
 	return true
+}
+
+// Link is the secret of a session's open wait's answer link (a webhook's
+// action link: whoever has it may answer that one wait while it is open),
+// "" when none is open.
+func (ws *Waits) Link(source, session string) string {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w := ws.open[sessionKey(source, session)]; w != nil {
+		return w.link
+	}
+	return ""
+}
+
+// Linked is the open wait a link secret names: its source, session and
+// what it asks; ok is false when the secret names no open wait (never
+// was, answered, closed).
+func (ws *Waits) Linked(secret string) (source, session string, a Answerable, ok bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := ws.links[secret]
+	if w == nil {
+		return "", "", Answerable{}, false
+	}
+	source, session, _ = strings.Cut(w.key, "\x00")
+	return source, session, w.info, true
 }
 
 // Answerable returns the session's open wait, nil when none.

@@ -158,3 +158,31 @@ func TestAuditRotates(t *testing.T) {
 		t.Errorf("the latest record is not in the log: %s", b)
 	}
 }
+
+// TestLink: an open wait's link names it, and only while it is open.
+func TestLink(t *testing.T) {
+	t.Parallel()
+	ws := New()
+	w := open(t, ws, "s1", "k1")
+	link := ws.Link("claude-code", "s1")
+	if len(link) != 64 || ws.Link("claude-code", "s2") != "" {
+		t.Fatalf("links %q %q", link, ws.Link("claude-code", "s2"))
+	}
+	if src, sess, a, ok := ws.Linked(link); !ok || src != "claude-code" || sess != "s1" || a.WaitID != w.ID() {
+		t.Errorf("Linked: %s %s %+v %v", src, sess, a, ok)
+	}
+	if _, _, _, ok := ws.Linked(link[:63] + "x"); ok {
+		t.Error("another secret names the wait")
+	}
+	next := open(t, ws, "s1", "k2") // a newer prompt: the old link is dead
+	if _, _, _, ok := ws.Linked(link); ok {
+		t.Error("a replaced wait's link still names it")
+	}
+	if ws.Link("claude-code", "s1") == link {
+		t.Error("the newer wait has the same link")
+	}
+	next.Leave()
+	if _, _, _, ok := ws.Linked(ws.Link("claude-code", "s1")); ok || ws.Link("claude-code", "s1") != "" {
+		t.Error("a closed wait keeps its link")
+	}
+}

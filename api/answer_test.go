@@ -20,7 +20,7 @@ const answerSID = "1b8f7e0e-3c2a-4d6b-9a55-0e4f2d7c9a10"
 
 // answerFixture is a bridge with a real hub, a Claude Code session and
 // answering on (unless off), with its audit log in a temporary directory.
-func answerFixture(t *testing.T, on bool) (*fixture, *hub.Hub, string) {
+func answerFixture(t *testing.T, on bool, more ...func(*Server)) (*fixture, *hub.Hub, string) {
 	t.Helper()
 	h := hub.New(hub.Options{})
 	if err := h.AddPush(agentbridge.SourceInfo{ID: "claude-code", DisplayName: "Claude Code", EnvironmentVariables: []string{},
@@ -37,6 +37,9 @@ func answerFixture(t *testing.T, on bool) (*fixture, *hub.Hub, string) {
 		if on {
 			s.Answers = answer.New()
 			s.Audit = &answer.Audit{Path: log}
+		}
+		for _, f := range more {
+			f(s)
 		}
 	})
 	return f, h, log

@@ -120,6 +120,10 @@ type Server struct {
 	Answers *answer.Waits
 	// Audit logs every answer; nil logs none.
 	Audit *answer.Audit
+	// AnswerLinks serves the answer links webhooks carry (GET and POST
+	// /answer/{link}: the link's secret is the credential) when Answers is
+	// set too; off, those routes are 404.
+	AnswerLinks bool
 
 	answerLimit *rate.Limiter
 	port        string
@@ -194,6 +198,9 @@ func (s *Server) Handler() http.Handler {
 			r.Post("/sessions/{source}/{id}/waits/{waitId}/answer", s.handleAnswer)
 		})
 	})
+
+	r.Get("/answer/{link}", s.handleLinkPage)
+	r.With(s.crossOriginProtection()).Post("/answer/{link}", s.handleLinkAnswer)
 
 	r.Get("/", s.handleDashboard)
 	r.Get("/*", s.handleDashboard)
