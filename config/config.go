@@ -155,6 +155,13 @@ type Webhook struct {
 	URL     string            `koanf:"url"`
 	Events  []string          `koanf:"events"`
 	Headers map[string]string `koanf:"headers"`
+	// AnswerURL, when set, is this bridge's address as the webhook's
+	// reader reaches it (https://bridge.example.ts.net, say): a waiting
+	// transition whose prompt can be answered (hooks.answer) then carries
+	// an answer link, AnswerURL/answer/<secret>. Whoever has the link can
+	// answer that prompt while it is open (docs/answering.md): set it only
+	// for a receiver you trust with that.
+	AnswerURL string `koanf:"answerUrl"`
 }
 
 // WebhookEvents are the events a webhook may ask for.
@@ -174,6 +181,15 @@ func (w Webhook) check(i int, bad func(string, ...any)) {
 	for j, e := range w.Events {
 		if !slices.Contains(WebhookEvents, e) {
 			bad("%s.events[%d]: %q is not one of %s", p, j, e, strings.Join(WebhookEvents, ", "))
+		}
+	}
+	if w.AnswerURL != "" {
+		if u, err := url.Parse(w.AnswerURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Contains(w.AnswerURL, "#") {
+			bad("%s.answerUrl: is not an http or https URL of this bridge (scheme, host, optional path; no user, query or fragment)", p)
+		}
+		if !slices.Contains(w.Events, "waiting") {
+			bad("%s.answerUrl: answer links go with waiting transitions: add waiting to events", p)
 		}
 	}
 	for k, v := range w.Headers {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,22 @@ func (b *bridge) hook(event, command string, wait bool) <-chan string {
 	return out
 }
 
+// claudeJournal writes the journal of the Claude Code session the hooks
+// name: the bridge shows a session its journal has.
+func (b *bridge) claudeJournal() {
+	b.t.Helper()
+	project := filepath.Join(b.home(), ".claude", "projects", "-tmp-proj")
+	if err := os.MkdirAll(project, 0o700); err != nil {
+		b.t.Fatal(err)
+	}
+	line, _ := json.Marshal(map[string]any{"parentUuid": nil, "isSidechain": false, "userType": "external", "cwd": "/tmp/proj",
+		"sessionId": answerSID, "version": "2.1.332", "type": "user", "message": map[string]any{"role": "user", "content": "publish the site"},
+		"uuid": "u1", "timestamp": time.Now().UTC().Format(time.RFC3339Nano)})
+	if err := os.WriteFile(filepath.Join(project, answerSID+".jsonl"), append(line, '\n'), 0o600); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
 func verdictOf(t *testing.T, ch <-chan string) string {
 	t.Helper()
 	select {
@@ -74,16 +91,7 @@ func verdictOf(t *testing.T, ch <-chan string) string {
 func TestDashboardAnswers(t *testing.T) {
 	ctx := newTab(t)
 	b := startBridgeConfig(t, "hooks:\n  answer: true\n")
-	project := filepath.Join(b.home(), ".claude", "projects", "-tmp-proj")
-	if err := os.MkdirAll(project, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	line, _ := json.Marshal(map[string]any{"parentUuid": nil, "isSidechain": false, "userType": "external", "cwd": "/tmp/proj",
-		"sessionId": answerSID, "version": "2.1.332", "type": "user", "message": map[string]any{"role": "user", "content": "publish the site"},
-		"uuid": "u1", "timestamp": time.Now().UTC().Format(time.RFC3339Nano)})
-	if err := os.WriteFile(filepath.Join(project, answerSID+".jsonl"), append(line, '\n'), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	b.claudeJournal()
 	if err := chromedp.Do(ctx, chromedp.Navigate(b.dashboardURL())); err != nil {
 		t.Fatalf("open the dashboard: %v", err)
 	}
@@ -190,3 +198,67 @@ func TestDashboardAnswers(t *testing.T) {
 }
 
 func jsString(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestAnswerLinkInChromium: with a webhook that carries answer links, a
+// waiting prompt's post holds a link; opened in a browser it shows the
+// request without answering it, and its Deny button answers it with the
+// reason typed; the link then answers nothing more.
+func TestAnswerLinkInChromium(t *testing.T) {
+	ctx := newTab(t)
+	posts := make(chan string, 8)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var tr struct{ Answer *struct{ URL string } }
+		json.NewDecoder(r.Body).Decode(&tr)
+		if tr.Answer != nil {
+			posts <- tr.Answer.URL
+		}
+	}))
+	t.Cleanup(recv.Close)
+	const answerURL = "https://bridge.example.test"
+	b := startBridgeConfig(t, "hooks:\n  answer: true\nnotify:\n  webhooks:\n    - url: "+recv.URL+"\n      events: [waiting]\n      answerUrl: "+answerURL+"\n")
+	b.claudeJournal()
+	if err := chromedp.Do(ctx, chromedp.Navigate(b.dashboardURL())); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the Claude Code session", `!!document.querySelector('tr.row[data-session="`+answerSID+`"]')`)
+	got := b.hook("PermissionRequest", "make deploy", true)
+	var link string
+	select {
+	case link = <-posts:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the webhook got no answer link")
+	}
+	path, ok := strings.CutPrefix(link, answerURL+"/answer/")
+	if !ok || len(path) != 64 {
+		t.Fatalf("answer link %q", link)
+	}
+	page := b.base + "/answer/" + path // the bridge as the receiver would reach it
+	if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the prompt's page", `document.querySelector('pre')?.textContent === 'make deploy' && !!document.querySelector('button[value=deny]')`)
+	select {
+	case v := <-got:
+		t.Fatalf("opening the link answered: %q", v)
+	default:
+	}
+	if err := chromedp.Do(ctx, chromedp.SendKeys(`textarea[name=message]`, "not from the phone"), chromedp.Click(`button[value=deny]`)); err != nil {
+		t.Fatal(err)
+	}
+	if v := verdictOf(t, got); v != "deny not from the phone" {
+		t.Errorf("the hook got %q", v)
+	}
+	// the form's answer is a new page: wait for it as the browser loads it
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.Search(`//h1[text()="Denied"]`))); err != nil {
+		t.Fatalf("the answer's page: %v", err)
+	}
+	// the link answers nothing more
+	if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the closed page", `document.querySelector('h1')?.textContent === 'This prompt is closed' && !document.querySelector('form')`)
+	lines, _ := os.ReadFile(filepath.Join(b.home(), ".local", "state", "agentbridge", "answers.jsonl"))
+	if !strings.Contains(string(lines), `"auth":"link"`) || strings.Contains(string(lines), path) {
+		t.Errorf("the audit log: %s", lines)
+	}
+}

@@ -211,6 +211,7 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 		apiSrv.Answers = answer.New()
 		defer apiSrv.Answers.Close()
 		apiSrv.Audit = &answer.Audit{Path: f}
+		apiSrv.AnswerLinks = slices.ContainsFunc(cfg.Notify.Webhooks, func(w config.Webhook) bool { return w.AnswerURL != "" })
 	}
 	fresh := &freshConns{}
 	srv := &http.Server{
@@ -234,7 +235,7 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 		})
 	}
 	hooksDone := make(chan struct{})
-	go func() { defer close(hooksDone); newWebhooks(cfg, h, log).Run(ctx, h) }()
+	go func() { defer close(hooksDone); newWebhooks(cfg, h, apiSrv.Answers, log).Run(ctx, h) }()
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
 
@@ -338,12 +339,15 @@ func dashboardURL(addr, token string) string {
 
 // newWebhooks makes the configured webhooks' poster (notify.webhooks):
 // its failures are diagnostics of the session's source.
-func newWebhooks(cfg *config.Config, h *hub.Hub, log *slog.Logger) *notify.Webhooks {
+func newWebhooks(cfg *config.Config, h *hub.Hub, answers *answer.Waits, log *slog.Logger) *notify.Webhooks {
 	host, _ := os.Hostname()
 	w := &notify.Webhooks{Logger: log, Host: host,
 		Report: func(source string, d agentbridge.Diagnostic) { _ = h.Diagnose(source, d) }}
+	if answers != nil {
+		w.Link = answers.Link
+	}
 	for _, c := range cfg.Notify.Webhooks {
-		w.Hooks = append(w.Hooks, notify.Webhook{URL: c.URL, Events: c.Events, Headers: c.Headers})
+		w.Hooks = append(w.Hooks, notify.Webhook{URL: c.URL, Events: c.Events, Headers: c.Headers, AnswerURL: c.AnswerURL})
 	}
 	return w
 }
