@@ -217,27 +217,26 @@ func (ws *Waits) Answer(source, session, id string, v Verdict) error {
 // PostToolUse, PermissionDenied), "" for the end of the turn, which
 // settles any wait. It reports whether a wait was closed.
 func (ws *Waits) Settle(source, session, call string) bool {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	w := ws.open[sessionKey(source, session)]
-	if w == nil || (call != "" && call != w.call) {
-		return false
-	}
-	ws.closeLocked(w, StateAtTerminal, Verdict{Decision: None})
-	return true
+	return ws.closeOpen(source, session, call, StateAtTerminal)
 }
 
 // End closes a session's open wait without a verdict (StateGone) because
 // the session has ended: its agent is gone, so no answer may reach it. It
 // reports whether a wait was closed.
 func (ws *Waits) End(source, session string) bool {
+	return ws.closeOpen(source, session, "", StateGone)
+}
+
+// closeOpen closes a session's open wait, if it is of call ("": any), in
+// state without a verdict.
+func (ws *Waits) closeOpen(source, session, call, state string) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	w := ws.open[sessionKey(source, session)]
-	if w == nil {
+	if w == nil || (call != "" && call != w.call) {
 		return false
 	}
-	ws.closeLocked(w, StateGone, Verdict{Decision: None})
+	ws.closeLocked(w, state, Verdict{Decision: None})
 	return true
 }
 

@@ -185,26 +185,9 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	if req.Decision == answer.Allow {
 		msg = ""
 	}
-	if e, ok := s.Hub.SessionOn("", source, id); ok {
-		s.endedWait(e)
-	}
-	cur := s.Answers.Answerable(source, id)
 	rec := answer.Record{Client: client(r, s.Token != ""), Source: source, SessionID: id, WaitID: waitID,
 		Decision: req.Decision, Message: msg}
-	if cur != nil && cur.WaitID == waitID {
-		rec.Tool, rec.Request = cur.Tool, cur.Request
-	}
-	err = s.Answers.Answer(source, id, waitID, answer.Verdict{Decision: req.Decision, Message: msg})
-	var conflict *answer.Conflict
-	switch {
-	case err == nil:
-		rec.Result = answer.ResultAccepted
-	case errors.As(err, &conflict):
-		rec.Result, rec.State = answer.ResultConflict, conflict.State
-	case errors.Is(err, answer.ErrNoWait):
-		rec.Result = answer.ResultNoWait
-	}
-	s.audit(rec)
+	conflict, err := s.answerWait(rec)
 	switch {
 	case err == nil:
 		s.writeJSON(w, http.StatusOK, AnswerResponse{WaitID: waitID, State: answer.StateAnswered, Decision: req.Decision})
@@ -215,6 +198,31 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.problem(w, r, err)
 	}
+}
+
+// answerWait gives the wait rec names its verdict (rec's decision and
+// message), unless its session has ended, and writes rec, with the
+// wait's tool and request and the result, to the audit log. It returns
+// the conflict of a wait that is not open.
+func (s *Server) answerWait(rec answer.Record) (*answer.Conflict, error) {
+	if e, ok := s.Hub.SessionOn("", rec.Source, rec.SessionID); ok {
+		s.endedWait(e)
+	}
+	if cur := s.Answers.Answerable(rec.Source, rec.SessionID); cur != nil && cur.WaitID == rec.WaitID {
+		rec.Tool, rec.Request = cur.Tool, cur.Request
+	}
+	err := s.Answers.Answer(rec.Source, rec.SessionID, rec.WaitID, answer.Verdict{Decision: rec.Decision, Message: rec.Message})
+	var conflict *answer.Conflict
+	switch {
+	case err == nil:
+		rec.Result = answer.ResultAccepted
+	case errors.As(err, &conflict):
+		rec.Result, rec.State = answer.ResultConflict, conflict.State
+	case errors.Is(err, answer.ErrNoWait):
+		rec.Result = answer.ResultNoWait
+	}
+	s.audit(rec)
+	return conflict, err
 }
 
 func (s *Server) writeConflict(w http.ResponseWriter, c *answer.Conflict) {

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"html/template"
 	"mime"
 	"net/http"
@@ -111,19 +110,9 @@ func (s *Server) handleLinkAnswer(w http.ResponseWriter, r *http.Request) {
 		msg = validate.Display(message, answer.MaxMessage)
 	}
 	rec := answer.Record{Client: client(r, false), Source: source, SessionID: session, WaitID: a.WaitID,
-		Decision: decision, Message: msg, Tool: a.Tool, Request: a.Request}
+		Decision: decision, Message: msg}
 	rec.Client.Auth = "link"
-	err := s.Answers.Answer(source, session, a.WaitID, answer.Verdict{Decision: decision, Message: msg})
-	var conflict *answer.Conflict
-	switch {
-	case err == nil:
-		rec.Result = answer.ResultAccepted
-	case errors.As(err, &conflict):
-		rec.Result, rec.State = answer.ResultConflict, conflict.State
-	default:
-		rec.Result = answer.ResultNoWait
-	}
-	s.audit(rec)
+	_, err := s.answerWait(rec)
 	if err != nil {
 		writeLinkPage(w, r, http.StatusConflict, closedLink)
 		return
