@@ -50,12 +50,12 @@ type Mapper struct {
 	model   string
 
 	customTitle, aiTitle, summaryTitle, promptTitle string
+	title                                           string // as last published
 
 	// command is the promptId of the slash command typed last, until the
 	// prompt it sends the model (an isMeta record of that promptId) opens
 	// its turn.
 	command string
-	title   string // as last published
 
 	turn string // open turn id; "" when none
 	// endedBy is the API message id of the reply that ended the last turn:
