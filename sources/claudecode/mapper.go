@@ -396,7 +396,8 @@ func (m *Mapper) user(r *record, at int64) {
 		m.taskNotification(t, at)
 		return
 	}
-	if r.IsMeta && m.command != "" && r.PromptID == m.command && !injected(t) && strings.TrimSpace(t) != "" {
+	if r.IsMeta && !r.IsCompact && !r.IsVisibleTO && m.command != "" && r.PromptID == m.command &&
+		!injected(t) && strings.TrimSpace(t) != "" {
 		// The prompt a slash command sends the model (a skill's body,
 		// /goal's instruction): the model works from now, not from its
 		// first reply.
