@@ -18,11 +18,12 @@ var notRecorded = map[string][]string{
 	// journal empty and writes its sidecar when the session starts, but
 	// the recordings log no size for an empty journal and hold no sidecar
 	// of that moment, so the first record a replay has is the prompt.
-	"1-2_session-end":            {"v1_session_birth", "v2_session_birth"},
-	"1-3_long-idle-live-session": {"session_birth"},
-	"1-4_session-resume":         {"v1_session_birth"},
-	"1-6_checkpoint-rewind":      {"session_birth"},
-	"1-8_model-context-display":  {"session_birth"},
+	"1-2_session-end":             {"v1_session_birth", "v2_session_birth"},
+	"1-3_long-idle-live-session":  {"session_birth"},
+	"1-4_session-resume":          {"v1_session_birth"},
+	"1-6_checkpoint-rewind":       {"session_birth"},
+	"1-8_model-context-display":   {"session_birth"},
+	"2-2_auto-executed-tool-call": {"session_birth"},
 	// The approval picker of a write leaves nothing in the journal until
 	// it is answered (the open toolUse is all there is, as for a tool
 	// that runs); the recorders' daemon guessed waiting after a 10 s
@@ -53,8 +54,8 @@ func replayer() sourcestest.Replay {
 // expect, in order (sourcestest.CheckPhases).
 func TestRecordings(t *testing.T) {
 	dirs, _ := filepath.Glob(filepath.Join("testdata", "irrlicht", "*-*"))
-	if len(dirs) < 9 {
-		t.Fatalf("found %d recorded scenarios, want 9", len(dirs))
+	if len(dirs) < 10 {
+		t.Fatalf("found %d recorded scenarios, want 10", len(dirs))
 	}
 	for _, dir := range dirs {
 		sc, err := sourcestest.LoadScenario(dir)
