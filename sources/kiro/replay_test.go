@@ -18,12 +18,13 @@ var notRecorded = map[string][]string{
 	// journal empty and writes its sidecar when the session starts, but
 	// the recordings log no size for an empty journal and hold no sidecar
 	// of that moment, so the first record a replay has is the prompt.
-	"1-2_session-end":             {"v1_session_birth", "v2_session_birth"},
-	"1-3_long-idle-live-session":  {"session_birth"},
-	"1-4_session-resume":          {"v1_session_birth"},
-	"1-6_checkpoint-rewind":       {"session_birth"},
-	"1-8_model-context-display":   {"session_birth"},
-	"2-2_auto-executed-tool-call": {"session_birth"},
+	"1-2_session-end":            {"v1_session_birth", "v2_session_birth"},
+	"1-3_long-idle-live-session": {"session_birth"},
+	"1-4_session-resume":         {"v1_session_birth"},
+	"1-6_checkpoint-rewind":      {"session_birth"},
+	"1-8_model-context-display":  {"session_birth"},
+
+	"2-2_auto-executed-tool-call": {"session_birth"}, // the same
 	// The approval picker of a write leaves nothing in the journal until
 	// it is answered (the open toolUse is all there is, as for a tool
 	// that runs); the recorders' daemon guessed waiting after a 10 s
