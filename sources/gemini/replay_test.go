@@ -99,44 +99,55 @@ func TestRecordedScenarios(t *testing.T) {
 // says the turn goes on: the reply's preamble was written first with no
 // tool call, and looked finished. Cut right after that line and at the
 // end of the recording (a tool's result, the next reply not written yet),
-// the session is running with no turn ended, and no line was skipped.
+// the session is running with no turn ended. It does so with the line
+// read, and with the bound on a line lowered below it (a line far larger
+// than any other: the tailer skips it, counted as line-too-long, and the
+// head of it that names the reply's tool call is enough).
 func TestLongToolCallLine(t *testing.T) {
 	sc, err := sourcestest.LoadScenario(filepath.Join("testdata", "irrlicht", "gemini-cli", "2-16_oversized-transcript-line"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := sc.Recordings[0]
-	var longest, size int64 // the end of the longest line, its length
+	var longest, size, second int64 // the end of the longest line, its length, the next longest
 	for off, prev := 0, 0; off < len(rec.Transcript); prev = off {
 		off += bytes.IndexByte(rec.Transcript[off:], '\n') + 1
-		if n := int64(off - prev); n > size {
-			longest, size = int64(off), n
+		switch n := int64(off - prev); {
+		case n > size:
+			longest, size, second = int64(off), n, size
+		case n > second:
+			second = n
 		}
 	}
-	r := sourcestest.Replay{
-		New:     func(home string) hub.Source { return New(sources.Options{Home: home}) },
-		Path:    func(_, recorded string) string { return sourcestest.After(recorded, ".gemini") },
-		Enabled: []string{HarnessGemini},
-		Split:   splitChats,
-	}
-	for _, cut := range []int64{longest, int64(len(rec.Transcript))} {
-		part := &sourcestest.Recording{Name: rec.Name, Transcript: rec.Transcript[:cut]}
-		for _, g := range rec.Growth {
-			if g.Size <= cut {
-				part.Growth = append(part.Growth, g)
+	for _, maxLine := range []int{0, int(second+size) / 2} {
+		r := sourcestest.Replay{
+			New:     func(home string) hub.Source { return New(sources.Options{Home: home, MaxLine: maxLine}) },
+			Path:    func(_, recorded string) string { return sourcestest.After(recorded, ".gemini") },
+			Enabled: []string{HarnessGemini},
+			Split:   splitChats,
+		}
+		for _, cut := range []int64{longest, int64(len(rec.Transcript))} {
+			part := &sourcestest.Recording{Name: rec.Name, Transcript: rec.Transcript[:cut]}
+			for _, g := range rec.Growth {
+				if g.Size <= cut {
+					part.Growth = append(part.Growth, g)
+				}
 			}
-		}
-		h := r.Run(t, part)
-		snaps := h.Snapshots()
-		if len(snaps) != 1 {
-			t.Fatalf("cut at %d: %d sessions, want 1", cut, len(snaps))
-		}
-		if s := snaps[0]; s.Status != agentbridge.StatusRunning || s.LastTurn != "" || s.LastTurnEndedAt != 0 {
-			t.Errorf("cut at %d (the longest line: %d bytes): status %s, last turn %q ended %d; want running, no turn ended", cut, size, s.Status, s.LastTurn, s.LastTurnEndedAt)
-		}
-		for _, d := range h.Diagnostics() {
-			if d.Code == sources.CodeLineTooLong {
-				t.Errorf("cut at %d: %s", cut, d.Message)
+			h := r.Run(t, part)
+			snaps := h.Snapshots()
+			if len(snaps) != 1 {
+				t.Fatalf("bound %d, cut at %d: %d sessions, want 1", maxLine, cut, len(snaps))
+			}
+			if s := snaps[0]; s.Status != agentbridge.StatusRunning || s.LastTurn != "" || s.LastTurnEndedAt != 0 {
+				t.Errorf("bound %d, cut at %d (the longest line: %d bytes): status %s, last turn %q ended %d; want running, no turn ended",
+					maxLine, cut, size, s.Status, s.LastTurn, s.LastTurnEndedAt)
+			}
+			skipped := false
+			for _, d := range h.Diagnostics() {
+				skipped = skipped || d.Code == sources.CodeLineTooLong
+			}
+			if skipped != (maxLine != 0) {
+				t.Errorf("bound %d, cut at %d: line-too-long reported %v, want %v", maxLine, cut, skipped, maxLine != 0)
 			}
 		}
 	}
