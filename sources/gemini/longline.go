@@ -45,6 +45,7 @@ func (c *Chat) LongLine(head []byte) (Change, []agentbridge.Event) {
 // far as it goes. ok is false when head names no message (a patch, the
 // metadata line, no valid id, a type other than a prompt or a reply).
 func headRecord(head []byte) (r chatRecord, ok bool) {
+	texts := map[string]*string{"id": &r.ID, "timestamp": &r.Timestamp, "type": &r.Type, "model": &r.Model}
 	dec := jsontext.NewDecoder(bytes.NewReader(head))
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return r, false
@@ -67,22 +68,13 @@ func headRecord(head []byte) (r chatRecord, ok bool) {
 			}
 			break
 		}
-		switch key {
-		case "id", "timestamp", "type", "model":
-			var s string
-			if json.Unmarshal(v, &s) != nil {
+		if field := texts[key]; field != nil {
+			if json.Unmarshal(v, field) != nil {
 				return r, false
 			}
-			switch key {
-			case "id":
-				r.ID = s
-			case "timestamp":
-				r.Timestamp = s
-			case "type":
-				r.Type = s
-			default:
-				r.Model = s
-			}
+			continue
+		}
+		switch key {
 		case "content":
 			r.Content = bytes.Clone(v)
 		case "displayContent":
