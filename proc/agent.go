@@ -21,8 +21,11 @@ import (
 //     process.title) is one of Names, or one of Names followed by "-" and
 //     more (a release binary such as "codex-x86_64-unknown-linux-musl",
 //     whose command name the kernel cuts to 15 bytes); or
-//   - its executable lies in a directory named one of Packages (a native
-//     build kept per version, e.g. …/claude/versions/2.1.3); or
+//   - its executable lies in a directory named one of Packages (the
+//     agent's npm package, e.g. …/claude-code/bin/claude.exe); or
+//   - its executable is a native build kept per version, <dir>/versions/<v>,
+//     in a directory <dir> named one of Versions (…/claude/versions/2.1.3);
+//     any other executable inside a directory of that name is not; or
 //   - its executable's base name is one of Runtimes (e.g. "node", "bun")
 //     and its script (the first argument after the runtime's options) has
 //     a Name as its base name, extension aside ("codex.js"), or one of
@@ -30,7 +33,8 @@ import (
 type Agent struct {
 	Names    []string // executable or command names, e.g. "codex"
 	Runtimes []string // interpreters the agent may run under, e.g. "node"
-	Packages []string // directories naming the agent's script's package, e.g. "claude-code"
+	Packages []string // directories naming the agent's package, e.g. "claude-code"
+	Versions []string // directories keeping one native build per version, e.g. "claude"
 }
 
 // Any reports whether a matches every process (it names no executable).
@@ -49,7 +53,7 @@ func (a Agent) Match(root string, pid int) bool {
 		t = strings.TrimSuffix(t, " (deleted)")
 		exe, exeDir = filepath.Base(t), filepath.Dir(t)
 	}
-	if a.named(exe) || a.inPackage(exeDir) {
+	if a.named(exe) || a.inPackage(exeDir) || a.versioned(exeDir) {
 		return true
 	}
 	if comm, err := readCapped(dir+"/comm", 64); err == nil && a.named(string(bytes.TrimSpace(comm))) {
@@ -63,6 +67,12 @@ func (a Agent) Match(root string, pid int) bool {
 		return false
 	}
 	return a.matchScript(cmdline)
+}
+
+// versioned reports whether an executable's directory is <dir>/versions
+// with dir one of Versions.
+func (a Agent) versioned(exeDir string) bool {
+	return filepath.Base(exeDir) == "versions" && slices.Contains(a.Versions, filepath.Base(filepath.Dir(exeDir)))
 }
 
 // named reports whether an executable or command name is one of Names, or
@@ -97,12 +107,7 @@ func (a Agent) matchScript(cmdline []byte) bool {
 	if ext := filepath.Ext(base); ext != "" && ext != base {
 		base = strings.TrimSuffix(base, ext)
 	}
-	if slices.Contains(a.Names, base) {
-		return true
-	}
-	return a.inPackage(filepath.Dir(script)) || slices.ContainsFunc(strings.Split(filepath.ToSlash(filepath.Dir(script)), "/"), func(d string) bool {
-		return slices.Contains(a.Names, d)
-	})
+	return slices.Contains(a.Names, base) || a.inPackage(filepath.Dir(script))
 }
 
 // inPackage reports whether a directory on path is one of Packages.
