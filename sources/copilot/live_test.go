@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -64,7 +65,7 @@ const sid = "0b8c6d2e-5f41-4c3a-9e7d-2a1b3c4d5e6f"
 // byte lands.
 func TestLivePartialLines(t *testing.T) {
 	home := t.TempDir()
-	h := run(t, sources.Options{Home: home})
+	h := run(t, sources.Options{Home: home, Processes: proctest.Running(t, "/usr/bin/copilot", "/work/app")}) // Copilot runs in /work/app
 	p := filepath.Join(SessionsDir(home), sid, journalName)
 
 	start := startRecord("/work/app")
@@ -305,7 +306,7 @@ func TestProcessByCwdSkipsLockedProcess(t *testing.T) {
 // journal removed, the session leaves the hub.
 func TestRewrittenAndRemoved(t *testing.T) {
 	home := t.TempDir()
-	h := run(t, sources.Options{Home: home})
+	h := run(t, sources.Options{Home: home, Processes: proctest.Running(t, "/usr/bin/copilot", "/work/app")}) // Copilot runs in /work/app
 	p := filepath.Join(SessionsDir(home), sid, journalName)
 	first := startRecord("/work/app") + line(typeUserMessage, map[string]any{"content": "one"}) +
 		line(typeAssistantMessage, map[string]any{"content": "1"}) + line(typeTurnEnd, map[string]any{})

@@ -70,8 +70,9 @@ func TestLiveChatAndProcess(t *testing.T) {
 }
 
 // A runtime file left behind by a TUI that exited long ago names a pid
-// that is now another process (or none): the session is not bound to it.
-func TestStaleRuntimeFileIsNotBound(t *testing.T) {
+// that is now another process (or none): the session is not bound to it,
+// and it has ended.
+func TestStaleRuntimeFileEndsTheSession(t *testing.T) {
 	home := t.TempDir()
 	const id = "11111111-4319-42fc-ae72-923eb867e18f"
 	chats := filepath.Join(home, "projects", "-work-proj", "chats")
@@ -83,9 +84,8 @@ func TestStaleRuntimeFileIsNotBound(t *testing.T) {
 	sourcestest.Append(t, filepath.Join(chats, id+".runtime.json"), fmt.Sprintf("{\n  \"pid\": %d,\n  \"session_id\": %q,\n  \"started_at\": 1000000000.5\n}", other.Process.Pid, id))
 	sourcestest.Append(t, filepath.Join(chats, id+".jsonl"), `{"uuid":"u1","sessionId":"`+id+`","timestamp":"2026-12-01T10:00:00Z","type":"user","message":{"parts":[{"text":"hi"}]}}`+"\n")
 	h := run(t, home)
-	h.WaitFor(t, "running", kittest.Status(id, agentbridge.StatusRunning))
-	time.Sleep(50 * time.Millisecond) // let a wrong binding show, if it would
-	if s, _ := h.Snapshot(id); s.PID != 0 || s.Status != agentbridge.StatusRunning {
+	h.WaitFor(t, "ended", kittest.Status(id, agentbridge.StatusExited))
+	if s, _ := h.Snapshot(id); s.PID == other.Process.Pid {
 		t.Errorf("bound to a process that is not the agent's: %+v", s)
 	}
 }

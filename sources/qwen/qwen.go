@@ -172,25 +172,28 @@ func (h *handler) readRuntime(id string, data []byte) {
 }
 
 // bind binds the session to the runtime file's process. A runtime file
-// outlives its process, and its started_at is when the TUI wrote it (after
-// Node started, seconds later under load; again at a session swap), not
-// when the process started. The process that wrote it started before
-// started_at: a pid that names a process started later (beyond the
-// granularity of boot-time arithmetic) is another process that reused the
-// pid, and is not bound; the session then leaves after the window like one
-// without a process.
+// outlives its process (Qwen Code leaves it behind on /quit and Ctrl-C),
+// and its started_at is when the TUI wrote it (after Node started,
+// seconds later under load; again at a session swap), not when the
+// process started. The process that wrote it started before started_at:
+// a pid that names no process, or a process started later (beyond the
+// granularity of boot-time arithmetic: another process that reused the
+// pid), means the session's process has ended, and the session ends at
+// once (agent.exited), also when the bridge starts long after.
 func (h *handler) bind(id string, rt runtimeFile) {
 	written := time.Duration(0)
 	if rt.StartedAt > 0 && rt.StartedAt < math.MaxInt32 {
 		written = time.Duration(rt.StartedAt * float64(time.Second))
 	}
 	if written > 0 {
-		st, err := proc.ReadStat(proc.Root, rt.PID)
+		st, err := proc.ReadStat(h.ProcRoot(), rt.PID)
 		if err != nil {
-			return // gone: nothing to bind; an old session is not marked exited by a stale file
+			h.EndedAt(id, time.Time{}) // gone
+			return
 		}
 		at, err := proc.StartedAt(st)
 		if err != nil || at.Sub(time.Unix(0, int64(written))) > startSlack {
+			h.EndedAt(id, time.Time{}) // the pid names another process now
 			return
 		}
 		// session.started at the process's start: the pid-reuse guard
