@@ -23,7 +23,7 @@ func StartedAt(st Stat) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	return boot.Add(time.Duration(st.StartTime) * time.Second / userHZ), nil
+	return boot.Add(time.Duration(st.StartTime) * (time.Second / userHZ)), nil
 }
 
 // StartedAtIn is StartedAt for a process of the proc file system at root:
@@ -37,7 +37,7 @@ func StartedAtIn(root string, st Stat) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	return boot.Add(time.Duration(st.StartTime) * time.Second / userHZ), nil
+	return boot.Add(time.Duration(st.StartTime) * (time.Second / userHZ)), nil
 }
 
 func readBoot(root string) (time.Time, error) {

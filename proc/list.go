@@ -44,7 +44,7 @@ func List(root string, match func(root string, pid int) bool) []Process {
 		if err != nil {
 			continue
 		}
-		at := boot.Add(time.Duration(st.StartTime) * time.Second / userHZ)
+		at := boot.Add(time.Duration(st.StartTime) * (time.Second / userHZ))
 		out = append(out, Process{PID: pid, PPID: st.PPID, Cwd: cwd, Started: at, StartTime: st.StartTime})
 	}
 	return out
