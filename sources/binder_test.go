@@ -29,11 +29,11 @@ func TestPick(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []proctest.Proc{
-		{PID: 10, Exe: "/usr/bin/pi", Cwd: "/a", Started: at(-time.Hour)},                // alone in /a
-		{PID: 20, Exe: "/usr/bin/pi", Cwd: "/b", Started: at(-time.Hour)},                // two in /b
-		{PID: 21, Exe: "/usr/bin/pi", Cwd: "/b", Started: at(-10 * time.Second)},         //
-		{PID: 30, Exe: "/usr/bin/vim", Cwd: "/c", Started: at(-time.Hour)},               // not the agent
-		{PID: 40, Exe: "/usr/bin/pi", Cwd: "/d", Started: at(time.Minute)},               // started after the write
+		{PID: 10, Exe: "/usr/bin/pi", Cwd: "/a", Started: at(-time.Hour)},        // alone in /a
+		{PID: 20, Exe: "/usr/bin/pi", Cwd: "/b", Started: at(-time.Hour)},        // two in /b
+		{PID: 21, Exe: "/usr/bin/pi", Cwd: "/b", Started: at(-10 * time.Second)}, //
+		{PID: 30, Exe: "/usr/bin/vim", Cwd: "/c", Started: at(-time.Hour)},       // not the agent
+		{PID: 40, Exe: "/usr/bin/pi", Cwd: "/d", Started: at(time.Minute)},       // started after the write
 		{PID: 50, Exe: "/usr/bin/node", Comm: "node", Cwd: "/e", Started: at(-time.Hour), // a launcher and its child
 			Args: []string{"node", "/usr/lib/node_modules/pi-coding-agent/dist/cli.js"}},
 		{PID: 51, PPID: 50, Exe: "/usr/bin/pi", Cwd: "/e", Started: at(-time.Hour)},
@@ -203,7 +203,7 @@ func TestRestartTruth(t *testing.T) {
 	write("reused.jsonl", "reused /reused\n")
 	tree.Add(proctest.Proc{PID: 200, PPID: 1, Exe: "/usr/bin/pi", Cwd: "/live", Started: old.Add(-time.Minute)})
 	tree.Add(proctest.Proc{PID: 201, PPID: 1, Exe: "/usr/bin/pi", Cwd: "/reused", Started: time.Now()}) // after the last write
-	for round := range 2 {                                                                             // the bridge, then the bridge restarted
+	for round := range 2 {                                                                              // the bridge, then the bridge restarted
 		h := sourcestest.New()
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
