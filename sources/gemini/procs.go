@@ -13,6 +13,7 @@ import (
 
 	json "github.com/go-json-experiment/json"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/validate"
@@ -64,6 +65,11 @@ func (h *handler) askAntigravity() {
 		q := sources.ProcQuery{Agent: AntigravityAgent, Wrote: h.asked[id]}
 		if c := cwds[id]; c != "" {
 			q.Cwd = c
+			if s := h.Get(id); s != nil && s.Snapshot().Cwd == "" && !h.Exited(id) {
+				// The transcript never names it: the session gets its
+				// workspace from the history.
+				h.Event(id, HarnessAntigravity, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: c})
+			}
 		} else {
 			q.AnyCwd = true
 		}
