@@ -68,6 +68,11 @@ type ProcQuery struct {
 	// PID, when not zero, is the process the agent's own files (a log)
 	// name for the session: taken when it is one of the candidates.
 	PID int
+	// Started, when not zero, is when the agent's own log says the
+	// process that last wrote the session began (opencode's run's first
+	// line): the candidate that started last within startLead before it
+	// is that process, and with none the process is gone.
+	Started time.Time
 	// Journal, when not empty, is a file the agent holds open for writing
 	// while it runs: of several candidates, the one writing it.
 	Journal string
@@ -76,6 +81,10 @@ type ProcQuery struct {
 	// under it, which it may write again).
 	Taken func(pid int) bool
 }
+
+// startLead is how long before its log's first line a process may have
+// started (loading the binary, under load).
+const startLead = time.Minute
 
 // binderSlack is how much later than ProcQuery.Running or Born a process
 // may seem to have started: /proc counts start times in clock ticks from
@@ -94,7 +103,9 @@ const binderSlack = 2 * time.Second
 //  1. candidates: the agent's processes in the session's cwd that were
 //     running at q.Running (up to binderSlack later); a launcher whose
 //     child is also a candidate is left out (the child is the agent);
-//  2. the pid the agent's log names, when it is a candidate;
+//  2. the pid the agent's log names, when it is a candidate; the
+//     candidate that started last before the moment the log says the
+//     session's process began (q.Started), and none (ended) without one;
 //  3. the one candidate, when there is one (a process may write several
 //     sessions in turn: /clear, /new) and the cwd is known;
 //  4. the one candidate not taken by another live session;
@@ -118,6 +129,21 @@ func pick(cands []proc.Process, q ProcQuery, taken func(pid int) bool, holds fun
 				return c.PID, false
 			}
 		}
+	}
+	if !q.Started.IsZero() {
+		var best *proc.Process
+		for i, c := range in {
+			if c.Started.After(q.Started.Add(binderSlack)) || c.Started.Before(q.Started.Add(-startLead)) {
+				continue
+			}
+			if best == nil || c.Started.After(best.Started) {
+				best = &in[i]
+			}
+		}
+		if best == nil {
+			return 0, true
+		}
+		return best.PID, false
 	}
 	if len(in) == 1 && !q.AnyCwd {
 		return in[0].PID, false

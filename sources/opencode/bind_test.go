@@ -81,3 +81,46 @@ func TestProcessBinding(t *testing.T) {
 		t.Errorf("ses_a moved to %d", s.PID)
 	}
 }
+
+// TestProcessBindingByLog: two opencode TUIs in one directory, both
+// started before either session was written: opencode's log tells them
+// apart (each process's run begins with "creating instance", and its
+// lines name the sessions it runs), so each session gets its own; a run
+// whose process is gone ends its session at once (a bridge started after
+// that TUI quit).
+func TestProcessBindingByLog(t *testing.T) {
+	home := t.TempDir()
+	w := openWriter(t, filepath.Join(home, "opencode.db"))
+	for _, q := range oldSchema {
+		w.exec(q)
+	}
+	now := time.Now()
+	tree := proctest.Fake(t)
+	for pid, ago := range map[int]time.Duration{20: 10 * time.Minute, 21: 8 * time.Minute} {
+		tree.Add(proctest.Proc{PID: pid, PPID: 1, Exe: "/usr/bin/opencode", Cwd: "/srv/x", Started: now.Add(-ago)})
+	}
+	logLine := func(at time.Time, run, rest string) string {
+		return "timestamp=" + at.UTC().Format("2006-01-02T15:04:05.000Z") + " level=INFO run=" + run + " " + rest + "\n"
+	}
+	sourcestest.Append(t, filepath.Join(home, "log", "opencode.log"),
+		logLine(now.Add(-10*time.Minute+2*time.Second), "r20", `message="creating instance" directory=/srv/x`)+
+			logLine(now.Add(-8*time.Minute+2*time.Second), "r21", `message="creating instance" directory=/srv/x`)+
+			logLine(now.Add(-6*time.Minute+1*time.Second), "r99", `message="creating instance" directory=/srv/x`)+ // a TUI that quit
+			logLine(now.Add(-5*time.Minute), "r21", "message=loop session.id=ses_one step=0")+
+			logLine(now.Add(-4*time.Minute), "r20", "message=loop session.id=ses_two step=0")+
+			logLine(now.Add(-3*time.Minute), "r99", "message=loop session.id=ses_gone step=0"))
+	for _, id := range []string{"ses_one", "ses_two", "ses_gone"} {
+		w.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES (?, 'p', '/srv/x', 't', ?, ?)",
+			id, now.Add(-5*time.Minute).UnixMilli(), now.Add(-time.Minute).UnixMilli())
+	}
+	h := sourcestest.Start(t, New(sources.Options{Home: home, Linger: -1, Processes: tree}), nil)
+	is := func(id string, status agentbridge.Status, pid int) func(*sourcestest.Hub) bool {
+		return func(h *sourcestest.Hub) bool {
+			s, ok := h.Snapshot(id)
+			return ok && s.Status == status && s.PID == pid
+		}
+	}
+	h.WaitFor(t, "ses_one on the process of its run", is("ses_one", agentbridge.StatusIdle, 21))
+	h.WaitFor(t, "ses_two on the process of its run", is("ses_two", agentbridge.StatusIdle, 20))
+	h.WaitFor(t, "ses_gone ended: its run's process is gone", is("ses_gone", agentbridge.StatusExited, 0))
+}

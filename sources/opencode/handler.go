@@ -53,10 +53,12 @@ type handler struct {
 	held         []Record          // file storage objects read during a scan
 	sessionFiles map[string]string // session object file → its session
 
-	dirs    map[string]string // root session → its directory (the cwd of its process)
-	created map[string]int64  // root session → when it was created (epoch ms)
-	touched map[string]int64  // root session → its latest record's time (epoch ms; 0 unknown), written since the last lookup
-	logOf   map[string]string // session → the log file that named it last (its process writes it)
+	dirs     map[string]string // root session → its directory (the cwd of its process)
+	created  map[string]int64  // root session → when it was created (epoch ms)
+	touched  map[string]int64  // root session → its latest record's time (epoch ms; 0 unknown), written since the last lookup
+	logOf    map[string]string // session → the log file that named it last (its process writes it)
+	runOf    map[string]string // session → the log run that named it last
+	runStart map[string]int64  // log run → when it began (its "creating instance" line), epoch ms
 }
 
 func newHandler(ctx context.Context, ss *sources.Sessions, home string, window time.Duration, w *dirWatch, log *slog.Logger) *handler {
@@ -108,6 +110,8 @@ func (h *handler) reset() {
 	h.created = map[string]int64{}
 	h.touched = map[string]int64{}
 	h.logOf = map[string]string{}
+	h.runOf = map[string]string{}
+	h.runStart = map[string]int64{}
 }
 
 // trailDelays are how long after the last change of a burst a database
@@ -162,6 +166,15 @@ func (h *handler) Line(path string, line []byte) {
 	if !ok || l.Run == "" {
 		return
 	}
+	if l.Start > 0 {
+		if _, ok := h.runStart[l.Run]; !ok && len(h.runStart) >= maxRuns {
+			clear(h.runStart)
+		}
+		h.runStart[l.Run] = l.Start
+	}
+	if l.Session == "" && l.Ask == nil {
+		return
+	}
 	if l.Ask != nil {
 		l.Ask.Session = h.runs[l.Run]
 		if _, ok := h.pending[l.Run]; !ok && len(h.pending) >= maxRuns {
@@ -181,6 +194,10 @@ func (h *handler) Line(path string, line []byte) {
 		clear(h.logOf)
 	}
 	h.logOf[l.Session] = path
+	if _, ok := h.runOf[l.Session]; !ok && len(h.runOf) >= maxRuns {
+		clear(h.runOf)
+	}
+	h.runOf[l.Session] = l.Run
 }
 
 // Truncated: a log file started again; nothing to drop.
@@ -478,6 +495,9 @@ func (h *handler) findProcesses() {
 			continue
 		}
 		q := sources.ProcQuery{Cwd: dir, Journal: h.logOf[id]}
+		if at := h.runStart[h.runOf[id]]; at > 0 {
+			q.Started = time.UnixMilli(at)
+		}
 		if at := h.touched[id]; at > 0 {
 			q.Running = time.UnixMilli(at)
 		}
