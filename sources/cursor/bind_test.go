@@ -63,12 +63,7 @@ func TestProcessBinding(t *testing.T) {
 		sourcestest.Append(t, transcript(dirs[dir], id), prompt)
 	}
 	h := sourcestest.Start(t, New(sources.Options{Home: home, Linger: -1, Processes: tree}), nil)
-	is := func(id string, status agentbridge.Status, pid int) func(*sourcestest.Hub) bool {
-		return func(h *sourcestest.Hub) bool {
-			s, ok := h.Snapshot(id)
-			return ok && s.Status == status && s.PID == pid
-		}
-	}
+	is := sourcestest.StatusPID
 	h.WaitFor(t, "a bound to cursor-agent's Node", is(a, agentbridge.StatusRunning, 10))
 	h.WaitFor(t, "b ended: another Node program", is(b, agentbridge.StatusExited, 0))
 	h.WaitFor(t, "c ended: cursor-agent there started after", is(c, agentbridge.StatusExited, 0))

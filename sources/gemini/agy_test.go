@@ -54,12 +54,7 @@ func TestAntigravityProcessBinding(t *testing.T) {
 		sourcestest.Append(t, tr(c), step)
 	}
 	h, _ := runOn(t, home, tree, HarnessAntigravity)
-	is := func(id string, status agentbridge.Status, pid int) func(*sourcestest.Hub) bool {
-		return func(h *sourcestest.Hub) bool {
-			s, ok := h.Snapshot(id)
-			return ok && s.Status == status && s.PID == pid
-		}
-	}
+	is := sourcestest.StatusPID
 	h.WaitFor(t, "the paired conversation on the agy in its workspace", is(paired, agentbridge.StatusRunning, 10))
 	if s, _ := h.Snapshot(paired); s.Cwd != "/w/one" {
 		t.Errorf("paired cwd %q, want the history's workspace", s.Cwd)

@@ -44,12 +44,7 @@ func TestProcessBinding(t *testing.T) {
 	session("ses_c", "/srv/c", ms(-10*time.Minute)) // 12 started after its last write
 	session("ses_d", "/srv/d", ms(-time.Minute))    // no process there
 	h := sourcestest.Start(t, New(sources.Options{Home: home, Linger: -1, Processes: tree}), nil)
-	is := func(id string, status agentbridge.Status, pid int) func(*sourcestest.Hub) bool {
-		return func(h *sourcestest.Hub) bool {
-			s, ok := h.Snapshot(id)
-			return ok && s.Status == status && s.PID == pid
-		}
-	}
+	is := sourcestest.StatusPID
 	h.WaitFor(t, "ses_a bound to its process", is("ses_a", agentbridge.StatusIdle, 10))
 	h.WaitFor(t, "ses_b ended: vim is not opencode", is("ses_b", agentbridge.StatusExited, 0))
 	h.WaitFor(t, "ses_c ended: its directory's opencode started after its last write", is("ses_c", agentbridge.StatusExited, 0))
@@ -114,12 +109,7 @@ func TestProcessBindingByLog(t *testing.T) {
 			id, now.Add(-5*time.Minute).UnixMilli(), now.Add(-time.Minute).UnixMilli())
 	}
 	h := sourcestest.Start(t, New(sources.Options{Home: home, Linger: -1, Processes: tree}), nil)
-	is := func(id string, status agentbridge.Status, pid int) func(*sourcestest.Hub) bool {
-		return func(h *sourcestest.Hub) bool {
-			s, ok := h.Snapshot(id)
-			return ok && s.Status == status && s.PID == pid
-		}
-	}
+	is := sourcestest.StatusPID
 	h.WaitFor(t, "ses_one on the process of its run", is("ses_one", agentbridge.StatusIdle, 21))
 	h.WaitFor(t, "ses_two on the process of its run", is("ses_two", agentbridge.StatusIdle, 20))
 	h.WaitFor(t, "ses_gone ended: its run's process is gone", is("ses_gone", agentbridge.StatusExited, 0))

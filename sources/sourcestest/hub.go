@@ -366,3 +366,12 @@ func (h *Hub) describe() string {
 }
 
 var _ hub.Sink = (*Hub)(nil)
+
+// StatusPID returns a WaitFor condition: session id is listed with status
+// and process pid (0: none).
+func StatusPID(id string, status agentbridge.Status, pid int) func(*Hub) bool {
+	return func(h *Hub) bool {
+		s, ok := h.Snapshot(id)
+		return ok && s.Status == status && s.PID == pid
+	}
+}
