@@ -146,6 +146,12 @@ func pick(cands []proc.Process, q ProcQuery, taken func(pid int) bool, holds fun
 		return best.PID, false
 	}
 	if len(in) == 1 && !q.AnyCwd {
+		if taken != nil && taken(in[0].PID) && q.Window > 0 && !q.Born.IsZero() && !q.began(in[0]) {
+			// Another session's process, which did not begin this one:
+			// it may have moved on to it (/new, /clear), or this one's
+			// own process may be gone. No telling.
+			return 0, false
+		}
 		return in[0].PID, false
 	}
 	var free []proc.Process
@@ -160,7 +166,7 @@ func pick(cands []proc.Process, q ProcQuery, taken func(pid int) bool, holds fun
 	if q.Window > 0 && !q.Born.IsZero() && len(free) > 1 {
 		var born []proc.Process
 		for _, c := range free {
-			if !c.Started.Before(q.Born.Add(-q.Window)) && !c.Started.After(q.Born.Add(binderSlack)) {
+			if q.began(c) {
 				born = append(born, c)
 			}
 		}
@@ -181,6 +187,24 @@ func pick(cands []proc.Process, q ProcQuery, taken func(pid int) bool, holds fun
 		}
 	}
 	return 0, false
+}
+
+// began reports whether process c may have begun the session: it started
+// within q.Window before q.Born.
+func (q ProcQuery) began(c proc.Process) bool {
+	return q.Window > 0 && !q.Born.IsZero() && !c.Started.Before(q.Born.Add(-q.Window)) && !c.Started.After(q.Born.Add(binderSlack))
+}
+
+// sure reports whether the session's process can be told from cands
+// without knowing which processes other sessions have: the agent's log
+// names it, or one candidate began the session. Such sessions are bound
+// first, so that a session whose own process is gone does not take
+// theirs.
+func (q ProcQuery) sure(cands []proc.Process) bool {
+	if q.PID > 0 || !q.Started.IsZero() {
+		return true
+	}
+	return slices.ContainsFunc(cands, q.began)
 }
 
 func (q ProcQuery) cwdIs(cwd string) bool {
@@ -293,7 +317,23 @@ func (ss *Sessions) findProcesses() {
 		}
 		return out
 	}
-	for _, id := range slices.Sorted(maps.Keys(ss.finds)) {
+	// The sessions whose process is sure first (see ProcQuery.sure), then
+	// the others, each in session id order.
+	ids := slices.Sorted(maps.Keys(ss.finds))
+	sure := map[string]bool{}
+	for _, id := range ids {
+		sure[id] = ss.finds[id].sure(mine(all, ss.finds[id]))
+	}
+	slices.SortStableFunc(ids, func(a, b string) int {
+		switch {
+		case sure[a] == sure[b]:
+			return 0
+		case sure[a]:
+			return -1
+		}
+		return 1
+	})
+	for _, id := range ids {
 		q := ss.finds[id]
 		en := ss.m[id]
 		if en == nil || (en.unwatch != nil && en.exitedAt.IsZero()) {

@@ -70,6 +70,8 @@ func TestPick(t *testing.T) {
 	}{
 		{"the agent alone in the cwd", ProcQuery{Cwd: "/a", Running: t0}, nil, 10, false},
 		{"alone, even when another session has it (/clear)", ProcQuery{Cwd: "/a", Running: t0}, taken(10), 10, false},
+		{"alone, another session's, and it did not begin this one: no telling", ProcQuery{Cwd: "/a", Running: t0, Born: at(-time.Minute), Window: 20 * time.Second}, taken(10), 0, false},
+		{"alone, another session's, and it began this one", ProcQuery{Cwd: "/a", Running: t0, Born: at(-time.Hour + 5*time.Second), Window: 20 * time.Second}, taken(10), 10, false},
 		{"no process in the cwd: ended", ProcQuery{Cwd: "/z", Running: t0}, nil, 0, true},
 		{"another program in the cwd: ended", ProcQuery{Cwd: "/c", Running: t0}, nil, 0, true},
 		{"started after the journal's last write: ended", ProcQuery{Cwd: "/d", Running: t0}, nil, 0, true},

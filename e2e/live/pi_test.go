@@ -309,14 +309,28 @@ func piKill(t *testing.T) {
 	r.checkf(s.WaitingFor == "", "exited: %s", s)
 }
 
-// The bridge restarts while one TUI runs and another has quit: the
-// restarted bridge shows the running one with the same pid (found again
-// by its cwd and start time), and the other ended at once, never alive.
+// The bridge restarts while one TUI runs and another, in another
+// directory, has quit: the restarted bridge shows the running one with
+// the same pid (found again by its cwd and start time), and the other
+// ended at once, never alive. (Two sessions in one directory whose
+// TUIs were one quit and one running cannot be told apart from /proc
+// after a restart: the quit one is then bound to nothing, never to the
+// other's process.)
 func piRestart(t *testing.T) {
 	r := newPiRig(t)
 	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
 	a, sa := r.answered("first prompt", "First answer.")
-	b, sb := r.answered("second prompt", "Second answer.")
+	other := filepath.Join(filepath.Dir(r.cwd), "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := openTerminal(r.t, other, r.env, r.bin)
+	b.AwaitScreen(60*time.Second, "mock-model")
+	prompt(b, "second prompt")
+	b.AwaitScreen(60*time.Second, "Second answer.")
+	sb := r.bridge.AwaitOne("the other directory's session", piSource, 20*time.Second, func(s snapshot) bool {
+		return s.Status == "done" && s.PID == b.PID() && s.Cwd == other
+	})
 	quit(b, "/quit")
 	r.bridge.AwaitStatus(piSource, sb.ID, "exited", 20*time.Second)
 
