@@ -235,11 +235,11 @@ func TestProcessByCwd(t *testing.T) {
 }
 
 // TestShutdownExits: session.shutdown ends the session without a process;
-// session.resume (copilot --resume) brings it back, idle, and its next
-// prompt runs.
+// session.resume (copilot --resume, a Copilot process in /work/app) brings
+// it back, idle, and its next prompt runs.
 func TestShutdownExits(t *testing.T) {
 	home := t.TempDir()
-	h := run(t, sources.Options{Home: home, Linger: -1})
+	h := run(t, sources.Options{Home: home, Linger: -1, Processes: proctest.Running(t, "/usr/bin/copilot", "/work/app")})
 	p := filepath.Join(SessionsDir(home), sid, journalName)
 	sourcestest.Append(t, p, startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "hi"})+
 		line(typeAssistantMessage, map[string]any{"content": "hello"})+line(typeTurnEnd, map[string]any{})+
