@@ -77,8 +77,9 @@ type ProcQuery struct {
 	// while it runs: of several candidates, the one writing it.
 	Journal string
 	// Taken, when set, reports processes the source knows are another
-	// session's beyond those bound now (a process whose chat was deleted
-	// under it, which it may write again).
+	// session's (named by another session's lock or runtime file, or a
+	// process whose chat was deleted under it, which it may write again):
+	// they are never this session's.
 	Taken func(pid int) bool
 }
 
@@ -102,7 +103,8 @@ const binderSlack = 2 * time.Second
 //
 //  1. candidates: the agent's processes in the session's cwd that were
 //     running at q.Running (up to binderSlack later); a launcher whose
-//     child is also a candidate is left out (the child is the agent);
+//     child is also a candidate is left out (the child is the agent), and
+//     so is a process q.Taken names;
 //  2. the pid the agent's log names, when it is a candidate; the
 //     candidate that started last before the moment the log says the
 //     session's process began (q.Started), and none (ended) without one;
@@ -120,6 +122,9 @@ func pick(cands []proc.Process, q ProcQuery, taken func(pid int) bool, holds fun
 		in = append(in, c)
 	}
 	in = leaves(in)
+	if q.Taken != nil {
+		in = slices.DeleteFunc(in, func(c proc.Process) bool { return q.Taken(c.PID) })
+	}
 	if len(in) == 0 {
 		return 0, true
 	}
@@ -340,7 +345,7 @@ func (ss *Sessions) findProcesses() {
 			continue
 		}
 		cands := mine(all, q)
-		pid, none := pick(cands, q, func(pid int) bool { return ss.boundElsewhere(id, pid) || (q.Taken != nil && q.Taken(pid)) }, func(pids []int) []int {
+		pid, none := pick(cands, q, func(pid int) bool { return ss.boundElsewhere(id, pid) }, func(pids []int) []int {
 			w, err := proc.FindWriters(root, q.Journal, q.Agent)
 			if err != nil {
 				return nil

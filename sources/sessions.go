@@ -296,7 +296,7 @@ func (ss *Sessions) bindPID(id string, pid int, guard bool, start uint64) {
 		err = proc.ErrNoProcess
 	}
 	if err == nil && guard && !en.since.IsZero() {
-		if at, serr := proc.StartedAt(st); serr == nil && at.After(en.since.Add(reuseSlack)) {
+		if at, serr := proc.StartedAtIn(ss.procs.Root(), st); serr == nil && at.After(en.since.Add(reuseSlack)) {
 			ss.log.Debug("pid reused by a later process", "session", id, "pid", pid)
 			err = proc.ErrNoProcess
 		}

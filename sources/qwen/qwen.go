@@ -68,13 +68,58 @@ func (s *Source) Info() agentbridge.SourceInfo { return info }
 // Run follows the chats until ctx ends.
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	root := filepath.Join(s.o.Home, "projects")
-	return sources.Follow(ctx, st, s.o.Follow(sources.TailConfig{
+	cfg := s.o.Follow(sources.TailConfig{
 		Roots: []string{root},
 		Match: func(p string) bool { _, runtime, ok := kindOf(root, p); return ok && !runtime },
 		Dirs:  func(p string) bool { return descend(root, p) },
-	}), func(ss *sources.Sessions) sources.Handler {
-		return &handler{Sessions: ss, root: root, states: map[string]*State{}, pids: map[string]runtimeFile{}}
 	})
+	cfg.Agent = Agent
+	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
+		return &handler{Sessions: ss, root: root, states: map[string]*State{}, pids: map[string]runtimeFile{}, chats: map[string]string{}}
+	})
+}
+
+// Agent says which processes are Qwen Code's: Node running its package's
+// script (a chain of three; the runtime's binder takes the innermost).
+var Agent = proc.Agent{Names: []string{"qwen"}, Runtimes: []string{"node", "bun"}, Scripts: []string{"qwen-code"}}
+
+// findOrphans asks the runtime's binder for the process of each session
+// written since the last call that has no runtime file (one removed, or
+// never written): the Qwen Code process in its cwd, never one that
+// another session's runtime file names. With none, the session has ended.
+func (h *handler) findOrphans() {
+	for id, chat := range h.chats {
+		if _, ok := h.pids[id]; ok {
+			continue
+		}
+		if s := h.Get(id); s != nil && s.Snapshot().Cwd != "" {
+			h.FindProcess(id, sources.ProcQuery{Cwd: s.Snapshot().Cwd, Wrote: chat, Taken: h.named})
+		}
+	}
+	clear(h.chats)
+}
+
+// named reports whether a runtime file names pid.
+func (h *handler) named(pid int) bool {
+	for _, rt := range h.pids {
+		if rt.PID == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// Idle asks for the processes of sessions without a runtime file, then
+// lets Sessions find them and flush.
+func (h *handler) Idle() {
+	h.findOrphans()
+	h.Sessions.Idle()
+}
+
+// ScanDone is Idle for the scan: before the reset.
+func (h *handler) ScanDone() {
+	h.findOrphans()
+	h.Sessions.ScanDone()
 }
 
 // kindOf recognises projects/<slug>/chats/<id>.jsonl (runtime false) and
@@ -107,6 +152,7 @@ type handler struct {
 	root   string
 	states map[string]*State      // by session id
 	pids   map[string]runtimeFile // runtime files read, by session id
+	chats  map[string]string      // session id → its chat, written since the last findOrphans
 }
 
 // MatchWhole picks the runtime files, which the runtime reads whole
@@ -140,6 +186,7 @@ func (h *handler) Line(p string, line []byte) {
 	if bytes.Contains(line, []byte(`"functionCall"`)) {
 		st.SetApprovalMode(h.approvalMode(id))
 	}
+	h.chats[id] = p
 	events, code := Map(id, line, st)
 	if code != "" {
 		h.BadLine(code)
@@ -191,7 +238,7 @@ func (h *handler) bind(id string, rt runtimeFile) {
 			h.EndedAt(id, time.Time{}) // gone
 			return
 		}
-		at, err := proc.StartedAt(st)
+		at, err := proc.StartedAtIn(h.ProcRoot(), st)
 		if err != nil || at.Sub(time.Unix(0, int64(written))) > startSlack {
 			h.EndedAt(id, time.Time{}) // the pid names another process now
 			return
@@ -233,6 +280,7 @@ func (h *handler) Removed(p string) {
 func (h *handler) Rescan() {
 	clear(h.states)
 	clear(h.pids)
+	clear(h.chats)
 	h.Sessions.Rescan()
 }
 
