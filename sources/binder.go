@@ -407,14 +407,16 @@ func (ss *Sessions) EndedAt(id string, at time.Time) {
 // start), from one pass over /proc that every source shares: a pass made
 // after need (the latest moment at which the processes looked for were
 // known to run) has each of them that is still running, so it serves
-// again; otherwise a new pass is made. A process that ended since is
+// again; otherwise a new pass is made. "After" keeps binderSlack: a file's
+// modification time comes from a coarse clock that may lag a write by a
+// tick, so a write just after a pass can seem to be before it. A process that ended since is
 // missing from both, as it should be. Nothing here runs on a timer: a
 // pass is made only when a source asks. ok is false when root is no proc
 // file system that can be read (no boot time): nothing can be told.
 func procPass(root string, need time.Time, now func() time.Time) (list []proc.Process, ok bool) {
 	passes.mu.Lock()
 	defer passes.mu.Unlock()
-	if passes.root == root && !need.IsZero() && passes.at.After(need) {
+	if passes.root == root && !need.IsZero() && passes.at.After(need.Add(binderSlack)) {
 		return passes.list, true
 	}
 	if _, err := proc.StartedAtIn(root, proc.Stat{}); err != nil {
