@@ -70,9 +70,11 @@ type ProcQuery struct {
 	PID int
 	// Started, when not zero, is when the agent's own log says the
 	// process that last wrote the session began (opencode's run's first
-	// line): the candidate that started last within startLead before it
-	// is that process, and with none the process is gone.
+	// line), and Runs when every process the log knows began: a candidate
+	// is that process when Started is the first of Runs at or after its
+	// start (up to startLead later); with none the process is gone.
 	Started time.Time
+	Runs    []time.Time
 	// Journal, when not empty, is a file the agent holds open for writing
 	// while it runs: of several candidates, the one writing it.
 	Journal string
@@ -140,6 +142,11 @@ func pick(cands []proc.Process, q ProcQuery, taken func(pid int) bool, holds fun
 		for i, c := range in {
 			if c.Started.After(q.Started.Add(binderSlack)) || c.Started.Before(q.Started.Add(-startLead)) {
 				continue
+			}
+			if slices.ContainsFunc(q.Runs, func(r time.Time) bool {
+				return r.Before(q.Started) && !r.Before(c.Started.Add(-binderSlack))
+			}) {
+				continue // another run began between it and this one: that run is its
 			}
 			if best == nil || c.Started.After(best.Started) {
 				best = &in[i]

@@ -497,6 +497,9 @@ func (h *handler) findProcesses() {
 		q := sources.ProcQuery{Cwd: dir, Journal: h.logOf[id]}
 		if at := h.runStart[h.runOf[id]]; at > 0 {
 			q.Started = time.UnixMilli(at)
+			for _, r := range h.runStart {
+				q.Runs = append(q.Runs, time.UnixMilli(r))
+			}
 		}
 		if at := h.touched[id]; at > 0 {
 			q.Running = time.UnixMilli(at)
