@@ -24,7 +24,9 @@ import (
 // records. The Publisher methods commit at once (what was folded before
 // them first).
 //
-// The clock. An agent.done without occurredAt is stamped with the hub's
+// The clock. An agent.exited without occurredAt is folded with the hub's
+// clock (the time of the end beside the snapshot; its lifecycle record
+// stays as given). An agent.done without occurredAt is stamped with the hub's
 // clock the first time the hub folds it, so that lastTurnEndedAt is always
 // set (its lifecycle record carries the event as the source gave it). The
 // hub remembers the stamps it gave a session, by the count of such events
@@ -32,6 +34,14 @@ import (
 // again from the same records: a rescan, a restart of its journal, a
 // harness switched off and on. The same records therefore always give the
 // same snapshot. (Across bridge restarts the stamps are new.)
+//
+// Read times. An event without occurredAt (the stamped agent.done
+// included) is folded with the moment the hub was handed it
+// (validate.Session.ApplyRead) when that is outside a scan, so that the
+// session's activity times (statusSince, turnStartedAt, a tool's since)
+// say how long it has been so; events folded in a scan (records found at
+// start-up, whose age is unknown) have none: their stamp sets
+// lastTurnEndedAt only. The read times are remembered like the stamps.
 //
 // A Sink is safe for concurrent use, but a source calls it from one
 // goroutine; Session's result may only be read on that goroutine.
@@ -88,12 +98,16 @@ type publisher struct {
 	mu    sync.Mutex
 	work  map[string]*work // every session of the source, in view or not
 	scan  map[string]*work // during a scan: the sessions being built
-	gone  map[string][]int64
+	gone  map[string]clocks
 	pend  []op       // records since the last commit, in call order
 	dirty []*work    // sessions folded since the last commit, first touch first
 	show  bool       // a Show is pending
 	held  []heldHook // hooks for sessions not reported yet (hooks.go)
 }
+
+// clocks are the hub's times a session's events were folded with, kept
+// after it left so that it is built again the same (work.stamps, work.reads).
+type clocks struct{ stamps, reads []int64 }
 
 // work is one session as the hub keeps it for its source.
 type work struct {
@@ -105,10 +119,14 @@ type work struct {
 	ref         *incarnation // the lifecycle records of this batch
 	shown       *agentbridge.Snapshot
 	shownAct    *agentbridge.Activity // the activity beside shown
+	shownEnded  *agentbridge.Ended    // the end beside shown
 	stamps      []int64               // clock stamps given to agent.done without occurredAt, in order
 	dones       int                   // such events folded since the fold began
+	reads       []int64               // when each event without occurredAt was read live (0: at start-up), in order
+	undated     int                   // such events folded since the fold began
 	next        agentbridge.Snapshot
 	nextAct     *agentbridge.Activity
+	nextEnded   *agentbridge.Ended
 	changed     bool
 	data        []byte // next, encoded as an upsert, when changed
 }
@@ -186,25 +204,45 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, strict bool) e
 		}
 		w = &work{id: id, harness: harness, fold: validate.NewSession(id, harness)}
 		if old := p.work[id]; p.scan != nil && old != nil {
-			w.stamps = old.stamps
+			w.stamps, w.reads = old.stamps, old.reads
 		} else if st, ok := p.gone[id]; ok {
-			w.stamps = st
+			w.stamps, w.reads = st.stamps, st.reads
+		}
+	}
+	readAt := int64(0)
+	undated := e.OccurredAt == 0
+	if undated {
+		switch {
+		case w.undated < len(w.reads):
+			readAt = w.reads[w.undated]
+		case p.scan == nil:
+			readAt = p.h.now().UnixMilli()
 		}
 	}
 	stamp := e.Kind == agentbridge.KindAgentDone && e.OccurredAt == 0
+	var at int64 // the stamp
 	if stamp {
 		if w.dones < len(w.stamps) {
-			e.OccurredAt = w.stamps[w.dones]
+			at = w.stamps[w.dones]
 		} else {
-			e.OccurredAt = p.h.now().UnixMilli()
+			at = p.h.now().UnixMilli()
 		}
 	}
-	if issues := w.fold.Apply(e); len(issues) > 0 {
+	if e.Kind == agentbridge.KindAgentExited && e.OccurredAt == 0 {
+		e.OccurredAt = p.h.now().UnixMilli() // the end's time: when the hub learnt of it
+	}
+	if issues := w.fold.ApplyRead(e, readAt, at); len(issues) > 0 {
 		return &InvalidError{Issues: validate.Nest(issues, "$.event")}
+	}
+	if undated {
+		if w.undated == len(w.reads) && len(w.reads) < maxStamps {
+			w.reads = append(w.reads, readAt)
+		}
+		w.undated++
 	}
 	if stamp {
 		if w.dones == len(w.stamps) && len(w.stamps) < maxStamps {
-			w.stamps = append(w.stamps, e.OccurredAt)
+			w.stamps = append(w.stamps, at)
 		}
 		w.dones++
 	}
@@ -263,13 +301,13 @@ func (p *publisher) stop(w *work) {
 }
 
 func (p *publisher) keepStamps(w *work) {
-	if len(w.stamps) == 0 {
+	if len(w.stamps) == 0 && len(w.reads) == 0 {
 		return
 	}
 	if p.gone == nil || len(p.gone) >= maxGone {
-		p.gone = map[string][]int64{}
+		p.gone = map[string]clocks{}
 	}
-	p.gone[w.id] = w.stamps
+	p.gone[w.id] = clocks{w.stamps, w.reads}
 }
 
 func (p *publisher) touch(w *work) {
@@ -315,7 +353,7 @@ func (p *publisher) Restart(id string) {
 		return
 	}
 	w.fold = validate.NewSession(id, w.harness)
-	w.dones = 0
+	w.dones, w.undated = 0, 0
 	if p.scan != nil {
 		return
 	}
@@ -376,11 +414,12 @@ func (p *publisher) commit(all bool) {
 		}
 		w.next = w.fold.Snapshot()
 		w.nextAct = w.fold.Activity()
+		w.nextEnded = w.fold.Ended()
 		redactChanged(&w.next, w.shown)
-		w.changed = w.shown == nil || !snapshotEqual(&w.next, w.shown) || !w.nextAct.Equal(w.shownAct)
+		w.changed = w.shown == nil || !snapshotEqual(&w.next, w.shown) || !w.nextAct.Equal(w.shownAct) || !w.nextEnded.Equal(w.shownEnded)
 		w.data = nil
 		if w.changed {
-			w.data = encode(upsertData{Source: p.src.info.ID, Snapshot: w.next, Activity: w.nextAct})
+			w.data = encode(upsertData{Source: p.src.info.ID, Snapshot: w.next, Activity: w.nextAct, Ended: w.nextEnded})
 		}
 		ready = append(ready, w)
 	}
@@ -403,6 +442,7 @@ func (p *publisher) commit(all bool) {
 		*snap = w.next
 		w.shown = snap // the latest snapshot, in view or not
 		w.shownAct = w.nextAct
+		w.shownEnded = w.nextEnded
 		if w.ref != nil && w.visible(p.src) {
 			w.ref.snap = snap
 		}
@@ -427,7 +467,7 @@ func (p *publisher) commit(all bool) {
 	clear(pend)
 	for _, w := range ready {
 		data := w.data
-		w.data, w.next, w.nextAct = nil, agentbridge.Snapshot{}, nil
+		w.data, w.next, w.nextAct, w.nextEnded = nil, agentbridge.Snapshot{}, nil, nil
 		if !w.visible(p.src) {
 			if t.get(w.id) != nil {
 				t.remove(w.id)
@@ -436,10 +476,10 @@ func (p *publisher) commit(all bool) {
 		}
 		if t.get(w.id) == nil || w.changed {
 			if data == nil {
-				data = encode(upsertData{Source: p.src.info.ID, Snapshot: *w.shown, Activity: w.shownAct})
+				data = encode(upsertData{Source: p.src.info.ID, Snapshot: *w.shown, Activity: w.shownAct, Ended: w.shownEnded})
 			}
-			t.over[w.id] = &sess{snap: *w.shown, act: w.shownAct}
-			t.add(&entry{rec: Record{Name: NameUpsert, Data: data}, source: p.src.info.ID, sessionID: w.id, snap: w.shown, act: w.shownAct}, nil)
+			t.over[w.id] = &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded}
+			t.add(&entry{rec: Record{Name: NameUpsert, Data: data}, source: p.src.info.ID, sessionID: w.id, snap: w.shown, act: w.shownAct, ended: w.shownEnded}, nil)
 		}
 	}
 	if scan {
@@ -475,8 +515,9 @@ func (p *publisher) replaceInView(t *txn) {
 			redactChanged(&s, w.shown)
 			w.shown = &s
 			w.shownAct = w.fold.Activity()
+			w.shownEnded = w.fold.Ended()
 		}
-		items = append(items, &sess{snap: *w.shown, act: w.shownAct})
+		items = append(items, &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded})
 	}
 	if issues := t.opReset("$", items, false); len(issues) > 0 {
 		// Cannot happen: the fold keeps its snapshots valid.
@@ -528,6 +569,9 @@ func (p *publisher) Diagnostic(d agentbridge.Diagnostic) error {
 	if issues := validate.Diagnostic(d); len(issues) > 0 {
 		return &InvalidError{Issues: issues}
 	}
+	if d.Code == agentbridge.CodeFormatDrift {
+		p.h.met.drifted(p.src.info.ID)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pend = append(p.pend, op{kind: opDiag, diag: d})
@@ -549,7 +593,7 @@ func (p *publisher) Reset(sessions []*validate.Session) error {
 		}
 		w := p.adopt(s)
 		next[w.id] = w
-		items[i] = &sess{snap: *w.shown, act: w.shownAct}
+		items[i] = &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded}
 	}
 	return p.apply(func(t *txn) []validate.Issue { return t.opReset("$", items, false) }, func() {
 		p.work = next
@@ -583,7 +627,9 @@ func (p *publisher) Upsert(s *validate.Session) error {
 	defer p.mu.Unlock()
 	p.commit(false)
 	w := p.adopt(s)
-	return p.apply(func(t *txn) []validate.Issue { return t.opUpsert("$", &sess{snap: *w.shown, act: w.shownAct}) }, func() { p.work[w.id] = w })
+	return p.apply(func(t *txn) []validate.Issue {
+		return t.opUpsert("$", &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded})
+	}, func() { p.work[w.id] = w })
 }
 
 // adopt makes a work session from a copy of a source's fold.
@@ -591,7 +637,7 @@ func (p *publisher) adopt(s *validate.Session) *work {
 	f := s.Clone()
 	snap := f.Snapshot()
 	validate.RedactSnapshot(&snap)
-	w := &work{id: f.ID(), harness: f.Harness(), fold: f, shown: &snap, shownAct: f.Activity()}
+	w := &work{id: f.ID(), harness: f.Harness(), fold: f, shown: &snap, shownAct: f.Activity(), shownEnded: f.Ended()}
 	if old := p.work[w.id]; old != nil {
 		w.stamps = old.stamps
 	}
@@ -616,8 +662,12 @@ func itoa(i int) string {
 func snapshotEqual(a, b *agentbridge.Snapshot) bool {
 	return a.ID == b.ID && a.Harness == b.Harness && a.PID == b.PID && a.Cwd == b.Cwd &&
 		a.Title == b.Title && a.Model == b.Model && a.Status == b.Status &&
-		a.WaitingFor == b.WaitingFor && a.LastTurn == b.LastTurn &&
-		a.LastTurnEndedAt == b.LastTurnEndedAt && slices.Equal(a.Subagents, b.Subagents)
+		a.WaitingFor == b.WaitingFor && a.Tool == b.Tool && a.LastTurn == b.LastTurn &&
+		a.LastTurnEndedAt == b.LastTurnEndedAt && a.Error == b.Error && slices.Equal(a.Subagents, b.Subagents)
 }
 
 var _ Sink = (*publisher)(nil)
+
+// SawVersion notes that a journal of harness named its agent CLI's
+// version (sources.Sessions.Version): GET /v1/sources lists it.
+func (p *publisher) SawVersion(harness, version string) { p.h.sawVersion(p.src, harness, version) }

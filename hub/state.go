@@ -28,11 +28,17 @@ const (
 	DefaultRevisionBlock = 1_000_000
 )
 
-// MaxStartRevision (2^52) is the highest revision a hub starts at: a saved
-// mark at or above it is not believed (see New), and neither is a clock
-// past it. Revisions then stay below 2^53, the largest integer a
+// MaxStartRevision (2^52) is the highest revision a hub starts at from the
+// clock or after a mark it does not believe (see New, MaxMark); a clock
+// past it is capped. Revisions then stay below 2^53, the largest integer a
 // JavaScript number holds exactly, for 2^52 more records.
 const MaxStartRevision uint64 = 1 << 52
+
+// MaxMark (3·2^51) bounds the saved marks a hub believes: a run started at
+// MaxStartRevision (after a mark that could not be believed) saves marks
+// above it, which the next run continues from; a mark at or above MaxMark
+// is no earlier run's and is treated like one that cannot be read.
+const MaxMark uint64 = 3 << 51
 
 // RevisionStore keeps the hub's revision high-water mark across runs. The
 // hub saves a mark before it hands out any revision up to it, one block at
@@ -59,6 +65,9 @@ type Options struct {
 	// RevisionBlock is how many revisions are reserved in Revisions at a
 	// time; 0: DefaultRevisionBlock.
 	RevisionBlock uint64
+	// Tested gives, by harness id, the versions of its agent CLI the live
+	// suite tested (GET /v1/sources shows them beside the versions seen).
+	Tested map[string]agentbridge.VersionRange
 }
 
 // Hub is the ordered, validating state of every source: the sessions they
@@ -99,6 +108,7 @@ type Hub struct {
 	subs      map[*Subscription]struct{}
 	running   bool
 	evictions int
+	tested    map[string]agentbridge.VersionRange // Options.Tested, read only
 }
 
 // revRange is a closed range of revisions.
@@ -122,14 +132,18 @@ type source struct {
 	// the latest refused hook payload's code and time (hooks.go)
 	refusedCode string
 	refusedAt   time.Time
+
+	// seen: harness → agent versions its journals named, in the order first seen
+	seen map[string][]string
 }
 
 // sess is one session: the fold state and the (redacted, valid) snapshot
 // clients see.
 type sess struct {
-	fold *validate.Session
-	snap agentbridge.Snapshot
-	act  *agentbridge.Activity // nil: none; never changed once stored
+	fold  *validate.Session
+	snap  agentbridge.Snapshot
+	act   *agentbridge.Activity // nil: none; never changed once stored
+	ended *agentbridge.Ended    // nil: not ended; never changed once stored
 }
 
 // New returns an empty hub.
@@ -157,18 +171,19 @@ func New(o Options) *Hub {
 	}
 	start := min(uint64(max(0, o.Now().UnixMicro())), MaxStartRevision)
 	if o.Revisions != nil {
-		switch last, err := o.Revisions.Load(); {
-		case err != nil:
+		last, err := o.Revisions.Load()
+		if err != nil {
 			// The error may name the file: keep it out of the default level.
-			o.Logger.Warn("cannot read the revision mark of the last run; revisions start from the clock")
 			o.Logger.Debug("read revision mark", "err", err)
-		case last >= MaxStartRevision:
-			// No run reaches it (the clock is at about 2^50.7 µs in 2026 and
-			// a run adds at most a block above it): the file was tampered
-			// with or garbled. Start at the ceiling: above every revision
-			// an honest earlier run handed out, yet 2^52 revisions short
-			// of 2^53.
-			o.Logger.Warn("the revision mark of the last run is implausibly large; revisions continue from the ceiling below 2^53")
+		}
+		switch {
+		case err != nil || last >= MaxMark:
+			// Not a mark an earlier run saved (garbled, tampered with, a
+			// number past 2^64, a file that cannot be read): one rule for
+			// all of them. Start at the ceiling: above every revision an
+			// honest run that began below it handed out, yet far short of
+			// 2^53; the next run continues above this one's mark.
+			o.Logger.Warn("the revision mark of the last run cannot be believed; revisions continue from the ceiling below 2^53")
 			start = max(start, MaxStartRevision)
 		case last >= start:
 			start = last + 1
@@ -188,6 +203,7 @@ func New(o Options) *Hub {
 		mark:     start,
 		sources:  map[string]*source{},
 		subs:     map[*Subscription]struct{}{},
+		tested:   maps.Clone(o.Tested),
 	}
 	h.met = newMetrics(h, o.Registry)
 	h.reserve()
@@ -325,14 +341,36 @@ func (s *source) enabledList() []string {
 	return out
 }
 
-func (s *source) state(now time.Time) SourceState {
+func (s *source) state(now time.Time, tested map[string]agentbridge.VersionRange) SourceState {
 	st := SourceState{SourceInfo: s.info, Harnesses: make([]HarnessState, 0, len(s.info.Harnesses))}
 	st.Observes = s.observes(now)
 	st.SourceInfo.Harnesses = slices.Clone(s.info.Harnesses)
 	for _, hr := range s.info.Harnesses {
-		st.Harnesses = append(st.Harnesses, HarnessState{Harness: hr, Enabled: s.enabled[hr.ID]})
+		hs := HarnessState{Harness: hr, Enabled: s.enabled[hr.ID], VersionsSeen: slices.Clone(s.seen[hr.ID])}
+		slices.Sort(hs.VersionsSeen)
+		if r, ok := tested[hr.ID]; ok {
+			hs.Tested = &r
+		}
+		st.Harnesses = append(st.Harnesses, hs)
 	}
 	return st
+}
+
+// sawVersion notes that source s found version in a journal of harness.
+func (h *Hub) sawVersion(s *source, harness, version string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := s.enabled[harness]; !ok || slices.Contains(s.seen[harness], version) {
+		return
+	}
+	if s.seen == nil {
+		s.seen = map[string][]string{}
+	}
+	vs := append(s.seen[harness], version)
+	if len(vs) > MaxVersionsSeen {
+		vs = slices.Delete(vs, 0, len(vs)-MaxVersionsSeen)
+	}
+	s.seen[harness] = vs
 }
 
 // Sources returns every source with its harness switches, in the order
@@ -342,7 +380,7 @@ func (h *Hub) Sources() []SourceState {
 	defer h.mu.Unlock()
 	out := make([]SourceState, 0, len(h.order))
 	for _, id := range h.order {
-		out = append(out, h.sources[id].state(h.now()))
+		out = append(out, h.sources[id].state(h.now(), h.tested))
 	}
 	return out
 }
@@ -355,7 +393,7 @@ func (h *Hub) Source(id string) (SourceState, bool) {
 	if !ok || s.host != "" {
 		return SourceState{}, false
 	}
-	return s.state(h.now()), true
+	return s.state(h.now(), h.tested), true
 }
 
 // SetHarness switches one harness of a source on or off and returns the
@@ -376,7 +414,7 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 		return SourceState{}, ErrUnknownHarness
 	}
 	if s.enabled[harness] == enabled {
-		return s.state(h.now()), nil
+		return s.state(h.now(), h.tested), nil
 	}
 	s.enabled[harness] = enabled
 
@@ -415,7 +453,7 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 		}
 		s.changes <- list // capacity 1 and only senders hold h.mu: never blocks
 	}
-	return s.state(h.now()), nil
+	return s.state(h.now(), h.tested), nil
 }
 
 // sourceKey is the key of h.sources: the source id, after "host/" for a
@@ -451,7 +489,7 @@ func (h *Hub) Sessions(f Filter) (uint64, []Entry) {
 			continue
 		}
 		for _, ss := range s.sessions {
-			all = append(all, Entry{Source: s.info.ID, Host: s.host, Snapshot: ss.snap, Activity: ss.act})
+			all = append(all, Entry{Source: s.info.ID, Host: s.host, Snapshot: ss.snap, Activity: ss.act, Ended: ss.ended})
 		}
 	}
 	h.mu.Unlock()
@@ -486,7 +524,7 @@ func (h *Hub) SessionOn(host, sourceID, id string) (Entry, bool) {
 	if !ok {
 		return Entry{}, false
 	}
-	return Entry{Source: sourceID, Host: host, Snapshot: ss.snap.Clone(), Activity: ss.act}, true
+	return Entry{Source: sourceID, Host: host, Snapshot: ss.snap.Clone(), Activity: ss.act, Ended: ss.ended}, true
 }
 
 // Diagnostics returns the most recent diagnostics (at most

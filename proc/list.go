@@ -7,12 +7,13 @@ import (
 )
 
 // Process is one process List found: its pid, its parent, its working
-// directory and when it started.
+// directory, when it started and how many threads it runs.
 type Process struct {
 	PID, PPID int
 	Cwd       string
 	Started   time.Time
 	StartTime uint64 // Stat.StartTime: with PID, names this process (see Watch)
+	Threads   int
 }
 
 // List makes one pass over the processes under root (normally Root) and
@@ -45,7 +46,7 @@ func List(root string, match func(root string, pid int) bool) []Process {
 			continue
 		}
 		at := boot.Add(time.Duration(st.StartTime) * (time.Second / userHZ))
-		out = append(out, Process{PID: pid, PPID: st.PPID, Cwd: cwd, Started: at, StartTime: st.StartTime})
+		out = append(out, Process{PID: pid, PPID: st.PPID, Cwd: cwd, Started: at, StartTime: st.StartTime, Threads: st.Threads})
 	}
 	return out
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -104,9 +106,10 @@ const binderSlack = 2 * time.Second
 // The rules, in order:
 //
 //  1. candidates: the agent's processes in the session's cwd that were
-//     running at q.Running (up to binderSlack later); a launcher whose
-//     child is also a candidate is left out (the child is the agent), and
-//     so is a process q.Taken names;
+//     running at q.Running (up to binderSlack later), without the ones
+//     caught between fork and exec (dropForks, done by the caller); a
+//     launcher whose child is also a candidate is left out (the child is
+//     the agent), and so is a process q.Taken names;
 //  2. the pid the agent's log names, when it is a candidate; the
 //     candidate that started last before the moment the log says the
 //     session's process began (q.Started), and none (ended) without one;
@@ -229,6 +232,36 @@ func (q ProcQuery) cwdIs(cwd string) bool {
 	return q.Cwd != "" && cwd == q.Cwd
 }
 
+// dropForks drops from ps (processes of one agent) each one caught
+// between fork and exec by its parent in ps: it has one thread and its
+// parent's executable (and its command name, command line and cwd until
+// its exec). An agent starts its tools so (Pi forks bash right after it
+// writes its journal, Gemini CLI forks git for its footer); taken for the
+// agent, or for a second agent process beside it, it left the session
+// bound to a process gone a moment later, or with none. A relaunched
+// agent (a new Node with more memory) runs many threads, and so does
+// every agent once it has started.
+func dropForks(root string, ps []proc.Process) []proc.Process {
+	byPID := make(map[int]bool, len(ps))
+	for _, p := range ps {
+		byPID[p.PID] = true
+	}
+	exe := func(pid int) string {
+		t, err := os.Readlink(filepath.Join(root, strconv.Itoa(pid), "exe"))
+		if err != nil {
+			return ""
+		}
+		return t
+	}
+	return slices.DeleteFunc(slices.Clone(ps), func(p proc.Process) bool {
+		if p.Threads != 1 || !byPID[p.PPID] {
+			return false
+		}
+		e := exe(p.PID)
+		return e != "" && e == exe(p.PPID)
+	})
+}
+
 // leaves drops the processes whose child is also in ps: an agent that
 // starts itself again (Gemini CLI's relaunch with more memory, Qwen
 // Code's chain of three, Copilot's Node loader) runs in the innermost.
@@ -327,7 +360,7 @@ func (ss *Sessions) findProcesses() {
 				out = append(out, c)
 			}
 		}
-		return out
+		return dropForks(root, out)
 	}
 	// The sessions whose process is sure first (see ProcQuery.sure), then
 	// the others, each in session id order.

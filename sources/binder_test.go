@@ -40,13 +40,28 @@ func TestPick(t *testing.T) {
 		{PID: 60, Exe: "/usr/bin/pi", Cwd: "/f", Started: at(-time.Hour)}, // two in /f, one writing the journal
 		{PID: 61, Exe: "/usr/bin/pi", Cwd: "/f", Started: at(-time.Hour), Writes: []string{journal}},
 		{PID: 70, Exe: "/opt/pi-coding-agent/helper", Comm: "helper", Cwd: "/g", Started: at(-time.Hour)}, // in the package's directory
+		{PID: 80, Exe: "/usr/bin/pi", Cwd: "/h", Started: at(-time.Hour)},                                 // a TUI forking its bash tool,
+		{PID: 81, PPID: 80, Exe: "/usr/bin/pi", Cwd: "/h", Started: at(-time.Second), Threads: 1},         // caught before exec
+		{PID: 90, Exe: "/usr/bin/node", Comm: "node", Cwd: "/i", Started: at(-time.Hour), // a relaunching CLI:
+			Args: []string{"node", "/usr/lib/node_modules/pi-coding-agent/dist/cli.js"}},
+		{PID: 91, PPID: 90, Exe: "/usr/bin/node", Comm: "node", Cwd: "/i", Started: at(-time.Hour), // its relaunched child writes
+			Args: []string{"node", "--max-old-space-size=8192", "/usr/lib/node_modules/pi-coding-agent/dist/cli.js"}},
+		{PID: 92, PPID: 91, Exe: "/usr/bin/node", Comm: "node", Cwd: "/i", Started: at(-time.Second), Threads: 1, // and forks git
+			Args: []string{"node", "--max-old-space-size=8192", "/usr/lib/node_modules/pi-coding-agent/dist/cli.js"}},
+		{PID: 93, PPID: 92, Exe: "/usr/bin/node", Comm: "node", Cwd: "/i", Started: at(-time.Second), Threads: 1, // a fork's fork
+			Args: []string{"node", "--max-old-space-size=8192", "/usr/lib/node_modules/pi-coding-agent/dist/cli.js"}},
+		{PID: 100, Exe: "/usr/bin/pi", Cwd: "/j", Started: at(-time.Hour)},                                            // two TUIs in /j,
+		{PID: 101, Exe: "/usr/bin/pi", Cwd: "/j", Started: at(-time.Minute)},                                          //
+		{PID: 102, PPID: 101, Exe: "/usr/bin/pi", Cwd: "/j", Started: at(-time.Second), Threads: 1},                   // one forking
+		{PID: 110, Exe: "/usr/bin/pi", Cwd: "/k", Started: at(-time.Hour), Threads: 1},                                // a one-thread agent
+		{PID: 111, PPID: 110, Exe: "/usr/lib/pi-coding-agent/worker", Cwd: "/k", Started: at(-time.Hour), Threads: 1}, // starting another program of its own
 	} {
 		if p.PPID == 0 {
 			p.PPID = 1
 		}
 		tree.Add(p)
 	}
-	all := proc.List(tree.Root(), piAgent.Match)
+	all := dropForks(tree.Root(), proc.List(tree.Root(), piAgent.Match))
 	taken := func(pids ...int) func(int) bool {
 		return func(pid int) bool {
 			for _, p := range pids {
@@ -91,9 +106,14 @@ func TestPick(t *testing.T) {
 			Runs: []time.Time{at(-time.Hour + time.Second), at(-9 * time.Second), at(-5 * time.Second)}}, nil, 21, false},
 		{"two in one cwd: the one writing the journal", ProcQuery{Cwd: "/f", Running: t0, Journal: journal}, nil, 61, false},
 		{"the launcher's child, not the launcher", ProcQuery{Cwd: "/e", Running: t0}, nil, 51, false},
+		{"a TUI, not its tool caught between fork and exec", ProcQuery{Cwd: "/h", Running: t0}, nil, 80, false},
+		{"the relaunched child, not its forks of git", ProcQuery{Cwd: "/i", Running: t0}, nil, 91, false},
+		{"two TUIs, one forking: the one no other session has", ProcQuery{Cwd: "/j", Running: t0}, taken(100), 101, false},
+		{"two TUIs, one forking: no telling", ProcQuery{Cwd: "/j", Running: t0}, nil, 0, false},
+		{"a one-thread agent's child running another program is no fork", ProcQuery{Cwd: "/k", Running: t0}, nil, 111, false},
 		{"a cwd matched by a function", ProcQuery{CwdMatch: func(c string) bool { return strings.HasSuffix(c, "a") }, Running: t0}, nil, 10, false},
-		{"any cwd: the one free process", ProcQuery{AnyCwd: true, Running: at(-30 * time.Minute)}, taken(10, 20, 21, 51, 60, 61), 70, false},
-		{"any cwd: never a taken one alone", ProcQuery{AnyCwd: true, Running: at(-30 * time.Minute)}, taken(10, 20, 21, 51, 60, 61, 70), 0, false},
+		{"any cwd: the one free process", ProcQuery{AnyCwd: true, Running: at(-30 * time.Minute)}, taken(10, 20, 21, 51, 60, 61, 80, 91, 100, 101, 111), 70, false},
+		{"any cwd: never a taken one alone", ProcQuery{AnyCwd: true, Running: at(-30 * time.Minute)}, taken(10, 20, 21, 51, 60, 61, 70, 80, 91, 100, 101, 111), 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pid, none := pick(all, tc.q, tc.taken, holds)
@@ -144,7 +164,7 @@ func followFind(t *testing.T, dir string, tree *proctest.Tree) *sourcestest.Hub 
 }
 
 func snapIs(id string, f func(agentbridge.Snapshot) bool) func(*sourcestest.Hub) bool {
-	return func(h *sourcestest.Hub) bool { s, ok := h.Snapshot(id); return ok && f(s) }
+	return func(h *sourcestest.Hub) bool { s, ok := h.Shown(id); return ok && f(s) }
 }
 
 // TestFindProcessFollowsTheProcess: a session is bound to the agent's
@@ -164,7 +184,7 @@ func TestFindProcessFollowsTheProcess(t *testing.T) {
 	h.WaitFor(t, "bound to its process", snapIs("s1", func(s agentbridge.Snapshot) bool { return s.PID == 100 && s.Status == agentbridge.StatusIdle }))
 
 	tree.Kill(100)
-	h.WaitFor(t, "ended with its process", snapIs("s1", func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusExited }))
+	h.WaitFor(t, "ended with its process", snapIs("s1", func(s agentbridge.Snapshot) bool { return s.Status == sourcestest.StatusExited }))
 
 	// Resumed: a new process in the same cwd writes the session.
 	tree.Add(proctest.Proc{PID: 101, PPID: 1, Exe: "/usr/bin/pi", Cwd: "/w", Started: time.Now().Add(-time.Second)})
@@ -180,14 +200,14 @@ func TestFindProcessFollowsTheProcess(t *testing.T) {
 	}
 
 	tree.Kill(101)
-	h.WaitFor(t, "s1 ended with its process", snapIs("s1", func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusExited }))
-	if s, _ := h.Snapshot("s2"); s.PID != 102 || s.Status == agentbridge.StatusExited {
+	h.WaitFor(t, "s1 ended with its process", snapIs("s1", func(s agentbridge.Snapshot) bool { return s.Status == sourcestest.StatusExited }))
+	if s, _ := h.Shown("s2"); s.PID != 102 || s.Status == sourcestest.StatusExited {
 		t.Errorf("s2 %+v, want still on 102", s)
 	}
 
 	// A session whose cwd no process of the agent has: ended at once.
 	sourcestest.Append(t, journal, "s3 /elsewhere\n")
-	h.WaitFor(t, "a session with no process ended", snapIs("s3", func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusExited }))
+	h.WaitFor(t, "a session with no process ended", snapIs("s3", func(s agentbridge.Snapshot) bool { return s.Status == sourcestest.StatusExited }))
 }
 
 // TestRestartTruth: a bridge that starts afresh (a new scan) shows a
@@ -233,7 +253,7 @@ func TestRestartTruth(t *testing.T) {
 			t.Errorf("round %d: live %+v, want idle with pid 200", round, s)
 		}
 		for _, id := range []string{"gone", "reused"} {
-			if s, ok := h.Snapshot(id); !ok || s.Status != agentbridge.StatusExited || s.PID != 0 {
+			if s, ok := h.Shown(id); !ok || s.Status != sourcestest.StatusExited || s.PID != 0 {
 				t.Errorf("round %d: %s %+v, want ended, no pid", round, id, s)
 			}
 		}

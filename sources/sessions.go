@@ -78,6 +78,10 @@ type Sessions struct {
 	agent   proc.Agent               // whose writers bind (FollowConfig.Agent)
 	procs   Processes                // the machine's processes (FollowConfig.Processes)
 	finds   map[string]ProcQuery     // id → FindProcess requests for ScanDone or Idle
+
+	// the format-drift canary and the versions passed on (drift.go)
+	drift    drift
+	versions map[string]bool // "harness version" passed on (Version)
 }
 
 // entry is one session and what binds it to a process.
@@ -204,8 +208,11 @@ func (ss *Sessions) Event(id, harness string, e agentbridge.Event) bool {
 			at = time.UnixMilli(e.OccurredAt)
 		}
 		ss.startLinger(id, en, at)
+	case agentbridge.KindTurnStarted:
+		ss.drift.turn(id)
 	case agentbridge.KindSessionStopped:
 		ss.drop(id, en)
+		ss.drift.forget(id)
 	}
 	return true
 }
@@ -233,6 +240,7 @@ func (ss *Sessions) Restart(id string) {
 		en.timer = nil
 	}
 	en.exitedAt = time.Time{}
+	ss.drift.reread(id)
 	ss.pub.Restart(id)
 	if en.pid > 0 && en.unwatch != nil {
 		if err := ss.pub.Fold(id, en.harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, PID: en.pid}); err != nil {
@@ -319,7 +327,7 @@ func (ss *Sessions) bindPID(id string, pid int, guard bool, start uint64) {
 		if err == nil {
 			en.unwatch = cancel
 			ss.stopExpiry(en) // the process says when it ends
-			if f := ss.pub.Session(id); f == nil || f.PID() != pid || f.Status() == agentbridge.StatusExited {
+			if f := ss.pub.Session(id); f == nil || f.PID() != pid || f.Ended() != nil {
 				// Show the process on the session (a holder found through
 				// /proc is known nowhere else); one taken up again after an
 				// exit also becomes idle (the fold does that).
@@ -582,6 +590,7 @@ func (ss *Sessions) Rescan() {
 	clear(ss.finds)
 	ss.live = false
 	ss.held, ss.heldErr = nil, false
+	ss.drift.reread("")
 	ss.pub.Rescan()
 }
 
@@ -594,7 +603,15 @@ func (ss *Sessions) ScanDone() {
 	}
 	ss.held, ss.heldErr = nil, false
 	ss.live = true
+	ss.reportDrift() // before the reset: a client that has the reset has the drift too
 	ss.pub.Flush()
+}
+
+// reportDrift publishes the drift canary's diagnostics (Record).
+func (ss *Sessions) reportDrift() {
+	for _, d := range ss.drift.report() {
+		ss.Diagnostic(d)
+	}
 }
 
 // Reset sends a reset of every session of an enabled harness that is in
@@ -615,6 +632,7 @@ func (ss *Sessions) Idle() {
 		ss.findProcesses()
 	}
 	ss.pub.Flush()
+	ss.reportDrift()
 	if len(ss.bad) == 0 {
 		return
 	}

@@ -22,6 +22,7 @@ type Proc struct {
 	Cwd       string    // the working directory (the cwd link); "" none
 	Started   time.Time // when it started (stat field 22, from the real boot time)
 	Writes    []string  // files it holds open for writing (fd 3, 4, …)
+	Threads   int       // its thread count; 0 is 8, a running agent's (a process forked and not yet exec'd has 1)
 }
 
 // Tree is a fake /proc: a directory laid out as the proc file system is
@@ -55,6 +56,15 @@ func Fake(t testing.TB) *Tree {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// Unseen returns a machine whose processes cannot be listed (no proc file
+// system: no boot time): the runtime's binder binds no session to a
+// process and ends none for want of one. For replays of recordings, which
+// hold the journals but not the processes that wrote them.
+func Unseen(t testing.TB) *Tree {
+	t.Helper()
+	return &Tree{t: t, root: t.TempDir(), watches: map[int][]watch{}}
 }
 
 // Root is the tree's directory, to read as /proc.
@@ -92,8 +102,12 @@ func (f *Tree) Add(p Proc) uint64 {
 	if args == nil {
 		args = []string{p.Exe}
 	}
+	threads := p.Threads
+	if threads == 0 {
+		threads = 8
+	}
 	ticks := Ticks(f.t, p.Started)
-	stat := strconv.Itoa(p.PID) + " (" + comm + ") S " + strconv.Itoa(p.PPID) + " 1 1 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 " + strconv.FormatUint(ticks, 10) + " 0 0\n"
+	stat := strconv.Itoa(p.PID) + " (" + comm + ") S " + strconv.Itoa(p.PPID) + " 1 1 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 " + strconv.Itoa(threads) + " 0 " + strconv.FormatUint(ticks, 10) + " 0 0\n"
 	files := map[string]string{"stat": stat, "comm": comm + "\n", "cmdline": strings.Join(args, "\x00") + "\x00"}
 	for n, s := range files {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte(s), 0o644); err != nil {

@@ -60,12 +60,14 @@ type Rollout struct {
 
 	turnOpen    bool
 	turnErr     bool
-	inferred    bool // a turn has been inferred from a user message
-	pendingDone bool // inferred: an agent message ended the records so far
+	turnErrText string // why the turn failed, as an error record or task_complete said (display text)
+	inferred    bool   // a turn has been inferred from a user message
+	pendingDone bool   // inferred: an agent message ended the records so far
 	pendingAt   int64
 
 	usage *agentbridge.Usage // the last token totals published
 
+	kind      string         // the record type of the last line (Kind)
 	tools     []string       // open tool ids, in start order
 	exitCodes map[string]int // call_id → exit code from *_end records
 }
@@ -79,6 +81,15 @@ func NewRollout(pid int) *Rollout {
 // Meta returns what the rollout has said about its thread so far; ok is
 // false before its session_meta.
 func (r *Rollout) Meta() (m Meta, ok bool) { return r.meta, r.metaSeen }
+
+// knownTypes are the record types of Codex's rollouts (RolloutItem): a
+// line of another type is a kind this mapping does not know.
+var knownTypes = map[string]bool{"session_meta": true, "turn_context": true, "event_msg": true, "response_item": true, "compacted": true}
+
+// Kind returns the record type of the last line given to Line ("" when it
+// had none the mapping reads: not JSON, or of the oldest formats) and
+// whether the mapping knows it (the drift canary: sources.Sessions.Record).
+func (r *Rollout) Kind() (kind string, known bool) { return r.kind, knownTypes[r.kind] }
 
 // Bad reports whether the last line given to Line was not a JSON object
 // (lines are checked as far as they are decoded: a record skipped by its
@@ -106,6 +117,7 @@ type typeOnly struct {
 func (r *Rollout) Line(dst []agentbridge.Event, line []byte) []agentbridge.Event {
 	r.line++
 	r.bad = false
+	r.kind = ""
 	line = bytes.TrimSpace(line)
 	if len(line) < 2 || line[0] != '{' {
 		r.bad = len(line) > 0
@@ -115,6 +127,7 @@ func (r *Rollout) Line(dst []agentbridge.Event, line []byte) []agentbridge.Event
 	// decoded from the whole line through a {"payload": …} wrapper
 	var payload []byte
 	ts, typ, ptype, ok := peek(line)
+	r.kind = typ
 	if !ok {
 		var env envelope
 		if json.Unmarshal(line, &env) != nil {
@@ -122,6 +135,7 @@ func (r *Rollout) Line(dst []agentbridge.Event, line []byte) []agentbridge.Event
 			return dst
 		}
 		ts, typ = env.Timestamp, env.Type
+		r.kind = typ
 		switch {
 		case len(env.Payload) > 0 && env.Payload[0] == '{':
 			payload = env.Payload
@@ -140,6 +154,7 @@ func (r *Rollout) Line(dst []agentbridge.Event, line []byte) []agentbridge.Event
 		case typ != "" && len(env.Payload) == 0 && r.bare:
 			// oldest format: a bare response item
 			ptype, typ, payload = typ, "response_item", line
+			r.kind = typ
 		default:
 			return dst
 		}
@@ -241,7 +256,7 @@ func (r *Rollout) startTurn(dst []agentbridge.Event, id string, at int64) []agen
 	if !r.started {
 		return dst
 	}
-	r.turnOpen, r.turnErr, r.pendingDone = true, false, false
+	r.turnOpen, r.turnErr, r.turnErrText, r.pendingDone = true, false, "", false
 	return append(dst, agentbridge.Event{Kind: agentbridge.KindTurnStarted, OccurredAt: at, TurnID: id})
 }
 
@@ -258,8 +273,12 @@ func (r *Rollout) endTurn(dst []agentbridge.Event, out agentbridge.Outcome, at i
 	}
 	r.tools = r.tools[:0]
 	clear(r.exitCodes)
-	r.turnOpen, r.turnErr, r.pendingDone = false, false, false
-	return append(dst, agentbridge.Event{Kind: agentbridge.KindAgentDone, OccurredAt: at, Outcome: out})
+	e := agentbridge.Event{Kind: agentbridge.KindAgentDone, OccurredAt: at, Outcome: out}
+	if out == agentbridge.OutcomeError {
+		e.Summary = r.turnErrText
+	}
+	r.turnOpen, r.turnErr, r.turnErrText, r.pendingDone = false, false, "", false
+	return append(dst, e)
 }
 
 // maxOpenTools bounds the open tool calls tracked per rollout; calls past it

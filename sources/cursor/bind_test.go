@@ -65,12 +65,12 @@ func TestProcessBinding(t *testing.T) {
 	h := sourcestest.Start(t, New(sources.Options{Home: home, Linger: -1, Processes: tree}), nil)
 	is := sourcestest.StatusPID
 	h.WaitFor(t, "a bound to cursor-agent's Node", is(a, agentbridge.StatusRunning, 10))
-	h.WaitFor(t, "b ended: another Node program", is(b, agentbridge.StatusExited, 0))
-	h.WaitFor(t, "c ended: cursor-agent there started after", is(c, agentbridge.StatusExited, 0))
-	h.WaitFor(t, "d ended: no cursor-agent there", is(d, agentbridge.StatusExited, 0))
+	h.WaitFor(t, "b ended: another Node program", is(b, sourcestest.StatusExited, 0))
+	h.WaitFor(t, "c ended: cursor-agent there started after", is(c, sourcestest.StatusExited, 0))
+	h.WaitFor(t, "d ended: no cursor-agent there", is(d, sourcestest.StatusExited, 0))
 
 	tree.Kill(10)
-	h.WaitFor(t, "a ended with its process", is(a, agentbridge.StatusExited, 10))
+	h.WaitFor(t, "a ended with its process", is(a, sourcestest.StatusExited, 10))
 
 	add(10, "/usr/bin/bash", dirs["a"], time.Now()) // the pid reused
 	sourcestest.Append(t, transcript(dirs["a"], a), answer)

@@ -60,15 +60,15 @@ func TestAntigravityProcessBinding(t *testing.T) {
 		t.Errorf("paired cwd %q, want the history's workspace", s.Cwd)
 	}
 	h.WaitFor(t, "the unpaired one on the free agy", is(unpaired, agentbridge.StatusRunning, 11))
-	h.WaitFor(t, "ended: its workspace's agy started after", is(late, agentbridge.StatusExited, 0))
-	h.WaitFor(t, "ended: only vim in its workspace", is(vim, agentbridge.StatusExited, 0))
+	h.WaitFor(t, "ended: its workspace's agy started after", is(late, sourcestest.StatusExited, 0))
+	h.WaitFor(t, "ended: only vim in its workspace", is(vim, sourcestest.StatusExited, 0))
 
 	// A third, unpaired, with every agy taken: not bound, not ended.
 	sourcestest.Append(t, tr(third), step)
 	h.WaitFor(t, "the third one", is(third, agentbridge.StatusRunning, 0))
 
 	tree.Kill(10)
-	h.WaitFor(t, "ended with its process", is(paired, agentbridge.StatusExited, 10))
+	h.WaitFor(t, "ended with its process", is(paired, sourcestest.StatusExited, 10))
 	add(10, "/usr/bin/bash", "/w/one", time.Now()) // the pid reused
 	sourcestest.Append(t, tr(paired), step)
 	time.Sleep(100 * time.Millisecond)

@@ -169,6 +169,7 @@ type file struct {
 	chat       *Chat
 	brain      *Brain
 	superseded bool // a legacy chat that Gemini CLI migrated to a .jsonl
+	rebuild    bool // the session is rebuilt at the end of the wake (see flushRebuilds)
 }
 
 // maxGone bounds the deleted chats remembered for Chat.Continue.
@@ -292,6 +293,7 @@ type handler struct {
 	asked        map[string]string   // antigravity session → its transcript, written this wake: its process is asked for at Idle
 	gone         map[string]chatMeta // a deleted chat's path → its metadata, for the CLI that appends to it again (Chat.Continue)
 	history      string              // Antigravity CLI's history.jsonl (procs.go)
+	rebuilds     []*file             // chats to rebuild at the end of the wake
 }
 
 func (h *handler) file(p string) *file {
@@ -355,10 +357,53 @@ func (h *handler) chatLine(f *file, line []byte) {
 	}
 	switch ch {
 	case Appended:
+		if f.rebuild {
+			break // the rebuild at the end of the wake replays them
+		}
 		for _, e := range events {
 			h.Event(f.id, f.harness, e)
 		}
 	case Rebuilt:
+		// Rebuilt once per wake, however many rewinds the wake read (a
+		// rebuild replays the whole chat).
+		f.rebuild = true
+		h.rebuilds = append(h.rebuilds, f)
+	}
+	if hash := f.chat.ProjectHash(); f.harness == HarnessGemini && hash != "" {
+		project := f.project
+		h.FindProcess(f.id, sources.ProcQuery{Agent: Agent, CwdMatch: func(cwd string) bool { return cwd == h.cwds[project] || projectHash(cwd) == hash },
+			Wrote: f.path, Taken: h.taken})
+	}
+}
+
+// Idle rebuilds the sessions this wake's rewinds left to rebuild, asks
+// for the processes of the Antigravity sessions written in this wake,
+// then lets Sessions find them (one pass over /proc for all) and flush.
+func (h *handler) Idle() {
+	h.flushRebuilds()
+	h.askAntigravity()
+	h.Sessions.Idle()
+}
+
+// ScanDone rebuilds the sessions the scan's rewinds left to rebuild, asks
+// for the processes of the Antigravity sessions the scan read, then lets
+// Sessions find them and publish the reset.
+func (h *handler) ScanDone() {
+	h.flushRebuilds()
+	h.askAntigravity()
+	h.Sessions.ScanDone()
+}
+
+// flushRebuilds rebuilds the sessions whose chat said, since the last
+// wake, that the events reported before no longer hold: the session's
+// state dropped, every event of the chat replayed. A wake that reads 5,000
+// rewinds of a long chat rebuilds it once.
+func (h *handler) flushRebuilds() {
+	for _, f := range h.rebuilds {
+		if !f.rebuild || h.files[f.path] != f {
+			continue // read again from the start, or gone, meanwhile
+		}
+		f.rebuild = false
 		exited := h.Exited(f.id)
 		h.Restart(f.id)
 		for _, e := range f.chat.Events() {
@@ -369,27 +414,18 @@ func (h *handler) chatLine(f *file, line []byte) {
 			// live process on it).
 			h.Event(f.id, f.harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
 		}
+		// The subagents its invoke_agent calls say are over (reported
+		// before the rebuild, dropped by it) end again.
+		if s := h.Get(f.id); s != nil {
+			for _, sub := range s.Snapshot().Subagents {
+				if out, ok := f.chat.End(sub.ID); ok && sub.Status == agentbridge.SubagentRunning {
+					h.endSubagent(f.id, sub.ID, out)
+				}
+			}
+		}
 	}
-	if hash := f.chat.ProjectHash(); f.harness == HarnessGemini && hash != "" {
-		project := f.project
-		h.FindProcess(f.id, sources.ProcQuery{Agent: Agent, CwdMatch: func(cwd string) bool { return cwd == h.cwds[project] || projectHash(cwd) == hash },
-			Wrote: f.path, Taken: h.taken})
-	}
-}
-
-// Idle asks for the processes of the Antigravity sessions written in this
-// wake, then lets Sessions find them (one pass over /proc for all) and
-// flush.
-func (h *handler) Idle() {
-	h.askAntigravity()
-	h.Sessions.Idle()
-}
-
-// ScanDone asks for the processes of the Antigravity sessions the scan
-// read, then lets Sessions find them and publish the reset.
-func (h *handler) ScanDone() {
-	h.askAntigravity()
-	h.Sessions.ScanDone()
+	clear(h.rebuilds)
+	h.rebuilds = h.rebuilds[:0]
 }
 
 // taken reports whether pid is the process of a chat deleted under it,
@@ -553,6 +589,8 @@ func (h *handler) Rescan() {
 	clear(h.held)
 	clear(h.asked)
 	clear(h.gone)
+	clear(h.rebuilds)
+	h.rebuilds = h.rebuilds[:0]
 	h.Sessions.Rescan()
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
@@ -22,11 +22,11 @@ func geminiProcess(t *testing.T, cwd string) (wrapper, child int) {
 	t.Helper()
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("needs sh")
+		testenv.Missing(t, "needs sh")
 	}
 	data, err := os.ReadFile(sh)
 	if err != nil {
-		t.Skip("cannot copy sh")
+		testenv.Missing(t, "cannot copy sh")
 	}
 	wrap := filepath.Join(t.TempDir(), "gemini")
 	if err := os.WriteFile(wrap, data, 0o755); err != nil {
@@ -88,13 +88,13 @@ func TestChatBoundToItsWriter(t *testing.T) {
 	sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T10-00-11111111.jsonl"), meta(sid, projectHash(cwd)))
 	sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T10-00-99999999.jsonl"), meta(other, projectHash("/elsewhere")))
 	h.WaitFor(t, "the session bound to the writer", func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot(sid)
+		s, ok := h.Shown(sid)
 		return ok && s.PID == child
 	})
-	h.WaitFor(t, "the chat of another project ended", kittest.Status(other, agentbridge.StatusExited))
-	if s, ok := h.Snapshot(other); s.PID != 0 {
+	h.WaitFor(t, "the chat of another project ended", kittest.Status(other, sourcestest.StatusExited))
+	if s, ok := h.Shown(other); s.PID != 0 {
 		t.Errorf("session %s bound to %d (wrapper %d, child %d)", other, s.PID, wrapper, child)
-	} else if _, ok = h.Snapshot(old); ok {
+	} else if _, ok = h.Shown(old); ok {
 		t.Errorf("the old chat, ended an hour ago, is listed")
 	}
 	p, err := os.FindProcess(child)
@@ -104,5 +104,15 @@ func TestChatBoundToItsWriter(t *testing.T) {
 	if err := p.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	h.WaitFor(t, "exited", kittest.Status(sid, agentbridge.StatusExited))
+	h.WaitFor(t, "exited", kittest.Status(sid, sourcestest.StatusExited))
+
+	// gemini --resume: a new process takes the chat up and writes it; the
+	// session is bound to it, no longer exited.
+	_, child2 := geminiProcess(t, cwd)
+	sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T10-00-11111111.jsonl"),
+		meta(sid, projectHash(cwd))) // what the resumed CLI writes first
+	h.WaitFor(t, "the resumed session bound to the new writer", func(h *sourcestest.Hub) bool {
+		s, ok := h.Shown(sid)
+		return ok && s.PID == child2 && s.Status != sourcestest.StatusExited
+	})
 }

@@ -46,19 +46,19 @@ func TestProcessBinding(t *testing.T) {
 	h := sourcestest.Start(t, New(sources.Options{Home: home, Linger: -1, Processes: tree}), nil)
 	is := sourcestest.StatusPID
 	h.WaitFor(t, "ses_a bound to its process", is("ses_a", agentbridge.StatusIdle, 10))
-	h.WaitFor(t, "ses_b ended: vim is not opencode", is("ses_b", agentbridge.StatusExited, 0))
-	h.WaitFor(t, "ses_c ended: its directory's opencode started after its last write", is("ses_c", agentbridge.StatusExited, 0))
-	h.WaitFor(t, "ses_d ended: no opencode in its directory", is("ses_d", agentbridge.StatusExited, 0))
+	h.WaitFor(t, "ses_b ended: vim is not opencode", is("ses_b", sourcestest.StatusExited, 0))
+	h.WaitFor(t, "ses_c ended: its directory's opencode started after its last write", is("ses_c", sourcestest.StatusExited, 0))
+	h.WaitFor(t, "ses_d ended: no opencode in its directory", is("ses_d", sourcestest.StatusExited, 0))
 
 	tree.Kill(10)
-	h.WaitFor(t, "ses_a ended with its process", is("ses_a", agentbridge.StatusExited, 10))
+	h.WaitFor(t, "ses_a ended with its process", is("ses_a", sourcestest.StatusExited, 10))
 
 	// The pid is reused by another program in the same directory: not
 	// opencode, so a write finds no process for the session.
 	add(10, "/usr/bin/bash", "/srv/a", time.Now())
 	session("ses_a", "/srv/a", ms(time.Second))
 	time.Sleep(100 * time.Millisecond) // a wrong binding would show by now
-	if s, _ := h.Snapshot("ses_a"); s.Status != agentbridge.StatusExited || tree.Watched(10) {
+	if s, _ := h.Shown("ses_a"); s.Status != sourcestest.StatusExited || tree.Watched(10) {
 		t.Fatalf("ses_a %+v: taken up by the program that reused its pid", s)
 	}
 
@@ -112,5 +112,5 @@ func TestProcessBindingByLog(t *testing.T) {
 	is := sourcestest.StatusPID
 	h.WaitFor(t, "ses_one on the process of its run", is("ses_one", agentbridge.StatusIdle, 21))
 	h.WaitFor(t, "ses_two on the process of its run", is("ses_two", agentbridge.StatusIdle, 20))
-	h.WaitFor(t, "ses_gone ended: its run's process is gone", is("ses_gone", agentbridge.StatusExited, 0))
+	h.WaitFor(t, "ses_gone ended: its run's process is gone", is("ses_gone", sourcestest.StatusExited, 0))
 }
