@@ -14,7 +14,7 @@ import (
 func (o Options) Follow(tail TailConfig) FollowConfig {
 	tail.Window = o.Window
 	tail.MaxLine = o.MaxLine
-	return FollowConfig{Tail: tail, Linger: o.Linger, Logger: o.Logger}
+	return FollowConfig{Tail: tail, Linger: o.Linger, Logger: o.Logger, Processes: o.Processes}
 }
 
 // RegisterNew is Register for a source package whose constructor takes

@@ -59,6 +59,9 @@ type Options struct {
 	// means DefaultMaxLine. The server leaves it zero; tests lower it to
 	// replay a real journal's longest line as one over the bound.
 	MaxLine int
+	// Processes is where the source looks processes up; nil is Machine
+	// (tests: a fake /proc tree).
+	Processes Processes
 }
 
 var (

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
@@ -75,7 +76,8 @@ func TestRecordedScenarios(t *testing.T) {
 			}
 			sc.Phases = kittest.Drop(sc.Phases, unseen[name])
 			r := sourcestest.Replay{
-				New:  func(home string) hub.Source { return New(sources.Options{Home: home}) },
+				// The recordings hold no processes: none is looked for.
+				New:  func(home string) hub.Source { return New(sources.Options{Home: home, Processes: proctest.Unseen(t)}) },
 				Path: func(_, recorded string) string { return sourcestest.After(recorded, ".gemini") },
 			}
 			if strings.HasPrefix(name, "antigravity/") {
