@@ -123,7 +123,9 @@ func TestLongToolCallLine(t *testing.T) {
 	}
 	for _, maxLine := range []int{0, int(second+size) / 2} {
 		r := sourcestest.Replay{
-			New:     func(home string) hub.Source { return New(sources.Options{Home: home, MaxLine: maxLine}) },
+			New: func(home string) hub.Source {
+				return New(sources.Options{Home: home, MaxLine: maxLine, Processes: proctest.Unseen(t)})
+			},
 			Path:    func(_, recorded string) string { return sourcestest.After(recorded, ".gemini") },
 			Enabled: []string{HarnessGemini},
 			Split:   splitChats,
