@@ -164,6 +164,9 @@ func OpenDB(path string) (*DB, error) {
 	if fi.Size() < headerSize {
 		return nil, ErrNotReady
 	}
+	if err := sideFiles(path); err != nil {
+		return nil, err
+	}
 	st, _ := fi.Sys().(*syscall.Stat_t)
 	u := url.URL{Scheme: "file", Path: path, RawQuery: dsnParams}
 	pool, err := sql.Open("sqlite", u.String())
@@ -202,6 +205,26 @@ func OpenDB(path string) (*DB, error) {
 var dsnParams = fmt.Sprintf("mode=ro&_pragma=busy_timeout(50)&_pragma=query_only(1)&_pragma=temp_store(2)"+
 	"&_pragma=cache_size(-%d)&_pragma=trusted_schema(0)&_pragma=hard_heap_limit(%d)&_pragma=soft_heap_limit(%d)",
 	cacheKiB, heapLimit, heapLimit/2)
+
+// sideSuffixes name the files SQLite opens beside a database: its
+// rollback journal (looked for at the start of every read: a hot journal
+// is rolled back), its write-ahead log and the log's index.
+var sideSuffixes = []string{"-journal", "-wal", "-shm"}
+
+// sideFiles refuses a database beside which a side file is not a regular
+// file (a FIFO, a device, a socket, a symlink, a directory): SQLite opens
+// them by name without O_NONBLOCK, and opening a FIFO named like the
+// journal would block the source for good, beyond any deadline. It is
+// checked before every read; opencode makes only regular side files.
+func sideFiles(path string) error {
+	for _, s := range sideSuffixes {
+		fi, err := os.Lstat(path + s)
+		if err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("%w: its %s file is not a regular file", ErrUnreadable, strings.TrimPrefix(s, "-"))
+		}
+	}
+	return nil
+}
 
 // Close releases the connection.
 func (d *DB) Close() error {
@@ -449,6 +472,9 @@ type stamped struct {
 // or after cutoff, in the order they were created, all in one read
 // transaction; the reads that follow (Changes) start from there.
 func (d *DB) Scan(ctx context.Context, cutoff int64) ([]Record, error) {
+	if err := sideFiles(d.path); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, readDeadline)
 	defer cancel()
 	recs, err := d.scan(ctx, cutoff)
@@ -626,6 +652,9 @@ func cmpInt(a, b int64) int {
 // latest one seen. It reads in one read transaction; on ErrBusy nothing
 // moves, and the next call reads the same changes.
 func (d *DB) Changes(ctx context.Context) ([]Record, error) {
+	if err := sideFiles(d.path); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, readDeadline)
 	defer cancel()
 	var out []Record

@@ -1,0 +1,97 @@
+package opencode
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
+)
+
+// TestSideFilesNotRegular: a FIFO, a device, a directory or a symlink in
+// place of a database's journal, write-ahead log or its index (named
+// like SQLite's own, made by anything that writes into the home) is
+// refused before SQLite opens it: the database is reported unreadable
+// (no path) and a real database beside it is shown. Before, a FIFO named
+// like the journal blocked the open for good and the whole opencode
+// source with it. Each is tried on a database seen at the scan and on
+// one already open (the file made after the first read, then a change).
+func TestSideFilesNotRegular(t *testing.T) {
+	kinds := map[string]func(p string) error{
+		"fifo":              func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"link to /dev/zero": func(p string) error { return os.Symlink("/dev/zero", p) },
+		"directory":         func(p string) error { return os.Mkdir(p, 0o700) },
+		"link to a fifo": func(p string) error {
+			if err := syscall.Mkfifo(p+".fifo", 0o600); err != nil {
+				return err
+			}
+			return os.Symlink(p+".fifo", p)
+		},
+	}
+	for _, suffix := range sideSuffixes {
+		for kind, make := range kinds {
+			for _, when := range []string{"at the scan", "while open"} {
+				t.Run(suffix+"/"+kind+"/"+when, func(t *testing.T) {
+					home := t.TempDir()
+					bad := filepath.Join(home, "opencode-evil.db")
+					w := openWriter(t, bad)
+					for _, q := range oldSchema {
+						w.exec(q)
+					}
+					now := time.Now().UnixMilli()
+					w.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES ('ses_evil', 'p', '/srv/app', 'Evil', ?, ?)", now, now)
+					w.db.Close()
+					plant := func() {
+						os.Remove(bad + suffix)
+						if err := make(bad + suffix); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if when == "at the scan" {
+						plant()
+					}
+					good := filepath.Join(home, "opencode.db")
+					g := openWriter(t, good)
+					for _, q := range oldSchema {
+						g.exec(q)
+					}
+					g.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES ('ses_real', 'p', '/srv/app', 'Real work', ?, ?)", now, now)
+
+					h := run(t, home)
+					if when == "while open" {
+						h.WaitFor(t, "the session of the database before the attack", func(h *sourcestest.Hub) bool {
+							_, ok := h.Snapshot("ses_evil")
+							return ok
+						})
+						plant()
+						// a change wakes the source: the database read again
+						if err := os.Chtimes(bad, time.Now(), time.Now()); err != nil {
+							t.Fatal(err)
+						}
+						f, err := os.OpenFile(bad, os.O_WRONLY|os.O_APPEND, 0)
+						if err != nil {
+							t.Fatal(err)
+						}
+						f.Close()
+						g.exec("UPDATE session SET title = 'Later work', time_updated = ? WHERE id = 'ses_real'", now+1)
+					}
+					h.WaitFor(t, "the unreadable diagnostic and the real session", func(h *sourcestest.Hub) bool {
+						said := false
+						for _, d := range h.Diagnostics() {
+							said = said || d.Code == CodeUnreadable && !strings.Contains(d.Message, home)
+						}
+						s, ok := h.Snapshot("ses_real")
+						want := "Real work"
+						if when == "while open" {
+							want = "Later work"
+						}
+						return (said || when == "while open") && ok && s.Title == want
+					})
+				})
+			}
+		}
+	}
+}
