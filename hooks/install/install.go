@@ -517,6 +517,13 @@ func resolve(path string) string {
 }
 
 func planFile(t Target, path string, uninstall bool) (Edit, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			// writing would replace the user's link (a dotfile manager's)
+			// with a file; following it would create a file elsewhere
+			return Edit{}, fmt.Errorf("%s is a symbolic link to a file that does not exist; create that file or remove the link (nothing was changed)", path)
+		}
+	}
 	path = resolve(path)
 	e := Edit{File: path, Harness: t.Harness, mode: 0o600, uninstall: uninstall}
 	b, err := readFile(path)
@@ -600,6 +607,9 @@ func Apply(plan []Edit) ([]Change, error) {
 		}
 	}
 	for _, e := range todo {
+		if err := e.unchanged(); err != nil {
+			return nil, err
+		}
 		if e.Existed {
 			// a file without its owner's write bit is read-only on
 			// purpose, also for root (whom access(2) lets write it)
@@ -639,6 +649,9 @@ func Apply(plan []Edit) ([]Change, error) {
 			out, done = append(out, c), append(done, e)
 			continue
 		}
+		if err := e.unchanged(); err != nil {
+			return undo(err)
+		}
 		backup := e.File + BackupSuffix
 		if _, err := os.Lstat(backup); errors.Is(err, os.ErrNotExist) && e.Existed && !e.uninstall {
 			if err := writeFile(backup, e.Before, e.mode); err != nil {
@@ -655,6 +668,20 @@ func Apply(plan []Edit) ([]Change, error) {
 		out, done = append(out, c), append(done, e)
 	}
 	return out, nil
+}
+
+// unchanged checks that the file still holds what the edit was planned
+// on (another program, the agent itself, may have written it since): an
+// edit of what is there now would lose that write.
+func (e Edit) unchanged() error {
+	b, err := readFile(e.File)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && !e.Existed:
+		return nil
+	case err == nil && e.Existed && bytes.Equal(b, e.Before):
+		return nil
+	}
+	return fmt.Errorf("%s was written by another program since it was read; it was not changed: run the command again", e.File)
 }
 
 func isEmpty(b []byte) bool {
