@@ -112,3 +112,67 @@ func BenchmarkChatScaling(b *testing.B) {
 	b.ReportMetric(float64(tl)/float64(ts), "x100k/10k")
 	b.ReportMetric(float64(tl.Nanoseconds())/float64(b.N)/float64(len(large)), "ns/line")
 }
+
+// toolCallsLine is a reply of id listing n tool calls t<from>… (status
+// "success" when done, else none: still running).
+func toolCallsLine(id string, from, n int, done bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"id":%q,"type":"gemini","content":"","toolCalls":[`, id)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		status := ""
+		if done {
+			status = `,"status":"success"`
+		}
+		fmt.Fprintf(&b, `{"id":"t%d","name":"shell"%s}`, from+i, status)
+	}
+	b.WriteString("]}")
+	return b.String()
+}
+
+// TestToolCallsAreBounded: a reply listing 40,000 tool calls (1 MB; an
+// 8 MiB line holds 300,000) makes events for at most maxToolCalls of
+// them, and a turn whose replies each leave calls running follows at
+// most maxOpenTools as running, so the state kept with every message
+// stays small. Before, the calls were looked up in a list of every call
+// still running (40,000 took 6.5 s, growing with the square) and every
+// message kept its own copy of that list.
+func TestToolCallsAreBounded(t *testing.T) {
+	for _, done := range []bool{false, true} {
+		c := &Chat{}
+		c.Line([]byte(`{"sessionId":"` + sid + `","kind":"main"}`))
+		c.Line([]byte(`{"id":"u0","type":"user","content":[{"text":"go"}]}`))
+		ch, events, code := c.Line([]byte(toolCallsLine("g1", 0, 40000, done)))
+		per := 1
+		if done {
+			per = 2 // started and finished
+		}
+		if ch != Appended || code != "" || len(events) > per*maxToolCalls || len(events) < per*min(maxToolCalls, maxOpenTools) {
+			t.Fatalf("done %v: %v %q with %d events; want at most %d", done, ch, code, len(events), per*maxToolCalls)
+		}
+	}
+
+	c := &Chat{}
+	c.Line([]byte(`{"sessionId":"` + sid + `","kind":"main"}`))
+	c.Line([]byte(`{"id":"u0","type":"user","content":[{"text":"go"}]}`))
+	for i := range 2000 {
+		c.Line([]byte(toolCallsLine(fmt.Sprint("g", i), 3*i, 3, false)))
+	}
+	held := 0
+	for _, m := range c.msgs {
+		held += len(m.after.tools)
+	}
+	if open := strings.Count(c.msgs[len(c.msgs)-1].after.tools, "\x00"); open != maxOpenTools {
+		t.Errorf("%d tools followed as running; want the bound %d", open, maxOpenTools)
+	}
+	if held > len(c.msgs)*maxOpenTools*16 {
+		t.Errorf("the messages' states hold %d bytes of tool ids", held)
+	}
+	// a call followed as running still finishes
+	_, events, _ := c.Line([]byte(`{"id":"gx","type":"gemini","content":"","toolCalls":[{"id":"t0","name":"shell","status":"success"}]}`))
+	if len(events) != 1 || events[0].Kind != agentbridge.KindToolFinished {
+		t.Errorf("finishing a running call: %v", events)
+	}
+}
