@@ -176,3 +176,60 @@ func TestToolCallsAreBounded(t *testing.T) {
 		t.Errorf("finishing a running call: %v", events)
 	}
 }
+
+// TestHostileChatLines: lines a hostile chat can hold are skipped or
+// applied as Gemini CLI would, without a panic: ids of a megabyte (the
+// session's and a message's: refused as records), a rewind to an id the
+// chat never had (Gemini CLI clears the conversation), rewinds before
+// any message and of an id of a megabyte, nesting four million levels
+// deep (refused as JSON), $set of messages with one id twice, and a
+// line of 9 MiB through the source (skipped with line-too-long, the
+// next line of the chat still read).
+func TestHostileChatLines(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	c := &Chat{}
+	if _, _, code := c.Line([]byte(`{"sessionId":"` + huge + `","kind":"main"}`)); code == "" {
+		t.Error("a session id of 1 MiB was taken")
+	}
+	c.Line([]byte(`{"sessionId":"` + sid + `","kind":"main"}`))
+	for _, tc := range []struct {
+		line string
+		msgs int
+		bad  bool
+	}{
+		{`{"$rewindTo":"nothing-yet"}`, 0, false},
+		{`{"id":"u0","type":"user","content":[{"text":"go"}]}`, 1, false},
+		{`{"id":"` + huge + `","type":"user","content":[{"text":"go"}]}`, 1, true},
+		{`{"$rewindTo":"` + huge + `"}`, 0, false},
+		{`{"id":"u1","type":"user","content":[{"text":"again"}]}`, 1, false},
+		{`{"id":"u2","type":"user","content":` + strings.Repeat("[", 4<<20) + `}`, 1, true},
+		{`{"id":"u3","type":"user","content":[{"text":"x","y":` + strings.Repeat(`{"a":`, 1<<20) + `}]}`, 1, true},
+		{`{"$rewindTo":"never-seen"}`, 0, false},
+		{`{"$set":{"messages":[{"id":"a","type":"user","content":"x"},{"id":"a","type":"user","content":"y"}]}}`, 1, false},
+		{`{"$rewindTo":"a"}`, -1, false},
+		{`{"id":"a","type":"user","content":[{"text":"z"}]}`, -1, false},
+	} {
+		_, _, code := c.Line([]byte(tc.line))
+		if tc.bad != (code != "") || tc.msgs >= 0 && len(c.msgs) != tc.msgs {
+			t.Errorf("%.60s…: code %q, %d messages; want %d, skipped %v", tc.line, code, len(c.msgs), tc.msgs, tc.bad)
+		}
+		for id, i := range c.pos {
+			if i >= len(c.msgs) || c.msgs[i].id != id {
+				t.Fatalf("%.60s…: the index names %s at %d of %d messages", tc.line, id, i, len(c.msgs))
+			}
+		}
+	}
+
+	home, _, chat := chatHome(t)
+	h, _ := run(t, home, HarnessGemini)
+	lines := longChat(sid, 2, 0)
+	sourcestest.Append(t, chat, lines[0]+"\n"+lines[1]+"\n"+`{"id":"big","type":"user","content":"`+strings.Repeat("a", 9<<20)+`"}`+"\n"+lines[2]+"\n")
+	h.WaitFor(t, "the turn after the long line done, and line-too-long", func(h *sourcestest.Hub) bool {
+		said := false
+		for _, d := range h.Diagnostics() {
+			said = said || d.Code == "line-too-long" && !strings.Contains(d.Message, home)
+		}
+		s, ok := h.Snapshot(sid)
+		return said && ok && s.LastTurn == agentbridge.LastTurnCompleted
+	})
+}
