@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/hub"
@@ -69,5 +71,80 @@ func TestRemoteIdsGoBack(t *testing.T) {
 				return slices.Equal(hosts(es), []string{"devbox/codex/new/running"})
 			})
 		})
+	}
+}
+
+// TestHostileRemoteRecords: what a hostile remote sends in one stream —
+// a title of C1/bidi controls, a reset of 5,000
+// sessions, resets for 100 sources, lifecycle events of sessions it never
+// reported — leaves the local bridge with valid text, at most
+// hub.MaxRemoteSessions sessions and hub.MaxRemoteSources sources of it
+// (the sources it named first kept), and the records after them still
+// applied.
+func TestHostileRemoteRecords(t *testing.T) {
+	var lines []string
+	id := uint64(1)
+	add := func(format string, a ...any) {
+		lines = append(lines, fmt.Sprintf(`{"id":%d,`, id)+fmt.Sprintf(format, a...))
+		id++
+	}
+	add(`"event":"upsert","data":{"source":"codex","snapshot":{"id":"first","harness":"codex","status":"idle"}}}`)
+	add(`"event":"upsert","data":{"source":"codex","snapshot":{"id":"utf","harness":"codex","status":"idle","title":"bidi \u009b\u202e title"}}}`)
+	var big strings.Builder
+	for i := range 5000 {
+		if i > 0 {
+			big.WriteString(",")
+		}
+		fmt.Fprintf(&big, `{"id":"s%d","harness":"codex","status":"idle"}`, i)
+	}
+	add(`"event":"reset","data":{"source":"claude-code","sessions":[%s]}}`, big.String())
+	for i := range 100 {
+		add(`"event":"reset","data":{"source":"src-%d","sessions":[{"id":"x","harness":"codex","status":"idle"}]}}`, i)
+	}
+	add(`"event":"lifecycle","data":{"source":"codex","sessionId":"never","event":{"kind":"turn.started","turnId":"t"}}}`)
+	add(`"event":"upsert","data":{"source":"codex","snapshot":{"id":"marker","harness":"codex","status":"running"}}}`)
+	url := scripted(t, lines)
+	local := bridgetest.Start(t, bridgetest.Options{})
+	follow(t, local, config.Remote{ID: "devbox", URL: url, TokenFile: tokenFile(t, "token-0123456789abcdef0123")}, remote.Options{Linger: time.Hour})
+	waitFor(t, "the record after the hostile ones", func() bool {
+		_, ok := local.Hub.SessionOn("devbox", "codex", "marker")
+		return ok
+	})
+	_, es := local.Hub.Sessions(hub.Filter{})
+	sources := map[string]bool{}
+	for _, e := range es {
+		sources[e.Source] = true
+		if s := e.Snapshot.Title; !utf8.ValidString(s) || strings.ContainsAny(s, "\u009b\u202e") {
+			t.Errorf("session %s title %q", e.Snapshot.ID, s)
+		}
+	}
+	if len(es) > hub.MaxRemoteSessions || len(sources) > hub.MaxRemoteSources {
+		t.Errorf("%d sessions of %d sources kept; bounds %d and %d", len(es), len(sources), hub.MaxRemoteSessions, hub.MaxRemoteSources)
+	}
+	if _, ok := local.Hub.SessionOn("devbox", "codex", "never"); ok {
+		t.Error("a lifecycle event made a session the remote never reported")
+	}
+}
+
+// TestRemoteInvalidUTF8: a line that is not JSON (invalid UTF-8, which no
+// bridge's encoder writes) breaks the stream's grammar: the connection is
+// dropped with a diagnostic naming no address, retried with backoff, and
+// what came before it stays.
+func TestRemoteInvalidUTF8(t *testing.T) {
+	url := scripted(t, []string{resetLine(1, "before"),
+		`{"id":2,"event":"upsert","data":{"source":"codex","snapshot":{"id":"bad","harness":"codex","status":"idle","title":"\xff\xfe"}}}`})
+	local := bridgetest.Start(t, bridgetest.Options{})
+	follow(t, local, config.Remote{ID: "devbox", URL: url, TokenFile: tokenFile(t, "token-0123456789abcdef0123")}, remote.Options{Linger: time.Hour})
+	waitFor(t, "the remote-failed diagnostic beside the session before", func() bool {
+		_, ok := local.Hub.SessionOn("devbox", "codex", "before")
+		for _, d := range local.Hub.Diagnostics() {
+			if ok && d.Host == "devbox" && d.Diagnostic.Code == remote.CodeFailed && !strings.Contains(d.Diagnostic.Message, "127.0.0.1") {
+				return true
+			}
+		}
+		return false
+	})
+	if _, ok := local.Hub.SessionOn("devbox", "codex", "bad"); ok {
+		t.Error("the record of invalid UTF-8 was applied")
 	}
 }
