@@ -132,6 +132,7 @@ type DB struct {
 	atMark   map[string]int64
 	drift    map[string]int // unknown event versions by type family
 	more     bool           // the last read of the journal stopped at maxPages
+	cookie   int64          // the schema version (SQLite's schema cookie) the schema was checked at
 }
 
 // More reports whether the last Changes left journal rows to read: the
@@ -191,11 +192,56 @@ func OpenDB(path string) (*DB, error) {
 	if st != nil {
 		d.dev, d.ino = uint64(st.Dev), st.Ino
 	}
-	if err := d.schema(ctx); err != nil {
+	if err := d.checkSchema(ctx); err != nil {
 		d.Close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// checkSchema runs the schema check when the schema changed since it last
+// ran (its version, SQLite's schema cookie, moved: the file was changed in
+// place, by a migration or by anything else that writes it).
+func (d *DB) checkSchema(ctx context.Context) error {
+	queries.Add(1)
+	var v int64
+	if err := d.db.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&v); err != nil {
+		return classify(ctx, err)
+	}
+	if d.cookie == v && v != 0 {
+		return nil
+	}
+	if err := d.schema(ctx); err != nil {
+		return err
+	}
+	d.cookie = v
+	return nil
+}
+
+// begin starts a read transaction on the schema as it was checked: the
+// check runs again first when the schema changed since, and a change
+// between that check and the transaction's start makes the read fail as
+// busy (it is read again on the next change), so that no read ever runs
+// on a schema that was not checked.
+func (d *DB) begin(ctx context.Context) (*sql.Tx, error) {
+	if err := d.checkSchema(ctx); err != nil {
+		return nil, err
+	}
+	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	queries.Add(1)
+	var v int64
+	if err := tx.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&v); err != nil {
+		tx.Rollback() //nolint:errcheck // read-only
+		return nil, err
+	}
+	if v != d.cookie {
+		tx.Rollback() //nolint:errcheck // read-only
+		return nil, fmt.Errorf("%w: the schema changed while it was checked", ErrBusy)
+	}
+	return tx, nil
 }
 
 // dsnParams open a database read-only (no write, no checkpoint), with a
@@ -482,7 +528,7 @@ func (d *DB) Scan(ctx context.Context, cutoff int64) ([]Record, error) {
 }
 
 func (d *DB) scan(ctx context.Context, cutoff int64) ([]Record, error) {
-	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := d.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -675,7 +721,7 @@ var eventFamilies = map[string]bool{
 }
 
 func (d *DB) journal(ctx context.Context) ([]Record, error) {
-	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := d.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -800,7 +846,7 @@ func (d *DB) Drift() map[string]int {
 }
 
 func (d *DB) updated(ctx context.Context) ([]Record, error) {
-	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := d.begin(ctx)
 	if err != nil {
 		return nil, err
 	}

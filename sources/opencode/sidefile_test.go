@@ -1,6 +1,7 @@
 package opencode
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,5 +94,53 @@ func TestSideFilesNotRegular(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestSchemaChangedWhileOpen: a database that passed the schema check at
+// open and is then changed in place (same file: the session table
+// dropped and a view over an endless query put in its place, a trigger
+// or a virtual table added) is checked again before the next read and
+// refused, instead of running what it now defines until the read's
+// deadline on every change. A change of the schema opencode makes (a
+// migration adding a column) is read on.
+func TestSchemaChangedWhileOpen(t *testing.T) {
+	old := readDeadline
+	readDeadline = 10 * time.Minute // a hang bound: before, the view ran until it
+	t.Cleanup(func() { readDeadline = old })
+	for _, tc := range []struct {
+		name    string
+		change  []string
+		refused string
+	}{
+		{"session now a view of an endless query", []string{"DROP TABLE session", hostileSchemas[2].session[0]}, "view"},
+		{"a trigger added", []string{"CREATE TABLE audit (n integer)", "CREATE TRIGGER t AFTER INSERT ON session BEGIN INSERT INTO audit VALUES (1); END"}, "trigger"},
+		{"a virtual table added", []string{"CREATE VIRTUAL TABLE search USING fts5(body)"}, "virtual table"},
+		{"a migration adds a column", []string{"ALTER TABLE session ADD COLUMN share_url text"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "opencode.db")
+			w := openWriter(t, p)
+			for _, q := range oldSchema {
+				w.exec(q)
+			}
+			now := time.Now().UnixMilli()
+			w.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES ('ses_1', 'p', '/srv/app', 'one', ?, ?)", now, now)
+			d := scanned(t, p)
+			for _, q := range tc.change {
+				w.exec(q)
+			}
+			if tc.refused == "" {
+				w.exec("UPDATE session SET title = 'two', time_updated = ? WHERE id = 'ses_1'", now+1)
+			}
+			recs, err := d.Changes(t.Context())
+			var se *SchemaError
+			switch {
+			case tc.refused != "" && (!errors.As(err, &se) || se.Refused != tc.refused):
+				t.Fatalf("Changes after the change = %v; want a SchemaError refusing a %s", err, tc.refused)
+			case tc.refused == "" && (err != nil || len(recs) == 0):
+				t.Fatalf("Changes after a migration = %d records, %v", len(recs), err)
+			}
+		})
 	}
 }
