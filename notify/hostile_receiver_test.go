@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // hostileReceiver accepts connections, reads each request's head and
@@ -115,5 +118,29 @@ func TestWebhookHostileReceivers(t *testing.T) {
 				t.Fatal("no diagnostic for a receiver that fails")
 			}
 		})
+	}
+}
+
+// TestTransitionTextIsShownNotActed: a title and a wait reason holding a
+// bidi override, an isolate, zero-width, filler and tag characters and
+// a line separator reach a webhook (and so a desktop notification, built
+// from the same transition) neutralised in every field people read:
+// title, waitingFor and text. Before, they were sent as they were.
+func TestTransitionTextIsShownNotActed(t *testing.T) {
+	r := newReceiver(t, 0, 0)
+	b := newBridge(t, Webhook{URL: r.URL, Events: []string{EventWaiting}})
+	b.event(t, "s1", agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "fix\u202Eexe.txt\u2066 bug\u200b\U000E0041"})
+	b.wait(t, "s1", "w1", "approve\u202d rm\u2028-rf\u061c x\u3164")
+	r.wait(t, 1)
+	tr := r.snapshot()[0]
+	for what, s := range map[string]string{"title": tr.Title, "waitingFor": tr.WaitingFor, "text": tr.Text} {
+		for _, c := range s {
+			if c == 0x9b || c == 0x2028 || validate.Hidden(c) {
+				t.Errorf("%s %q carries %U", what, s, c)
+			}
+		}
+	}
+	if !strings.Contains(tr.WaitingFor, "approve") || !strings.Contains(tr.Title, "fix") {
+		t.Errorf("the text itself is lost: %+v", tr)
 	}
 }

@@ -204,9 +204,13 @@ func (t *Tracker) transition(source, host string, prev, e *hub.Entry) (Transitio
 		host = t.Host
 	}
 	// Display text is redacted by the hub; paths a push source put in it
-	// are shortened here, since a notification leaves the machine.
+	// are shortened here, since a notification leaves the machine; and it
+	// is shown to people (a desktop notification, a chat a webhook posts
+	// to): controls, bidi overrides and invisible characters are
+	// neutralised (validate.Printable), so that "approve \u202Etxt.exe"
+	// does not show reordered.
 	tr := Transition{Source: source, SessionID: s.ID, Harness: s.Harness, Status: ev,
-		Title: cutPaths(s.Title), WaitingFor: cutPaths(s.WaitingFor), Host: host}
+		Title: validate.Printable(cutPaths(s.Title)), WaitingFor: validate.Printable(cutPaths(s.WaitingFor)), Host: host}
 	if t.Now != nil {
 		tr.At = t.Now()
 	}
