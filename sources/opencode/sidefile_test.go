@@ -144,3 +144,78 @@ func TestSchemaChangedWhileOpen(t *testing.T) {
 		})
 	}
 }
+
+// TestDatabaseReplacedWhileFollowed: a followed database replaced by
+// another file (a database whose session table is a view, renamed over
+// it; a FIFO; a link to /dev/zero; a directory) is read as the new file
+// it is: refused or unreadable with a diagnostic naming no path, without
+// blocking the source, and a real database beside it is still followed.
+func TestDatabaseReplacedWhileFollowed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		code  string
+		place func(t *testing.T, p string)
+	}{
+		{"a database with a view renamed over it", CodeRefused, func(t *testing.T, p string) {
+			evil := p + ".new"
+			hostileDB(t, evil, hostileSchemas[2].session)
+			if err := os.Rename(evil, p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a fifo", CodeUnreadable, func(t *testing.T, p string) {
+			os.Remove(p)
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a link to /dev/zero", CodeUnreadable, func(t *testing.T, p string) {
+			os.Remove(p)
+			if err := os.Symlink("/dev/zero", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a directory", CodeUnreadable, func(t *testing.T, p string) {
+			os.Remove(p)
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			bad := filepath.Join(home, "opencode-evil.db")
+			w := openWriter(t, bad)
+			for _, q := range oldSchema {
+				w.exec(q)
+			}
+			now := time.Now().UnixMilli()
+			w.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES ('ses_evil', 'p', '/srv/app', 'Evil', ?, ?)", now, now)
+			w.db.Close()
+			for _, s := range sideSuffixes {
+				os.Remove(bad + s)
+			}
+			good := filepath.Join(home, "opencode.db")
+			g := openWriter(t, good)
+			for _, q := range oldSchema {
+				g.exec(q)
+			}
+			g.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES ('ses_real', 'p', '/srv/app', 'Real work', ?, ?)", now, now)
+			h := run(t, home)
+			h.WaitFor(t, "the session of the database before", func(h *sourcestest.Hub) bool {
+				_, ok := h.Snapshot("ses_evil")
+				return ok
+			})
+			tc.place(t, bad)
+			g.exec("UPDATE session SET title = 'Later work', time_updated = ? WHERE id = 'ses_real'", now+1)
+			h.WaitFor(t, "the diagnostic and the real session's update", func(h *sourcestest.Hub) bool {
+				said := false
+				for _, d := range h.Diagnostics() {
+					said = said || d.Code == tc.code && !strings.Contains(d.Message, home)
+				}
+				s, ok := h.Snapshot("ses_real")
+				return said && ok && s.Title == "Later work"
+			})
+		})
+	}
+}
