@@ -441,3 +441,36 @@ func TestChangedBetweenPlanAndApply(t *testing.T) {
 		})
 	}
 }
+
+// TestEditStaysReadable: install into a settings file just under the
+// size status and uninstall read (maxSettings) is refused when the edit
+// would take it over, the file unchanged; before, install wrote it and
+// uninstall then refused the file as too large, so the hooks could not be
+// removed. Both formats: JSON settings and Codex's config.toml.
+func TestEditStaysReadable(t *testing.T) {
+	for _, tc := range []struct{ harness, pad string }{
+		{"gemini-cli", ""},
+		{"codex", "toml"},
+	} {
+		t.Run(tc.harness, func(t *testing.T) {
+			tg := Target{Harness: tc.harness, Home: t.TempDir()}
+			path, content := tg.HooksFile(), `{"pad": "`+strings.Repeat("x", maxSettings-200)+`"}`
+			if tc.pad == "toml" {
+				path, content = tg.ConfigFile(), "pad = \""+strings.Repeat("x", maxSettings-30)+"\"\n"
+			}
+			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Install(tg, Command(prog, Source(tc.harness)))
+			if err == nil || !strings.Contains(err.Error(), "larger than") {
+				t.Fatalf("install: %v; want a refusal", err)
+			}
+			if got := read(t, path); string(got) != content {
+				t.Error("the refused file changed")
+			}
+			if _, err := Uninstall(tg); err != nil {
+				t.Errorf("uninstall after the refusal: %v", err)
+			}
+		})
+	}
+}

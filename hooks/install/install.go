@@ -564,6 +564,9 @@ func planJSON(t Target, uninstall bool, change func(*doc) error) (Edit, error) {
 	if _, err := parseDoc(e.After, dl); err != nil {
 		return e, fmt.Errorf("%s: the edit would not read back (%v); nothing was changed", e.File, err)
 	}
+	if err := e.fits(); err != nil {
+		return e, err
+	}
 	e.finish()
 	return e, nil
 }
@@ -578,8 +581,20 @@ func planText(t Target, path string, uninstall bool, change func(string) (string
 		return e, fmt.Errorf("%s: %w (nothing was changed)", e.File, err)
 	}
 	e.After = []byte(after)
+	if err := e.fits(); err != nil {
+		return e, err
+	}
 	e.finish()
 	return e, nil
+}
+
+// fits refuses an edit that would make the file larger than what status
+// and uninstall read (maxSettings): written, it could not be undone.
+func (e Edit) fits() error {
+	if len(e.After) > maxSettings {
+		return fmt.Errorf("%s: the edit would make the file larger than %d bytes, more than status and uninstall read; nothing was changed", e.File, maxSettings)
+	}
+	return nil
 }
 
 // finish marks an uninstall that leaves nothing in a file install created
