@@ -148,3 +148,42 @@ func TestRemoteInvalidUTF8(t *testing.T) {
 		t.Error("the record of invalid UTF-8 was applied")
 	}
 }
+
+// TestSlowLorisRemote: a remote that sends its first record a byte at a
+// time, without end (its line bound is TestEndlessLineIsBounded's), holds
+// one connection; the local bridge goes on publishing meanwhile, and the
+// follower ends with its context (the test's cleanup waits for it).
+func TestSlowLorisRemote(t *testing.T) {
+	sent := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
+		line := []byte(`{"id":1,"event":"reset","data":{"source":"codex","sessions":[` + strings.Repeat(`{"id":"s","harness":"codex","status":"idle"},`, 1000))
+		for i := 0; ; i++ {
+			if _, err := w.Write(line[i%len(line) : i%len(line)+1]); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			if i == 100 {
+				select {
+				case sent <- struct{}{}:
+				default:
+				}
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	local := bridgetest.Start(t, bridgetest.Options{})
+	follow(t, local, config.Remote{ID: "slow", URL: srv.URL, TokenFile: tokenFile(t, "token-0123456789abcdef0123")}, remote.Options{Linger: time.Hour})
+	<-sent
+	local.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("mine", "running")})
+	waitFor(t, "the local session while the remote trickles", func() bool {
+		_, ok := local.Hub.Session("test-push", "mine")
+		return ok
+	})
+}
