@@ -87,19 +87,27 @@ func TestHostileNoRedirectLeavesTheOrigin(t *testing.T) {
 // cleaning), with the fixture's Host, over a fresh connection.
 func (f *hardFixture) sendRaw(t *testing.T, target string) (*http.Response, string) {
 	t.Helper()
+	return f.rawRequest(t, target, f.host, "")
+}
+
+// rawRequest sends GET with the request target, Host and extra header
+// lines exactly as given (no client normalises them) over a fresh
+// connection, and returns the answer with its body (at most 1 MiB).
+func (f *hardFixture) rawRequest(t *testing.T, target, host, extra string) (*http.Response, string) {
+	t.Helper()
 	c, err := net.DialTimeout("tcp", f.host, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", target, f.host)
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n%sConnection: close\r\n\r\n", target, host, extra)
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		t.Fatalf("GET %s: %v", target, err)
+		t.Fatalf("GET %s (Host %q): %v", target, host, err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp, string(b)
 }
 
@@ -256,24 +264,12 @@ func TestCookieFromAnotherPortCannotSignOut(t *testing.T) {
 	}
 }
 
-// rawGet sends a GET with the Host and extra header lines exactly as
-// given (no client normalises them) and returns the status and body.
+// rawGet sends a GET with the token, the Host and extra header lines
+// exactly as given, and returns the status and body.
 func (f *hardFixture) rawGet(t *testing.T, target, host, extra string) (int, string) {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", f.host, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n%sConnection: close\r\n\r\n", target, host, hardToken, extra)
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatalf("GET %s (Host %q): %v", target, host, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	resp, body := f.rawRequest(t, target, host, "Authorization: Bearer "+hardToken+"\r\n"+extra)
+	return resp.StatusCode, body
 }
 
 // TestHostAndOriginSpellings: Host and Origin values in the spellings a
@@ -368,23 +364,11 @@ func TestTokenInURLForms(t *testing.T) {
 		{"/nothing?token=" + tok, true}, // the dashboard takes ?token= on any of its paths
 		{"/v1/stream?token=" + tok + "&format=ndjson", false},
 	} {
-		c, err := net.DialTimeout("tcp", f.host, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", tc.target, f.host)
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatalf("GET %s: %v", tc.target, err)
-		}
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		c.Close()
+		resp, b := f.sendRaw(t, tc.target)
 		if got := len(resp.Cookies()) > 0; got != tc.cookie {
 			t.Errorf("GET %s: %d, cookie set %v, want %v", tc.target, resp.StatusCode, got, tc.cookie)
 		}
-		for what, s := range map[string]string{"body": string(b), "Location": resp.Header.Get("Location"), "Set-Cookie": resp.Header.Get("Set-Cookie")} {
+		for what, s := range map[string]string{"body": b, "Location": resp.Header.Get("Location"), "Set-Cookie": resp.Header.Get("Set-Cookie")} {
 			if strings.Contains(s, hardToken) {
 				t.Errorf("GET %s: the %s carries the token", tc.target, what)
 			}

@@ -12,6 +12,32 @@ import (
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
+// oneSession writes a database of the old schema at p holding session id
+// with title, updated at now, and returns its writer.
+func oneSession(t *testing.T, p, id, title string, now int64) *writer {
+	t.Helper()
+	w := openWriter(t, p)
+	for _, q := range oldSchema {
+		w.exec(q)
+	}
+	w.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES (?, 'p', '/srv/app', ?, ?, ?)", id, title, now, now)
+	return w
+}
+
+// saidAndShown holds once the source gave a diagnostic of code naming no
+// path of home (any code will do when code is "") and shows session
+// ses_real with title.
+func saidAndShown(home, code, title string) func(*sourcestest.Hub) bool {
+	return func(h *sourcestest.Hub) bool {
+		said := code == ""
+		for _, d := range h.Diagnostics() {
+			said = said || d.Code == code && !strings.Contains(d.Message, home)
+		}
+		s, ok := h.Snapshot("ses_real")
+		return said && ok && s.Title == title
+	}
+}
+
 // TestSideFilesNotRegular: a FIFO, a device, a directory or a symlink in
 // place of a database's journal, write-ahead log or its index (named
 // like SQLite's own, made by anything that writes into the home) is
@@ -38,13 +64,8 @@ func TestSideFilesNotRegular(t *testing.T) {
 				t.Run(suffix+"/"+kind+"/"+when, func(t *testing.T) {
 					home := t.TempDir()
 					bad := filepath.Join(home, "opencode-evil.db")
-					w := openWriter(t, bad)
-					for _, q := range oldSchema {
-						w.exec(q)
-					}
 					now := time.Now().UnixMilli()
-					w.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES ('ses_evil', 'p', '/srv/app', 'Evil', ?, ?)", now, now)
-					w.db.Close()
+					oneSession(t, bad, "ses_evil", "Evil", now).db.Close()
 					plant := func() {
 						os.Remove(bad + suffix)
 						if err := make(bad + suffix); err != nil {
@@ -54,12 +75,7 @@ func TestSideFilesNotRegular(t *testing.T) {
 					if when == "at the scan" {
 						plant()
 					}
-					good := filepath.Join(home, "opencode.db")
-					g := openWriter(t, good)
-					for _, q := range oldSchema {
-						g.exec(q)
-					}
-					g.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES ('ses_real', 'p', '/srv/app', 'Real work', ?, ?)", now, now)
+					g := oneSession(t, filepath.Join(home, "opencode.db"), "ses_real", "Real work", now)
 
 					h := run(t, home)
 					if when == "while open" {
@@ -79,18 +95,11 @@ func TestSideFilesNotRegular(t *testing.T) {
 						f.Close()
 						g.exec("UPDATE session SET title = 'Later work', time_updated = ? WHERE id = 'ses_real'", now+1)
 					}
-					h.WaitFor(t, "the unreadable diagnostic and the real session", func(h *sourcestest.Hub) bool {
-						said := false
-						for _, d := range h.Diagnostics() {
-							said = said || d.Code == CodeUnreadable && !strings.Contains(d.Message, home)
-						}
-						s, ok := h.Snapshot("ses_real")
-						want := "Real work"
-						if when == "while open" {
-							want = "Later work"
-						}
-						return (said || when == "while open") && ok && s.Title == want
-					})
+					if when == "while open" {
+						h.WaitFor(t, "the real session's update", saidAndShown(home, "", "Later work"))
+					} else {
+						h.WaitFor(t, "the unreadable diagnostic and the real session", saidAndShown(home, CodeUnreadable, "Real work"))
+					}
 				})
 			}
 		}
@@ -120,12 +129,8 @@ func TestSchemaChangedWhileOpen(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "opencode.db")
-			w := openWriter(t, p)
-			for _, q := range oldSchema {
-				w.exec(q)
-			}
 			now := time.Now().UnixMilli()
-			w.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES ('ses_1', 'p', '/srv/app', 'one', ?, ?)", now, now)
+			w := oneSession(t, p, "ses_1", "one", now)
 			d := scanned(t, p)
 			for _, q := range tc.change {
 				w.exec(q)
@@ -185,22 +190,12 @@ func TestDatabaseReplacedWhileFollowed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			home := t.TempDir()
 			bad := filepath.Join(home, "opencode-evil.db")
-			w := openWriter(t, bad)
-			for _, q := range oldSchema {
-				w.exec(q)
-			}
 			now := time.Now().UnixMilli()
-			w.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES ('ses_evil', 'p', '/srv/app', 'Evil', ?, ?)", now, now)
-			w.db.Close()
+			oneSession(t, bad, "ses_evil", "Evil", now).db.Close()
 			for _, s := range sideSuffixes {
 				os.Remove(bad + s)
 			}
-			good := filepath.Join(home, "opencode.db")
-			g := openWriter(t, good)
-			for _, q := range oldSchema {
-				g.exec(q)
-			}
-			g.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES ('ses_real', 'p', '/srv/app', 'Real work', ?, ?)", now, now)
+			g := oneSession(t, filepath.Join(home, "opencode.db"), "ses_real", "Real work", now)
 			h := run(t, home)
 			h.WaitFor(t, "the session of the database before", func(h *sourcestest.Hub) bool {
 				_, ok := h.Snapshot("ses_evil")
@@ -208,14 +203,7 @@ func TestDatabaseReplacedWhileFollowed(t *testing.T) {
 			})
 			tc.place(t, bad)
 			g.exec("UPDATE session SET title = 'Later work', time_updated = ? WHERE id = 'ses_real'", now+1)
-			h.WaitFor(t, "the diagnostic and the real session's update", func(h *sourcestest.Hub) bool {
-				said := false
-				for _, d := range h.Diagnostics() {
-					said = said || d.Code == tc.code && !strings.Contains(d.Message, home)
-				}
-				s, ok := h.Snapshot("ses_real")
-				return said && ok && s.Title == "Later work"
-			})
+			h.WaitFor(t, "the diagnostic and the real session's update", saidAndShown(home, tc.code, "Later work"))
 		})
 	}
 }
