@@ -208,8 +208,19 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 			presented = strings.TrimSpace(t)
-		} else if c, err := r.Cookie(CookieName(s.port)); err == nil {
-			presented, fromCookie = c.Value, true
+		} else if cs := r.CookiesNamed(CookieName(s.port)); len(cs) > 0 {
+			// A page on another port of this host can set a cookie of
+			// the same name (cookies ignore ports), with a longer path so
+			// that browsers send it first: any of them that is valid
+			// signs the request in, so such a cookie cannot sign the
+			// dashboard out.
+			presented, fromCookie = cs[0].Value, true
+			for _, c := range cs {
+				if s.validCookie(c.Value) {
+					presented = c.Value
+					break
+				}
+			}
 		} else {
 			s.unauthorized(w, "this route needs the bridge's token (Authorization: Bearer, or sign the dashboard in with `agentbridge open`)")
 			return

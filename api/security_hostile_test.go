@@ -87,19 +87,27 @@ func TestHostileNoRedirectLeavesTheOrigin(t *testing.T) {
 // cleaning), with the fixture's Host, over a fresh connection.
 func (f *hardFixture) sendRaw(t *testing.T, target string) (*http.Response, string) {
 	t.Helper()
+	return f.rawRequest(t, target, f.host, "")
+}
+
+// rawRequest sends GET with the request target, Host and extra header
+// lines exactly as given (no client normalises them) over a fresh
+// connection, and returns the answer with its body (at most 1 MiB).
+func (f *hardFixture) rawRequest(t *testing.T, target, host, extra string) (*http.Response, string) {
+	t.Helper()
 	c, err := net.DialTimeout("tcp", f.host, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", target, f.host)
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n%sConnection: close\r\n\r\n", target, host, extra)
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		t.Fatalf("GET %s: %v", target, err)
+		t.Fatalf("GET %s (Host %q): %v", target, host, err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp, string(b)
 }
 
@@ -225,5 +233,148 @@ func TestHostileBodyKeepsTheConnection(t *testing.T) {
 		if resp.StatusCode != 200 || resp.Close {
 			t.Fatalf("request %d: %d, close %v; want 200 and the connection kept", i, resp.StatusCode, resp.Close)
 		}
+	}
+}
+
+// TestCookieFromAnotherPortCannotSignOut: a page on another port of the
+// same host can set a cookie of the dashboard's name (cookies ignore
+// ports) with a longer path, which browsers send first. The dashboard
+// stays signed in when any cookie of its name is valid; junk alone, or the
+// token in a cookie, still signs nothing in.
+func TestCookieFromAnotherPortCannotSignOut(t *testing.T) {
+	t.Parallel()
+	f := newHardFixture(t, nil)
+	name, good := api.CookieName(f.port), api.SessionCookie(hardToken)
+	route := hardRoute{"GET", "/v1/sources", ""}
+	for _, tc := range []struct {
+		cookie string
+		ok     bool
+	}{
+		{name + "=junk; " + name + "=" + good, true},
+		{name + "=" + good + "; " + name + "=junk", true},
+		{name + "=; " + name + "=" + good, true},
+		{name + "=junk", false},
+		{name + "=junk; " + name + "=" + hardToken, false},
+		{"agentbridge_1=" + good, false}, // another port's name
+	} {
+		resp, body := f.send(t, route, map[string]string{"Cookie": tc.cookie})
+		if tc.ok && resp.StatusCode != http.StatusOK || !tc.ok && resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("Cookie %q: %d %s", tc.cookie, resp.StatusCode, body)
+		}
+	}
+}
+
+// rawGet sends a GET with the token, the Host and extra header lines
+// exactly as given, and returns the status and body.
+func (f *hardFixture) rawGet(t *testing.T, target, host, extra string) (int, string) {
+	t.Helper()
+	resp, body := f.rawRequest(t, target, host, "Authorization: Bearer "+hardToken+"\r\n"+extra)
+	return resp.StatusCode, body
+}
+
+// TestHostAndOriginSpellings: Host and Origin values in the spellings a
+// rebinding page or a confused parser could use (numeric and shortened
+// IPv4, IPv4-mapped IPv6, a port with a leading zero or twice, a trailing
+// dot, userinfo, a path or a second origin after the port) are refused
+// unless they name this bridge on loopback with its port; what is
+// refused reaches nothing.
+func TestHostAndOriginSpellings(t *testing.T) {
+	t.Parallel()
+	f := newHardFixture(t, nil)
+	p := f.port
+	for _, tc := range []struct {
+		host string
+		ok   bool
+	}{
+		{"127.0.0.1:" + p, true},
+		{"LOCALHOST:" + p, true},
+		{"[::1]:" + p, true},
+		{"[::ffff:127.0.0.1]:" + p, true}, // loopback written as IPv6: still this machine
+		{"127.1:" + p, false},
+		{"0x7f.0.0.1:" + p, false},
+		{"2130706433:" + p, false},
+		{"0177.0.0.1:" + p, false},
+		{"127.0.0.1:0" + p, false},
+		{"127.0.0.1:" + p + ":" + p, false},
+		{"127.0.0.1.:" + p, false},
+		{"localhost.:" + p, false},
+		{"[::ffff:7f00:1]:" + p + "0", false},
+		{"evil.example:" + p, false},
+		{"127.0.0.1:" + p + "@evil.example", false},
+		{"evil.example@127.0.0.1:" + p, false},
+		{"[fe80::1%25lo]:" + p, false},
+	} {
+		code, body := f.rawGet(t, "/v1/sources", tc.host, "")
+		if tc.ok && code != http.StatusOK || !tc.ok && code != http.StatusForbidden && code != http.StatusBadRequest {
+			t.Errorf("Host %q: %d %s", tc.host, code, body)
+		}
+	}
+	for _, tc := range []struct {
+		origin string
+		ok     bool
+	}{
+		{"http://127.0.0.1:" + p, true},
+		{"http://localhost:" + p, true},
+		{"http://[::1]:" + p, true},
+		{"http://127.0.0.1:" + p + "/", false},
+		{"http://127.0.0.1:" + p + "@evil.example", false},
+		{"http://evil.example#@127.0.0.1:" + p, false},
+		{"http://127.0.0.1:" + p + ".evil.example", false},
+		{"http://127.0.0.1:" + p + ", http://evil.example", false},
+		{"http://evil.example, http://127.0.0.1:" + p, false},
+		{"https://127.0.0.1:" + p, false},
+		{"http://127.0.0.1", false},
+		{"http://127.1:" + p, false},
+		{"ws://127.0.0.1:" + p, false},
+		{"file://", false},
+		{"null", false},
+		{"http://127.0.0.1:" + p + "/?x", false},
+	} {
+		code, body := f.rawGet(t, "/v1/sources", f.host, "Origin: "+tc.origin+"\r\n")
+		if tc.ok && code != http.StatusOK || !tc.ok && code != http.StatusForbidden {
+			t.Errorf("Origin %q: %d %s", tc.origin, code, body)
+		}
+	}
+	if calls, _ := f.hub.counts(); calls == 0 {
+		t.Error("the allowed requests reached nothing (the test would pass on a dead server)")
+	}
+}
+
+// TestTokenInURLForms: the token in a URL in any form other than the
+// dashboard's own ?token= (another case, in the path, repeated after a
+// wrong one, on an API route or a missing page) signs nothing in, and no
+// answer (body, Location, cookie) carries it.
+func TestTokenInURLForms(t *testing.T) {
+	t.Parallel()
+	f := newHardFixture(t, nil)
+	tok := url.QueryEscape(hardToken)
+	for _, tc := range []struct {
+		target string
+		cookie bool
+	}{
+		{"/?token=" + tok, true},
+		{"/?a=1&token=" + tok + "&token=wrong", true},
+		{"/?token=wrong&token=" + tok, false},
+		{"/?TOKEN=" + tok, false},
+		{"/?token%3D" + tok, false},
+		{"/%3Ftoken%3D" + tok, false},
+		{"/" + tok, false},
+		{"/v1/sessions?token=" + tok, false},
+		{"/v1/sessions/" + tok, false},
+		{"/nothing?token=" + tok, true}, // the dashboard takes ?token= on any of its paths
+		{"/v1/stream?token=" + tok + "&format=ndjson", false},
+	} {
+		resp, b := f.sendRaw(t, tc.target)
+		if got := len(resp.Cookies()) > 0; got != tc.cookie {
+			t.Errorf("GET %s: %d, cookie set %v, want %v", tc.target, resp.StatusCode, got, tc.cookie)
+		}
+		for what, s := range map[string]string{"body": b, "Location": resp.Header.Get("Location"), "Set-Cookie": resp.Header.Get("Set-Cookie")} {
+			if strings.Contains(s, hardToken) {
+				t.Errorf("GET %s: the %s carries the token", tc.target, what)
+			}
+		}
+	}
+	if strings.Contains(f.logs.String(), hardToken) {
+		t.Errorf("the log carries the token:\n%s", f.logs.String())
 	}
 }

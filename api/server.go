@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -243,7 +244,8 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 }
 
 // logRequests logs each request at debug level (never the query: it may
-// carry the one-time token).
+// carry the one-time token; nor the token where a path holds it, pasted
+// into the wrong place of a URL).
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.Logger.Enabled(r.Context(), slog.LevelDebug) {
@@ -253,8 +255,12 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		start := time.Now()
 		next.ServeHTTP(ww, r)
+		p := r.URL.Path
+		if s.Token != "" {
+			p = strings.ReplaceAll(p, s.Token, "[token]")
+		}
 		s.Logger.LogAttrs(context.Background(), slog.LevelDebug, "request",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.String("method", r.Method), slog.String("path", p),
 			slog.Int("status", ww.Status()), slog.Duration("took", time.Since(start)),
 			slog.String("id", middleware.GetReqID(r.Context())))
 	})

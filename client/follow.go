@@ -186,6 +186,15 @@ func (c *Client) followOnce(ctx context.Context, o FollowOptions, last *uint64, 
 			}
 			return got, fmt.Errorf("stream from %s: %w", c.Addr, err)
 		}
+		if got == 0 && ev.ID < *last {
+			// The first event of a connection below the last one
+			// delivered: the bridge's numbering went back (it restarted
+			// without its revision mark, another bridge answers at its
+			// address, or an id it sent before was bogus). What it can
+			// not replay from the cursor comes as resets: they are the
+			// state now, and ids grow from here.
+			*last = 0
+		}
 		if ev.ID <= *last { // ids only grow: this one was delivered
 			if o.OnDuplicate != nil {
 				o.OnDuplicate(ev)

@@ -214,9 +214,13 @@ func (t *Tracker) transition(source, host string, prev, e *hub.Entry) (Transitio
 		host = t.Host
 	}
 	// Display text is redacted by the hub; paths a push source put in it
-	// are shortened here, since a notification leaves the machine.
+	// are shortened here, since a notification leaves the machine; and it
+	// is shown to people (a desktop notification, a chat a webhook posts
+	// to): controls, bidi overrides and invisible characters are
+	// neutralised (validate.Printable), so that "approve \u202Etxt.exe"
+	// does not show reordered.
 	tr := Transition{Source: source, SessionID: s.ID, Harness: s.Harness, Status: ev,
-		Title: cutPaths(s.Title), WaitingFor: cutPaths(s.WaitingFor), Host: host}
+		Title: validate.Printable(cutPaths(s.Title)), WaitingFor: validate.Printable(cutPaths(s.WaitingFor)), Host: host}
 	if t.Now != nil {
 		tr.At = t.Now()
 	}
@@ -224,29 +228,87 @@ func (t *Tracker) transition(source, host string, prev, e *hub.Entry) (Transitio
 	return tr, true
 }
 
-// cutPaths shortens the paths in a text that leaves the machine
-// (validate.ShortenPaths), and also the rest of a path whose directory
-// names hold spaces: ShortenPaths ends a path at a space, so
-// "/home/u/My Projects/app/main.go" would leave "Projects/app/" behind;
-// a word that goes on with a slash after a shortened path is the same
-// path, and only its last element stays ("…/main.go").
+// cutPaths shortens the paths in a text that leaves the machine: every
+// path validate.ShortenPaths finds, and also those it leaves because they
+// are written in another form or do not follow one of its boundaries:
+//
+//   - "$HOME/…", "${HOME}/…" and "%USERPROFILE%\…" are paths in the home;
+//   - percent-encoded separators ("%2Fhome%2Fu%2Fx") are separators;
+//   - a path right after any other character that cannot be part of a
+//     name ("<p>/home/u/x", "@/srv/x", "→/home/u/x", a zero-width space)
+//     starts there;
+//   - directory names with spaces: ShortenPaths ends a path at a space, so
+//     "/home/u/My Projects/app/main.go" would leave "Projects/app/" behind.
+//     The words after a shortened path, up to the last one of the same
+//     clause (no word between ends with ',' ';' or '.') that goes on with
+//     a separator, are the same path, and only that word's last element
+//     stays ("…/main.go"). A relative path later in the same clause is cut
+//     with it: more is cut than needed rather than a directory name left.
 func cutPaths(s string) string {
-	s = validate.ShortenPaths(s)
+	s = homeVars.Replace(s)
+	if !strings.ContainsAny(s, `/\`) {
+		return s
+	}
+	var b strings.Builder
+	from := 0
+	for i := 1; i < len(s); i++ {
+		if (s[i] == '/' || s[i] == '\\') && startsHere(s[i-1]) {
+			b.WriteString(validate.ShortenPaths(s[from:i]))
+			from = i
+		}
+	}
+	b.WriteString(validate.ShortenPaths(s[from:]))
+	s = b.String()
 	if !strings.Contains(s, "…/") {
 		return s
 	}
 	words := strings.Split(s, " ")
 	out := words[:0]
-	for _, w := range words {
-		if n := len(out); n > 0 && strings.HasPrefix(out[n-1], "…/") && strings.ContainsAny(w, `/\`) &&
-			!strings.HasPrefix(w, "/") && !strings.HasPrefix(w, "…/") && !strings.Contains(w, "://") {
-			out[n-1] = "…/" + w[strings.LastIndexAny(w, `/\`)+1:]
-			continue
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if k := strings.LastIndex(w, "…/"); k >= 0 && !endsClause(w) {
+			last := -1
+			for j := i + 1; j < len(words); j++ {
+				v := words[j]
+				if strings.HasPrefix(v, "/") || strings.Contains(v, "…/") || strings.Contains(v, "://") {
+					break
+				}
+				if strings.ContainsAny(v, `/\`) {
+					last = j
+				}
+				if endsClause(v) {
+					break
+				}
+			}
+			if last > 0 {
+				v := words[last]
+				w = w[:k] + "…/" + v[strings.LastIndexAny(v, `/\`)+1:]
+				i = last
+			}
 		}
 		out = append(out, w)
 	}
 	return strings.Join(out, " ")
 }
+
+// homeVars turns the spellings of a home directory in shell and Windows
+// text, and percent-encoded separators, into the forms paths are found by.
+var homeVars = strings.NewReplacer("${HOME}/", "~/", "$HOME/", "~/", "%USERPROFILE%\\", "~\\", "%USERPROFILE%/", "~/",
+	"%2F", "/", "%2f", "/", "%5C", "\\", "%5c", "\\")
+
+// startsHere reports whether a separator after c starts a path that
+// ShortenPaths would not see: c is neither part of a name nor one of its
+// boundaries (a letter, digit, '.', '-', '_', '~', ':' or another
+// separator goes on with what was before).
+func startsHere(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return false
+	}
+	return !strings.ContainsRune(".-_~:/\\ \t\n\r\"'`([{=,;%+", rune(c))
+}
+
+func endsClause(w string) bool { return w == "" || strings.ContainsAny(w[len(w)-1:], ",;.!?") }
 
 // Notifier shows a transition to someone (Desktop does).
 type Notifier interface {

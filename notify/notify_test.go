@@ -126,7 +126,27 @@ func TestCutPaths(t *testing.T) {
 		{"edit /home/u/a b/c d/e.txt", "edit …/e.txt"},
 		{`C:\Users\me\My Documents\x\y.go`, `…/y.go`},
 		{"open /home/u/My Documents", "open …/My Documents"},
-		{"approve Bash: ls /srv/app and cat notes/today.md", "approve Bash: ls …/app and cat notes/today.md"},
+		// a relative path in the same clause is cut with the one before:
+		// the words between could be directory names with spaces
+		{"approve Bash: ls /srv/app and cat notes/today.md", "approve Bash: ls …/today.md"},
+		{"approve Bash: ls /srv/app; cat notes/today.md", "approve Bash: ls …/app; cat notes/today.md"},
+		// round 4: forms and boundaries the first rule missed
+		{"/home/u/a b c d e f/secret deep/x.go", "…/x.go"},
+		{"open %2Fhome%2Fu%2Fsecret%2Fx.go", "open …/x.go"},
+		{"open %5C%5Cserver%5cshare%5Cx.go", "open …/x.go"},
+		{"open file:///home/u/My%20Secret/x.go", "open …/x.go"},
+		{"edit $HOME/secret/x and ${HOME}/other/y", "edit …/x and …/y"},
+		{`edit %USERPROFILE%\secret\x.txt`, "edit …/x.txt"},
+		{"<p>/home/u/secret/x</p>", "<p>…/x</p>"},
+		{`@/home/u/secret/x *\\srv\share\secret\y`, "@…/x *…/y"},
+		{"→/home/u/secret/x", "→…/x"},
+		{"\u200b/home/u/secret/x", "\u200b…/x"},
+		{"“/home/u/secret/x”", "“…/x”"},
+		{"/home/u/My\u00a0Secret/app/x.go", "…/x.go"},
+		{"edit /home/u/proj/x.go, /home/u/other dir/y.go", "edit …/x.go, …/y.go"},
+		{"edit ~/secret/proj/x.go", "edit …/x.go"},
+		{"open C:/Users/me/secret/x.go", "open …/x.go"},
+		{"3/4 done, a/b test", "3/4 done, a/b test"},
 		{"see https://example.com/a/b", "see https://example.com/a/b"},
 		{"no path", "no path"},
 	}

@@ -126,6 +126,7 @@ type follower struct {
 	stop   context.CancelFunc // ends the current attempt (the linger passed: start afresh)
 	fresh  bool               // the sessions left: the next attempt starts without a cursor
 	last   uint64             // the remote's last revision delivered
+	first  bool               // no event delivered yet on this connection
 	logged int
 }
 
@@ -191,6 +192,10 @@ func (f *follower) send(ctx context.Context, m msg) bool {
 // delivered any.
 func (f *follower) deliver(ctx context.Context, ev client.Event) error {
 	f.mu.Lock()
+	if f.first && ev.ID < f.last {
+		f.last = 0 // the remote's ids went back (see client.Follow): its resets are the state now
+	}
+	f.first = false
 	if ev.ID <= f.last {
 		f.mu.Unlock()
 		return nil // delivered already: ids only grow
@@ -295,6 +300,9 @@ func (f *follower) attempt(ctx context.Context, since uint64, got *bool) error {
 		StreamOptions: client.StreamOptions{Query: url.Values{"host": {hub.LocalHost}}, Format: client.NDJSON, Since: since, MaxLine: MaxRecord},
 		Backoff:       f.o.Backoff,
 		OnConnect: func(bool) {
+			f.mu.Lock()
+			f.first = true
+			f.mu.Unlock()
 			*got = true
 			f.send(ctx, msg{up: true})
 		},
@@ -320,6 +328,9 @@ func (f *follower) ssh(ctx context.Context, since uint64, got *bool) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("run ssh: %w", err)
 	}
+	f.mu.Lock()
+	f.first = true
+	f.mu.Unlock()
 	rd := client.NewReader(bufio.NewReaderSize(out, 64<<10), client.NDJSON, MaxRecord)
 	var rerr error
 	for {

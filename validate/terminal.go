@@ -2,6 +2,8 @@ package validate
 
 import (
 	"strings"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -10,19 +12,29 @@ import (
 // show. Printable is the rule for text printed for people, EscapeJSON for
 // JSON printed to a terminal.
 
-// Hidden reports whether r reorders or hides the text around it: the
-// bidirectional embeddings and overrides (U+202A–U+202E) and isolates
-// (U+2066–U+2069), and the zero-width and invisible marks (U+200B–U+200F,
-// U+2060, U+FEFF). "abc\u202Etxt.exe" prints as "abcexe.txt"; a zero-width
-// space makes two different ids look the same.
+// Hidden reports whether r reorders or hides the text around it: every
+// format character (Unicode category Cf: the bidirectional marks,
+// embeddings, overrides and isolates such as U+061C, U+200E, U+202E and
+// U+2066; the zero-width and invisible marks U+200B–U+200D, U+2060–U+2064,
+// U+FEFF; the soft hyphen; the tag characters U+E0000–U+E007F, which can
+// carry a whole hidden text), and the characters that show as nothing
+// without being format characters (the Hangul fillers, the combining
+// grapheme joiner U+034F, the Khmer inherent vowels U+17B4–U+17B5, the
+// Mongolian variation selectors). "abc\u202Etxt.exe" prints as
+// "abcexe.txt"; a zero-width space makes two different ids look the same.
 func Hidden(r rune) bool {
-	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 ||
-		r >= 0x200B && r <= 0x200F || r == 0x2060 || r == 0xFEFF
+	switch r {
+	case 0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x3164, 0xFFA0:
+		return true
+	}
+	return r >= 0x180B && r <= 0x180F || r > 0x7F && unicode.Is(unicode.Cf, r)
 }
 
 // isControl reports whether r is a C0 or C1 control or DEL (U+009B, the
-// one-byte CSI, starts a terminal escape sequence like ESC [).
-func isControl(r rune) bool { return r < 0x20 || r >= 0x7F && r <= 0x9F }
+// one-byte CSI, starts a terminal escape sequence like ESC [), or the
+// Unicode line and paragraph separators (U+2028, U+2029), which break a
+// line where a terminal or a viewer takes them as line ends.
+func isControl(r rune) bool { return r < 0x20 || r >= 0x7F && r <= 0x9F || r == 0x2028 || r == 0x2029 }
 
 // Printable makes s safe to print for a person: control characters (C0,
 // DEL and C1, line breaks and tabs included) become a space, and Hidden
@@ -65,7 +77,7 @@ func EscapeJSON(b []byte) []byte {
 	at := -1
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
-		if r >= 0x80 && r <= 0x9F || Hidden(r) {
+		if escaped(r) {
 			at = i
 			break
 		}
@@ -79,8 +91,15 @@ func EscapeJSON(b []byte) []byte {
 	const hex = "0123456789abcdef"
 	for i := at; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
-		if r >= 0x80 && r <= 0x9F || Hidden(r) {
-			out = append(out, '\\', 'u', hex[r>>12&0xF], hex[r>>8&0xF], hex[r>>4&0xF], hex[r&0xF])
+		if escaped(r) {
+			units := []rune{r}
+			if r > 0xFFFF { // a tag character: a surrogate pair, as JSON escapes it
+				a, b := utf16.EncodeRune(r)
+				units = []rune{a, b}
+			}
+			for _, u := range units {
+				out = append(out, '\\', 'u', hex[u>>12&0xF], hex[u>>8&0xF], hex[u>>4&0xF], hex[u&0xF])
+			}
 		} else {
 			out = append(out, b[i:i+size]...)
 		}
@@ -88,3 +107,7 @@ func EscapeJSON(b []byte) []byte {
 	}
 	return out
 }
+
+// escaped reports whether EscapeJSON writes r as an escape: a C1 control,
+// a line or paragraph separator, or a Hidden character.
+func escaped(r rune) bool { return r >= 0x80 && isControl(r) || Hidden(r) }

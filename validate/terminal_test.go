@@ -17,6 +17,18 @@ func TestPrintable(t *testing.T) {
 		{"line breaks and tabs", "a\nb\tc\r", "a b c "},
 		{"DEL", "a\x7fb", "a b"},
 		{"invalid UTF-8", "a\xffb", "a\uFFFDb"},
+		// round 4: more characters that hide or reorder
+		{"Arabic letter mark", "a\u061Cb", "a\uFFFDb"},
+		{"invisible operators", "a\u2061\u2062\u2063\u2064b", "a\uFFFD\uFFFD\uFFFD\uFFFDb"},
+		{"Mongolian vowel separator", "a\u180Eb", "a\uFFFDb"},
+		{"soft hyphen", "pay\u00ADpal", "pay\uFFFDpal"},
+		{"tag characters", "ok\U000E0001\U000E0069\U000E0067\U000E006E", "ok\uFFFD\uFFFD\uFFFD\uFFFD"},
+		{"Hangul fillers", "a\u3164\u115F\uFFA0b", "a\uFFFD\uFFFD\uFFFDb"},
+		{"combining grapheme joiner", "a\u034Fb", "a\uFFFDb"},
+		{"interlinear annotation", "a\uFFF9b\uFFFAc\uFFFB", "a\uFFFDb\uFFFDc\uFFFD"},
+		{"line and paragraph separators", "a\u2028b\u2029c", "a b c"},
+		{"NEL", "a\u0085b", "a b"},
+		{"emoji and accents stay", "✅ café 日本", "✅ café 日本"},
 	}
 	for _, tt := range tests {
 		if got := Printable(tt.in); got != tt.want {
@@ -70,4 +82,25 @@ func FuzzEscapeJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEscapeJSONAstral: hidden characters outside the BMP (the tag
+// characters, which can spell a whole hidden text) and the line
+// separators are escaped too, as the same JSON value: a tag character as
+// its surrogate pair. Before, a tag character was written raw.
+func TestEscapeJSONAstral(t *testing.T) {
+	in := map[string]string{"title": "ok\U000E0001\U000E0069x\u2028y\u061Cz"}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := EscapeJSON(b)
+	want := `{"title":"ok\udb40\udc01\udb40\udc69x\u2028y\u061cz"}`
+	if string(got) != want {
+		t.Fatalf("EscapeJSON = %s, want %s", got, want)
+	}
+	var back map[string]string
+	if err := json.Unmarshal(got, &back); err != nil || back["title"] != in["title"] {
+		t.Fatalf("the escaped JSON reads back as %q, %v", back["title"], err)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbridge/agentbridge/hooks/install"
 	"github.com/agentbridge/agentbridge/internal/binpath"
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 func newHooksCmd(a *app) *cobra.Command {
@@ -203,7 +204,7 @@ func (a *app) hooksEdit(fs *pflag.FlagSet, o hooksOptions, add bool) error {
 			edits, err = install.PlanUninstall(t)
 		}
 		if err != nil {
-			fmt.Fprintf(a.stderr, "%-12s %v\n", t.Harness, err)
+			fmt.Fprintf(a.stderr, "%-12s %s\n", t.Harness, validate.Printable(err.Error()))
 			failed = true
 			continue
 		}
@@ -231,7 +232,7 @@ func (a *app) hooksEdit(fs *pflag.FlagSet, o hooksOptions, add bool) error {
 	}
 	changes, err := install.Apply(plan)
 	if err != nil {
-		fmt.Fprintln(a.stderr, err)
+		fmt.Fprintln(a.stderr, validate.Printable(err.Error()))
 		return errExit1
 	}
 	for _, t := range planned {
@@ -302,9 +303,12 @@ func (a *app) hooksStatus(fs *pflag.FlagSet, o hooksOptions) error {
 		states = append(states, install.Status(t, prog))
 	}
 	if o.asJSON {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"program": prog, "harnesses": states})
+		b, err := json.MarshalIndent(map[string]any{"program": prog, "harnesses": states}, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = a.stdout.Write(append(validate.EscapeJSON(b), '\n'))
+		return err
 	}
 	for _, s := range states {
 		var what string
@@ -331,10 +335,12 @@ func (a *app) hooksStatus(fs *pflag.FlagSet, o hooksOptions) error {
 		if s.Feature != "" {
 			what += "; hooks feature " + s.Feature
 		}
-		fmt.Fprintf(a.stdout, "%-12s %s  %s\n", s.Harness, what, s.File)
+		// what the files hold (a key named twice, a program path) may
+		// carry terminal controls: shown, never acted on
+		fmt.Fprintf(a.stdout, "%-12s %s  %s\n", s.Harness, validate.Printable(what), validate.Printable(s.File))
 		for _, p := range s.Programs {
 			if why, ok := s.Broken[p]; ok {
-				fmt.Fprintf(a.stdout, "%-12s warning: the hooks run %s, but %s: they do nothing; run 'hooks install' from the installed agentbridge\n", "", p, why)
+				fmt.Fprintf(a.stdout, "%-12s warning: the hooks run %s, but %s: they do nothing; run 'hooks install' from the installed agentbridge\n", "", validate.Printable(p), why)
 			}
 		}
 		if s.Foreign > 0 {

@@ -159,3 +159,35 @@ func TestHooksInstallStablePath(t *testing.T) {
 		t.Fatalf("status --json:\n%s", out)
 	}
 }
+
+// TestHooksOutputHasNoTerminalControls: what a settings file holds comes
+// back in hooks' messages (a name written twice, the program a hook
+// runs); an escape sequence there (OSC 0 sets the window title, OSC 52
+// the clipboard) or a bidi override is shown, never sent to the terminal
+// as it is, by install, status and status --json. Before, the name was
+// printed raw.
+func TestHooksOutputHasNoTerminalControls(t *testing.T) {
+	env, home, bin := hookHomes(t)
+	claude := filepath.Join(home, ".claude", "settings.json")
+	writeFile(t, claude, `{"\u001b]52;c;cHduZWQ=\u0007\u202e": 1, "\u001b]52;c;cHduZWQ=\u0007\u202e": 2}`, 0o600)
+	qwen := filepath.Join(home, ".qwen", "settings.json")
+	writeFile(t, qwen, `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "'/opt/\u001b]0;title\u0007/agentbridge' hook --by=hooks-install qwen", "timeout": 5}]}]}}`, 0o600)
+	check := func(what, s string) {
+		t.Helper()
+		if strings.ContainsAny(s, "\x1b\x07\u202e") {
+			t.Errorf("%s carries a terminal control:\n%q", what, s)
+		}
+	}
+	out, errOut, err := hooksRun(t, env, "install", "--bin", bin)
+	if err == nil || !strings.Contains(errOut, "twice") {
+		t.Fatalf("install: %v\n%s", err, errOut)
+	}
+	check("install", out+errOut)
+	out, errOut, _ = hooksRun(t, env, "status")
+	if !strings.Contains(out, "twice") || !strings.Contains(out, "warning: the hooks run /opt/ ]0;title /agentbridge") {
+		t.Fatalf("status names no problem, or not the program:\n%q", out)
+	}
+	check("status", out+errOut)
+	out, errOut, _ = hooksRun(t, env, "status", "--json")
+	check("status --json", out+errOut)
+}

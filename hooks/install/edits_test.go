@@ -249,3 +249,228 @@ func TestDiff(t *testing.T) {
 		t.Error("planning wrote a file")
 	}
 }
+
+// TestTOMLForms: config.toml in the forms TOML allows (CRLF, comments on
+// every line, tabs, indentation, a quoted header with spaces, sub-tables
+// before or after [features], dotted keys inside it, an escaped key,
+// another feature turned off) is edited so that it decodes with only the
+// hooks feature on, and uninstall gives the user's text back, their own
+// "false" included. Before, another feature set to false (web_search =
+// false) made install refuse the file, and uninstall lost a user's
+// hooks = false spelled with an escape.
+func TestTOMLForms(t *testing.T) {
+	tests := []struct{ name, in string }{
+		{"CRLF", "[features]\r\nhooks = false\r\nweb = true\r\n"},
+		{"comments everywhere", "# top\n[features] # c\n# in\nhooks = false # off\n# end\n"},
+		{"tabs", "[features]\nhooks\t=\tfalse\n"},
+		{"indented", "  [features]\n  hooks = false\n"},
+		{"quoted header with spaces", "[ \"features\" ]\nhooks = false\n"},
+		{"literal header", "['features']\nhooks = false\n"},
+		{"sub-table only", "[features.sub]\nx = 1\n"},
+		{"sub-table first", "[features.sub]\nx=1\n[features]\nweb=true\n"},
+		{"sub-table after", "[features]\nhooks = false\n[features.sub]\nx = 1\n"},
+		{"dotted key inside", "[features]\nsub.x = 1\nhooks = false\n"},
+		{"another feature off", "[features]\nweb_search = false\n"},
+		{"another feature off beside ours", "[features]\nweb_search = false\nhooks = false\nmcp = false\n"},
+		{"escaped key", "[features]\n\"hook\\u0073\" = false\n"},
+		{"old name escaped", "[features]\n'codex_hooks' = false\n"},
+		{"a string holding our comment", "[features]\nnote = \"# turned off by agentbridge hooks install: hooks = true\"\n"},
+		{"BOM and CRLF", "\ufeff[features]\r\nhooks = false\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := enableFeature(tt.in)
+			if err != nil {
+				t.Fatalf("install: %v", err)
+			}
+			if featureState(out) != "on" {
+				t.Errorf("after install the feature is %s:\n%s", featureState(out), out)
+			}
+			_, _, before, _ := decodeTOML(tt.in)
+			_, _, after, _ := decodeTOML(out)
+			strip := func(m map[string]any) any {
+				if f, ok := m["features"].(map[string]any); ok {
+					for _, k := range featureKeys {
+						delete(f, k)
+					}
+					if len(f) == 0 {
+						delete(m, "features")
+					}
+				}
+				return m
+			}
+			if !equalTOML(strip(before), strip(after)) {
+				t.Errorf("install changed other settings:\n%s", out)
+			}
+			back, err := disableFeature(out)
+			if err != nil || back != tt.in {
+				t.Errorf("uninstall gives %q, %v; want %q", back, err, tt.in)
+			}
+		})
+	}
+}
+
+// TestSettingsOddShapes: hooks lists holding null, numbers or handlers
+// without a command, which the agent skips, are left as they are and the
+// bridge's handlers added beside them; uninstall gives the bytes back.
+// Shapes the agent refuses are refused, the file unchanged.
+func TestSettingsOddShapes(t *testing.T) {
+	for _, tt := range []struct{ in, refused string }{
+		{`{"hooks": {"PreToolUse": [null]}}`, ""},
+		{`{"hooks": {"PreToolUse": [{"hooks": null}]}}`, ""},
+		{`{"hooks": {"PreToolUse": [{"hooks": [{"command": 5}]}]}}`, ""},
+		{`{"hooks": {"PreToolUse": [{"hooks": [null, 3, "x"]}]}}`, ""},
+		{"{\"a\":1}\r\n", ""},
+		{`{"hooks": null}`, "not an object"},
+		{`{"hooks": "x"}`, "not an object"},
+		{`{"hooks": {"PreToolUse": null}}`, "not a list"},
+		{`{"hooks": {"PreToolUse": [{"matcher": "", "matcher": "x"}]}}`, "twice"},
+		{`{"a": "\ud800"}`, "surrogate"},
+		{"{\"a\": \"\xff\"}", "UTF-8"},
+		{"{}\x00", "malformed"},
+		{"\u00a0{}", "malformed"},
+		{"\xef\xbb\xbf\xef\xbb\xbf{}", "byte order mark"},
+	} {
+		t.Run(tt.in, func(t *testing.T) {
+			tg := Target{Harness: "claude-code", Home: t.TempDir()}
+			if err := os.WriteFile(tg.HooksFile(), []byte(tt.in), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Install(tg, Command(prog, "claude-code"))
+			if tt.refused != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.refused) {
+					t.Fatalf("install: %v; want a refusal naming %q", err, tt.refused)
+				}
+				if got := string(read(t, tg.HooksFile())); got != tt.in {
+					t.Fatalf("the refused file became %q", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := Status(tg, prog); !st.Installed() {
+				t.Errorf("status after install: %+v", st)
+			}
+			if _, err := Uninstall(tg); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(read(t, tg.HooksFile())); got != tt.in {
+				t.Errorf("uninstall gives %q", got)
+			}
+		})
+	}
+}
+
+// TestSymlinkedSettings: a settings file that is a symbolic link (a
+// dotfile manager's) is edited where it points, the link kept; a link to
+// a file that does not exist is refused (writing would have replaced the
+// user's link with a file), and nothing is written.
+func TestSymlinkedSettings(t *testing.T) {
+	home, dots := t.TempDir(), t.TempDir()
+	tg := Target{Harness: "claude-code", Home: home}
+	real := filepath.Join(dots, "claude.json")
+	if err := os.WriteFile(real, []byte(`{"model": "mine"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, tg.HooksFile()); err != nil {
+		t.Fatal(err)
+	}
+	mustInstall(t, tg, Command(prog, "claude-code"))
+	if fi, err := os.Lstat(tg.HooksFile()); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v %v", fi.Mode(), err)
+	}
+	if !Status(tg, prog).Installed() {
+		t.Error("the file the link points to was not edited")
+	}
+
+	home = t.TempDir()
+	tg = Target{Harness: "claude-code", Home: home}
+	gone := filepath.Join(dots, "not-yet", "settings.json")
+	if err := os.Symlink(gone, tg.HooksFile()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(tg, Command(prog, "claude-code")); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("install through a dangling link: %v", err)
+	}
+	if fi, err := os.Lstat(tg.HooksFile()); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the dangling link was replaced: %v", err)
+	}
+	if _, err := os.Stat(gone); err == nil {
+		t.Error("a file was made where the link points")
+	}
+}
+
+// TestChangedBetweenPlanAndApply: a file another program writes after it
+// was planned (the agent saving its settings while install runs; or a
+// file created meanwhile) is not overwritten: Apply refuses, the other
+// program's write stays, and no other file is changed.
+func TestChangedBetweenPlanAndApply(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		before  string // "" for no file at the plan
+		between string
+	}{
+		{"rewritten", `{"a": 1}`, `{"a": 1, "model": "mine"}`},
+		{"created", "", `{"model": "mine"}`},
+		{"emptied", `{"a": 1}`, ``},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := Target{Harness: "codex", Home: t.TempDir()}
+			if tt.before != "" {
+				if err := os.WriteFile(tg.HooksFile(), []byte(tt.before), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			plan, err := PlanInstall(tg, Command(prog, "codex"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(tg.HooksFile(), []byte(tt.between), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Apply(plan); err == nil || !strings.Contains(err.Error(), "another program") {
+				t.Fatalf("apply over a changed file: %v", err)
+			}
+			if got := string(read(t, tg.HooksFile())); got != tt.between {
+				t.Errorf("the other program's write became %q", got)
+			}
+			if _, err := os.Stat(tg.ConfigFile()); err == nil {
+				t.Error("config.toml was written although hooks.json was refused")
+			}
+		})
+	}
+}
+
+// TestEditStaysReadable: install into a settings file just under the
+// size status and uninstall read (maxSettings) is refused when the edit
+// would take it over, the file unchanged; before, install wrote it and
+// uninstall then refused the file as too large, so the hooks could not be
+// removed. Both formats: JSON settings and Codex's config.toml.
+func TestEditStaysReadable(t *testing.T) {
+	for _, tc := range []struct{ harness, pad string }{
+		{"gemini-cli", ""},
+		{"codex", "toml"},
+	} {
+		t.Run(tc.harness, func(t *testing.T) {
+			tg := Target{Harness: tc.harness, Home: t.TempDir()}
+			path, content := tg.HooksFile(), `{"pad": "`+strings.Repeat("x", maxSettings-200)+`"}`
+			if tc.pad == "toml" {
+				path, content = tg.ConfigFile(), "pad = \""+strings.Repeat("x", maxSettings-30)+"\"\n"
+			}
+			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Install(tg, Command(prog, Source(tc.harness)))
+			if err == nil || !strings.Contains(err.Error(), "larger than") {
+				t.Fatalf("install: %v; want a refusal", err)
+			}
+			if got := read(t, path); string(got) != content {
+				t.Error("the refused file changed")
+			}
+			if _, err := Uninstall(tg); err != nil {
+				t.Errorf("uninstall after the refusal: %v", err)
+			}
+		})
+	}
+}

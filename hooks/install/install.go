@@ -619,6 +619,13 @@ func resolve(path string) string {
 }
 
 func planFile(t Target, path string, uninstall bool) (Edit, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			// writing would replace the user's link (a dotfile manager's)
+			// with a file; following it would create a file elsewhere
+			return Edit{}, fmt.Errorf("%s is a symbolic link to a file that does not exist; create that file or remove the link (nothing was changed)", path)
+		}
+	}
 	path = resolve(path)
 	e := Edit{File: path, Harness: t.Harness, mode: 0o600, uninstall: uninstall}
 	b, err := readFile(path)
@@ -659,6 +666,9 @@ func planJSON(t Target, uninstall bool, change func(*doc) error) (Edit, error) {
 	if _, err := parseDoc(e.After, dl); err != nil {
 		return e, fmt.Errorf("%s: the edit would not read back (%v); nothing was changed", e.File, err)
 	}
+	if err := e.fits(); err != nil {
+		return e, err
+	}
 	e.finish()
 	return e, nil
 }
@@ -673,8 +683,20 @@ func planText(t Target, path string, uninstall bool, change func(string) (string
 		return e, fmt.Errorf("%s: %w (nothing was changed)", e.File, err)
 	}
 	e.After = []byte(after)
+	if err := e.fits(); err != nil {
+		return e, err
+	}
 	e.finish()
 	return e, nil
+}
+
+// fits refuses an edit that would make the file larger than what status
+// and uninstall read (maxSettings): written, it could not be undone.
+func (e Edit) fits() error {
+	if len(e.After) > maxSettings {
+		return fmt.Errorf("%s: the edit would make the file larger than %d bytes, more than status and uninstall read; nothing was changed", e.File, maxSettings)
+	}
+	return nil
 }
 
 // finish marks an uninstall that leaves nothing in a file install created
@@ -702,6 +724,9 @@ func Apply(plan []Edit) ([]Change, error) {
 		}
 	}
 	for _, e := range todo {
+		if err := e.unchanged(); err != nil {
+			return nil, err
+		}
 		if e.Existed {
 			// a file without its owner's write bit is read-only on
 			// purpose, also for root (whom access(2) lets write it)
@@ -741,6 +766,9 @@ func Apply(plan []Edit) ([]Change, error) {
 			out, done = append(out, c), append(done, e)
 			continue
 		}
+		if err := e.unchanged(); err != nil {
+			return undo(err)
+		}
 		backup := e.File + BackupSuffix
 		if _, err := os.Lstat(backup); errors.Is(err, os.ErrNotExist) && e.Existed && !e.uninstall {
 			if err := writeFile(backup, e.Before, e.mode); err != nil {
@@ -757,6 +785,20 @@ func Apply(plan []Edit) ([]Change, error) {
 		out, done = append(out, c), append(done, e)
 	}
 	return out, nil
+}
+
+// unchanged checks that the file still holds what the edit was planned
+// on (another program, the agent itself, may have written it since): an
+// edit of what is there now would lose that write.
+func (e Edit) unchanged() error {
+	b, err := readFile(e.File)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && !e.Existed:
+		return nil
+	case err == nil && e.Existed && bytes.Equal(b, e.Before):
+		return nil
+	}
+	return fmt.Errorf("%s was written by another program since it was read; it was not changed: run the command again", e.File)
 }
 
 func isEmpty(b []byte) bool {

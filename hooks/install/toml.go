@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -140,7 +141,7 @@ func scanTOML(s string) (tomlScan, error) {
 				sc.inline = true
 			}
 			at := lineStart(s, int(e.Raw.Offset))
-			if len(full) == 2 && full[0] == "features" && len(table) == 1 {
+			if len(full) == 2 && full[0] == "features" && len(table) == 1 && slices.Contains(featureKeys, full[1]) {
 				if v := e.Value(); v.Kind == unstable.Bool && string(v.Data) == "false" {
 					sc.off = append(sc.off, at)
 					sc.offEnd = lineEnd(s, int(e.Raw.Offset+e.Raw.Length))
@@ -164,13 +165,17 @@ func taggedLine(s string, at int) bool {
 	return strings.HasSuffix(strings.TrimRight(s[at:lineEnd(s, at)], "\r\n"), " "+tomlTag)
 }
 
+// isFeatureKey reports whether the line at offset at sets a feature key
+// (in any spelling TOML allows: quoted, with escapes) to a boolean: a
+// line install turned off, to be restored.
 func isFeatureKey(s string, at int) bool {
-	l := strings.TrimSpace(s[at:lineEnd(s, at)])
+	m := map[string]any{}
+	if err := toml.Unmarshal([]byte(s[at:lineEnd(s, at)]), &m); err != nil || len(m) != 1 {
+		return false
+	}
 	for _, k := range featureKeys {
-		for _, q := range []string{k, `"` + k + `"`, "'" + k + "'"} {
-			if rest, ok := strings.CutPrefix(l, q); ok && strings.HasPrefix(strings.TrimSpace(rest), "=") {
-				return true
-			}
+		if _, ok := m[k].(bool); ok {
+			return true
 		}
 	}
 	return false

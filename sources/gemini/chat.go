@@ -75,6 +75,19 @@ type subagentEnd struct {
 	Outcome agentbridge.Outcome
 }
 
+// Bounds of what one message's tool calls make (a hostile chat can list
+// hundreds of thousands in one line; Gemini CLI lists a handful): the
+// calls after maxToolCalls in one message are not read, and at most
+// maxOpenTools calls of a turn are followed as running (the ids are kept
+// with every message's state, so a turn of many messages that each left
+// a call open held more ids at every message, and looking one up went
+// through them all). A call past that bound that is not finished in the
+// same message is not shown.
+const (
+	maxToolCalls = 256
+	maxOpenTools = 64
+)
+
 // turnState is what the mapping carries from one message to the next.
 type turnState struct {
 	open  bool     // a turn is running
@@ -427,7 +440,8 @@ func derive(r chatRecord, st turnState) chatEntry {
 			// The message id: a reply re-appended with new counts replaces its own.
 			add(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at, Usage: &agentbridge.UsageReport{Usage: u, MessageID: r.ID}})
 		}
-		for _, tc := range r.ToolCalls {
+		calls := r.ToolCalls[:min(len(r.ToolCalls), maxToolCalls)]
+		for _, tc := range calls {
 			if end, ok := invokeEnd(tc); ok {
 				e.ends = append(e.ends, end)
 			}
@@ -436,12 +450,16 @@ func derive(r chatRecord, st turnState) chatEntry {
 			break
 		}
 		var finished agentbridge.Outcome // a subagent's complete_task ended its task
-		for _, tc := range r.ToolCalls {
+		for _, tc := range calls {
 			id := validate.SafeID(tc.ID) // a subagent's calls are "<agent id>#<turn>-<n>"
 			if id == "" {
 				continue
 			}
+			out, done := toolOutcome(tc.Status)
 			if !hasTool(st.tools, id) {
+				if !done && strings.Count(st.tools, "\x00") >= maxOpenTools {
+					continue
+				}
 				name := validate.Label(tc.DisplayName)
 				if name == "" {
 					name = validate.Label(tc.Name)
@@ -452,7 +470,7 @@ func derive(r chatRecord, st turnState) chatEntry {
 				add(agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: id, Name: name, OccurredAt: at})
 				st.tools += id + "\x00"
 			}
-			if out, done := toolOutcome(tc.Status); done {
+			if done {
 				add(agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: id, Outcome: out})
 				st.tools = strings.Replace(st.tools, id+"\x00", "", 1)
 				if tc.Name == completeTask {

@@ -112,3 +112,124 @@ func BenchmarkChatScaling(b *testing.B) {
 	b.ReportMetric(float64(tl)/float64(ts), "x100k/10k")
 	b.ReportMetric(float64(tl.Nanoseconds())/float64(b.N)/float64(len(large)), "ns/line")
 }
+
+// toolCallsLine is a reply of id listing n tool calls t<from>… (status
+// "success" when done, else none: still running).
+func toolCallsLine(id string, from, n int, done bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"id":%q,"type":"gemini","content":"","toolCalls":[`, id)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		status := ""
+		if done {
+			status = `,"status":"success"`
+		}
+		fmt.Fprintf(&b, `{"id":"t%d","name":"shell"%s}`, from+i, status)
+	}
+	b.WriteString("]}")
+	return b.String()
+}
+
+// TestToolCallsAreBounded: a reply listing 40,000 tool calls (1 MB; an
+// 8 MiB line holds 300,000) makes events for at most maxToolCalls of
+// them, and a turn whose replies each leave calls running follows at
+// most maxOpenTools as running, so the state kept with every message
+// stays small. Before, the calls were looked up in a list of every call
+// still running (40,000 took 6.5 s, growing with the square) and every
+// message kept its own copy of that list.
+func TestToolCallsAreBounded(t *testing.T) {
+	for _, done := range []bool{false, true} {
+		c := &Chat{}
+		c.Line([]byte(`{"sessionId":"` + sid + `","kind":"main"}`))
+		c.Line([]byte(`{"id":"u0","type":"user","content":[{"text":"go"}]}`))
+		ch, events, code := c.Line([]byte(toolCallsLine("g1", 0, 40000, done)))
+		per := 1
+		if done {
+			per = 2 // started and finished
+		}
+		if ch != Appended || code != "" || len(events) > per*maxToolCalls || len(events) < per*min(maxToolCalls, maxOpenTools) {
+			t.Fatalf("done %v: %v %q with %d events; want at most %d", done, ch, code, len(events), per*maxToolCalls)
+		}
+	}
+
+	c := &Chat{}
+	c.Line([]byte(`{"sessionId":"` + sid + `","kind":"main"}`))
+	c.Line([]byte(`{"id":"u0","type":"user","content":[{"text":"go"}]}`))
+	for i := range 2000 {
+		c.Line([]byte(toolCallsLine(fmt.Sprint("g", i), 3*i, 3, false)))
+	}
+	held := 0
+	for _, m := range c.msgs {
+		held += len(m.after.tools)
+	}
+	if open := strings.Count(c.msgs[len(c.msgs)-1].after.tools, "\x00"); open != maxOpenTools {
+		t.Errorf("%d tools followed as running; want the bound %d", open, maxOpenTools)
+	}
+	if held > len(c.msgs)*maxOpenTools*16 {
+		t.Errorf("the messages' states hold %d bytes of tool ids", held)
+	}
+	// a call followed as running still finishes
+	_, events, _ := c.Line([]byte(`{"id":"gx","type":"gemini","content":"","toolCalls":[{"id":"t0","name":"shell","status":"success"}]}`))
+	if len(events) != 1 || events[0].Kind != agentbridge.KindToolFinished {
+		t.Errorf("finishing a running call: %v", events)
+	}
+}
+
+// TestHostileChatLines: lines a hostile chat can hold are skipped or
+// applied as Gemini CLI would, without a panic: ids of a megabyte (the
+// session's and a message's: refused as records), a rewind to an id the
+// chat never had (Gemini CLI clears the conversation), rewinds before
+// any message and of an id of a megabyte, nesting four million levels
+// deep (refused as JSON), $set of messages with one id twice, and a
+// line of 9 MiB through the source (skipped with line-too-long, the
+// next line of the chat still read).
+func TestHostileChatLines(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	c := &Chat{}
+	if _, _, code := c.Line([]byte(`{"sessionId":"` + huge + `","kind":"main"}`)); code == "" {
+		t.Error("a session id of 1 MiB was taken")
+	}
+	c.Line([]byte(`{"sessionId":"` + sid + `","kind":"main"}`))
+	for _, tc := range []struct {
+		line string
+		msgs int
+		bad  bool
+	}{
+		{`{"$rewindTo":"nothing-yet"}`, 0, false},
+		{`{"id":"u0","type":"user","content":[{"text":"go"}]}`, 1, false},
+		{`{"id":"` + huge + `","type":"user","content":[{"text":"go"}]}`, 1, true},
+		{`{"$rewindTo":"` + huge + `"}`, 0, false},
+		{`{"id":"u1","type":"user","content":[{"text":"again"}]}`, 1, false},
+		{`{"id":"u2","type":"user","content":` + strings.Repeat("[", 4<<20) + `}`, 1, true},
+		{`{"id":"u3","type":"user","content":[{"text":"x","y":` + strings.Repeat(`{"a":`, 1<<20) + `}]}`, 1, true},
+		{`{"$rewindTo":"never-seen"}`, 0, false},
+		{`{"$set":{"messages":[{"id":"a","type":"user","content":"x"},{"id":"a","type":"user","content":"y"}]}}`, 1, false},
+		{`{"$rewindTo":"a"}`, -1, false},
+		{`{"id":"a","type":"user","content":[{"text":"z"}]}`, -1, false},
+	} {
+		_, _, code := c.Line([]byte(tc.line))
+		if tc.bad != (code != "") || tc.msgs >= 0 && len(c.msgs) != tc.msgs {
+			t.Errorf("%.60s…: code %q, %d messages; want %d, skipped %v", tc.line, code, len(c.msgs), tc.msgs, tc.bad)
+		}
+		for id, i := range c.pos {
+			if i >= len(c.msgs) || c.msgs[i].id != id {
+				t.Fatalf("%.60s…: the index names %s at %d of %d messages", tc.line, id, i, len(c.msgs))
+			}
+		}
+	}
+
+	home, _, chat := chatHome(t)
+	h, _ := run(t, home, HarnessGemini)
+	lines := longChat(sid, 2, 0)
+	sourcestest.Append(t, chat, lines[0]+"\n"+lines[1]+"\n"+`{"id":"big","type":"user","content":"`+strings.Repeat("a", 9<<20)+`"}`+"\n"+lines[2]+"\n")
+	h.WaitFor(t, "the turn after the long line done, and line-too-long", func(h *sourcestest.Hub) bool {
+		said := false
+		for _, d := range h.Diagnostics() {
+			said = said || d.Code == "line-too-long" && !strings.Contains(d.Message, home)
+		}
+		s, ok := h.Snapshot(sid)
+		return said && ok && s.LastTurn == agentbridge.LastTurnCompleted
+	})
+}

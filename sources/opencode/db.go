@@ -132,6 +132,7 @@ type DB struct {
 	atMark   map[string]int64
 	drift    map[string]int // unknown event versions by type family
 	more     bool           // the last read of the journal stopped at maxPages
+	cookie   int64          // the schema version (SQLite's schema cookie) the schema was checked at
 }
 
 // More reports whether the last Changes left journal rows to read: the
@@ -164,6 +165,9 @@ func OpenDB(path string) (*DB, error) {
 	if fi.Size() < headerSize {
 		return nil, ErrNotReady
 	}
+	if err := sideFiles(path); err != nil {
+		return nil, err
+	}
 	st, _ := fi.Sys().(*syscall.Stat_t)
 	u := url.URL{Scheme: "file", Path: path, RawQuery: dsnParams}
 	pool, err := sql.Open("sqlite", u.String())
@@ -188,11 +192,56 @@ func OpenDB(path string) (*DB, error) {
 	if st != nil {
 		d.dev, d.ino = uint64(st.Dev), st.Ino
 	}
-	if err := d.schema(ctx); err != nil {
+	if err := d.checkSchema(ctx); err != nil {
 		d.Close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// checkSchema runs the schema check when the schema changed since it last
+// ran (its version, SQLite's schema cookie, moved: the file was changed in
+// place, by a migration or by anything else that writes it).
+func (d *DB) checkSchema(ctx context.Context) error {
+	queries.Add(1)
+	var v int64
+	if err := d.db.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&v); err != nil {
+		return classify(ctx, err)
+	}
+	if d.cookie == v && v != 0 {
+		return nil
+	}
+	if err := d.schema(ctx); err != nil {
+		return err
+	}
+	d.cookie = v
+	return nil
+}
+
+// begin starts a read transaction on the schema as it was checked: the
+// check runs again first when the schema changed since, and a change
+// between that check and the transaction's start makes the read fail as
+// busy (it is read again on the next change), so that no read ever runs
+// on a schema that was not checked.
+func (d *DB) begin(ctx context.Context) (*sql.Tx, error) {
+	if err := d.checkSchema(ctx); err != nil {
+		return nil, err
+	}
+	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	queries.Add(1)
+	var v int64
+	if err := tx.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&v); err != nil {
+		tx.Rollback() //nolint:errcheck // read-only
+		return nil, err
+	}
+	if v != d.cookie {
+		tx.Rollback() //nolint:errcheck // read-only
+		return nil, fmt.Errorf("%w: the schema changed while it was checked", ErrBusy)
+	}
+	return tx, nil
 }
 
 // dsnParams open a database read-only (no write, no checkpoint), with a
@@ -202,6 +251,26 @@ func OpenDB(path string) (*DB, error) {
 var dsnParams = fmt.Sprintf("mode=ro&_pragma=busy_timeout(50)&_pragma=query_only(1)&_pragma=temp_store(2)"+
 	"&_pragma=cache_size(-%d)&_pragma=trusted_schema(0)&_pragma=hard_heap_limit(%d)&_pragma=soft_heap_limit(%d)",
 	cacheKiB, heapLimit, heapLimit/2)
+
+// sideSuffixes name the files SQLite opens beside a database: its
+// rollback journal (looked for at the start of every read: a hot journal
+// is rolled back), its write-ahead log and the log's index.
+var sideSuffixes = []string{"-journal", "-wal", "-shm"}
+
+// sideFiles refuses a database beside which a side file is not a regular
+// file (a FIFO, a device, a socket, a symlink, a directory): SQLite opens
+// them by name without O_NONBLOCK, and opening a FIFO named like the
+// journal would block the source for good, beyond any deadline. It is
+// checked before every read; opencode makes only regular side files.
+func sideFiles(path string) error {
+	for _, s := range sideSuffixes {
+		fi, err := os.Lstat(path + s)
+		if err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("%w: its %s file is not a regular file", ErrUnreadable, strings.TrimPrefix(s, "-"))
+		}
+	}
+	return nil
+}
 
 // Close releases the connection.
 func (d *DB) Close() error {
@@ -449,6 +518,9 @@ type stamped struct {
 // or after cutoff, in the order they were created, all in one read
 // transaction; the reads that follow (Changes) start from there.
 func (d *DB) Scan(ctx context.Context, cutoff int64) ([]Record, error) {
+	if err := sideFiles(d.path); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, readDeadline)
 	defer cancel()
 	recs, err := d.scan(ctx, cutoff)
@@ -456,7 +528,7 @@ func (d *DB) Scan(ctx context.Context, cutoff int64) ([]Record, error) {
 }
 
 func (d *DB) scan(ctx context.Context, cutoff int64) ([]Record, error) {
-	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := d.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -626,6 +698,9 @@ func cmpInt(a, b int64) int {
 // latest one seen. It reads in one read transaction; on ErrBusy nothing
 // moves, and the next call reads the same changes.
 func (d *DB) Changes(ctx context.Context) ([]Record, error) {
+	if err := sideFiles(d.path); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, readDeadline)
 	defer cancel()
 	var out []Record
@@ -646,7 +721,7 @@ var eventFamilies = map[string]bool{
 }
 
 func (d *DB) journal(ctx context.Context) ([]Record, error) {
-	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := d.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -771,7 +846,7 @@ func (d *DB) Drift() map[string]int {
 }
 
 func (d *DB) updated(ctx context.Context) ([]Record, error) {
-	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := d.begin(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -4,11 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // endless is a recursive query that never ends: n counts up without bound.
@@ -102,23 +99,9 @@ func TestHostileDatabase(t *testing.T) {
 				}
 			}
 
-			good := filepath.Join(home, "opencode.db")
-			w := openWriter(t, good)
-			for _, q := range oldSchema {
-				w.exec(q)
-			}
-			now := time.Now().UnixMilli()
-			w.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES ('ses_real', 'p', '/srv/app', 'Real work', ?, ?)", now, now)
-
+			oneSession(t, filepath.Join(home, "opencode.db"), "ses_real", "Real work", time.Now().UnixMilli())
 			h := run(t, home)
-			h.WaitFor(t, "the "+tc.code+" diagnostic and the real session", func(h *sourcestest.Hub) bool {
-				said := false
-				for _, d := range h.Diagnostics() {
-					said = said || d.Code == tc.code && !strings.Contains(d.Message, home)
-				}
-				s, ok := h.Snapshot("ses_real")
-				return said && ok && s.Title == "Real work"
-			})
+			h.WaitFor(t, "the "+tc.code+" diagnostic and the real session", saidAndShown(home, tc.code, "Real work"))
 			for _, id := range []string{"ses_1", "ses_gen"} {
 				if _, ok := h.Snapshot(id); ok {
 					t.Errorf("session %s of the hostile database is shown", id)
