@@ -282,14 +282,17 @@ func opencodePrompt(t *testing.T) {
 	r.quietQueries()
 }
 
-// opencode run --auto: the same, headless.
+// opencode run --auto: the same, headless; the session ends with the run.
 func opencodeHeadless(t *testing.T) {
 	r := newOpencodeRig(t, "allow")
 	r.model.Script(markerSteps("Headless answer.")...)
 	out := r.headless("write the marker")
 	r.checkf(strings.Contains(out, "Headless answer."), "opencode run printed %q", out)
-	s := r.root("the answered session", 20*time.Second, func(s snapshot) bool { return s.Status == "done" })
+	// The run has exited: its session ended with it, its turn completed,
+	// and it carried the run's pid.
+	s := r.root("the answered session, ended", 20*time.Second, func(s snapshot) bool { return s.Status == "exited" })
 	evs := kinds(r.bridge.Events(opencodeSource, s.ID))
+	r.checkf(s.PID != 0, "the session never carried its opencode's pid: %s", s)
 	r.checkf(s.LastTurn == "completed" && s.Cwd == r.cwd && inOrder(evs, "turn.started", "tool.started:bash", "tool.finished:success", "agent.done:success"),
 		"headless: %s %v", s, evs)
 }
