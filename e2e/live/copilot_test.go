@@ -163,6 +163,7 @@ func TestCopilotCLI(t *testing.T) {
 	scenario(t, c, "two sessions, one cwd", copilotTwoSessions)
 	scenario(t, c, "quit, resume", copilotResume)
 	scenario(t, c, "kill -9", copilotKill)
+	scenario(t, c, "bridge restart", copilotRestart)
 }
 
 // One prompt, one turn: running then done, completed, with the agent's
@@ -381,4 +382,34 @@ func pressUntil(term *terminal, key string, done func(string) bool) {
 			term.t.Fatalf("pressing %s did not take; the terminal shows:\n%s", key, s)
 		}
 	}
+}
+
+// The bridge restarts while one TUI runs and another, in the same
+// directory, has quit (/exit): the restarted bridge shows the running
+// one's session with the same pid (its inuse.<pid>.lock names it) and the
+// quit one's ended at once, never alive.
+func copilotRestart(t *testing.T) {
+	r := newCopilotRig(t)
+	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
+	a, b := r.tui(), r.tui()
+	pa, pb := r.agentPID(a), r.agentPID(b)
+	prompt(a, "first prompt")
+	a.AwaitScreen(60*time.Second, "First answer.")
+	prompt(b, "second prompt")
+	b.AwaitScreen(60*time.Second, "Second answer.")
+	sa, sb := r.session(30*time.Second, pa), r.session(30*time.Second, pb)
+	r.checkf(sa.ID != sb.ID, "two sessions: %s %s", sa, sb)
+	r.bridge.AwaitStatus(copilotSource, sa.ID, "done", 20*time.Second)
+	r.bridge.AwaitStatus(copilotSource, sb.ID, "done", 20*time.Second)
+	quit(b, "/exit")
+	r.bridge.AwaitStatus(copilotSource, sb.ID, "exited", 20*time.Second)
+
+	r.bridge.stop()
+	r.bridge = startBridge(t, r.home)
+	x := r.bridge.AwaitOne("the running session after the restart", copilotSource, 20*time.Second, func(s snapshot) bool { return s.ID == sa.ID })
+	r.checkf(x.PID == pa && x.Status == "done", "the running TUI's session, same pid %d: %s", pa, x)
+	y, ok := r.bridge.Session(copilotSource, sb.ID)
+	r.checkf(ok && y.Status == "exited", "the quit TUI's session ended at once: %s", y)
+	r.checkf(!contains(r.bridge.History(copilotSource, sb.ID), "done"), "the quit TUI's session never showed alive after the restart: %v",
+		r.bridge.History(copilotSource, sb.ID))
 }
