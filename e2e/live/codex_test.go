@@ -217,6 +217,7 @@ func TestCodex(t *testing.T) {
 				scenario(t, col, "two sessions, one cwd", func(t *testing.T) { codexTwoSessions(t, c, daemon) })
 				scenario(t, col, "quit, resume", func(t *testing.T) { codexResume(t, c, daemon) })
 				scenario(t, col, "kill -9", func(t *testing.T) { codexKill(t, c, daemon) })
+				scenario(t, col, "bridge restart", func(t *testing.T) { codexRestart(t, c, daemon) })
 			})
 		}
 	}
@@ -327,6 +328,36 @@ func codexTwoSessions(t *testing.T, c agentCLI, daemon bool) {
 	r.checkf(sa.Cwd == r.cwd && sb.Cwd == r.cwd && r.pidOK(sa, a) && r.pidOK(sb, b), "two sessions: %s %s", sa, sb)
 	sa, _ = r.bridge.Session(codexSource, sa.ID)
 	r.checkf(sa.Status == "done", "the first is untouched: %s", sa)
+}
+
+// The bridge restarts while one TUI runs and another, in the same
+// directory, has quit: the restarted bridge shows the running one's
+// session with the same pid (the process writing its rollout: the TUI, or
+// the daemon hosting the thread) and the quit one's ended at once, never
+// alive.
+func codexRestart(t *testing.T, c agentCLI, daemon bool) {
+	r := newCodexRig(t, c, daemon)
+	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
+	a := r.tui()
+	prompt(a, "first prompt")
+	a.AwaitScreen(60*time.Second, "First answer.")
+	sa := r.session(20*time.Second, func(s snapshot) bool { return s.Status == "done" })
+	b := r.tui()
+	prompt(b, "second prompt")
+	b.AwaitScreen(60*time.Second, "Second answer.")
+	sb := r.session(20*time.Second, func(s snapshot) bool { return s.ID != sa.ID && s.Status == "done" })
+	r.checkf(r.pidOK(sa, a) && r.pidOK(sb, b), "two sessions: %s %s", sa, sb)
+	quit(b, "/quit")
+	r.bridge.AwaitStatus(codexSource, sb.ID, "exited", 20*time.Second)
+
+	r.bridge.stop()
+	r.bridge = startBridge(t, r.home)
+	x := r.bridge.AwaitOne("the running session after the restart", codexSource, 20*time.Second, func(s snapshot) bool { return s.ID == sa.ID })
+	r.checkf(x.PID == sa.PID && r.pidOK(x, a) && x.Status == "done", "the running TUI's session, same pid %d: %s", sa.PID, x)
+	y, ok := r.bridge.Session(codexSource, sb.ID)
+	r.checkf(ok && y.Status == "exited", "the quit TUI's session ended at once: %s", y)
+	r.checkf(!contains(r.bridge.History(codexSource, sb.ID), "done"), "the quit TUI's session never showed alive after the restart: %v",
+		r.bridge.History(codexSource, sb.ID))
 }
 
 // Quit ends the session (daemon mode: once the daemon unloads the thread
