@@ -147,6 +147,7 @@ func TestClaudeCode(t *testing.T) {
 			scenario(t, c.Label(), "two sessions, one cwd", func(t *testing.T) { claudeTwoSessions(t, c) })
 			scenario(t, c.Label(), "quit, resume", func(t *testing.T) { claudeResume(t, c) })
 			scenario(t, c.Label(), "kill -9", func(t *testing.T) { claudeKill(t, c) })
+			scenario(t, c.Label(), "bridge restart", func(t *testing.T) { claudeRestart(t, c) })
 		})
 	}
 }
@@ -389,6 +390,36 @@ func claudeResume(t *testing.T, c agentCLI) {
 	for _, x := range r.bridge.Sessions(claudeSource) {
 		r.checkf(x.ID == s.ID, "resume makes no second session: %s", x)
 	}
+}
+
+// The bridge restarts while one TUI runs and another, in the same
+// directory, has quit: the restarted bridge shows the running one's
+// session with the same pid (its registry file names it) and the quit
+// one's ended at once, never alive.
+func claudeRestart(t *testing.T, c agentCLI) {
+	r := newClaudeRig(t, c)
+	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
+	a, b := r.tui(), r.tui()
+	pa, pb := a.PID(), b.PID()
+	sa := r.session(30*time.Second, func(s snapshot) bool { return s.PID == pa })
+	sb := r.session(30*time.Second, func(s snapshot) bool { return s.PID == pb })
+	prompt(a, "first prompt")
+	a.AwaitScreen(60*time.Second, "First answer.")
+	prompt(b, "second prompt")
+	b.AwaitScreen(60*time.Second, "Second answer.")
+	r.bridge.AwaitStatus(claudeSource, sa.ID, "done", 20*time.Second)
+	r.bridge.AwaitStatus(claudeSource, sb.ID, "done", 20*time.Second)
+	quit(b, "/exit")
+	r.bridge.AwaitStatus(claudeSource, sb.ID, "exited", 20*time.Second)
+
+	r.bridge.stop()
+	r.bridge = startBridge(t, r.home)
+	x := r.bridge.AwaitOne("the running session after the restart", claudeSource, 20*time.Second, func(s snapshot) bool { return s.ID == sa.ID })
+	r.checkf(x.PID == pa && x.Status == "done", "the running TUI's session, same pid %d: %s", pa, x)
+	y, ok := r.bridge.Session(claudeSource, sb.ID)
+	r.checkf(ok && y.Status == "exited", "the quit TUI's session ended at once: %s", y)
+	r.checkf(!contains(r.bridge.History(claudeSource, sb.ID), "done"), "the quit TUI's session never showed alive after the restart: %v",
+		r.bridge.History(claudeSource, sb.ID))
 }
 
 // kill -9 in the middle of a turn: exited.
