@@ -403,23 +403,13 @@ func claudeRestart(t *testing.T, c agentCLI) {
 	pa, pb := a.PID(), b.PID()
 	sa := r.session(30*time.Second, func(s snapshot) bool { return s.PID == pa })
 	sb := r.session(30*time.Second, func(s snapshot) bool { return s.PID == pb })
-	prompt(a, "first prompt")
-	a.AwaitScreen(60*time.Second, "First answer.")
-	prompt(b, "second prompt")
-	b.AwaitScreen(60*time.Second, "Second answer.")
-	r.bridge.AwaitStatus(claudeSource, sa.ID, "done", 20*time.Second)
-	r.bridge.AwaitStatus(claudeSource, sb.ID, "done", 20*time.Second)
-	quit(b, "/exit")
-	r.bridge.AwaitStatus(claudeSource, sb.ID, "exited", 20*time.Second)
+	promptAnswered(a, "first prompt", "First answer.")
+	promptAnswered(b, "second prompt", "Second answer.")
+	r.bridge.quitOne(claudeSource, sa.ID, sb.ID, func() { quit(b, "/exit") })
 
-	r.bridge.stop()
-	r.bridge = startBridge(t, r.home)
-	x := r.bridge.AwaitOne("the running session after the restart", claudeSource, 20*time.Second, func(s snapshot) bool { return s.ID == sa.ID })
-	r.checkf(x.PID == pa && x.Status == "done", "the running TUI's session, same pid %d: %s", pa, x)
-	y, ok := r.bridge.Session(claudeSource, sb.ID)
-	r.checkf(ok && y.Status == "exited", "the quit TUI's session ended at once: %s", y)
-	r.checkf(!contains(r.bridge.History(claudeSource, sb.ID), "done"), "the quit TUI's session never showed alive after the restart: %v",
-		r.bridge.History(claudeSource, sb.ID))
+	var wrong string
+	r.bridge, wrong = r.bridge.restarted(t, r.home, claudeSource, sa.ID, pa, sb.ID)
+	r.checkf(wrong == "", "%s", wrong)
 }
 
 // kill -9 in the middle of a turn: exited.

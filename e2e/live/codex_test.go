@@ -338,26 +338,17 @@ func codexTwoSessions(t *testing.T, c agentCLI, daemon bool) {
 func codexRestart(t *testing.T, c agentCLI, daemon bool) {
 	r := newCodexRig(t, c, daemon)
 	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
-	a := r.tui()
-	prompt(a, "first prompt")
-	a.AwaitScreen(60*time.Second, "First answer.")
+	a, b := r.tui(), r.tui()
+	promptAnswered(a, "first prompt", "First answer.")
 	sa := r.session(20*time.Second, func(s snapshot) bool { return s.Status == "done" })
-	b := r.tui()
-	prompt(b, "second prompt")
-	b.AwaitScreen(60*time.Second, "Second answer.")
+	promptAnswered(b, "second prompt", "Second answer.")
 	sb := r.session(20*time.Second, func(s snapshot) bool { return s.ID != sa.ID && s.Status == "done" })
 	r.checkf(r.pidOK(sa, a) && r.pidOK(sb, b), "two sessions: %s %s", sa, sb)
-	quit(b, "/quit")
-	r.bridge.AwaitStatus(codexSource, sb.ID, "exited", 20*time.Second)
+	r.bridge.quitOne(codexSource, sa.ID, sb.ID, func() { quit(b, "/quit") })
 
-	r.bridge.stop()
-	r.bridge = startBridge(t, r.home)
-	x := r.bridge.AwaitOne("the running session after the restart", codexSource, 20*time.Second, func(s snapshot) bool { return s.ID == sa.ID })
-	r.checkf(x.PID == sa.PID && r.pidOK(x, a) && x.Status == "done", "the running TUI's session, same pid %d: %s", sa.PID, x)
-	y, ok := r.bridge.Session(codexSource, sb.ID)
-	r.checkf(ok && y.Status == "exited", "the quit TUI's session ended at once: %s", y)
-	r.checkf(!contains(r.bridge.History(codexSource, sb.ID), "done"), "the quit TUI's session never showed alive after the restart: %v",
-		r.bridge.History(codexSource, sb.ID))
+	var wrong string
+	r.bridge, wrong = r.bridge.restarted(t, r.home, codexSource, sa.ID, sa.PID, sb.ID)
+	r.checkf(wrong == "", "%s", wrong)
 }
 
 // Quit ends the session (daemon mode: once the daemon unloads the thread

@@ -424,12 +424,7 @@ func geminiRestart(t *testing.T) {
 	geminiQuit(b)
 	r.bridge.AwaitStatus(geminiSource, sb.ID, "exited", 20*time.Second)
 
-	r.bridge.stop()
-	r.bridge = startBridge(t, r.home)
-	x := r.bridge.AwaitOne("the running session after the restart", geminiSource, 20*time.Second, func(s snapshot) bool { return s.ID == sa.ID })
-	r.checkf(x.PID == sa.PID && descends(x.PID, a.PID()) && x.Status == "done", "the running TUI's session, same pid %d: %s", sa.PID, x)
-	y, ok := r.bridge.Session(geminiSource, sb.ID)
-	r.checkf(ok && y.Status == "exited", "the quit TUI's session ended at once: %s", y)
-	r.checkf(!contains(r.bridge.History(geminiSource, sb.ID), "done"), "the quit TUI's session never showed alive after the restart: %v",
-		r.bridge.History(geminiSource, sb.ID))
+	var wrong string
+	r.bridge, wrong = r.bridge.restarted(t, r.home, geminiSource, sa.ID, sa.PID, sb.ID)
+	r.checkf(wrong == "", "%s", wrong)
 }

@@ -481,12 +481,7 @@ func opencodeRestart(t *testing.T) {
 	awaitGone(pb, 10*time.Second)
 	r.bridge.AwaitStatus(opencodeSource, sb.ID, "exited", 20*time.Second)
 
-	r.bridge.stop()
-	r.bridge = startBridge(t, r.home)
-	x := r.bridge.AwaitOne("the running session after the restart", opencodeSource, 20*time.Second, func(s snapshot) bool { return s.ID == sa.ID })
-	r.checkf(x.PID == a.PID() && x.Status == "done" && x.LastTurn == "completed", "the running TUI's session, same pid %d: %s", a.PID(), x)
-	y, ok := r.bridge.Session(opencodeSource, sb.ID)
-	r.checkf(ok && y.Status == "exited", "the quit TUI's session ended at once: %s", y)
-	r.checkf(!contains(r.bridge.History(opencodeSource, sb.ID), "done"), "the quit TUI's session never showed alive after the restart: %v",
-		r.bridge.History(opencodeSource, sb.ID))
+	var wrong string
+	r.bridge, wrong = r.bridge.restarted(t, r.home, opencodeSource, sa.ID, a.PID(), sb.ID)
+	r.checkf(wrong == "", "%s", wrong)
 }
