@@ -159,6 +159,48 @@ func startBridge(t *testing.T, home string, env ...string) *bridge {
 	return b
 }
 
+// promptAnswered types text into term's prompt and waits for answer on its
+// screen.
+func promptAnswered(term *terminal, text, answer string) {
+	term.t.Helper()
+	prompt(term, text)
+	term.AwaitScreen(60*time.Second, answer)
+}
+
+// quitOne waits for the sessions keep and gone of source to be done,
+// quits gone's TUI with quitTUI and waits for its session to end: what a
+// "bridge restart" scenario does before the restart.
+func (b *bridge) quitOne(source, keep, gone string, quitTUI func()) {
+	b.t.Helper()
+	b.AwaitStatus(source, keep, "done", 20*time.Second)
+	b.AwaitStatus(source, gone, "done", 20*time.Second)
+	quitTUI()
+	b.AwaitStatus(source, gone, "exited", 20*time.Second)
+}
+
+// restarted stops b and starts a bridge again on home, as the "bridge
+// restart" scenarios do, and returns it and what it shows wrong ("":
+// nothing): the running TUI's session runningID must come back done with
+// the same pid, and the quit TUI's session quitID ended at once, never
+// alive after the restart.
+func (b *bridge) restarted(t *testing.T, home, source, runningID string, pid int, quitID string) (*bridge, string) {
+	t.Helper()
+	b.stop()
+	nb := startBridge(t, home)
+	x := nb.AwaitOne("the running session after the restart", source, 20*time.Second, func(s snapshot) bool { return s.ID == runningID })
+	y, ok := nb.Session(source, quitID)
+	h := nb.History(source, quitID)
+	switch {
+	case x.PID != pid || x.Status != "done":
+		return nb, fmt.Sprintf("the running TUI's session is not done with the same pid %d: %s", pid, x)
+	case !ok || y.Status != "exited":
+		return nb, fmt.Sprintf("the quit TUI's session did not end at once: %s", y)
+	case contains(h, "done"):
+		return nb, fmt.Sprintf("the quit TUI's session showed alive after the restart: %v", h)
+	}
+	return nb, ""
+}
+
 func (b *bridge) stop() {
 	if b.cancel != nil {
 		b.cancel()

@@ -147,6 +147,7 @@ func TestClaudeCode(t *testing.T) {
 			scenario(t, c.Label(), "two sessions, one cwd", func(t *testing.T) { claudeTwoSessions(t, c) })
 			scenario(t, c.Label(), "quit, resume", func(t *testing.T) { claudeResume(t, c) })
 			scenario(t, c.Label(), "kill -9", func(t *testing.T) { claudeKill(t, c) })
+			scenario(t, c.Label(), "bridge restart", func(t *testing.T) { claudeRestart(t, c) })
 		})
 	}
 }
@@ -389,6 +390,26 @@ func claudeResume(t *testing.T, c agentCLI) {
 	for _, x := range r.bridge.Sessions(claudeSource) {
 		r.checkf(x.ID == s.ID, "resume makes no second session: %s", x)
 	}
+}
+
+// The bridge restarts while one TUI runs and another, in the same
+// directory, has quit: the restarted bridge shows the running one's
+// session with the same pid (its registry file names it) and the quit
+// one's ended at once, never alive.
+func claudeRestart(t *testing.T, c agentCLI) {
+	r := newClaudeRig(t, c)
+	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
+	a, b := r.tui(), r.tui()
+	pa, pb := a.PID(), b.PID()
+	sa := r.session(30*time.Second, func(s snapshot) bool { return s.PID == pa })
+	sb := r.session(30*time.Second, func(s snapshot) bool { return s.PID == pb })
+	promptAnswered(a, "first prompt", "First answer.")
+	promptAnswered(b, "second prompt", "Second answer.")
+	r.bridge.quitOne(claudeSource, sa.ID, sb.ID, func() { quit(b, "/exit") })
+
+	var wrong string
+	r.bridge, wrong = r.bridge.restarted(t, r.home, claudeSource, sa.ID, pa, sb.ID)
+	r.checkf(wrong == "", "%s", wrong)
 }
 
 // kill -9 in the middle of a turn: exited.

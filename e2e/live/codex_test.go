@@ -218,6 +218,7 @@ func TestCodex(t *testing.T) {
 				scenario(t, col, "quit, resume", func(t *testing.T) { codexResume(t, c, daemon) })
 				scenario(t, col, "kill -9", func(t *testing.T) { codexKill(t, c, daemon) })
 				scenario(t, col, "several turns, /exit", func(t *testing.T) { codexExit(t, c, daemon) })
+				scenario(t, col, "bridge restart", func(t *testing.T) { codexRestart(t, c, daemon) })
 			})
 		}
 	}
@@ -328,6 +329,27 @@ func codexTwoSessions(t *testing.T, c agentCLI, daemon bool) {
 	r.checkf(sa.Cwd == r.cwd && sb.Cwd == r.cwd && r.pidOK(sa, a) && r.pidOK(sb, b), "two sessions: %s %s", sa, sb)
 	sa, _ = r.bridge.Session(codexSource, sa.ID)
 	r.checkf(sa.Status == "done", "the first is untouched: %s", sa)
+}
+
+// The bridge restarts while one TUI runs and another, in the same
+// directory, has quit: the restarted bridge shows the running one's
+// session with the same pid (the process writing its rollout: the TUI, or
+// the daemon hosting the thread) and the quit one's ended at once, never
+// alive.
+func codexRestart(t *testing.T, c agentCLI, daemon bool) {
+	r := newCodexRig(t, c, daemon)
+	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
+	a, b := r.tui(), r.tui()
+	promptAnswered(a, "first prompt", "First answer.")
+	sa := r.session(20*time.Second, func(s snapshot) bool { return s.Status == "done" })
+	promptAnswered(b, "second prompt", "Second answer.")
+	sb := r.session(20*time.Second, func(s snapshot) bool { return s.ID != sa.ID && s.Status == "done" })
+	r.checkf(r.pidOK(sa, a) && r.pidOK(sb, b), "two sessions: %s %s", sa, sb)
+	r.bridge.quitOne(codexSource, sa.ID, sb.ID, func() { quit(b, "/quit") })
+
+	var wrong string
+	r.bridge, wrong = r.bridge.restarted(t, r.home, codexSource, sa.ID, sa.PID, sb.ID)
+	r.checkf(wrong == "", "%s", wrong)
 }
 
 // Quit ends the session (daemon mode: once the daemon unloads the thread

@@ -163,6 +163,7 @@ func TestCopilotCLI(t *testing.T) {
 	scenario(t, c, "two sessions, one cwd", copilotTwoSessions)
 	scenario(t, c, "quit, resume", copilotResume)
 	scenario(t, c, "kill -9", copilotKill)
+	scenario(t, c, "bridge restart", copilotRestart)
 }
 
 // One prompt, one turn: running then done, completed, with the agent's
@@ -381,4 +382,24 @@ func pressUntil(term *terminal, key string, done func(string) bool) {
 			term.t.Fatalf("pressing %s did not take; the terminal shows:\n%s", key, s)
 		}
 	}
+}
+
+// The bridge restarts while one TUI runs and another, in the same
+// directory, has quit (/exit): the restarted bridge shows the running
+// one's session with the same pid (its inuse.<pid>.lock names it) and the
+// quit one's ended at once, never alive.
+func copilotRestart(t *testing.T) {
+	r := newCopilotRig(t)
+	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
+	a, b := r.tui(), r.tui()
+	pa, pb := r.agentPID(a), r.agentPID(b)
+	promptAnswered(a, "first prompt", "First answer.")
+	promptAnswered(b, "second prompt", "Second answer.")
+	sa, sb := r.session(30*time.Second, pa), r.session(30*time.Second, pb)
+	r.checkf(sa.ID != sb.ID, "two sessions: %s %s", sa, sb)
+	r.bridge.quitOne(copilotSource, sa.ID, sb.ID, func() { quit(b, "/exit") })
+
+	var wrong string
+	r.bridge, wrong = r.bridge.restarted(t, r.home, copilotSource, sa.ID, pa, sb.ID)
+	r.checkf(wrong == "", "%s", wrong)
 }

@@ -24,11 +24,13 @@
 // reaches beyond loopback once the packages are installed. At the end the
 // suite prints a table of scenarios × agents.
 //
-// "bridge restart" (opencode, Qwen Code, Pi, Gemini CLI): one TUI runs,
-// another has quit; the bridge is stopped and started again, and must show
-// the running session with the same pid and the other ended at once (never
-// alive). opencode and Qwen Code run both TUIs in one directory (opencode's
-// log and Qwen Code's runtime files tell them apart); Pi and Gemini CLI,
+// "bridge restart" (every runnable CLI): one TUI runs, another has quit;
+// the bridge is stopped and started again, and must show the running
+// session with the same pid and the other ended at once (never alive).
+// Claude Code, Codex, Copilot CLI, opencode and Qwen Code run both TUIs in
+// one directory (Claude Code's registry, the process writing Codex's
+// rollout, Copilot's lock files, opencode's log and Qwen Code's runtime
+// files tell them apart); Pi and Gemini CLI,
 // whose files cannot say which of two processes in one directory was a
 // session's once one has quit, run the quit one in another directory.
 //

@@ -190,7 +190,8 @@ func (r *familyRig) headless(env []string, args ...string) string {
 }
 
 // promptAnswered: the CLI answers one prompt headless; the bridge shows
-// the session going running → done, completed, with the model and cwd.
+// the session going running, its turn completed, with the model and cwd,
+// and ending with the CLI, which has exited once it has answered.
 func (r *familyRig) promptAnswered(source, wantModel string, env []string, args ...string) {
 	r.t.Helper()
 	r.model.Script(Step{Text: "Live answer."})
@@ -199,7 +200,7 @@ func (r *familyRig) promptAnswered(source, wantModel string, env []string, args 
 		r.t.Errorf("the CLI printed %q", out)
 	}
 	s := r.bridge.AwaitOne("the answered session", source, 20*time.Second, func(s snapshot) bool {
-		return s.Status == "done" && s.LastTurn == "completed"
+		return s.Status == "exited" && s.LastTurn == "completed"
 	})
 	r.t.Logf("%s: %s", source, s)
 	hist := r.bridge.History(source, s.ID)

@@ -282,14 +282,17 @@ func opencodePrompt(t *testing.T) {
 	r.quietQueries()
 }
 
-// opencode run --auto: the same, headless.
+// opencode run --auto: the same, headless; the session ends with the run.
 func opencodeHeadless(t *testing.T) {
 	r := newOpencodeRig(t, "allow")
 	r.model.Script(markerSteps("Headless answer.")...)
 	out := r.headless("write the marker")
 	r.checkf(strings.Contains(out, "Headless answer."), "opencode run printed %q", out)
-	s := r.root("the answered session", 20*time.Second, func(s snapshot) bool { return s.Status == "done" })
+	// The run has exited: its session ended with it, its turn completed,
+	// and it carried the run's pid.
+	s := r.root("the answered session, ended", 20*time.Second, func(s snapshot) bool { return s.Status == "exited" })
 	evs := kinds(r.bridge.Events(opencodeSource, s.ID))
+	r.checkf(s.PID != 0, "the session never carried its opencode's pid: %s", s)
 	r.checkf(s.LastTurn == "completed" && s.Cwd == r.cwd && inOrder(evs, "turn.started", "tool.started:bash", "tool.finished:success", "agent.done:success"),
 		"headless: %s %v", s, evs)
 }
@@ -478,12 +481,7 @@ func opencodeRestart(t *testing.T) {
 	awaitGone(pb, 10*time.Second)
 	r.bridge.AwaitStatus(opencodeSource, sb.ID, "exited", 20*time.Second)
 
-	r.bridge.stop()
-	r.bridge = startBridge(t, r.home)
-	x := r.bridge.AwaitOne("the running session after the restart", opencodeSource, 20*time.Second, func(s snapshot) bool { return s.ID == sa.ID })
-	r.checkf(x.PID == a.PID() && x.Status == "done" && x.LastTurn == "completed", "the running TUI's session, same pid %d: %s", a.PID(), x)
-	y, ok := r.bridge.Session(opencodeSource, sb.ID)
-	r.checkf(ok && y.Status == "exited", "the quit TUI's session ended at once: %s", y)
-	r.checkf(!contains(r.bridge.History(opencodeSource, sb.ID), "done"), "the quit TUI's session never showed alive after the restart: %v",
-		r.bridge.History(opencodeSource, sb.ID))
+	var wrong string
+	r.bridge, wrong = r.bridge.restarted(t, r.home, opencodeSource, sa.ID, a.PID(), sb.ID)
+	r.checkf(wrong == "", "%s", wrong)
 }

@@ -376,12 +376,7 @@ func piRestart(t *testing.T) {
 	quit(b, "/quit")
 	r.bridge.AwaitStatus(piSource, sb.ID, "exited", 20*time.Second)
 
-	r.bridge.stop()
-	r.bridge = startBridge(t, r.home)
-	x := r.bridge.AwaitOne("the running session after the restart", piSource, 20*time.Second, func(s snapshot) bool { return s.ID == sa.ID })
-	r.checkf(x.PID == a.PID() && x.Status == "done", "the running TUI's session, same pid %d: %s", a.PID(), x)
-	y, ok := r.bridge.Session(piSource, sb.ID)
-	r.checkf(ok && y.Status == "exited", "the quit TUI's session ended at once: %s", y)
-	r.checkf(!contains(r.bridge.History(piSource, sb.ID), "done"), "the quit TUI's session never showed alive after the restart: %v",
-		r.bridge.History(piSource, sb.ID))
+	var wrong string
+	r.bridge, wrong = r.bridge.restarted(t, r.home, piSource, sa.ID, a.PID(), sb.ID)
+	r.checkf(wrong == "", "%s", wrong)
 }

@@ -331,12 +331,7 @@ func qwenRestart(t *testing.T) {
 	quit(b, "/quit")
 	r.bridge.AwaitStatus(qwenSource, sb.ID, "exited", 20*time.Second)
 
-	r.bridge.stop()
-	r.bridge = startBridge(t, r.home)
-	x := r.bridge.AwaitOne("the running session after the restart", qwenSource, 20*time.Second, func(s snapshot) bool { return s.ID == sa.ID })
-	r.checkf(x.PID == sa.PID && x.Status == "done", "the running TUI's session, same pid %d: %s", sa.PID, x)
-	y, ok := r.bridge.Session(qwenSource, sb.ID)
-	r.checkf(ok && y.Status == "exited", "the quit TUI's session ended at once: %s", y)
-	r.checkf(!contains(r.bridge.History(qwenSource, sb.ID), "done"), "the quit TUI's session never showed alive after the restart: %v",
-		r.bridge.History(qwenSource, sb.ID))
+	var wrong string
+	r.bridge, wrong = r.bridge.restarted(t, r.home, qwenSource, sa.ID, sa.PID, sb.ID)
+	r.checkf(wrong == "", "%s", wrong)
 }
