@@ -383,8 +383,14 @@ func claudeResume(t *testing.T, c agentCLI) {
 	})
 	prompt(term2, "second")
 	term2.AwaitScreen(60*time.Second, "Resumed answer.")
-	s = r.bridge.AwaitStatus(claudeSource, s.ID, "done", 20*time.Second)
-	r.checkf(!r.bridge.Removed(claudeSource, s.ID) && turnsStarted(r.bridge.Events(claudeSource, s.ID)) == 2 && s.LastTurn == "completed",
+	// The session is done already (the first turn): wait for the second
+	// turn's records, which Claude Code writes after the answer is shown.
+	id := s.ID
+	r.bridge.Await("the resumed turn done", 20*time.Second, func() bool {
+		s, _ = r.bridge.Session(claudeSource, id)
+		return s.Status == "done" && turnsStarted(r.bridge.Events(claudeSource, id)) == 2
+	})
+	r.checkf(!r.bridge.Removed(claudeSource, s.ID) && s.LastTurn == "completed",
 		"resumed: %s removed=%v events %v", s, r.bridge.Removed(claudeSource, s.ID), r.bridge.Events(claudeSource, s.ID))
 	for _, x := range r.bridge.Sessions(claudeSource) {
 		r.checkf(x.ID == s.ID, "resume makes no second session: %s", x)
