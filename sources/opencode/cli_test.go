@@ -150,13 +150,15 @@ func runCLI(t *testing.T, permission string, args ...string) (*sourcestest.Hub, 
 
 // TestRealCLI: a prompt that calls bash and then a subagent, and ends,
 // shows running, the tool, the subagent under its root (never a second
-// root), and done; the idle source then makes no query.
+// root), and the turn completed; the idle source then makes no query.
 func TestRealCLI(t *testing.T) {
 	h, proj := runCLI(t, "allow", "run", "--auto", "write a marker")
 	var root string
-	h.WaitFor(t, "a root session done with its subagent completed", func(h *sourcestest.Hub) bool {
+	// Its turn over, the session is idle with its last turn completed
+	// (and ended, once its process is known to have exited).
+	h.WaitFor(t, "a root session idle after its turn, its subagent completed", func(h *sourcestest.Hub) bool {
 		for _, s := range h.Snapshots() {
-			if s.Status == sourcestest.StatusDone && len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentCompleted {
+			if s.Status == agentbridge.StatusIdle && s.LastTurn == agentbridge.LastTurnCompleted && len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentCompleted {
 				root = s.ID
 				return true
 			}
@@ -183,13 +185,13 @@ func TestRealCLI(t *testing.T) {
 }
 
 // TestRealCLIRejected: opencode run without --auto rejects a call that
-// needs permission and stops the turn; the session ends as cancelled
-// rather than running forever.
+// needs permission and stops the turn; the session's turn ends
+// interrupted rather than running forever.
 func TestRealCLIRejected(t *testing.T) {
 	h, _ := runCLI(t, "ask", "run", "write a marker")
-	h.WaitFor(t, "the turn cancelled", func(h *sourcestest.Hub) bool {
+	h.WaitFor(t, "the turn interrupted", func(h *sourcestest.Hub) bool {
 		for _, s := range h.Snapshots() {
-			if s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnInterrupted {
+			if s.Status == agentbridge.StatusIdle && s.LastTurn == agentbridge.LastTurnInterrupted {
 				return true
 			}
 		}
