@@ -7,11 +7,13 @@ import (
 )
 
 // Process is one process List found: its pid, its parent, its working
-// directory and when it started.
+// directory, when it started and how many threads it runs.
 type Process struct {
 	PID, PPID int
 	Cwd       string
 	Started   time.Time
+	StartTime uint64 // Stat.StartTime: with PID, names this process (see Watch)
+	Threads   int
 }
 
 // List makes one pass over the processes under root (normally Root) and
@@ -21,6 +23,10 @@ type Process struct {
 // one.
 func List(root string, match func(root string, pid int) bool) []Process {
 	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	boot, err := StartedAtIn(root, Stat{})
 	if err != nil {
 		return nil
 	}
@@ -39,11 +45,8 @@ func List(root string, match func(root string, pid int) bool) []Process {
 		if err != nil {
 			continue
 		}
-		at, err := StartedAt(st)
-		if err != nil {
-			continue
-		}
-		out = append(out, Process{PID: pid, PPID: st.PPID, Cwd: cwd, Started: at})
+		at := boot.Add(time.Duration(st.StartTime) * (time.Second / userHZ))
+		out = append(out, Process{PID: pid, PPID: st.PPID, Cwd: cwd, Started: at, StartTime: st.StartTime, Threads: st.Threads})
 	}
 	return out
 }

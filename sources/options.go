@@ -13,7 +13,7 @@ import (
 // the result.
 func (o Options) Follow(tail TailConfig) FollowConfig {
 	tail.Window = o.Window
-	return FollowConfig{Tail: tail, Linger: o.Linger, Logger: o.Logger}
+	return FollowConfig{Tail: tail, Linger: o.Linger, Logger: o.Logger, Processes: o.Processes}
 }
 
 // RegisterNew is Register for a source package whose constructor takes

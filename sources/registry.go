@@ -55,6 +55,9 @@ type Options struct {
 	// Getenv reads the bridge's environment, for the agent's other
 	// variables; never nil.
 	Getenv func(string) string
+	// Processes is where the source looks processes up; nil is Machine
+	// (tests: a fake /proc tree).
+	Processes Processes
 }
 
 var (

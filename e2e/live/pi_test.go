@@ -120,6 +120,7 @@ func TestPi(t *testing.T) {
 	scenario(t, c, "two sessions, one cwd", piTwoSessions)
 	scenario(t, c, "quit, resume", piResume)
 	scenario(t, c, "kill -9", piKill)
+	scenario(t, c, "bridge restart", piRestart)
 }
 
 // A prompt in the TUI: Pi writes its journal once the reply is complete;
@@ -306,4 +307,39 @@ func piKill(t *testing.T) {
 	}
 	s = r.bridge.AwaitStatus(piSource, s.ID, "exited", 10*time.Second)
 	r.checkf(s.WaitingFor == "", "exited: %s", s)
+}
+
+// The bridge restarts while one TUI runs and another, in another
+// directory, has quit: the restarted bridge shows the running one with
+// the same pid (found again by its cwd and start time), and the other
+// ended at once, never alive. (Two sessions in one directory whose
+// TUIs were one quit and one running cannot be told apart from /proc
+// after a restart: the quit one is then bound to nothing, never to the
+// other's process.)
+func piRestart(t *testing.T) {
+	r := newPiRig(t)
+	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
+	a, sa := r.answered("first prompt", "First answer.")
+	other := filepath.Join(filepath.Dir(r.cwd), "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := openTerminal(r.t, other, r.env, r.bin)
+	b.AwaitScreen(60*time.Second, "mock-model")
+	prompt(b, "second prompt")
+	b.AwaitScreen(60*time.Second, "Second answer.")
+	sb := r.bridge.AwaitOne("the other directory's session", piSource, 20*time.Second, func(s snapshot) bool {
+		return s.Status == "done" && s.PID == b.PID() && s.Cwd == other
+	})
+	quit(b, "/quit")
+	r.bridge.AwaitStatus(piSource, sb.ID, "exited", 20*time.Second)
+
+	r.bridge.stop()
+	r.bridge = startBridge(t, r.home)
+	x := r.bridge.AwaitOne("the running session after the restart", piSource, 20*time.Second, func(s snapshot) bool { return s.ID == sa.ID })
+	r.checkf(x.PID == a.PID() && x.Status == "done", "the running TUI's session, same pid %d: %s", a.PID(), x)
+	y, ok := r.bridge.Session(piSource, sb.ID)
+	r.checkf(ok && y.Status == "exited", "the quit TUI's session ended at once: %s", y)
+	r.checkf(!contains(r.bridge.History(piSource, sb.ID), "done"), "the quit TUI's session never showed alive after the restart: %v",
+		r.bridge.History(piSource, sb.ID))
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
@@ -63,7 +64,8 @@ func TestRecordedScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := sourcestest.Replay{
-				New:  func(home string) hub.Source { return New(sources.Options{Home: home}) },
+				// The recordings hold no processes: none is looked for.
+				New:  func(home string) hub.Source { return New(sources.Options{Home: home, Processes: proctest.Unseen(t)}) },
 				Path: func(_, recorded string) string { return sourcestest.After(recorded, ".gemini") },
 			}
 			if strings.HasPrefix(name, "antigravity/") {
