@@ -307,6 +307,10 @@ func codexInterrupt(t *testing.T, c agentCLI, daemon bool) {
 	prompt(term, "wait for it")
 	r.model.WaitHolding(60 * time.Second)
 	s := r.session(20*time.Second, func(s snapshot) bool { return s.Status == "running" })
+	// The TUI learns of the turn from its own events (in daemon mode, from
+	// the daemon): an Escape before it shows the turn working is an Escape
+	// at an idle prompt, and interrupts nothing.
+	term.AwaitScreen(20*time.Second, "esc to interrupt")
 	term.Keys("Escape")
 	s = r.bridge.AwaitStatus(codexSource, s.ID, "done", 20*time.Second)
 	r.checkf(s.LastTurn == "interrupted", "interrupted: %s", s)

@@ -190,7 +190,8 @@ func (r *familyRig) headless(env []string, args ...string) string {
 }
 
 // promptAnswered: the CLI answers one prompt headless; the bridge shows
-// the session going running → done, completed, with the model and cwd.
+// the session going running → done (or exited), completed, with the model
+// and cwd.
 func (r *familyRig) promptAnswered(source, wantModel string, env []string, args ...string) {
 	r.t.Helper()
 	r.model.Script(Step{Text: "Live answer."})
@@ -198,8 +199,10 @@ func (r *familyRig) promptAnswered(source, wantModel string, env []string, args 
 	if !strings.Contains(out, "Live answer.") {
 		r.t.Errorf("the CLI printed %q", out)
 	}
+	// The process has exited: exited once the bridge saw it go (it knew
+	// the process), else done; either way the turn completed.
 	s := r.bridge.AwaitOne("the answered session", source, 20*time.Second, func(s snapshot) bool {
-		return s.Status == "done" && s.LastTurn == "completed"
+		return (s.Status == "done" || s.Status == "exited") && s.LastTurn == "completed"
 	})
 	r.t.Logf("%s: %s", source, s)
 	hist := r.bridge.History(source, s.ID)

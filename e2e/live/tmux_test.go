@@ -62,12 +62,15 @@ func (term *terminal) tmux(args ...string) (string, error) {
 	return string(out), err
 }
 
-// close ends the tmux server (the pane's process group gets SIGHUP), asks
-// the CLI's other processes to end too (SIGTERM: a daemon it started in a
-// session of its own gets no hangup), and waits until every one of them
-// has exited, so that nothing writes into the test's directories after
-// the test.
+// close logs the screen of a failed test, ends the tmux server (the
+// pane's process group gets SIGHUP), asks the CLI's other processes to
+// end too (SIGTERM: a daemon it started in a session of its own gets no
+// hangup), and waits until every one of them has exited, so that nothing
+// writes into the test's directories after the test.
 func (term *terminal) close() {
+	if term.t.Failed() {
+		term.t.Logf("the terminal's last screen:\n%s", term.Screen())
+	}
 	term.tmux("kill-server")
 	term.procs.signal(syscall.SIGTERM)
 	term.procs.await(term.t, 30*time.Second)
