@@ -127,10 +127,18 @@ func (r *claudeRig) session(timeout time.Duration, pred func(snapshot) bool) sna
 	return r.bridge.AwaitOne("one claude-code session", claudeSource, timeout, pred)
 }
 
-// prompt types a prompt into the TUI and submits it.
+// prompt types a prompt into the TUI and submits it. Enter goes only once
+// the screen shows the text: the TUI has read it by then. A TUI that reads
+// the text and the Enter in one go (a loaded machine delays its reads)
+// takes them as a paste, the Enter as a newline in it (Codex), and the
+// prompt is never sent.
 func prompt(term *terminal, text string) {
+	term.t.Helper()
 	term.Type(text)
-	time.Sleep(300 * time.Millisecond) // the input box takes pasted text in one go
+	if s, ok := term.waitScreen(20*time.Second, func(s string) bool { return strings.Contains(s, text) }); !ok {
+		term.t.Fatalf("the input box never showed %q:\n%s", text, s)
+	}
+	time.Sleep(300 * time.Millisecond) // past a paste's end, in the TUI's clock
 	term.Keys("Enter")
 }
 
