@@ -55,6 +55,12 @@
 // means. AGENTBRIDGE_LIVE_HOOKDUMP=dir also saves each payload the CLIs
 // send (how the fixtures in hooks/testdata were captured).
 //
+// TestTwoAgentsOneWorkspace runs Claude Code and Codex side by side in one
+// project directory under one bridge, their turns overlapping: each
+// session shows its own turns, bound to its own process. Codex also runs
+// several turns then /exit; Pi a shell escape (!cmd) and slash commands
+// that call no model, which open no turn.
+//
 // Where the bridge must do nothing (an idle opencode source runs no query
 // while its database does not change), a scenario reads the bridge's own
 // counters from GET /metrics before and after a quiet interval.

@@ -120,6 +120,7 @@ func TestPi(t *testing.T) {
 	scenario(t, c, "two sessions, one cwd", piTwoSessions)
 	scenario(t, c, "quit, resume", piResume)
 	scenario(t, c, "kill -9", piKill)
+	scenario(t, c, "shell escape, slash commands", piShellEscape)
 	scenario(t, c, "bridge restart", piRestart)
 }
 
@@ -307,6 +308,47 @@ func piKill(t *testing.T) {
 	}
 	s = r.bridge.AwaitStatus(piSource, s.ID, "exited", 10*time.Second)
 	r.checkf(s.WaitingFor == "", "exited: %s", s)
+}
+
+// After a turn, a shell escape (`!cmd`: Pi runs it with no model call and
+// appends a bashExecution message once it is over) and two slash commands
+// that call no model (/session shows the session's stats and writes
+// nothing; /name writes a session_info entry) open no turn: the session
+// stays done, its last turn completed, and /name's title is shown. The
+// next prompt is a turn of its own.
+func piShellEscape(t *testing.T) {
+	r := newPiRig(t)
+	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
+	term, s := r.answered("first prompt", "First answer.")
+	hasLine := func(kind string) bool {
+		for _, j := range r.journals() {
+			if data, _ := os.ReadFile(j); strings.Contains(string(data), kind) {
+				return true
+			}
+		}
+		return false
+	}
+	prompt(term, "!printf 'shell%sout' -")
+	term.AwaitScreen(60*time.Second, "shell-out")
+	r.bridge.Await("the shell escape in the journal", 20*time.Second, func() bool { return hasLine(`"role":"bashExecution"`) })
+	prompt(term, "/session")
+	term.AwaitScreen(20*time.Second, s.ID)
+	prompt(term, "/name escaped")
+	r.bridge.Await("the session named", 20*time.Second, func() bool {
+		s, _ = r.bridge.Session(piSource, s.ID)
+		return s.Title == "escaped"
+	})
+	r.checkf(s.Status == "done" && s.LastTurn == "completed" && turnsStarted(r.bridge.Events(piSource, s.ID)) == 1,
+		"after the escape and the slash commands: %s, events %v", s, r.bridge.Events(piSource, s.ID))
+	prompt(term, "second prompt")
+	term.AwaitScreen(60*time.Second, "Second answer.")
+	r.bridge.Await("the second turn done", 20*time.Second, func() bool {
+		s, _ = r.bridge.Session(piSource, s.ID)
+		return s.Status == "done" && turnsStarted(r.bridge.Events(piSource, s.ID)) == 2
+	})
+	h := r.bridge.History(piSource, s.ID)
+	r.checkf(equal(h, []string{"idle", "running", "done", "running", "done"}) && s.Title == "escaped",
+		"two prompts, two turns, nothing between: statuses %v, %s", h, s)
 }
 
 // The bridge restarts while one TUI runs and another, in another

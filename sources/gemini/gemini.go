@@ -339,6 +339,25 @@ func (h *handler) chatLine(f *file, line []byte) {
 		h.BadLine(code)
 		return
 	}
+	h.chatChanged(f, ch, events)
+}
+
+// LongLine takes what the head of a chat record too long to read says
+// (sources.LongLines): a reply's tool calls, a prompt (Chat.LongLine).
+// The tailer counts the line as skipped (line-too-long) all the same.
+func (h *handler) LongLine(p string, head []byte) {
+	f := h.file(p)
+	if f == nil || f.chat == nil || f.legacy {
+		return
+	}
+	ch, events := f.chat.LongLine(head)
+	if ch != Unchanged {
+		h.chatChanged(f, ch, events)
+	}
+}
+
+// chatChanged reports what a record did to f's chat.
+func (h *handler) chatChanged(f *file, ch Change, events []agentbridge.Event) {
 	fresh := f.id == ""
 	f.id = f.chat.SessionID()
 	if f.id == "" {
