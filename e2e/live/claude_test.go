@@ -127,19 +127,27 @@ func (r *claudeRig) session(timeout time.Duration, pred func(snapshot) bool) sna
 	return r.bridge.AwaitOne("one claude-code session", claudeSource, timeout, pred)
 }
 
-// prompt types a prompt into the TUI and submits it. Enter goes only once
-// the screen shows the text: the TUI has read it by then. A TUI that reads
-// the text and the Enter in one go (a loaded machine delays its reads)
-// takes them as a paste, the Enter as a newline in it (Codex), and the
-// prompt is never sent.
+// prompt types a prompt into the TUI and submits it, once the TUI has
+// read the text (typed): else Codex can take the Enter as a newline in a
+// paste, and the prompt is never sent.
 func prompt(term *terminal, text string) {
+	term.t.Helper()
+	typed(term, text)
+	term.Keys("Enter")
+}
+
+// typed types text and returns once the screen shows it (the TUI has
+// read it) and a moment more: a paste's end in the TUI's own clock. An
+// Enter sent sooner can reach the TUI with the text or before it (a
+// loaded machine delays the TUI's reads): taken as part of a paste, or
+// pressed on an empty input box (opencode's /exit left in its box).
+func typed(term *terminal, text string) {
 	term.t.Helper()
 	term.Type(text)
 	if s, ok := term.waitScreen(20*time.Second, func(s string) bool { return strings.Contains(s, text) }); !ok {
 		term.t.Fatalf("the input box never showed %q:\n%s", text, s)
 	}
-	time.Sleep(300 * time.Millisecond) // past a paste's end, in the TUI's clock
-	term.Keys("Enter")
+	time.Sleep(300 * time.Millisecond)
 }
 
 func TestClaudeCode(t *testing.T) {
@@ -364,8 +372,7 @@ func claudeTwoSessions(t *testing.T, c agentCLI) {
 func quit(term *terminal, command string) {
 	term.t.Helper()
 	pid := term.PID()
-	term.Type(command)
-	time.Sleep(300 * time.Millisecond)
+	typed(term, command)
 	term.Keys("Enter")
 	term.awaitExit(pid)
 }
