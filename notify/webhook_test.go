@@ -66,7 +66,7 @@ func (r *receiver) wait(t *testing.T, n int) {
 	for range n {
 		select {
 		case <-r.got:
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute): // a hang bound, not a timing
 			t.Fatalf("the receiver got %d of %d posts", len(r.snapshot()), n)
 		}
 	}
@@ -98,7 +98,9 @@ func newLinkingBridge(t *testing.T, link func(source, session string) string, ho
 		t.Fatal(err)
 	}
 	b := &bridge{h: h, diags: make(chan agentbridge.Diagnostic, 100)}
-	w := &Webhooks{Hooks: hooks, Backoff: 20 * time.Millisecond, Timeout: 2 * time.Second, Host: "box", Link: link,
+	// Timeout: a request that took longer would be tried again, a
+	// duplicate no test wants; a loaded machine under -race can be slow.
+	w := &Webhooks{Hooks: hooks, Backoff: 20 * time.Millisecond, Timeout: time.Minute, Host: "box", Link: link,
 		Report: func(src string, d agentbridge.Diagnostic) {
 			_ = h.Diagnose(src, d)
 			b.diags <- d
@@ -135,12 +137,15 @@ func TestWebhookPostsEachTransitionOnce(t *testing.T) {
 	b.event(t, "s1", agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "x", Name: "Bash"}) // the same wait goes on
 	b.event(t, "s1", agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w1"})
 	b.event(t, "s1", agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeError})
-	all.wait(t, 2)
-	onlyFailed.wait(t, 1)
-	time.Sleep(100 * time.Millisecond) // nothing more comes
+	// A marker session's failed turn goes to both webhooks after all of
+	// s1's posts (each webhook posts in order): once it has come, nothing
+	// more of s1 can.
+	failed(t, b, "marker")
+	all.wait(t, 3)
+	onlyFailed.wait(t, 2)
 	got := all.snapshot()
-	if len(got) != 2 || got[0].Status != "waiting" || got[1].Status != "failed" {
-		t.Fatalf("posts = %+v, want waiting then failed", got)
+	if len(got) != 3 || got[0].Status != "waiting" || got[1].Status != "failed" || got[2].SessionID != "marker" {
+		t.Fatalf("posts = %+v, want waiting then failed, then the marker's", got)
 	}
 	w := got[0]
 	if w.Source != "hooks" || w.SessionID != "s1" || w.Harness != "claude-code" || w.WaitingFor != "approve Bash" || w.Host != "box" || w.At == 0 || w.Text == "" {
@@ -152,9 +157,17 @@ func TestWebhookPostsEachTransitionOnce(t *testing.T) {
 	if all.hdr[0].Get("Authorization") != "Bearer ntfy-of-the-user" || all.hdr[0].Get("Content-Type") != "application/json" {
 		t.Errorf("headers = %v", all.hdr[0])
 	}
-	if f := onlyFailed.snapshot(); len(f) != 1 || f[0].Status != "failed" {
-		t.Errorf("the failed-only webhook got %+v", f)
+	if f := onlyFailed.snapshot(); len(f) != 2 || f[0].Status != "failed" || f[0].SessionID != "s1" || f[1].SessionID != "marker" {
+		t.Errorf("the failed-only webhook got %+v, want s1's failed turn, then the marker's", f)
 	}
+}
+
+// failed publishes a session's start and failed turn: one "failed" post.
+func failed(t *testing.T, b *bridge, id string) {
+	t.Helper()
+	b.event(t, id, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "Marker"})
+	b.event(t, id, agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"})
+	b.event(t, id, agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeError})
 }
 
 func TestWebhookRetriesWithoutDuplicates(t *testing.T) {
@@ -162,11 +175,13 @@ func TestWebhookRetriesWithoutDuplicates(t *testing.T) {
 	b := newBridge(t, Webhook{URL: r.URL, Events: []string{EventWaiting}})
 	b.wait(t, "s1", "w1", "approve Bash")
 	r.wait(t, 1)
-	time.Sleep(150 * time.Millisecond)
+	// A marker's post comes after any repeat of s1's would have.
+	b.wait(t, "marker", "w1", "marker")
+	r.wait(t, 1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.bodies) != 1 || r.tries != 3 {
-		t.Errorf("%d delivered in %d tries, want 1 in 3", len(r.bodies), r.tries)
+	if len(r.bodies) != 2 || r.bodies[0].SessionID != "s1" || r.bodies[1].SessionID != "marker" || r.tries != 4 {
+		t.Errorf("%d delivered in %d tries, want s1's in 3, then the marker's in 1", len(r.bodies), r.tries)
 	}
 	select {
 	case d := <-b.diags:
@@ -184,15 +199,16 @@ func TestWebhookSlowReceiverGetsEveryTransitionInOrder(t *testing.T) {
 		b.wait(t, id, "w", "approve "+id)
 		want = append(want, id)
 	}
-	slow.wait(t, 5)
-	time.Sleep(200 * time.Millisecond)
+	b.wait(t, "marker", "w", "marker") // comes after any repeat of the five
+	want = append(want, "marker")
+	slow.wait(t, 6)
 	var got []string
 	keys := map[string]bool{}
 	for i, tr := range slow.snapshot() {
 		got = append(got, tr.SessionID)
 		keys[slow.keys[i]] = true
 	}
-	if !slices.Equal(got, want) || len(keys) != 5 {
+	if !slices.Equal(got, want) || len(keys) != len(want) {
 		t.Errorf("slow receiver got %v (%d distinct keys), want %v once each", got, len(keys), want)
 	}
 }
@@ -213,7 +229,7 @@ func TestWebhookDeadReceiverIsADiagnostic(t *testing.T) {
 		if d.Code != "webhook-failed" || strings.Contains(d.Message, "secret") || strings.Contains(d.Message, "127.0.0.1") {
 			t.Errorf("diagnostic = %+v", d)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("no diagnostic for a dead webhook")
 	}
 	found := false
@@ -245,7 +261,7 @@ func TestWebhookRedirectIsNotFollowed(t *testing.T) {
 			if d.Code != "webhook-failed" || !strings.Contains(d.Message, "redirect") {
 				t.Errorf("%d: diagnostic %+v", code, d)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatalf("%d: no diagnostic for a redirect", code)
 		}
 		tries.Wait() // one request only: a 3xx is not tried again

@@ -13,7 +13,8 @@ import (
 	"github.com/agentbridge/agentbridge/internal/testenv"
 )
 
-const waitTimeout = 10 * time.Second
+// waitTimeout bounds a wait for an event: a hang bound, not a timing.
+const waitTimeout = time.Minute
 
 // startSleeper starts a child that lives until killed and is reaped at the
 // end of the test.

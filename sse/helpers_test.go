@@ -16,7 +16,9 @@ import (
 	"github.com/agentbridge/agentbridge/hub"
 )
 
-const wait = 10 * time.Second
+// wait bounds a wait for an event: a hang bound, not a timing (-race on a
+// loaded machine is slow).
+const wait = time.Minute
 
 // frame is one SSE message as a conforming client parses it, plus the
 // comment lines seen since the previous message.

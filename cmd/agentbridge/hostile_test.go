@@ -127,7 +127,7 @@ func TestHostileEverythingAtOnce(t *testing.T) {
 	defer stop()
 	token := u.Query().Get("token")
 	host := u.Host
-	client := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	client := &http.Client{Timeout: time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	get := func(path string) (int, string) {
 		t.Helper()
 		r, _ := http.NewRequest("GET", "http://"+host+path, nil)
@@ -162,14 +162,14 @@ func TestHostileEverythingAtOnce(t *testing.T) {
 	ts := time.Now().UTC().Format(time.RFC3339Nano)
 	must(t, os.WriteFile(filepath.Join(home, ".claude", "projects", "-work-x", claudeSID+".jsonl"),
 		[]byte(fmt.Sprintf(`{"uuid":"u-001","sessionId":%q,"cwd":"/work/x","version":"2.1.200","timestamp":%q,"isSidechain":false,"userType":"external","type":"user","promptId":"p","message":{"role":"user","content":"hello"}}`+"\n", claudeSID, ts)), 0o600))
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a hang bound: -race on a loaded machine
 	for {
 		_, body := get("/v1/sessions")
 		if strings.Contains(body, `"id":"fresh"`) && strings.Contains(body, `"id":"evil"`) && strings.Contains(body, `"id":"`+claudeSID+`"`) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the new session was not reported within 15s under attack: %.500s\nlog:\n%s", body, stderr)
+			t.Fatalf("the new session was not reported within a minute under attack: %.500s\nlog:\n%s", body, stderr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -240,7 +240,7 @@ func TestHostileEverythingAtOnce(t *testing.T) {
 	c, err := net.DialTimeout("tcp", host, time.Minute)
 	must(t, err)
 	fmt.Fprintf(c, "GET //evil.com/?token=%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", token, host)
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.SetReadDeadline(time.Now().Add(time.Minute))
 	rr, err := http.ReadResponse(bufio.NewReader(c), nil)
 	c.Close()
 	if err != nil {
@@ -265,7 +265,9 @@ func TestHostileEverythingAtOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			// A held POST would never be answered: a minute is a hang
+			// bound, not a timing.
+			c.SetReadDeadline(time.Now().Add(time.Minute))
 			br := bufio.NewReader(c)
 			if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 401 {
 				open.Store(i, true)

@@ -127,11 +127,27 @@ func (r *claudeRig) session(timeout time.Duration, pred func(snapshot) bool) sna
 	return r.bridge.AwaitOne("one claude-code session", claudeSource, timeout, pred)
 }
 
-// prompt types a prompt into the TUI and submits it.
+// prompt types a prompt into the TUI and submits it, once the TUI has
+// read the text (typed): else Codex can take the Enter as a newline in a
+// paste, and the prompt is never sent.
 func prompt(term *terminal, text string) {
-	term.Type(text)
-	time.Sleep(300 * time.Millisecond) // the input box takes pasted text in one go
+	term.t.Helper()
+	typed(term, text)
 	term.Keys("Enter")
+}
+
+// typed types text and returns once the screen shows it (the TUI has
+// read it) and a moment more: a paste's end in the TUI's own clock. An
+// Enter sent sooner can reach the TUI with the text or before it (a
+// loaded machine delays the TUI's reads): taken as part of a paste, or
+// pressed on an empty input box (opencode's /exit left in its box).
+func typed(term *terminal, text string) {
+	term.t.Helper()
+	term.Type(text)
+	if s, ok := term.waitScreen(20*time.Second, func(s string) bool { return strings.Contains(s, text) }); !ok {
+		term.t.Fatalf("the input box never showed %q:\n%s", text, s)
+	}
+	time.Sleep(300 * time.Millisecond)
 }
 
 func TestClaudeCode(t *testing.T) {
@@ -357,8 +373,7 @@ func claudeTwoSessions(t *testing.T, c agentCLI) {
 func quit(term *terminal, command string) {
 	term.t.Helper()
 	pid := term.PID()
-	term.Type(command)
-	time.Sleep(300 * time.Millisecond)
+	typed(term, command)
 	term.Keys("Enter")
 	term.awaitExit(pid)
 }
@@ -384,8 +399,14 @@ func claudeResume(t *testing.T, c agentCLI) {
 	})
 	prompt(term2, "second")
 	term2.AwaitScreen(60*time.Second, "Resumed answer.")
-	s = r.bridge.AwaitStatus(claudeSource, s.ID, "done", 20*time.Second)
-	r.checkf(!r.bridge.Removed(claudeSource, s.ID) && turnsStarted(r.bridge.Events(claudeSource, s.ID)) == 2 && s.LastTurn == "completed",
+	// The session is done already (the first turn): wait for the second
+	// turn's records, which Claude Code writes after the answer is shown.
+	id := s.ID
+	r.bridge.Await("the resumed turn done", 20*time.Second, func() bool {
+		s, _ = r.bridge.Session(claudeSource, id)
+		return s.Status == "done" && turnsStarted(r.bridge.Events(claudeSource, id)) == 2
+	})
+	r.checkf(!r.bridge.Removed(claudeSource, s.ID) && s.LastTurn == "completed",
 		"resumed: %s removed=%v events %v", s, r.bridge.Removed(claudeSource, s.ID), r.bridge.Events(claudeSource, s.ID))
 	for _, x := range r.bridge.Sessions(claudeSource) {
 		r.checkf(x.ID == s.ID, "resume makes no second session: %s", x)

@@ -309,6 +309,10 @@ func codexInterrupt(t *testing.T, c agentCLI, daemon bool) {
 	prompt(term, "wait for it")
 	r.model.WaitHolding(60 * time.Second)
 	s := r.session(20*time.Second, func(s snapshot) bool { return s.Status == "running" })
+	// The TUI learns of the turn from its own events (in daemon mode, from
+	// the daemon): an Escape before it shows the turn working is an Escape
+	// at an idle prompt, and interrupts nothing.
+	term.AwaitScreen(20*time.Second, "esc to interrupt")
 	term.Keys("Escape")
 	s = r.bridge.AwaitStatus(codexSource, s.ID, "done", 20*time.Second)
 	r.checkf(s.LastTurn == "interrupted", "interrupted: %s", s)
@@ -371,9 +375,10 @@ func codexResume(t *testing.T, c agentCLI, daemon bool) {
 	r.checkf(s.LastTurn == "completed", "quit: %s", s)
 	if daemon {
 		// The daemon closes the rollout thread_unload_delay_secs after the
-		// TUI left, and lives on: the end shows within 2 s of that close.
+		// TUI left, and lives on: the end shows right after that close
+		// (2 s on a quiet machine, stretched for load like every bound).
 		at := closed()
-		r.checkf(!at.IsZero() && seen.Sub(at) < 2*time.Second && len(r.daemons()) > 0,
+		r.checkf(!at.IsZero() && seen.Sub(at) < slow(2*time.Second) && len(r.daemons()) > 0,
 			"exited %v after the daemon closed the rollout (closed at %v, daemons %v)", seen.Sub(at), at, r.daemons())
 	}
 	term2 := r.tui("resume", s.ID)

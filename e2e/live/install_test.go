@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 // agentCLI is one pinned npm package of an agent CLI.
@@ -66,13 +69,28 @@ func install(t *testing.T, c agentCLI) string {
 	defer installMu.Unlock()
 	dir := filepath.Join(cacheDir(), "npm", strings.ReplaceAll(c.Pkg, "/", "+")+"@"+c.Version)
 	bin := filepath.Join(dir, "node_modules", ".bin", c.Bin)
-	if fi, err := os.Stat(bin); err == nil && fi.Mode()&0o111 != 0 {
+	installed := func() bool {
+		fi, err := os.Stat(bin)
+		return err == nil && fi.Mode()&0o111 != 0
+	}
+	if installed() {
 		return bin
 	}
 	if err, ok := installErr[dir]; ok {
 		mustHave(t, "%s@%s cannot be installed: %v", c.Pkg, c.Version, err)
 	}
-	err := npmInstall(dir, c.Pkg+"@"+c.Version)
+	// Another live suite on the machine may be installing it too: one
+	// installs, the other then finds it (never removes it under a CLI
+	// that runs from it).
+	unlock, err := lockFile(dir + ".lock")
+	if err != nil {
+		t.Fatalf("lock the cache for %s: %v", c.Pkg, err)
+	}
+	defer unlock()
+	if installed() {
+		return bin
+	}
+	err = npmInstall(dir, c.Pkg+"@"+c.Version)
 	if err == nil {
 		if _, err = os.Stat(bin); err != nil {
 			err = fmt.Errorf("installed, but %s is missing", c.Bin)
@@ -83,6 +101,29 @@ func install(t *testing.T, c agentCLI) string {
 		mustHave(t, "%s@%s cannot be installed: %v", c.Pkg, c.Version, err)
 	}
 	return bin
+}
+
+// lockFile takes an exclusive lock on path (created if missing) shared
+// with other processes; unlock releases it.
+func lockFile(path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("flock %s: %w", filepath.Base(path), err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // npmInstall installs spec into dir through a temporary directory, so that
@@ -132,10 +173,10 @@ func lastLine(s string) string {
 }
 
 // mustHave skips t, or fails it when the suite must run every CLI
-// (AGENTBRIDGE_LIVE_REQUIRE=1).
+// (AGENTBRIDGE_LIVE_REQUIRE=1, or CI=true as internal/testenv reads it).
 func mustHave(t *testing.T, format string, args ...any) {
 	t.Helper()
-	if os.Getenv("AGENTBRIDGE_LIVE_REQUIRE") != "" {
+	if os.Getenv("AGENTBRIDGE_LIVE_REQUIRE") != "" || testenv.CI() {
 		t.Fatalf(format, args...)
 	}
 	t.Skipf(format, args...)

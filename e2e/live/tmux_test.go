@@ -2,6 +2,7 @@ package live
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -26,7 +27,10 @@ var tmuxN atomic.Int64
 // process tree has exited (see procSet).
 func openTerminal(t *testing.T, cwd string, env []string, argv ...string) *terminal {
 	t.Helper()
-	term := &terminal{t: t, socket: fmt.Sprintf("abl-%d-%d", time.Now().UnixNano()%1e9, tmuxN.Add(1)), procs: newProcSet()}
+	// The socket's name holds the test process's pid: another live suite
+	// on the machine (another user of it running single rows) never
+	// shares a tmux server with this one.
+	term := &terminal{t: t, socket: fmt.Sprintf("abl-%d-%d", os.Getpid(), tmuxN.Add(1)), procs: newProcSet()}
 	cmd := append([]string{"env", "-i"}, env...)
 	cmd = append(cmd, term.procs.env)
 	cmd = append(cmd, argv...)
@@ -58,12 +62,15 @@ func (term *terminal) tmux(args ...string) (string, error) {
 	return string(out), err
 }
 
-// close ends the tmux server (the pane's process group gets SIGHUP), asks
-// the CLI's other processes to end too (SIGTERM: a daemon it started in a
-// session of its own gets no hangup), and waits until every one of them
-// has exited, so that nothing writes into the test's directories after
-// the test.
+// close logs the screen of a failed test, ends the tmux server (the
+// pane's process group gets SIGHUP), asks the CLI's other processes to
+// end too (SIGTERM: a daemon it started in a session of its own gets no
+// hangup), and waits until every one of them has exited, so that nothing
+// writes into the test's directories after the test.
 func (term *terminal) close() {
+	if term.t.Failed() {
+		term.t.Logf("the terminal's last screen:\n%s", term.Screen())
+	}
 	term.tmux("kill-server")
 	term.procs.signal(syscall.SIGTERM)
 	term.procs.await(term.t, 30*time.Second)

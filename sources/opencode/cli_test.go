@@ -21,17 +21,21 @@ import (
 // opencodeBinary finds the real CLI: $OPENCODE_BIN, which the live suite
 // (make live: e2e/live TestOpencodeSourceRealCLI, which fails unless they
 // all run and pass) sets to the pinned opencode-ai it installs. Without it
-// these tests skip: a real CLI under load is no unit test.
-func opencodeBinary() string {
-	for _, p := range []string{os.Getenv("OPENCODE_BIN")} {
-		if p == "" {
-			continue
-		}
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p
-		}
+// these tests skip: a real CLI under load is no unit test, and make live,
+// part of CI's gate, runs them. Set to anything but an executable file,
+// they fail: the run asked for the real CLI and would otherwise pass
+// without it.
+func opencodeBinary(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("OPENCODE_BIN")
+	if p == "" {
+		t.Skip("set OPENCODE_BIN to a real opencode CLI (make live does) to run it")
 	}
-	return ""
+	fi, err := os.Stat(p)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+		t.Fatalf("OPENCODE_BIN=%s is no executable file (%v)", p, err)
+	}
+	return p
 }
 
 // mockModel is a scripted OpenAI Chat Completions server: the agent's
@@ -41,7 +45,7 @@ func opencodeBinary() string {
 func mockModel(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Skipf("no loopback listener: %v", err)
+		t.Fatalf("no loopback listener: %v", err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
@@ -98,10 +102,7 @@ func mockModel(t *testing.T) string {
 // project directory the CLI ran in.
 func runCLI(t *testing.T, permission string, args ...string) (*sourcestest.Hub, string) {
 	t.Helper()
-	bin := opencodeBinary()
-	if bin == "" {
-		t.Skip("set OPENCODE_BIN to a real opencode CLI (make live does) to run it")
-	}
+	bin := opencodeBinary(t)
 	if testing.Short() {
 		t.Skip("runs the real CLI")
 	}
