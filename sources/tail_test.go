@@ -414,15 +414,23 @@ func TestTailerRootAncestorVanishesBeforeItsWatch(t *testing.T) {
 	if !isClosed(gone) {
 		t.Fatal("the tailer never watched the root's parent after the root vanished")
 	}
+	makeAndFollow(t, rec, root, "second")
+}
+
+// makeAndFollow makes root again with a journal and waits for its line,
+// with no diagnostic on the way.
+func makeAndFollow(t *testing.T, rec *recorder, root, line string) {
+	t.Helper()
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sourcestest.Append(t, p, "second\n")
-	rec.waitLines(t, p, "second")
+	p := filepath.Join(root, "s.jsonl")
+	sourcestest.Append(t, p, line+"\n")
+	rec.waitLines(t, p, line)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	if len(rec.diags) != 0 {
-		t.Errorf("diagnostics %v for a home removed and made again, want none", rec.diags)
+		t.Errorf("diagnostics %v for a root removed and made again, want none", rec.diags)
 	}
 }
 
@@ -441,17 +449,7 @@ func TestTailerRootVanishesBeforeItsWatch(t *testing.T) {
 	if !isClosed(gone) {
 		t.Fatal("the tailer never watched its root")
 	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(root, "s.jsonl")
-	sourcestest.Append(t, p, "late\n")
-	rec.waitLines(t, p, "late")
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.diags) != 0 {
-		t.Errorf("diagnostics %v for a root removed and made again, want none", rec.diags)
-	}
+	makeAndFollow(t, rec, root, "late")
 }
 
 func TestTailerOverflowRebuilds(t *testing.T) {
