@@ -225,6 +225,10 @@ type Tailer struct {
 	seed    maphash.Seed // of the files' tail hashes
 	nocheck bool         // benchmarks only: the tailer without the rewrite check
 
+	// beforeWatch, tests only, runs before each watch is added: the file
+	// system can change there, between a look and the watch.
+	beforeWatch func(path string)
+
 	wakes    atomic.Uint64
 	opens    atomic.Uint64
 	rewrites atomic.Uint64 // in-place rewrites found
@@ -544,7 +548,11 @@ func (t *Tailer) setupRoot(root string) {
 	fi, err := os.Stat(root)
 	switch {
 	case err == nil && fi.IsDir():
-		t.addTree(root)
+		if t.addTree(root) {
+			// Gone between the stat and the watch (a tree being removed):
+			// wait for it like a root missing from the start.
+			t.waitFor(root)
+		}
 	case err == nil:
 		t.diagOnce(CodeRootNotDir, "a configured journal root is not a directory; its sessions are not reported")
 		t.waitFor(root) // follow it again once a directory takes its place
@@ -558,54 +566,79 @@ func (t *Tailer) setupRoot(root string) {
 // waitFor watches the nearest existing ancestor of a missing root.
 func (t *Tailer) waitFor(root string) {
 	for a := filepath.Dir(root); ; a = filepath.Dir(a) {
-		if fi, err := os.Stat(a); err == nil && fi.IsDir() {
-			if _, watched := t.waiting[a]; !watched {
-				if _, dir := t.dirs[a]; !dir {
-					if err := t.w.Add(a); err != nil {
-						t.watchErr(err)
-						return
-					}
-				}
-			}
-			t.waiting[a] = append(t.waiting[a], root)
-			t.log.Debug("waiting for journal root", "root", root, "watching", a)
-			// The next directory on the way may have been made between the
-			// stat and the watch (mkdir -p): its event is lost, so look.
-			if next := childToward(a, root); next == root {
-				if fi, err := os.Stat(next); err == nil && fi.IsDir() {
-					t.recheckWaiting(a, t.waiting[a])
-				}
-			} else if fi, err := os.Stat(next); err == nil && fi.IsDir() {
-				t.recheckWaiting(a, t.waiting[a])
-			}
-			return
-		}
-		if a == filepath.Dir(a) {
+		if t.waitOn(a, root) || a == filepath.Dir(a) {
 			return
 		}
 	}
 }
 
+// waitOn waits for root below ancestor a when a is a directory: it
+// watches a, then looks for the next directory on the way down, which may
+// have been made before the watch took (mkdir -p). It reports false when
+// a is no directory, or vanished between the stat and the watch (rm -r of
+// the tree above root, still in progress): its event went to a's parent,
+// which is not watched, so the caller waits on that parent instead.
+func (t *Tailer) waitOn(a, root string) bool {
+	if fi, err := os.Stat(a); err != nil || !fi.IsDir() {
+		return false
+	}
+	if _, watched := t.waiting[a]; !watched {
+		if _, dir := t.dirs[a]; !dir {
+			if err := t.watch(a); err != nil {
+				if vanished(err) {
+					t.log.Debug("ancestor of a missing root vanished before its watch", "watching", a)
+					return false
+				}
+				t.watchErr(err)
+				return true
+			}
+		}
+	}
+	t.waiting[a] = append(t.waiting[a], root)
+	t.log.Debug("waiting for journal root", "root", root, "watching", a)
+	if fi, err := os.Stat(childToward(a, root)); err == nil && fi.IsDir() {
+		t.recheckWaiting(a, t.waiting[a])
+	}
+	return true
+}
+
+// watch adds an inotify watch on path.
+func (t *Tailer) watch(path string) error {
+	if t.beforeWatch != nil {
+		t.beforeWatch(path)
+	}
+	return t.w.Add(path)
+}
+
+// vanished reports whether a watch failed because its path no longer
+// leads to anything: it went away since it was looked at.
+func vanished(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
 // addTree watches dir, then walks it (so nothing created before the watch
 // took is missed), following files and descending into subdirectories.
 // Files older than the window are only stat'ed, at a scan and in a
-// directory that appears later alike.
-func (t *Tailer) addTree(dir string) {
+// directory that appears later alike. It reports whether dir vanished
+// before its watch took; below a root, the watched parent saw it go.
+func (t *Tailer) addTree(dir string) (gone bool) {
 	if _, ok := t.dirs[dir]; ok {
-		return
+		return false
 	}
-	if err := t.w.Add(dir); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return
+	if err := t.watch(dir); err != nil {
+		if vanished(err) {
+			return true
 		}
 		t.watchErr(err)
-		return
+		return false
 	}
 	t.dirs[dir] = struct{}{}
 	d, err := os.Open(dir)
 	if err != nil {
-		t.fsErr(err, "a journal directory cannot be read")
-		return
+		if !vanished(err) { // else gone after the watch took: its event follows
+			t.fsErr(err, "a journal directory cannot be read")
+		}
+		return false
 	}
 	entries, err := d.ReadDir(-1)
 	d.Close()
@@ -641,6 +674,7 @@ func (t *Tailer) addTree(dir string) {
 			t.read(p, f)
 		}
 	}
+	return false
 }
 
 // handle acts on the coalesced events of one path, treating the file

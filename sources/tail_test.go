@@ -122,6 +122,14 @@ func startTailer(t testing.TB, cfg TailConfig) (*Tailer, *recorder) {
 	t.Helper()
 	rec := newRecorder()
 	tl := NewTailer(cfg, rec)
+	runTailer(t, tl, rec)
+	return tl, rec
+}
+
+// runTailer runs tl, made for rec, until the test ends and waits for its
+// first ScanDone.
+func runTailer(t testing.TB, tl *Tailer, rec *recorder) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- tl.Run(ctx) }()
@@ -137,7 +145,6 @@ func startTailer(t testing.TB, cfg TailConfig) (*Tailer, *recorder) {
 		}
 	})
 	rec.waitFor(t, "the first scan", func() bool { return rec.scans >= 1 })
-	return tl, rec
 }
 
 func TestTailerFollowsFiles(t *testing.T) {
@@ -349,6 +356,100 @@ func TestTailerRootAppearsLaterAndVanishes(t *testing.T) {
 	}
 	sourcestest.Append(t, p, "second\n")
 	rec.waitLines(t, p, "second")
+}
+
+// vanishBeforeWatch makes tl remove path (an empty directory) right
+// before the first watch on it is added, after the tailer looked at it:
+// the interleaving of a tree being removed (rm -r) while the tailer sets
+// up. The returned channel closes once that happened.
+func vanishBeforeWatch(t *testing.T, tl *Tailer, path string) <-chan struct{} {
+	done := make(chan struct{})
+	tl.beforeWatch = func(p string) { // on the Run goroutine
+		if p != path || isClosed(done) {
+			return
+		}
+		if err := os.Remove(path); err != nil {
+			t.Errorf("removing %s before its watch: %v", filepath.Base(path), err)
+		}
+		close(done)
+	}
+	return done
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// A root's ancestor that vanishes between the tailer's look and its watch
+// (the home removed with rm -r while the tailer rebuilds after the root
+// went) is not waited on: the tailer waits on the ancestor's parent, and
+// the home created again is followed, with no diagnostic.
+func TestTailerRootAncestorVanishesBeforeItsWatch(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	root := filepath.Join(home, "sessions")
+	p := filepath.Join(root, "s.jsonl")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sourcestest.Append(t, p, "first\n")
+	rec := newRecorder()
+	tl := NewTailer(TailConfig{Roots: []string{root}}, rec)
+	gone := vanishBeforeWatch(t, tl, home)
+	runTailer(t, tl, rec)
+	rec.waitLines(t, p, "first")
+
+	// The root goes first; the tailer rebuilds, finds home, and home goes
+	// before the tailer's watch on it takes.
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	rec.waitFor(t, "a rebuild after the root vanished", func() bool { return rec.scans >= 2 })
+	if !isClosed(gone) {
+		t.Fatal("the tailer never watched the root's parent after the root vanished")
+	}
+	makeAndFollow(t, rec, root, "second")
+}
+
+// makeAndFollow makes root again with a journal and waits for its line,
+// with no diagnostic on the way.
+func makeAndFollow(t *testing.T, rec *recorder, root, line string) {
+	t.Helper()
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(root, "s.jsonl")
+	sourcestest.Append(t, p, line+"\n")
+	rec.waitLines(t, p, line)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.diags) != 0 {
+		t.Errorf("diagnostics %v for a root removed and made again, want none", rec.diags)
+	}
+}
+
+// A root that vanishes between the tailer's look and its watch is waited
+// for like a root missing from the start.
+func TestTailerRootVanishesBeforeItsWatch(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "home", "sessions")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	tl := NewTailer(TailConfig{Roots: []string{root}}, rec)
+	gone := vanishBeforeWatch(t, tl, root)
+	runTailer(t, tl, rec)
+	if !isClosed(gone) {
+		t.Fatal("the tailer never watched its root")
+	}
+	makeAndFollow(t, rec, root, "late")
 }
 
 func TestTailerOverflowRebuilds(t *testing.T) {
