@@ -2,7 +2,6 @@ package proc
 
 import (
 	"os"
-	"strconv"
 	"time"
 )
 
@@ -20,18 +19,18 @@ type Process struct {
 // that cannot be inspected (other users'), are left out, and so is this
 // one.
 func List(root string, match func(root string, pid int) bool) []Process {
-	ents, err := os.ReadDir(root)
+	t := tableAt(root)
+	pids, err := t.pids()
 	if err != nil {
 		return nil
 	}
 	self := os.Getpid()
 	var out []Process
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 || pid == self || !match(root, pid) {
+	for _, pid := range pids {
+		if pid == self || !match(root, pid) {
 			continue
 		}
-		cwd, err := os.Readlink(root + "/" + e.Name() + "/cwd")
+		cwd, err := t.cwd(pid)
 		if err != nil {
 			continue
 		}

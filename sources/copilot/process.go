@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentbridge/agentbridge/proc"
@@ -36,9 +35,9 @@ const startSlack = 2 * time.Second
 // lockPIDs returns the pids the inuse.<pid>.lock files of a session
 // directory name, in directory order.
 func lockPIDs(dir string) []int {
-	// O_DIRECTORY|O_NONBLOCK: a FIFO or device planted where the session
-	// directory should be is refused instead of blocking the source.
-	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	// openDir: a FIFO or device planted where the session directory
+	// should be is refused instead of blocking the source.
+	f, err := os.OpenFile(dir, os.O_RDONLY|openDir, 0)
 	if err != nil {
 		return nil
 	}

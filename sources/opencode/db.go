@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 
+	"github.com/agentbridge/agentbridge/proc"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -105,7 +105,7 @@ func OpenDB(path string) (*DB, error) {
 	if fi.Size() < headerSize {
 		return nil, ErrNotReady
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
+	key, _ := proc.KeyOf(fi)
 	u := url.URL{Scheme: "file", Path: path, RawQuery: "mode=ro&_pragma=busy_timeout(50)&_pragma=query_only(1)"}
 	db, err := sql.Open("sqlite", u.String())
 	if err != nil {
@@ -113,9 +113,7 @@ func OpenDB(path string) (*DB, error) {
 	}
 	db.SetMaxOpenConns(1)
 	d := &DB{path: path, db: db, atMark: map[string]int64{}, drift: map[string]int{}}
-	if st != nil {
-		d.dev, d.ino = uint64(st.Dev), st.Ino
-	}
+	d.dev, d.ino = key.Dev, key.Ino
 	if err := d.schema(); err != nil {
 		db.Close()
 		return nil, err
@@ -132,8 +130,8 @@ func (d *DB) Same() bool {
 	if err != nil {
 		return false
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && uint64(st.Dev) == d.dev && st.Ino == d.ino
+	k, ok := proc.KeyOf(fi)
+	return ok && k.Dev == d.dev && k.Ino == d.ino
 }
 
 func classify(err error) error {
