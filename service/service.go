@@ -1,0 +1,309 @@
+// Package service runs the bridge at login: it writes, enables and
+// removes a systemd user unit on Linux and a launchd agent on macOS that
+// start `agentbridge serve` from the installed binary. Every change is a
+// Plan first, so that --dry-run prints exactly what install or uninstall
+// would do, and running either twice changes nothing the second time.
+package service
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Name is the systemd unit's name; Label the launchd agent's.
+const (
+	Name  = "agentbridge.service"
+	Label = "io.github.agentbridge"
+)
+
+// Manager knows where this user's service definitions live and how to
+// tell the service manager about them.
+type Manager struct {
+	// GOOS picks systemd ("linux" and other unixes) or launchd ("darwin").
+	GOOS string
+	// Home is the user's home; ConfigHome is $XDG_CONFIG_HOME ("":
+	// Home/.config); RuntimeDir is $XDG_RUNTIME_DIR, where a running user
+	// systemd keeps its socket.
+	Home, ConfigHome, RuntimeDir string
+	// UID is the user's id (launchd's gui/<uid> domain).
+	UID int
+	// Binary is the absolute path of the agentbridge the service runs.
+	Binary string
+	// Run runs a command of the service manager and returns its combined
+	// output; nil: exec.
+	Run func(ctx context.Context, argv []string) ([]byte, error)
+}
+
+// ErrUnsupported is (wrapped in) the error of a Manager on a platform
+// without a service manager it knows (Windows).
+var ErrUnsupported = errors.New("no service manager on this platform (systemd or launchd)")
+
+func (m Manager) launchd() bool { return m.GOOS == "darwin" }
+
+func (m Manager) check() error {
+	if m.GOOS == "windows" {
+		return ErrUnsupported
+	}
+	if m.Home == "" || !filepath.IsAbs(m.Home) {
+		return errors.New("service: HOME is not set to an absolute path")
+	}
+	if !filepath.IsAbs(m.Binary) {
+		return fmt.Errorf("service: the binary %q is not an absolute path", m.Binary)
+	}
+	return nil
+}
+
+// Path is the file that defines the service: the unit in
+// $XDG_CONFIG_HOME/systemd/user, or the agent in ~/Library/LaunchAgents.
+func (m Manager) Path() string {
+	if m.launchd() {
+		return filepath.Join(m.Home, "Library", "LaunchAgents", Label+".plist")
+	}
+	cfg := m.ConfigHome
+	if cfg == "" || !filepath.IsAbs(cfg) {
+		cfg = filepath.Join(m.Home, ".config")
+	}
+	return filepath.Join(cfg, "systemd", "user", Name)
+}
+
+// Definition is the unit or the plist for m.Binary.
+func (m Manager) Definition() ([]byte, error) {
+	if m.launchd() {
+		return Plist(m.Binary, filepath.Join(m.Home, "Library", "Logs", "agentbridge.log"))
+	}
+	return Unit(m.Binary)
+}
+
+// Running reports whether the service manager runs for this user: a user
+// systemd (its private socket in $XDG_RUNTIME_DIR), or launchd (always on
+// macOS). Where none runs (a container, CI, an SSH session without
+// lingering) install writes the definition and says how to enable it.
+func (m Manager) Running() bool {
+	if m.launchd() {
+		return true
+	}
+	if m.RuntimeDir == "" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(m.RuntimeDir, "systemd", "private"))
+	return err == nil
+}
+
+func (m Manager) domain() string { return "gui/" + strconv.Itoa(m.UID) }
+
+// Install plans writing the definition (unless it is there as it should
+// be) and enabling and starting the service.
+func (m Manager) Install() (Plan, error) {
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	def, err := m.Definition()
+	if err != nil {
+		return nil, err
+	}
+	path := m.Path()
+	var p Plan
+	old, readErr := os.ReadFile(path)
+	changed := readErr != nil || !bytes.Equal(old, def)
+	if changed {
+		p = append(p, Step{Write: path, Content: def})
+	}
+	if !m.Running() {
+		p = append(p, Step{Note: "no user systemd runs here: the unit is written but not enabled; in a login session run: systemctl --user daemon-reload && systemctl --user enable --now " + Name})
+		return p, nil
+	}
+	if m.launchd() {
+		if changed {
+			// A loaded agent keeps its old definition until booted out.
+			p = append(p, Step{Run: []string{"launchctl", "bootout", m.domain() + "/" + Label}, MayFail: true})
+		}
+		p = append(p, Step{Run: []string{"launchctl", "bootstrap", m.domain(), path}, MayFail: !changed},
+			Step{Run: []string{"launchctl", "enable", m.domain() + "/" + Label}})
+		return p, nil
+	}
+	if changed {
+		p = append(p, Step{Run: []string{"systemctl", "--user", "daemon-reload"}})
+	}
+	p = append(p, Step{Run: []string{"systemctl", "--user", "enable", "--now", Name}})
+	if changed && readErr == nil {
+		// A running service keeps the binary it started with.
+		p = append(p, Step{Run: []string{"systemctl", "--user", "try-restart", Name}})
+	}
+	return p, nil
+}
+
+// Uninstall plans stopping and disabling the service and removing its
+// definition; nothing when it is not installed.
+func (m Manager) Uninstall() (Plan, error) {
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	path := m.Path()
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	var p Plan
+	if m.Running() {
+		if m.launchd() {
+			p = append(p, Step{Run: []string{"launchctl", "bootout", m.domain() + "/" + Label}, MayFail: true})
+		} else {
+			p = append(p, Step{Run: []string{"systemctl", "--user", "disable", "--now", Name}, MayFail: true})
+		}
+	}
+	p = append(p, Step{Remove: path})
+	if m.Running() && !m.launchd() {
+		p = append(p, Step{Run: []string{"systemctl", "--user", "daemon-reload"}})
+	}
+	return p, nil
+}
+
+// Status is what `agentbridge service status` reports.
+type Status struct {
+	Path      string // the definition's file
+	Installed bool   // it exists
+	Binary    string // the agentbridge it starts ("" when not installed or unreadable)
+	Missing   bool   // Binary does not exist (moved, or removed by make clean)
+	Current   bool   // the definition is the one Install would write now
+	Manager   string // what the service manager says ("" when none runs)
+}
+
+// Status reads the definition and asks the service manager.
+func (m Manager) Status(ctx context.Context) (Status, error) {
+	if err := m.check(); err != nil {
+		return Status{}, err
+	}
+	st := Status{Path: m.Path()}
+	b, err := os.ReadFile(st.Path)
+	if err == nil {
+		st.Installed = true
+		st.Binary = definedBinary(b, m.launchd())
+		if st.Binary != "" {
+			_, serr := os.Stat(st.Binary)
+			st.Missing = serr != nil
+		}
+		def, _ := m.Definition()
+		st.Current = bytes.Equal(b, def)
+	}
+	if m.Running() {
+		argv := []string{"systemctl", "--user", "is-active", Name}
+		if m.launchd() {
+			argv = []string{"launchctl", "print", m.domain() + "/" + Label}
+		}
+		out, _ := m.run(ctx, argv)
+		st.Manager = firstLine(string(out))
+	}
+	return st, nil
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
+
+func (m Manager) run(ctx context.Context, argv []string) ([]byte, error) {
+	if m.Run != nil {
+		return m.Run(ctx, argv)
+	}
+	return exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+}
+
+// Apply carries out p: it writes and removes files and runs the commands
+// in order, and stops at the first failure (of a step that may not fail).
+func (m Manager) Apply(ctx context.Context, p Plan) error {
+	for _, s := range p {
+		switch {
+		case s.Write != "":
+			if err := writeFile(s.Write, s.Content); err != nil {
+				return err
+			}
+		case s.Remove != "":
+			if err := os.Remove(s.Remove); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("service: %w", err)
+			}
+		case len(s.Run) > 0:
+			if out, err := m.run(ctx, s.Run); err != nil && !s.MayFail {
+				return fmt.Errorf("service: %s: %w: %s", strings.Join(s.Run, " "), err, firstLine(string(out)))
+			}
+		}
+	}
+	return nil
+}
+
+// writeFile replaces path with content atomically (mode 0644: the
+// definition holds no secret), creating its directory.
+func writeFile(path string, content []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("service: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("service: %w", err)
+	}
+	_, err = f.Write(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("service: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Step is one change of a Plan: exactly one of Write (with Content),
+// Remove, Run or Note.
+type Step struct {
+	Write   string
+	Content []byte
+	Remove  string
+	Run     []string
+	MayFail bool // Run: a failure is expected when the service is not loaded
+	Note    string
+}
+
+// Plan is what install or uninstall does, in order.
+type Plan []Step
+
+// String says the plan, one step a line; a written file follows its step,
+// indented.
+func (p Plan) String() string { return p.say(true) }
+
+// Brief says the plan without the files' content.
+func (p Plan) Brief() string { return p.say(false) }
+
+func (p Plan) say(content bool) string {
+	var b strings.Builder
+	for _, s := range p {
+		switch {
+		case s.Write != "" && !content:
+			fmt.Fprintf(&b, "write %s\n", s.Write)
+		case s.Write != "":
+			fmt.Fprintf(&b, "write %s:\n", s.Write)
+			for _, l := range strings.SplitAfter(strings.TrimSuffix(string(s.Content), "\n"), "\n") {
+				b.WriteString("    " + l)
+			}
+			b.WriteString("\n")
+		case s.Remove != "":
+			fmt.Fprintf(&b, "remove %s\n", s.Remove)
+		case len(s.Run) > 0:
+			fmt.Fprintf(&b, "run %s\n", strings.Join(s.Run, " "))
+		case s.Note != "":
+			fmt.Fprintf(&b, "note: %s\n", s.Note)
+		}
+	}
+	return b.String()
+}
