@@ -38,13 +38,9 @@ func Watch(ctx context.Context, pid int, start uint64, onExit func()) error {
 	}
 	// The registration now follows one process; check it is the one the
 	// caller means.
-	st, err := ReadStat(Root, pid)
-	if err != nil || (start != 0 && st.StartTime != start) {
+	if err := pinned(pid, start); err != nil {
 		unix.Close(kq)
-		if err != nil && !errors.Is(err, ErrNoProcess) {
-			return err
-		}
-		return ErrNoProcess
+		return err
 	}
 	woke := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
