@@ -95,11 +95,11 @@ release-check: ## check the GoReleaser configuration
 	$(GORELEASER) check
 
 release-snapshot: ## release archives (linux, darwin × amd64, arm64), a .deb and checksums in dist/, published nowhere
-	$(GORELEASER) release --snapshot --clean
+	AGENTBRIDGE_COMMIT=$(COMMIT) $(GORELEASER) release --snapshot --clean
 
 release-one: ## release-snapshot for linux/amd64 only (the archive, the .deb and checksums; what CI builds)
 	sed -e 's/^    goos: .*/    goos: [linux]/' -e 's/^    goarch: .*/    goarch: [amd64]/' .goreleaser.yaml > bin/goreleaser-one.yaml
-	$(GORELEASER) release --snapshot --clean --config bin/goreleaser-one.yaml
+	AGENTBRIDGE_COMMIT=$(COMMIT) $(GORELEASER) release --snapshot --clean --config bin/goreleaser-one.yaml
 
 clean:
 	rm -rf bin artifacts dist
