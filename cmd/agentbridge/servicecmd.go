@@ -96,8 +96,8 @@ and removes the definition. --dry-run prints what either would do.`,
 		},
 	}
 	unit := &cobra.Command{
-		Use:    "definition",
-		Short:  "print the unit (or plist) install would write, for packaging",
+		Use:    "unit",
+		Short:  "print the systemd user unit for the binary, for packages (the .deb)",
 		Hidden: true,
 		Args:   noArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -105,11 +105,11 @@ and removes the definition. --dry-run prints what either would do.`,
 			if err != nil {
 				return err
 			}
-			def, err := m.Definition()
+			u, err := service.Unit(m.Binary)
 			if err != nil {
 				return err
 			}
-			_, err = a.stdout.Write(def)
+			_, err = a.stdout.Write(u)
 			return err
 		},
 	}

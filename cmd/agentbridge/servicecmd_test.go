@@ -46,6 +46,12 @@ func TestServiceCommand(t *testing.T) {
 	if out := runCmd("service", "status", "--binary", bin); !strings.Contains(out, "starts:    "+bin+" (MISSING") {
 		t.Fatalf("status with the binary not there:\n%s", out)
 	}
+	// The .deb's unit, whatever the build host.
+	goos = "darwin"
+	if out := runCmd("service", "unit", "--binary", "/usr/bin/agentbridge"); !strings.Contains(out, "ExecStart=\"/usr/bin/agentbridge\" serve\n") {
+		t.Fatalf("service unit:\n%s", out)
+	}
+	goos = "linux"
 	runCmd("service", "uninstall", "--binary", bin)
 	if _, err := os.Stat(unit); !os.IsNotExist(err) {
 		t.Fatalf("unit after uninstall: %v", err)
