@@ -14,7 +14,7 @@ GORELEASER ?= $(GO) run github.com/goreleaser/goreleaser/v2@v2.17.0
 FUZZTIME ?= 10m
 SOAKTIME ?= 10m
 
-.PHONY: help build install uninstall run test lint crosscheck gotest nodetest live bench demo soak fuzz man release-snapshot release-one release-check clean
+.PHONY: help build install uninstall run test lint crosscheck gotest nodetest live live-latest bench demo soak fuzz man release-snapshot release-one release-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -73,6 +73,10 @@ nodetest: build
 
 live: ## the real agent CLIs (pinned, from npm, cached) offline against a scripted model server, in tmux; prints scenarios × agents
 	cd e2e/live && AGENTBRIDGE_LIVE=1 $(GO) test -count=1 -timeout 20m
+
+live-latest: ## the live suite against the newest version of each CLI on npm (not CI's gate); writes docs/live-latest.md
+	cd e2e/live && AGENTBRIDGE_LIVE=1 AGENTBRIDGE_LIVE_LATEST=1 AGENTBRIDGE_LIVE_REPORT=$(abspath docs/live-latest.md) $(GO) test -count=1 -timeout 30m; \
+	status=$$?; echo "live-latest: results in docs/live-latest.md"; exit $$status
 
 bench: ## benchmarks and the end-to-end bench, each next to a baseline measured in the same run (~5-8 min)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

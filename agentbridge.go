@@ -233,6 +233,19 @@ type Diagnostic struct {
 	Message string `json:"message"`
 }
 
+// CodeFormatDrift is the code of the diagnostic a source raises when an
+// agent's journal stops making sense to it (unknown record kinds, a
+// session with records but no recognised turn): the agent's format may
+// have changed. Its message names record kinds only.
+const CodeFormatDrift = "format-drift"
+
+// VersionRange is a closed range of an agent CLI's versions, as npm names
+// them: the versions the live suite ran the bridge against.
+type VersionRange struct {
+	Min string `json:"min"`
+	Max string `json:"max"`
+}
+
 // Harness is one agent kind a source can report, with its own switch.
 type Harness struct {
 	ID          string `json:"id"`

@@ -153,7 +153,7 @@ func (s *Server) Handler() http.Handler {
 	r.NotFound(s.handleNotFound)
 	r.MethodNotAllowed(s.handleMethodNotAllowed)
 	// HEAD is answered wherever GET is (GetHead), after the Host check.
-	r.Use(s.recoverer, s.guardBody, middleware.RequestID, s.logRequests, s.checkHost, middleware.GetHead)
+	r.Use(noFraming, s.recoverer, s.guardBody, middleware.RequestID, s.logRequests, s.checkHost, middleware.GetHead)
 
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/openapi.yaml", s.handleOpenAPI)
@@ -183,6 +183,18 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/", s.handleDashboard)
 	r.Get("/*", s.handleDashboard)
 	return r
+}
+
+// noFraming forbids every page of the bridge to be framed, by any origin
+// (CSP frame-ancestors, and X-Frame-Options for older browsers): cookies
+// ignore the port, so a page on another local port could otherwise frame
+// the signed-in dashboard and have its switches clicked.
+func noFraming(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
+		w.Header().Set("X-Frame-Options", "DENY")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Health is the body of GET /healthz.

@@ -98,7 +98,18 @@ type SourceState struct {
 type HarnessState struct {
 	agentbridge.Harness
 	Enabled bool `json:"enabled"`
+	// Tested is the range of the agent CLI's versions the live suite ran
+	// the bridge against (Options.Tested); nil when it ran none.
+	Tested *agentbridge.VersionRange `json:"tested,omitempty"`
+	// VersionsSeen lists, sorted, the agent CLI versions the source found
+	// in this harness's journals since the bridge started (at most
+	// MaxVersionsSeen); absent when its journals named none.
+	VersionsSeen []string `json:"versionsSeen,omitempty"`
 }
+
+// MaxVersionsSeen bounds HarnessState.VersionsSeen; past it the versions
+// seen first are dropped.
+const MaxVersionsSeen = 32
 
 // Entry is one session as GET /v1/sessions lists it.
 type Entry struct {

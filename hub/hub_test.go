@@ -1123,3 +1123,20 @@ func TestTamperedRevisionMark(t *testing.T) {
 		t.Errorf("a clock in the far future starts revisions at %d, above the ceiling %d", r, MaxStartRevision)
 	}
 }
+
+// TestPublishedEventWithoutTimeHasItsArrival: a push source's event without
+// occurredAt gives the session's activity the moment the hub took it; its
+// lifecycle record still carries the event as published.
+func TestPublishedEventWithoutTimeHasItsArrival(t *testing.T) {
+	h := newHub(t, Options{})
+	if err := h.AddPush(info("p", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Publish("p", []Op{{Op: OpEvent, SessionID: "s1", Harness: "a", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, es := h.Sessions(Filter{})
+	if len(es) != 1 || es[0].Activity == nil || es[0].Activity.StatusSince != t0.UnixMilli() || es[0].Activity.TurnStartedAt != t0.UnixMilli() {
+		t.Fatalf("entries %+v, want the activity at the hub's clock %d", es, t0.UnixMilli())
+	}
+}

@@ -16,6 +16,7 @@ type metrics struct {
 	cutoffs    prometheus.Counter
 	rejections *prometheus.CounterVec
 	hooks      *prometheus.CounterVec
+	drift      *prometheus.CounterVec
 	reg        prometheus.Registerer // nil: nothing registered
 }
 
@@ -41,12 +42,16 @@ func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
 			Name: "agentbridge_hooks_total",
 			Help: "Hook payloads taken, by source and result: folded (changed the session), unchanged (a duplicate, a late hook, a binding), held (for a session not reported yet), refused.",
 		}, []string{"source", "result"}),
+		drift: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentbridge_format_drift_total",
+			Help: "format-drift diagnostics raised, by source: an agent's journal stopped making sense (unknown record kinds, a session with records but no recognised turn).",
+		}, []string{"source"}),
 	}
 	if reg == nil {
 		return m
 	}
 	m.reg = reg
-	for _, c := range []prometheus.Collector{m.records, m.clients, m.cutoffs, m.rejections, m.hooks, sessionsCollector{h}} {
+	for _, c := range []prometheus.Collector{m.records, m.clients, m.cutoffs, m.rejections, m.hooks, m.drift, sessionsCollector{h}} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -76,6 +81,7 @@ func (m *metrics) source(h *Hub, src Source) {
 func (m *metrics) published(name string)      { m.records.WithLabelValues(name).Inc() }
 func (m *metrics) rejected(source string)     { m.rejections.WithLabelValues(source).Inc() }
 func (m *metrics) hook(source, result string) { m.hooks.WithLabelValues(source, result).Inc() }
+func (m *metrics) drifted(source string)      { m.drift.WithLabelValues(source).Inc() }
 
 var sessionsDesc = prometheus.NewDesc("agentbridge_sessions",
 	"Sessions known to the hub, by source and status.", []string{"source", "status"}, nil)

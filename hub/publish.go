@@ -302,9 +302,6 @@ func (t *txn) opDiagnostic(prefix string, d agentbridge.Diagnostic) []validate.I
 func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validate.Issue {
 	validate.RedactEvent(&e)
 	given := e
-	if e.Kind == agentbridge.KindAgentDone && e.OccurredAt == 0 {
-		e.OccurredAt = t.h.now().UnixMilli()
-	}
 	old := t.get(id)
 	var fold *validate.Session
 	if old == nil {
@@ -322,7 +319,11 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 	} else {
 		fold = old.fold.Clone()
 	}
-	if issues := fold.Apply(e); len(issues) > 0 {
+	// A published event is read live: one without occurredAt has the
+	// moment it came for its activity times (validate.Session.ApplyRead).
+	// (An agent.done without one is stamped with it: lastTurnEndedAt.)
+	now := t.h.now().UnixMilli()
+	if issues := fold.ApplyRead(e, now, now); len(issues) > 0 {
 		return nest(issues, prefix+".event")
 	}
 	snap := fold.Snapshot()

@@ -33,6 +33,14 @@ import (
 // harness switched off and on. The same records therefore always give the
 // same snapshot. (Across bridge restarts the stamps are new.)
 //
+// Read times. An event without occurredAt (the stamped agent.done
+// included) is folded with the moment the hub was handed it
+// (validate.Session.ApplyRead) when that is outside a scan, so that the
+// session's activity times (statusSince, turnStartedAt, a tool's since)
+// say how long it has been so; events folded in a scan (records found at
+// start-up, whose age is unknown) have none: their stamp sets
+// lastTurnEndedAt only. The read times are remembered like the stamps.
+//
 // A Sink is safe for concurrent use, but a source calls it from one
 // goroutine; Session's result may only be read on that goroutine.
 type Sink interface {
@@ -88,12 +96,16 @@ type publisher struct {
 	mu    sync.Mutex
 	work  map[string]*work // every session of the source, in view or not
 	scan  map[string]*work // during a scan: the sessions being built
-	gone  map[string][]int64
+	gone  map[string]clocks
 	pend  []op       // records since the last commit, in call order
 	dirty []*work    // sessions folded since the last commit, first touch first
 	show  bool       // a Show is pending
 	held  []heldHook // hooks for sessions not reported yet (hooks.go)
 }
+
+// clocks are the hub's times a session's events were folded with, kept
+// after it left so that it is built again the same (work.stamps, work.reads).
+type clocks struct{ stamps, reads []int64 }
 
 // work is one session as the hub keeps it for its source.
 type work struct {
@@ -107,6 +119,8 @@ type work struct {
 	shownAct    *agentbridge.Activity // the activity beside shown
 	stamps      []int64               // clock stamps given to agent.done without occurredAt, in order
 	dones       int                   // such events folded since the fold began
+	reads       []int64               // when each event without occurredAt was read live (0: at start-up), in order
+	undated     int                   // such events folded since the fold began
 	next        agentbridge.Snapshot
 	nextAct     *agentbridge.Activity
 	changed     bool
@@ -186,25 +200,42 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, strict bool) e
 		}
 		w = &work{id: id, harness: harness, fold: validate.NewSession(id, harness)}
 		if old := p.work[id]; p.scan != nil && old != nil {
-			w.stamps = old.stamps
+			w.stamps, w.reads = old.stamps, old.reads
 		} else if st, ok := p.gone[id]; ok {
-			w.stamps = st
+			w.stamps, w.reads = st.stamps, st.reads
+		}
+	}
+	readAt := int64(0)
+	undated := e.OccurredAt == 0
+	if undated {
+		switch {
+		case w.undated < len(w.reads):
+			readAt = w.reads[w.undated]
+		case p.scan == nil:
+			readAt = p.h.now().UnixMilli()
 		}
 	}
 	stamp := e.Kind == agentbridge.KindAgentDone && e.OccurredAt == 0
+	var at int64 // the stamp
 	if stamp {
 		if w.dones < len(w.stamps) {
-			e.OccurredAt = w.stamps[w.dones]
+			at = w.stamps[w.dones]
 		} else {
-			e.OccurredAt = p.h.now().UnixMilli()
+			at = p.h.now().UnixMilli()
 		}
 	}
-	if issues := w.fold.Apply(e); len(issues) > 0 {
+	if issues := w.fold.ApplyRead(e, readAt, at); len(issues) > 0 {
 		return &InvalidError{Issues: validate.Nest(issues, "$.event")}
+	}
+	if undated {
+		if w.undated == len(w.reads) && len(w.reads) < maxStamps {
+			w.reads = append(w.reads, readAt)
+		}
+		w.undated++
 	}
 	if stamp {
 		if w.dones == len(w.stamps) && len(w.stamps) < maxStamps {
-			w.stamps = append(w.stamps, e.OccurredAt)
+			w.stamps = append(w.stamps, at)
 		}
 		w.dones++
 	}
@@ -263,13 +294,13 @@ func (p *publisher) stop(w *work) {
 }
 
 func (p *publisher) keepStamps(w *work) {
-	if len(w.stamps) == 0 {
+	if len(w.stamps) == 0 && len(w.reads) == 0 {
 		return
 	}
 	if p.gone == nil || len(p.gone) >= maxGone {
-		p.gone = map[string][]int64{}
+		p.gone = map[string]clocks{}
 	}
-	p.gone[w.id] = w.stamps
+	p.gone[w.id] = clocks{w.stamps, w.reads}
 }
 
 func (p *publisher) touch(w *work) {
@@ -315,7 +346,7 @@ func (p *publisher) Restart(id string) {
 		return
 	}
 	w.fold = validate.NewSession(id, w.harness)
-	w.dones = 0
+	w.dones, w.undated = 0, 0
 	if p.scan != nil {
 		return
 	}
@@ -528,6 +559,9 @@ func (p *publisher) Diagnostic(d agentbridge.Diagnostic) error {
 	if issues := validate.Diagnostic(d); len(issues) > 0 {
 		return &InvalidError{Issues: issues}
 	}
+	if d.Code == agentbridge.CodeFormatDrift {
+		p.h.met.drifted(p.src.info.ID)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pend = append(p.pend, op{kind: opDiag, diag: d})
@@ -621,3 +655,7 @@ func snapshotEqual(a, b *agentbridge.Snapshot) bool {
 }
 
 var _ Sink = (*publisher)(nil)
+
+// SawVersion notes that a journal of harness named its agent CLI's
+// version (sources.Sessions.Version): GET /v1/sources lists it.
+func (p *publisher) SawVersion(harness, version string) { p.h.sawVersion(p.src, harness, version) }

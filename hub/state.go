@@ -59,6 +59,9 @@ type Options struct {
 	// RevisionBlock is how many revisions are reserved in Revisions at a
 	// time; 0: DefaultRevisionBlock.
 	RevisionBlock uint64
+	// Tested gives, by harness id, the versions of its agent CLI the live
+	// suite tested (GET /v1/sources shows them beside the versions seen).
+	Tested map[string]agentbridge.VersionRange
 }
 
 // Hub is the ordered, validating state of every source: the sessions they
@@ -99,6 +102,7 @@ type Hub struct {
 	subs      map[*Subscription]struct{}
 	running   bool
 	evictions int
+	tested    map[string]agentbridge.VersionRange // Options.Tested, read only
 }
 
 // revRange is a closed range of revisions.
@@ -122,6 +126,9 @@ type source struct {
 	// the latest refused hook payload's code and time (hooks.go)
 	refusedCode string
 	refusedAt   time.Time
+
+	// seen: harness → agent versions its journals named, in the order first seen
+	seen map[string][]string
 }
 
 // sess is one session: the fold state and the (redacted, valid) snapshot
@@ -188,6 +195,7 @@ func New(o Options) *Hub {
 		mark:     start,
 		sources:  map[string]*source{},
 		subs:     map[*Subscription]struct{}{},
+		tested:   maps.Clone(o.Tested),
 	}
 	h.met = newMetrics(h, o.Registry)
 	h.reserve()
@@ -325,14 +333,36 @@ func (s *source) enabledList() []string {
 	return out
 }
 
-func (s *source) state(now time.Time) SourceState {
+func (s *source) state(now time.Time, tested map[string]agentbridge.VersionRange) SourceState {
 	st := SourceState{SourceInfo: s.info, Harnesses: make([]HarnessState, 0, len(s.info.Harnesses))}
 	st.Observes = s.observes(now)
 	st.SourceInfo.Harnesses = slices.Clone(s.info.Harnesses)
 	for _, hr := range s.info.Harnesses {
-		st.Harnesses = append(st.Harnesses, HarnessState{Harness: hr, Enabled: s.enabled[hr.ID]})
+		hs := HarnessState{Harness: hr, Enabled: s.enabled[hr.ID], VersionsSeen: slices.Clone(s.seen[hr.ID])}
+		slices.Sort(hs.VersionsSeen)
+		if r, ok := tested[hr.ID]; ok {
+			hs.Tested = &r
+		}
+		st.Harnesses = append(st.Harnesses, hs)
 	}
 	return st
+}
+
+// sawVersion notes that source s found version in a journal of harness.
+func (h *Hub) sawVersion(s *source, harness, version string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := s.enabled[harness]; !ok || slices.Contains(s.seen[harness], version) {
+		return
+	}
+	if s.seen == nil {
+		s.seen = map[string][]string{}
+	}
+	vs := append(s.seen[harness], version)
+	if len(vs) > MaxVersionsSeen {
+		vs = slices.Delete(vs, 0, len(vs)-MaxVersionsSeen)
+	}
+	s.seen[harness] = vs
 }
 
 // Sources returns every source with its harness switches, in the order
@@ -342,7 +372,7 @@ func (h *Hub) Sources() []SourceState {
 	defer h.mu.Unlock()
 	out := make([]SourceState, 0, len(h.order))
 	for _, id := range h.order {
-		out = append(out, h.sources[id].state(h.now()))
+		out = append(out, h.sources[id].state(h.now(), h.tested))
 	}
 	return out
 }
@@ -355,7 +385,7 @@ func (h *Hub) Source(id string) (SourceState, bool) {
 	if !ok || s.host != "" {
 		return SourceState{}, false
 	}
-	return s.state(h.now()), true
+	return s.state(h.now(), h.tested), true
 }
 
 // SetHarness switches one harness of a source on or off and returns the
@@ -376,7 +406,7 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 		return SourceState{}, ErrUnknownHarness
 	}
 	if s.enabled[harness] == enabled {
-		return s.state(h.now()), nil
+		return s.state(h.now(), h.tested), nil
 	}
 	s.enabled[harness] = enabled
 
@@ -415,7 +445,7 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 		}
 		s.changes <- list // capacity 1 and only senders hold h.mu: never blocks
 	}
-	return s.state(h.now()), nil
+	return s.state(h.now(), h.tested), nil
 }
 
 // sourceKey is the key of h.sources: the source id, after "host/" for a

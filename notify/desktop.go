@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/godbus/dbus/v5"
 )
@@ -76,6 +77,7 @@ func (d *Desktop) Notify(tr Transition) error {
 		app = "agentbridge"
 	}
 	summary, body := message(tr, d.Agent)
+	body = markupEscaper.Replace(body)
 	urgency := byte(1)
 	if tr.Status == EventWaiting || tr.Status == EventBlocked || tr.Status == EventFailed {
 		urgency = 2
@@ -117,6 +119,14 @@ func message(tr Transition, agent func(harness string) string) (summary, body st
 	}
 	return summary, body
 }
+
+// markupEscaper escapes a notification body as the Desktop Notifications
+// specification asks: servers with the body-markup capability read the
+// body as a small XML-like markup (<b>, <a href>, <img>), so an agent's
+// title such as `<a href="https://x">update</a>` would render as a link;
+// escaped, it shows as the text it is. Servers without markup show the
+// text of the entities decoded or as is; both are safe.
+var markupEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 // verb says an event for a notification summary.
 func verb(status string) string {

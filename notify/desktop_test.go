@@ -20,13 +20,7 @@ func TestDesktopWithoutService(t *testing.T) {
 }
 
 func TestDesktopNotify(t *testing.T) {
-	addr := dbustest.Bus(t)
-	f := dbustest.Serve(t, addr)
-	d, err := DialDesktop(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, f := dialFake(t)
 	d.Agent = func(h string) string { return map[string]string{"claude-code": "Claude Code"}[h] }
 	tr := Transition{Source: "claude-code", SessionID: "s1", Harness: "claude-code", Status: "waiting", Title: "Fix the tests", WaitingFor: "approve Bash"}
 	if err := d.Notify(tr); err != nil {
@@ -43,4 +37,33 @@ func TestDesktopNotify(t *testing.T) {
 	if s := f.Next(t); s.Replaces != 1 || s.Summary != "Claude Code is done" || s.Urgency != 1 {
 		t.Errorf("the session's next notification %+v should replace its first (id 1)", s)
 	}
+}
+
+// The body is markup on servers that take it: an agent's text is escaped
+// (&, <, >), so a title with a link shows as text, not as a link.
+func TestDesktopBodyIsEscaped(t *testing.T) {
+	d, f := dialFake(t)
+	tr := Transition{Source: "codex", SessionID: "s1", Harness: "codex", Status: "waiting",
+		Title: `<a href="https://evil.example">update</a> & <b>run</b>`, WaitingFor: "approve x > y"}
+	if err := d.Notify(tr); err != nil {
+		t.Fatal(err)
+	}
+	want := `&lt;a href="https://evil.example"&gt;update&lt;/a&gt; &amp; &lt;b&gt;run&lt;/b&gt;` + "\napprove x &gt; y"
+	if s := f.Next(t); s.Body != want {
+		t.Errorf("body %q, want %q", s.Body, want)
+	}
+}
+
+// dialFake connects a Desktop to a fake notification service on a bus of
+// the test's own.
+func dialFake(t *testing.T) (*Desktop, *dbustest.Notifications) {
+	t.Helper()
+	addr := dbustest.Bus(t)
+	f := dbustest.Serve(t, addr)
+	d, err := DialDesktop(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d, f
 }

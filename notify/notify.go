@@ -10,8 +10,11 @@
 package notify
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
@@ -193,12 +196,36 @@ func (t *Tracker) transition(source, host string, prev, s *agentbridge.Snapshot)
 	// Display text is redacted by the hub; paths a push source put in it
 	// are shortened here, since a notification leaves the machine.
 	tr := Transition{Source: source, SessionID: s.ID, Harness: s.Harness, Status: ev,
-		Title: validate.ShortenPaths(s.Title), WaitingFor: validate.ShortenPaths(s.WaitingFor), Host: host}
+		Title: cutPaths(s.Title), WaitingFor: cutPaths(s.WaitingFor), Host: host}
 	if t.Now != nil {
 		tr.At = t.Now()
 	}
 	tr.Text = tr.Summary("")
 	return tr, true
+}
+
+// cutPaths shortens the paths in a text that leaves the machine
+// (validate.ShortenPaths), and also the rest of a path whose directory
+// names hold spaces: ShortenPaths ends a path at a space, so
+// "/home/u/My Projects/app/main.go" would leave "Projects/app/" behind;
+// a word that goes on with a slash after a shortened path is the same
+// path, and only its last element stays ("…/main.go").
+func cutPaths(s string) string {
+	s = validate.ShortenPaths(s)
+	if !strings.Contains(s, "…/") {
+		return s
+	}
+	words := strings.Split(s, " ")
+	out := words[:0]
+	for _, w := range words {
+		if n := len(out); n > 0 && strings.HasPrefix(out[n-1], "…/") && strings.ContainsAny(w, `/\`) &&
+			!strings.HasPrefix(w, "/") && !strings.HasPrefix(w, "…/") && !strings.Contains(w, "://") {
+			out[n-1] = "…/" + w[strings.LastIndexAny(w, `/\`)+1:]
+			continue
+		}
+		out = append(out, w)
+	}
+	return strings.Join(out, " ")
 }
 
 // Notifier shows a transition to someone (Desktop does).
@@ -207,25 +234,92 @@ type Notifier interface {
 }
 
 // Teller tells a Notifier the transitions of the chosen events that stream
-// records make.
+// records make. A Notify that fails (the notification server restarted,
+// the session bus is busy) is not the end: its transition is kept and told
+// again later, after a backoff that doubles (Backoff to MaxBackoff), when
+// the next record comes or when Flush is called at the time Record or
+// Flush returned. At most MaxPending transitions wait, one per session
+// (the newer replaces the older: a notification says the latest state).
 type Teller struct {
 	Tracker
 	To     Notifier
 	Events []string // nil: waiting, blocked and failed
+	// OnError is told each failed Notify and when the next try is due
+	// (nil: nothing).
+	OnError    func(err error, retry time.Time)
+	Backoff    time.Duration    // 0: 1 s
+	MaxBackoff time.Duration    // 0: 1 min
+	Clock      func() time.Time // nil: time.Now
+
+	pending []Transition
+	delay   time.Duration
+	next    time.Time
 }
 
-// Record reads one stream record; the error is the Notifier's.
-func (t *Teller) Record(name string, data []byte) error {
+// MaxPending bounds the transitions a Teller keeps while Notify fails.
+const MaxPending = 64
+
+// Record reads one stream record and tells what is due. It returns when a
+// transition that could not be told is to be tried again (zero: none
+// waits); call Flush then.
+func (t *Teller) Record(name string, data []byte) time.Time {
 	events := t.Events
 	if events == nil {
 		events = []string{EventWaiting, EventBlocked, EventFailed}
 	}
 	for _, tr := range t.Apply(name, data) {
 		if slices.Contains(events, tr.Status) {
-			if err := t.To.Notify(tr); err != nil {
-				return err
-			}
+			t.keep(tr)
 		}
 	}
-	return nil
+	return t.Flush()
+}
+
+func (t *Teller) keep(tr Transition) {
+	t.pending = slices.DeleteFunc(t.pending, func(p Transition) bool {
+		return p.Source == tr.Source && p.SessionID == tr.SessionID && p.Host == tr.Host
+	})
+	if len(t.pending) >= MaxPending {
+		t.pending = t.pending[1:]
+	}
+	t.pending = append(t.pending, tr)
+}
+
+func (t *Teller) now() time.Time {
+	if t.Clock != nil {
+		return t.Clock()
+	}
+	return time.Now()
+}
+
+// Flush tells the transitions that wait, unless their next try is not due
+// yet; it returns when the next try is due (zero: none waits).
+func (t *Teller) Flush() time.Time {
+	if len(t.pending) == 0 {
+		return time.Time{}
+	}
+	now := t.now()
+	if now.Before(t.next) {
+		return t.next
+	}
+	for len(t.pending) > 0 {
+		if err := t.To.Notify(t.pending[0]); err != nil {
+			switch {
+			case t.delay == 0 && t.Backoff > 0:
+				t.delay = t.Backoff
+			case t.delay == 0:
+				t.delay = time.Second
+			default:
+				t.delay = min(2*t.delay, cmp.Or(t.MaxBackoff, time.Minute))
+			}
+			t.next = now.Add(t.delay)
+			if t.OnError != nil {
+				t.OnError(err, t.next)
+			}
+			return t.next
+		}
+		t.pending = t.pending[1:]
+	}
+	t.delay, t.next = 0, time.Time{}
+	return time.Time{}
 }

@@ -2,7 +2,11 @@ package notify
 
 import (
 	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -102,5 +106,80 @@ func TestTrackerKeepsHostsApart(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"laptop:s1:waiting"}, got); diff != "" {
 		t.Errorf("transitions (-want +got):\n%s", diff)
+	}
+}
+
+// Paths are cut from what leaves the machine, directory names with spaces
+// included.
+func TestCutPaths(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"fix /home/u/My Projects/app/main.go now", "fix …/main.go now"},
+		{"edit /home/u/a b/c d/e.txt", "edit …/e.txt"},
+		{`C:\Users\me\My Documents\x\y.go`, `…/y.go`},
+		{"open /home/u/My Documents", "open …/My Documents"},
+		{"approve Bash: ls /srv/app and cat notes/today.md", "approve Bash: ls …/app and cat notes/today.md"},
+		{"see https://example.com/a/b", "see https://example.com/a/b"},
+		{"no path", "no path"},
+	}
+	for _, tt := range tests {
+		if got := cutPaths(tt.in); got != tt.want {
+			t.Errorf("cutPaths(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// failing is a Notifier that fails while fail > 0.
+type failing struct {
+	fail  int
+	shown []string
+}
+
+func (f *failing) Notify(tr Transition) error {
+	if f.fail > 0 {
+		f.fail--
+		return errors.New("no server")
+	}
+	f.shown = append(f.shown, tr.SessionID+" "+tr.WaitingFor)
+	return nil
+}
+
+// A Notify that fails keeps its transition for a try after a backoff that
+// doubles; one session's newer transition replaces its older one; a try
+// before the backoff ends tells nothing.
+func TestTellerRetries(t *testing.T) {
+	now := time.Unix(1000, 0)
+	to := &failing{fail: 2}
+	var errs []time.Time
+	tl := Teller{To: to, Clock: func() time.Time { return now }, OnError: func(_ error, at time.Time) { errs = append(errs, at) }}
+	snap := func(id, reason string) agentbridge.Snapshot {
+		return agentbridge.Snapshot{ID: id, Harness: "h", Status: "waiting", WaitingFor: reason}
+	}
+	tl.Record(reset("c"))
+	at := tl.Record(upsert("c", snap("s1", "approve A")))
+	if !at.Equal(now.Add(time.Second)) || len(to.shown) != 0 {
+		t.Fatalf("first failure: retry at %v, shown %v", at, to.shown)
+	}
+	at = tl.Record(upsert("c", snap("s1", "approve B"))) // before the retry: kept, not tried
+	if !at.Equal(now.Add(time.Second)) || len(errs) != 1 {
+		t.Fatalf("a record before the retry tried again: %v %v", at, errs)
+	}
+	tl.Record(upsert("c", snap("s2", "approve C")))
+	now = now.Add(time.Second)
+	if at = tl.Flush(); !at.Equal(now.Add(2 * time.Second)) {
+		t.Fatalf("second failure: retry at %v, want the backoff doubled", at)
+	}
+	now = now.Add(2 * time.Second)
+	if at = tl.Flush(); !at.IsZero() {
+		t.Fatalf("after success: %v", at)
+	}
+	if want := []string{"s1 approve B", "s2 approve C"}; !slices.Equal(to.shown, want) {
+		t.Fatalf("shown %v, want %v", to.shown, want)
+	}
+	for i := range MaxPending + 10 { // bounded while failing
+		to.fail = 1 << 30
+		tl.Record(upsert("c", snap("x"+strconv.Itoa(i), "r")))
+	}
+	if len(tl.pending) != MaxPending {
+		t.Fatalf("%d pending, want %d", len(tl.pending), MaxPending)
 	}
 }

@@ -45,7 +45,9 @@ const (
 // they are dropped. What failed for good, and what was dropped, is a
 // diagnostic of the session's source (code webhook-failed,
 // webhook-dropped) naming the webhook by its place in the configuration,
-// never by its URL (a Slack or ntfy URL is itself a secret). The body
+// never by its URL (a Slack or ntfy URL is itself a secret). Redirects
+// are never followed (a 3xx answer is final), so the body and the
+// configured headers go to the configured URL only. The body
 // never carries the bridge's token or a path: titles and reasons are the
 // redacted display text of the snapshot.
 type Webhooks struct {
@@ -84,6 +86,12 @@ func (w *Webhooks) defaults() {
 	if w.Client == nil {
 		w.Client = &http.Client{Timeout: w.Timeout}
 	}
+	// A redirect is never followed: following one would send the body and
+	// the configured headers (a token) wherever the receiver points, a
+	// loopback service included. A 3xx is a final answer.
+	c := *w.Client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	w.Client = &c
 	if w.Logger == nil {
 		w.Logger = slog.Default()
 	}
@@ -203,6 +211,8 @@ func (w *Webhooks) post(ctx context.Context, hk Webhook, body []byte, id string)
 		return nil
 	case c == http.StatusTooManyRequests || c >= 500:
 		return errors.New("it answered " + strconv.Itoa(c))
+	case c >= 300 && c < 400:
+		return errFinal{errors.New("it answered " + strconv.Itoa(c) + " (a redirect, not followed: configure the URL it names)")}
 	default:
 		return errFinal{errors.New("it answered " + strconv.Itoa(c))}
 	}

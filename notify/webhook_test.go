@@ -215,3 +215,36 @@ func TestWebhookDeadReceiverIsADiagnostic(t *testing.T) {
 		t.Error("GET /v1/diagnostics does not show the failed webhook")
 	}
 }
+
+// A receiver that redirects (to another origin, to a loopback service, to
+// itself) is not followed: nothing is sent to the target, so neither the
+// body nor the configured headers (an X-Api-Key) go anywhere else; the 3xx
+// is a final answer, a diagnostic.
+func TestWebhookRedirectIsNotFollowed(t *testing.T) {
+	target := newReceiver(t, 0, 0)
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound} {
+		var tries sync.WaitGroup
+		tries.Add(1)
+		redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer tries.Done()
+			http.Redirect(w, r, target.URL+"/stolen", code)
+		}))
+		b := newBridge(t, Webhook{URL: redirector.URL, Events: []string{EventWaiting}, Headers: map[string]string{"X-Api-Key": "k-123"}})
+		b.wait(t, "s1", "w1", "approve Bash")
+		select {
+		case d := <-b.diags:
+			if d.Code != "webhook-failed" || !strings.Contains(d.Message, "redirect") {
+				t.Errorf("%d: diagnostic %+v", code, d)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d: no diagnostic for a redirect", code)
+		}
+		tries.Wait() // one request only: a 3xx is not tried again
+		redirector.Close()
+	}
+	target.mu.Lock()
+	defer target.mu.Unlock()
+	if target.tries != 0 {
+		t.Fatalf("the redirect target was sent %d requests", target.tries)
+	}
+}

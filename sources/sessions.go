@@ -76,6 +76,10 @@ type Sessions struct {
 	expire  time.Duration            // hide unbound sessions idle this long; 0: never
 	holders map[string]string        // id → journal: BindHolder requests for Idle
 	agent   proc.Agent               // whose writers bind (FollowConfig.Agent)
+
+	// the format-drift canary and the versions passed on (drift.go)
+	drift    drift
+	versions map[string]bool // "harness version" passed on (Version)
 }
 
 // entry is one session and what binds it to a process.
@@ -202,8 +206,11 @@ func (ss *Sessions) Event(id, harness string, e agentbridge.Event) bool {
 			at = time.UnixMilli(e.OccurredAt)
 		}
 		ss.startLinger(id, en, at)
+	case agentbridge.KindTurnStarted:
+		ss.drift.turn(id)
 	case agentbridge.KindSessionStopped:
 		ss.drop(id, en)
+		ss.drift.forget(id)
 	}
 	return true
 }
@@ -231,6 +238,7 @@ func (ss *Sessions) Restart(id string) {
 		en.timer = nil
 	}
 	en.exitedAt = time.Time{}
+	ss.drift.reread(id)
 	ss.pub.Restart(id)
 	if en.pid > 0 && en.unwatch != nil {
 		if err := ss.pub.Fold(id, en.harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, PID: en.pid}); err != nil {
@@ -573,6 +581,7 @@ func (ss *Sessions) Rescan() {
 	clear(ss.holders)
 	ss.live = false
 	ss.held, ss.heldErr = nil, false
+	ss.drift.reread("")
 	ss.pub.Rescan()
 }
 
@@ -582,7 +591,15 @@ func (ss *Sessions) Rescan() {
 func (ss *Sessions) ScanDone() {
 	ss.held, ss.heldErr = nil, false
 	ss.live = true
+	ss.reportDrift() // before the reset: a client that has the reset has the drift too
 	ss.pub.Flush()
+}
+
+// reportDrift publishes the drift canary's diagnostics (Record).
+func (ss *Sessions) reportDrift() {
+	for _, d := range ss.drift.report() {
+		ss.Diagnostic(d)
+	}
 }
 
 // Reset sends a reset of every session of an enabled harness that is in
@@ -600,6 +617,7 @@ func (ss *Sessions) Idle() {
 		ss.bindPendingHolders()
 	}
 	ss.pub.Flush()
+	ss.reportDrift()
 	if len(ss.bad) == 0 {
 		return
 	}

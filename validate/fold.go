@@ -57,8 +57,10 @@ import (
 // Activity (Session.Activity), beside the snapshot and folded with it:
 //
 //   - statusSince: the occurredAt of the event that changed the status (a
-//     new session's idle: its session.started); 0 (unknown) when that event
-//     had none. An event that keeps the status keeps it.
+//     new session's idle: its session.started); when that event had none,
+//     the moment the bridge read it live (ApplyRead), else 0 (unknown: a
+//     record found at start-up). An event that keeps the status keeps it.
+//     turnStartedAt and a tool's since fall back the same way.
 //   - tool: the latest tool still open, with its name and the occurredAt of
 //     its tool.started.
 //   - turnStartedAt: the occurredAt of the turn.started of the turn in
@@ -85,7 +87,9 @@ type Session struct {
 	stopped bool
 	hk      *hookState // what hooks told (hookfold.go); nil until the first hook
 
-	at          int64 // occurredAt of the event being folded
+	at          int64 // occurredAt of the event being folded, else readAt: for the activity times
+	readAt      int64 // when the event being folded was read live (ApplyRead), 0 when unknown
+	stamped     bool  // its occurredAt is the hub's stamp, not the agent's (ApplyRead)
 	statusSince int64
 	turnStarted int64
 	usage       *agentbridge.Usage
@@ -189,6 +193,24 @@ func (s *Session) Stopped() bool { return s.stopped }
 // tool.finished and subagent.done need an open id, …) and, only when there
 // is no issue, folds it into the snapshot. The fold is deterministic.
 func (s *Session) Apply(e agentbridge.Event) []Issue {
+	return s.ApplyRead(e, 0, 0)
+}
+
+// ApplyRead is Apply for an event the bridge read at readAt (epoch ms; 0
+// when unknown, as for records found at start-up): when the event has no
+// occurredAt, readAt stands in for it in the activity times (statusSince,
+// turnStartedAt, a tool's since), never in the snapshot, the event or the
+// hook rules, which keep to the agent's own clock. stamp, when not 0, is
+// the hub's clock stamp for an agent.done without occurredAt: its
+// lastTurnEndedAt and its time for the hook rules, but not an activity
+// time (a turn found ended at start-up ended at an unknown time).
+func (s *Session) ApplyRead(e agentbridge.Event, readAt, stamp int64) []Issue {
+	s.readAt = max(readAt, 0)
+	if e.OccurredAt == 0 && e.Kind == agentbridge.KindAgentDone && stamp > 0 {
+		e.OccurredAt = stamp
+		s.stamped = true
+	}
+	defer func() { s.readAt, s.stamped = 0, false }()
 	is := Event(e)
 	is = usageIssues(is, &e)
 	is = s.stateIssues(is, &e)
@@ -382,6 +404,9 @@ var subagentStatusOf = map[agentbridge.Outcome]agentbridge.SubagentStatus{
 // fold applies a checked event.
 func (s *Session) fold(e *agentbridge.Event) {
 	s.at = e.OccurredAt
+	if s.at == 0 || s.stamped {
+		s.at = s.readAt
+	}
 	switch e.Kind {
 	case agentbridge.KindSessionStarted:
 		if s.snap.Status == "" || s.snap.Status == agentbridge.StatusExited {
@@ -389,7 +414,7 @@ func (s *Session) fold(e *agentbridge.Event) {
 			s.setStatus(agentbridge.StatusIdle)
 		}
 		if s.snap.Status == agentbridge.StatusIdle && s.statusSince == 0 {
-			s.statusSince = e.OccurredAt
+			s.statusSince = s.at
 		}
 		setIf(&s.snap.Title, e.Title)
 		setIf(&s.snap.Model, e.Model)
@@ -408,10 +433,10 @@ func (s *Session) fold(e *agentbridge.Event) {
 		s.waits = s.newerHookWaits(e.OccurredAt)
 		s.hk.fenceAt(e.OccurredAt)
 		s.showWaits()
-		s.turnStarted = e.OccurredAt
+		s.turnStarted = s.at
 		s.titleFromPrompt(e.PromptText)
 	case agentbridge.KindToolStarted:
-		s.tools = append(s.tools, openTool{e.ToolID, e.Name, e.OccurredAt})
+		s.tools = append(s.tools, openTool{e.ToolID, e.Name, s.at})
 		s.showWaits()
 	case agentbridge.KindToolFinished:
 		s.tools = slices.Delete(s.tools, s.toolIndex(e.ToolID), s.toolIndex(e.ToolID)+1)

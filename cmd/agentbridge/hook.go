@@ -54,6 +54,7 @@ func (a *app) hook(ctx context.Context, args []string) {
 	fs := pflag.NewFlagSet("hook", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	clientFlags(fs)
+	fs.String("by", "", "") // install.Mark: who wrote the command, not read
 	if fs.Parse(args) != nil || fs.NArg() != 1 || !slices.Contains(hooks.Sources(), fs.Arg(0)) {
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/hooks/install"
+	"github.com/agentbridge/agentbridge/internal/binpath"
 	"github.com/agentbridge/agentbridge/sources"
 )
 
@@ -29,20 +29,32 @@ install merges the hook into the agent's own settings: Claude Code's
 settings.json (in CLAUDE_CONFIG_DIR, default ~/.claude), Codex's hooks.json
 plus the [features] hooks flag of its config.toml (in CODEX_HOME, default
 ~/.codex), Gemini CLI's settings.json (in $GEMINI_CLI_HOME/.gemini, default
-~/.gemini) and Qwen Code's settings.json (in QWEN_HOME, default ~/.qwen). Other settings and hooks are kept as they are; a file is copied
-to <file>.agentbridge-backup before its first change; installing twice
-changes nothing. uninstall removes exactly what install added. status says
-per harness what is installed and whether it runs this binary.
+~/.gemini) and Qwen Code's settings.json (in QWEN_HOME, default ~/.qwen).
+Other settings, comments, layout and the user's own hooks are kept as they
+are; a file is copied to <file>.agentbridge-backup before its first change;
+installing twice changes nothing. Every file is read and checked first: a
+file the agent would read differently (a name or table twice, a byte order
+mark, comments the agent does not take) is refused with the reason, and
+then nothing is written for any agent. Files are replaced atomically.
+--dry-run prints the diff instead.
+
+The hook command runs this binary by its installed path (or --bin PATH).
+A binary inside a build directory (a checkout's bin/, a 'go run' build) is
+refused, since a rebuild, 'make clean' or a moved checkout would break
+every hook; --allow-build-path writes it anyway.
+
+uninstall removes exactly what install added (commands carrying its mark,
+` + install.Mark + `). status says per harness what is installed, whether it
+runs this binary and whether the program it runs is still there.
 
 Without --harness, install and uninstall act on every agent whose home
 directory exists.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	var harnesses []string
-	var asJSON bool
+	var o hooksOptions
 	flags := func(c *cobra.Command) {
-		c.Flags().StringSliceVar(&harnesses, "harness", nil, "only these harness `ids`: "+strings.Join(install.Harnesses, ", "))
+		c.Flags().StringSliceVar(&o.harnesses, "harness", nil, "only these harness `ids`: "+strings.Join(install.Harnesses, ", "))
 		c.Flags().String("config", "", "YAML config `file` (sources.<id>.home names an agent's home)")
 		mustComplete(c, "harness", fixedCompletions(install.Harnesses...))
 	}
@@ -51,7 +63,7 @@ directory exists.`,
 		Short: "add the hook to the agents' settings",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.hooksEdit(cmd.Flags(), harnesses, true)
+			return a.hooksEdit(cmd.Flags(), o, true)
 		},
 	}
 	un := &cobra.Command{
@@ -59,7 +71,7 @@ directory exists.`,
 		Short: "remove the hook from the agents' settings",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.hooksEdit(cmd.Flags(), harnesses, false)
+			return a.hooksEdit(cmd.Flags(), o, false)
 		},
 	}
 	st := &cobra.Command{
@@ -67,15 +79,29 @@ directory exists.`,
 		Short: "show what is installed, per harness",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.hooksStatus(cmd.Flags(), harnesses, asJSON)
+			return a.hooksStatus(cmd.Flags(), o)
 		},
 	}
 	for _, c := range []*cobra.Command{in, un, st} {
 		flags(c)
 	}
-	st.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	for _, c := range []*cobra.Command{in, un} {
+		c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the diff of every file that would change, and change none")
+	}
+	in.Flags().StringVar(&o.bin, "bin", "", "the agentbridge `path` the hooks run (default: this binary)")
+	in.Flags().BoolVar(&o.allowBuild, "allow-build-path", false, "write the path even when it is inside a build directory")
+	st.Flags().BoolVar(&o.asJSON, "json", false, "print the status as JSON")
 	cmd.AddCommand(in, un, st)
 	return cmd
+}
+
+// hooksOptions are the hooks subcommands' flags.
+type hooksOptions struct {
+	harnesses  []string
+	asJSON     bool
+	dryRun     bool
+	bin        string
+	allowBuild bool
 }
 
 // hookTargets are the agents' homes the hooks commands act on; explicit
@@ -108,58 +134,113 @@ func (a *app) hookTargets(fs *pflag.FlagSet, names []string) (targets []install.
 	return targets, explicit, nil
 }
 
-// self is the program the hook command runs: this binary.
-func self() (string, error) {
-	p, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("find this binary: %w", err)
+// hookProgram is the program the hook command runs: --bin or this binary,
+// refused when it cannot run or sits in a build directory.
+func hookProgram(o hooksOptions) (string, error) {
+	var prog string
+	var err error
+	if o.bin != "" {
+		prog, err = binpath.Given(o.bin)
+	} else {
+		prog, err = binpath.Self()
 	}
-	return filepath.Clean(p), nil
+	if err != nil {
+		return "", err
+	}
+	if err := binpath.Check(prog); err != nil {
+		return "", fmt.Errorf("%s cannot be the hooks' program: %w", prog, err)
+	}
+	if why := binpath.BuildDir(prog); why != "" && !o.allowBuild {
+		return "", fmt.Errorf("%s is inside %s: a rebuild, 'make clean' or a moved checkout would break every hook. "+
+			"Install agentbridge (make install, or go install) and run that binary's 'hooks install', or name it with --bin PATH; "+
+			"--allow-build-path writes this path anyway", prog, why)
+	}
+	return prog, nil
 }
 
-func (a *app) hooksEdit(fs *pflag.FlagSet, names []string, add bool) error {
-	targets, explicit, err := a.hookTargets(fs, names)
+func (a *app) hooksEdit(fs *pflag.FlagSet, o hooksOptions, add bool) error {
+	targets, explicit, err := a.hookTargets(fs, o.harnesses)
 	if err != nil {
 		return err
 	}
-	prog, err := self()
-	if err != nil {
-		return err
+	var prog string
+	if add {
+		if prog, err = hookProgram(o); err != nil {
+			return err
+		}
 	}
+	// every harness's edit is planned (every file read and checked)
+	// before any file is written: all are written, or none
+	var plan []install.Edit
+	var planned []install.Target
 	failed := false
 	for _, t := range targets {
 		if _, err := os.Stat(t.Home); err != nil && !explicit {
 			fmt.Fprintf(a.stdout, "%-12s skipped: %s does not exist (name it with --harness to create it)\n", t.Harness, t.Home)
 			continue
 		}
-		var changes []install.Change
+		var edits []install.Edit
 		if add {
-			changes, err = install.Install(t, install.Command(prog, install.Source(t.Harness)))
+			edits, err = install.PlanInstall(t, install.Command(prog, install.Source(t.Harness)))
 		} else {
-			changes, err = install.Uninstall(t)
+			edits, err = install.PlanUninstall(t)
 		}
 		if err != nil {
 			fmt.Fprintf(a.stderr, "%-12s %v\n", t.Harness, err)
 			failed = true
 			continue
 		}
-		if len(changes) == 0 {
-			what := "installed already"
-			if !add {
-				what = "nothing to remove"
+		plan = append(plan, edits...)
+		planned = append(planned, t)
+	}
+	if failed {
+		fmt.Fprintln(a.stderr, "nothing was written for any agent; fix what is named above and run it again")
+		return errExit1
+	}
+	if o.dryRun {
+		for _, t := range planned {
+			n := 0
+			for _, e := range plan {
+				if e.Harness == t.Harness && e.Changes() {
+					fmt.Fprint(a.stdout, e.Diff())
+					n++
+				}
 			}
-			fmt.Fprintf(a.stdout, "%-12s %s\n", t.Harness, what)
-			continue
+			if n == 0 {
+				fmt.Fprintf(a.stdout, "%-12s %s\n", t.Harness, nothingToDo(add))
+			}
 		}
-		for _, c := range changes {
-			switch {
-			case c.Removed:
-				fmt.Fprintf(a.stdout, "%-12s removed %s (install had made it)\n", t.Harness, c.File)
-			case c.Backup != "":
-				fmt.Fprintf(a.stdout, "%-12s changed %s (backup: %s)\n", t.Harness, c.File, c.Backup)
-			default:
-				fmt.Fprintf(a.stdout, "%-12s changed %s\n", t.Harness, c.File)
+		return nil
+	}
+	changes, err := install.Apply(plan)
+	if err != nil {
+		fmt.Fprintln(a.stderr, err)
+		return errExit1
+	}
+	for _, t := range planned {
+		n := 0
+		for _, e := range plan {
+			if e.Harness != t.Harness {
+				continue
 			}
+			for _, c := range changes {
+				if c.File != e.File {
+					continue
+				}
+				n++
+				switch {
+				case c.Removed:
+					fmt.Fprintf(a.stdout, "%-12s removed %s (install had made it)\n", t.Harness, c.File)
+				case c.Backup != "":
+					fmt.Fprintf(a.stdout, "%-12s changed %s (backup: %s)\n", t.Harness, c.File, c.Backup)
+				default:
+					fmt.Fprintf(a.stdout, "%-12s changed %s\n", t.Harness, c.File)
+				}
+			}
+		}
+		if n == 0 {
+			fmt.Fprintf(a.stdout, "%-12s %s\n", t.Harness, nothingToDo(add))
+			continue
 		}
 		if add && t.Harness == "codex" {
 			// Codex runs a new or changed hook only once it is trusted: its
@@ -167,18 +248,22 @@ func (a *app) hooksEdit(fs *pflag.FlagSet, names []string, add bool) error {
 			fmt.Fprintf(a.stdout, "%-12s Codex runs new hooks once you trust them: at its next start choose \"Trust all and continue\" (or review them in /hooks)\n", "")
 		}
 	}
-	if failed {
-		return errExit1
-	}
 	return nil
 }
 
-func (a *app) hooksStatus(fs *pflag.FlagSet, names []string, asJSON bool) error {
-	targets, _, err := a.hookTargets(fs, names)
+func nothingToDo(add bool) string {
+	if add {
+		return "installed already"
+	}
+	return "nothing to remove"
+}
+
+func (a *app) hooksStatus(fs *pflag.FlagSet, o hooksOptions) error {
+	targets, _, err := a.hookTargets(fs, o.harnesses)
 	if err != nil {
 		return err
 	}
-	prog, err := self()
+	prog, err := binpath.Self()
 	if err != nil {
 		return err
 	}
@@ -186,7 +271,7 @@ func (a *app) hooksStatus(fs *pflag.FlagSet, names []string, asJSON bool) error 
 	for _, t := range targets {
 		states = append(states, install.Status(t, prog))
 	}
-	if asJSON {
+	if o.asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"program": prog, "harnesses": states})
@@ -207,13 +292,21 @@ func (a *app) hooksStatus(fs *pflag.FlagSet, names []string, asJSON bool) error 
 			if s.Current {
 				what += ", runs this binary"
 			} else {
-				what += ", runs " + strings.Join(s.Programs, ", ") + " — not this binary (" + prog + "); run install again"
+				what += ", runs " + strings.Join(s.Programs, ", ") + " — not this binary (" + prog + ")"
 			}
 		}
 		if s.Feature != "" {
 			what += "; hooks feature " + s.Feature
 		}
 		fmt.Fprintf(a.stdout, "%-12s %s  %s\n", s.Harness, what, s.File)
+		for _, p := range s.Programs {
+			if why, ok := s.Broken[p]; ok {
+				fmt.Fprintf(a.stdout, "%-12s warning: the hooks run %s, but %s: they do nothing; run 'hooks install' from the installed agentbridge\n", "", p, why)
+			}
+		}
+		if s.Foreign > 0 {
+			fmt.Fprintf(a.stdout, "%-12s note: %d hook command(s) run 'agentbridge hook' but were not written by install (no %s): left alone\n", "", s.Foreign, install.Mark)
+		}
 	}
 	return nil
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -98,9 +101,59 @@ func notifyDesktop(ctx context.Context, c *client.Client, d notify.Notifier, nam
 	}
 	host, _ := os.Hostname()
 	t := notify.Teller{Tracker: notify.Tracker{Host: host}, To: d, Events: events}
+	failing := false
+	t.OnError = func(err error, retry time.Time) {
+		if !failing { // once per run of failures
+			fmt.Fprintf(stderr, "agentbridge notify: %v; trying again from %s\n", err, retry.Format(time.TimeOnly))
+		}
+		failing = true
+	}
+	// A transition that could not be shown is tried again when its backoff
+	// ends: a one-shot timer, armed only while one waits, owned here.
+	var mu sync.Mutex
+	due := make(chan time.Time, 1)
+	arm := func(at time.Time) {
+		if at.IsZero() {
+			failing = false
+			return
+		}
+		select {
+		case <-due:
+		default:
+		}
+		due <- at
+	}
+	rctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	wg.Go(func() {
+		timer := time.NewTimer(0)
+		timer.Stop()
+		defer timer.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case at := <-due:
+				timer.Reset(time.Until(at))
+			case <-timer.C:
+				mu.Lock()
+				arm(t.Flush())
+				mu.Unlock()
+			}
+		}
+	})
 	o := client.FollowOptions{StreamOptions: client.StreamOptions{Format: client.NDJSON}, Backoff: bo}
-	o.OnConnect, o.OnDrop = reportDrops("notify", stderr)
-	err := c.Follow(ctx, o, func(ev client.Event) error { return t.Record(ev.Name, ev.Data) })
+	onConnect, onDrop := reportDrops("notify", stderr)
+	o.OnConnect = func(b bool) { mu.Lock(); defer mu.Unlock(); onConnect(b) }
+	o.OnDrop = func(err error) { mu.Lock(); defer mu.Unlock(); onDrop(err) }
+	err := c.Follow(ctx, o, func(ev client.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		arm(t.Record(ev.Name, ev.Data))
+		return nil
+	})
 	if ctx.Err() != nil {
 		return nil
 	}

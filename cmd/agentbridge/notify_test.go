@@ -11,7 +11,44 @@ import (
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 	"github.com/agentbridge/agentbridge/internal/dbustest"
+	"github.com/agentbridge/agentbridge/internal/testlog"
 )
+
+// notifyRig starts a session bus with a fake notification service and a
+// bridge, and returns a function that publishes an event of a session.
+func notifyRig(t *testing.T) (*dbustest.Notifications, *bridgetest.Bridge, string, func(string, agentbridge.Event)) {
+	addr := dbustest.Bus(t)
+	fake := dbustest.Serve(t, addr)
+	b := bridgetest.Start(t, bridgetest.Options{})
+	return fake, b, addr, func(id string, e agentbridge.Event) {
+		t.Helper()
+		b.Publish(t, "test-push", hub.Op{Op: hub.OpEvent, SessionID: id, Harness: "test-agent", Event: e})
+	}
+}
+
+// runNotify runs `agentbridge notify` against b and the session bus at
+// addr until the test ends; it returns its stderr and a channel that
+// gets its error should it end before.
+func runNotify(t *testing.T, b *bridgetest.Bridge, addr string) (*testlog.Buffer, <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr := &testlog.Buffer{}
+	done := make(chan error, 1)
+	ended := make(chan error, 1)
+	go func() {
+		err := runArgs(ctx, "notify", []string{"--addr", b.Addr, "--bus", addr}, []string{"AGENTBRIDGE_TOKEN=" + b.Token, "HOME=" + t.TempDir()},
+			strings.NewReader(""), &bytes.Buffer{}, stderr, watchBackoff)
+		ended <- err
+		done <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("notify: %v (stderr %s)", err, stderr.String())
+		}
+	})
+	return stderr, ended
+}
 
 // TestNotifyRaisesOneDesktopNotificationPerWait runs `agentbridge notify`
 // against a bridge and a private session bus with a fake notification
@@ -19,31 +56,13 @@ import (
 // session that starts waiting is, once, with the agent, the title and the
 // reason, however long the wait goes on; a failed turn is too.
 func TestNotifyRaisesOneDesktopNotificationPerWait(t *testing.T) {
-	addr := dbustest.Bus(t)
-	fake := dbustest.Serve(t, addr)
-	b := bridgetest.Start(t, bridgetest.Options{})
-	ev := func(id string, e agentbridge.Event) {
-		t.Helper()
-		b.Publish(t, "test-push", hub.Op{Op: hub.OpEvent, SessionID: id, Harness: "test-agent", Event: e})
-	}
+	fake, b, addr, ev := notifyRig(t)
 	ev("old", agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "Already waiting"})
 	ev("old", agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w0", State: agentbridge.StatusWaiting, Reason: "approve Read"})
 	ev("s1", agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "Fix the flaky tests"})
 	ev("s1", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"})
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var stderr bytes.Buffer
-	done := make(chan error, 1)
-	go func() {
-		done <- runArgs(ctx, "notify", []string{"--addr", b.Addr, "--bus", addr}, []string{"AGENTBRIDGE_TOKEN=" + b.Token, "HOME=" + t.TempDir()},
-			strings.NewReader(""), &bytes.Buffer{}, &stderr, watchBackoff)
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("notify: %v (stderr %s)", err, stderr.String())
-		}
-	}()
+	runNotify(t, b, addr)
 	time.Sleep(300 * time.Millisecond) // connected, with its baseline
 	if n := fake.Count(); n != 0 {
 		t.Fatalf("%d notifications for what the stream showed at connect, want none", n)
@@ -77,5 +96,29 @@ func TestNotifyWithoutService(t *testing.T) {
 	code := a.exitCode(a.execute(context.Background(), []string{"notify", "--addr", b.Addr, "--bus", addr}))
 	if code != 1 || !strings.Contains(stderr.String(), "no desktop notification service (org.freedesktop.Notifications)") {
 		t.Errorf("exit %d, stderr %q: want 1 and a message naming the missing service", code, stderr.String())
+	}
+}
+
+// A failed Notify (the notification server restarting) does not end
+// `agentbridge notify`: the notification is shown when a later try, after
+// a backoff, succeeds.
+func TestNotifySurvivesAFailedNotify(t *testing.T) {
+	fake, b, addr, ev := notifyRig(t)
+	ev("s1", agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "Fix the flaky tests"})
+	stderr, done := runNotify(t, b, addr)
+	time.Sleep(300 * time.Millisecond) // connected, with its baseline
+	fake.FailNext(2)
+	ev("s1", agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w1", State: agentbridge.StatusWaiting, Reason: "approve Bash"})
+	s := fake.Next(t) // the third try, after 1 s and 2 s
+	if s.Summary != "Test Agent is waiting for you" {
+		t.Errorf("notification %+v", s)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("notify ended: %v", err)
+	default:
+	}
+	if msg := stderr.String(); strings.Count(msg, "trying again") != 1 || !strings.Contains(msg, "restarting") {
+		t.Errorf("stderr %q, want the failure told once", msg)
 	}
 }

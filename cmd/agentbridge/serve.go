@@ -165,7 +165,7 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ho := hub.Options{Logger: log, Registry: reg}
+	ho := hub.Options{Logger: log, Registry: reg, Tested: sources.Tested}
 	if f := cfg.RevisionFile(); f != "" {
 		ho.Revisions = f // revisions grow across restarts, however fast the last run was
 	}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 func newSessionsCmd(a *app) *cobra.Command {
@@ -100,7 +100,7 @@ func (a *app) sessions(ctx context.Context, fs *pflag.FlagSet, o sessionsOptions
 			return fmt.Errorf("agentbridge at %s: bad answer to /v1/sessions: %w", c.Addr, err)
 		}
 		out.WriteByte('\n')
-		_, err := stdout.Write(out.Bytes())
+		_, err := stdout.Write(validate.EscapeJSON(out.Bytes()))
 		return err
 	}
 	var list sessionList
@@ -294,20 +294,11 @@ func rank(s agentbridge.Status) int {
 	return len(statusOrder)
 }
 
-// cell makes text safe to print on a terminal: control characters (escape
-// sequences included) become spaces. The bridge validates display text, but
-// a client does not rely on that.
-func cell(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) && utf8.ValidString(s) {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == utf8.RuneError {
-			return ' '
-		}
-		return r
-	}, s)
-}
+// cell makes text safe to print on a terminal (validate.Printable):
+// control characters (escape sequences included) become spaces, characters
+// that reorder or hide text show as U+FFFD. The bridge validates display
+// text, but a client does not rely on that.
+func cell(s string) string { return validate.Printable(s) }
 
 // shorten cuts s to at most n characters, ending with … when cut.
 func shorten(s string, n int) string {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -14,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
@@ -297,5 +300,46 @@ func TestWriteTableHostColumn(t *testing.T) {
 		"devbox  a   codex    \x1b[32mrunning\x1b[0m  -    -      -\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("table with hosts (-want +got):\n%s", diff)
+	}
+}
+
+// Text that reorders or hides itself, or drives the terminal, shows in the
+// table as what it is: bidi controls and zero-width marks as U+FFFD,
+// controls (C1 CSI included) as spaces; --json and watch keep the exact
+// value with those characters escaped.
+func TestTerminalTextIsNeutralised(t *testing.T) {
+	title := "invoice\u202Etxt.exe \u2066x\u2069 id\u200B \u009B31mred\u001b[2J"
+	entries := []sessionEntry{{"codex", agentbridge.Snapshot{ID: "s\u200B1", Harness: "codex", Status: "running", Title: title}, ""}}
+	var b bytes.Buffer
+	if err := writeTable(&b, entries, tableStyle{now: tableNow, wide: true}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, bad := range []string{"\u202E", "\u2066", "\u2069", "\u200B", "\u009B", "\x1b"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the table prints %U raw:\n%q", []rune(bad)[0], out)
+		}
+	}
+	if !strings.Contains(out, "invoice\uFFFDtxt.exe \uFFFDx\uFFFD id\uFFFD  31mred [2J") || !strings.Contains(out, "s\uFFFD1") {
+		t.Errorf("table:\n%q", out)
+	}
+
+	var w bytes.Buffer
+	bw := bufio.NewWriter(&w)
+	data, _ := json.Marshal(map[string]any{"source": "codex", "snapshot": map[string]string{"title": title}})
+	if err := printEvent(bw, client.Event{ID: 7, Name: "upsert", Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	line := w.String()
+	if strings.ContainsAny(line, "\u202E\u2066\u200B\u009B") || !strings.Contains(line, `invoice\u202etxt.exe`) || !strings.Contains(line, `\u009b31mred`) {
+		t.Fatalf("watch line %q", line)
+	}
+	var back struct {
+		Data struct {
+			Snapshot struct{ Title string } `json:"snapshot"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(line), &back); err != nil || back.Data.Snapshot.Title != title {
+		t.Fatalf("the watch line does not decode to the exact title: %q %v", back.Data.Snapshot.Title, err)
 	}
 }

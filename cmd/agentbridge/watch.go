@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 func newWatchCmd(a *app) *cobra.Command {
@@ -112,13 +113,15 @@ func watch(ctx context.Context, c *client.Client, so client.StreamOptions, limit
 }
 
 // printEvent prints ev as one JSON line {"id","event","data"} and flushes
-// it; a failed write is an errWrite.
+// it; a failed write is an errWrite. The line is the event exactly, with
+// C1 controls and the characters that reorder or hide text escaped
+// (validate.EscapeJSON), so that a terminal shows them rather than acts.
 func printEvent(out *bufio.Writer, ev client.Event) error {
 	line, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("encode event %d: %w", ev.ID, err)
 	}
-	line = append(line, '\n')
+	line = append(validate.EscapeJSON(line), '\n')
 	if _, err := out.Write(line); err != nil {
 		return errWrite{err}
 	}

@@ -29,9 +29,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "live:", err)
 		os.Exit(1)
 	}
+	if err := useLatest(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
 	code := m.Run()
 	os.RemoveAll(workDir)
 	printTable()
+	if err := writeReport(); err != nil {
+		fmt.Fprintln(os.Stderr, "live:", err)
+		code = max(code, 1)
+	}
 	os.Exit(code)
 }
 

@@ -6,54 +6,102 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tailscale/hujson"
 )
 
+// seeds adds the fixtures and the attack files (testdata/attacks) that
+// end in ext.
 func seeds(f *testing.F, ext string) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*"+ext))
-	for _, file := range files {
-		b, _ := os.ReadFile(file)
-		f.Add(b)
+	for _, dir := range []string{"testdata", filepath.Join("testdata", "attacks")} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*"+ext))
+		for _, file := range files {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
 	}
 }
 
-// FuzzSettings: any settings object, with hooks installed and removed
-// again, is the object it was (in the layout install writes).
+// userCommands lists the hook commands of a document that are not ours.
+func userCommands(d *doc, source string) []string {
+	var out []string
+	forHandlers(d, func(ev string, _ *hujson.Array, _ int, h *hujson.Object) {
+		if c := asString(member(h, "command")); c != "" {
+			if _, ok := ours(c, source); !ok {
+				out = append(out, ev+" "+c)
+			}
+		}
+	})
+	return out
+}
+
+// hasEmptyContainer reports whether a text holds an empty list or object:
+// uninstall removes an event list or hooks object it leaves empty, and an
+// empty container's inner spaces are not kept (both documented).
+func hasEmptyContainer(b []byte) bool {
+	v, err := hujson.Parse(b)
+	if err != nil {
+		return true
+	}
+	v.Minimize()
+	p := v.Pack()
+	return bytes.Contains(p, []byte("[]")) || bytes.Contains(p, []byte("{}"))
+}
+
+// FuzzSettings: a settings text install accepts becomes one that reads
+// back with every event installed and the user's own hooks as they were;
+// uninstall gives the text back byte for byte.
 func FuzzSettings(f *testing.F) {
 	seeds(f, ".json")
 	f.Add([]byte(`{"hooks":{"Stop":[{"hooks":[{"command":"agentbridge hook codex"}]}]}}`))
+	f.Add([]byte(`{"a":1,}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		doc, err := parseDoc(b)
-		if err != nil {
-			return
-		}
-		if hs := doc.get("hooks"); hs != nil && (len(hs.vals) == 0 || slicesContainsEmpty(hs)) {
-			return // an empty list the user had is removed with ours: documented
-		}
-		indent, final := layout(b)
-		want := format(doc, indent, final)
-		if err := addHandlers(doc, "codex", Command("/x/agentbridge", "codex"), []string{"Stop", "PreToolUse"}, Timeout); err != nil {
-			return
-		}
-		again, err := parseDoc(format(doc, indent, final))
-		if err != nil {
-			t.Fatalf("install wrote what it cannot read: %v", err)
-		}
-		removeHandlers(again, "codex")
-		removeHandlers(mustParse(want), "codex")
-		got := format(again, indent, final)
-		clean := mustParse(want)
-		removeHandlers(clean, "codex")
-		if !bytes.Equal(got, format(clean, indent, final)) {
-			t.Fatalf("install + uninstall changed the settings:\n%s\n%s", want, got)
+		for _, dl := range []dialect{{}, {comments: true}} {
+			d, err := parseDoc(b, dl)
+			if err != nil {
+				continue
+			}
+			before := userCommands(d, "codex")
+			events := []string{"Stop", "PreToolUse"}
+			if err := addHandlers(d, "codex", Command("/x/agent bridge", "codex"), events, Timeout); err != nil {
+				continue
+			}
+			out := d.pack()
+			again, err := parseDoc(out, dl)
+			if err != nil {
+				t.Fatalf("install wrote what it cannot read: %v\n%s\n%s", err, b, out)
+			}
+			if got := userCommands(again, "codex"); strings.Join(got, "\n") != strings.Join(before, "\n") {
+				t.Fatalf("the user's hooks changed:\n%q\n%q", before, got)
+			}
+			n := 0
+			forHandlers(again, func(_ string, _ *hujson.Array, _ int, h *hujson.Object) {
+				if _, ok := ours(asString(member(h, "command")), "codex"); ok {
+					n++
+				}
+			})
+			if n < len(events) {
+				t.Fatalf("%d handlers of ours after install:\n%s", n, out)
+			}
+			removeHandlers(again, "codex")
+			back := again.pack()
+			if len(bytes.TrimSpace(b)) > 0 && !hasEmptyContainer(b) && !bytes.Equal(back, b) {
+				t.Fatalf("install + uninstall changed the text:\n%q\n%q", b, back)
+			}
 		}
 	})
 }
 
-// FuzzConfigTOML: install then uninstall gives the text back (with the
-// final newline install may add).
+// FuzzConfigTOML: a config.toml install accepts decodes, after install,
+// with the feature on; a second install changes nothing; uninstall gives
+// the text back (with the final newline install may add).
 func FuzzConfigTOML(f *testing.F) {
 	seeds(f, ".toml")
 	f.Add([]byte("[features]\nhooks = false\n"))
+	f.Add([]byte("a = '''\n[features]\n'''\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s := string(b)
 		if strings.Contains(s, tomlTag) || strings.Contains(s, tomlWas) {
@@ -63,32 +111,19 @@ func FuzzConfigTOML(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if featureState(on) == "off" {
-			t.Fatalf("still off after install:\n%s", on)
+		if st := featureState(on); st != "on" {
+			t.Fatalf("feature %q after install:\n%s", st, on)
 		}
-		again, _ := enableFeature(on)
-		if again != on {
-			t.Fatalf("a second install changed the text")
+		again, err := enableFeature(on)
+		if err != nil || again != on {
+			t.Fatalf("a second install changed the text: %v", err)
 		}
-		back := disableFeature(on)
-		if back != s && back != s+"\n" {
+		back, err := disableFeature(on)
+		if err != nil {
+			t.Fatalf("uninstall: %v\n%s", err, on)
+		}
+		if back != s && back != s+"\n" && back != s+"\r\n" {
 			t.Fatalf("install + uninstall:\n%q\n%q", s, back)
 		}
 	})
-}
-
-func slicesContainsEmpty(hs *node) bool {
-	for _, v := range hs.vals {
-		if v.kind == '[' && len(v.vals) == 0 {
-			return true
-		}
-		if v.kind == '[' {
-			for _, g := range v.vals {
-				if l := g.get("hooks"); l != nil && l.kind == '[' && len(l.vals) == 0 {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }

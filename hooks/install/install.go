@@ -5,17 +5,25 @@
 // settings.json (under its .gemini directory), Qwen Code's settings.json
 // (under QWEN_HOME, default ~/.qwen).
 //
-// Edits merge with what the user has: other settings and hooks are kept
-// in their order and spelling, the file keeps its indentation, and TOML
-// is edited line by line so that its comments and layout stay. Installing
-// twice changes nothing the second time; before its first change to a file
-// the package copies it beside itself (<file>.agentbridge-backup, never
-// overwritten). Uninstall removes exactly the entries install added (and
-// an event list or a hooks object it leaves empty), and a file install
-// created is removed when nothing else is left in it.
+// Edits merge with what the user has: a file is parsed with a real parser
+// that keeps its text (hujson for JSON, go-toml's for TOML), only the
+// bridge's own entries (those carrying Mark) are added, changed or
+// removed, and everything else keeps its bytes: other settings, the
+// user's hooks, comments, layout. A file the agent would read differently
+// from the edit (a name or table twice, a byte order mark, comments the
+// agent does not take) is refused, and every edit is read back before it
+// is written. Plans are made for every file first (PlanInstall,
+// PlanUninstall) and written together by Apply, atomically per file and
+// all or none; Edit.Diff shows a plan. Installing twice changes nothing
+// the second time; before its first change to a file the package copies
+// it beside itself (<file>.agentbridge-backup, never overwritten).
+// Uninstall removes exactly the entries install added (and an event list
+// or a hooks object it leaves empty), and a file install created is
+// removed when nothing else is left in it.
 package install
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -23,9 +31,11 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/aymanbagabas/go-udiff"
+	"github.com/tailscale/hujson"
 
 	"github.com/agentbridge/agentbridge/hooks"
+	"github.com/agentbridge/agentbridge/internal/binpath"
 	"github.com/agentbridge/agentbridge/internal/smallfile"
 )
 
@@ -54,13 +64,14 @@ type spec struct {
 	file    string // the hooks file in the agent's home
 	config  bool   // Codex: the feature flag in config.toml
 	timeout int    // the handler's timeout, in the agent's unit
+	dialect dialect
 }
 
 var specs = map[string]spec{
 	"claude-code": {source: "claude-code", file: "settings.json", timeout: Timeout},
 	"codex":       {source: "codex", file: "hooks.json", config: true, timeout: CodexTimeout},
-	"gemini-cli":  {source: "gemini", file: "settings.json", timeout: Timeout * 1000},
-	"qwen-code":   {source: "qwen", file: "settings.json", timeout: Timeout},
+	"gemini-cli":  {source: "gemini", file: "settings.json", timeout: Timeout * 1000, dialect: dialect{comments: true}},
+	"qwen-code":   {source: "qwen", file: "settings.json", timeout: Timeout, dialect: dialect{comments: true}},
 }
 
 // Source is the source id of a harness with hooks ("" for none).
@@ -100,9 +111,20 @@ func (t Target) check() error {
 	return nil
 }
 
+// Mark is the argument that marks a hook command as one install wrote:
+// install, uninstall and status only ever touch a handler whose command is
+// exactly Command(prog, source) for some program, never a user's own
+// command however similar ("~/bin/log.sh hook claude-code",
+// "agentbridge hook claude-code" typed by hand). `agentbridge hook`
+// accepts and ignores it.
+const Mark = "--by=hooks-install"
+
 // Command is the hook command line for a source run by the program at
-// prog: "'/opt/my tools/agentbridge' hook claude-code", quoted for sh.
-func Command(prog, source string) string { return shellQuote(prog) + " hook " + source }
+// prog: "'/opt/my tools/agentbridge' hook --by=hooks-install claude-code",
+// quoted for sh.
+func Command(prog, source string) string {
+	return shellQuote(prog) + " hook " + Mark + " " + source
+}
 
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+@:") == "" {
@@ -111,27 +133,65 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// ours reports whether a hook command is one install writes for source,
-// and returns the program it runs.
+// ours reports whether a hook command is exactly one install writes for
+// source (Command of some program), and returns the program it runs.
 func ours(cmd, source string) (prog string, ok bool) {
-	cmd = strings.TrimSpace(cmd)
-	rest, found := strings.CutSuffix(cmd, " hook "+source)
-	if !found {
+	rest, found := strings.CutSuffix(cmd, " hook "+Mark+" "+source)
+	if !found || rest == "" {
 		return "", false
 	}
-	rest = strings.TrimSpace(rest)
-	if len(rest) >= 2 && rest[0] == '\'' && rest[len(rest)-1] == '\'' {
-		rest = strings.ReplaceAll(rest[1:len(rest)-1], `'\''`, "'")
-	} else if strings.ContainsAny(rest, " \t'\"") {
+	prog = rest
+	if rest[0] == '\'' {
+		if len(rest) < 2 || rest[len(rest)-1] != '\'' {
+			return "", false
+		}
+		prog = strings.ReplaceAll(rest[1:len(rest)-1], `'\''`, "'")
+	}
+	if shellQuote(prog) != rest {
 		return "", false
 	}
-	if !strings.HasPrefix(filepath.Base(rest), "agentbridge") {
-		return "", false
-	}
-	return rest, true
+	return prog, true
 }
 
-// Change is what one call did to one file.
+// Edit is one planned change of one file: what it holds and what it will
+// hold.
+type Edit struct {
+	File    string // the file (a symlink resolved)
+	Harness string
+	Existed bool
+	Before  []byte
+	After   []byte // nil with Remove
+	Remove  bool   // uninstall removes the file (install created it; nothing else is left)
+
+	mode      os.FileMode
+	uninstall bool
+}
+
+// Changes reports whether applying e changes the file.
+func (e Edit) Changes() bool {
+	if e.Remove {
+		return e.Existed
+	}
+	return !bytes.Equal(e.Before, e.After) || !e.Existed && len(e.After) > 0
+}
+
+// Diff is the unified diff of the change, with the file's path as its
+// name ("" when nothing changes).
+func (e Edit) Diff() string {
+	if !e.Changes() {
+		return ""
+	}
+	before, after := e.File, e.File
+	if !e.Existed {
+		before = "/dev/null"
+	}
+	if e.Remove {
+		after = "/dev/null"
+	}
+	return udiff.Unified(before, after, string(e.Before), string(e.After))
+}
+
+// Change is what applying an edit did to one file.
 type Change struct {
 	File    string
 	Changed bool
@@ -139,51 +199,72 @@ type Change struct {
 	Removed bool   // the file was removed (uninstall of a file install created)
 }
 
-// Install adds the hook command (Command) for every event the bridge takes
-// from the harness, and for Codex turns its hooks feature on. It fails
-// without changing anything when a file cannot be read, parsed or written.
-func Install(t Target, command string) ([]Change, error) {
+// PlanInstall plans adding the hook command (Command) for every event the
+// bridge takes from the harness, and for Codex turning its hooks feature
+// on. It reads and checks every file but writes none; an error means the
+// harness cannot be installed as its files are (nothing should be written).
+func PlanInstall(t Target, command string) ([]Edit, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	events := hooks.Events(t.source())
-	var plan []edit
-	e, err := planJSON(t.HooksFile(), func(doc *node) error {
-		return addHandlers(doc, t.source(), command, events, specs[t.Harness].timeout)
+	source := t.source()
+	if _, ok := ours(command, source); !ok {
+		return nil, fmt.Errorf("%q is not a hook command install writes (Command)", command)
+	}
+	events := hooks.Events(source)
+	e, err := planJSON(t, false, func(d *doc) error {
+		return addHandlers(d, source, command, events, specs[t.Harness].timeout)
 	})
 	if err != nil {
 		return nil, err
 	}
-	plan = append(plan, e)
+	plan := []Edit{e}
 	if cf := t.ConfigFile(); cf != "" {
-		e, err := planText(cf, enableFeature)
+		e, err := planText(t, cf, false, enableFeature)
 		if err != nil {
 			return nil, err
 		}
 		plan = append(plan, e)
 	}
-	return apply(plan, false)
+	return plan, nil
 }
 
-// Uninstall removes what Install added.
-func Uninstall(t Target) ([]Change, error) {
+// PlanUninstall plans removing what install added, as PlanInstall does.
+func PlanUninstall(t Target) ([]Edit, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	var plan []edit
-	e, err := planJSON(t.HooksFile(), func(doc *node) error { removeHandlers(doc, t.source()); return nil })
+	e, err := planJSON(t, true, func(d *doc) error { removeHandlers(d, t.source()); return nil })
 	if err != nil {
 		return nil, err
 	}
-	plan = append(plan, e)
+	plan := []Edit{e}
 	if cf := t.ConfigFile(); cf != "" {
-		e, err := planText(cf, func(s string) (string, error) { return disableFeature(s), nil })
+		e, err := planText(t, cf, true, disableFeature)
 		if err != nil {
 			return nil, err
 		}
 		plan = append(plan, e)
 	}
-	return apply(plan, true)
+	return plan, nil
+}
+
+// Install plans and applies an install for one harness.
+func Install(t Target, command string) ([]Change, error) {
+	plan, err := PlanInstall(t, command)
+	if err != nil {
+		return nil, err
+	}
+	return Apply(plan)
+}
+
+// Uninstall plans and applies an uninstall for one harness.
+func Uninstall(t Target) ([]Change, error) {
+	plan, err := PlanUninstall(t)
+	if err != nil {
+		return nil, err
+	}
+	return Apply(plan)
 }
 
 // State is what Status finds for one harness.
@@ -196,6 +277,14 @@ type State struct {
 	Current  bool     `json:"current"`           // something is installed and every command runs prog
 	Feature  string   `json:"feature,omitempty"` // Codex: "on", "on (default)", "off"; "" otherwise
 	Problem  string   `json:"problem,omitempty"` // a file that cannot be read or parsed, else ""
+	// Foreign counts the hook commands that run agentbridge's hook but
+	// were not written by install (typed by hand, or by an install before
+	// the mark): install and uninstall leave them alone.
+	Foreign int `json:"foreign,omitempty"`
+	// Broken says, per program the installed commands run, why it cannot
+	// be run (gone, not executable): the hooks do nothing until install
+	// writes a program that is there.
+	Broken map[string]string `json:"broken,omitempty"`
 }
 
 // Installed reports whether every event has the hook command.
@@ -213,18 +302,21 @@ func Status(t Target, prog string) State {
 		st.Problem = err.Error()
 		return st
 	}
-	doc, err := parseDoc(b)
+	d, err := parseDoc(b, specs[t.Harness].dialect)
 	if err != nil {
 		st.Problem = fmt.Sprintf("%s: %v", filepath.Base(st.File), err)
 		return st
 	}
 	found := map[string]bool{}
-	forHandlers(doc, func(ev string, h *node) {
-		if p, ok := ours(str(h.get("command").rawOr()), t.source()); ok {
+	forHandlers(d, func(ev string, _ *hujson.Array, _ int, h *hujson.Object) {
+		cmd := asString(member(h, "command"))
+		if p, ok := ours(cmd, t.source()); ok {
 			found[ev] = true
 			if !slices.Contains(st.Programs, p) {
 				st.Programs = append(st.Programs, p)
 			}
+		} else if strings.Contains(cmd, "agentbridge") && strings.Contains(cmd, " hook ") {
+			st.Foreign++
 		}
 	})
 	for _, ev := range hooks.Events(t.source()) {
@@ -235,6 +327,14 @@ func Status(t Target, prog string) State {
 		}
 	}
 	st.Current = len(st.Programs) == 1 && st.Programs[0] == prog
+	for _, p := range st.Programs {
+		if err := binpath.Check(p); err != nil {
+			if st.Broken == nil {
+				st.Broken = map[string]string{}
+			}
+			st.Broken[p] = err.Error()
+		}
+	}
 	if cf := t.ConfigFile(); cf != "" {
 		b, err := readFile(cf)
 		switch {
@@ -249,86 +349,95 @@ func Status(t Target, prog string) State {
 	return st
 }
 
-func (n *node) rawOr() []byte {
-	if n == nil {
-		return nil
-	}
-	return n.raw
-}
-
 // forHandlers calls fn for every handler object of every event of a
-// hooks document ({"hooks": {"Event": [{"matcher"?, "hooks": [handler…]}]}}).
-func forHandlers(doc *node, fn func(event string, handler *node)) {
-	hs := doc.get("hooks")
-	if hs == nil || hs.kind != '{' {
+// hooks document ({"hooks": {"Event": [{"matcher"?, "hooks": [handler…]}]}}),
+// with the handler list it is in and its index there.
+func forHandlers(d *doc, fn func(event string, list *hujson.Array, i int, handler *hujson.Object)) {
+	hs := asObject(member(d.obj(), "hooks"))
+	if hs == nil {
 		return
 	}
-	for i, name := range hs.names {
-		groups := hs.vals[i]
-		if groups.kind != '[' {
+	for _, m := range hs.Members {
+		groups := asArray(&m.Value)
+		if groups == nil {
 			continue
 		}
-		for _, g := range groups.vals {
-			if list := g.get("hooks"); list != nil && list.kind == '[' {
-				for _, h := range list.vals {
-					if h.kind == '{' {
-						fn(str(name), h)
-					}
+		ev := asString(&m.Name)
+		for gi := range groups.Elements {
+			list := asArray(member(asObject(&groups.Elements[gi]), "hooks"))
+			if list == nil {
+				continue
+			}
+			for i := range list.Elements {
+				if h := asObject(&list.Elements[i]); h != nil {
+					fn(ev, list, i, h)
 				}
 			}
 		}
 	}
+}
+
+// handler is the handler install adds.
+type handler struct {
+	Type    string `json:"type"`
+	Command string `json:"command"`
+	Timeout int    `json:"timeout"`
+}
+
+type group struct {
+	Hooks []handler `json:"hooks"`
 }
 
 // addHandlers makes sure every event has one handler running command:
 // an existing one of ours gets the command (another binary path) and the
 // timeout (an older install wrote another), else a group with one handler
-// is appended.
-func addHandlers(doc *node, source, command string, events []string, timeout int) error {
-	hs := doc.get("hooks")
-	if hs == nil {
-		hs = &node{kind: '{'}
-		doc.set("hooks", hs)
+// is appended. A user's own handlers are never touched.
+func addHandlers(d *doc, source, command string, events []string, timeout int) error {
+	root := d.rootLayout()
+	hv := member(d.obj(), "hooks")
+	if hv == nil {
+		hv = addMember(d.obj(), root, layout{}, "hooks", map[string]any{})
 	}
-	if hs.kind != '{' {
+	hs := asObject(hv)
+	if hs == nil {
 		return errors.New(`"hooks" is not an object`)
 	}
+	hl := d.objLayout(hs, root)
 	for _, ev := range events {
-		groups := hs.get(ev)
-		if groups == nil {
-			groups = &node{kind: '['}
-			hs.set(ev, groups)
+		gv := member(hs, ev)
+		if gv == nil {
+			addMember(hs, hl, root, ev, []group{{Hooks: []handler{{Type: "command", Command: command, Timeout: timeout}}}})
+			continue
 		}
-		if groups.kind != '[' {
+		groups := asArray(gv)
+		if groups == nil {
 			return fmt.Errorf("hooks.%s is not a list", ev)
 		}
 		have := false
-		for _, g := range groups.vals {
-			list := g.get("hooks")
-			if list == nil || list.kind != '[' {
+		for gi := range groups.Elements {
+			list := asArray(member(asObject(&groups.Elements[gi]), "hooks"))
+			if list == nil {
 				continue
 			}
-			for _, h := range list.vals {
-				if _, ok := ours(str(h.get("command").rawOr()), source); ok {
-					if !have && str(h.get("command").rawOr()) != command {
-						h.set("command", strNode(command))
-					}
-					if want := fmt.Sprint(timeout); !have && string(h.get("timeout").rawOr()) != want {
-						h.set("timeout", scalar(want))
-					}
-					have = true
+			for i := range list.Elements {
+				h := asObject(&list.Elements[i])
+				c := member(h, "command")
+				if _, ok := ours(asString(c), source); !ok || have {
+					continue
+				}
+				have = true
+				if asString(c) != command {
+					setLiteral(c, command)
+				}
+				if tv := member(h, "timeout"); tv == nil {
+					addMember(h, d.objLayout(h, hl), hl, "timeout", timeout)
+				} else if lit, ok := tv.Value.(hujson.Literal); !ok || lit.Kind() != '0' || lit.Int() != int64(timeout) {
+					setLiteral(tv, timeout)
 				}
 			}
 		}
 		if !have {
-			handler := &node{kind: '{'}
-			handler.set("type", strNode("command"))
-			handler.set("command", strNode(command))
-			handler.set("timeout", scalar(fmt.Sprint(timeout)))
-			list := &node{kind: '[', vals: []*node{handler}}
-			group := &node{kind: '{'}
-			group.set("hooks", list)
-			groups.vals = append(groups.vals, group)
+			addElement(groups, d.arrLayout(groups, hl), hl, group{Hooks: []handler{{Type: "command", Command: command, Timeout: timeout}}})
 		}
 	}
 	return nil
@@ -337,57 +446,52 @@ func addHandlers(doc *node, source, command string, events []string, timeout int
 // removeHandlers removes every handler of ours, the groups it leaves
 // without handlers, the event lists it leaves empty and the hooks object
 // when nothing is left in it.
-func removeHandlers(doc *node, source string) {
-	hs := doc.get("hooks")
-	if hs == nil || hs.kind != '{' {
+func removeHandlers(d *doc, source string) {
+	hs := asObject(member(d.obj(), "hooks"))
+	if hs == nil {
 		return
 	}
 	removed := false
-	for i := 0; i < len(hs.vals); i++ {
-		groups := hs.vals[i]
-		if groups.kind != '[' {
+	for mi := len(hs.Members) - 1; mi >= 0; mi-- {
+		groups := asArray(&hs.Members[mi].Value)
+		if groups == nil {
 			continue
 		}
 		touched := false
-		keep := groups.vals[:0:0]
-		for _, g := range groups.vals {
-			list := g.get("hooks")
-			if list != nil && list.kind == '[' {
-				n := len(list.vals)
-				list.vals = slices.DeleteFunc(slices.Clone(list.vals), func(h *node) bool {
-					_, ok := ours(str(h.get("command").rawOr()), source)
-					return ok
-				})
-				if len(list.vals) < n {
-					touched = true
-					if len(list.vals) == 0 {
-						continue
-					}
+		for gi := len(groups.Elements) - 1; gi >= 0; gi-- {
+			list := asArray(member(asObject(&groups.Elements[gi]), "hooks"))
+			if list == nil {
+				continue
+			}
+			n := len(list.Elements)
+			for i := n - 1; i >= 0; i-- {
+				if _, ok := ours(asString(member(asObject(&list.Elements[i]), "command")), source); ok {
+					removeElement(list, i)
 				}
 			}
-			keep = append(keep, g)
+			if len(list.Elements) < n {
+				touched = true
+				if len(list.Elements) == 0 {
+					removeElement(groups, gi)
+				}
+			}
 		}
-		groups.vals = keep
 		if touched {
 			removed = true
-			if len(groups.vals) == 0 {
-				hs.del(str(hs.names[i]))
-				i--
+			if len(groups.Elements) == 0 {
+				removeMember(hs, mi)
 			}
 		}
 	}
-	if removed && len(hs.vals) == 0 {
-		doc.del("hooks")
+	if removed && len(hs.Members) == 0 {
+		o := d.obj()
+		for i := range o.Members {
+			if asString(&o.Members[i].Name) == "hooks" {
+				removeMember(o, i)
+				break
+			}
+		}
 	}
-}
-
-// edit is one planned file change.
-type edit struct {
-	file    string
-	existed bool
-	mode    os.FileMode
-	before  []byte
-	after   []byte
 }
 
 // readFile reads a settings file safely (a FIFO or device is refused, a
@@ -412,124 +516,143 @@ func resolve(path string) string {
 	return path
 }
 
-func planFile(path string) (edit, error) {
+func planFile(t Target, path string, uninstall bool) (Edit, error) {
 	path = resolve(path)
-	e := edit{file: path, mode: 0o600}
+	e := Edit{File: path, Harness: t.Harness, mode: 0o600, uninstall: uninstall}
 	b, err := readFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
 		return e, err
 	default:
-		fi, _ := os.Stat(path)
-		e.existed, e.mode, e.before = true, fi.Mode().Perm(), b
-	}
-	return e, nil
-}
-
-func planJSON(path string, change func(*node) error) (edit, error) {
-	e, err := planFile(path)
-	if err != nil {
-		return e, err
-	}
-	doc, err := parseDoc(e.before)
-	if err != nil {
-		return e, fmt.Errorf("%s: %w (nothing was changed)", path, err)
-	}
-	indent, final := layout(e.before)
-	if err := change(doc); err != nil {
-		return e, fmt.Errorf("%s: %w (nothing was changed)", path, err)
-	}
-	if !e.existed && len(doc.vals) == 0 {
-		e.after = nil
-	} else if len(doc.vals) == 0 && len(strings.TrimSpace(string(e.before))) == 0 {
-		e.after = e.before
-	} else {
-		e.after = format(doc, indent, final)
-		if reformatted := format(mustParse(e.before), indent, final); string(reformatted) == string(e.after) {
-			e.after = e.before // nothing changed but the layout: keep the user's bytes
+		fi, err := os.Stat(path)
+		if err != nil {
+			return e, err
 		}
+		e.Existed, e.mode, e.Before = true, fi.Mode().Perm(), b
 	}
 	return e, nil
 }
 
-func mustParse(b []byte) *node {
-	n, err := parseDoc(b)
-	if err != nil {
-		return &node{kind: '{'}
-	}
-	return n
-}
-
-func planText(path string, change func(string) (string, error)) (edit, error) {
-	e, err := planFile(path)
+func planJSON(t Target, uninstall bool, change func(*doc) error) (Edit, error) {
+	e, err := planFile(t, t.HooksFile(), uninstall)
 	if err != nil {
 		return e, err
 	}
-	after, err := change(string(e.before))
+	dl := specs[t.Harness].dialect
+	d, err := parseDoc(e.Before, dl)
 	if err != nil {
-		return e, fmt.Errorf("%s: %w (nothing was changed)", path, err)
+		return e, fmt.Errorf("%s: %w (nothing was changed)", e.File, err)
 	}
-	e.after = []byte(after)
+	if err := change(d); err != nil {
+		return e, fmt.Errorf("%s: %w (nothing was changed)", e.File, err)
+	}
+	e.After = d.pack()
+	if len(bytes.TrimSpace(e.Before)) == 0 && len(d.obj().Members) == 0 {
+		e.After = e.Before // nothing to add to an empty file
+	} else if len(bytes.TrimSpace(e.Before)) == 0 && len(e.After) > 0 && !bytes.HasSuffix(e.After, []byte("\n")) {
+		e.After = append(e.After, '\n') // a new (or blank) file ends with a line break
+	}
+	// what is written must read back, as the agent reads it
+	if _, err := parseDoc(e.After, dl); err != nil {
+		return e, fmt.Errorf("%s: the edit would not read back (%v); nothing was changed", e.File, err)
+	}
+	e.finish()
 	return e, nil
 }
 
-// apply writes the planned files: first it checks that each one that
-// changes can be written, so that a read-only file changes nothing at all.
-// On uninstall, a file install created (it has no backup) that is left
-// empty is removed.
-func apply(plan []edit, uninstall bool) ([]Change, error) {
-	var todo []edit
+func planText(t Target, path string, uninstall bool, change func(string) (string, error)) (Edit, error) {
+	e, err := planFile(t, path, uninstall)
+	if err != nil {
+		return e, err
+	}
+	after, err := change(string(e.Before))
+	if err != nil {
+		return e, fmt.Errorf("%s: %w (nothing was changed)", e.File, err)
+	}
+	e.After = []byte(after)
+	e.finish()
+	return e, nil
+}
+
+// finish marks an uninstall that leaves nothing in a file install created
+// (it has no backup) as the file's removal.
+func (e *Edit) finish() {
+	if !e.uninstall || !e.Existed || bytes.Equal(e.Before, e.After) {
+		return
+	}
+	if _, err := os.Stat(e.File + BackupSuffix); err == nil || !isEmpty(e.After) {
+		return
+	}
+	e.Remove, e.After = true, nil
+}
+
+// Apply writes planned edits, all or none: first it checks that every file
+// that changes can be written, so that a read-only file changes nothing at
+// all; a write that fails after others succeeded puts those back. Before
+// its first change to a file that existed, install copies it to
+// <file>.agentbridge-backup (never overwritten).
+func Apply(plan []Edit) ([]Change, error) {
+	var todo []Edit
 	for _, e := range plan {
-		if string(e.before) == string(e.after) && (e.existed || len(e.after) == 0) {
-			continue
+		if e.Changes() {
+			todo = append(todo, e)
 		}
-		todo = append(todo, e)
 	}
 	for _, e := range todo {
-		if e.existed {
+		if e.Existed {
 			// a file without its owner's write bit is read-only on
 			// purpose, also for root (whom access(2) lets write it)
 			if e.mode&0o200 == 0 {
-				return nil, fmt.Errorf("%s is read-only; nothing was changed", e.file)
+				return nil, fmt.Errorf("%s is read-only; nothing was changed", e.File)
 			}
-			if err := unix.Access(e.file, unix.W_OK); err != nil {
-				return nil, fmt.Errorf("%s cannot be written (%w); nothing was changed", e.file, err)
+			if err := writable(e.File); err != nil {
+				return nil, fmt.Errorf("%s cannot be written (%w); nothing was changed", e.File, err)
 			}
 		}
-		dir := filepath.Dir(e.file)
+		dir := filepath.Dir(e.File)
 		if _, err := os.Stat(dir); err == nil {
-			if err := unix.Access(dir, unix.W_OK); err != nil {
+			if err := writable(dir); err != nil {
 				return nil, fmt.Errorf("%s cannot be written (%w); nothing was changed", dir, err)
 			}
 		}
 	}
 	var out []Change
+	var done []Edit
+	undo := func(err error) ([]Change, error) {
+		for _, e := range slices.Backward(done) {
+			if e.Existed {
+				_ = writeFile(e.File, e.Before, e.mode)
+			} else {
+				_ = os.Remove(e.File)
+			}
+		}
+		return nil, fmt.Errorf("%w; the files changed before were put back", err)
+	}
 	for _, e := range todo {
-		c := Change{File: e.file, Changed: true}
-		backup := e.file + BackupSuffix
-		_, noBackup := os.Stat(backup)
-		if uninstall && noBackup != nil && isEmpty(e.after) {
-			if err := os.Remove(e.file); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return out, err
+		c := Change{File: e.File, Changed: true}
+		if e.Remove {
+			if err := os.Remove(e.File); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return undo(err)
 			}
 			c.Removed = true
-			out = append(out, c)
+			out, done = append(out, c), append(done, e)
 			continue
 		}
-		if e.existed && noBackup != nil && !uninstall {
-			if err := writeAtomic(backup, e.before, e.mode); err != nil {
-				return out, fmt.Errorf("back up %s: %w", e.file, err)
+		backup := e.File + BackupSuffix
+		if _, err := os.Lstat(backup); errors.Is(err, os.ErrNotExist) && e.Existed && !e.uninstall {
+			if err := writeFile(backup, e.Before, e.mode); err != nil {
+				return undo(fmt.Errorf("back up %s: %w", e.File, err))
 			}
 			c.Backup = backup
 		}
-		if err := os.MkdirAll(filepath.Dir(e.file), 0o700); err != nil {
-			return out, err
+		if err := os.MkdirAll(filepath.Dir(e.File), 0o700); err != nil {
+			return undo(err)
 		}
-		if err := writeAtomic(e.file, e.after, e.mode); err != nil {
-			return out, err
+		if err := writeFile(e.File, e.After, e.mode); err != nil {
+			return undo(fmt.Errorf("write %s: %w", e.File, err))
 		}
-		out = append(out, c)
+		out, done = append(out, c), append(done, e)
 	}
 	return out, nil
 }
@@ -537,31 +660,4 @@ func apply(plan []edit, uninstall bool) ([]Change, error) {
 func isEmpty(b []byte) bool {
 	s := strings.TrimSpace(string(b))
 	return s == "" || s == "{}"
-}
-
-// writeAtomic writes b to path through a temporary file in the same
-// directory, with mode.
-func writeAtomic(path string, b []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -109,7 +109,7 @@ func TestClaudeCodeRoundTrip(t *testing.T) {
 	if st := Status(tg, prog); st.Current || !st.Installed() || !slices.Equal(st.Programs, []string{"/usr/bin/agentbridge"}) {
 		t.Fatalf("after a move: %+v", st)
 	}
-	if n := bytes.Count(read(t, file), []byte(" hook claude-code")); n != len(hooks.Events("claude-code")) {
+	if n := bytes.Count(read(t, file), []byte(" hook "+Mark+" claude-code")); n != len(hooks.Events("claude-code")) {
 		t.Fatalf("%d entries after a move, want one per event", n)
 	}
 
@@ -207,7 +207,10 @@ func TestTOMLEdits(t *testing.T) {
 			t.Errorf("%s: got %q, %v\nwant %q", tt.name, got, err, tt.want)
 			continue
 		}
-		back := disableFeature(got)
+		back, err := disableFeature(got)
+		if err != nil {
+			t.Errorf("%s: uninstall: %v", tt.name, err)
+		}
 		want := tt.in
 		if tt.name == "no features table" {
 			want += "\n" // the newline install had to add is kept
@@ -272,11 +275,18 @@ func TestOurs(t *testing.T) {
 		ok   bool
 	}{
 		{Command(prog, "codex"), prog, true},
-		{"/usr/bin/agentbridge hook codex", "/usr/bin/agentbridge", true},
-		{"agentbridge hook codex", "agentbridge", true},
-		{"/usr/bin/agentbridge hook claude-code", "", false},
-		{"my-script hook codex", "", false},
-		{"sh -c 'x' hook codex", "", false},
+		{Command("/usr/bin/agentbridge", "codex"), "/usr/bin/agentbridge", true},
+		{Command("/home/o'brien/agentbridge", "codex"), "/home/o'brien/agentbridge", true},
+		{"/usr/bin/agentbridge hook --by=hooks-install codex", "/usr/bin/agentbridge", true},
+		// a user's own commands, however alike, are not ours
+		{"/usr/bin/agentbridge hook codex", "", false},
+		{"agentbridge hook codex", "", false},
+		{Command(prog, "claude-code"), "", false},
+		{"my-script hook --by=hooks-install codex", "my-script", true},
+		{"sh -c 'x' hook --by=hooks-install codex", "", false},
+		{"'/a b' '/c' hook --by=hooks-install codex", "", false},
+		{"/a/agentbridge  hook --by=hooks-install codex", "", false},
+		{" hook --by=hooks-install codex", "", false},
 	}
 	for _, tt := range tests {
 		p, ok := ours(tt.cmd, "codex")
@@ -299,7 +309,7 @@ func TestGeminiRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ev := range hooks.Events("gemini") {
-		if !bytes.Contains(doc.Hooks[ev], []byte(`"timeout": 5000`)) || !bytes.Contains(doc.Hooks[ev], []byte(" hook gemini")) {
+		if !bytes.Contains(doc.Hooks[ev], []byte(`"timeout": 5000`)) || !bytes.Contains(doc.Hooks[ev], []byte(" hook "+Mark+" gemini")) {
 			t.Errorf("%s: %s", ev, doc.Hooks[ev])
 		}
 	}

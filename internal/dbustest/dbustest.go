@@ -5,6 +5,7 @@ package dbustest
 
 import (
 	"bufio"
+	"errors"
 	"os/exec"
 	"strings"
 	"sync"
@@ -52,6 +53,15 @@ type Notifications struct {
 	calls []Shown
 	next  uint32
 	got   chan Shown
+	fail  int
+}
+
+// FailNext makes the next n Notify calls fail with a D-Bus error (a
+// notification server that is restarting), recording nothing.
+func (f *Notifications) FailNext(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail = n
 }
 
 // Serve puts a fake notification service on the bus at addr.
@@ -75,6 +85,10 @@ func Serve(t testing.TB, addr string) *Notifications {
 func (f *Notifications) notify(app string, replaces uint32, _, summary, body string, _ []string, hints map[string]dbus.Variant, _ int32) (uint32, *dbus.Error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.fail > 0 {
+		f.fail--
+		return 0, dbus.MakeFailedError(errors.New("the notification server is restarting"))
+	}
 	s := Shown{App: app, Summary: summary, Body: body, Replaces: replaces}
 	if u, ok := hints["urgency"].Value().(byte); ok {
 		s.Urgency = u

@@ -140,6 +140,8 @@ func topField(rd reader, name []byte, r *record) (err error) {
 		r.Cwd, err = str(rd)
 	case "timestamp":
 		r.Timestamp, err = str(rd)
+	case "version":
+		r.Version, err = str(rd)
 	case "customTitle":
 		r.CustomTitle, err = str(rd)
 	case "aiTitle":

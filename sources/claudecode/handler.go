@@ -29,7 +29,10 @@ type handler struct {
 	ss       *sources.Sessions
 	projects string
 	registry string
+	jobs     string   // background sessions' state files (jobs.go)
 	last     lineFile // the file of the last line, classified
+
+	jobStates map[string]Job // by job directory
 
 	sessions map[string]*session  // by published session id
 	children map[string]*child    // by transcript path
@@ -48,6 +51,9 @@ type session struct {
 	pid     int  // bound live process (registry), 0: none
 	hasFile bool // its transcript exists
 	exited  bool // the mapper was told the bound process exited
+
+	// version: the Claude Code version its records named last
+	version string
 }
 
 // regProc is one live process of the registry.
@@ -97,8 +103,9 @@ type childMeta struct {
 
 func newHandler(src *Source, ss *sources.Sessions) *handler {
 	return &handler{
-		Sessions: ss, src: src, ss: ss, projects: src.projectsDir(), registry: src.registryDir(),
-		sessions: map[string]*session{}, children: map[string]*child{},
+		Sessions: ss, src: src, ss: ss, projects: src.projectsDir(), registry: src.registryDir(), jobs: src.jobsDir(),
+		jobStates: map[string]Job{},
+		sessions:  map[string]*session{}, children: map[string]*child{},
 		pending: map[string][]*child{}, metas: map[string]childMeta{}, regs: map[int]*regProc{},
 		reread: map[string]bool{},
 	}
@@ -140,7 +147,14 @@ func (h *handler) rootLine(id string, line []byte) {
 		h.ss.BadLine(sources.CodeInvalidJSON)
 		return
 	}
+	if v := se.m.Version(); v != "" && v != se.version {
+		se.version = v
+		h.ss.Version(Harness, v)
+	}
 	h.publish(id, se, evs)
+	if len(h.jobStates) > 0 {
+		h.applyJobs(id)
+	}
 }
 
 // Idle implements sources.Handler: subagent transcripts found in this wake
@@ -250,6 +264,9 @@ func (h *handler) MatchWhole(path string) bool {
 	if filepath.Dir(path) == h.registry {
 		return RegistryPID(filepath.Base(path)) != 0
 	}
+	if _, ok := jobOf(h.jobs, path); ok {
+		return true
+	}
 	t, ok := transcriptOf(path)
 	if !ok {
 		return false
@@ -262,6 +279,10 @@ func (h *handler) MatchWhole(path string) bool {
 func (h *handler) WholeFile(path string, data []byte) {
 	if filepath.Dir(path) == h.registry {
 		h.registryFile(regFile{pid: RegistryPID(filepath.Base(path)), data: data})
+		return
+	}
+	if _, ok := jobOf(h.jobs, path); ok {
+		h.jobFileRead(path, data)
 		return
 	}
 	if t, ok := transcriptOf(path); ok {
@@ -283,6 +304,9 @@ func transcriptOf(meta string) (string, bool) {
 func (h *handler) recent(path string, _ fs.FileInfo) bool {
 	if filepath.Dir(path) == h.registry {
 		return true
+	}
+	if _, ok := jobOf(h.jobs, path); ok {
+		return true // a blocked job may wait for days
 	}
 	if t, ok := transcriptOf(path); ok {
 		return h.children[t] != nil

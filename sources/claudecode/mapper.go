@@ -93,6 +93,9 @@ type Mapper struct {
 	out []agentbridge.Event
 	dec decoder
 	rec record
+
+	// jobWait: the open wait of a blocked background session (Job)
+	jobWait string
 }
 
 type openTool struct {
@@ -195,6 +198,10 @@ func jsonProblem(err error) string {
 	}
 	return "invalid JSON"
 }
+
+// Version returns the Claude Code version the last record given to Line
+// names ("" when none).
+func (m *Mapper) Version() string { return m.rec.Version }
 
 // Start emits session.started when no record did yet, so that a session
 // whose transcript holds only metadata (or nothing) still becomes known.
@@ -688,6 +695,10 @@ func (m *Mapper) closeOpen(at int64) {
 		m.emit(agentbridge.Event{Kind: agentbridge.KindWaitFinished, OccurredAt: at, WaitID: m.regWait})
 		m.regWait = ""
 	}
+	if m.jobWait != "" {
+		m.emit(agentbridge.Event{Kind: agentbridge.KindWaitFinished, OccurredAt: at, WaitID: m.jobWait})
+		m.jobWait = ""
+	}
 	m.regWaitTool = ""
 	for _, id := range m.toolOrder {
 		t := m.tools[id]
@@ -775,7 +786,7 @@ func (m *Mapper) exit(at int64, exitCode *int, signal string) {
 	if m.turn != "" {
 		m.exitTurn, m.turn = m.turn, ""
 	}
-	m.regWait, m.regWaitTool = "", ""
+	m.regWait, m.regWaitTool, m.jobWait = "", "", ""
 	m.reg = RegistryState{}
 	m.lateMoved = false
 	m.emit(agentbridge.Event{Kind: agentbridge.KindAgentExited, OccurredAt: at, ExitCode: exitCode, Signal: signal})

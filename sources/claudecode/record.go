@@ -18,6 +18,7 @@ type record struct {
 	SessionID   string
 	Cwd         string
 	Timestamp   string
+	Version     string // the Claude Code version that wrote it
 	IsSidechain bool
 	IsMeta      bool
 	IsCompact   bool

@@ -71,6 +71,9 @@ func (s *Source) Info() agentbridge.SourceInfo { return s.info }
 func (s *Source) projectsDir() string { return filepath.Join(s.o.Home, "projects") }
 func (s *Source) registryDir() string { return filepath.Join(s.o.Home, "sessions") }
 
+// jobsDir is where the daemon keeps background sessions' state (jobs.go).
+func (s *Source) jobsDir() string { return filepath.Join(s.o.Home, "jobs") }
+
 // Agent is how a Claude Code process is told from others: its executable
 // or command name is "claude" (the native build, whose executable lies in
 // …/claude/versions/), or a Node or Bun process runs the claude-code
@@ -92,9 +95,14 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	projects := s.projectsDir()
 	var h *handler
 	cfg := s.o.Follow(sources.TailConfig{
-		Roots:  []string{s.registryDir(), projects},
-		Match:  func(p string) bool { return strings.HasPrefix(p, projects+"/") && isTranscript(p) },
-		Dirs:   func(p string) bool { return strings.HasPrefix(p, projects+"/") },
+		Roots: []string{s.registryDir(), s.jobsDir(), projects},
+		Match: func(p string) bool { return strings.HasPrefix(p, projects+"/") && isTranscript(p) },
+		Dirs: func(p string) bool {
+			if rel, ok := strings.CutPrefix(p, s.jobsDir()+"/"); ok {
+				return !strings.Contains(rel, "/") // jobs/<short>, not its tmp/
+			}
+			return strings.HasPrefix(p, projects+"/")
+		},
 		Recent: func(p string, fi fs.FileInfo) bool { return h.recent(p, fi) },
 	})
 	cfg.Agent, cfg.OnTailer = Agent, s.tailer.Store

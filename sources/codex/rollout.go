@@ -66,6 +66,7 @@ type Rollout struct {
 
 	usage *agentbridge.Usage // the last token totals published
 
+	kind      string         // the record type of the last line (Kind)
 	tools     []string       // open tool ids, in start order
 	exitCodes map[string]int // call_id → exit code from *_end records
 }
@@ -79,6 +80,15 @@ func NewRollout(pid int) *Rollout {
 // Meta returns what the rollout has said about its thread so far; ok is
 // false before its session_meta.
 func (r *Rollout) Meta() (m Meta, ok bool) { return r.meta, r.metaSeen }
+
+// knownTypes are the record types of Codex's rollouts (RolloutItem): a
+// line of another type is a kind this mapping does not know.
+var knownTypes = map[string]bool{"session_meta": true, "turn_context": true, "event_msg": true, "response_item": true, "compacted": true}
+
+// Kind returns the record type of the last line given to Line ("" when it
+// had none the mapping reads: not JSON, or of the oldest formats) and
+// whether the mapping knows it (the drift canary: sources.Sessions.Record).
+func (r *Rollout) Kind() (kind string, known bool) { return r.kind, knownTypes[r.kind] }
 
 // Bad reports whether the last line given to Line was not a JSON object
 // (lines are checked as far as they are decoded: a record skipped by its
@@ -106,6 +116,7 @@ type typeOnly struct {
 func (r *Rollout) Line(dst []agentbridge.Event, line []byte) []agentbridge.Event {
 	r.line++
 	r.bad = false
+	r.kind = ""
 	line = bytes.TrimSpace(line)
 	if len(line) < 2 || line[0] != '{' {
 		r.bad = len(line) > 0
@@ -115,6 +126,7 @@ func (r *Rollout) Line(dst []agentbridge.Event, line []byte) []agentbridge.Event
 	// decoded from the whole line through a {"payload": …} wrapper
 	var payload []byte
 	ts, typ, ptype, ok := peek(line)
+	r.kind = typ
 	if !ok {
 		var env envelope
 		if json.Unmarshal(line, &env) != nil {
@@ -122,6 +134,7 @@ func (r *Rollout) Line(dst []agentbridge.Event, line []byte) []agentbridge.Event
 			return dst
 		}
 		ts, typ = env.Timestamp, env.Type
+		r.kind = typ
 		switch {
 		case len(env.Payload) > 0 && env.Payload[0] == '{':
 			payload = env.Payload
@@ -140,6 +153,7 @@ func (r *Rollout) Line(dst []agentbridge.Event, line []byte) []agentbridge.Event
 		case typ != "" && len(env.Payload) == 0 && r.bare:
 			// oldest format: a bare response item
 			ptype, typ, payload = typ, "response_item", line
+			r.kind = typ
 		default:
 			return dst
 		}

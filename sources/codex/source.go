@@ -234,6 +234,18 @@ func (h *handler) Line(path string, line []byte) {
 	if h.eng.Bad() {
 		h.BadLine(sources.CodeInvalidJSON)
 	}
+	if kind, known := h.eng.Kind(); kind != "" {
+		id, root, _ := h.eng.Thread(key)
+		if !root {
+			id = "" // a subagent's thread: its turns are not the session's
+		}
+		h.Record(id, kind, known)
+		if kind == "session_meta" {
+			if m, ok := h.eng.Meta(key); ok {
+				h.Version(Harness, m.CLIVersion)
+			}
+		}
+	}
 }
 
 // resumed reports whether a line of the root session id's rollout means

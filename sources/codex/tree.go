@@ -51,6 +51,8 @@ type Engine struct {
 	events  []agentbridge.Event
 	out     []Pub
 	bad     bool
+	kind    string // Kind
+	known   bool
 }
 
 type fileState struct {
@@ -90,9 +92,14 @@ func (e *Engine) Line(key string, line []byte) []Pub {
 	f := e.file(key)
 	e.events = f.r.Line(e.events[:0], line)
 	e.bad = f.r.Bad()
+	e.kind, e.known = f.r.Kind()
 	e.route(f)
 	return e.out
 }
+
+// Kind returns the record type of the last line given to Line and whether
+// the mapping knows it (Rollout.Kind).
+func (e *Engine) Kind() (kind string, known bool) { return e.kind, e.known }
 
 // Bad reports whether the last line given to Line was not a JSON object.
 func (e *Engine) Bad() bool { return e.bad }

@@ -65,6 +65,7 @@ type block struct {
 // reported: the fold would refuse it) and the model last reported.
 type session struct {
 	open  map[string]bool
+	turn  bool // a user message started a turn that no assistant message ended
 	model string
 	rec   record  // decode scratch
 	blks  []block // decode scratch
@@ -105,6 +106,18 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 			return out, sources.CodeInvalidRecord
 		}
 		return s.mapMessage(r, at, out)
+	case "compaction":
+		// /compact (or Pi's own compaction between turns) summarised the
+		// conversation with a model call; the entry is written when it is
+		// done. Between turns it is a turn of its own, begun and ended at
+		// once; inside a turn (a compaction on overflow) the turn covers it.
+		turn := validate.SafeID(r.ID)
+		if s.turn || turn == "" {
+			return out, ""
+		}
+		out = append(out,
+			agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: turn, OccurredAt: at},
+			agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess, OccurredAt: at})
 	}
 	return out, ""
 }
@@ -117,6 +130,7 @@ func (s *session) mapMessage(r *record, at int64, out []agentbridge.Event) ([]ag
 		if turn == "" {
 			return out, sources.CodeInvalidRecord
 		}
+		s.turn = true
 		out = append(out, agentbridge.Event{
 			Kind: agentbridge.KindTurnStarted, TurnID: turn,
 			PromptText: validate.Display(s.promptText(m.Content), validate.MaxText), OccurredAt: at,
@@ -144,6 +158,7 @@ func (s *session) mapMessage(r *record, at int64, out []agentbridge.Event) ([]ag
 			out = append(out, agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: id, Name: name, OccurredAt: at})
 		}
 		if e, ok := turnEnd(m); ok {
+			s.turn = false
 			clear(s.open) // the fold closes every tool at agent.done
 			e.OccurredAt = at
 			out = append(out, e)

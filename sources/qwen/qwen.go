@@ -3,12 +3,14 @@
 // <sessionId>.jsonl, written from the first prompt on (record.go maps
 // them), and the <sessionId>.runtime.json the TUI writes beside them at
 // start ({pid, session_id, work_dir, started_at}), which binds the
-// session to its process. The mapping is in README.md beside this file.
+// session to its process, as the live registry sessions/<pid>.json
+// (registry.go) does exactly. The mapping is in README.md beside this file.
 package qwen
 
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"strings"
@@ -41,7 +43,7 @@ var info = agentbridge.SourceInfo{
 		// session's approval mode (mode.go) with nothing after it; a tool
 		// that runs without asking looks the same until its result.
 		"waiting":   {How: agentbridge.Inferred, From: "journal"},
-		"exited":    {How: agentbridge.Observed, From: "process"}, // the pid of <id>.runtime.json, by pidfd
+		"exited":    {How: agentbridge.Observed, From: "process"}, // the pid of the live registry's record (else of <id>.runtime.json), by pidfd
 		"subagents": {How: agentbridge.Observed, From: "journal"}, // the agent tool's functionCall and tool_result
 		"title":     {How: agentbridge.Observed, From: "journal"},
 		"model":     {How: agentbridge.Observed, From: "journal"},
@@ -68,12 +70,17 @@ func (s *Source) Info() agentbridge.SourceInfo { return info }
 // Run follows the chats until ctx ends.
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	root := filepath.Join(s.o.Home, "projects")
+	reg := filepath.Join(s.o.Home, "sessions")
 	return sources.Follow(ctx, st, s.o.Follow(sources.TailConfig{
-		Roots: []string{root},
+		Roots: []string{root, reg},
 		Match: func(p string) bool { _, runtime, ok := kindOf(root, p); return ok && !runtime },
 		Dirs:  func(p string) bool { return descend(root, p) },
+		// A registry record is written when its process starts: however
+		// old, it is read (a stale one names no live process).
+		Recent: func(p string, _ fs.FileInfo) bool { return isRegistry(reg, p) },
 	}), func(ss *sources.Sessions) sources.Handler {
-		return &handler{Sessions: ss, root: root, states: map[string]*State{}, pids: map[string]runtimeFile{}}
+		return &handler{Sessions: ss, root: root, reg: reg, procRoot: proc.Root,
+			states: map[string]*State{}, pids: map[string]runtimeFile{}, registry: map[string]registered{}}
 	})
 }
 
@@ -104,20 +111,28 @@ func descend(root, p string) bool {
 // source's goroutine only.
 type handler struct {
 	*sources.Sessions
-	root   string
-	states map[string]*State      // by session id
-	pids   map[string]runtimeFile // runtime files read, by session id
+	root     string
+	reg      string // the live registry's directory
+	procRoot string
+	states   map[string]*State      // by session id
+	pids     map[string]runtimeFile // runtime files read, by session id
+	registry map[string]registered  // live registry records, by session id
 }
 
 // MatchWhole picks the runtime files, which the runtime reads whole
 // (sources.WholeFiles).
 func (h *handler) MatchWhole(p string) bool {
 	_, runtime, ok := kindOf(h.root, p)
-	return ok && runtime
+	return ok && runtime || isRegistry(h.reg, p)
 }
 
-// WholeFile takes a runtime file's content (nil: it went away).
+// WholeFile takes a runtime file's or a registry record's content (nil:
+// it went away).
 func (h *handler) WholeFile(p string, data []byte) {
+	if isRegistry(h.reg, p) {
+		h.readRegistry(p, data)
+		return
+	}
 	id, _, _ := kindOf(h.root, p)
 	if data == nil {
 		delete(h.pids, id)
@@ -150,7 +165,9 @@ func (h *handler) Line(p string, line []byte) {
 			continue
 		}
 		if e.Kind == agentbridge.KindSessionStarted {
-			if rt, ok := h.pids[id]; ok {
+			if r, ok := h.registry[id]; ok {
+				h.BindPID(id, r.pid) // the registry names the process exactly
+			} else if rt, ok := h.pids[id]; ok {
 				h.bind(id, rt)
 			}
 		}
@@ -230,6 +247,7 @@ func (h *handler) Removed(p string) {
 func (h *handler) Rescan() {
 	clear(h.states)
 	clear(h.pids)
+	clear(h.registry)
 	h.Sessions.Rescan()
 }
 
