@@ -72,7 +72,7 @@ nodetest: build
 	cd extensions/terminay && AGENTBRIDGE_BIN=$(abspath $(BIN)) node --test
 
 live: ## the real agent CLIs (pinned, from npm, cached) offline against a scripted model server, in tmux; prints scenarios × agents
-	cd e2e/live && AGENTBRIDGE_LIVE=1 $(GO) test -count=1 -timeout 20m
+	cd e2e/live && AGENTBRIDGE_LIVE=1 $(GO) test -count=1 -timeout 50m
 
 live-latest: ## the live suite against the newest version of each CLI on npm (not CI's gate); writes docs/live-latest.md
 	cd e2e/live && AGENTBRIDGE_LIVE=1 AGENTBRIDGE_LIVE_LATEST=1 AGENTBRIDGE_LIVE_REPORT=$(abspath docs/live-latest.md) $(GO) test -count=1 -timeout 30m; \

@@ -11,27 +11,28 @@ package agentbridge
 // Status is where a session stands.
 type Status string
 
-// The session statuses of the contract.
+// The session statuses of the host's AgentSessionSnapshot. A session that
+// finished its turn is idle with LastTurn and LastTurnEndedAt set; one whose
+// process is gone is idle with Ended set beside its snapshot.
 const (
-	StatusIdle    Status = "idle"    // known, no turn yet
+	StatusIdle    Status = "idle"    // no turn in progress (none yet, or the last one ended)
 	StatusRunning Status = "running" // a turn is in progress
 	StatusWaiting Status = "waiting" // needs the user (approval, input)
 	StatusBlocked Status = "blocked" // cannot go on for another reason
-	StatusDone    Status = "done"    // the last turn ended; awaits the next prompt
-	StatusExited  Status = "exited"  // the process is gone
 )
 
 // Statuses lists every valid Status in display order.
-var Statuses = []Status{StatusIdle, StatusRunning, StatusWaiting, StatusBlocked, StatusDone, StatusExited}
+var Statuses = []Status{StatusIdle, StatusRunning, StatusWaiting, StatusBlocked}
 
 // LastTurn says how the last turn of a session ended.
 type LastTurn string
 
-// The last-turn values of the contract.
+// The last-turn values of the host. A turn that was cancelled (event
+// outcome "cancelled") is "interrupted" in the snapshot.
 const (
-	LastTurnCompleted LastTurn = "completed"
-	LastTurnFailed    LastTurn = "failed"
-	LastTurnCancelled LastTurn = "cancelled"
+	LastTurnCompleted   LastTurn = "completed"
+	LastTurnFailed      LastTurn = "failed"
+	LastTurnInterrupted LastTurn = "interrupted"
 )
 
 // Outcome is how a turn, tool or subagent ended, as events report it.
@@ -55,9 +56,14 @@ const (
 	SubagentCancelled SubagentStatus = "cancelled"
 )
 
-// Snapshot is the host's AgentSessionSnapshot: everything a client shows of
-// one session. It is a closed object. Zero values mean "absent": PID 0,
-// LastTurnEndedAt 0 and empty strings are omitted from JSON.
+// Snapshot is the Terminay host's AgentSessionSnapshot (extension API 3.1):
+// everything a client shows of one session, the same closed field set. Zero
+// values mean "absent": PID 0, LastTurnEndedAt 0 and empty strings are
+// omitted from JSON.
+//
+// The host requires PID and Cwd; the bridge also holds sessions without
+// them (no process bound yet, a journal that names no directory). A
+// session is host-ready (HostReady) when it has both and has not ended.
 type Snapshot struct {
 	ID              string     `json:"id"`
 	Harness         string     `json:"harness"`
@@ -65,10 +71,12 @@ type Snapshot struct {
 	Cwd             string     `json:"cwd,omitempty"`
 	Title           string     `json:"title,omitempty"`
 	Model           string     `json:"model,omitempty"`
-	Status          Status     `json:"status"`
+	Status          Status     `json:"status,omitempty"` // the bridge always sets it (idle when a push source gave none)
 	WaitingFor      string     `json:"waitingFor,omitempty"`
+	Tool            string     `json:"tool,omitempty"` // the tool running now
 	LastTurn        LastTurn   `json:"lastTurn,omitempty"`
 	LastTurnEndedAt int64      `json:"lastTurnEndedAt,omitempty"`
+	Error           string     `json:"error,omitempty"` // bounded, redacted: why the last turn failed
 	Subagents       []Subagent `json:"subagents,omitempty"`
 }
 
@@ -80,12 +88,45 @@ func (s Snapshot) Clone() Snapshot {
 	return s
 }
 
-// Subagent is a child agent shown under its root session.
+// Subagent is a child agent shown under its root session. ParentID names
+// another subagent of the same session when the journal nests them ("":
+// the root session). Type is required; a journal that names none gives
+// DefaultSubagentType.
 type Subagent struct {
-	ID     string         `json:"id"`
-	Type   string         `json:"type,omitempty"`
-	Title  string         `json:"title,omitempty"`
-	Status SubagentStatus `json:"status"`
+	ID       string         `json:"id"`
+	ParentID string         `json:"parentId,omitempty"`
+	Type     string         `json:"type"`
+	Title    string         `json:"title,omitempty"`
+	Status   SubagentStatus `json:"status"`
+}
+
+// DefaultSubagentType is the type of a subagent whose journal names none.
+const DefaultSubagentType = "subagent"
+
+// Ended is how a session ended (its process is gone, or the agent said so),
+// shown beside its snapshot while it lingers: At is epoch ms (0: unknown),
+// ExitCode and Signal how the process ended when known, Reason a short
+// display text. An ended session's snapshot is idle; it is not host-ready.
+type Ended struct {
+	At       int64  `json:"at"`
+	ExitCode *int   `json:"exitCode,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Equal reports whether e and o say the same (nil: not ended).
+func (e *Ended) Equal(o *Ended) bool {
+	if e == nil || o == nil {
+		return e == o
+	}
+	return e.At == o.At && e.Signal == o.Signal && e.Reason == o.Reason &&
+		(e.ExitCode == nil) == (o.ExitCode == nil) && (e.ExitCode == nil || *e.ExitCode == *o.ExitCode)
+}
+
+// HostReady reports whether the host can show s: it has a pid and a cwd,
+// and it has not ended (ended is the Ended beside it, nil when none).
+func HostReady(s *Snapshot, ended *Ended) bool {
+	return s.PID > 0 && s.Cwd != "" && ended == nil
 }
 
 // EventKind names a lifecycle event.

@@ -103,6 +103,8 @@ func TestBadRequestsGetProblems(t *testing.T) {
 		{"unknown session", req{path: "/v1/sessions/claude-code/nope"}, 404, "unknown-session"},
 		{"malformed session id", req{path: "/v1/sessions/claude-code/" + url.PathEscape("a b")}, 404, "unknown-session"},
 		{"unknown status", req{path: "/v1/sessions?status=running,sleeping"}, 400, "bad-query"},
+		{"unknown profile", req{method: "POST", path: "/v1/validate/snapshot?profile=terminay", body: `{}`}, 400, "bad-query"},
+		{"status done is not a status", req{path: "/v1/sessions?status=done"}, 400, "bad-query"},
 		{"relative project", req{path: "/v1/sessions?project=src/app"}, 400, "bad-query"},
 		{"unclean project", req{path: "/v1/sessions?project=/home/u/../v"}, 400, "bad-query"},
 		{"trailing slash project", req{path: "/v1/sessions?project=/home/u/"}, 400, "bad-query"},
@@ -359,6 +361,11 @@ func TestValidate(t *testing.T) {
 		{"diagnostic with a path", "/v1/validate/diagnostic", `{"code":"x","message":"cannot open /home/u/.claude/projects/a.jsonl"}`, false, []validate.Code{validate.InvalidString}},
 		{"valid event", "/v1/validate/event", `{"kind":"turn.started","turnId":"t-1"}`, true, nil},
 		{"event missing field", "/v1/validate/event", `{"kind":"wait.started","waitId":"w-1"}`, false, []validate.Code{validate.MissingField}},
+		{"host profile: pid and cwd required", "/v1/validate/snapshot?profile=host", snap, false, []validate.Code{validate.InvalidInteger, validate.InvalidString}},
+		{"host profile: with pid and cwd", "/v1/validate/snapshot?profile=host", `{"id":"s 1","harness":"codex","status":"idle","pid":7,"cwd":"/w"}`, true, nil},
+		{"bridge profile named", "/v1/validate/snapshot?profile=bridge", snap, true, nil},
+		{"host profile: reset", "/v1/validate/reset?profile=host", `[` + snap + `]`, false, []validate.Code{validate.InvalidInteger, validate.InvalidString}},
+		{"host profile: a diagnostic with a path", "/v1/validate/diagnostic?profile=host", `{"code":"x","message":"cannot open /home/u/.claude/projects/a.jsonl"}`, true, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -211,16 +211,23 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 // handleValidate answers POST /v1/validate/{kind}: 200 with every issue.
 // ?harnesses=a,b names the switched-on harnesses to check snapshots
 // against; without it the harness check is skipped; an empty list switches
-// every harness off.
+// every harness off. ?profile=host checks by the Terminay host's own rules
+// (pid and cwd required, nothing stricter); the default, bridge, is the
+// bridge's snapshot.
 func (s *Server) handleValidate(kind string) http.HandlerFunc {
 	check := validate.Kinds[kind]
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := onlyParams(r, "harnesses"); err != nil {
+		if err := onlyParams(r, "harnesses", "profile"); err != nil {
 			s.problem(w, r, err)
 			return
 		}
-		var hs validate.Harnesses // nil: the harness check is skipped
 		q := r.URL.Query()
+		prof, ok := validate.ParseProfile(q.Get("profile"))
+		if !ok || len(q["profile"]) > 1 {
+			s.problem(w, r, errorf(http.StatusBadRequest, "bad-query", "profile must be bridge or host"))
+			return
+		}
+		var hs validate.Harnesses // nil: the harness check is skipped
 		if q.Has("harnesses") {
 			hs = validate.Harnesses{}
 			ids, err := idList(q, "harnesses", validate.ValidHarnessID)
@@ -237,7 +244,7 @@ func (s *Server) handleValidate(kind string) http.HandlerFunc {
 			s.problem(w, r, err)
 			return
 		}
-		all := check(body, hs)
+		all := check(body, hs, prof)
 		issues, omitted := validate.Cap(all, validate.MaxIssues)
 		s.writeJSON(w, http.StatusOK, ValidationResult{Valid: len(all) == 0, Issues: issues, IssuesOmitted: omitted})
 	}
@@ -421,7 +428,7 @@ func parseFilter(r *http.Request, extra ...string) (hub.Filter, error) {
 	}
 	for _, st := range list(q, "status") {
 		if !validStatus(st) {
-			return f, errorf(http.StatusBadRequest, "bad-query", "status must be a comma list of idle, running, waiting, blocked, done, exited")
+			return f, errorf(http.StatusBadRequest, "bad-query", "status must be a comma list of running, waiting, blocked, idle")
 		}
 		f.Statuses = append(f.Statuses, agentbridge.Status(st))
 	}

@@ -212,7 +212,7 @@ func (f *fixture) do(t testing.TB, q req) (*http.Response, []byte) {
 	if q.host != "" {
 		r.Host = q.host
 	}
-	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c := &http.Client{Timeout: time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := c.Do(r)
 	if err != nil {
 		t.Fatalf("%s %s: %v", q.method, q.path, err)

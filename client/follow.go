@@ -71,8 +71,17 @@ func (c *Client) Open(ctx context.Context, o StreamOptions) (*Stream, error) {
 
 // Backoff is the reconnect delay: it starts at Min, doubles after each
 // failed attempt up to Max, and starts again at Min after a connection
-// that delivered events.
+// that delivered events (see ResetsBackoff).
 type Backoff struct{ Min, Max time.Duration }
+
+// ResetsBackoff reports whether a connection that ended with err starts
+// the backoff again at Min: when it delivered events and did not end on a
+// stream that breaks its rules (a line too long, a bad event), so that a
+// bridge that sends a valid record then garbage is retried ever more
+// slowly, not at Min after each.
+func ResetsBackoff(delivered bool, err error) bool {
+	return delivered && !errors.Is(err, ErrLineTooLong) && !errors.Is(err, ErrBadEvent)
+}
 
 // DefaultBackoff is what Follow uses when FollowOptions.Backoff is zero.
 var DefaultBackoff = Backoff{Min: 250 * time.Millisecond, Max: 10 * time.Second}
@@ -128,7 +137,7 @@ func (c *Client) Follow(ctx context.Context, o FollowOptions, fn func(Event) err
 		if !connected {
 			return err
 		}
-		if got > 0 {
+		if ResetsBackoff(got > 0, err) {
 			delay = bo.Min
 		}
 		if err == nil {

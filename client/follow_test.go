@@ -51,7 +51,9 @@ func TestFollowKeepsStateExact(t *testing.T) {
 			b.DropStreams() // resume by since: the ring still holds everything
 			b.Publish(t, src, hub.Op{Op: hub.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess}})
 			b.Publish(t, src, hub.Op{Op: hub.OpRemove, SessionID: "b"})
-			f.Converge(t, c, nil, func(e []hub.Entry) bool { return len(e) == 1 && e[0].Snapshot.Status == agentbridge.StatusDone })
+			f.Converge(t, c, nil, func(e []hub.Entry) bool {
+				return len(e) == 1 && e[0].Snapshot.Status == agentbridge.StatusIdle && e[0].Snapshot.LastTurn == agentbridge.LastTurnCompleted
+			})
 
 			b.Publish(t, src, hub.Op{Op: hub.OpReset, Sessions: []agentbridge.Snapshot{snap("c", agentbridge.StatusIdle), {ID: "d", Harness: "other-agent", Status: agentbridge.StatusWaiting, WaitingFor: "approval"}}})
 			f.Converge(t, c, nil, count(2))
@@ -180,4 +182,29 @@ func TestFollowEnds(t *testing.T) {
 			t.Errorf("err = %v, want the callback's", err)
 		}
 	})
+}
+
+// TestResetsBackoff: only a connection that delivered events and ended
+// cleanly (or was lost) starts the backoff again at Min; one that broke
+// the stream's rules (a line without end, a bad event) after a valid
+// record keeps backing off, so that such a bridge is not retried at full
+// speed.
+func TestResetsBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		delivered bool
+		err       error
+		want      bool
+	}{
+		{"delivered, the bridge ended the stream", true, nil, true},
+		{"delivered, connection lost", true, errors.New("connection reset by peer"), true},
+		{"delivered, then a line too long", true, fmt.Errorf("read: %w", client.ErrLineTooLong), false},
+		{"delivered, then a bad event", true, fmt.Errorf("line 3: %w", client.ErrBadEvent), false},
+		{"nothing delivered", false, nil, false},
+		{"nothing delivered, a line too long", false, client.ErrLineTooLong, false},
+	} {
+		if got := client.ResetsBackoff(tc.delivered, tc.err); got != tc.want {
+			t.Errorf("%s: ResetsBackoff = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

@@ -36,7 +36,7 @@ func (s *State) Load(l SessionList) {
 	s.rev = l.Revision
 	s.sources = map[srcKey]map[string]hub.Entry{}
 	for _, e := range l.Sessions {
-		s.put(srcKey{e.Host, e.Source}, e.Snapshot, e.Activity)
+		s.put(srcKey{e.Host, e.Source}, e.Snapshot, e.Activity, e.Ended)
 	}
 }
 
@@ -49,7 +49,7 @@ func (s *State) Sessions() []hub.Entry {
 	out := []hub.Entry{}
 	for k, m := range s.sources {
 		for _, e := range m {
-			out = append(out, hub.Entry{Source: k.source, Host: k.host, Snapshot: e.Snapshot.Clone(), Activity: e.Activity})
+			out = append(out, hub.Entry{Source: k.source, Host: k.host, Snapshot: e.Snapshot.Clone(), Activity: e.Activity, Ended: e.Ended})
 		}
 	}
 	slices.SortFunc(out, func(a, b hub.Entry) int {
@@ -68,6 +68,20 @@ func (s *State) Session(source, id string) (agentbridge.Snapshot, bool) {
 func (s *State) SessionOn(host, source, id string) (agentbridge.Snapshot, bool) {
 	e, ok := s.sources[srcKey{host, source}][id]
 	return e.Snapshot.Clone(), ok
+}
+
+// EntryOn returns one session of host (a remote's id; "" for the
+// bridge's own) with what the bridge shows beside its snapshot.
+func (s *State) EntryOn(host, source, id string) (hub.Entry, bool) {
+	e, ok := s.sources[srcKey{host, source}][id]
+	e.Snapshot = e.Snapshot.Clone()
+	return e, ok
+}
+
+// Ended returns how one session of the bridge's own ended (nil: it has
+// not); it is shared: do not change it.
+func (s *State) Ended(source, id string) *agentbridge.Ended {
+	return s.sources[srcKey{"", source}][id].Ended
 }
 
 // Activity returns one session's activity (nil: none known); it is
@@ -95,6 +109,7 @@ func (s *State) Apply(ev Event) error {
 		SessionID        string                 `json:"sessionId"`
 		EnabledHarnesses []string               `json:"enabledHarnesses"`
 		Activity         json.RawMessage        `json:"activity"` // reset: by session id; upsert: the session's
+		Ended            json.RawMessage        `json:"ended"`    // reset: by session id; upsert: the session's
 	}
 	switch ev.Name {
 	case NameReset, NameUpsert, NameRemove, NameHarnesses:
@@ -109,12 +124,16 @@ func (s *State) Apply(ev Event) error {
 		if len(d.Activity) > 0 && json.Unmarshal(d.Activity, &acts) != nil {
 			return badEvent("reset %d has an activity that does not decode", ev.ID)
 		}
+		var endeds map[string]*agentbridge.Ended
+		if len(d.Ended) > 0 && json.Unmarshal(d.Ended, &endeds) != nil {
+			return badEvent("reset %d has an end that does not decode", ev.ID)
+		}
 		if s.sources == nil {
 			s.sources = map[srcKey]map[string]hub.Entry{}
 		}
 		delete(s.sources, k)
 		for _, snap := range d.Sessions {
-			s.put(k, snap, acts[snap.ID])
+			s.put(k, snap, acts[snap.ID], endeds[snap.ID])
 		}
 	case NameUpsert:
 		if d.Snapshot == nil || d.Snapshot.ID == "" {
@@ -124,7 +143,11 @@ func (s *State) Apply(ev Event) error {
 		if len(d.Activity) > 0 && json.Unmarshal(d.Activity, &act) != nil {
 			return badEvent("upsert %d has an activity that does not decode", ev.ID)
 		}
-		s.put(k, *d.Snapshot, act)
+		var ended *agentbridge.Ended
+		if len(d.Ended) > 0 && json.Unmarshal(d.Ended, &ended) != nil {
+			return badEvent("upsert %d has an end that does not decode", ev.ID)
+		}
+		s.put(k, *d.Snapshot, act, ended)
 	case NameRemove:
 		if d.SessionID == "" {
 			return badEvent("remove %d has no session id", ev.ID)
@@ -146,7 +169,7 @@ func (s *State) Apply(ev Event) error {
 	return nil
 }
 
-func (s *State) put(k srcKey, snap agentbridge.Snapshot, act *agentbridge.Activity) {
+func (s *State) put(k srcKey, snap agentbridge.Snapshot, act *agentbridge.Activity, ended *agentbridge.Ended) {
 	if s.sources == nil {
 		s.sources = map[srcKey]map[string]hub.Entry{}
 	}
@@ -155,7 +178,7 @@ func (s *State) put(k srcKey, snap agentbridge.Snapshot, act *agentbridge.Activi
 		m = map[string]hub.Entry{}
 		s.sources[k] = m
 	}
-	m[snap.ID] = hub.Entry{Source: k.source, Host: k.host, Snapshot: snap, Activity: act}
+	m[snap.ID] = hub.Entry{Source: k.source, Host: k.host, Snapshot: snap, Activity: act, Ended: ended}
 }
 
 // Clone returns a copy that does not share the maps of s.

@@ -62,7 +62,7 @@ func TestRevisionFileSavesAndLoads(t *testing.T) {
 
 // TestRevisionFileHostile: a revision file that is a FIFO, a link to
 // /dev/zero or a sparse 4 GiB file fails to load at once (the hub then
-// starts from the clock) instead of hanging or reading gigabytes.
+// starts from the ceiling, as for any mark it cannot believe) instead of hanging or reading gigabytes.
 func TestRevisionFileHostile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -88,11 +88,41 @@ func TestRevisionFileHostile(t *testing.T) {
 			if err == nil {
 				t.Errorf("Load(%s) succeeded", filepath.Base(p))
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(time.Minute):
 			if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 				f.Close()
 			}
 			t.Fatalf("Load(%s) hangs", filepath.Base(p))
+		}
+	}
+}
+
+// TestRevisionFileNumbers: what Load makes of a mark's text: a decimal
+// uint64 (up to 2^64−1) is returned, for the hub to judge (hub.MaxMark);
+// anything else is an error, which the hub treats like a mark too large.
+func TestRevisionFileNumbers(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want uint64
+		ok   bool
+	}{
+		{"42\n", 42, true},
+		{"9223372036854775807", 1<<63 - 1, true},
+		{"18446744073709551615\n", ^uint64(0), true},
+		{"18446744073709551616", 0, false},
+		{"-1", 0, false},
+		{"+5", 0, false},
+		{"1e9", 0, false},
+		{"0x10", 0, false},
+		{"", 0, false},
+	} {
+		p := filepath.Join(t.TempDir(), "revision")
+		if err := os.WriteFile(p, []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := RevisionFile(p).Load()
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("Load(%q) = %d, %v; want %d, ok %v", tc.text, got, err, tc.want, tc.ok)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
@@ -26,10 +27,7 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed; CI needs it (apt-get install chromium, as .ci/run does)")
-	}
-	t.Skip("chromium is not installed; apt-get install chromium to run the browser test")
+	testenv.Missing(t, "chromium is not installed; apt-get install chromium (as .ci/run does) to run the browser test")
 	return ""
 }
 
@@ -152,7 +150,7 @@ func TestDashboard(t *testing.T) {
 			"status": "waiting", "waitingFor": "Approve shell command: make test", "lastTurn": "completed", "lastTurnEndedAt": now - 600_000,
 			"subagents": []map[string]any{{"id": "sub-1", "type": "explore", "title": "Find callers of settle()", "status": "running"}, {"id": "sub-2", "type": "review", "status": "completed"}}},
 		{"id": "s-run", "harness": "example-agent", "pid": 4077, "cwd": "/home/ana/src/payments", "title": "Refactor ledger export", "model": "example-large", "status": "running"},
-		{"id": "s-done", "harness": "other-agent", "pid": 5120, "cwd": "/home/ana/src/site", "title": "Update landing page copy", "model": "other-mini", "status": "done", "lastTurn": "completed", "lastTurnEndedAt": now - 125_000},
+		{"id": "s-done", "harness": "other-agent", "pid": 5120, "cwd": "/home/ana/src/site", "title": "Update landing page copy", "model": "other-mini", "status": "idle", "lastTurn": "completed", "lastTurnEndedAt": now - 125_000},
 		{"id": "s-blocked", "harness": "other-agent", "cwd": "/home/ana/src/site", "title": "Migrate CI to new runners", "status": "blocked", "waitingFor": "Rate limit reached", "lastTurn": "failed", "lastTurnEndedAt": now - 30_000},
 	}})
 	b.publish(map[string]any{"op": "diagnostic", "diagnostic": map[string]any{"code": "journal-unreadable", "message": "one record could not be parsed and was skipped"}})
@@ -180,6 +178,10 @@ func TestDashboard(t *testing.T) {
 		}
 		if got := rowText(t, ctx, "s-blocked"); !strings.Contains(got, "blocked") || !strings.Contains(got, "Rate limit reached") || !strings.Contains(got, "failed") {
 			t.Errorf("row s-blocked:\n%s", got)
+		}
+		// Idle after a finished turn reads "done".
+		if got := rowText(t, ctx, "s-done"); !strings.Contains(got, "done") || !strings.Contains(got, "completed") {
+			t.Errorf("row s-done:\n%s", got)
 		}
 		heads, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('tr.group .name')].map(e => e.textContent)`))
 		if err != nil {
@@ -222,6 +224,46 @@ func TestDashboard(t *testing.T) {
 		if !strings.HasPrefix(title, "(3)") {
 			t.Errorf("document title = %q, want the count of sessions that need you, (3)", title)
 		}
+	})
+
+	t.Run("the tool, a failed turn's error, nested subagents and an end", func(t *testing.T) {
+		ev := func(id string, events ...map[string]any) {
+			ops := make([]map[string]any, len(events))
+			for i, e := range events {
+				ops[i] = map[string]any{"op": "event", "sessionId": id, "event": e}
+				if i == 0 {
+					ops[i]["harness"] = "example-agent"
+				}
+			}
+			b.publish(ops)
+		}
+		ev("s-ev",
+			map[string]any{"kind": "session.started", "title": "Events session", "pid": 4300, "cwd": "/home/ana/src/payments"},
+			map[string]any{"kind": "turn.started", "turnId": "t1"},
+			map[string]any{"kind": "tool.started", "toolId": "u1", "name": "Bash"},
+			map[string]any{"kind": "subagent.started", "subagentId": "sa", "parentAgentId": "s-ev", "type": "explore", "title": "Look around"},
+			map[string]any{"kind": "subagent.started", "subagentId": "sb", "parentAgentId": "sa"},
+		)
+		waitJS(t, ctx, "s-ev running Bash", `document.querySelector('tr.row[data-session="s-ev"]')?.dataset.status === 'running'`)
+		if got := rowText(t, ctx, "s-ev"); !strings.Contains(got, "Bash") {
+			t.Errorf("row s-ev lacks the tool:\n%s", got)
+		}
+		nested, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const li = document.querySelector('tr.row[data-session="s-ev"] li[data-parent="sa"]'); return li ? li.textContent : ''; })()`))
+		if err != nil || !strings.Contains(nested, "subagent") {
+			t.Errorf("the untyped subagent is not nested under its parent: %q (err %v)", nested, err)
+		}
+		ev("s-ev", map[string]any{"kind": "agent.done", "outcome": "error", "summary": "API error 429: quota exceeded"})
+		waitJS(t, ctx, "s-ev done", `document.querySelector('tr.row[data-session="s-ev"]')?.dataset.status === 'done'`)
+		if got := rowText(t, ctx, "s-ev"); !strings.Contains(got, "quota exceeded") || !strings.Contains(got, "failed") {
+			t.Errorf("row s-ev lacks the failed turn's error:\n%s", got)
+		}
+		ev("s-ev", map[string]any{"kind": "agent.exited", "exitCode": 0})
+		waitJS(t, ctx, "s-ev ended", `document.querySelector('tr.row[data-session="s-ev"]')?.dataset.status === 'ended'`)
+		if got := rowText(t, ctx, "s-ev"); !strings.Contains(got, "ended") || !strings.Contains(got, "exit code 0") {
+			t.Errorf("row s-ev does not read ended:\n%s", got)
+		}
+		b.publish(map[string]any{"op": "remove", "sessionId": "s-ev"})
+		waitJS(t, ctx, "s-ev gone", `!document.querySelector('tr.row[data-session="s-ev"]')`)
 	})
 
 	t.Run("switching a harness off removes its sessions", func(t *testing.T) {

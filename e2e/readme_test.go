@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/internal/testenv"
 )
 
 // readmeBlock is one command the README shows: a line of a ```sh block,
@@ -174,7 +176,7 @@ func TestReadmeCommands(t *testing.T) {
 				// Shown before any bridge runs.
 				sawDefault = true
 				if !noBridge || demo != nil {
-					t.Skip("something else listens at 127.0.0.1:7391")
+					testenv.Missing(t, "something else listens at 127.0.0.1:7391")
 				}
 				out, _, _ := shell(t, work, env, 10*time.Second, script)
 				if strings.TrimSpace(out) != blk.output {
@@ -187,11 +189,11 @@ func TestReadmeCommands(t *testing.T) {
 			}
 			uses7391 := strings.Contains(script, "127.0.0.1:7391")
 			if uses7391 && !noBridge {
-				t.Skip("the demo could not take 127.0.0.1:7391, which this command names")
+				testenv.Missing(t, "the demo could not take 127.0.0.1:7391, which this command names")
 			}
 			if strings.HasPrefix(name, "cd extensions/terminay") {
 				if _, err := exec.LookPath("npm"); err != nil {
-					t.Skip("no npm")
+					testenv.Missing(t, "no npm")
 				}
 			}
 			out, timedOut, err := shell(t, work, env, 6*time.Second, script)

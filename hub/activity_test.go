@@ -77,3 +77,53 @@ func TestActivityForLateClients(t *testing.T) {
 		t.Errorf("upsert activity = %+v, want no tool and the usage kept", d.Activity)
 	}
 }
+
+// TestEndedBesideTheSnapshot: a session whose process is gone stays
+// listed, idle, with its end beside the snapshot (the hub's clock when the
+// event has no time), for a client that watched, one that loads late and
+// GET /v1/sessions alike; a resumed process takes the end away.
+func TestEndedBesideTheSnapshot(t *testing.T) {
+	h, s, sub := sinkOf(t, Options{})
+	watched := client{}
+	for _, r := range sub.Initial {
+		watched.apply(t, r)
+	}
+	mustFold(t, s, "s1", "a", agentbridge.Event{Kind: agentbridge.KindSessionStarted, OccurredAt: 1000, PID: 42, Cwd: "/w"})
+	mustFold(t, s, "s1", "", agentbridge.Event{Kind: agentbridge.KindTurnStarted, OccurredAt: 2000, TurnID: "t1"})
+	mustFold(t, s, "s1", "", agentbridge.Event{Kind: agentbridge.KindAgentExited, Signal: "SIGKILL"})
+	s.Flush()
+	for _, r := range drain(t, sub, h.Revision()) {
+		watched.apply(t, r)
+	}
+	e, ok := h.Session("src", "s1")
+	if !ok || e.Ended == nil || e.Ended.At <= 0 || e.Ended.Signal != "SIGKILL" || e.Snapshot.Status != agentbridge.StatusIdle {
+		t.Fatalf("ended session %+v (ended %+v), want idle with its end (a time, the signal)", e.Snapshot, e.Ended)
+	}
+	if agentbridge.HostReady(&e.Snapshot, e.Ended) {
+		t.Error("an ended session is host-ready")
+	}
+	late := h.Subscribe(0, false, Filter{})
+	defer late.Close()
+	reloaded := client{}
+	for _, r := range late.Initial {
+		reloaded.apply(t, r)
+	}
+	if diff := cmp.Diff(watched.entries(), reloaded.entries()); diff != "" {
+		t.Errorf("a client that loaded late differs from one that watched (-watched +late):\n%s", diff)
+	}
+	if diff := cmp.Diff(fromEntries([]Entry{e}).entries(), watched.entries()); diff != "" {
+		t.Errorf("the stream differs from GET /v1/sessions (-get +stream):\n%s", diff)
+	}
+
+	mustFold(t, s, "s1", "", agentbridge.Event{Kind: agentbridge.KindTurnStarted, OccurredAt: 5000, TurnID: "t2"})
+	s.Flush()
+	for _, r := range drain(t, sub, h.Revision()) {
+		watched.apply(t, r)
+	}
+	if e, _ := h.Session("src", "s1"); e.Ended != nil || !agentbridge.HostReady(&e.Snapshot, e.Ended) {
+		t.Errorf("resumed session still ended: %+v", e.Ended)
+	}
+	if got := watched.entries(); len(got) != 1 || got[0].Ended != nil {
+		t.Errorf("the stream kept the end: %+v", got)
+	}
+}

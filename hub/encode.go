@@ -33,6 +33,10 @@ func fastEncode(v any) (out []byte, ok bool) {
 			b = append(b, `,"activity":`...)
 			b = appendActivity(b, d.Activity)
 		}
+		if d.Ended != nil {
+			b = append(b, `,"ended":`...)
+			b = appendEnded(b, d.Ended)
+		}
 		b = append(b, '}')
 	case lifecycleData:
 		b = append(b, `{"source":`...)
@@ -59,8 +63,9 @@ func fastEncode(v any) (out []byte, ok bool) {
 // in order; a test compares them with the types' tags, so that a field
 // added to the vocabulary cannot be silently left out.
 var (
-	snapshotFields = []string{"id", "harness", "pid", "cwd", "title", "model", "status", "waitingFor", "lastTurn", "lastTurnEndedAt", "subagents"}
-	subagentFields = []string{"id", "type", "title", "status"}
+	snapshotFields = []string{"id", "harness", "pid", "cwd", "title", "model", "status", "waitingFor", "tool", "lastTurn", "lastTurnEndedAt", "error", "subagents"}
+	subagentFields = []string{"id", "parentId", "type", "title", "status"}
+	endedFields    = []string{"at", "exitCode", "signal", "reason"}
 	activityFields = []string{"statusSince", "tool", "turnStartedAt", "usage"}
 	toolFields     = []string{"name", "since"}
 	usageFields    = []string{"inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"}
@@ -77,11 +82,12 @@ func appendSnapshot(b []byte, s *agentbridge.Snapshot) []byte {
 	b = optString(b, `,"cwd":`, s.Cwd)
 	b = optString(b, `,"title":`, s.Title)
 	b = optString(b, `,"model":`, s.Model)
-	b = append(b, `,"status":`...)
-	b = appendString(b, string(s.Status))
+	b = optString(b, `,"status":`, string(s.Status))
 	b = optString(b, `,"waitingFor":`, s.WaitingFor)
+	b = optString(b, `,"tool":`, s.Tool)
 	b = optString(b, `,"lastTurn":`, string(s.LastTurn))
 	b = optInt(b, `,"lastTurnEndedAt":`, s.LastTurnEndedAt)
+	b = optString(b, `,"error":`, s.Error)
 	if len(s.Subagents) > 0 {
 		b = append(b, `,"subagents":[`...)
 		for i := range s.Subagents {
@@ -91,7 +97,9 @@ func appendSnapshot(b []byte, s *agentbridge.Snapshot) []byte {
 			}
 			b = append(b, `{"id":`...)
 			b = appendString(b, sa.ID)
-			b = optString(b, `,"type":`, sa.Type)
+			b = optString(b, `,"parentId":`, sa.ParentID)
+			b = append(b, `,"type":`...)
+			b = appendString(b, sa.Type)
 			b = optString(b, `,"title":`, sa.Title)
 			b = append(b, `,"status":`...)
 			b = appendString(b, string(sa.Status))
@@ -127,6 +135,18 @@ func appendActivity(b []byte, a *agentbridge.Activity) []byte {
 	if len(b) > n { // drop the first field's comma
 		b = append(b[:n], b[n+1:]...)
 	}
+	return append(b, '}')
+}
+
+func appendEnded(b []byte, e *agentbridge.Ended) []byte {
+	b = append(b, `{"at":`...)
+	b = strconv.AppendInt(b, e.At, 10)
+	if e.ExitCode != nil {
+		b = append(b, `,"exitCode":`...)
+		b = strconv.AppendInt(b, int64(*e.ExitCode), 10)
+	}
+	b = optString(b, `,"signal":`, e.Signal)
+	b = optString(b, `,"reason":`, e.Reason)
 	return append(b, '}')
 }
 

@@ -35,6 +35,7 @@ func TestFastEncodeKnowsEveryField(t *testing.T) {
 		{reflect.TypeFor[agentbridge.Activity](), activityFields},
 		{reflect.TypeFor[agentbridge.ToolActivity](), toolFields},
 		{reflect.TypeFor[agentbridge.Usage](), usageFields},
+		{reflect.TypeFor[agentbridge.Ended](), endedFields},
 	} {
 		if got := jsonNames(c.typ); !slices.Equal(got, c.have) {
 			t.Errorf("%v has JSON fields %v; the fast encoder writes %v: update encode.go", c.typ, got, c.have)
@@ -48,8 +49,8 @@ func TestFastEncodeMatchesEncodingJSON(t *testing.T) {
 	odd := "a<b>&c\"d\\e\n\t\r\b\f\x01\x1f é 😀 \u2028\u2029 \xff\xfe end"
 	full := agentbridge.Snapshot{
 		ID: "s-1", Harness: "claude-code", PID: 4242, Cwd: "/home/u/p", Title: odd, Model: "m<1>",
-		Status: agentbridge.StatusWaiting, WaitingFor: "approve & go", LastTurn: agentbridge.LastTurnFailed, LastTurnEndedAt: 1764489600000,
-		Subagents: []agentbridge.Subagent{{ID: "a", Status: "running"}, {ID: "b", Type: "Explore", Title: odd, Status: "completed"}},
+		Status: agentbridge.StatusWaiting, WaitingFor: "approve & go", Tool: odd, LastTurn: agentbridge.LastTurnFailed, LastTurnEndedAt: 1764489600000,
+		Error: odd, Subagents: []agentbridge.Subagent{{ID: "a", Type: "subagent", Status: "running"}, {ID: "b", ParentID: "a", Type: "Explore", Title: odd, Status: "completed"}},
 	}
 	ev := agentbridge.Event{
 		Kind: agentbridge.KindAgentExited, OccurredAt: -5, Title: odd, Model: "m", Cwd: "/", PID: 1, PromptText: odd, AgentID: "x",
@@ -68,6 +69,8 @@ func TestFastEncodeMatchesEncodingJSON(t *testing.T) {
 		upsertData{Source: "c", Snapshot: full, Activity: &agentbridge.Activity{Tool: &agentbridge.ToolActivity{Name: "Bash"}}},
 		upsertData{Source: "c", Snapshot: full, Activity: &agentbridge.Activity{Usage: &agentbridge.Usage{}}},
 		upsertData{Source: "c", Snapshot: full, Activity: &agentbridge.Activity{TurnStartedAt: -9}},
+		upsertData{Source: "c", Snapshot: full, Ended: &agentbridge.Ended{At: 5, ExitCode: exitCode(137), Signal: "SIGKILL", Reason: odd}},
+		upsertData{Source: "c", Snapshot: full, Ended: &agentbridge.Ended{}},
 	}
 	for _, v := range values {
 		want, err := json.Marshal(v)
@@ -90,15 +93,19 @@ func FuzzEncode(f *testing.F) {
 	f.Add("a<b>&", "\u2028x\u2029", "\xff\xfe\x00\x1f\"\\", "é😀", int64(-1), 0)
 	f.Fuzz(func(t *testing.T, source, id, text, kind string, at int64, n int) {
 		snap := agentbridge.Snapshot{ID: id, Harness: kind, PID: n, Cwd: text, Title: text, Model: kind, Status: agentbridge.Status(kind),
-			WaitingFor: text, LastTurn: agentbridge.LastTurn(text), LastTurnEndedAt: at}
+			WaitingFor: text, Tool: kind, LastTurn: agentbridge.LastTurn(text), LastTurnEndedAt: at, Error: text}
 		for i := range n % 5 {
-			snap.Subagents = append(snap.Subagents, agentbridge.Subagent{ID: id, Type: kind[:min(i, len(kind))], Title: text, Status: agentbridge.SubagentStatus(kind)})
+			snap.Subagents = append(snap.Subagents, agentbridge.Subagent{ID: id, ParentID: text[:min(i, len(text))], Type: kind[:min(i, len(kind))], Title: text, Status: agentbridge.SubagentStatus(kind)})
 		}
 		ev := agentbridge.Event{Kind: agentbridge.EventKind(kind), OccurredAt: at, Title: text, PromptText: text, Reason: id, Summary: text, Type: kind}
 		if n%2 == 0 {
 			ev.ExitCode = &n
 		}
-		for _, v := range []any{upsertData{Source: source, Snapshot: snap}, lifecycleData{Source: source, SessionID: id, Event: ev}} {
+		ended := &agentbridge.Ended{At: at, Signal: kind, Reason: text}
+		if n%3 == 0 {
+			ended.ExitCode = &n
+		}
+		for _, v := range []any{upsertData{Source: source, Snapshot: snap}, upsertData{Source: source, Snapshot: snap, Ended: ended}, lifecycleData{Source: source, SessionID: id, Event: ev}} {
 			want, err := json.Marshal(v)
 			if err != nil {
 				t.Fatal(err)

@@ -142,19 +142,21 @@ func (v *view) records(e *entry) []Record {
 	case NameReset:
 		keep := make([]agentbridge.Snapshot, 0, len(e.sessions))
 		var acts map[string]*agentbridge.Activity
+		var endeds map[string]*agentbridge.Ended
 		sh.known = true
 		clear(sh.ids)
 		for i := range e.sessions {
 			if v.m.match(e.host, e.source, &e.sessions[i]) {
 				keep = append(keep, e.sessions[i])
 				acts = addActivity(acts, e.sessions[i].ID, e.acts[e.sessions[i].ID])
+				endeds = addEnded(endeds, e.sessions[i].ID, e.endeds[e.sessions[i].ID])
 				sh.ids[e.sessions[i].ID] = true
 			}
 		}
 		if len(keep) == len(e.sessions) {
 			return []Record{e.rec}
 		}
-		return []Record{{Rev: e.rec.Rev, Name: NameReset, Data: encode(resetData{Source: e.source, Host: e.host, Sessions: keep, Activity: acts})}}
+		return []Record{{Rev: e.rec.Rev, Name: NameReset, Data: encode(resetData{Source: e.source, Host: e.host, Sessions: keep, Activity: acts, Ended: endeds})}}
 	case NameUpsert:
 		if v.m.match(e.host, e.source, e.snap) {
 			sh.ids[e.sessionID] = true
@@ -206,5 +208,5 @@ func (v *view) initial(c capture) []Record {
 			sh.ids[c.sessions[i].ID] = true
 		}
 	}
-	return initialRecords(c.host, c.source, keep, c.acts)
+	return initialRecords(c.host, c.source, keep, c.acts, c.endeds)
 }

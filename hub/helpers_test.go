@@ -130,7 +130,7 @@ func (c client) apply(tb testing.TB, r Record) {
 		}
 		c[d.Source] = map[string]Entry{}
 		for _, s := range d.Sessions {
-			c[d.Source][s.ID] = Entry{Source: d.Source, Snapshot: s, Activity: d.Activity[s.ID]}
+			c[d.Source][s.ID] = Entry{Source: d.Source, Snapshot: s, Activity: d.Activity[s.ID], Ended: d.Ended[s.ID]}
 		}
 	case NameUpsert:
 		var d upsertData
@@ -138,7 +138,7 @@ func (c client) apply(tb testing.TB, r Record) {
 		if c[d.Source] == nil {
 			c[d.Source] = map[string]Entry{}
 		}
-		c[d.Source][d.Snapshot.ID] = Entry{Source: d.Source, Snapshot: d.Snapshot, Activity: d.Activity}
+		c[d.Source][d.Snapshot.ID] = Entry{Source: d.Source, Snapshot: d.Snapshot, Activity: d.Activity, Ended: d.Ended}
 	case NameRemove:
 		var d removeData
 		mustDecode(tb, r, &d)

@@ -58,7 +58,7 @@ func TestHookFoldsBesideTheJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Hook("claude-code", "s1", hookAsk(12))
-	if got := statusOf(t, h, "s1"); got.Status != agentbridge.StatusDone {
+	if got := statusOf(t, h, "s1"); got.Status != agentbridge.StatusIdle || got.LastTurn != agentbridge.LastTurnCompleted {
 		t.Fatalf("a late hook resurrected the wait: %+v", got)
 	}
 	if err := h.Hook("pi", "s1", hookAsk(1)); !errors.Is(err, ErrUnknownSource) {

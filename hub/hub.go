@@ -121,6 +121,10 @@ type Entry struct {
 	// Activity is what the session is doing now and has used; nil when
 	// nothing is known. It is shared: do not change it.
 	Activity *agentbridge.Activity `json:"activity,omitempty"`
+	// Ended is how the session ended (its process is gone) while it
+	// lingers; nil while it has not. Its snapshot is then idle, and it is
+	// not host-ready. It is shared: do not change it.
+	Ended *agentbridge.Ended `json:"ended,omitempty"`
 }
 
 // DiagnosticEntry is one recent diagnostic with where and when it arose.

@@ -57,7 +57,7 @@ func TestRevisionsStartAtClockAndGrowByOne(t *testing.T) {
 }
 
 func TestPublishAllOrNothing(t *testing.T) {
-	long := strings.Repeat("x", 300)
+	long := strings.Repeat("x", validate.MaxTitle+1)
 	tests := []struct {
 		name string
 		ops  []Op
@@ -70,7 +70,7 @@ func TestPublishAllOrNothing(t *testing.T) {
 		{"every issue, not the first", []Op{
 			{Op: OpUpsert, Session: agentbridge.Snapshot{ID: "bad id", Harness: "a", Status: "sleeping"}},
 			{Op: OpDiagnostic, Diagnostic: agentbridge.Diagnostic{Code: "Bad_Code", Message: "m"}},
-		}, []string{"$[0].session.id invalid_id", "$[0].session.status invalid_enum", "$[1].diagnostic.code invalid_string"}},
+		}, []string{"$[0].session.id invalid_id", "$[0].session.status invalid_enum", "$[1].diagnostic.code invalid_id"}},
 		{"wait.finished needs the wait the earlier op opened", []Op{
 			{Op: OpEvent, SessionID: "s1", Harness: "a", Event: agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w1", State: agentbridge.StatusWaiting}},
 			{Op: OpEvent, SessionID: "s1", Event: agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w2"}},
@@ -83,7 +83,7 @@ func TestPublishAllOrNothing(t *testing.T) {
 		}, []string{"$[0].harness missing_field", "$[1].harness harness_not_enabled"}},
 		{"reset over the limit and duplicates", []Op{
 			{Op: OpReset, Sessions: []agentbridge.Snapshot{snap("d", "a", agentbridge.StatusIdle), snap("d", "a", agentbridge.StatusIdle)}},
-		}, []string{"$[0].sessions[1].id duplicate"}},
+		}, []string{"$[0].sessions[1] duplicate"}},
 		{"unknown op and bad remove id", []Op{
 			{Op: "patch"},
 			{Op: OpRemove, SessionID: ""},
@@ -99,7 +99,7 @@ func TestPublishAllOrNothing(t *testing.T) {
 			if _, err := h.SetHarness("p", "off", false); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap("keep", "a", agentbridge.StatusDone)}}); err != nil {
+			if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap("keep", "a", agentbridge.StatusIdle)}}); err != nil {
 				t.Fatal(err)
 			}
 			rev0, before := h.Sessions(Filter{})
@@ -675,7 +675,7 @@ func TestStreamFollowsSessions(t *testing.T) {
 				{},
 				{Statuses: []agentbridge.Status{agentbridge.StatusRunning, agentbridge.StatusWaiting}},
 				{Harnesses: []string{"b"}},
-				{Sources: []string{"run"}, Statuses: []agentbridge.Status{agentbridge.StatusDone}},
+				{Sources: []string{"run"}, Statuses: []agentbridge.Status{agentbridge.StatusIdle}},
 			}
 			type follower struct {
 				f   Filter
@@ -769,7 +769,7 @@ func TestSessionsSortedAndCopied(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sub := agentbridge.Subagent{ID: "x", Status: agentbridge.SubagentRunning}
+	sub := agentbridge.Subagent{ID: "x", Type: "explore", Status: agentbridge.SubagentRunning}
 	withSub := snap("b", "a", agentbridge.StatusRunning)
 	withSub.Subagents = []agentbridge.Subagent{sub}
 	for _, src := range []string{"q", "p"} {
@@ -1033,22 +1033,23 @@ func TestRevisionsGrowAcrossRestarts(t *testing.T) {
 }
 
 // TestRevisionStoreFailuresAreNotFatal: a store that cannot be read or
-// written leaves the hub working from the clock.
+// written leaves the hub working: from the ceiling (a mark it cannot read
+// is one it cannot believe), growing by one.
 func TestRevisionStoreFailuresAreNotFatal(t *testing.T) {
 	store := &memStore{mark: 1 << 60, loadErr: errors.New("unreadable"), saveErr: errors.New("read-only")}
 	h := newHub(t, Options{Revisions: store, RevisionBlock: 2, Logger: slog.New(slog.DiscardHandler)})
 	if err := h.AddPush(info("p", "a")); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := h.Revision(), uint64(t0.UnixMicro()); got != want {
-		t.Errorf("Revision() = %d, want the clock's %d when the mark cannot be read", got, want)
+	if got, want := h.Revision(), MaxStartRevision; got != want {
+		t.Errorf("Revision() = %d, want the ceiling %d when the mark cannot be read", got, want)
 	}
 	for i := range 5 {
 		if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap(fmt.Sprint("s", i), "a", agentbridge.StatusIdle)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got, want := h.Revision(), uint64(t0.UnixMicro())+5; got != want {
+	if got, want := h.Revision(), MaxStartRevision+5; got != want {
 		t.Errorf("Revision() = %d, want %d", got, want)
 	}
 }
@@ -1085,36 +1086,66 @@ func TestCheckAppliesNothing(t *testing.T) {
 	}
 }
 
-// TestTamperedRevisionMark: a saved mark too large for any honest run (up
-// to the largest uint64, which used to wrap the first revision to 0) does
-// not push revisions to 2^53; they start at the ceiling, above every
-// honest earlier revision, and only grow. A clock past the ceiling is
-// capped the same way.
+// TestTamperedRevisionMark: one rule for every mark that is not one an
+// earlier run saved (too large for any run, up to the largest uint64, or
+// not readable as a number at all): revisions start at the ceiling, above
+// every honest earlier revision and far below 2^53, and only grow — also
+// in the run after (which continues above the ceiling run's mark instead
+// of falling back to the ceiling).
 func TestTamperedRevisionMark(t *testing.T) {
 	honest := uint64(t0.UnixMicro()) + 5_000_000
-	for _, mark := range []uint64{MaxStartRevision, 1<<53 - 1, 1 << 53, 1<<63 + 7, ^uint64(0) - 1, ^uint64(0)} {
-		t.Run(fmt.Sprint(mark), func(t *testing.T) {
-			store := &memStore{mark: mark}
-			h := newHub(t, Options{Revisions: store, RevisionBlock: 10, Logger: slog.New(slog.DiscardHandler)})
-			if err := h.AddPush(info("p", "a")); err != nil {
-				t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		mark uint64
+		err  error
+	}{
+		{"above the ceiling", MaxStartRevision + 1000, nil}, // an honest mark of a run that started at the ceiling: believed
+		{"MaxMark", MaxMark, nil},
+		{"2^53-1", 1<<53 - 1, nil},
+		{"2^53", 1 << 53, nil},
+		{"2^63-1", 1<<63 - 1, nil},
+		{"2^63+7", 1<<63 + 7, nil},
+		{"2^64-2", ^uint64(0) - 1, nil},
+		{"2^64-1", ^uint64(0), nil},
+		{"not a number (2^64, -1, garbage)", 0, errors.New("revision mark: not a number")},
+		{"unreadable", 0, errors.New("read revision mark: permission denied")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &memStore{mark: tc.mark, loadErr: tc.err}
+			want := MaxStartRevision
+			if tc.err == nil && tc.mark < MaxMark {
+				want = tc.mark + 1
 			}
-			prev := h.Revision()
-			if prev <= honest || prev >= 1<<53-1_000_000 {
-				t.Fatalf("first revision %d after a mark of %d: want above an honest run's %d and far below 2^53", prev, mark, honest)
-			}
-			for i := range 25 {
-				if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap(fmt.Sprint("s", i), "a", agentbridge.StatusIdle)}}); err != nil {
+			prev := uint64(0)
+			for run := range 3 {
+				h := newHub(t, Options{Revisions: store, RevisionBlock: 10, Logger: slog.New(slog.DiscardHandler)})
+				store.loadErr = nil // the run saved its own mark
+				if err := h.AddPush(info("p", "a")); err != nil {
 					t.Fatal(err)
 				}
-				rev := h.Revision()
-				if rev <= prev || rev >= 1<<53 {
-					t.Fatalf("revision went from %d to %d", prev, rev)
+				first := h.Revision()
+				switch {
+				case run == 0 && first != want:
+					t.Fatalf("first revision %d after a mark of %d (%v): want %d", first, tc.mark, tc.err, want)
+				case first <= prev:
+					t.Fatalf("run %d starts at %d, not above the last run's %d", run, first, prev)
+				case first <= honest || first >= 1<<53-1_000_000:
+					t.Fatalf("run %d starts at %d: want above an honest run's %d and far below 2^53", run, first, honest)
 				}
-				prev = rev
-			}
-			if store.mark >= 1<<53 {
-				t.Errorf("saved mark %d is not below 2^53", store.mark)
+				prev = first
+				for i := range 25 {
+					if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap(fmt.Sprint("s", i), "a", agentbridge.StatusIdle)}}); err != nil {
+						t.Fatal(err)
+					}
+					rev := h.Revision()
+					if rev <= prev || rev >= 1<<53 {
+						t.Fatalf("revision went from %d to %d", prev, rev)
+					}
+					prev = rev
+				}
+				if store.mark >= MaxMark {
+					t.Errorf("saved mark %d is not below MaxMark", store.mark)
+				}
 			}
 		})
 	}

@@ -16,12 +16,14 @@ type (
 		Host     string                           `json:"host,omitempty"`
 		Sessions []agentbridge.Snapshot           `json:"sessions"`
 		Activity map[string]*agentbridge.Activity `json:"activity,omitempty"`
+		Ended    map[string]*agentbridge.Ended    `json:"ended,omitempty"`
 	}
 	upsertData struct {
 		Source   string                `json:"source"`
 		Host     string                `json:"host,omitempty"`
 		Snapshot agentbridge.Snapshot  `json:"snapshot"`
 		Activity *agentbridge.Activity `json:"activity,omitempty"`
+		Ended    *agentbridge.Ended    `json:"ended,omitempty"`
 	}
 	removeData struct {
 		Source    string `json:"source"`
@@ -87,8 +89,8 @@ func (t *txn) add(e *entry, data any) { t.pend = append(t.pend, pending{e, data}
 func (t *txn) upsert(ss *sess) {
 	t.over[ss.snap.ID] = ss
 	snap := ss.snap
-	t.add(&entry{rec: Record{Name: NameUpsert}, source: t.src.info.ID, host: t.src.host, sessionID: snap.ID, snap: &snap, act: ss.act},
-		upsertData{Source: t.src.info.ID, Host: t.src.host, Snapshot: snap, Activity: ss.act})
+	t.add(&entry{rec: Record{Name: NameUpsert}, source: t.src.info.ID, host: t.src.host, sessionID: snap.ID, snap: &snap, act: ss.act, ended: ss.ended},
+		upsertData{Source: t.src.info.ID, Host: t.src.host, Snapshot: snap, Activity: ss.act, Ended: ss.ended})
 }
 
 func (t *txn) remove(id string) {
@@ -126,13 +128,15 @@ func (t *txn) replace(items []*sess) {
 	head := items[:min(len(items), validate.MaxResetSessions)]
 	snaps := make([]agentbridge.Snapshot, len(head))
 	var acts map[string]*agentbridge.Activity
+	var endeds map[string]*agentbridge.Ended
 	for i, ss := range head {
 		t.over[ss.snap.ID] = ss
 		snaps[i] = ss.snap
 		acts = addActivity(acts, ss.snap.ID, ss.act)
+		endeds = addEnded(endeds, ss.snap.ID, ss.ended)
 	}
-	t.add(&entry{rec: Record{Name: NameReset}, source: t.src.info.ID, host: t.src.host, sessions: snaps, acts: acts},
-		resetData{Source: t.src.info.ID, Host: t.src.host, Sessions: snaps, Activity: acts})
+	t.add(&entry{rec: Record{Name: NameReset}, source: t.src.info.ID, host: t.src.host, sessions: snaps, acts: acts, endeds: endeds},
+		resetData{Source: t.src.info.ID, Host: t.src.host, Sessions: snaps, Activity: acts, Ended: endeds})
 	for _, ss := range items[len(head):] {
 		t.upsert(ss)
 	}
@@ -175,10 +179,7 @@ func (h *Hub) commit(t *txn) {
 			h.floor = ev
 		}
 		if d, ok := p.data.(diagData); ok {
-			h.diags = append(h.diags, DiagnosticEntry{Source: s.info.ID, Host: s.host, Revision: h.rev, Diagnostic: d.Diagnostic, At: h.now().UnixMilli()})
-			if n := len(h.diags) - DefaultDiagnostics; n > 0 {
-				h.diags = slices.Delete(h.diags, 0, n)
-			}
+			h.diags = keepDiagnostics(append(h.diags, DiagnosticEntry{Source: s.info.ID, Host: s.host, Revision: h.rev, Diagnostic: d.Diagnostic, At: h.now().UnixMilli()}))
 		}
 		h.met.published(e.rec.Name)
 		h.deliver(e)
@@ -226,7 +227,7 @@ func (t *txn) opReset(prefix string, items []*sess, strict bool) []validate.Issu
 			p := fmt.Sprintf("$[%d]", i)
 			issues = append(issues, validate.Nest(validate.Snapshot(snaps[i], t.src.enabled), p)...)
 			if seen[snaps[i].ID] {
-				issues = append(issues, validate.Issue{Path: p + ".id", Code: validate.Duplicate, Message: "session id appears twice in the reset"})
+				issues = append(issues, validate.Issue{Path: p, Code: validate.Duplicate, Message: "names a session id already in this reset"})
 			}
 			seen[snaps[i].ID] = true
 		}
@@ -291,8 +292,8 @@ func (t *txn) opDiagnostic(prefix string, d agentbridge.Diagnostic) []validate.I
 // when it is new. Issue paths read from the publish operation: prefix is the
 // operation ("$[2]" or "$"), so ".sessionId", ".harness" and ".event…".
 //
-// An agent.done without occurredAt is folded with the hub's clock, so that
-// lastTurnEndedAt is always set; the lifecycle record still carries the
+// An agent.done or agent.exited without occurredAt is folded with the
+// hub's clock, so that lastTurnEndedAt and the end's time are always set; the lifecycle record still carries the
 // event as the source gave it, since occurredAt is only for timestamps the
 // agent itself gave. A session.stopped emits the lifecycle
 // record and then removes the session; one for a session the hub does not
@@ -302,6 +303,9 @@ func (t *txn) opDiagnostic(prefix string, d agentbridge.Diagnostic) []validate.I
 func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validate.Issue {
 	validate.RedactEvent(&e)
 	given := e
+	if e.Kind == agentbridge.KindAgentExited && e.OccurredAt == 0 {
+		e.OccurredAt = t.h.now().UnixMilli() // the end's time: when the hub learnt of it
+	}
 	old := t.get(id)
 	var fold *validate.Session
 	if old == nil {
@@ -344,7 +348,7 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 		return nil
 	}
 	lc(snap)
-	ss := &sess{fold: fold, snap: snap, act: fold.Activity()}
+	ss := &sess{fold: fold, snap: snap, act: fold.Activity(), ended: fold.Ended()}
 	if old != nil && old.same(ss) {
 		t.over[id] = ss
 		return nil
@@ -396,12 +400,14 @@ func (h *Hub) publish(sourceID string, ops []Op, apply bool) error {
 			for j, sn := range op.Sessions {
 				sn = sn.Clone()
 				validate.RedactSnapshot(&sn)
+				defaultStatus(&sn)
 				items[j] = &sess{snap: sn}
 			}
 			got = t.opReset(p+".sessions", items, true)
 		case OpUpsert:
 			sn := op.Session.Clone()
 			validate.RedactSnapshot(&sn)
+			defaultStatus(&sn)
 			got = t.opUpsert(p+".session", &sess{snap: sn})
 		case OpRemove:
 			got = t.opRemove(p, op.SessionID)
@@ -423,6 +429,14 @@ func (h *Hub) publish(sourceID string, ops []Op, apply bool) error {
 	return h.finish(t, issues)
 }
 
+// defaultStatus gives a pushed snapshot without a status (optional, as
+// for the host) the status idle, which the bridge always shows.
+func defaultStatus(s *agentbridge.Snapshot) {
+	if s.Status == "" {
+		s.Status = agentbridge.StatusIdle
+	}
+}
+
 // addActivity adds a session's activity to a reset's map (made when the
 // first one is not empty).
 func addActivity(m map[string]*agentbridge.Activity, id string, a *agentbridge.Activity) map[string]*agentbridge.Activity {
@@ -436,5 +450,60 @@ func addActivity(m map[string]*agentbridge.Activity, id string, a *agentbridge.A
 	return m
 }
 
+// addEnded adds a session's end to a reset's map (made when the first one
+// is not nil).
+func addEnded(m map[string]*agentbridge.Ended, id string, e *agentbridge.Ended) map[string]*agentbridge.Ended {
+	if e == nil {
+		return m
+	}
+	if m == nil {
+		m = map[string]*agentbridge.Ended{}
+	}
+	m[id] = e
+	return m
+}
+
 // same reports whether two sessions look the same to a client.
-func (ss *sess) same(o *sess) bool { return snapshotEqual(&ss.snap, &o.snap) && ss.act.Equal(o.act) }
+func (ss *sess) same(o *sess) bool {
+	return snapshotEqual(&ss.snap, &o.snap) && ss.act.Equal(o.act) && ss.ended.Equal(o.ended)
+}
+
+// Per-origin bounds of the recent diagnostics (DefaultDiagnostics in all):
+// one remote keeps at most MaxRemoteDiagnostics, all remotes together at
+// most half, so that a remote that floods its diagnostics never pushes out
+// this bridge's own.
+const MaxRemoteDiagnostics = DefaultDiagnostics / 4
+
+// keepDiagnostics bounds the recent diagnostics after one was appended:
+// the oldest of its remote when that remote holds more than
+// MaxRemoteDiagnostics, the oldest remote one when the remotes hold more
+// than half, the oldest of all past DefaultDiagnostics.
+func keepDiagnostics(d []DiagnosticEntry) []DiagnosticEntry {
+	host := d[len(d)-1].Host
+	if host != "" {
+		same, remote, firstSame, firstRemote := 0, 0, -1, -1
+		for i, e := range d {
+			if e.Host == "" {
+				continue
+			}
+			if remote++; firstRemote < 0 {
+				firstRemote = i
+			}
+			if e.Host == host {
+				if same++; firstSame < 0 {
+					firstSame = i
+				}
+			}
+		}
+		switch {
+		case same > MaxRemoteDiagnostics:
+			d = slices.Delete(d, firstSame, firstSame+1)
+		case remote > DefaultDiagnostics/2:
+			d = slices.Delete(d, firstRemote, firstRemote+1)
+		}
+	}
+	if n := len(d) - DefaultDiagnostics; n > 0 {
+		d = slices.Delete(d, 0, n)
+	}
+	return d
+}

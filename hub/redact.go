@@ -27,6 +27,13 @@ func redactChanged(snap, prev *agentbridge.Snapshot) {
 	if waiting {
 		t.WaitingFor = snap.WaitingFor
 	}
+	tool, errText := snap.Tool != prev.Tool, snap.Error != prev.Error
+	if tool {
+		t.Tool = snap.Tool
+	}
+	if errText {
+		t.Error = snap.Error
+	}
 	var changed []int
 	for i := range snap.Subagents {
 		s := &snap.Subagents[i]
@@ -36,7 +43,7 @@ func redactChanged(snap, prev *agentbridge.Snapshot) {
 		changed = append(changed, i)
 		t.Subagents = append(t.Subagents, agentbridge.Subagent{Type: s.Type, Title: s.Title})
 	}
-	if !title && !model && !waiting && len(changed) == 0 {
+	if !title && !model && !waiting && !tool && !errText && len(changed) == 0 {
 		return
 	}
 	validate.RedactSnapshot(&t)
@@ -48,6 +55,12 @@ func redactChanged(snap, prev *agentbridge.Snapshot) {
 	}
 	if waiting {
 		snap.WaitingFor = t.WaitingFor
+	}
+	if tool {
+		snap.Tool = t.Tool
+	}
+	if errText {
+		snap.Error = t.Error
 	}
 	for j, i := range changed {
 		snap.Subagents[i].Type, snap.Subagents[i].Title = t.Subagents[j].Type, t.Subagents[j].Title

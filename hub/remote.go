@@ -50,6 +50,7 @@ type RemoteRecord struct {
 	Source     string                           // the remote's source id
 	Sessions   []agentbridge.Snapshot           // reset
 	Activity   map[string]*agentbridge.Activity // reset: by session id; upsert: under the session's id
+	Ended      map[string]*agentbridge.Ended    // reset: by session id; upsert: under the session's id
 	Snapshot   agentbridge.Snapshot             // upsert
 	SessionID  string                           // remove, lifecycle
 	Event      agentbridge.Event                // lifecycle
@@ -194,6 +195,22 @@ func cleanActivity(a *agentbridge.Activity) *agentbridge.Activity {
 	return c
 }
 
+// cleanEnded makes a remote's end of a session safe to show: the signal
+// and reason bounded like any label, the time not negative, an exit code
+// within the event's range; nil for nil.
+func cleanEnded(e *agentbridge.Ended) *agentbridge.Ended {
+	if e == nil {
+		return nil
+	}
+	c := &agentbridge.Ended{At: max(0, min(e.At, validate.MaxEpochMillis)),
+		Signal: validate.Bound(validate.Redact(e.Signal), validate.MaxSignal), Reason: validate.Label(validate.Redact(e.Reason))}
+	if e.ExitCode != nil && *e.ExitCode >= validate.MinExitCode && *e.ExitCode <= validate.MaxExitCode {
+		code := *e.ExitCode
+		c.ExitCode = &code
+	}
+	return c
+}
+
 // checkSnapshot validates and redacts one snapshot of a remote.
 func checkRemote(snap *agentbridge.Snapshot) bool {
 	if len(validate.Snapshot(*snap, nil)) > 0 {
@@ -201,6 +218,7 @@ func checkRemote(snap *agentbridge.Snapshot) bool {
 	}
 	*snap = snap.Clone()
 	validate.RedactSnapshot(snap)
+	defaultStatus(snap)
 	return true
 }
 
@@ -315,7 +333,7 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 				if !r.room() {
 					break
 				}
-				ss := &sess{snap: snap, act: cleanActivity(rc.Activity[snap.ID])}
+				ss := &sess{snap: snap, act: cleanActivity(rc.Activity[snap.ID]), ended: cleanEnded(rc.Ended[snap.ID])}
 				s.all[snap.ID] = ss
 				r.n++
 				if h.visible(s, &snap) {
@@ -331,7 +349,7 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 				}
 				r.n++
 			}
-			ss := &sess{snap: rc.Snapshot, act: cleanActivity(rc.Activity[id])}
+			ss := &sess{snap: rc.Snapshot, act: cleanActivity(rc.Activity[id]), ended: cleanEnded(rc.Ended[id])}
 			s.all[id] = ss
 			old := t.get(id)
 			switch {
@@ -339,7 +357,7 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 				if old != nil {
 					t.remove(id)
 				}
-			case old != nil && snapshotEqual(&old.snap, &ss.snap) && old.act.Equal(ss.act):
+			case old != nil && old.same(ss):
 				t.over[id] = ss
 			default:
 				t.upsert(ss)

@@ -290,7 +290,7 @@ func TestRemoteStreamEqualsSessions(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	harnesses := []string{"claude-code", "claude-desktop"}
-	statuses := []agentbridge.Status{agentbridge.StatusIdle, agentbridge.StatusRunning, agentbridge.StatusDone}
+	statuses := []agentbridge.Status{agentbridge.StatusIdle, agentbridge.StatusRunning, agentbridge.StatusBlocked}
 	for step := range 300 {
 		rm := r
 		if rng.IntN(2) == 0 {
@@ -348,5 +348,61 @@ func drainTo(tb testing.TB, s *Subscription, rev uint64) []Record {
 		default:
 			return out
 		}
+	}
+}
+
+// TestRemoteDiagnosticsKeepLocalOnes: 500 diagnostics from one remote (its
+// own and its sources') never push this bridge's own out of the recent
+// diagnostics: one remote keeps MaxRemoteDiagnostics, the newest; all
+// remotes together at most half.
+func TestRemoteDiagnosticsKeepLocalOnes(t *testing.T) {
+	h := newHub(t, Options{})
+	if err := h.AddPush(info("p", "a")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := h.Diagnose("p", agentbridge.Diagnostic{Code: "local", Message: fmt.Sprint("local ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noisy, err := h.AddRemote("noisy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := h.AddRemote("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 250 {
+		noisy.Apply([]RemoteRecord{{Name: NameDiagnostic, Source: "x", Diagnostic: agentbridge.Diagnostic{Code: "flood", Message: fmt.Sprint("flood ", i)}}})
+		noisy.Diagnostic("remote-failed", fmt.Sprint("failed ", i))
+		if i%5 == 0 {
+			other.Diagnostic("remote-failed", fmt.Sprint("other ", i))
+		}
+	}
+	count := map[string]int{}
+	last := ""
+	for _, d := range h.Diagnostics() {
+		count[d.Host]++
+		if d.Host == "noisy" {
+			last = d.Diagnostic.Message
+		}
+	}
+	if count[""] != 10 {
+		t.Errorf("%d of 10 local diagnostics kept after 500 from a remote: %v", count[""], count)
+	}
+	if count["noisy"] != MaxRemoteDiagnostics || last != "failed 249" {
+		t.Errorf("the noisy remote keeps %d diagnostics (newest %q), want its newest %d", count["noisy"], last, MaxRemoteDiagnostics)
+	}
+	if count["other"] != 50 {
+		t.Errorf("another remote keeps %d of its 50, want all", count["other"])
+	}
+	for range 300 {
+		if err := h.Diagnose("p", agentbridge.Diagnostic{Code: "local", Message: "more"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(h.Diagnostics()); n != DefaultDiagnostics {
+		t.Errorf("%d diagnostics kept, want %d", n, DefaultDiagnostics)
 	}
 }

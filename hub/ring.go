@@ -18,6 +18,8 @@ type entry struct {
 	sessions  []agentbridge.Snapshot           // reset: exactly the sessions in the record
 	act       *agentbridge.Activity            // upsert: the activity in the record
 	acts      map[string]*agentbridge.Activity // reset: the activity of its sessions
+	ended     *agentbridge.Ended               // upsert: the end in the record
+	endeds    map[string]*agentbridge.Ended    // reset: the ends of its sessions
 }
 
 // ring keeps the most recent entries, capped by count and by encoded bytes.

@@ -24,7 +24,9 @@ import (
 // records. The Publisher methods commit at once (what was folded before
 // them first).
 //
-// The clock. An agent.done without occurredAt is stamped with the hub's
+// The clock. An agent.exited without occurredAt is folded with the hub's
+// clock (the time of the end beside the snapshot; its lifecycle record
+// stays as given). An agent.done without occurredAt is stamped with the hub's
 // clock the first time the hub folds it, so that lastTurnEndedAt is always
 // set (its lifecycle record carries the event as the source gave it). The
 // hub remembers the stamps it gave a session, by the count of such events
@@ -117,12 +119,14 @@ type work struct {
 	ref         *incarnation // the lifecycle records of this batch
 	shown       *agentbridge.Snapshot
 	shownAct    *agentbridge.Activity // the activity beside shown
+	shownEnded  *agentbridge.Ended    // the end beside shown
 	stamps      []int64               // clock stamps given to agent.done without occurredAt, in order
 	dones       int                   // such events folded since the fold began
 	reads       []int64               // when each event without occurredAt was read live (0: at start-up), in order
 	undated     int                   // such events folded since the fold began
 	next        agentbridge.Snapshot
 	nextAct     *agentbridge.Activity
+	nextEnded   *agentbridge.Ended
 	changed     bool
 	data        []byte // next, encoded as an upsert, when changed
 }
@@ -223,6 +227,9 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, strict bool) e
 		} else {
 			at = p.h.now().UnixMilli()
 		}
+	}
+	if e.Kind == agentbridge.KindAgentExited && e.OccurredAt == 0 {
+		e.OccurredAt = p.h.now().UnixMilli() // the end's time: when the hub learnt of it
 	}
 	if issues := w.fold.ApplyRead(e, readAt, at); len(issues) > 0 {
 		return &InvalidError{Issues: validate.Nest(issues, "$.event")}
@@ -407,11 +414,12 @@ func (p *publisher) commit(all bool) {
 		}
 		w.next = w.fold.Snapshot()
 		w.nextAct = w.fold.Activity()
+		w.nextEnded = w.fold.Ended()
 		redactChanged(&w.next, w.shown)
-		w.changed = w.shown == nil || !snapshotEqual(&w.next, w.shown) || !w.nextAct.Equal(w.shownAct)
+		w.changed = w.shown == nil || !snapshotEqual(&w.next, w.shown) || !w.nextAct.Equal(w.shownAct) || !w.nextEnded.Equal(w.shownEnded)
 		w.data = nil
 		if w.changed {
-			w.data = encode(upsertData{Source: p.src.info.ID, Snapshot: w.next, Activity: w.nextAct})
+			w.data = encode(upsertData{Source: p.src.info.ID, Snapshot: w.next, Activity: w.nextAct, Ended: w.nextEnded})
 		}
 		ready = append(ready, w)
 	}
@@ -434,6 +442,7 @@ func (p *publisher) commit(all bool) {
 		*snap = w.next
 		w.shown = snap // the latest snapshot, in view or not
 		w.shownAct = w.nextAct
+		w.shownEnded = w.nextEnded
 		if w.ref != nil && w.visible(p.src) {
 			w.ref.snap = snap
 		}
@@ -458,7 +467,7 @@ func (p *publisher) commit(all bool) {
 	clear(pend)
 	for _, w := range ready {
 		data := w.data
-		w.data, w.next, w.nextAct = nil, agentbridge.Snapshot{}, nil
+		w.data, w.next, w.nextAct, w.nextEnded = nil, agentbridge.Snapshot{}, nil, nil
 		if !w.visible(p.src) {
 			if t.get(w.id) != nil {
 				t.remove(w.id)
@@ -467,10 +476,10 @@ func (p *publisher) commit(all bool) {
 		}
 		if t.get(w.id) == nil || w.changed {
 			if data == nil {
-				data = encode(upsertData{Source: p.src.info.ID, Snapshot: *w.shown, Activity: w.shownAct})
+				data = encode(upsertData{Source: p.src.info.ID, Snapshot: *w.shown, Activity: w.shownAct, Ended: w.shownEnded})
 			}
-			t.over[w.id] = &sess{snap: *w.shown, act: w.shownAct}
-			t.add(&entry{rec: Record{Name: NameUpsert, Data: data}, source: p.src.info.ID, sessionID: w.id, snap: w.shown, act: w.shownAct}, nil)
+			t.over[w.id] = &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded}
+			t.add(&entry{rec: Record{Name: NameUpsert, Data: data}, source: p.src.info.ID, sessionID: w.id, snap: w.shown, act: w.shownAct, ended: w.shownEnded}, nil)
 		}
 	}
 	if scan {
@@ -506,8 +515,9 @@ func (p *publisher) replaceInView(t *txn) {
 			redactChanged(&s, w.shown)
 			w.shown = &s
 			w.shownAct = w.fold.Activity()
+			w.shownEnded = w.fold.Ended()
 		}
-		items = append(items, &sess{snap: *w.shown, act: w.shownAct})
+		items = append(items, &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded})
 	}
 	if issues := t.opReset("$", items, false); len(issues) > 0 {
 		// Cannot happen: the fold keeps its snapshots valid.
@@ -583,7 +593,7 @@ func (p *publisher) Reset(sessions []*validate.Session) error {
 		}
 		w := p.adopt(s)
 		next[w.id] = w
-		items[i] = &sess{snap: *w.shown, act: w.shownAct}
+		items[i] = &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded}
 	}
 	return p.apply(func(t *txn) []validate.Issue { return t.opReset("$", items, false) }, func() {
 		p.work = next
@@ -617,7 +627,9 @@ func (p *publisher) Upsert(s *validate.Session) error {
 	defer p.mu.Unlock()
 	p.commit(false)
 	w := p.adopt(s)
-	return p.apply(func(t *txn) []validate.Issue { return t.opUpsert("$", &sess{snap: *w.shown, act: w.shownAct}) }, func() { p.work[w.id] = w })
+	return p.apply(func(t *txn) []validate.Issue {
+		return t.opUpsert("$", &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded})
+	}, func() { p.work[w.id] = w })
 }
 
 // adopt makes a work session from a copy of a source's fold.
@@ -625,7 +637,7 @@ func (p *publisher) adopt(s *validate.Session) *work {
 	f := s.Clone()
 	snap := f.Snapshot()
 	validate.RedactSnapshot(&snap)
-	w := &work{id: f.ID(), harness: f.Harness(), fold: f, shown: &snap, shownAct: f.Activity()}
+	w := &work{id: f.ID(), harness: f.Harness(), fold: f, shown: &snap, shownAct: f.Activity(), shownEnded: f.Ended()}
 	if old := p.work[w.id]; old != nil {
 		w.stamps = old.stamps
 	}
@@ -650,8 +662,8 @@ func itoa(i int) string {
 func snapshotEqual(a, b *agentbridge.Snapshot) bool {
 	return a.ID == b.ID && a.Harness == b.Harness && a.PID == b.PID && a.Cwd == b.Cwd &&
 		a.Title == b.Title && a.Model == b.Model && a.Status == b.Status &&
-		a.WaitingFor == b.WaitingFor && a.LastTurn == b.LastTurn &&
-		a.LastTurnEndedAt == b.LastTurnEndedAt && slices.Equal(a.Subagents, b.Subagents)
+		a.WaitingFor == b.WaitingFor && a.Tool == b.Tool && a.LastTurn == b.LastTurn &&
+		a.LastTurnEndedAt == b.LastTurnEndedAt && a.Error == b.Error && slices.Equal(a.Subagents, b.Subagents)
 }
 
 var _ Sink = (*publisher)(nil)

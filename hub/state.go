@@ -28,11 +28,17 @@ const (
 	DefaultRevisionBlock = 1_000_000
 )
 
-// MaxStartRevision (2^52) is the highest revision a hub starts at: a saved
-// mark at or above it is not believed (see New), and neither is a clock
-// past it. Revisions then stay below 2^53, the largest integer a
+// MaxStartRevision (2^52) is the highest revision a hub starts at from the
+// clock or after a mark it does not believe (see New, MaxMark); a clock
+// past it is capped. Revisions then stay below 2^53, the largest integer a
 // JavaScript number holds exactly, for 2^52 more records.
 const MaxStartRevision uint64 = 1 << 52
+
+// MaxMark (3·2^51) bounds the saved marks a hub believes: a run started at
+// MaxStartRevision (after a mark that could not be believed) saves marks
+// above it, which the next run continues from; a mark at or above MaxMark
+// is no earlier run's and is treated like one that cannot be read.
+const MaxMark uint64 = 3 << 51
 
 // RevisionStore keeps the hub's revision high-water mark across runs. The
 // hub saves a mark before it hands out any revision up to it, one block at
@@ -134,9 +140,10 @@ type source struct {
 // sess is one session: the fold state and the (redacted, valid) snapshot
 // clients see.
 type sess struct {
-	fold *validate.Session
-	snap agentbridge.Snapshot
-	act  *agentbridge.Activity // nil: none; never changed once stored
+	fold  *validate.Session
+	snap  agentbridge.Snapshot
+	act   *agentbridge.Activity // nil: none; never changed once stored
+	ended *agentbridge.Ended    // nil: not ended; never changed once stored
 }
 
 // New returns an empty hub.
@@ -164,18 +171,19 @@ func New(o Options) *Hub {
 	}
 	start := min(uint64(max(0, o.Now().UnixMicro())), MaxStartRevision)
 	if o.Revisions != nil {
-		switch last, err := o.Revisions.Load(); {
-		case err != nil:
+		last, err := o.Revisions.Load()
+		if err != nil {
 			// The error may name the file: keep it out of the default level.
-			o.Logger.Warn("cannot read the revision mark of the last run; revisions start from the clock")
 			o.Logger.Debug("read revision mark", "err", err)
-		case last >= MaxStartRevision:
-			// No run reaches it (the clock is at about 2^50.7 µs in 2026 and
-			// a run adds at most a block above it): the file was tampered
-			// with or garbled. Start at the ceiling: above every revision
-			// an honest earlier run handed out, yet 2^52 revisions short
-			// of 2^53.
-			o.Logger.Warn("the revision mark of the last run is implausibly large; revisions continue from the ceiling below 2^53")
+		}
+		switch {
+		case err != nil || last >= MaxMark:
+			// Not a mark an earlier run saved (garbled, tampered with, a
+			// number past 2^64, a file that cannot be read): one rule for
+			// all of them. Start at the ceiling: above every revision an
+			// honest run that began below it handed out, yet far short of
+			// 2^53; the next run continues above this one's mark.
+			o.Logger.Warn("the revision mark of the last run cannot be believed; revisions continue from the ceiling below 2^53")
 			start = max(start, MaxStartRevision)
 		case last >= start:
 			start = last + 1
@@ -481,7 +489,7 @@ func (h *Hub) Sessions(f Filter) (uint64, []Entry) {
 			continue
 		}
 		for _, ss := range s.sessions {
-			all = append(all, Entry{Source: s.info.ID, Host: s.host, Snapshot: ss.snap, Activity: ss.act})
+			all = append(all, Entry{Source: s.info.ID, Host: s.host, Snapshot: ss.snap, Activity: ss.act, Ended: ss.ended})
 		}
 	}
 	h.mu.Unlock()
@@ -516,7 +524,7 @@ func (h *Hub) SessionOn(host, sourceID, id string) (Entry, bool) {
 	if !ok {
 		return Entry{}, false
 	}
-	return Entry{Source: sourceID, Host: host, Snapshot: ss.snap.Clone(), Activity: ss.act}, true
+	return Entry{Source: sourceID, Host: host, Snapshot: ss.snap.Clone(), Activity: ss.act, Ended: ss.ended}, true
 }
 
 // Diagnostics returns the most recent diagnostics (at most

@@ -232,6 +232,7 @@ type capture struct {
 	host     string
 	sessions []agentbridge.Snapshot // filtered subscribers: sorted by id
 	acts     map[string]*agentbridge.Activity
+	endeds   map[string]*agentbridge.Ended
 	recs     []Record // unfiltered subscribers: reset and overflow upserts, Rev unset
 }
 
@@ -254,18 +255,20 @@ func (h *Hub) captureAll(f Filter, filtered bool) (out []capture, base, top uint
 		id := src.info.ID
 		snaps := make([]agentbridge.Snapshot, 0, len(src.sessions))
 		var acts map[string]*agentbridge.Activity
+		var endeds map[string]*agentbridge.Ended
 		for _, ss := range src.sessions {
 			snaps = append(snaps, ss.snap)
 			acts = addActivity(acts, ss.snap.ID, ss.act)
+			endeds = addEnded(endeds, ss.snap.ID, ss.ended)
 		}
-		c := capture{source: id, host: src.host, acts: acts}
+		c := capture{source: id, host: src.host, acts: acts, endeds: endeds}
 		if filtered {
 			slices.SortFunc(snaps, bySessionID)
 			c.sessions = snaps
 		} else {
 			if src.cache == nil || src.cache.ver != src.ver {
 				slices.SortFunc(snaps, bySessionID)
-				src.cache = &initCache{ver: src.ver, recs: initialRecords(src.host, id, snaps, acts)}
+				src.cache = &initCache{ver: src.ver, recs: initialRecords(src.host, id, snaps, acts, endeds)}
 			}
 			c.recs = src.cache.recs
 		}
@@ -295,15 +298,17 @@ func bySessionID(a, b agentbridge.Snapshot) int {
 
 // initialRecords encodes a reset of snaps (the first MaxResetSessions) and
 // upserts for the rest; revisions are left for the caller.
-func initialRecords(host, source string, snaps []agentbridge.Snapshot, acts map[string]*agentbridge.Activity) []Record {
+func initialRecords(host, source string, snaps []agentbridge.Snapshot, acts map[string]*agentbridge.Activity, endeds map[string]*agentbridge.Ended) []Record {
 	head := snaps[:min(len(snaps), validate.MaxResetSessions)]
 	var headActs map[string]*agentbridge.Activity
+	var headEnded map[string]*agentbridge.Ended
 	for _, sn := range head {
 		headActs = addActivity(headActs, sn.ID, acts[sn.ID])
+		headEnded = addEnded(headEnded, sn.ID, endeds[sn.ID])
 	}
-	out := []Record{{Name: NameReset, Data: encode(resetData{Source: source, Host: host, Sessions: head, Activity: headActs})}}
+	out := []Record{{Name: NameReset, Data: encode(resetData{Source: source, Host: host, Sessions: head, Activity: headActs, Ended: headEnded})}}
 	for _, sn := range snaps[len(head):] {
-		out = append(out, Record{Name: NameUpsert, Data: encode(upsertData{Source: source, Host: host, Snapshot: sn, Activity: acts[sn.ID]})})
+		out = append(out, Record{Name: NameUpsert, Data: encode(upsertData{Source: source, Host: host, Snapshot: sn, Activity: acts[sn.ID], Ended: endeds[sn.ID]})})
 	}
 	return out
 }

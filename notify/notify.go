@@ -19,6 +19,7 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -69,28 +70,36 @@ func (t Transition) Summary(agent string) string {
 	return s
 }
 
-// Detect returns the event a session's new snapshot makes after prev (nil:
-// a session not seen before), if any.
-func Detect(prev *agentbridge.Snapshot, next *agentbridge.Snapshot) (event string, ok bool) {
-	switch next.Status {
-	case agentbridge.StatusWaiting, agentbridge.StatusBlocked:
-		if prev != nil && prev.Status == next.Status && prev.WaitingFor == next.WaitingFor {
-			return "", false // the same wait goes on
-		}
-		return string(next.Status), true
-	case agentbridge.StatusDone:
-		if prev != nil && prev.Status == agentbridge.StatusDone && prev.LastTurnEndedAt == next.LastTurnEndedAt && prev.LastTurn == next.LastTurn {
-			return "", false
-		}
-		if next.LastTurn == agentbridge.LastTurnFailed {
-			return EventFailed, true
-		}
-		return EventDone, true
-	case agentbridge.StatusExited:
-		if prev != nil && prev.Status == agentbridge.StatusExited {
+// Detect returns the event a session's new state makes after prev (nil:
+// a session not seen before), if any: waiting or blocked when a new wait
+// shows; done or failed when an idle session's last turn ended at a new
+// time (or with a new outcome); exited when the session ended.
+func Detect(prev *hub.Entry, next *hub.Entry) (event string, ok bool) {
+	n := &next.Snapshot
+	if next.Ended != nil {
+		if prev != nil && prev.Ended != nil {
 			return "", false
 		}
 		return EventExited, true
+	}
+	switch n.Status {
+	case agentbridge.StatusWaiting, agentbridge.StatusBlocked:
+		if prev != nil && prev.Ended == nil && prev.Snapshot.Status == n.Status && prev.Snapshot.WaitingFor == n.WaitingFor {
+			return "", false // the same wait goes on
+		}
+		return string(n.Status), true
+	case agentbridge.StatusIdle:
+		if n.LastTurn == "" {
+			return "", false
+		}
+		if prev != nil && prev.Snapshot.Status == agentbridge.StatusIdle &&
+			prev.Snapshot.LastTurnEndedAt == n.LastTurnEndedAt && prev.Snapshot.LastTurn == n.LastTurn {
+			return "", false // the same turn end (or a session taken up again after its end)
+		}
+		if n.LastTurn == agentbridge.LastTurnFailed {
+			return EventFailed, true
+		}
+		return EventDone, true
 	}
 	return "", false
 }
@@ -134,32 +143,32 @@ func (t *Tracker) Apply(name string, data []byte) []Transition {
 	if json.Unmarshal(data, &h) != nil || h.Source == "" {
 		return nil
 	}
-	before := map[string]agentbridge.Snapshot{}
+	before := map[string]hub.Entry{}
 	switch name {
 	case client.NameReset:
 		for _, e := range t.st.Sessions() {
 			if e.Source == h.Source && e.Host == h.Host {
-				before[e.Snapshot.ID] = e.Snapshot
+				before[e.Snapshot.ID] = e
 			}
 		}
 	case client.NameUpsert:
 		if h.Snapshot == nil {
 			return nil
 		}
-		if s, ok := t.st.SessionOn(h.Host, h.Source, h.Snapshot.ID); ok {
-			before[s.ID] = s
+		if e, ok := t.st.EntryOn(h.Host, h.Source, h.Snapshot.ID); ok {
+			before[e.Snapshot.ID] = e
 		}
 	}
 	if t.st.Apply(client.Event{ID: t.st.Revision() + 1, Name: name, Data: data}) != nil {
 		return nil
 	}
 	var out []Transition
-	tell := func(s agentbridge.Snapshot) {
-		var prev *agentbridge.Snapshot
-		if p, ok := before[s.ID]; ok {
+	tell := func(e hub.Entry) {
+		var prev *hub.Entry
+		if p, ok := before[e.Snapshot.ID]; ok {
 			prev = &p
 		}
-		if tr, ok := t.transition(h.Source, h.Host, prev, &s); ok {
+		if tr, ok := t.transition(h.Source, h.Host, prev, &e); ok {
 			out = append(out, tr)
 		}
 	}
@@ -174,19 +183,20 @@ func (t *Tracker) Apply(name string, data []byte) []Transition {
 		}
 		for _, e := range t.st.Sessions() {
 			if e.Source == h.Source && e.Host == h.Host {
-				tell(e.Snapshot)
+				tell(e)
 			}
 		}
 	case client.NameUpsert:
-		if s, ok := t.st.SessionOn(h.Host, h.Source, h.Snapshot.ID); ok {
-			tell(s)
+		if e, ok := t.st.EntryOn(h.Host, h.Source, h.Snapshot.ID); ok {
+			tell(e)
 		}
 	}
 	return out
 }
 
-func (t *Tracker) transition(source, host string, prev, s *agentbridge.Snapshot) (Transition, bool) {
-	ev, ok := Detect(prev, s)
+func (t *Tracker) transition(source, host string, prev, e *hub.Entry) (Transition, bool) {
+	ev, ok := Detect(prev, e)
+	s := &e.Snapshot
 	if !ok {
 		return Transition{}, false
 	}

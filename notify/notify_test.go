@@ -18,6 +18,12 @@ func upsert(src string, s agentbridge.Snapshot) (string, []byte) {
 	return "upsert", b
 }
 
+// upsertEnded is an upsert of a session that has ended.
+func upsertEnded(src string, s agentbridge.Snapshot, at int64) (string, []byte) {
+	b, _ := json.Marshal(map[string]any{"source": src, "snapshot": s, "ended": agentbridge.Ended{At: at}})
+	return "upsert", b
+}
+
 func reset(src string, ss ...agentbridge.Snapshot) (string, []byte) {
 	if ss == nil {
 		ss = []agentbridge.Snapshot{}
@@ -35,11 +41,12 @@ func TestTracker(t *testing.T) {
 	blocked := running
 	blocked.Status, blocked.WaitingFor = "blocked", "rate limited"
 	done := running
-	done.Status, done.LastTurn, done.LastTurnEndedAt = "done", "completed", 10
+	done.Status, done.LastTurn, done.LastTurnEndedAt = "idle", "completed", 10
 	failed := done
-	failed.LastTurn, failed.LastTurnEndedAt = "failed", 20
-	exited := running
-	exited.Status = "exited"
+	failed.LastTurn, failed.LastTurnEndedAt, failed.Error = "failed", 20, "API Error: 401"
+	ended := done
+	idle := running
+	idle.Status = "idle"
 
 	type rec struct {
 		name string
@@ -57,7 +64,9 @@ func TestTracker(t *testing.T) {
 		{"waiting, running, waiting again", []rec{r(reset("c")), r(upsert("c", waiting)), r(upsert("c", running)), r(upsert("c", waiting))}, []string{"waiting", "waiting"}},
 		{"blocked", []rec{r(reset("c", running)), r(upsert("c", blocked))}, []string{"blocked"}},
 		{"done, then failed", []rec{r(reset("c", running)), r(upsert("c", done)), r(upsert("c", done)), r(upsert("c", running)), r(upsert("c", failed))}, []string{"done", "failed"}},
-		{"exited once", []rec{r(reset("c", running)), r(upsert("c", exited)), r(upsert("c", exited))}, []string{"exited"}},
+		{"exited once", []rec{r(reset("c", running)), r(upsertEnded("c", ended, 30)), r(upsertEnded("c", ended, 30))}, []string{"exited"}},
+		{"exited, resumed, exited again", []rec{r(reset("c", running)), r(upsertEnded("c", ended, 30)), r(upsert("c", done)), r(upsertEnded("c", ended, 40))}, []string{"exited", "exited"}},
+		{"idle without a turn is nothing", []rec{r(reset("c", running)), r(upsert("c", idle))}, nil},
 		{"a new session that waits", []rec{r(reset("c")), r(upsert("c", waiting))}, []string{"waiting"}},
 		{"a later reset tells what changed meanwhile", []rec{r(reset("c", running)), r(reset("c", waiting)), r(reset("c", waiting))}, []string{"waiting"}},
 		{"removed and back", []rec{r(reset("c", waiting)), r("remove", []byte(`{"source":"c","sessionId":"s1"}`)), r(upsert("c", waiting))}, []string{"waiting"}},

@@ -15,6 +15,8 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // receiver is a local webhook endpoint that records what it was sent.
@@ -84,7 +86,8 @@ type bridge struct {
 
 func newBridge(t *testing.T, hooks ...Webhook) *bridge {
 	t.Helper()
-	h := hub.New(hub.Options{})
+	reg := prometheus.NewRegistry()
+	h := hub.New(hub.Options{Registry: reg})
 	if err := h.AddPush(agentbridge.SourceInfo{ID: "hooks", Harnesses: []agentbridge.Harness{{ID: "claude-code", DisplayName: "Claude Code"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +101,7 @@ func newBridge(t *testing.T, hooks ...Webhook) *bridge {
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx, h) }()
 	t.Cleanup(func() { cancel(); <-done })
-	time.Sleep(20 * time.Millisecond) // the follower holds its baseline
+	bridgetest.AwaitSubscribers(t, reg, 1) // the follower holds its baseline
 	return b
 }
 

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/internal/testenv"
 )
 
 const waitTimeout = 10 * time.Second
@@ -22,7 +24,7 @@ func startSleeper(t *testing.T, args ...string) *exec.Cmd {
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start a child process: %v", err)
+		testenv.Missing(t, "cannot start a child process: %v", err)
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -78,7 +80,7 @@ func TestWatchGoneProcess(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command("true")
 	if err := cmd.Run(); err != nil {
-		t.Skipf("cannot run true: %v", err)
+		testenv.Missing(t, "cannot run true: %v", err)
 	}
 	if err := Watch(context.Background(), cmd.Process.Pid, 0, func() {}); !errors.Is(err, ErrNoProcess) {
 		t.Errorf("Watch of a reaped process = %v, want ErrNoProcess", err)
@@ -118,7 +120,7 @@ func TestFindHolders(t *testing.T) {
 	cmd := exec.Command("sleep", "600")
 	cmd.Stdin = f
 	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start a child process: %v", err)
+		testenv.Missing(t, "cannot start a child process: %v", err)
 	}
 	f.Close() // only the child holds it now; our own process is skipped anyway
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })

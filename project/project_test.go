@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentbridge/agentbridge/internal/testenv"
 )
 
 // layout builds a tree of directories and files under a fresh temporary
@@ -218,7 +220,7 @@ func FuzzGitFile(f *testing.F) {
 func TestContainsRealGit(t *testing.T) {
 	gitBin, err := exec.LookPath("git")
 	if err != nil {
-		t.Skip("no git binary")
+		testenv.Missing(t, "no git binary")
 	}
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

@@ -57,7 +57,21 @@ type Options struct {
 	// its own connection, and cut off by its own bridge as a slow client
 	// when it falls a whole queue behind (it then resumes). 0: 1024.
 	Queue int
+	// QueueBytes bounds the same queue in bytes (the records' JSON); a
+	// record larger than all of it passes alone. 0: DefaultQueueBytes.
+	QueueBytes int64
 }
+
+// Bounds of what one remote costs in memory.
+const (
+	// MaxRecord is the longest line (one record) taken from a remote: a
+	// reset of some 8,000 typical sessions (about 1 KiB each) or 128 of the
+	// largest the rules allow. A longer line (or bytes that never end a
+	// line) drops the connection with CodeFailed and a backoff.
+	MaxRecord = 8 << 20
+	// DefaultQueueBytes bounds the records waiting for the hub.
+	DefaultQueueBytes = 16 << 20
+)
 
 // Diagnostic codes of a remote (source hub.RemoteSource, host its id).
 const (
@@ -84,7 +98,10 @@ func Run(ctx context.Context, r *hub.Remote, c config.Remote, o Options) error {
 	if o.SSH == "" {
 		o.SSH = "ssh"
 	}
-	f := &follower{r: r, c: c, o: o, log: o.Logger.With("remote", c.ID), msgs: make(chan msg, o.Queue)}
+	if o.QueueBytes <= 0 {
+		o.QueueBytes = DefaultQueueBytes
+	}
+	f := &follower{r: r, c: c, o: o, log: o.Logger.With("remote", c.ID), msgs: make(chan msg, o.Queue), queued: newBudget(o.QueueBytes)}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -97,13 +114,15 @@ func Run(ctx context.Context, r *hub.Remote, c config.Remote, o Options) error {
 
 // follower is one remote being followed.
 type follower struct {
-	r    *hub.Remote
-	c    config.Remote
-	o    Options
-	log  *slog.Logger
-	msgs chan msg
+	r      *hub.Remote
+	c      config.Remote
+	o      Options
+	log    *slog.Logger
+	msgs   chan msg
+	queued *budget // the bytes of the records in msgs
 
 	mu     sync.Mutex
+	good   bool               // the current attempt delivered a record that decoded
 	stop   context.CancelFunc // ends the current attempt (the linger passed: start afresh)
 	fresh  bool               // the sessions left: the next attempt starts without a cursor
 	last   uint64             // the remote's last revision delivered
@@ -113,6 +132,7 @@ type follower struct {
 // msg is what the reader hands the applier, in order.
 type msg struct {
 	rec  *hub.RemoteRecord // a record
+	size int64             // its bytes, taken from queued
 	up   bool              // the remote answers
 	down error             // the remote is out of reach
 }
@@ -129,6 +149,7 @@ func (f *follower) connectLoop(ctx context.Context) {
 			f.fresh, f.last = false, 0
 		}
 		since := f.last
+		f.good = false
 		f.mu.Unlock()
 		var got bool
 		err := f.attempt(actx, since, &got)
@@ -136,7 +157,10 @@ func (f *follower) connectLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if got {
+		f.mu.Lock()
+		good := f.good
+		f.mu.Unlock()
+		if client.ResetsBackoff(good, err) {
 			delay = f.o.Backoff.Min
 		}
 		if err == nil {
@@ -178,13 +202,66 @@ func (f *follower) deliver(ctx context.Context, ev client.Event) error {
 		f.bad()
 		return nil
 	}
+	f.mu.Lock()
+	f.good = true
+	f.mu.Unlock()
 	if rec == nil {
 		return nil // not a record of the remote's own sessions
 	}
-	if !f.send(ctx, msg{rec: rec}) {
+	size := f.queued.take(ctx, int64(len(ev.Data)))
+	if size < 0 {
+		return ctx.Err()
+	}
+	if !f.send(ctx, msg{rec: rec, size: size}) {
+		f.queued.give(size) // never queued
 		return ctx.Err()
 	}
 	return nil
+}
+
+// budget bounds the bytes of the records in a follower's queue: take
+// waits for room (a record larger than all of it waits for an empty
+// queue), give returns it.
+type budget struct {
+	mu    sync.Mutex
+	used  int64
+	max   int64
+	freed chan struct{} // closed (and replaced) by give
+}
+
+func newBudget(max int64) *budget { return &budget{max: max, freed: make(chan struct{})} }
+
+// take reserves n bytes (at most max) and returns what it reserved; -1
+// when ctx ended first.
+func (b *budget) take(ctx context.Context, n int64) int64 {
+	n = min(max(n, 1), b.max)
+	for {
+		b.mu.Lock()
+		if b.used+n <= b.max {
+			b.used += n
+			b.mu.Unlock()
+			return n
+		}
+		freed := b.freed
+		b.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return -1
+		}
+	}
+}
+
+// give returns n bytes taken.
+func (b *budget) give(n int64) {
+	if n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	close(b.freed)
+	b.freed = make(chan struct{})
+	b.mu.Unlock()
 }
 
 // bad counts a record that does not decode; the first of a run is a
@@ -215,7 +292,7 @@ func (f *follower) attempt(ctx context.Context, since uint64, got *bool) error {
 	}
 	cl := client.New(u.Host, token)
 	return cl.Follow(ctx, client.FollowOptions{
-		StreamOptions: client.StreamOptions{Query: url.Values{"host": {hub.LocalHost}}, Format: client.NDJSON, Since: since},
+		StreamOptions: client.StreamOptions{Query: url.Values{"host": {hub.LocalHost}}, Format: client.NDJSON, Since: since, MaxLine: MaxRecord},
 		Backoff:       f.o.Backoff,
 		OnConnect: func(bool) {
 			*got = true
@@ -243,7 +320,7 @@ func (f *follower) ssh(ctx context.Context, since uint64, got *bool) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("run ssh: %w", err)
 	}
-	rd := client.NewReader(bufio.NewReaderSize(out, 64<<10), client.NDJSON, 0)
+	rd := client.NewReader(bufio.NewReaderSize(out, 64<<10), client.NDJSON, MaxRecord)
 	var rerr error
 	for {
 		ev, err := rd.Next()
@@ -334,6 +411,7 @@ func (f *follower) apply(ctx context.Context) {
 		switch {
 		case m.rec != nil:
 			batch = append(batch[:0], *m.rec)
+			size := m.size
 		drain:
 			for len(batch) < maxBatch {
 				select {
@@ -343,6 +421,7 @@ func (f *follower) apply(ctx context.Context) {
 						break drain
 					}
 					batch = append(batch, *n.rec)
+					size += n.size
 				default:
 					break drain
 				}
@@ -351,6 +430,7 @@ func (f *follower) apply(ctx context.Context) {
 				f.bad()
 			}
 			clear(batch)
+			f.queued.give(size)
 		case m.up:
 			stopLinger()
 			outage = ""
@@ -381,8 +461,10 @@ func explain(err error) (code, text string) {
 		return CodeUnauthorized, "refused the token; check the remote's tokenFile; retrying"
 	case errors.As(err, &se):
 		return CodeFailed, fmt.Sprintf("answered %d; retrying", se.Status)
-	case errors.Is(err, client.ErrBadEvent), errors.Is(err, client.ErrLineTooLong):
-		return CodeFailed, "sent a stream that breaks its rules; retrying"
+	case errors.Is(err, client.ErrLineTooLong):
+		return CodeFailed, fmt.Sprintf("sent a record over %d MiB (or bytes without a line end); retrying with backoff", MaxRecord>>20)
+	case errors.Is(err, client.ErrBadEvent):
+		return CodeFailed, "sent a stream that breaks its rules; retrying with backoff"
 	default:
 		return CodeUnreachable, "is not reachable; retrying with backoff"
 	}
@@ -401,6 +483,7 @@ func decode(ev client.Event) (rec *hub.RemoteRecord, ok bool) {
 		Event      json.RawMessage `json:"event"`
 		Diagnostic json.RawMessage `json:"diagnostic"`
 		Activity   json.RawMessage `json:"activity"`
+		Ended      json.RawMessage `json:"ended"`
 	}
 	switch ev.Name {
 	case hub.NameReset, hub.NameUpsert, hub.NameRemove, hub.NameLifecycle, hub.NameDiagnostic:
@@ -421,6 +504,9 @@ func decode(ev client.Event) (rec *hub.RemoteRecord, ok bool) {
 		if len(d.Activity) > 0 && json.Unmarshal(d.Activity, &rec.Activity) != nil {
 			return nil, false
 		}
+		if len(d.Ended) > 0 && json.Unmarshal(d.Ended, &rec.Ended) != nil {
+			return nil, false
+		}
 	case hub.NameUpsert:
 		rec.Snapshot, issues = validate.DecodeSnapshot(d.Snapshot, nil)
 		var act *agentbridge.Activity
@@ -429,6 +515,13 @@ func decode(ev client.Event) (rec *hub.RemoteRecord, ok bool) {
 		}
 		if act != nil {
 			rec.Activity = map[string]*agentbridge.Activity{rec.Snapshot.ID: act}
+		}
+		var ended *agentbridge.Ended
+		if len(d.Ended) > 0 && json.Unmarshal(d.Ended, &ended) != nil {
+			return nil, false
+		}
+		if ended != nil {
+			rec.Ended = map[string]*agentbridge.Ended{rec.Snapshot.ID: ended}
 		}
 	case hub.NameLifecycle:
 		rec.Event, issues = validate.DecodeEvent(d.Event)

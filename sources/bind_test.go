@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
@@ -53,7 +54,7 @@ func sleeper(t *testing.T) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sleep", "600")
 	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start a child process: %v", err)
+		testenv.Missing(t, "cannot start a child process: %v", err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd
@@ -91,7 +92,7 @@ func TestBindPIDAfterExit(t *testing.T) {
 			})
 			status := func(want agentbridge.Status, pid int) func(h *sourcestest.Hub) bool {
 				return func(h *sourcestest.Hub) bool {
-					s, ok := h.Snapshot("s1")
+					s, ok := h.Shown("s1")
 					return ok && s.Status == want && (pid == 0 || s.PID == pid)
 				}
 			}
@@ -112,12 +113,12 @@ func TestBindPIDAfterExit(t *testing.T) {
 			sourcestest.Append(t, p, fmt.Sprintf("s1 start %d %d\n", p1.Process.Pid, time.Now().UnixMilli()))
 			h.WaitFor(t, "bound to the first process", status(agentbridge.StatusIdle, p1.Process.Pid))
 			_ = p1.Process.Kill()
-			h.WaitFor(t, "the first process's exit", status(agentbridge.StatusExited, 0))
+			h.WaitFor(t, "the first process's exit", status(sourcestest.StatusExited, 0))
 
 			// A dead pid does not take the session up.
 			dead := exec.Command("true")
 			if err := dead.Run(); err != nil {
-				t.Skipf("cannot run a child process: %v", err)
+				testenv.Missing(t, "cannot run a child process: %v", err)
 			}
 			sourcestest.Append(t, p, fmt.Sprintf("s1 bind %d\n", dead.Process.Pid))
 
@@ -149,7 +150,7 @@ func TestBindPIDAfterExit(t *testing.T) {
 			}
 
 			_ = p2.Process.Kill()
-			h.WaitFor(t, "the second process's exit", status(agentbridge.StatusExited, 0))
+			h.WaitFor(t, "the second process's exit", status(sourcestest.StatusExited, 0))
 			inspect(func(en *entry) {
 				if en == nil || en.timer == nil {
 					t.Errorf("no linger after the second exit")
@@ -160,8 +161,8 @@ func TestBindPIDAfterExit(t *testing.T) {
 			p3 := sleeper(t)
 			sourcestest.Append(t, p, fmt.Sprintf("s1 start %d %d\n", p3.Process.Pid, time.Now().Add(-time.Hour).UnixMilli()))
 			h.WaitFor(t, "a reused pid: exited", func(h *sourcestest.Hub) bool {
-				s, ok := h.Snapshot("s1")
-				return ok && s.Status == agentbridge.StatusExited && s.PID == p3.Process.Pid
+				s, ok := h.Shown("s1")
+				return ok && s.Status == sourcestest.StatusExited && s.PID == p3.Process.Pid
 			})
 			inspect(func(en *entry) {
 				if en.unwatch != nil {
@@ -206,7 +207,7 @@ func TestBindHolderOnlyTheAgentsWriter(t *testing.T) {
 	h.WaitFor(t, "the source to start", func(*sourcestest.Hub) bool { return h.Resets() > 0 })
 	sourcestest.Append(t, ctl, "r hold "+readOnly+"\nw hold "+written+"\n")
 	h.WaitFor(t, "bound to the agent's writer", func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot("w")
+		s, ok := h.Shown("w")
 		return ok && s.PID == writer.Process.Pid
 	})
 	for _, c := range readers {
@@ -214,8 +215,8 @@ func TestBindHolderOnlyTheAgentsWriter(t *testing.T) {
 		_ = c.Wait()
 	}
 	sourcestest.Append(t, ctl, "mark start 0\n") // a line read after the readers' exit
-	h.WaitFor(t, "the line after", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot("mark"); return ok })
-	if s, _ := h.Snapshot("r"); s.PID != 0 || s.Status == agentbridge.StatusExited {
+	h.WaitFor(t, "the line after", func(h *sourcestest.Hub) bool { _, ok := h.Shown("mark"); return ok })
+	if s, _ := h.Shown("r"); s.PID != 0 || s.Status == sourcestest.StatusExited {
 		t.Errorf("journal held only by readers: pid %d, status %s; want unbound and not exited", s.PID, s.Status)
 	}
 }
@@ -260,7 +261,7 @@ func TestRestartKeepsProcess(t *testing.T) {
 	})
 	session := func(title string, status agentbridge.Status) func(h *sourcestest.Hub) bool {
 		return func(h *sourcestest.Hub) bool {
-			s, ok := h.Snapshot("s1")
+			s, ok := h.Shown("s1")
 			return ok && s.Title == title && s.Status == status
 		}
 	}
@@ -273,9 +274,9 @@ func TestRestartKeepsProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.WaitFor(t, "the rebuilt session", session("again", agentbridge.StatusIdle))
-	if s, _ := h.Snapshot("s1"); s.PID != pid {
+	if s, _ := h.Shown("s1"); s.PID != pid {
 		t.Fatalf("after the rewrite: pid %d, want %d (the process is still bound)", s.PID, pid)
 	}
 	_ = cmd.Process.Kill()
-	h.WaitFor(t, "the process's exit", session("again", agentbridge.StatusExited))
+	h.WaitFor(t, "the process's exit", session("again", sourcestest.StatusExited))
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/claudecode"
 	"github.com/agentbridge/agentbridge/sources/example"
@@ -215,7 +216,7 @@ func TestHardeningFIFOJournal(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "home")
 	hardWriteJournal(t, home, "ok-1", "regular")
 	if err := syscall.Mkfifo(filepath.Join(example.SessionsDir(home), "fifo-1.jsonl"), 0o600); err != nil {
-		t.Skipf("mkfifo: %v", err)
+		testenv.Missing(t, "mkfifo: %v", err)
 	}
 	h := hardRunExample(t, home)
 	h.WaitFor(t, "the regular session", hardHasIDs("ok-1"))
@@ -229,10 +230,10 @@ func hardSetSysctl(t *testing.T, path string, v int) (restore func()) {
 	t.Helper()
 	old, err := os.ReadFile(path)
 	if err != nil {
-		t.Skipf("cannot read %s: %v", path, err)
+		testenv.Missing(t, "cannot read %s: %v", path, err)
 	}
 	if err := os.WriteFile(path, []byte(strconv.Itoa(v)), 0o644); err != nil {
-		t.Skipf("cannot lower %s (needs root outside a locked-down container): %v", path, err)
+		testenv.Missing(t, "cannot lower %s (needs root outside a locked-down container): %v", path, err)
 	}
 	var done bool
 	restore = func() {
@@ -324,10 +325,10 @@ func TestHardeningWatchLimit(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
-		t.Skipf("cannot start a process in a new user namespace (%v): the watch limit cannot be lowered for this test alone", err)
+		testenv.Missing(t, "cannot start a process in a new user namespace (%v): the watch limit cannot be lowered for this test alone", err)
 	}
 	if strings.Contains(string(out), "SKIP-WATCH-LIMIT") {
-		t.Skipf("child could not lower its watch limit:\n%s", out)
+		testenv.Missing(t, "child could not lower its watch limit:\n%s", out)
 	}
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestHardeningWatchLimitChild") {
 		t.Fatalf("child: %v\n%s", err, out)

@@ -319,7 +319,7 @@ func (ss *Sessions) bindPID(id string, pid int, guard bool) {
 		if err == nil {
 			en.unwatch = cancel
 			ss.stopExpiry(en) // the process says when it ends
-			if f := ss.pub.Session(id); f == nil || f.PID() != pid || f.Status() == agentbridge.StatusExited {
+			if f := ss.pub.Session(id); f == nil || f.PID() != pid || f.Ended() != nil {
 				// Show the process on the session (a holder found through
 				// /proc is known nowhere else); one taken up again after an
 				// exit also becomes idle (the fold does that).

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
@@ -99,6 +100,11 @@ func sparse(t testing.TB, p string, size int64) {
 // hole below MaxJournal but longer than a line is skipped unread (the
 // zeros are one line too long); what follows the next newline is
 // delivered.
+// hangBound is how long a step of a hostile test may take before it counts
+// as hanging: generous, so that a loaded machine under -race never trips
+// it (how fast the step really is, is for the benchmarks).
+const hangBound = time.Minute
+
 func TestTailerSparseJournal(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -109,7 +115,7 @@ func TestTailerSparseJournal(t *testing.T) {
 	sourcestest.Append(t, other, "one\n")
 	start := time.Now()
 	_, rec := startTailer(t, TailConfig{Roots: []string{dir}})
-	if took := time.Since(start); took > 5*time.Second {
+	if took := time.Since(start); took > hangBound {
 		t.Errorf("the scan took %v with a 16 GiB sparse journal", took)
 	}
 	rec.waitLines(t, other, "one")
@@ -121,7 +127,7 @@ func TestTailerSparseJournal(t *testing.T) {
 	sourcestest.Append(t, other, "two\n")
 	start = time.Now()
 	rec.waitLines(t, other, "one", "two")
-	if took := time.Since(start); took > 5*time.Second {
+	if took := time.Since(start); took > hangBound {
 		t.Errorf("another journal's line took %v to arrive while a 16 GiB sparse one grew", took)
 	}
 	for _, p := range []string{atScan, later} {
@@ -139,7 +145,7 @@ func TestTailerSparseJournal(t *testing.T) {
 	sourcestest.Append(t, small, "zeros end\nafter\n")
 	start = time.Now()
 	rec.waitLines(t, small, "first", "after")
-	if took := time.Since(start); took > 3*time.Second {
+	if took := time.Since(start); took > hangBound {
 		t.Errorf("a 512 MiB hole took %v", took)
 	}
 	rec.waitFor(t, "a line-too-long diagnostic for the hole", func() bool { return rec.hasDiag(CodeLineTooLong) })
@@ -294,7 +300,7 @@ func TestTailerChmodBack(t *testing.T) {
 	}
 	if f, err := os.Open(p); err == nil {
 		f.Close()
-		t.Skip("permission bits do not deny here although not root")
+		testenv.Missing(t, "permission bits do not deny here although not root")
 	}
 	sourcestest.Append(t, p, "two\n")
 	rec.waitFor(t, "permission-denied", func() bool { return rec.hasDiag(CodePermission) })

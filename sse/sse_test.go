@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,13 +92,13 @@ func TestResumeReplaysExactly(t *testing.T) {
 			s := open(t, fx.srv.URL, nil)
 			s.next(t)
 			s.next(t)
-			rev := fx.upsert(t, "p", "s1", agentbridge.StatusExited)
+			rev := fx.upsert(t, "p", "s1", agentbridge.StatusBlocked)
 			last := s.until(t, rev)[0]
 			s.close()
 
 			var missed []uint64
-			for i := range 5 {
-				missed = append(missed, fx.upsert(t, "p", "s1", agentbridge.Statuses[i]))
+			for _, st := range agentbridge.Statuses {
+				missed = append(missed, fx.upsert(t, "p", "s1", st))
 			}
 			url, hdr := tt.cursor(fx.srv.URL, last.ID)
 			r := open(t, url, hdr)
@@ -291,7 +292,7 @@ func TestFilteredServe(t *testing.T) {
 	s := open(t, srv.URL, nil)
 	c := applied{}
 	c.apply(t, s.next(t))
-	pub(agentbridge.StatusDone)
+	pub(agentbridge.StatusIdle)
 	rm := s.next(t)
 	if rm.Event != "remove" || rm.ID != fmt.Sprint(h.Revision()) {
 		t.Errorf("event = %+v, want a remove with id %d", rm, h.Revision())
@@ -324,7 +325,7 @@ func TestSlowClientCutOff(t *testing.T) {
 
 	big := agentbridge.Snapshot{ID: "s1", Harness: "a", Status: agentbridge.StatusRunning, Title: strings.Repeat("t", 200)}
 	for i := range 64 {
-		big.Subagents = append(big.Subagents, agentbridge.Subagent{ID: fmt.Sprint("sub", i), Title: strings.Repeat("x", 200), Status: agentbridge.SubagentRunning})
+		big.Subagents = append(big.Subagents, agentbridge.Subagent{ID: fmt.Sprint("sub", i), Type: "explore", Title: strings.Repeat("x", 200), Status: agentbridge.SubagentRunning})
 	}
 	// The publisher waits for the fast client after every event (so it
 	// never falls behind) and stops once the slow one is cut off; it
@@ -416,7 +417,10 @@ func TestBaseContextEndsStreams(t *testing.T) {
 // TestEndedStreamsDoNotWaitForBlockedWrites: when the server's base
 // context ends (shutdown), a stream whose client stopped reading, so that
 // the server is blocked writing to it, ends at once rather than after the
-// write timeout, in both formats.
+// write timeout, in both formats. The connection is a net.Pipe: a write
+// to it returns only once the peer reads it, and the client never reads
+// before the shutdown, so the server's first write blocks for certain;
+// the write timeout is an hour, so only the shutdown can end that write.
 func TestEndedStreamsDoNotWaitForBlockedWrites(t *testing.T) {
 	for _, q := range []string{"/", "/?format=ndjson"} {
 		t.Run(q, func(t *testing.T) {
@@ -424,53 +428,84 @@ func TestEndedStreamsDoNotWaitForBlockedWrites(t *testing.T) {
 			if err := h.AddPush(agentbridge.SourceInfo{ID: "p", Harnesses: []agentbridge.Harness{{ID: "a"}}}); err != nil {
 				t.Fatal(err)
 			}
-			// About 1 MB of state: far more than the socket buffers below hold.
-			var snaps []agentbridge.Snapshot
-			for i := range 250 {
-				snaps = append(snaps, agentbridge.Snapshot{ID: fmt.Sprint("s", i), Harness: "a", Status: agentbridge.StatusIdle, Cwd: "/" + strings.Repeat("d", 4000)})
-			}
-			if err := h.Publish("p", []hub.Op{{Op: hub.OpReset, Sessions: snaps}}); err != nil {
+			if err := h.Publish("p", []hub.Op{{Op: hub.OpReset, Sessions: []agentbridge.Snapshot{
+				{ID: "s1", Harness: "a", Status: agentbridge.StatusIdle}}}}); err != nil {
 				t.Fatal(err)
 			}
 			sp := &spy{Hub: h, subs: make(chan *hub.Subscription, 1)}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			srv := httptest.NewUnstartedServer(New(sp, Options{WriteTimeout: wait}))
-			srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
-			srv.Config.ConnState = func(c net.Conn, st http.ConnState) {
-				if st == http.StateNew {
-					c.(*net.TCPConn).SetWriteBuffer(4096)
-				}
-			}
-			srv.Start()
-			defer srv.Close()
+			client, server := net.Pipe()
+			defer client.Close()
+			watched := &writeWatch{Conn: server, writing: make(chan struct{})}
+			ln := &oneConnListener{conn: watched, closed: make(chan struct{})}
+			srv := &http.Server{Handler: New(sp, Options{WriteTimeout: time.Hour}), BaseContext: func(net.Listener) context.Context { return ctx }}
+			served := make(chan struct{})
+			go func() { srv.Serve(ln); close(served) }()
+			defer func() { srv.Close(); <-served }()
 
-			d := net.Dialer{Control: smallReceiveBuffer}
-			conn, err := d.Dial("tcp", srv.Listener.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", q)
+			fmt.Fprintf(client, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", q)
 			select {
 			case <-sp.subs:
 			case <-time.After(wait):
 				t.Fatal("no subscription")
 			}
-			// Give the server time to fill the buffers and block (if it
-			// has not yet, the test passes without proving anything).
-			time.Sleep(200 * time.Millisecond)
-
-			start := time.Now()
+			select {
+			case <-watched.writing: // blocked: nobody reads the pipe
+			case <-time.After(wait):
+				t.Fatal("the server never wrote")
+			}
 			cancel()
-			conn.SetReadDeadline(time.Now().Add(2 * wait))
-			io.Copy(io.Discard, conn) // drains, then ends when the server closes
-			if took := time.Since(start); took > 2*time.Second {
-				t.Errorf("the stream took %v to end after the base context, want well under 2s (the write timeout is %v)", took, wait)
+			// The stream ends (the server closes the connection) only if
+			// the blocked write was cut short: the client's read then
+			// drains what is left and sees the end. A write left to its
+			// timeout would hold the connection for an hour.
+			ended := make(chan struct{})
+			go func() { io.Copy(io.Discard, client); close(ended) }()
+			select {
+			case <-ended:
+			case <-time.After(time.Minute):
+				t.Fatal("the stream did not end after the base context while its write was blocked")
 			}
 		})
 	}
 }
+
+// writeWatch closes writing when the server first writes to the client.
+type writeWatch struct {
+	net.Conn
+	once    sync.Once
+	writing chan struct{}
+}
+
+func (w *writeWatch) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.writing) })
+	return w.Conn.Write(p)
+}
+
+// oneConnListener hands out one connection, then waits to be closed.
+type oneConnListener struct {
+	conn   net.Conn
+	once   sync.Once
+	given  bool
+	closed chan struct{}
+}
+
+func (l *oneConnListener) Accept() (net.Conn, error) {
+	if !l.given {
+		l.given = true
+		return l.conn, nil
+	}
+	<-l.closed
+	return nil, net.ErrClosed
+}
+
+func (l *oneConnListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *oneConnListener) Addr() net.Addr { return l.conn.LocalAddr() }
 
 func TestCursor(t *testing.T) {
 	tests := []struct {

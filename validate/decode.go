@@ -12,10 +12,16 @@ import (
 	"github.com/agentbridge/agentbridge"
 )
 
-// DecodeSnapshot decodes raw JSON and checks it: besides Snapshot's rules it
-// reports invalid_type, unknown_field and missing_field. The snapshot is
-// only meaningful when no issue is returned.
+// DecodeSnapshot decodes raw JSON and checks it against the bridge's
+// rules: besides Snapshot's rules it reports unknown_field, a key given
+// twice, and a value of the wrong JSON type with the host's code for the
+// field. The snapshot is only meaningful when no issue is returned.
 func DecodeSnapshot(raw json.RawMessage, enabled Harnesses) (agentbridge.Snapshot, []Issue) {
+	return DecodeSnapshotAs(raw, enabled, Bridge)
+}
+
+// DecodeSnapshotAs is DecodeSnapshot under a profile.
+func DecodeSnapshotAs(raw json.RawMessage, enabled Harnesses, prof Profile) (agentbridge.Snapshot, []Issue) {
 	var s agentbridge.Snapshot
 	n, is := parseJSON(raw)
 	if is != nil {
@@ -26,13 +32,19 @@ func DecodeSnapshot(raw json.RawMessage, enabled Harnesses) (agentbridge.Snapsho
 	if pr == nil {
 		return s, is
 	}
-	return s, checkSnapshot(is, "$", &s, enabled, pr, pr.subs)
+	return s, checkSnapshot(is, "$", &s, enabled, pr, pr.subs, prof)
 }
 
 // DecodeReset decodes and checks a JSON array of snapshots. It also takes
 // the reset's stream form, an object {"sessions": [...]}; paths then read
 // "$.sessions[i]".
 func DecodeReset(raw json.RawMessage, enabled Harnesses) ([]agentbridge.Snapshot, []Issue) {
+	return DecodeResetAs(raw, enabled, Bridge)
+}
+
+// DecodeResetAs is DecodeReset under a profile. Under Host a reset of more
+// than MaxResetSessions is that one issue, as the host reports it.
+func DecodeResetAs(raw json.RawMessage, enabled Harnesses, prof Profile) ([]agentbridge.Snapshot, []Issue) {
 	n, is := parseJSON(raw)
 	if is != nil {
 		return nil, is
@@ -56,9 +68,12 @@ func DecodeReset(raw json.RawMessage, enabled Harnesses) ([]agentbridge.Snapshot
 		n, p = arr, child(p, "sessions")
 	}
 	if n.kind != kindArray {
-		return nil, append(is, typeIssue(p, "an array of session snapshots", n))
+		return nil, append(is, typeIssueAs(p, "an array of session snapshots", n, InvalidArray))
 	}
 	elems := n.elems
+	if len(elems) > MaxResetSessions && prof == Host {
+		return nil, append(is, tooManySessions(p))
+	}
 	if len(elems) > MaxResetSessions {
 		// Invalid as a whole: check the sessions up to the bound only, so
 		// that a hostile array of half a million elements costs no more
@@ -71,7 +86,7 @@ func DecodeReset(raw json.RawMessage, enabled Harnesses) ([]agentbridge.Snapshot
 	for i := range elems {
 		prs[i], is = decodeSnapshot(is, index(p, i), &elems[i], &sessions[i])
 	}
-	return sessions, checkReset(is, p, sessions, enabled, prs)
+	return sessions, checkReset(is, p, sessions, enabled, prs, prof)
 }
 
 // parseObject parses raw, which must be one JSON object.
@@ -83,8 +98,13 @@ func parseObject(raw json.RawMessage) (*node, []Issue) {
 	return n, is
 }
 
-// DecodeDiagnostic decodes and checks a JSON diagnostic.
+// DecodeDiagnostic decodes and checks a JSON diagnostic (Bridge).
 func DecodeDiagnostic(raw json.RawMessage) (agentbridge.Diagnostic, []Issue) {
+	return DecodeDiagnosticAs(raw, Bridge)
+}
+
+// DecodeDiagnosticAs is DecodeDiagnostic under a profile.
+func DecodeDiagnosticAs(raw json.RawMessage, prof Profile) (agentbridge.Diagnostic, []Issue) {
 	var d agentbridge.Diagnostic
 	n, is := parseObject(raw)
 	if is != nil {
@@ -94,13 +114,13 @@ func DecodeDiagnostic(raw json.RawMessage) (agentbridge.Diagnostic, []Issue) {
 	is = eachMember(is, "$", n, func(is []Issue, key string, v *node) ([]Issue, bool) {
 		switch key {
 		case "code":
-			return decodeString(is, "$", key, v, &d.Code, &pr), true
+			return decodeStringAs(is, "$", key, v, &d.Code, &pr, InvalidString), true
 		case "message":
-			return decodeString(is, "$", key, v, &d.Message, &pr), true
+			return decodeStringAs(is, "$", key, v, &d.Message, &pr, InvalidString), true
 		}
 		return is, false
 	}, "a diagnostic")
-	return d, checkDiagnostic(is, "$", &d, &pr)
+	return d, checkDiagnostic(is, "$", &d, &pr, prof)
 }
 
 // DecodeEvent decodes and checks a JSON lifecycle event.
@@ -192,32 +212,36 @@ func decodeSnapshot(is []Issue, p string, n *node, s *agentbridge.Snapshot) (*pr
 	is = eachMember(is, p, n, func(is []Issue, key string, v *node) ([]Issue, bool) {
 		switch key {
 		case "id":
-			is = decodeString(is, p, key, v, &s.ID, pr)
+			is = decodeStringAs(is, p, key, v, &s.ID, pr, InvalidString)
 		case "harness":
-			is = decodeString(is, p, key, v, &s.Harness, pr)
+			is = decodeStringAs(is, p, key, v, &s.Harness, pr, InvalidString)
 		case "pid":
 			var pid int64
-			is = decodeInt(is, p, key, v, &pid, pr)
+			is = decodeIntAs(is, p, key, v, &pid, pr, InvalidInteger)
 			s.PID = toInt(pid)
 		case "cwd":
-			is = decodeString(is, p, key, v, &s.Cwd, pr)
+			is = decodeStringAs(is, p, key, v, &s.Cwd, pr, InvalidString)
 		case "title":
-			is = decodeString(is, p, key, v, &s.Title, pr)
+			is = decodeStringAs(is, p, key, v, &s.Title, pr, InvalidString)
 		case "model":
-			is = decodeString(is, p, key, v, &s.Model, pr)
+			is = decodeStringAs(is, p, key, v, &s.Model, pr, InvalidString)
 		case "status":
-			is = decodeString(is, p, key, v, (*string)(&s.Status), pr)
+			is = decodeStringAs(is, p, key, v, (*string)(&s.Status), pr, InvalidEnum)
 		case "waitingFor":
-			is = decodeString(is, p, key, v, &s.WaitingFor, pr)
+			is = decodeStringAs(is, p, key, v, &s.WaitingFor, pr, InvalidString)
+		case "tool":
+			is = decodeStringAs(is, p, key, v, &s.Tool, pr, InvalidString)
 		case "lastTurn":
-			is = decodeString(is, p, key, v, (*string)(&s.LastTurn), pr)
+			is = decodeStringAs(is, p, key, v, (*string)(&s.LastTurn), pr, InvalidEnum)
 		case "lastTurnEndedAt":
-			is = decodeInt(is, p, key, v, &s.LastTurnEndedAt, pr)
+			is = decodeIntAs(is, p, key, v, &s.LastTurnEndedAt, pr, InvalidInteger)
+		case "error":
+			is = decodeStringAs(is, p, key, v, &s.Error, pr, InvalidString)
 		case "subagents":
 			sp := child(p, key)
 			if v.kind != kindArray {
 				pr.set(key, fieldBad)
-				return append(is, typeIssue(sp, "an array", v)), true
+				return append(is, typeIssueAs(sp, "an array", v, InvalidArray)), true
 			}
 			pr.set(key, fieldOK)
 			s.Subagents = make([]agentbridge.Subagent, len(v.elems))
@@ -241,13 +265,15 @@ func decodeSubagent(is []Issue, p string, n *node, a *agentbridge.Subagent) (*pr
 	is = eachMember(is, p, n, func(is []Issue, key string, v *node) ([]Issue, bool) {
 		switch key {
 		case "id":
-			return decodeString(is, p, key, v, &a.ID, pr), true
+			return decodeStringAs(is, p, key, v, &a.ID, pr, InvalidString), true
+		case "parentId":
+			return decodeStringAs(is, p, key, v, &a.ParentID, pr, InvalidString), true
 		case "type":
-			return decodeString(is, p, key, v, &a.Type, pr), true
+			return decodeStringAs(is, p, key, v, &a.Type, pr, InvalidString), true
 		case "title":
-			return decodeString(is, p, key, v, &a.Title, pr), true
+			return decodeStringAs(is, p, key, v, &a.Title, pr, InvalidString), true
 		case "status":
-			return decodeString(is, p, key, v, (*string)(&a.Status), pr), true
+			return decodeStringAs(is, p, key, v, (*string)(&a.Status), pr, InvalidEnum), true
 		}
 		return is, false
 	}, "a subagent")
@@ -295,9 +321,15 @@ func keyPath(p, key string) string {
 }
 
 func decodeString(is []Issue, p, key string, v *node, dst *string, pr *presence) []Issue {
+	return decodeStringAs(is, p, key, v, dst, pr, InvalidType)
+}
+
+// decodeStringAs decodes a string; a value of another JSON type is an
+// issue with code.
+func decodeStringAs(is []Issue, p, key string, v *node, dst *string, pr *presence, code Code) []Issue {
 	if v.kind != kindString {
 		pr.set(key, fieldBad)
-		return append(is, typeIssue(child(p, key), "a string", v))
+		return append(is, typeIssueAs(child(p, key), "a string", v, code))
 	}
 	pr.set(key, fieldOK)
 	*dst = v.str
@@ -305,9 +337,15 @@ func decodeString(is []Issue, p, key string, v *node, dst *string, pr *presence)
 }
 
 func decodeInt(is []Issue, p, key string, v *node, dst *int64, pr *presence) []Issue {
+	return decodeIntAs(is, p, key, v, dst, pr, InvalidType)
+}
+
+// decodeIntAs decodes an integer; a value of another JSON type is an
+// issue with code.
+func decodeIntAs(is []Issue, p, key string, v *node, dst *int64, pr *presence, code Code) []Issue {
 	if v.kind != kindNumber {
 		pr.set(key, fieldBad)
-		return append(is, typeIssue(child(p, key), "an integer", v))
+		return append(is, typeIssueAs(child(p, key), "an integer", v, code))
 	}
 	n, ok := parseInteger(v.str)
 	if !ok {
@@ -376,8 +414,10 @@ func toInt(n int64) int {
 	return int(n)
 }
 
-func typeIssue(p, want string, got *node) Issue {
-	return newIssue(p, InvalidType, "must be %s, not %s", want, kindNames[got.kind])
+func typeIssue(p, want string, got *node) Issue { return typeIssueAs(p, want, got, InvalidType) }
+
+func typeIssueAs(p, want string, got *node, code Code) Issue {
+	return newIssue(p, code, "must be %s, not %s", want, kindNames[got.kind])
 }
 
 // ---- a generic JSON value that keeps key order and repeated keys ----
@@ -505,25 +545,26 @@ func parseValue(dec *json.Decoder, depth int) (node, error) {
 	return node{}, errors.New("unexpected token")
 }
 
-// Kinds maps each kind of document the host validates ("snapshot",
-// "reset", "diagnostic", "event") to the check that decodes it and returns
-// every issue. Harnesses matter only to snapshots and resets; nil skips the
-// harness check. POST /v1/validate/{kind} and `agentbridge validate KIND`
-// both use it.
-var Kinds = map[string]func(raw json.RawMessage, enabled Harnesses) []Issue{
-	"snapshot": func(raw json.RawMessage, h Harnesses) []Issue {
-		_, is := DecodeSnapshot(raw, h)
+// Kinds maps each kind of document ("snapshot", "reset", "diagnostic",
+// "event") to the check that decodes it under a profile and returns every
+// issue. Harnesses matter only to snapshots and resets; nil skips the
+// harness check. Events are the bridge's own vocabulary: the profile does
+// not change their rules. POST /v1/validate/{kind}?profile= and
+// `agentbridge validate [--host] KIND` both use it.
+var Kinds = map[string]func(raw json.RawMessage, enabled Harnesses, prof Profile) []Issue{
+	"snapshot": func(raw json.RawMessage, h Harnesses, prof Profile) []Issue {
+		_, is := DecodeSnapshotAs(raw, h, prof)
 		return is
 	},
-	"reset": func(raw json.RawMessage, h Harnesses) []Issue {
-		_, is := DecodeReset(raw, h)
+	"reset": func(raw json.RawMessage, h Harnesses, prof Profile) []Issue {
+		_, is := DecodeResetAs(raw, h, prof)
 		return is
 	},
-	"diagnostic": func(raw json.RawMessage, _ Harnesses) []Issue {
-		_, is := DecodeDiagnostic(raw)
+	"diagnostic": func(raw json.RawMessage, _ Harnesses, prof Profile) []Issue {
+		_, is := DecodeDiagnosticAs(raw, prof)
 		return is
 	},
-	"event": func(raw json.RawMessage, _ Harnesses) []Issue {
+	"event": func(raw json.RawMessage, _ Harnesses, _ Profile) []Issue {
 		_, is := DecodeEvent(raw)
 		return is
 	},

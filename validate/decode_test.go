@@ -34,11 +34,12 @@ var decodeSnapshotCases = []decodeCase{
 	{"null", `null`, iss("$", "invalid_type")},
 	{"string", `"sess"`, iss("$", "invalid_type")},
 	{"too deep", `{"x":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, iss("$", "invalid_type")},
-	{"empty object", `{}`, iss("$.id", "missing_field", "$.harness", "missing_field", "$.status", "missing_field")},
-	{"wrong types", `{"id":1,"harness":true,"pid":"7","cwd":[],"title":{},"model":null,"status":2,"waitingFor":false,"lastTurn":0,"lastTurnEndedAt":"0","subagents":{}}`,
-		iss("$.id", "invalid_type", "$.harness", "invalid_type", "$.pid", "invalid_type", "$.cwd", "invalid_type",
-			"$.title", "invalid_type", "$.model", "invalid_type", "$.status", "invalid_type", "$.waitingFor", "invalid_type",
-			"$.lastTurn", "invalid_type", "$.lastTurnEndedAt", "invalid_type", "$.subagents", "invalid_type")},
+	{"empty object", `{}`, iss("$.id", "invalid_string", "$.harness", "invalid_string")},
+	{"wrong types get the host's codes", `{"id":1,"harness":true,"pid":"7","cwd":[],"title":{},"model":null,"status":2,"waitingFor":false,"tool":1,"lastTurn":0,"lastTurnEndedAt":"0","error":[],"subagents":{}}`,
+		iss("$.id", "invalid_string", "$.harness", "invalid_string", "$.pid", "invalid_integer", "$.cwd", "invalid_string",
+			"$.title", "invalid_string", "$.model", "invalid_string", "$.status", "invalid_enum", "$.waitingFor", "invalid_string",
+			"$.tool", "invalid_string", "$.lastTurn", "invalid_enum", "$.lastTurnEndedAt", "invalid_integer", "$.error", "invalid_string",
+			"$.subagents", "invalid_array")},
 	{"non-integer pid", `{"id":"a","harness":"example-agent","status":"idle","pid":1.5}`, iss("$.pid", "invalid_integer")},
 	{"huge pid", `{"id":"a","harness":"example-agent","status":"idle","pid":1e30}`, iss("$.pid", "invalid_integer")},
 	{"pid zero", `{"id":"a","harness":"example-agent","status":"idle","pid":0}`, iss("$.pid", "invalid_integer")},
@@ -49,7 +50,7 @@ var decodeSnapshotCases = []decodeCase{
 	{"odd unknown keys", `{"id":"a","harness":"example-agent","status":"idle","a.b":1,"":2,"x\ny":3,"` + strings.Repeat("k", 70) + `":4}`,
 		iss(`$["a.b"]`, "unknown_field", `$[""]`, "unknown_field", `$["x y"]`, "unknown_field", `$["`+strings.Repeat("k", 63)+`…"]`, "unknown_field")},
 	{"present empty strings", `{"id":"","harness":"","status":"","cwd":"","title":"","model":"","waitingFor":"","lastTurn":""}`,
-		iss("$.id", "invalid_id", "$.harness", "invalid_id", "$.status", "invalid_enum", "$.cwd", "invalid_path",
+		iss("$.id", "invalid_string", "$.harness", "invalid_string", "$.harness", "harness_not_enabled", "$.status", "invalid_enum", "$.cwd", "invalid_string",
 			"$.title", "invalid_string", "$.model", "invalid_string", "$.waitingFor", "invalid_string", "$.lastTurn", "invalid_enum")},
 	{"harness off", `{"id":"a","harness":"codex","status":"idle"}`, iss("$.harness", "harness_not_enabled")},
 	{"escaped control char", `{"id":"a","harness":"example-agent","status":"idle","title":"a\u0007b"}`, iss("$.title", "invalid_string")},
@@ -57,23 +58,19 @@ var decodeSnapshotCases = []decodeCase{
 	{"cwd dotdot", `{"id":"a","harness":"example-agent","status":"idle","cwd":"/a/../b"}`, iss("$.cwd", "invalid_path")},
 	{"cwd NUL", `{"id":"a","harness":"example-agent","status":"idle","cwd":"/a\u0000b"}`, iss("$.cwd", "invalid_path")},
 	{"waitingFor while running", `{"id":"a","harness":"example-agent","status":"running","waitingFor":"x"}`, iss("$.waitingFor", "invalid_string")},
-	{"subagents", `{"id":"a","harness":"example-agent","status":"idle","subagents":[{"id":"s1","status":"running"},3,{"id":"s1","status":"failed"},{"type":7,"status":"nope","x":1},null]}`,
-		iss("$.subagents[1]", "invalid_type", "$.subagents[2].id", "duplicate", "$.subagents[3].type", "invalid_type",
-			"$.subagents[3].x", "unknown_field", "$.subagents[3].id", "missing_field", "$.subagents[3].status", "invalid_enum",
+	{"subagents", `{"id":"a","harness":"example-agent","status":"idle","subagents":[{"id":"s1","type":"t","status":"running"},3,{"id":"s1","status":"failed"},{"type":7,"status":"nope","x":1},null]}`,
+		iss("$.subagents[1]", "invalid_type", "$.subagents[2]", "duplicate", "$.subagents[2].type", "invalid_string", "$.subagents[3].type", "invalid_string",
+			"$.subagents[3].x", "unknown_field", "$.subagents[3].id", "invalid_string", "$.subagents[3].status", "invalid_enum",
 			"$.subagents[4]", "invalid_type")},
-	{"subagent key twice", `{"id":"a","harness":"example-agent","status":"idle","subagents":[{"id":"s1","status":"running","status":"failed"}]}`,
+	{"subagent parentId", `{"id":"a","harness":"example-agent","subagents":[{"id":"s1","type":"t","status":"running"},{"id":"s2","parentId":"s1","type":"t","status":"running"},{"id":"s3","parentId":7,"type":"t","status":"running"}]}`,
+		iss("$.subagents[2].parentId", "invalid_string")},
+	{"subagent key twice", `{"id":"a","harness":"example-agent","status":"idle","subagents":[{"id":"s1","type":"t","status":"running","status":"failed"}]}`,
 		iss("$.subagents[0].status", "duplicate")},
-	{"65 subagents", `{"id":"a","harness":"example-agent","status":"idle","subagents":[` + strings.TrimSuffix(strings.Repeat(`{"id":"s","status":"running"},`, 65), ",") + `]}`,
-		append(iss("$.subagents", "invalid_array"), dupIDs("$.subagents", 1, 65)...)},
-}
-
-// dupIDs lists duplicate issues at prefix[i].id for i in [from, to).
-func dupIDs(prefix string, from, to int) []pc {
-	var out []pc
-	for i := from; i < to; i++ {
-		out = append(out, pc{index(prefix, i) + ".id", Duplicate})
-	}
-	return out
+	{"65 subagents: the elements are not checked", `{"id":"a","harness":"example-agent","status":"idle","subagents":[` + strings.TrimSuffix(strings.Repeat(`{"id":"s","status":"running"},`, 65), ",") + `]}`,
+		iss("$.subagents", "invalid_array")},
+	{"tool and error", `{"id":"a","harness":"example-agent","status":"idle","tool":"Bash","lastTurn":"failed","error":"API Error: 529 overloaded"}`, nil},
+	{"status done", `{"id":"a","harness":"example-agent","status":"done"}`, iss("$.status", "invalid_enum")},
+	{"id outside the bridge's identity rule", `{"id":"a b","harness":"example-agent"}`, iss("$.id", "invalid_id")},
 }
 
 func TestDecodeSnapshot(t *testing.T) {
@@ -105,14 +102,14 @@ var decodeResetCases = []decodeCase{
 	{"malformed", `[`, iss("$", "invalid_type")},
 	{"object without sessions", `{"source":"x"}`, iss("$.source", "unknown_field", "$.sessions", "missing_field")},
 	{"sessions twice", `{"sessions":[],"sessions":[]}`, iss("$.sessions", "duplicate")},
-	{"sessions not array", `{"sessions":{}}`, iss("$.sessions", "invalid_type")},
-	{"not array", `"x"`, iss("$", "invalid_type")},
+	{"sessions not array", `{"sessions":{}}`, iss("$.sessions", "invalid_array")},
+	{"not array", `"x"`, iss("$", "invalid_array")},
 	{"element not object", `[` + okSnap + `,1]`, iss("$[1]", "invalid_type")},
-	{"duplicate id", `[` + okSnap + `,` + okSnap + `]`, iss("$[1].id", "duplicate")},
-	{"duplicate id stream form", `{"sessions":[` + okSnap + `,` + okSnap + `]}`, iss("$.sessions[1].id", "duplicate")},
+	{"duplicate id", `[` + okSnap + `,` + okSnap + `]`, iss("$[1]", "duplicate")},
+	{"duplicate id stream form", `{"sessions":[` + okSnap + `,` + okSnap + `]}`, iss("$.sessions[1]", "duplicate")},
 	{"nested issues", `[{"id":"a b","harness":"codex","status":"idle","pid":2.5,"cwd":"x","title":"","lastTurn":"x","nope":1,"subagents":[]},{"harness":"example-agent","status":"idle"}]`,
 		iss("$[0].id", "invalid_id", "$[0].harness", "harness_not_enabled", "$[0].pid", "invalid_integer", "$[0].cwd", "invalid_path",
-			"$[0].title", "invalid_string", "$[0].lastTurn", "invalid_enum", "$[0].nope", "unknown_field", "$[1].id", "missing_field")},
+			"$[0].title", "invalid_string", "$[0].lastTurn", "invalid_enum", "$[0].nope", "unknown_field", "$[1].id", "invalid_string")},
 	{"subagent array too long", `[{"id":"a","harness":"example-agent","status":"idle","subagents":[` + subagentsJSON(65) + `]}]`, iss("$[0].subagents", "invalid_array")},
 	{"1025 sessions", `[` + sessionsJSON(1025) + `]`, iss("$", "invalid_array")},
 	{"1024 sessions", `[` + sessionsJSON(1024) + `]`, nil},
@@ -121,7 +118,7 @@ var decodeResetCases = []decodeCase{
 func subagentsJSON(n int) string {
 	parts := make([]string, n)
 	for i := range parts {
-		parts[i] = `{"id":"s` + strconv.Itoa(i) + `","status":"completed"}`
+		parts[i] = `{"id":"s` + strconv.Itoa(i) + `","type":"t","status":"completed"}`
 	}
 	return strings.Join(parts, ",")
 }
@@ -129,7 +126,7 @@ func subagentsJSON(n int) string {
 func sessionsJSON(n int) string {
 	parts := make([]string, n)
 	for i := range parts {
-		parts[i] = `{"id":"s` + strconv.Itoa(i) + `","harness":"example-agent","status":"idle"}`
+		parts[i] = `{"id":"s` + strconv.Itoa(i) + `","harness":"example-agent","status":"idle","pid":1,"cwd":"/"}`
 	}
 	return strings.Join(parts, ",")
 }
@@ -149,13 +146,13 @@ var decodeDiagnosticCases = []decodeCase{
 	{"valid", `{"code":"watch-failed","message":"could not watch the sessions directory"}`, nil},
 	{"malformed", `{"code":}`, iss("$", "invalid_type")},
 	{"array", `[]`, iss("$", "invalid_type")},
-	{"missing", `{}`, iss("$.code", "missing_field", "$.message", "missing_field")},
-	{"wrong types", `{"code":1,"message":null}`, iss("$.code", "invalid_type", "$.message", "invalid_type")},
+	{"missing", `{}`, iss("$.code", "invalid_string", "$.message", "invalid_string")},
+	{"wrong types", `{"code":1,"message":null}`, iss("$.code", "invalid_string", "$.message", "invalid_string")},
 	{"empty strings", `{"code":"","message":""}`, iss("$.code", "invalid_string", "$.message", "invalid_string")},
 	{"unknown field", `{"code":"x","message":"m","path":"/x"}`, iss("$.path", "unknown_field")},
 	{"key twice", `{"code":"x","message":"m","code":"y"}`, iss("$.code", "duplicate")},
 	{"path in message", `{"code":"x","message":"open /home/bob/.claude: denied"}`, iss("$.message", "invalid_string")},
-	{"bad code", `{"code":"Watch Failed","message":"m"}`, iss("$.code", "invalid_string")},
+	{"bad code", `{"code":"Watch Failed","message":"m"}`, iss("$.code", "invalid_id")},
 }
 
 func TestDecodeDiagnostic(t *testing.T) {
@@ -195,7 +192,7 @@ var decodeEventCases = []decodeCase{
 	{"exitCode null", `{"kind":"agent.exited","exitCode":null}`, iss("$.exitCode", "invalid_type")},
 	{"exitCode huge", `{"kind":"agent.exited","exitCode":99999999999}`, iss("$.exitCode", "invalid_integer")},
 	{"cwd empty", `{"kind":"session.started","cwd":""}`, iss("$.cwd", "invalid_path")},
-	{"prompt too long", `{"kind":"turn.started","turnId":"t","promptText":"` + strings.Repeat("x", 201) + `"}`, iss("$.promptText", "invalid_string")},
+	{"prompt too long", `{"kind":"turn.started","turnId":"t","promptText":"` + strings.Repeat("x", MaxTitle+1) + `"}`, iss("$.promptText", "invalid_string")},
 	{"bad ids", `{"kind":"subagent.done","subagentId":"a b","outcome":"done"}`, iss("$.subagentId", "invalid_id", "$.outcome", "invalid_enum")},
 }
 

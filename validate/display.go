@@ -7,10 +7,10 @@ import (
 )
 
 // maxTitleScan bounds how much of a text is looked at to make display
-// text: that is at most a few hundred characters, so the rest of a long
+// text: that is at most MaxError (1,024) characters, so the rest of a long
 // pasted prompt is never needed (4 bytes per character, plus slack for
 // the whitespace that Bound folds and the paths that shorten).
-const maxTitleScan = 4096
+const maxTitleScan = 8192
 
 // Display turns text from an agent's records (a prompt, a thread name, a
 // reason) into display text of at most max characters that may be
@@ -32,6 +32,10 @@ func Display(s string, limit int) string {
 
 // Title is Display bounded to MaxTitle: a session's or subagent's title.
 func Title(s string) string { return Display(s, MaxTitle) }
+
+// ErrorText is Display bounded to MaxError: why a turn failed, from an
+// agent's record of an API, quota or auth error.
+func ErrorText(s string) string { return Display(s, MaxError) }
 
 // Label is Display bounded to MaxText: a short label from a record (a
 // tool name, an agent role or nickname).

@@ -33,10 +33,12 @@ func ExampleDecodeSnapshot() {
 	// $.extra unknown_field
 	// $.id invalid_id
 	// $.harness harness_not_enabled
-	// $.cwd invalid_path
+	// $.cwd invalid_string
 	// $.status invalid_enum
+	// $.subagents[0].type invalid_string
+	// $.subagents[1].type invalid_string
 	// $.subagents[1].status invalid_enum
-	// $.subagents[1].id duplicate
+	// $.subagents[1] duplicate
 }
 
 func ExampleSession() {

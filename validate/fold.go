@@ -13,10 +13,11 @@ import (
 //
 // The fold (docs/contract.md section 2), with the choices the contract leaves open:
 //
-//   - session.started: the session is known. Its status becomes idle when
-//     it was exited (a new process) or unset, and is kept otherwise (a
-//     source that re-reads a journal must not send a running session back
-//     to idle). Given title, model, cwd and pid replace the current ones.
+//   - session.started: the session is known. Its status becomes idle and
+//     its end is cleared when it had ended (a new process) or had no
+//     status; otherwise the status is kept (a source that re-reads a
+//     journal must not send a running session back to idle). Given title,
+//     model, cwd and pid replace the current ones.
 //   - agent.metadata: a given title or model replaces the current one;
 //     promptText becomes the title only while there is none (bounded to
 //     MaxTitle). agentId changes nothing shown.
@@ -26,6 +27,8 @@ import (
 //     while there is none. Open tools stay open.
 //   - tool.started: the tool opens; status running, unless a wait is open,
 //     in which case the latest open wait's state and reason stay shown.
+//     The snapshot's tool is the name of the latest tool still open
+//     (bounded to MaxToolName), absent when none is.
 //   - tool.finished: the tool closes; a wait a hook opened for that tool
 //     closes with it (the tool ran or was refused, so the prompt is over),
 //     and so does one known only from a notification opened before the
@@ -35,24 +38,30 @@ import (
 //   - wait.finished: the wait closes; when another is still open, the latest
 //     open one's state and reason are shown (the latest a hook opened, when
 //     there is one), else status running.
-//   - agent.done: status done; lastTurn completed / failed / cancelled from
-//     outcome success / error / cancelled; lastTurnEndedAt = occurredAt (0,
-//     i.e. absent, when the event has none: the hub may stamp occurredAt
-//     before applying); open waits and tools close, except the waits hooks
-//     opened after occurredAt, which stay shown. Running subagents are
-//     left as they are (background agents can outlive a turn).
-//   - agent.exited: status exited; open waits and tools close; running
-//     subagents become cancelled; waitingFor is cleared.
-//   - subagent.started: adds a running subagent with the event's type and
-//     title. When MaxSubagents are listed, the oldest finished one makes
-//     room; when all of them are running the event is rejected
-//     (invalid_array at $.subagentId).
+//   - agent.done: status idle; lastTurn completed / failed / interrupted
+//     from outcome success / error / cancelled; lastTurnEndedAt =
+//     occurredAt (0, i.e. absent, when the event has none: the hub stamps
+//     occurredAt before applying); error = the summary of a failed turn
+//     (bounded to MaxError; absent for any other outcome); open waits and
+//     tools close, except the waits hooks opened after occurredAt, which
+//     stay shown. Running subagents are left as they are (background
+//     agents can outlive a turn).
+//   - agent.exited: the session has ended (Ended: occurredAt, exitCode,
+//     signal); status idle; open waits and tools close; running subagents
+//     become cancelled; waitingFor is cleared. lastTurn and error stay.
+//   - subagent.started: adds a running subagent with the event's type
+//     (agentbridge.DefaultSubagentType when it has none) and title; its
+//     parentId is the event's parentAgentId when that names a listed
+//     subagent (a nested one), absent otherwise (under the root session).
+//     When MaxSubagents are listed, the oldest finished one makes room;
+//     when all of them are running the event is rejected (invalid_array
+//     at $.subagentId).
 //   - subagent.done: the subagent's status from outcome (success →
 //     completed, error → failed, cancelled → cancelled).
 //   - session.stopped: Stopped reports true; the hub removes the session.
-//   - Events after exited fold as usual: turn.started, tool.started or
-//     wait.started bring the session back (a resumed process),
-//     session.started makes it idle.
+//   - Events after agent.exited fold as usual: turn.started, tool.started
+//     or wait.started bring the session back (a resumed process) and clear
+//     its end, session.started makes it idle and clears its end.
 //
 // Activity (Session.Activity), beside the snapshot and folded with it:
 //
@@ -82,8 +91,9 @@ import (
 // state stale.
 type Session struct {
 	snap    agentbridge.Snapshot
-	waits   []openWait // open waits, oldest first
-	tools   []openTool // open tools, oldest first
+	ended   *agentbridge.Ended // nil: not ended; never changed once set
+	waits   []openWait         // open waits, oldest first
+	tools   []openTool         // open tools, oldest first
 	stopped bool
 	hk      *hookState // what hooks told (hookfold.go); nil until the first hook
 
@@ -152,6 +162,10 @@ func (s *Session) Status() agentbridge.Status { return s.snap.Status }
 
 // Snapshot returns a copy of the current snapshot.
 func (s *Session) Snapshot() agentbridge.Snapshot { return s.snap.Clone() }
+
+// Ended returns how the session ended, nil while it has not. It is shared:
+// do not change it.
+func (s *Session) Ended() *agentbridge.Ended { return s.ended }
 
 // Clone returns an independent copy of s.
 func (s *Session) Clone() *Session {
@@ -392,7 +406,7 @@ func (s *Session) titleFromPrompt(prompt string) {
 var lastTurnOf = map[agentbridge.Outcome]agentbridge.LastTurn{
 	agentbridge.OutcomeSuccess:   agentbridge.LastTurnCompleted,
 	agentbridge.OutcomeError:     agentbridge.LastTurnFailed,
-	agentbridge.OutcomeCancelled: agentbridge.LastTurnCancelled,
+	agentbridge.OutcomeCancelled: agentbridge.LastTurnInterrupted,
 }
 
 var subagentStatusOf = map[agentbridge.Outcome]agentbridge.SubagentStatus{
@@ -407,10 +421,17 @@ func (s *Session) fold(e *agentbridge.Event) {
 	if s.at == 0 || s.stamped {
 		s.at = s.readAt
 	}
+	defer s.showTool()
+	switch e.Kind {
+	case agentbridge.KindTurnStarted, agentbridge.KindToolStarted, agentbridge.KindWaitStarted:
+		s.ended = nil // a resumed process
+	}
 	switch e.Kind {
 	case agentbridge.KindSessionStarted:
-		if s.snap.Status == "" || s.snap.Status == agentbridge.StatusExited {
+		if s.snap.Status == "" || s.ended != nil {
 			s.closeAll()
+			s.ended = nil
+			s.statusSince = s.at
 			s.setStatus(agentbridge.StatusIdle)
 		}
 		if s.snap.Status == agentbridge.StatusIdle && s.statusSince == 0 {
@@ -459,9 +480,14 @@ func (s *Session) fold(e *agentbridge.Event) {
 		keep := s.newerHookWaits(e.OccurredAt)
 		s.closeAll()
 		s.hk.fenceAt(e.OccurredAt)
-		s.setStatus(agentbridge.StatusDone)
+		s.setStatus(agentbridge.StatusIdle)
+		s.statusSince = s.at // a turn's end is a new idle, even from idle
 		s.snap.LastTurn = lastTurnOf[e.Outcome]
 		s.snap.LastTurnEndedAt = e.OccurredAt
+		s.snap.Error = ""
+		if e.Outcome == agentbridge.OutcomeError {
+			s.snap.Error = Bound(e.Summary, MaxError)
+		}
 		if len(keep) > 0 {
 			s.waits = keep
 			s.showWaits()
@@ -469,11 +495,24 @@ func (s *Session) fold(e *agentbridge.Event) {
 	case agentbridge.KindAgentExited:
 		s.closeAll()
 		s.hk.fenceAt(e.OccurredAt)
-		s.setStatus(agentbridge.StatusExited)
+		s.setStatus(agentbridge.StatusIdle)
+		s.statusSince = s.at
+		s.ended = &agentbridge.Ended{At: e.OccurredAt, Signal: e.Signal}
+		if e.ExitCode != nil {
+			c := *e.ExitCode
+			s.ended.ExitCode = &c
+		}
+		var subs []agentbridge.Subagent // copy: never touch a shared array
 		for i := range s.snap.Subagents {
 			if s.snap.Subagents[i].Status == agentbridge.SubagentRunning {
-				s.snap.Subagents[i].Status = agentbridge.SubagentCancelled
+				if subs == nil {
+					subs = append(subs, s.snap.Subagents...)
+				}
+				subs[i].Status = agentbridge.SubagentCancelled
 			}
+		}
+		if subs != nil {
+			s.snap.Subagents = subs
 		}
 	case agentbridge.KindSubagentStarted:
 		subs := s.snap.Subagents
@@ -481,8 +520,16 @@ func (s *Session) fold(e *agentbridge.Event) {
 			i := s.evictable()
 			subs = append(subs[:i:i], subs[i+1:]...) // copy: never touch a shared array
 		}
+		typ := e.Type
+		if typ == "" {
+			typ = agentbridge.DefaultSubagentType
+		}
+		parent := ""
+		if e.ParentAgentID != e.SubagentID && s.subagentIndex(e.ParentAgentID) >= 0 {
+			parent = e.ParentAgentID
+		}
 		s.snap.Subagents = append(subs, agentbridge.Subagent{
-			ID: e.SubagentID, Type: e.Type, Title: e.Title, Status: agentbridge.SubagentRunning,
+			ID: e.SubagentID, ParentID: parent, Type: typ, Title: e.Title, Status: agentbridge.SubagentRunning,
 		})
 	case agentbridge.KindSubagentDone:
 		i := s.subagentIndex(e.SubagentID)
@@ -491,6 +538,14 @@ func (s *Session) fold(e *agentbridge.Event) {
 		s.snap.Subagents = subs
 	case agentbridge.KindSessionStopped:
 		s.stopped = true
+	}
+}
+
+// showTool shows the latest open tool's name, or none.
+func (s *Session) showTool() {
+	s.snap.Tool = ""
+	if n := len(s.tools); n > 0 {
+		s.snap.Tool = Bound(s.tools[n-1].name, MaxToolName)
 	}
 }
 

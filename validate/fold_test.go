@@ -115,7 +115,7 @@ var foldCases = []foldCase{
 	{"tool during a wait keeps waiting", nil, []step{
 		ok(E{Kind: "wait.started", WaitID: "w1", State: "waiting", Reason: "approve"}),
 		ok(E{Kind: "tool.started", ToolID: "x", Name: "Read"}),
-	}, base(func(s *S) { s.Status, s.WaitingFor = "waiting", "approve" }), false},
+	}, base(func(s *S) { s.Status, s.WaitingFor, s.Tool = "waiting", "approve", "Read" }), false},
 	{"turn.started closes open waits", nil, []step{
 		ok(E{Kind: "wait.started", WaitID: "w1", State: "waiting", Reason: "approve"}),
 		ok(E{Kind: "turn.started", TurnID: "t2"}),
@@ -124,20 +124,48 @@ var foldCases = []foldCase{
 	{"done success", nil, []step{
 		ok(E{Kind: "turn.started", TurnID: "t1"}),
 		ok(E{Kind: "agent.done", Outcome: "success", OccurredAt: 1764489600000}),
-	}, base(func(s *S) { s.Status, s.LastTurn, s.LastTurnEndedAt = "done", "completed", 1764489600000 }), false},
+	}, base(func(s *S) { s.Status, s.LastTurn, s.LastTurnEndedAt = "idle", "completed", 1764489600000 }), false},
 	{"done error", nil, []step{ok(E{Kind: "agent.done", Outcome: "error"})},
-		base(func(s *S) { s.Status, s.LastTurn = "done", "failed" }), false},
+		base(func(s *S) { s.Status, s.LastTurn = "idle", "failed" }), false},
+	{"done error with a summary is the error", nil, []step{
+		ok(E{Kind: "turn.started", TurnID: "t1"}),
+		ok(E{Kind: "agent.done", Outcome: "error", Summary: "API Error: 429 rate limit exceeded"}),
+	}, base(func(s *S) { s.Status, s.LastTurn, s.Error = "idle", "failed", "API Error: 429 rate limit exceeded" }), false},
+	{"a later success clears the error", nil, []step{
+		ok(E{Kind: "agent.done", Outcome: "error", Summary: "quota exceeded"}),
+		ok(E{Kind: "turn.started", TurnID: "t2"}),
+		ok(E{Kind: "agent.done", Outcome: "success"}),
+	}, base(func(s *S) { s.Status, s.LastTurn = "idle", "completed" }), false},
+	{"the summary of a success is no error", nil, []step{ok(E{Kind: "agent.done", Outcome: "success", Summary: "all good"})},
+		base(func(s *S) { s.Status, s.LastTurn = "idle", "completed" }), false},
+	{"tool shows the latest open tool", nil, []step{
+		ok(E{Kind: "tool.started", ToolID: "t1", Name: "Bash"}),
+		ok(E{Kind: "tool.started", ToolID: "t2", Name: "Read"}),
+	}, base(func(s *S) { s.Status, s.Tool = "running", "Read" }), false},
+	{"tool falls back to the older open tool", nil, []step{
+		ok(E{Kind: "tool.started", ToolID: "t1", Name: "Bash"}),
+		ok(E{Kind: "tool.started", ToolID: "t2", Name: "Read"}),
+		ok(E{Kind: "tool.finished", ToolID: "t2"}),
+	}, base(func(s *S) { s.Status, s.Tool = "running", "Bash" }), false},
+	{"nested subagents name their parent", nil, []step{
+		ok(E{Kind: "subagent.started", SubagentID: "a", ParentAgentID: "sess-1", Type: "general-purpose"}),
+		ok(E{Kind: "subagent.started", SubagentID: "b", ParentAgentID: "a"}),
+		ok(E{Kind: "subagent.started", SubagentID: "c", ParentAgentID: "gone"}),
+	}, base(func(s *S) {
+		s.Subagents = []Sub{{ID: "a", Type: "general-purpose", Status: "running"},
+			{ID: "b", ParentID: "a", Type: "subagent", Status: "running"}, {ID: "c", Type: "subagent", Status: "running"}}
+	}), false},
 	{"done cancelled without time clears the old time", nil, []step{
 		ok(E{Kind: "agent.done", Outcome: "success", OccurredAt: 10}),
 		ok(E{Kind: "agent.done", Outcome: "cancelled"}),
-	}, base(func(s *S) { s.Status, s.LastTurn = "done", "cancelled" }), false},
+	}, base(func(s *S) { s.Status, s.LastTurn = "idle", "interrupted" }), false},
 	{"done closes waits and tools", nil, []step{
 		ok(E{Kind: "tool.started", ToolID: "t", Name: "Bash"}),
 		ok(E{Kind: "wait.started", WaitID: "w", State: "waiting", Reason: "approve"}),
 		ok(E{Kind: "agent.done", Outcome: "success"}),
 		rejected(E{Kind: "wait.finished", WaitID: "w"}, "$.waitId", "invalid_id"),
 		rejected(E{Kind: "tool.finished", ToolID: "t"}, "$.toolId", "invalid_id"),
-	}, base(func(s *S) { s.Status, s.LastTurn = "done", "completed" }), false},
+	}, base(func(s *S) { s.Status, s.LastTurn = "idle", "completed" }), false},
 	{"next turn after done keeps lastTurn", nil, []step{
 		ok(E{Kind: "agent.done", Outcome: "success", OccurredAt: 7}),
 		ok(E{Kind: "turn.started", TurnID: "t2"}),
@@ -150,8 +178,8 @@ var foldCases = []foldCase{
 		ok(E{Kind: "agent.exited", ExitCode: exit(137), Signal: "SIGKILL"}),
 		rejected(E{Kind: "wait.finished", WaitID: "w"}, "$.waitId", "invalid_id"),
 	}, base(func(s *S) {
-		s.Status = "exited"
-		s.Subagents = []Sub{{ID: "a", Type: "explore", Title: "Find callers", Status: "cancelled"}, {ID: "b", Status: "completed"}}
+		s.Status = "idle"
+		s.Subagents = []Sub{{ID: "a", Type: "explore", Title: "Find callers", Status: "cancelled"}, {ID: "b", Type: "subagent", Status: "completed"}}
 	}), false},
 	{"turn after exited revives", nil, []step{
 		ok(E{Kind: "agent.exited"}),
@@ -168,7 +196,7 @@ var foldCases = []foldCase{
 		rejected(E{Kind: "subagent.done", SubagentID: "zz", Outcome: "success"}, "$.subagentId", "invalid_id"),
 		rejected(E{Kind: "subagent.started", SubagentID: "a", ParentAgentID: "r"}, "$.subagentId", "duplicate"),
 	}, base(func(s *S) {
-		s.Subagents = []Sub{{ID: "a", Status: "completed"}, {ID: "b", Status: "failed"}, {ID: "c", Status: "cancelled"}}
+		s.Subagents = []Sub{{ID: "a", Type: "subagent", Status: "completed"}, {ID: "b", Type: "subagent", Status: "failed"}, {ID: "c", Type: "subagent", Status: "cancelled"}}
 	}), false},
 	{"stopped", nil, []step{ok(E{Kind: "session.stopped", Reason: "terminal closed"})}, base(nil), true},
 	{"state rules", nil, []step{
@@ -185,7 +213,7 @@ var foldCases = []foldCase{
 	}, base(func(s *S) { s.Status = "running" }), false},
 	{"event rules reject too", nil, []step{
 		rejected(E{Kind: "turn.started"}, "$.turnId", "missing_field"),
-		rejected(E{Kind: "turn.started", TurnID: "t", PromptText: strings.Repeat("x", 201)}, "$.promptText", "invalid_string"),
+		rejected(E{Kind: "turn.started", TurnID: "t", PromptText: strings.Repeat("x", MaxTitle+1)}, "$.promptText", "invalid_string"),
 		rejected(E{Kind: "wait.started", WaitID: "w", State: "done"}, "$.state", "invalid_enum"),
 		rejected(E{Kind: "session.started", Cwd: "rel"}, "$.cwd", "invalid_path"),
 		rejected(E{Kind: "session.started", PID: -1}, "$.pid", "invalid_integer"),
@@ -194,12 +222,12 @@ var foldCases = []foldCase{
 		rejected(E{Kind: "wait.finished", WaitID: "a b"}, "$.waitId", "invalid_id"),
 		rejected(E{Kind: "subagent.started", SubagentID: "s", ParentAgentID: "p", Type: "\n"}, "$.type", "invalid_string"),
 	}, base(nil), false},
-	{"from snapshot", &S{ID: "s2", Harness: "codex", Status: "done", LastTurn: "failed", Subagents: []Sub{{ID: "k", Status: "running"}}}, []step{
+	{"from snapshot", &S{ID: "s2", Harness: "codex", Status: "idle", LastTurn: "failed", Subagents: []Sub{{ID: "k", Type: "t", Status: "running"}}}, []step{
 		ok(E{Kind: "subagent.done", SubagentID: "k", Outcome: "success"}),
-	}, S{ID: "s2", Harness: "codex", Status: "done", LastTurn: "failed", Subagents: []Sub{{ID: "k", Status: "completed"}}}, false},
+	}, S{ID: "s2", Harness: "codex", Status: "idle", LastTurn: "failed", Subagents: []Sub{{ID: "k", Type: "t", Status: "completed"}}}, false},
 	{"from waiting snapshot without tracked waits", &S{ID: "s3", Harness: "codex", Status: "waiting", WaitingFor: "approve"}, []step{
 		ok(E{Kind: "tool.started", ToolID: "t", Name: "Bash"}),
-	}, S{ID: "s3", Harness: "codex", Status: "running"}, false},
+	}, S{ID: "s3", Harness: "codex", Status: "running", Tool: "Bash"}, false},
 }
 
 func TestFold(t *testing.T) {
@@ -299,7 +327,7 @@ func TestSessionCopies(t *testing.T) {
 	// The original still has its wait and tool open.
 	run(t, s, []step{ok(E{Kind: "wait.finished", WaitID: "w"}), ok(E{Kind: "tool.finished", ToolID: "t"})})
 
-	in := S{ID: "x", Harness: "h", Status: "idle", Subagents: []Sub{{ID: "a", Status: "running"}}}
+	in := S{ID: "x", Harness: "h", Status: "idle", Subagents: []Sub{{ID: "a", Type: "t", Status: "running"}}}
 	f := FromSnapshot(in)
 	run(t, f, []step{ok(E{Kind: "subagent.done", SubagentID: "a", Outcome: "error"})})
 	if in.Subagents[0].Status != "running" {

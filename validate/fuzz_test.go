@@ -56,6 +56,18 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		if diff := cmp.Diff(s, s2, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("round trip mismatch (-first +second):\n%s", diff)
 		}
+		// What the bridge takes, with a pid and a cwd, the host takes.
+		if s.PID == 0 {
+			s.PID = 1
+		}
+		if s.Cwd == "" {
+			s.Cwd = "/"
+		}
+		if is := SnapshotAs(s, Harnesses{s.Harness: true}, Host); len(is) != 0 {
+			t.Fatalf("the host refuses %+v that the bridge takes: %v", s, is)
+		}
+		_, his := DecodeSnapshotAs(data, nil, Host)
+		checkWellFormed(t, "DecodeSnapshotAs(Host)", his)
 	})
 }
 
@@ -168,6 +180,14 @@ func FuzzFold(f *testing.F) {
 			RedactSnapshot(&snap)
 			if is := Snapshot(snap, nil); len(is) != 0 {
 				t.Fatalf("RedactSnapshot made %+v invalid: %v", snap, is)
+			}
+			// a live session (pid and cwd known) is one the host takes
+			snap.PID = max(snap.PID, 1)
+			if snap.Cwd == "" {
+				snap.Cwd = "/"
+			}
+			if is := SnapshotAs(snap, nil, Host); len(is) != 0 {
+				t.Fatalf("after %s the host refuses %+v: %v", line, snap, is)
 			}
 		}
 	})

@@ -208,7 +208,7 @@ func (s *Session) Hook(h Hook) []agentbridge.Event {
 		if tool == "" {
 			tool = st.boundTool(h.Key)
 		}
-		if st.over(h.Key, tool, h.At) || s.snap.Status == agentbridge.StatusExited {
+		if st.over(h.Key, tool, h.At) || s.ended != nil {
 			return nil // late, or from a process that is gone
 		}
 		if h.Key == HookNotified && slices.ContainsFunc(s.waits, func(w openWait) bool { return w.hook }) {

@@ -48,8 +48,8 @@ var (
 const (
 	running = agentbridge.StatusRunning
 	waiting = agentbridge.StatusWaiting
-	isDone  = agentbridge.StatusDone
-	exited  = agentbridge.StatusExited
+	isDone  = agentbridge.StatusIdle // a finished turn: idle with lastTurn
+	exited  = agentbridge.StatusIdle // an ended session: idle with Ended
 	why     = "Approve Bash: git push"
 )
 

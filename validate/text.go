@@ -11,15 +11,17 @@ import (
 
 // Bound is the bounded-text helper: it folds newlines and tabs to spaces,
 // drops other control characters and invalid UTF-8, and cuts s to at most
-// max characters on a character boundary, ending with "…" when it cut.
+// max characters (UTF-16 code units, as the host counts) on a character
+// boundary, never splitting a surrogate pair, ending with "…" when it cut.
 // Producers use it on display text before publishing; identity values are
 // never bounded (they are rejected instead).
 //
 // In detail: a run of spaces, line breaks, tabs, vertical tabs, form feeds,
 // NEL and U+2028/U+2029 becomes one space; other control characters (Unicode Cc)
 // and bytes that are not UTF-8 are dropped; leading and trailing spaces are
-// trimmed. Characters are Unicode code points, and the result, "…"
-// included, has at most max of them (none when max ≤ 0). The result may be
+// trimmed. Characters are UTF-16 code units (a character outside the BMP,
+// such as most emoji, counts 2), and the result, "…" included, has at
+// most max of them (none when max ≤ 0). The result may be
 // empty; producers omit an empty field rather than publish it. The result
 // always passes the display-text rule (ValidText) when it is not empty.
 func Bound(s string, max int) string {
@@ -50,9 +52,9 @@ func Bound(s string, max int) string {
 		case unicode.IsControl(r):
 			continue
 		}
-		need := 1
+		need := utf16Len(r)
 		if pendingSpace {
-			need = 2
+			need++
 		}
 		if n+need > max {
 			cut = true
@@ -64,7 +66,7 @@ func Bound(s string, max int) string {
 			pendingSpace = false
 		}
 		b.WriteRune(r)
-		n++
+		n += utf16Len(r)
 	}
 	if !cut {
 		return b.String()
@@ -73,12 +75,20 @@ func Bound(s string, max int) string {
 	// a trailing space so the ellipsis sits against the last word.
 	out := b.String()
 	for n > max-1 {
-		_, size := utf8.DecodeLastRuneInString(out)
+		r, size := utf8.DecodeLastRuneInString(out)
 		out = out[:len(out)-size]
-		n--
+		n -= utf16Len(r)
 	}
 	out = strings.TrimRight(out, " ")
 	return out + ellipsis
+}
+
+// utf16Len is how many UTF-16 code units r takes: 2 outside the BMP.
+func utf16Len(r rune) int {
+	if r >= 0x10000 {
+		return 2
+	}
+	return 1
 }
 
 const (
@@ -259,12 +269,14 @@ func redactText(s *string, max int) {
 }
 
 // RedactSnapshot redacts every display text of s in place: title, model,
-// waitingFor and each subagent's type and title. A changed field is bounded
+// waitingFor, tool, error and each subagent's type and title. A changed field is bounded
 // again to its limit. Ids and cwd are left alone.
 func RedactSnapshot(s *agentbridge.Snapshot) {
 	redactText(&s.Title, MaxTitle)
 	redactText(&s.Model, MaxModel)
 	redactText(&s.WaitingFor, MaxWaitingFor)
+	redactText(&s.Tool, MaxToolName)
+	redactText(&s.Error, MaxError)
 	for i := range s.Subagents {
 		redactText(&s.Subagents[i].Type, MaxSubagentType)
 		redactText(&s.Subagents[i].Title, MaxTitle)
@@ -277,10 +289,10 @@ func RedactSnapshot(s *agentbridge.Snapshot) {
 func RedactEvent(e *agentbridge.Event) {
 	redactText(&e.Title, MaxTitle)
 	redactText(&e.Model, MaxModel)
-	redactText(&e.PromptText, MaxText)
+	redactText(&e.PromptText, MaxTitle)
 	redactText(&e.Name, MaxText)
-	redactText(&e.Reason, MaxText)
-	redactText(&e.Summary, MaxText)
+	redactText(&e.Reason, MaxWaitingFor)
+	redactText(&e.Summary, MaxError)
 	redactText(&e.Signal, MaxSignal)
 	redactText(&e.Type, MaxSubagentType)
 }

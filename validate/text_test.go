@@ -30,7 +30,9 @@ func TestBound(t *testing.T) {
 		{"invalid utf8 dropped", "caf\xc3\xa9 \xff\xfeok", 20, "café ok"},
 		{"multibyte cut on rune boundary", strings.Repeat("é", 10), 5, "éééé…"},
 		{"cjk", "日本語のテキストです", 4, "日本語…"},
-		{"emoji", "🚀🚀🚀🚀", 3, "🚀🚀…"},
+		{"emoji counts 2 UTF-16 units", "🚀🚀🚀🚀", 3, "🚀…"},
+		{"emoji never split", "🚀🚀🚀🚀", 4, "🚀…"},
+		{"emoji fit", "🚀🚀", 4, "🚀🚀"},
 		{"max 1", "abc", 1, "…"},
 		{"max 1 fits", "a", 1, "a"},
 		{"max 0", "abc", 0, ""},
@@ -59,8 +61,8 @@ func checkBounded(tb testing.TB, in string, max int, got string) {
 	if !utf8.ValidString(got) {
 		tb.Errorf("Bound(%q, %d) = %q: not valid UTF-8", in, max, got)
 	}
-	if n := utf8.RuneCountInString(got); n > max && !(max <= 0 && n == 0) {
-		tb.Errorf("Bound(%q, %d) = %q: %d characters", in, max, got, n)
+	if n := UTF16Len(got); n > max && !(max <= 0 && n == 0) {
+		tb.Errorf("Bound(%q, %d) = %q: %d UTF-16 units", in, max, got, n)
 	}
 	if got != "" && !ValidText(got, max) {
 		tb.Errorf("Bound(%q, %d) = %q: fails the display-text rule: %s", in, max, got, textProblem(got, max))

@@ -1,16 +1,41 @@
-// Package validate enforces the host's rules (docs/contract.md section 1) on
-// snapshots, resets, diagnostics and lifecycle events, and folds lifecycle
-// events into snapshots (docs/contract.md section 2, see Session).
+// Package validate states the Terminay host's rules for agent session
+// sources (extension API 3.1, @terminay/extension-api's
+// validateAgentSessionSnapshot, validateAgentSessionReset and
+// validateAgentSessionSourceDiagnostic; docs/contract.md section 1) on
+// snapshots, resets and diagnostics, checks the bridge's own lifecycle
+// events, and folds events into snapshots (docs/contract.md section 2, see
+// Session).
 //
 // Every check reports all issues it finds, in the host's form: a JSON path
 // ("$", "$.subagents[2].id"), a code and a message. A message never repeats
 // the offending value, so an issue can be shown or logged without leaking
 // prompt text or paths.
 //
-// Decisions the contract leaves open, fixed here:
+// Snapshots, resets and diagnostics are checked under a Profile. Host is
+// exactly the host's validator: the same closed field set, enums, limits
+// (UTF-16 code units), required fields (id, harness, pid, cwd; a
+// subagent's id, type and status) and codes, a wrong JSON type included
+// (a pid "12" is invalid_integer, a title 5 invalid_string). Bridge is the
+// bridge's own snapshot: pid and cwd are optional (a session without a
+// process or directory is still shown to the dashboard and curl), and the
+// bridge keeps these stricter rules, so that anything it publishes with a
+// pid and cwd passes Host:
 //
-//   - "Characters" are Unicode code points (runes); identity values, cwd and
-//     diagnostic codes are measured in bytes.
+//   - identity values (session and subagent ids, parentId) are 1–128 bytes
+//     of [A-Za-z0-9._:@-] (invalid_id), so that they sit in URLs;
+//   - display text has no control character and is valid UTF-8
+//     (invalid_string);
+//   - cwd is a clean path (invalid_path);
+//   - waitingFor only with status waiting or blocked (invalid_string);
+//   - a diagnostic code is kebab-case without "--" or a trailing "-"
+//     (invalid_id) and its message carries no path (invalid_string).
+//
+// Decisions the host leaves open, fixed here for the bridge's own
+// vocabulary (lifecycle events):
+//
+//   - "Characters" are UTF-16 code units, as the host counts (a character
+//     outside the BMP counts 2); identity values, cwd and diagnostic codes
+//     are measured in bytes.
 //   - Display text is valid UTF-8 with no control character (Unicode
 //     category Cc: C0, DEL, C1); newlines and tabs are control characters.
 //     A display-text field that is present must not be empty.
@@ -19,14 +44,13 @@
 //   - exitCode is an integer in [MinExitCode, MaxExitCode]; signal is display
 //     text of at most MaxSignal characters; a subagent's type is display text
 //     of at most MaxSubagentType characters.
-//   - A JSON value of the wrong JSON type is invalid_type (a string "12" for
-//     pid, null for any field); a JSON number that is not an integer (1.5) or
-//     does not fit in 64 bits is invalid_integer. Integral numbers written
+//   - In an event, a JSON value of the wrong JSON type is invalid_type (a
+//     string "12" for pid, null for any field); in a snapshot, reset or
+//     diagnostic it gets the host's code for the field. A JSON number that
+//     is not an integer (1.5) or does not fit in 64 bits is invalid_integer. Integral numbers written
 //     with a fraction or exponent (1.0, 1e3) are integers, as in JavaScript
 //     (the check is exact and decimal: 1e-400 is not an integer).
-//   - waitingFor with a status other than waiting or blocked is
-//     invalid_string; a malformed source or harness id is invalid_id.
-//   - cwd is a POSIX path: it starts with "/" and equals its path.Clean form.
+//   - A malformed source or harness id is invalid_id.
 //   - A diagnostic message carries no path: see ContainsPath for what counts
 //     as one (URLs do not).
 //   - Decode*: malformed JSON (or nesting deeper than MaxJSONDepth, or data
@@ -81,7 +105,9 @@ const (
 	Duplicate Code = "duplicate"
 	// HarnessNotEnabled: a harness that is not declared and switched on.
 	HarnessNotEnabled Code = "harness_not_enabled"
-	// MissingField: a required field is absent.
+	// MissingField: a required field of an event or a publish operation is
+	// absent (the host reports a missing snapshot field with the field's
+	// own code: invalid_string, invalid_integer or invalid_enum).
 	MissingField Code = "missing_field"
 )
 
@@ -102,32 +128,37 @@ type Issue struct {
 // String renders the issue as "path: code: message".
 func (i Issue) String() string { return i.Path + ": " + string(i.Code) + ": " + i.Message }
 
-// Bounds of the contract (the host's EXTENSION_LIMITS).
+// The host's limits (EXTENSION_LIMITS of @terminay/extension-api 3.1 and
+// the fixed ranges of its validator). Characters are UTF-16 code units.
 const (
-	MaxIDBytes        = 128
-	MaxCwdBytes       = 4096
-	MaxTitle          = 200 // characters
-	MaxModel          = 128 // characters
-	MaxWaitingFor     = 200 // characters
-	MaxSubagents      = 64
-	MaxResetSessions  = 1024
-	MaxDiagnosticCode = 64  // bytes, lowercase kebab-case
-	MaxDiagnosticText = 512 // characters
-	MaxPID            = 4194304
-	MaxText           = 200 // characters: reasons, summaries, prompt text, names
+	MaxSessionID      = 256  // agentSessionIdLength: session and subagent ids, parentId, any characters
+	MaxCwd            = 4096 // agentPathLength
+	MaxTitle          = 512  // agentTitleLength: session and subagent titles
+	MaxModel          = 256  // agentModelLength
+	MaxWaitingFor     = 1024 // agentWaitingForLength
+	MaxToolName       = 256  // agentToolNameLength
+	MaxError          = 1024 // agentErrorLength
+	MaxSubagents      = 64   // agentSubagents
+	MaxSubagentType   = 128  // agentSubagentTypeLength
+	MaxResetSessions  = 1024 // agentSessionsPerReset
+	MaxDiagnosticCode = 64   // agentDiagnosticCodeLength
+	MaxDiagnosticText = 512  // agentDiagnosticLength
+	MaxHarnessBytes   = 64   // harness ids: [a-z][a-z0-9-]{0,63}
+	MaxPID            = 1<<31 - 1
+	MaxEpochMillis    = 1<<53 - 1 // lastTurnEndedAt (Number.MAX_SAFE_INTEGER), occurredAt
 )
 
-// Bounds the contract leaves open, chosen here (see the package comment).
+// The bridge's own bounds (see the package comment).
 const (
-	MaxHarnessBytes = 64        // source and harness ids: [a-z][a-z0-9-]{0,63}
-	MaxSubagentType = 128       // characters
-	MaxSignal       = 32        // characters, e.g. "SIGKILL"
-	MaxEpochMillis  = 1<<53 - 1 // lastTurnEndedAt, occurredAt
-	MinExitCode     = -(1 << 31)
-	MaxExitCode     = 1<<32 - 1 // Windows exit codes are unsigned 32-bit
-	MaxOpenWaits    = 64        // waits open at once in a Session
-	MaxOpenTools    = 1024      // tools open at once in a Session
-	MaxJSONDepth    = 64        // nesting Decode* accept
+	MaxIDBytes   = 128  // identity values, in bytes
+	MaxCwdBytes  = 4096 // cwd, in bytes (at least as strict as MaxCwd)
+	MaxText      = 200  // characters: event reasons, prompt text, tool names
+	MaxSignal    = 32   // characters, e.g. "SIGKILL"
+	MinExitCode  = -(1 << 31)
+	MaxExitCode  = 1<<32 - 1 // Windows exit codes are unsigned 32-bit
+	MaxOpenWaits = 64        // waits open at once in a Session
+	MaxOpenTools = 1024      // tools open at once in a Session
+	MaxJSONDepth = 64        // nesting Decode* accept
 )
 
 // Harnesses is the set of harness ids switched on for a source. A nil set
@@ -183,10 +214,43 @@ func (p *presence) set(name string, st fieldState) {
 	p.m[name] = st
 }
 
+// ---- profiles ----
+
+// Profile is the set of rules a snapshot, reset or diagnostic is checked
+// against (see the package comment).
+type Profile uint8
+
+const (
+	// Bridge is the bridge's own snapshot: the host's rules with pid and
+	// cwd optional, plus the bridge's stricter rules.
+	Bridge Profile = iota
+	// Host is exactly the Terminay host's rules: what the host accepts.
+	Host
+)
+
+// ParseProfile parses a profile name: "bridge" (or "") and "host".
+func ParseProfile(s string) (Profile, bool) {
+	switch s {
+	case "", "bridge":
+		return Bridge, true
+	case "host":
+		return Host, true
+	}
+	return Bridge, false
+}
+
+// String returns the profile's name.
+func (p Profile) String() string {
+	if p == Host {
+		return "host"
+	}
+	return "bridge"
+}
+
 // ---- value rules ----
 
-// ValidID reports whether s is an identity value: 1–128 bytes of
-// [A-Za-z0-9._:@-].
+// ValidID reports whether s is a bridge identity value: 1–128 bytes of
+// [A-Za-z0-9._:@-]. Every such value is also a valid host id.
 func ValidID(s string) bool {
 	if len(s) == 0 || len(s) > MaxIDBytes {
 		return false
@@ -230,16 +294,42 @@ func ValidHarnessID(s string) bool {
 	return true
 }
 
-// ValidCwd reports whether s is an acceptable cwd: absolute, clean (no
-// "."/".."/empty segments, no trailing "/" except the root), no NUL, valid
-// UTF-8 and at most MaxCwdBytes bytes.
+// ValidCwd reports whether s is a cwd the bridge publishes: absolute, clean
+// (no "."/".."/empty segments, no trailing "/" except the root), no NUL,
+// valid UTF-8 and at most MaxCwdBytes bytes. Every such cwd passes the
+// host's rule (HostCwd).
 func ValidCwd(s string) bool {
-	return len(s) > 0 && len(s) <= MaxCwdBytes && s[0] == '/' &&
-		strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) && path.Clean(s) == s
+	return HostCwd(s) && len(s) <= MaxCwdBytes && utf8.ValidString(s) && path.Clean(s) == s
+}
+
+// HostCwd reports whether the host accepts s as a cwd: 1–4,096 UTF-16
+// units, starting with "/", no NUL. It need not be clean.
+func HostCwd(s string) bool {
+	return s != "" && UTF16Len(s) <= MaxCwd && s[0] == '/' && strings.IndexByte(s, 0) < 0
+}
+
+// UTF16Len returns the length of s in UTF-16 code units, as JavaScript's
+// string.length counts it: 2 for a character outside the BMP, 1 for any
+// other (an invalid byte, which JavaScript never sees, counts 1).
+func UTF16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16Len(r)
+	}
+	return n
+}
+
+// hostTextProblem is the host's rule for a string: non-empty, at most max
+// UTF-16 units.
+func hostTextProblem(s string, max int) string {
+	if s == "" || UTF16Len(s) > max {
+		return fmt.Sprintf("must be a non-empty string of at most %d characters (UTF-16 code units)", max)
+	}
+	return ""
 }
 
 // textProblem says what is wrong with display text s bounded to max
-// characters, or "" when nothing is.
+// characters (UTF-16 units), or "" when nothing is.
 func textProblem(s string, max int) string {
 	if s == "" {
 		return "must not be empty"
@@ -253,17 +343,17 @@ func textProblem(s string, max int) string {
 		if unicode.IsControl(r) {
 			return "must not contain control characters (newlines, tabs, …); shorten it with the bounded-text helper"
 		}
-		n++
+		n += utf16Len(r)
 		i += size
 	}
 	if n > max {
-		return fmt.Sprintf("must be at most %d characters; shorten it with the bounded-text helper", max)
+		return fmt.Sprintf("must be at most %d characters (UTF-16 code units); shorten it with the bounded-text helper", max)
 	}
 	return ""
 }
 
-// ValidText reports whether s is display text of at most max characters:
-// non-empty, valid UTF-8, no control characters.
+// ValidText reports whether s is display text of at most max characters
+// (UTF-16 units): non-empty, valid UTF-8, no control characters.
 func ValidText(s string, max int) bool { return textProblem(s, max) == "" }
 
 // The check helpers take the parent path and the field name, and build the
@@ -276,9 +366,33 @@ func checkText(is []Issue, p, field, s string, max int) []Issue {
 	return is
 }
 
+// checkProfText checks display text under a profile.
+func checkProfText(is []Issue, p, field, s string, max int, prof Profile) []Issue {
+	if prof == Host {
+		if msg := hostTextProblem(s, max); msg != "" {
+			is = append(is, newIssue(child(p, field), InvalidString, "%s", msg))
+		}
+		return is
+	}
+	return checkText(is, p, field, s, max)
+}
+
 func checkID(is []Issue, p, field, s string) []Issue {
 	if !ValidID(s) {
 		is = append(is, newIssue(child(p, field), InvalidID, "must be 1-%d bytes of A-Z a-z 0-9 . _ : @ - (identity values are never shortened)", MaxIDBytes))
+	}
+	return is
+}
+
+// checkSessionID checks a session or subagent id (or parentId): the
+// host's rule (invalid_string), then under Bridge the identity rule
+// (invalid_id).
+func checkSessionID(is []Issue, p, field, s string, prof Profile) []Issue {
+	if msg := hostTextProblem(s, MaxSessionID); msg != "" {
+		return append(is, newIssue(child(p, field), InvalidString, "%s; identity values are never shortened", msg))
+	}
+	if prof == Bridge {
+		is = checkID(is, p, field, s)
 	}
 	return is
 }
@@ -305,9 +419,14 @@ func missing(p, field string) Issue {
 	return newIssue(child(p, field), MissingField, "is required")
 }
 
+// requiredString is the host's issue for a required string that is absent.
+func requiredString(p, field string, max int) Issue {
+	return newIssue(child(p, field), InvalidString, "is required: a non-empty string of at most %d characters", max)
+}
+
 var (
-	statusNames      = []string{"idle", "running", "waiting", "blocked", "done", "exited"}
-	lastTurnNames    = []string{"completed", "failed", "cancelled"}
+	statusNames      = []string{"running", "waiting", "blocked", "idle"}
+	lastTurnNames    = []string{"completed", "failed", "interrupted"}
 	subStatusNames   = []string{"running", "completed", "failed", "cancelled"}
 	outcomeNames     = []string{"success", "error", "cancelled"}
 	waitStateNames   = []string{"waiting", "blocked"}
@@ -372,38 +491,64 @@ func EventFields(k agentbridge.EventKind) map[string]bool {
 
 // ---- snapshots ----
 
-// Snapshot checks a typed snapshot against every rule of docs/contract.md section 1.
+// Snapshot checks a typed snapshot against the bridge's rules (Bridge).
 func Snapshot(s agentbridge.Snapshot, enabled Harnesses) []Issue {
-	return checkSnapshot(nil, "$", &s, enabled, nil, nil)
+	return checkSnapshot(nil, "$", &s, enabled, nil, nil, Bridge)
 }
 
-func checkSnapshot(is []Issue, p string, s *agentbridge.Snapshot, enabled Harnesses, pr *presence, subPr []*presence) []Issue {
-	if pr.present("id", s.ID != "") {
-		is = checkID(is, p, "id", s.ID)
-	} else if pr.absent("id", s.ID != "") {
-		is = append(is, missing(p, "id"))
+// SnapshotAs checks a typed snapshot under a profile: HostSnapshot with
+// Host says whether the host would take it.
+func SnapshotAs(s agentbridge.Snapshot, enabled Harnesses, prof Profile) []Issue {
+	return checkSnapshot(nil, "$", &s, enabled, nil, nil, prof)
+}
+
+func checkSnapshot(is []Issue, p string, s *agentbridge.Snapshot, enabled Harnesses, pr *presence, subPr []*presence, prof Profile) []Issue {
+	host := prof == Host
+	if pr.present("id", s.ID != "") && s.ID != "" {
+		is = checkSessionID(is, p, "id", s.ID, prof)
+	} else if pr.absent("id", s.ID != "") || s.ID == "" && pr.present("id", true) {
+		is = append(is, requiredString(p, "id", MaxSessionID))
 	}
-	if pr.present("harness", s.Harness != "") {
-		switch {
-		case !ValidHarnessID(s.Harness):
+	if pr.present("harness", s.Harness != "") && s.Harness == "" {
+		is = append(is, requiredString(p, "harness", MaxHarnessBytes))
+		if enabled != nil {
+			is = append(is, newIssue(child(p, "harness"), HarnessNotEnabled, "names a harness that is not declared or not switched on for this source"))
+		}
+	} else if pr.present("harness", s.Harness != "") {
+		if len(s.Harness) > MaxHarnessBytes {
+			is = append(is, newIssue(child(p, "harness"), InvalidString, "must be a non-empty string of at most %d characters", MaxHarnessBytes))
+		} else if !ValidHarnessID(s.Harness) {
 			is = append(is, newIssue(child(p, "harness"), InvalidID, "must be a harness id: lowercase [a-z][a-z0-9-]{0,63}"))
-		case enabled != nil && !enabled[s.Harness]:
+		}
+		if enabled != nil && !enabled[s.Harness] {
 			is = append(is, newIssue(child(p, "harness"), HarnessNotEnabled, "names a harness that is not declared or not switched on for this source"))
 		}
 	} else if pr.absent("harness", s.Harness != "") {
-		is = append(is, missing(p, "harness"))
+		is = append(is, requiredString(p, "harness", MaxHarnessBytes))
 	}
 	if pr.present("pid", s.PID != 0) {
 		is = checkRange(is, p, "pid", int64(s.PID), 1, MaxPID)
+	} else if host && pr.absent("pid", s.PID != 0) {
+		is = append(is, newIssue(child(p, "pid"), InvalidInteger, "is required: the live process holding the session, an integer from 1 to %d", MaxPID))
 	}
-	if pr.present("cwd", s.Cwd != "") {
-		is = checkCwd(is, p, "cwd", s.Cwd)
+	switch {
+	case pr.present("cwd", s.Cwd != ""):
+		switch {
+		case s.Cwd == "" || UTF16Len(s.Cwd) > MaxCwd:
+			is = append(is, newIssue(child(p, "cwd"), InvalidString, "must be a non-empty string of at most %d characters", MaxCwd))
+		case host && !HostCwd(s.Cwd):
+			is = append(is, newIssue(child(p, "cwd"), InvalidPath, "must be an absolute path (starting with /, no NUL)"))
+		case !host:
+			is = checkCwd(is, p, "cwd", s.Cwd)
+		}
+	case host && pr.absent("cwd", s.Cwd != ""):
+		is = append(is, requiredString(p, "cwd", MaxCwd))
 	}
 	if pr.present("title", s.Title != "") {
-		is = checkText(is, p, "title", s.Title, MaxTitle)
+		is = checkProfText(is, p, "title", s.Title, MaxTitle, prof)
 	}
 	if pr.present("model", s.Model != "") {
-		is = checkText(is, p, "model", s.Model, MaxModel)
+		is = checkProfText(is, p, "model", s.Model, MaxModel, prof)
 	}
 	statusOK := false
 	if pr.present("status", s.Status != "") {
@@ -412,14 +557,15 @@ func checkSnapshot(is []Issue, p string, s *agentbridge.Snapshot, enabled Harnes
 		} else {
 			is = append(is, enumIssue(child(p, "status"), statusNames...))
 		}
-	} else if pr.absent("status", s.Status != "") {
-		is = append(is, missing(p, "status"))
 	}
 	if pr.present("waitingFor", s.WaitingFor != "") {
-		is = checkText(is, p, "waitingFor", s.WaitingFor, MaxWaitingFor)
-		if statusOK && s.Status != agentbridge.StatusWaiting && s.Status != agentbridge.StatusBlocked {
+		is = checkProfText(is, p, "waitingFor", s.WaitingFor, MaxWaitingFor, prof)
+		if !host && statusOK && s.Status != agentbridge.StatusWaiting && s.Status != agentbridge.StatusBlocked {
 			is = append(is, newIssue(child(p, "waitingFor"), InvalidString, "is only allowed with status waiting or blocked"))
 		}
+	}
+	if pr.present("tool", s.Tool != "") {
+		is = checkProfText(is, p, "tool", s.Tool, MaxToolName, prof)
 	}
 	if pr.present("lastTurn", s.LastTurn != "") && !lastTurnSet[string(s.LastTurn)] {
 		is = append(is, enumIssue(child(p, "lastTurn"), lastTurnNames...))
@@ -427,10 +573,14 @@ func checkSnapshot(is []Issue, p string, s *agentbridge.Snapshot, enabled Harnes
 	if pr.present("lastTurnEndedAt", s.LastTurnEndedAt != 0) {
 		is = checkRange(is, p, "lastTurnEndedAt", s.LastTurnEndedAt, 0, MaxEpochMillis)
 	}
+	if pr.present("error", s.Error != "") {
+		is = checkProfText(is, p, "error", s.Error, MaxError, prof)
+	}
 	if pr.present("subagents", len(s.Subagents) != 0) {
 		sp := child(p, "subagents")
 		if len(s.Subagents) > MaxSubagents {
-			is = append(is, newIssue(sp, InvalidArray, "must have at most %d entries", MaxSubagents))
+			// the host checks no element of an array too long
+			return append(is, newIssue(sp, InvalidArray, "must have at most %d entries", MaxSubagents))
 		}
 		seen := make(map[string]bool, len(s.Subagents))
 		for i := range s.Subagents {
@@ -442,68 +592,85 @@ func checkSnapshot(is []Issue, p string, s *agentbridge.Snapshot, enabled Harnes
 				}
 			}
 			ep := index(sp, i)
-			is = checkSubagent(is, ep, &s.Subagents[i], spr)
-			if id := s.Subagents[i].ID; id != "" && spr.present("id", true) {
-				if seen[id] {
-					is = append(is, newIssue(child(ep, "id"), Duplicate, "names a subagent id already listed"))
-				}
-				seen[id] = true
+			is = checkSubagent(is, ep, &s.Subagents[i], spr, prof)
+			id := "\x00absent" // the host compares absent ids too
+			if spr.present("id", true) {
+				id = s.Subagents[i].ID
+			} else if spr != nil && spr.m["id"] == fieldBad {
+				continue
 			}
+			if seen[id] {
+				is = append(is, newIssue(ep, Duplicate, "names a subagent id already listed"))
+			}
+			seen[id] = true
 		}
 	}
 	return is
 }
 
-func checkSubagent(is []Issue, p string, a *agentbridge.Subagent, pr *presence) []Issue {
-	if pr.present("id", a.ID != "") {
-		is = checkID(is, p, "id", a.ID)
-	} else if pr.absent("id", a.ID != "") {
-		is = append(is, missing(p, "id"))
+func checkSubagent(is []Issue, p string, a *agentbridge.Subagent, pr *presence, prof Profile) []Issue {
+	if pr.present("id", a.ID != "") && a.ID != "" {
+		is = checkSessionID(is, p, "id", a.ID, prof)
+	} else if pr.absent("id", a.ID != "") || a.ID == "" && pr.present("id", true) {
+		is = append(is, requiredString(p, "id", MaxSessionID))
 	}
-	if pr.present("type", a.Type != "") {
-		is = checkText(is, p, "type", a.Type, MaxSubagentType)
+	if pr.present("parentId", a.ParentID != "") {
+		is = checkSessionID(is, p, "parentId", a.ParentID, prof)
+	}
+	if pr.present("type", a.Type != "") && a.Type != "" {
+		is = checkProfText(is, p, "type", a.Type, MaxSubagentType, prof)
+	} else if pr.absent("type", a.Type != "") || a.Type == "" && pr.present("type", true) {
+		is = append(is, requiredString(p, "type", MaxSubagentType))
 	}
 	if pr.present("title", a.Title != "") {
-		is = checkText(is, p, "title", a.Title, MaxTitle)
+		is = checkProfText(is, p, "title", a.Title, MaxTitle, prof)
 	}
 	if pr.present("status", a.Status != "") {
 		if !subStatusSet[string(a.Status)] {
 			is = append(is, enumIssue(child(p, "status"), subStatusNames...))
 		}
 	} else if pr.absent("status", a.Status != "") {
-		is = append(is, missing(p, "status"))
+		is = append(is, enumIssue(child(p, "status"), subStatusNames...))
 	}
 	return is
 }
 
-// Reset checks the sessions of one reset: each snapshot, at most
-// MaxResetSessions, and no id twice (duplicate).
+// Reset checks the sessions of one reset against the bridge's rules: each
+// snapshot, at most MaxResetSessions, and no id twice (duplicate).
 func Reset(sessions []agentbridge.Snapshot, enabled Harnesses) []Issue {
-	return checkReset(nil, "$", sessions, enabled, nil)
+	return checkReset(nil, "$", sessions, enabled, nil, Bridge)
+}
+
+// ResetAs checks a reset under a profile.
+func ResetAs(sessions []agentbridge.Snapshot, enabled Harnesses, prof Profile) []Issue {
+	return checkReset(nil, "$", sessions, enabled, nil, prof)
 }
 
 func tooManySessions(p string) Issue {
 	return newIssue(p, InvalidArray, "must hold at most %d sessions; report the rest with upserts", MaxResetSessions)
 }
 
-func checkReset(is []Issue, p string, sessions []agentbridge.Snapshot, enabled Harnesses, prs []*presence) []Issue {
+func checkReset(is []Issue, p string, sessions []agentbridge.Snapshot, enabled Harnesses, prs []*presence, prof Profile) []Issue {
 	if len(sessions) > MaxResetSessions {
 		is = append(is, tooManySessions(p))
+		if prof == Host {
+			return is // the host checks no element of a reset too long
+		}
 	}
 	seen := make(map[string]bool, len(sessions))
 	for i := range sessions {
 		ep := index(p, i)
 		if prs == nil {
-			is = checkSnapshot(is, ep, &sessions[i], enabled, nil, nil)
+			is = checkSnapshot(is, ep, &sessions[i], enabled, nil, nil, prof)
 		} else {
 			if prs[i] == nil { // not an object: already reported
 				continue
 			}
-			is = checkSnapshot(is, ep, &sessions[i], enabled, prs[i], prs[i].subs)
+			is = checkSnapshot(is, ep, &sessions[i], enabled, prs[i], prs[i].subs, prof)
 		}
 		if id := sessions[i].ID; id != "" {
 			if seen[id] {
-				is = append(is, newIssue(child(ep, "id"), Duplicate, "names a session id already in this reset"))
+				is = append(is, newIssue(ep, Duplicate, "names a session id already in this reset"))
 			}
 			seen[id] = true
 		}
@@ -513,43 +680,50 @@ func checkReset(is []Issue, p string, sessions []agentbridge.Snapshot, enabled H
 
 // ---- diagnostics ----
 
-// Diagnostic checks a diagnostic's code and message.
-func Diagnostic(d agentbridge.Diagnostic) []Issue { return checkDiagnostic(nil, "$", &d, nil) }
+// Diagnostic checks a diagnostic's code and message against the bridge's
+// rules.
+func Diagnostic(d agentbridge.Diagnostic) []Issue { return checkDiagnostic(nil, "$", &d, nil, Bridge) }
+
+// DiagnosticAs checks a diagnostic under a profile.
+func DiagnosticAs(d agentbridge.Diagnostic, prof Profile) []Issue {
+	return checkDiagnostic(nil, "$", &d, nil, prof)
+}
 
 // ValidDiagnosticCode reports whether s is lowercase kebab-case
 // ([a-z][a-z0-9]*(-[a-z0-9]+)*) of at most MaxDiagnosticCode bytes.
 func ValidDiagnosticCode(s string) bool {
-	if len(s) == 0 || len(s) > MaxDiagnosticCode || s[0] < 'a' || s[0] > 'z' || s[len(s)-1] == '-' {
+	if !hostDiagnosticCode(s) || s[len(s)-1] == '-' {
 		return false
 	}
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && s[i-1] != '-':
-		default:
-			return false
-		}
-	}
-	return true
+	return !strings.Contains(s, "--")
 }
 
-func checkDiagnostic(is []Issue, p string, d *agentbridge.Diagnostic, pr *presence) []Issue {
+// hostDiagnosticCode is the host's pattern for a code: [a-z][a-z0-9-]{0,63}.
+func hostDiagnosticCode(s string) bool { return ValidHarnessID(s) }
+
+func checkDiagnostic(is []Issue, p string, d *agentbridge.Diagnostic, pr *presence, prof Profile) []Issue {
 	if pr.present("code", d.Code != "") {
-		if !ValidDiagnosticCode(d.Code) {
-			is = append(is, newIssue(child(p, "code"), InvalidString, "must be lowercase kebab-case (e.g. watch-failed) of at most %d characters", MaxDiagnosticCode))
+		switch {
+		case d.Code == "" || UTF16Len(d.Code) > MaxDiagnosticCode:
+			is = append(is, newIssue(child(p, "code"), InvalidString, "must be a non-empty string of at most %d characters", MaxDiagnosticCode))
+		case prof == Host && !hostDiagnosticCode(d.Code):
+			is = append(is, newIssue(child(p, "code"), InvalidID, "must be a lowercase kebab-case code ([a-z][a-z0-9-]*)"))
+		case prof == Bridge && !ValidDiagnosticCode(d.Code):
+			is = append(is, newIssue(child(p, "code"), InvalidID, "must be lowercase kebab-case (e.g. watch-failed) of at most %d characters", MaxDiagnosticCode))
 		}
 	} else if pr.absent("code", d.Code != "") {
-		is = append(is, missing(p, "code"))
+		is = append(is, requiredString(p, "code", MaxDiagnosticCode))
 	}
 	if pr.present("message", d.Message != "") {
-		if msg := textProblem(d.Message, MaxDiagnosticText); msg != "" {
+		if prof == Host {
+			is = checkProfText(is, p, "message", d.Message, MaxDiagnosticText, prof)
+		} else if msg := textProblem(d.Message, MaxDiagnosticText); msg != "" {
 			is = append(is, newIssue(child(p, "message"), InvalidString, "%s", msg))
 		} else if ContainsPath(d.Message) {
 			is = append(is, newIssue(child(p, "message"), InvalidString, "must not carry file-system paths"))
 		}
 	} else if pr.absent("message", d.Message != "") {
-		is = append(is, missing(p, "message"))
+		is = append(is, requiredString(p, "message", MaxDiagnosticText))
 	}
 	return is
 }
@@ -603,7 +777,7 @@ var eventFields = []eventField{
 		func(is []Issue, p, name string, e *agentbridge.Event) []Issue {
 			return checkRange(is, p, name, int64(e.PID), 1, MaxPID)
 		}},
-	textField("promptText", MaxText, func(e *agentbridge.Event) string { return e.PromptText }),
+	textField("promptText", MaxTitle, func(e *agentbridge.Event) string { return e.PromptText }),
 	idField("agentId", func(e *agentbridge.Event) string { return e.AgentID }),
 	idField("turnId", func(e *agentbridge.Event) string { return e.TurnID }),
 	idField("toolId", func(e *agentbridge.Event) string { return e.ToolID }),
@@ -611,8 +785,8 @@ var eventFields = []eventField{
 	enumField("outcome", outcomeSet, outcomeNames, func(e *agentbridge.Event) string { return string(e.Outcome) }),
 	idField("waitId", func(e *agentbridge.Event) string { return e.WaitID }),
 	enumField("state", waitStateSet, waitStateNames, func(e *agentbridge.Event) string { return string(e.State) }),
-	textField("reason", MaxText, func(e *agentbridge.Event) string { return e.Reason }),
-	textField("summary", MaxText, func(e *agentbridge.Event) string { return e.Summary }),
+	textField("reason", MaxWaitingFor, func(e *agentbridge.Event) string { return e.Reason }),
+	textField("summary", MaxError, func(e *agentbridge.Event) string { return e.Summary }),
 	{"exitCode", func(e *agentbridge.Event) bool { return e.ExitCode != nil },
 		func(is []Issue, p, name string, e *agentbridge.Event) []Issue {
 			return checkRange(is, p, name, int64(*e.ExitCode), MinExitCode, MaxExitCode)

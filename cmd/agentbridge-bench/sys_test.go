@@ -3,6 +3,8 @@ package main
 import (
 	"runtime"
 	"testing"
+
+	"github.com/agentbridge/agentbridge/internal/testenv"
 )
 
 func TestSysmonTID(t *testing.T) {
@@ -49,7 +51,7 @@ func TestSyscallName(t *testing.T) {
 func TestThreadStatsSeesThisProcess(t *testing.T) {
 	ts := threadStats()
 	if len(ts) == 0 {
-		t.Skip("no /proc/self/task here")
+		testenv.Missing(t, "no /proc/self/task here")
 	}
 	var sw uint64
 	for _, s := range ts {

@@ -33,7 +33,7 @@ type filterFlags struct {
 func (f *filterFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.sources, "source", nil, "only these source `ids` (comma list, repeatable)")
 	fs.StringSliceVar(&f.harnesses, "harness", nil, "only these harness `ids` (comma list, repeatable)")
-	fs.StringSliceVar(&f.statuses, "status", nil, "only these `statuses`: idle, running, waiting, blocked, done, exited")
+	fs.StringSliceVar(&f.statuses, "status", nil, "only these `statuses`: running, waiting, blocked, idle (a finished turn and an ended session are idle)")
 	fs.StringSliceVar(&f.hosts, "host", nil, "only these `hosts`: remote ids, or local for the bridge's own sessions")
 	fs.StringVar(&f.project, "project", "", "only sessions in this project `dir` (at or below it, or in a linked Git worktree of it)")
 	fs.IntVar(&f.ancestorPID, "ancestor-pid", 0, "only sessions whose process descends from `pid`")
@@ -41,7 +41,7 @@ func (f *filterFlags) register(fs *pflag.FlagSet) {
 
 // complete registers the filters' value completions on cmd.
 func (f *filterFlags) complete(cmd *cobra.Command) {
-	mustComplete(cmd, "status", fixedCompletions("idle", "running", "waiting", "blocked", "done", "exited"))
+	mustComplete(cmd, "status", fixedCompletions("running", "waiting", "blocked", "idle"))
 	mustComplete(cmd, "source", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		var ids []string
 		for _, r := range sources.Registered() {

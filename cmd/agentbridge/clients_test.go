@@ -129,7 +129,7 @@ func TestSessionsAgainstServe(t *testing.T) {
 	publish(t, addr, token, obj{"op": "reset", "sessions": []obj{
 		{"id": "in-repo", "harness": "example-agent", "status": "running", "cwd": filepath.Join(repo, "src"), "title": "Fix tests"},
 		{"id": "in-worktree", "harness": "codex", "status": "waiting", "cwd": filepath.Join(linked, "src")},
-		{"id": "outside", "harness": "codex", "status": "done", "cwd": outside, "pid": self},
+		{"id": "outside", "harness": "codex", "status": "idle", "lastTurn": "completed", "cwd": outside, "pid": self},
 		{"id": "gone-pid", "harness": "example-agent", "status": "idle", "pid": 4194304},
 	}})
 
@@ -146,7 +146,7 @@ func TestSessionsAgainstServe(t *testing.T) {
 		{"ancestor: itself", []string{"--ancestor-pid", strconv.Itoa(self)}, []string{"outside"}},
 		{"ancestor: the test's parent", []string{"--ancestor-pid", strconv.Itoa(os.Getppid())}, []string{"outside"}},
 		{"ancestor: no such process", []string{"--ancestor-pid", "4194303"}, []string{}},
-		{"status", []string{"--status", "waiting,done"}, []string{"in-worktree", "outside"}},
+		{"status", []string{"--status", "waiting,running"}, []string{"in-repo", "in-worktree"}},
 		{"harness and project", []string{"--harness", "codex", "--project", repo}, []string{"in-worktree"}},
 		{"source", []string{"--source", "test-push"}, []string{"gone-pid", "in-repo", "in-worktree", "outside"}},
 	}
@@ -198,11 +198,11 @@ func TestWatchAgainstServe(t *testing.T) {
 		t.Fatalf("first event %s %s, want the filtered reset with a only", ev.Name, ev.Data)
 	}
 
-	publish(t, addr, token, obj{"op": "upsert", "session": obj{"id": "a", "harness": "example-agent", "status": "done", "lastTurn": "completed", "cwd": repo}})
-	publish(t, addr, token, obj{"op": "upsert", "session": obj{"id": "b", "harness": "example-agent", "status": "done", "cwd": outside}})
-	publish(t, addr, token, obj{"op": "upsert", "session": obj{"id": "a", "harness": "example-agent", "status": "done", "cwd": outside}})
+	publish(t, addr, token, obj{"op": "upsert", "session": obj{"id": "a", "harness": "example-agent", "status": "idle", "lastTurn": "completed", "cwd": repo}})
+	publish(t, addr, token, obj{"op": "upsert", "session": obj{"id": "b", "harness": "example-agent", "status": "idle", "cwd": outside}})
+	publish(t, addr, token, obj{"op": "upsert", "session": obj{"id": "a", "harness": "example-agent", "status": "idle", "cwd": outside}})
 	events = append(events, next(), next())
-	if events[1].Name != "upsert" || !strings.Contains(string(events[1].Data), `"status":"done"`) {
+	if events[1].Name != "upsert" || !strings.Contains(string(events[1].Data), `"status":"idle","lastTurn":"completed"`) {
 		t.Errorf("second event %s %s, want the upsert of a", events[1].Name, events[1].Data)
 	}
 	if events[2].Name != "remove" || !strings.Contains(string(events[2].Data), `"sessionId":"a"`) {

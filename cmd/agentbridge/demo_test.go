@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,8 +13,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge"
 	journals "github.com/agentbridge/agentbridge/sources/example/demo"
+	"github.com/agentbridge/agentbridge/validate"
 )
+
+// TestMain runs the test binary as a demo session's process when the demo
+// starts it so (the demo re-executes its own executable).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == demoAgentCmd {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 // TestReplayJournals: the demo writes every bundled journal, record by
 // record, with each timestamp moved to the time of writing.
@@ -21,7 +34,7 @@ func TestReplayJournals(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	start := time.Now()
-	if err := replayJournals(context.Background(), journals.Journals, dir, 1000, false); err != nil {
+	if err := replayJournals(context.Background(), journals.Journals, dir, 1000, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	names, _ := bundledJournals(journals.Journals)
@@ -51,7 +64,7 @@ func TestReplayJournalsStopsWithContext(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- replayJournals(ctx, journals.Journals, t.TempDir(), 1, true) }()
+	go func() { done <- replayJournals(ctx, journals.Journals, t.TempDir(), 1, true, nil) }()
 	cancel()
 	select {
 	case err := <-done:
@@ -112,31 +125,43 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	want := map[string]string{
 		"0b1e7c52-refactor": "done", "4d2f9a11-approval": "waiting", "9a7c3e05-subagents": "done",
-		"c5e80f3a-failure": "done", "e81d4b77-exit": "exited",
+		"c5e80f3a-failure": "failed", "e81d4b77-exit": "exited",
 	}
 	var last string
+	var final []sessionEntry
 	waitUntil(t, "every session in its final state", func() bool {
 		var stdout, stderr strings.Builder
 		if err := sessionsMain(context.Background(), []string{"--json", "--source", "example"}, env, &stdout, &stderr); err != nil {
 			last = fmt.Sprintf("%v %s", err, stderr.String())
 			return false
 		}
-		var body struct {
-			Sessions []struct {
-				Snapshot struct{ ID, Status string }
-			}
-		}
+		var body sessionList
 		if err := json.Unmarshal([]byte(stdout.String()), &body); err != nil {
 			last = err.Error()
 			return false
 		}
 		got := map[string]string{}
-		for _, s := range body.Sessions {
-			got[s.Snapshot.ID] = s.Snapshot.Status
+		for i := range body.Sessions {
+			got[body.Sessions[i].Snapshot.ID] = shownStatus(&body.Sessions[i])
 		}
-		last = fmt.Sprint(got)
+		last, final = fmt.Sprint(got), body.Sessions
 		return last == fmt.Sprint(want)
 	}, func() string { return last })
+	// Every session ran as a process of the demo, in a directory of its
+	// own: the ones still running are what Terminay takes, the ended one
+	// is not host-ready.
+	for _, e := range final {
+		s := e.Snapshot
+		if s.PID <= 0 || !strings.HasPrefix(s.Cwd, os.TempDir()) {
+			t.Errorf("%s: pid %d cwd %q, want the process the demo ran and its directory", s.ID, s.PID, s.Cwd)
+		}
+		if ready := agentbridge.HostReady(&s, e.Ended); ready != (e.Ended == nil) {
+			t.Errorf("%s: host-ready %v with end %+v", s.ID, ready, e.Ended)
+		}
+		if is := validate.SnapshotAs(s, nil, validate.Host); e.Ended == nil && len(is) > 0 {
+			t.Errorf("%s: the host would refuse %+v: %v", s.ID, s, is)
+		}
+	}
 	if !strings.Contains(out.String(), "every journal replayed") {
 		waitUntil(t, "the end of the replay", func() bool { return strings.Contains(out.String(), "every journal replayed") })
 	}

@@ -139,6 +139,7 @@ client subcommands. With no subcommand it serves on 127.0.0.1:7391.`,
 	root.AddCommand(
 		newServeCmd(a),
 		newDemoCmd(a),
+		newDemoAgentCmd(a),
 		newOpenCmd(a),
 		newSessionsCmd(a),
 		newWatchCmd(a),

@@ -5,7 +5,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
@@ -63,7 +62,7 @@ func TestNotifyRaisesOneDesktopNotificationPerWait(t *testing.T) {
 	ev("s1", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"})
 
 	runNotify(t, b, addr)
-	time.Sleep(300 * time.Millisecond) // connected, with its baseline
+	bridgetest.AwaitSubscribers(t, b.Registry, 1) // connected, with its baseline
 	if n := fake.Count(); n != 0 {
 		t.Fatalf("%d notifications for what the stream showed at connect, want none", n)
 	}
@@ -80,9 +79,15 @@ func TestNotifyRaisesOneDesktopNotificationPerWait(t *testing.T) {
 	if s.Summary != "Test Agent failed" || s.Replaces == 0 {
 		t.Errorf("notification %+v, want the failed turn, replacing the session's last", s)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if n := fake.Count(); n != 2 {
-		t.Errorf("%d notifications, want 2 (one wait, one failed turn)", n)
+	// A later wait of another session is notified next: nothing came
+	// between (the stream and the notifications keep their order).
+	ev("s2", agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "Marker"})
+	ev("s2", agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w2", State: agentbridge.StatusWaiting, Reason: "approve Edit"})
+	if s = fake.Next(t); s.Body != "Marker\napprove Edit" {
+		t.Errorf("notification %+v after the failed turn, want the marker session's wait", s)
+	}
+	if n := fake.Count(); n != 3 {
+		t.Errorf("%d notifications, want 3 (one wait, one failed turn, the marker's wait)", n)
 	}
 }
 
@@ -106,7 +111,7 @@ func TestNotifySurvivesAFailedNotify(t *testing.T) {
 	fake, b, addr, ev := notifyRig(t)
 	ev("s1", agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "Fix the flaky tests"})
 	stderr, done := runNotify(t, b, addr)
-	time.Sleep(300 * time.Millisecond) // connected, with its baseline
+	bridgetest.AwaitSubscribers(t, b.Registry, 1) // connected, with its baseline
 	fake.FailNext(2)
 	ev("s1", agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w1", State: agentbridge.StatusWaiting, Reason: "approve Bash"})
 	s := fake.Next(t) // the third try, after 1 s and 2 s

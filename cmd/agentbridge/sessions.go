@@ -30,8 +30,10 @@ func newSessionsCmd(a *app) *cobra.Command {
 come first, then the most recently active. ID is the session id; one longer
 than 12 characters is shortened to its shortest prefix of at least 8 that is
 unique in the listing (--wide shows it whole, with the source and the whole
-title). AGE is the
-time since the last turn ended.`,
+title). STATUS is running, waiting or blocked while a turn is in progress;
+an idle session whose last turn ended shows how it ended (done, failed or
+interrupted), one whose process is gone shows exited, and one that has had
+no turn yet shows idle. AGE is the time since the last turn ended.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.sessions(cmd.Context(), cmd.Flags(), o)
@@ -60,6 +62,34 @@ type sessionEntry struct {
 	Source   string               `json:"source"`
 	Snapshot agentbridge.Snapshot `json:"snapshot"`
 	Host     string               `json:"host,omitempty"` // a remote's id; "" for the bridge's own
+	Ended    *agentbridge.Ended   `json:"ended,omitempty"`
+}
+
+// The states the table shows beyond the snapshot's status: how an idle
+// session's last turn ended, and a session whose process is gone.
+const (
+	shownDone        = "done"
+	shownFailed      = "failed"
+	shownInterrupted = "interrupted"
+	shownExited      = "exited"
+)
+
+// shownStatus is what the STATUS column says of a session: its status,
+// except that an ended session is "exited" and an idle one whose last turn
+// ended says how (done, failed, interrupted).
+func shownStatus(e *sessionEntry) string {
+	s := &e.Snapshot
+	switch {
+	case e.Ended != nil:
+		return shownExited
+	case s.Status != agentbridge.StatusIdle || s.LastTurn == "":
+		return string(s.Status)
+	case s.LastTurn == agentbridge.LastTurnFailed:
+		return shownFailed
+	case s.LastTurn == agentbridge.LastTurnInterrupted:
+		return shownInterrupted
+	}
+	return shownDone
 }
 
 // sessionList is the answer of GET /v1/sessions.
@@ -135,20 +165,23 @@ func remotesConfigured(fs *pflag.FlagSet, env []string) bool {
 	return err == nil && len(cfg.Remotes) > 0
 }
 
-// statusOrder puts what needs the user first.
-var statusOrder = map[agentbridge.Status]int{
-	agentbridge.StatusWaiting: 0, agentbridge.StatusBlocked: 1, agentbridge.StatusRunning: 2,
-	agentbridge.StatusDone: 3, agentbridge.StatusIdle: 4, agentbridge.StatusExited: 5,
+// statusOrder puts what needs the user first (keys: shownStatus).
+var statusOrder = map[string]int{
+	string(agentbridge.StatusWaiting): 0, string(agentbridge.StatusBlocked): 1, shownFailed: 2,
+	string(agentbridge.StatusRunning): 3, shownDone: 4, shownInterrupted: 5,
+	string(agentbridge.StatusIdle): 6, shownExited: 7,
 }
 
-// statusColor is the ANSI SGR code of each status.
-var statusColor = map[agentbridge.Status]string{
-	agentbridge.StatusWaiting: "1;33", // bold yellow: needs you
-	agentbridge.StatusBlocked: "1;31", // bold red
-	agentbridge.StatusRunning: "32",   // green
-	agentbridge.StatusDone:    "36",   // cyan
-	agentbridge.StatusIdle:    "2",    // dim
-	agentbridge.StatusExited:  "2",
+// statusColor is the ANSI SGR code of each shown status.
+var statusColor = map[string]string{
+	string(agentbridge.StatusWaiting): "1;33", // bold yellow: needs you
+	string(agentbridge.StatusBlocked): "1;31", // bold red
+	shownFailed:                       "31",   // red
+	string(agentbridge.StatusRunning): "32",   // green
+	shownDone:                         "36",   // cyan
+	shownInterrupted:                  "36",
+	string(agentbridge.StatusIdle):    "2", // dim
+	shownExited:                       "2",
 }
 
 // writeTable prints the sessions as an aligned table: id, harness, status,
@@ -157,7 +190,7 @@ var statusColor = map[agentbridge.Status]string{
 func writeTable(w io.Writer, entries []sessionEntry, st tableStyle) error {
 	entries = slices.Clone(entries)
 	slices.SortStableFunc(entries, func(a, b sessionEntry) int {
-		if d := rank(a.Snapshot.Status) - rank(b.Snapshot.Status); d != 0 {
+		if d := rank(shownStatus(&a)) - rank(shownStatus(&b)); d != 0 {
 			return d
 		}
 		if a.Snapshot.LastTurnEndedAt != b.Snapshot.LastTurnEndedAt {
@@ -199,7 +232,7 @@ func writeTable(w io.Writer, entries []sessionEntry, st tableStyle) error {
 		r := []string{
 			ids[i],
 			cell(s.Harness),
-			cell(string(s.Status)),
+			cell(shownStatus(&e)),
 			age(s.LastTurnEndedAt, st.now),
 			title,
 			cell(tilde(s.Cwd, st.home)),
@@ -239,7 +272,7 @@ func writeTable(w io.Writer, entries []sessionEntry, st tableStyle) error {
 				pad = strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2)
 			}
 			if st.color && i == colorCol && n > 0 {
-				if code, ok := statusColor[agentbridge.Status(c)]; ok {
+				if code, ok := statusColor[c]; ok {
 					c = "\x1b[" + code + "m" + c + "\x1b[0m"
 				}
 			}
@@ -287,7 +320,7 @@ func shortIDs(ids []string) []string {
 	return out
 }
 
-func rank(s agentbridge.Status) int {
+func rank(s string) int {
 	if r, ok := statusOrder[s]; ok {
 		return r
 	}

@@ -26,19 +26,25 @@ func ago(d time.Duration) int64 { return tableNow.Add(-d).UnixMilli() }
 
 func TestWriteTable(t *testing.T) {
 	entries := []sessionEntry{
-		{"codex", agentbridge.Snapshot{ID: "c1", Harness: "codex", Status: "done", Title: "Refactor the parser", Cwd: "/home/u/src/parser", LastTurnEndedAt: ago(5 * time.Minute)}, ""},
-		{"claude-code", agentbridge.Snapshot{ID: "a1", Harness: "claude-code", Status: "running", Title: "Fix tests", Cwd: "/home/u"}, ""},
-		{"claude-code", agentbridge.Snapshot{ID: "a2", Harness: "claude-code", Status: "waiting", WaitingFor: "Approve", Title: "Deploy\x1b[31m now", Cwd: "/srv/app", LastTurnEndedAt: ago(3 * 24 * time.Hour)}, ""},
-		{"codex", agentbridge.Snapshot{ID: "c2", Harness: "codex", Status: "done", Cwd: "/home/user2/x", LastTurnEndedAt: ago(30 * time.Second)}, ""},
-		{"codex", agentbridge.Snapshot{ID: "c3", Harness: "codex", Status: "exited", Title: strings.Repeat("é", 70)}, ""},
+		{"codex", agentbridge.Snapshot{ID: "c1", Harness: "codex", Status: "idle", LastTurn: "completed", Title: "Refactor the parser", Cwd: "/home/u/src/parser", LastTurnEndedAt: ago(5 * time.Minute)}, "", nil},
+		{"claude-code", agentbridge.Snapshot{ID: "a1", Harness: "claude-code", Status: "running", Title: "Fix tests", Cwd: "/home/u"}, "", nil},
+		{"claude-code", agentbridge.Snapshot{ID: "a2", Harness: "claude-code", Status: "waiting", WaitingFor: "Approve", Title: "Deploy\x1b[31m now", Cwd: "/srv/app", LastTurnEndedAt: ago(3 * 24 * time.Hour)}, "", nil},
+		{"codex", agentbridge.Snapshot{ID: "c2", Harness: "codex", Status: "idle", LastTurn: "completed", Cwd: "/home/user2/x", LastTurnEndedAt: ago(30 * time.Second)}, "", nil},
+		{"codex", agentbridge.Snapshot{ID: "c3", Harness: "codex", Status: "idle", LastTurn: "completed", Title: strings.Repeat("é", 70)}, "", &agentbridge.Ended{At: ago(time.Minute)}},
+		{"codex", agentbridge.Snapshot{ID: "c4", Harness: "codex", Status: "idle", LastTurn: "failed", Error: "API Error: 529", LastTurnEndedAt: ago(time.Hour)}, "", nil},
+		{"codex", agentbridge.Snapshot{ID: "c5", Harness: "codex", Status: "idle", LastTurn: "interrupted", LastTurnEndedAt: ago(2 * time.Hour)}, "", nil},
+		{"codex", agentbridge.Snapshot{ID: "c6", Harness: "codex", Status: "idle"}, "", nil},
 	}
 	want := strings.Join([]string{
-		"ID  HARNESS      STATUS   AGE  TITLE                                                         CWD",
-		"a2  claude-code  waiting  3d   Deploy [31m now                                               /srv/app",
-		"a1  claude-code  running  -    Fix tests                                                     ~",
-		"c2  codex        done     30s  -                                                             /home/user2/x",
-		"c1  codex        done     5m   Refactor the parser                                           ~/src/parser",
-		"c3  codex        exited   -    " + strings.Repeat("é", 59) + "…  -",
+		"ID  HARNESS      STATUS       AGE  TITLE                                                         CWD",
+		"a2  claude-code  waiting      3d   Deploy [31m now                                               /srv/app",
+		"c4  codex        failed       1h   -                                                             -",
+		"a1  claude-code  running      -    Fix tests                                                     ~",
+		"c2  codex        done         30s  -                                                             /home/user2/x",
+		"c1  codex        done         5m   Refactor the parser                                           ~/src/parser",
+		"c5  codex        interrupted  2h   -                                                             -",
+		"c6  codex        idle         -    -                                                             -",
+		"c3  codex        exited       -    " + strings.Repeat("é", 59) + "…  -",
 		"",
 	}, "\n")
 	var b bytes.Buffer
@@ -55,8 +61,8 @@ func TestWriteTable(t *testing.T) {
 
 func TestWriteTableColor(t *testing.T) {
 	entries := []sessionEntry{
-		{"codex", agentbridge.Snapshot{ID: "w", Harness: "codex", Status: "waiting"}, ""},
-		{"codex", agentbridge.Snapshot{ID: "r", Harness: "codex", Status: "running"}, ""},
+		{"codex", agentbridge.Snapshot{ID: "w", Harness: "codex", Status: "waiting"}, "", nil},
+		{"codex", agentbridge.Snapshot{ID: "r", Harness: "codex", Status: "running"}, "", nil},
 	}
 	var b bytes.Buffer
 	if err := writeTable(&b, entries, tableStyle{now: tableNow, color: true}); err != nil {
@@ -249,10 +255,10 @@ func TestSessionsFlagErrors(t *testing.T) {
 func TestWriteTableIDs(t *testing.T) {
 	long := strings.Repeat("long title ", 10)
 	entries := []sessionEntry{
-		{"codex", agentbridge.Snapshot{ID: "019e5615-9632-7740-b2cf-3061e4ff06e2", Harness: "codex", Status: "running", Title: long}, ""},
-		{"codex", agentbridge.Snapshot{ID: "019e5615-9f00-7000-8000-000000000000", Harness: "codex", Status: "running"}, ""},
-		{"claude-code", agentbridge.Snapshot{ID: "8a525d27-2ad4-4f5e-a8b0-7a3b1d2c9e10", Harness: "claude-code", Status: "running"}, ""},
-		{"example", agentbridge.Snapshot{ID: "short-id", Harness: "example-agent", Status: "running"}, ""},
+		{"codex", agentbridge.Snapshot{ID: "019e5615-9632-7740-b2cf-3061e4ff06e2", Harness: "codex", Status: "running", Title: long}, "", nil},
+		{"codex", agentbridge.Snapshot{ID: "019e5615-9f00-7000-8000-000000000000", Harness: "codex", Status: "running"}, "", nil},
+		{"claude-code", agentbridge.Snapshot{ID: "8a525d27-2ad4-4f5e-a8b0-7a3b1d2c9e10", Harness: "claude-code", Status: "running"}, "", nil},
+		{"example", agentbridge.Snapshot{ID: "short-id", Harness: "example-agent", Status: "running"}, "", nil},
 	}
 	var b bytes.Buffer
 	if err := writeTable(&b, entries, tableStyle{now: tableNow}); err != nil {
@@ -287,8 +293,8 @@ func TestWriteTableIDs(t *testing.T) {
 
 func TestWriteTableHostColumn(t *testing.T) {
 	entries := []sessionEntry{
-		{"codex", agentbridge.Snapshot{ID: "a", Harness: "codex", Status: "running"}, "devbox"},
-		{"codex", agentbridge.Snapshot{ID: "a", Harness: "codex", Status: "running"}, ""},
+		{"codex", agentbridge.Snapshot{ID: "a", Harness: "codex", Status: "running"}, "devbox", nil},
+		{"codex", agentbridge.Snapshot{ID: "a", Harness: "codex", Status: "running"}, "", nil},
 	}
 	var b bytes.Buffer
 	if err := writeTable(&b, entries, tableStyle{now: tableNow, host: true, color: true}); err != nil {
@@ -309,7 +315,7 @@ func TestWriteTableHostColumn(t *testing.T) {
 // value with those characters escaped.
 func TestTerminalTextIsNeutralised(t *testing.T) {
 	title := "invoice\u202Etxt.exe \u2066x\u2069 id\u200B \u009B31mred\u001b[2J"
-	entries := []sessionEntry{{"codex", agentbridge.Snapshot{ID: "s\u200B1", Harness: "codex", Status: "running", Title: title}, ""}}
+	entries := []sessionEntry{{"codex", agentbridge.Snapshot{ID: "s\u200B1", Harness: "codex", Status: "running", Title: title}, "", nil}}
 	var b bytes.Buffer
 	if err := writeTable(&b, entries, tableStyle{now: tableNow, wide: true}); err != nil {
 		t.Fatal(err)

@@ -59,11 +59,21 @@ func hardOpenStream(t *testing.T, s *hardServe, path string) (net.Conn, *bufio.R
 	return c, br
 }
 
-// hardShutdownBound is how long a shutdown with open or abandoned streams may
-// take. A clean run takes tens of milliseconds; the bug it guards against
-// (Shutdown waiting on stream connections) took seconds. Generous for a
-// loaded machine, well below serve's 5 s grace.
-const hardShutdownBound = 2 * time.Second
+// forcedShutdown is what serve logs when requests were still open when its
+// shutdown grace ran out and it had to close them. A stream must end with
+// the base context (at once), so a shutdown with open or abandoned streams
+// never gets there: checking the log rather than the time the shutdown
+// took keeps the test independent of the machine's load.
+const forcedShutdown = "requests still open at shutdown"
+
+// checkGraceful fails the test when the bridge's shutdown had to force its
+// connections closed.
+func checkGraceful(t *testing.T, stderr fmt.Stringer, what string) {
+	t.Helper()
+	if strings.Contains(stderr.String(), forcedShutdown) {
+		t.Errorf("the shutdown waited out its grace with %s: a stream did not end with the base context:\n%s", what, stderr)
+	}
+}
 
 // TestHardeningShutdownIsBoundedWithStreams: the bridge exits promptly on
 // cancel whether its stream clients are still reading, have aborted (closed
@@ -93,12 +103,8 @@ func TestHardeningShutdownIsBoundedWithStreams(t *testing.T) {
 				if tc.name == "reading client" {
 					go io.Copy(io.Discard, br)
 				}
-				// Let the server notice an abort first, as it does in the field.
-				time.Sleep(100 * time.Millisecond)
 				took := s.stop(t)
-				if took > hardShutdownBound {
-					t.Errorf("shutdown took %v with a %s on %s, want under %v", took, tc.name, path, hardShutdownBound)
-				}
+				checkGraceful(t, s.Stderr, "a "+tc.name+" on "+path)
 				t.Logf("shutdown took %v", took)
 			})
 		}
@@ -158,9 +164,11 @@ func TestHardeningShutdownWithStuckStream(t *testing.T) {
 	c.(*net.TCPConn).SetReadBuffer(1024)
 	start := time.Now()
 	fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", s.Addr, s.Token)
-	// Wait until the client is subscribed, then give its initial reset a
-	// moment to fill the buffers; it must still be connected (not cut off)
-	// so that the shutdown below meets a blocked write.
+	// Wait until the client is subscribed: from then on the server writes
+	// it a reset larger than every buffer between them, which it cannot
+	// finish while the client reads nothing, so the shutdown meets a write
+	// that is blocked or will block; without the stream's abort on the base
+	// context that write would hold the shutdown past its grace.
 	clients := func() string {
 		req, _ := http.NewRequest("GET", "http://"+s.Addr+"/metrics", nil)
 		req.Header.Set("Authorization", "Bearer "+s.Token)
@@ -177,16 +185,13 @@ func TestHardeningShutdownWithStuckStream(t *testing.T) {
 		}
 		return "?"
 	}
-	for clients() != "1" && time.Since(start) < 8*time.Second {
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
-	if n := clients(); n != "1" || time.Since(start) > 9*time.Second {
-		t.Logf("the stuck client was not connected at the shutdown (%s clients, %v after connecting); this run checks less", n, time.Since(start))
+	for n := clients(); n != "1"; n = clients() {
+		if time.Since(start) > time.Minute {
+			t.Fatalf("the stuck client never subscribed (%s clients)", n)
+		}
+		time.Sleep(20 * time.Millisecond) // the test's look at /metrics, not a wait for time
 	}
 	took := s.stop(t)
-	if took > hardShutdownBound {
-		t.Errorf("shutdown took %v with a stuck stream client, want under %v", took, hardShutdownBound)
-	}
+	checkGraceful(t, s.Stderr, "a stuck stream client")
 	t.Logf("shutdown took %v", took)
 }

@@ -14,14 +14,18 @@ import (
 
 func newValidateCmd(a *app) *cobra.Command {
 	var harnesses []string
-	var asJSON bool
+	var asJSON, host bool
 	cmd := &cobra.Command{
 		Use:   "validate snapshot|reset|diagnostic|event FILE|-",
 		Short: "check a snapshot, reset, diagnostic or event offline: validate KIND FILE|-",
 		Long: `Check a snapshot, reset, diagnostic or event document (from FILE, or stdin
-for -) against the host's rules, offline: no bridge needs to run. Every issue
-is printed on a line of its own as "PATH CODE: message"; the exit status is
-1 when there is any.`,
+for -) offline: no bridge needs to run. By default a snapshot, reset or
+diagnostic is checked by the bridge's rules (the Terminay host's, with pid and
+cwd optional and a few stricter rules); --host checks it by the host's own
+rules exactly (pid and cwd required, nothing stricter): what Terminay would
+accept. Events are the bridge's own vocabulary either way. Every issue is
+printed on a line of its own as "PATH CODE: message"; the exit status is 1
+when there is any.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usagef("want two arguments, KIND and FILE (or - for stdin), got %d", len(args))
@@ -47,10 +51,15 @@ is printed on a line of its own as "PATH CODE: message"; the exit status is
 					}
 				}
 			}
-			return validateDoc(args[0], args[1], enabled, asJSON, a.stdin, a.stdout)
+			prof := validate.Bridge
+			if host {
+				prof = validate.Host
+			}
+			return validateDoc(args[0], args[1], enabled, prof, asJSON, a.stdin, a.stdout)
 		},
 	}
 	cmd.Flags().StringSliceVar(&harnesses, "harnesses", nil, "the enabled harness `ids` to check snapshots against (comma list; default: no harness check)")
+	cmd.Flags().BoolVar(&host, "host", false, "check by the Terminay host's own rules (pid and cwd required), as POST /v1/validate/{kind}?profile=host does")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"valid": bool, "issues": [...]}, as POST /v1/validate/{kind} answers`)
 	return cmd
 }
@@ -59,16 +68,16 @@ is printed on a line of its own as "PATH CODE: message"; the exit status is
 // body limit.
 const maxValidateInput = 1 << 20
 
-// validateDoc checks a document locally, with the bridge's own rules. It
-// prints one issue a line ("PATH CODE: MESSAGE") and returns errExit1 when
-// there is any.
-func validateDoc(kind, name string, enabled validate.Harnesses, asJSON bool, stdin io.Reader, stdout io.Writer) error {
+// validateDoc checks a document locally under a profile. It prints one
+// issue a line ("PATH CODE: MESSAGE") and returns errExit1 when there is
+// any.
+func validateDoc(kind, name string, enabled validate.Harnesses, prof validate.Profile, asJSON bool, stdin io.Reader, stdout io.Writer) error {
 	check := validate.Kinds[kind]
 	raw, err := readInput(name, stdin)
 	if err != nil {
 		return err
 	}
-	issues := check(raw, enabled)
+	issues := check(raw, enabled, prof)
 	if asJSON {
 		if issues == nil {
 			issues = []validate.Issue{}

@@ -41,7 +41,15 @@ func TestValidateCommand(t *testing.T) {
 			wantErr: errExit1, wantCodes: []string{"duplicate"}},
 		{name: "diagnostic", args: []string{"diagnostic", "-"}, stdin: `{"code":"watch-failed","message":"the watch failed"}`, wantOut: "valid\n"},
 		{name: "bad diagnostic code", args: []string{"diagnostic", "-"}, stdin: `{"code":"Watch Failed","message":"x"}`,
-			wantErr: errExit1, wantCodes: []string{"invalid_string"}, wantPaths: []string{"$.code"}},
+			wantErr: errExit1, wantCodes: []string{"invalid_id"}, wantPaths: []string{"$.code"}},
+		{name: "the bridge takes a snapshot without pid and cwd", args: []string{"snapshot", "-"}, stdin: `{"id":"s1","harness":"codex","status":"idle"}`, wantOut: "valid\n"},
+		{name: "the host does not", args: []string{"--host", "snapshot", "-"}, stdin: `{"id":"s1","harness":"codex","status":"idle"}`,
+			wantErr: errExit1, wantCodes: []string{"invalid_integer", "invalid_string"}, wantPaths: []string{"$.pid", "$.cwd"}},
+		{name: "the host takes an id the bridge does not", args: []string{"--host", "snapshot", "-"},
+			stdin: `{"id":"a b/c","harness":"codex","pid":7,"cwd":"/w/./x","title":"tab\tin it"}`, wantOut: "valid\n"},
+		{name: "the host profile on a reset", args: []string{"--host", "reset", "-"},
+			stdin:   `[{"id":"a","harness":"codex","status":"done","pid":7,"cwd":"/w"}]`,
+			wantErr: errExit1, wantCodes: []string{"invalid_enum"}, wantPaths: []string{"$[0].status"}},
 		{name: "event", args: []string{"event", "-"}, stdin: `{"kind":"turn.started","turnId":"t1"}`, wantOut: "valid\n"},
 		{name: "event missing its id", args: []string{"event", "-"}, stdin: `{"kind":"turn.started"}`,
 			wantErr: errExit1, wantCodes: []string{"missing_field"}},
@@ -120,8 +128,8 @@ func TestValidateCommandJSON(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, stdout.String())
 	}
-	if got.Valid || len(got.Issues) != 1 || got.Issues[0].Path != "$.harness" || got.Issues[0].Code != "missing_field" {
-		t.Errorf("got %+v, want one missing_field issue at $.harness", got)
+	if got.Valid || len(got.Issues) != 1 || got.Issues[0].Path != "$.harness" || got.Issues[0].Code != "invalid_string" {
+		t.Errorf("got %+v, want one invalid_string issue at $.harness (the host's code for a missing string)", got)
 	}
 
 	stdout.Reset()

@@ -18,7 +18,10 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // snapshot is the part of a session snapshot the scenarios check.
@@ -76,6 +79,7 @@ type bridge struct {
 	errs    []string               // what the stream did wrong
 	events  map[string][]lifecycle // "source/id" → lifecycle events
 	removed map[string]bool
+	refused map[string]bool // "source/id": the host profile refused it while it ran (told once)
 	changed chan struct{}
 	cancel  context.CancelFunc
 }
@@ -114,7 +118,7 @@ func startBridge(t *testing.T, home string) *bridge {
 	b := &bridge{
 		t: t, base: "http://" + addr, token: "live-token-0123456789abcdef", out: &lockedBuffer{},
 		done:   make(chan struct{}),
-		events: map[string][]lifecycle{}, removed: map[string]bool{}, changed: make(chan struct{}),
+		events: map[string][]lifecycle{}, removed: map[string]bool{}, refused: map[string]bool{}, changed: make(chan struct{}),
 	}
 	b.cmd = exec.Command(agentbridgeBin(t), "serve", "--listen", addr, "--config", cfg)
 	b.cmd.Env = []string{
@@ -243,33 +247,61 @@ func (b *bridge) apply(ev client.Event) error {
 	return nil
 }
 
-// convert turns the bridge's snapshot into the suite's flat form.
-func convert(s agentbridge.Snapshot) snapshot {
+// convert turns the bridge's entry into the suite's flat form; its
+// status is what a user sees (sourcestest.ShownStatus): "done" for an idle
+// session whose turn ended, "exited" for one that has ended.
+func convert(e hub.Entry) snapshot {
 	var out snapshot
-	b, _ := json.Marshal(s)
+	b, _ := json.Marshal(e.Snapshot)
 	_ = json.Unmarshal(b, &out)
+	out.Status = string(sourcestest.ShownStatus(&e.Snapshot, e.Ended))
 	return out
 }
 
-// Sessions returns the sessions of one source.
+// hostCheck records, once per session, a session that runs (running,
+// waiting or blocked, not ended) whose snapshot the Terminay host would
+// refuse: every real CLI's sessions must be host-ready (a live process, a
+// cwd) and pass the host's rules while they run. b.mu must be held.
+func (b *bridge) hostCheck(e hub.Entry) {
+	s := &e.Snapshot
+	if e.Ended != nil || s.Status == agentbridge.StatusIdle {
+		return
+	}
+	k := e.Source + "/" + s.ID
+	if b.refused[k] {
+		return
+	}
+	if is := validate.SnapshotAs(*s, nil, validate.Host); len(is) > 0 {
+		b.refused[k] = true
+		b.errs = append(b.errs, fmt.Sprintf("the host would refuse %s while it is %s: %v", k, s.Status, is))
+	}
+}
+
+// Sessions returns the sessions of one source, each checked by the host's
+// rules (hostCheck).
 func (b *bridge) Sessions(source string) []snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []snapshot
 	for _, e := range b.state.Sessions() {
 		if e.Source == source {
-			out = append(out, convert(e.Snapshot))
+			b.hostCheck(e)
+			out = append(out, convert(e))
 		}
 	}
 	return out
 }
 
-// Session returns one session (ok false when not listed).
+// Session returns one session (ok false when not listed), checked by the
+// host's rules (hostCheck).
 func (b *bridge) Session(source, id string) (snapshot, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s, ok := b.state.Session(source, id)
-	return convert(s), ok
+	e, ok := b.state.EntryOn("", source, id)
+	if ok {
+		b.hostCheck(e)
+	}
+	return convert(e), ok
 }
 
 // History returns the statuses a session went through, repeats folded.
@@ -336,7 +368,7 @@ func (b *bridge) Await(what string, timeout time.Duration, cond func() bool) {
 }
 
 func (b *bridge) await(timeout time.Duration, cond func() bool) error {
-	deadline := time.After(timeout)
+	deadline := time.After(slow(timeout))
 	for {
 		b.mu.Lock()
 		ch := b.changed
@@ -405,7 +437,7 @@ func (b *bridge) dump() string {
 	var sb strings.Builder
 	for _, e := range b.state.Sessions() {
 		k := e.Source + "/" + e.Snapshot.ID
-		fmt.Fprintf(&sb, "\n  %s %s", k, convert(e.Snapshot))
+		fmt.Fprintf(&sb, "\n  %s %s", k, convert(e))
 		var kinds []string
 		for _, ev := range b.events[k] {
 			kinds = append(kinds, strings.TrimSuffix(ev.Kind+":"+ev.Outcome+ev.TurnID, ":"))

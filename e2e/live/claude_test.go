@@ -103,7 +103,7 @@ func (r *claudeRig) headless(prompt string, args ...string) string {
 	cmd := exec.Command(r.bin, append([]string{"-p", prompt}, args...)...)
 	cmd.Dir, cmd.Env = r.cwd, r.env()
 	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
+	out, err := tracked(r.t, cmd).CombinedOutput()
 	if err != nil {
 		r.t.Fatalf("claude -p: %v\n%s\nmodel requests:\n%s", err, out, r.model.Log())
 	}
@@ -269,7 +269,7 @@ func claudeApproval(t *testing.T, c agentCLI, approve bool) {
 	} else {
 		s = r.bridge.AwaitStatus(claudeSource, s.ID, "done", 20*time.Second)
 		_, err := os.Stat(marker)
-		r.checkf(os.IsNotExist(err) && s.LastTurn == "cancelled", "denied: marker %v, %s", err, s)
+		r.checkf(os.IsNotExist(err) && s.LastTurn == "interrupted", "denied: marker %v, %s", err, s)
 	}
 	r.checkf(s.WaitingFor == "", "no waitingFor once done: %s", s)
 	h := r.bridge.History(claudeSource, s.ID)
@@ -291,7 +291,7 @@ func claudeInterrupt(t *testing.T, c agentCLI) {
 	term.Keys("Escape")
 	r.model.AwaitDropped()
 	s = r.bridge.AwaitStatus(claudeSource, s.ID, "done", 20*time.Second)
-	r.checkf(s.LastTurn == "cancelled", "an interrupted turn is cancelled: %s", s)
+	r.checkf(s.LastTurn == "interrupted", "an interrupted turn is cancelled: %s", s)
 	// The next prompt is a turn of its own that completes.
 	term.Keys("C-u")
 	s = r.bridge.againCompletes(term, prompt, claudeSource, s.ID)
@@ -359,14 +359,7 @@ func quit(term *terminal, command string) {
 	term.Type(command)
 	time.Sleep(300 * time.Millisecond)
 	term.Keys("Enter")
-	deadline := time.Now().Add(30 * time.Second)
-	for !term.Dead() {
-		if time.Now().After(deadline) {
-			term.t.Fatalf("the CLI did not quit:\n%s", term.Screen())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	awaitGone(pid, 10*time.Second)
+	term.awaitExit(pid)
 }
 
 // Quit shows exited; `claude --resume <id>` brings the same session back

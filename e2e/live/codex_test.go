@@ -263,7 +263,7 @@ func codexExec(t *testing.T, c agentCLI) {
 	cmd := exec.Command(r.bin, "exec", "--skip-git-repo-check", "answer headless")
 	cmd.Dir, cmd.Env = r.cwd, r.env()
 	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
+	out, err := tracked(r.t, cmd).CombinedOutput()
 	r.checkf(err == nil && strings.Contains(string(out), "Headless answer."), "codex exec: %v\n%s", err, out)
 	s := r.session(20*time.Second, func(s snapshot) bool { return s.Status == "exited" })
 	r.checkf(s.LastTurn == "completed", "exec: %s", s)
@@ -309,7 +309,7 @@ func codexInterrupt(t *testing.T, c agentCLI, daemon bool) {
 	s := r.session(20*time.Second, func(s snapshot) bool { return s.Status == "running" })
 	term.Keys("Escape")
 	s = r.bridge.AwaitStatus(codexSource, s.ID, "done", 20*time.Second)
-	r.checkf(s.LastTurn == "cancelled", "interrupted: %s", s)
+	r.checkf(s.LastTurn == "interrupted", "interrupted: %s", s)
 	s = r.bridge.againCompletes(term, prompt, codexSource, s.ID)
 }
 

@@ -257,7 +257,7 @@ func copilotInterrupt(t *testing.T) {
 	r.model.AwaitDropped()
 	r.bridge.Await("the withdrawn turn to be over", 20*time.Second, func() bool {
 		s, _ = r.bridge.Session(copilotSource, s.ID)
-		return s.Status == "done" && s.LastTurn == "cancelled" || s.Status == "idle" && s.LastTurn == ""
+		return s.Status == "done" && s.LastTurn == "interrupted" || s.Status == "idle" && s.LastTurn == ""
 	})
 	r.checkf(s.PID == pid, "the session keeps its process: %s", s)
 	for _, e := range r.bridge.Events(copilotSource, s.ID) {

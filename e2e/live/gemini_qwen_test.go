@@ -171,6 +171,7 @@ func (r *familyRig) headless(env []string, args ...string) string {
 	cmd.Dir = r.cwd
 	cmd.Env = append(append([]string{}, r.env...), env...)
 	cmd.WaitDelay = 5 * time.Second
+	tracked(r.t, cmd)
 	done := make(chan struct{})
 	var out []byte
 	var err error

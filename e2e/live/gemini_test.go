@@ -140,14 +140,7 @@ func geminiQuit(term *terminal) {
 	term.t.Helper()
 	pid := term.PID()
 	geminiPrompt(term, "/quit")
-	deadline := time.Now().Add(30 * time.Second)
-	for !term.Dead() {
-		if time.Now().After(deadline) {
-			term.t.Fatalf("the CLI did not quit:\n%s", term.Screen())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	awaitGone(pid, 10*time.Second)
+	term.awaitExit(pid)
 }
 
 // checkf fails the test with the rig's chats and model log.
@@ -262,7 +255,7 @@ func geminiApproval(t *testing.T, approve bool) {
 		r.checkf(err == nil && s.LastTurn == "completed", "approved: marker %v, %s", err, s)
 	} else {
 		term.AwaitScreen(30*time.Second, "Request cancelled.")
-		r.checkf(os.IsNotExist(err) && s.LastTurn == "cancelled", "denied: marker %v, %s", err, s)
+		r.checkf(os.IsNotExist(err) && s.LastTurn == "interrupted", "denied: marker %v, %s", err, s)
 	}
 	r.checkf(s.WaitingFor == "", "no waitingFor once done: %s", s)
 	h := r.bridge.History(geminiSource, s.ID)
@@ -291,7 +284,7 @@ func geminiInterrupt(t *testing.T) {
 	term.Keys("Escape")
 	r.model.AwaitDropped()
 	s = r.bridge.AwaitStatus(geminiSource, s.ID, "done", 20*time.Second)
-	r.checkf(s.LastTurn == "cancelled", "an interrupted turn is cancelled: %s", s)
+	r.checkf(s.LastTurn == "interrupted", "an interrupted turn is cancelled: %s", s)
 	term.Keys("C-u")
 	s = r.bridge.againCompletes(term, geminiPrompt, geminiSource, s.ID)
 	h := r.bridge.History(geminiSource, s.ID)

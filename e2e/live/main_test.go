@@ -42,6 +42,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// loadFactor stretches the bound of every wait of the rig (the screen, the
+// bridge's state, the model server's requests). The waits return as soon
+// as what they wait for happens, so a passing run is no slower; the
+// bounds only decide when a wait counts as failed, and a 2-core machine
+// running the suite beside go test -race (CI's load, and more) takes
+// several times longer for a TUI to start than a quiet one.
+const loadFactor = 4
+
+// slow is d stretched by loadFactor.
+func slow(d time.Duration) time.Duration { return d * loadFactor }
+
 // enabled skips the test unless the live suite was asked for.
 func enabled(t *testing.T) {
 	t.Helper()

@@ -175,7 +175,7 @@ func (m *modelServer) notify() {
 // waitFor waits until cond (called with m.mu held) holds.
 func (m *modelServer) waitFor(what string, timeout time.Duration, cond func() bool) {
 	m.t.Helper()
-	deadline := time.After(timeout)
+	deadline := time.After(slow(timeout))
 	for {
 		m.mu.Lock()
 		ok, ch := cond(), m.changed

@@ -109,7 +109,7 @@ func (r *opencodeRig) headless(prompt string) string {
 	cmd := exec.Command(r.bin, "run", "--auto", prompt)
 	cmd.Dir, cmd.Env = r.cwd, r.env()
 	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
+	out, err := tracked(r.t, cmd).CombinedOutput()
 	if err != nil {
 		r.t.Fatalf("opencode run: %v\n%s\nmodel requests:\n%s", err, out, r.model.Log())
 	}
@@ -322,7 +322,7 @@ func opencodeApproval(t *testing.T, approve bool) {
 		r.checkf(err == nil && s.LastTurn == "completed" && inOrder(evs, "tool.started:bash", "wait.started", "wait.finished", "tool.finished:success", "agent.done:success"),
 			"approved: marker %v, %s, events %v", err, s, evs)
 	} else {
-		r.checkf(os.IsNotExist(err) && s.LastTurn == "cancelled" && inOrder(evs, "tool.started:bash", "wait.started", "wait.finished", "tool.finished:error", "agent.done:cancelled"),
+		r.checkf(os.IsNotExist(err) && s.LastTurn == "interrupted" && inOrder(evs, "tool.started:bash", "wait.started", "wait.finished", "tool.finished:error", "agent.done:cancelled"),
 			"rejected: marker %v, %s, events %v", err, s, evs)
 	}
 	r.checkf(s.WaitingFor == "", "no waitingFor once done: %s", s)
@@ -346,7 +346,7 @@ func opencodeInterrupt(t *testing.T) {
 	term.Keys("Escape")
 	r.model.AwaitDropped()
 	s = r.bridge.AwaitStatus(opencodeSource, s.ID, "done", 20*time.Second)
-	r.checkf(s.LastTurn == "cancelled", "an interrupted turn is cancelled: %s", s)
+	r.checkf(s.LastTurn == "interrupted", "an interrupted turn is cancelled: %s", s)
 	s = r.bridge.againCompletes(term, prompt, opencodeSource, s.ID)
 	h := r.bridge.History(opencodeSource, s.ID)
 	r.checkf(equal(h, []string{"idle", "running", "done", "running", "done"}), "statuses %v", h)

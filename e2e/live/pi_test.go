@@ -230,11 +230,11 @@ func piInterrupt(t *testing.T) {
 	s = r.bridge.AwaitOne("the interrupted session", piSource, 20*time.Second, func(s snapshot) bool {
 		return s.Status == "done" && s.PID == pid
 	})
-	r.checkf(s.LastTurn == "cancelled" && s.Title == "first prompt", "an interrupted first turn is cancelled: %s", s)
+	r.checkf(s.LastTurn == "interrupted" && s.Title == "first prompt", "an interrupted first turn is cancelled: %s", s)
 	answer("second prompt", "Second answer.")
 	interrupt("third prompt", func() { r.bridge.AwaitStatus(piSource, s.ID, "running", 20*time.Second) })
 	s = r.bridge.AwaitStatus(piSource, s.ID, "done", 20*time.Second)
-	r.checkf(s.LastTurn == "cancelled", "an interrupted turn is cancelled: %s", s)
+	r.checkf(s.LastTurn == "interrupted", "an interrupted turn is cancelled: %s", s)
 	answer("fourth prompt", "Fourth answer.")
 	h := r.bridge.History(piSource, s.ID)
 	evs := r.bridge.Events(piSource, s.ID)

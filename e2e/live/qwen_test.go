@@ -163,7 +163,7 @@ func qwenApproval(t *testing.T, approve bool) {
 		term.AwaitNoScreen(30*time.Second, "Allow execution")
 		s = r.bridge.AwaitStatus(qwenSource, s.ID, "done", 20*time.Second)
 		_, err := os.Stat(marker)
-		r.checkf(os.IsNotExist(err) && s.LastTurn == "cancelled", "denied: marker %v, %s", err, s)
+		r.checkf(os.IsNotExist(err) && s.LastTurn == "interrupted", "denied: marker %v, %s", err, s)
 	}
 	r.checkf(s.WaitingFor == "", "no waitingFor once done: %s", s)
 	h := r.bridge.History(qwenSource, s.ID)

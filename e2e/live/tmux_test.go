@@ -2,7 +2,6 @@ package live
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -17,28 +16,36 @@ import (
 type terminal struct {
 	t      *testing.T
 	socket string
+	procs  *procSet
 }
 
 var tmuxN atomic.Int64
 
 // openTerminal runs argv with exactly env (nothing inherited) in cwd, in a
-// fresh 160×45 tmux window.
+// fresh 160×45 tmux window. The test ends only once the CLI's whole
+// process tree has exited (see procSet).
 func openTerminal(t *testing.T, cwd string, env []string, argv ...string) *terminal {
 	t.Helper()
-	term := &terminal{t: t, socket: fmt.Sprintf("abl-%d-%d", time.Now().UnixNano()%1e9, tmuxN.Add(1))}
+	term := &terminal{t: t, socket: fmt.Sprintf("abl-%d-%d", time.Now().UnixNano()%1e9, tmuxN.Add(1)), procs: newProcSet()}
 	cmd := append([]string{"env", "-i"}, env...)
+	cmd = append(cmd, term.procs.env)
 	cmd = append(cmd, argv...)
 	quoted := make([]string, len(cmd))
 	for i, a := range cmd {
 		quoted[i] = shellQuote(a)
 	}
-	args := []string{"new-session", "-d", "-x", "160", "-y", "45", "-c", cwd, strings.Join(quoted, " ")}
+	// Keep the pane after the CLI exits, so its last screen can be read:
+	// set before the pane exists, so that a CLI that exits at once keeps
+	// it too.
+	args := []string{"start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
+		"new-session", "-d", "-x", "160", "-y", "45", "-c", cwd, strings.Join(quoted, " ")}
 	if out, err := term.tmux(args...); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
-	// Keep the pane after the CLI exits, so its last screen can be read.
-	term.tmux("set-option", "-g", "remain-on-exit", "on")
 	t.Cleanup(term.close)
+	// tmux makes the pane's process a session leader: everything it starts
+	// is in its session unless it leaves it (then the marker finds it).
+	term.procs.sids = []int{term.PID()}
 	return term
 }
 
@@ -51,43 +58,15 @@ func (term *terminal) tmux(args ...string) (string, error) {
 	return string(out), err
 }
 
-// close ends the tmux server and waits (bounded) for the CLI to be gone,
-// so that nothing writes into the test's directories after the test.
+// close ends the tmux server (the pane's process group gets SIGHUP), asks
+// the CLI's other processes to end too (SIGTERM: a daemon it started in a
+// session of its own gets no hangup), and waits until every one of them
+// has exited, so that nothing writes into the test's directories after
+// the test.
 func (term *terminal) close() {
-	out, _ := term.tmux("display-message", "-p", "#{pane_pid}")
-	pid, _ := strconv.Atoi(strings.TrimSpace(out))
 	term.tmux("kill-server")
-	if pid > 0 {
-		awaitGone(pid, 10*time.Second)
-	}
-}
-
-// alive reports whether pid exists and is not a zombie (a CLI that
-// exited under tmux stays a zombie until tmux reaps it).
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
-		return b[i+2] != 'Z' && b[i+2] != 'X'
-	}
-	return true
-}
-
-// awaitGone waits until pid no longer runs, killing it after timeout.
-func awaitGone(pid int, timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			deadline = time.Now().Add(timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	term.procs.signal(syscall.SIGTERM)
+	term.procs.await(term.t, 30*time.Second)
 }
 
 // PID is the pid of the pane's process (the CLI: env execs it).
@@ -102,12 +81,6 @@ func (term *terminal) PID() int {
 		term.t.Fatalf("tmux pane_pid: %q", out)
 	}
 	return pid
-}
-
-// Dead reports whether the pane's process has exited.
-func (term *terminal) Dead() bool {
-	out, _ := term.tmux("display-message", "-p", "#{pane_dead}")
-	return strings.TrimSpace(out) == "1"
 }
 
 // Screen is the visible text of the pane.
@@ -163,7 +136,7 @@ func (term *terminal) AwaitNoScreen(timeout time.Duration, text string) string {
 }
 
 func (term *terminal) waitScreen(timeout time.Duration, ok func(string) bool) (string, bool) {
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(slow(timeout))
 	for {
 		s := term.Screen()
 		if ok(s) {
@@ -173,5 +146,15 @@ func (term *terminal) waitScreen(timeout time.Duration, ok func(string) bool) (s
 			return s, false
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// awaitExit waits for the pane's process pid to exit after it was told
+// to quit (an event on its pidfd, with a bound only for a CLI that never
+// quits).
+func (term *terminal) awaitExit(pid int) {
+	term.t.Helper()
+	if len(awaitExit([]int{pid}, 2*time.Minute)) > 0 {
+		term.t.Fatalf("the CLI did not quit:\n%s", term.Screen())
 	}
 }

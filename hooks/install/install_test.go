@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentbridge/agentbridge/hooks"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 )
 
 const prog = "/opt/agent bridge/bin/agentbridge"
@@ -328,7 +329,7 @@ func TestFIFOIsRefused(t *testing.T) {
 	home := t.TempDir()
 	tg := Target{Harness: "claude-code", Home: home}
 	if err := unix.Mkfifo(tg.HooksFile(), 0o644); err != nil {
-		t.Skip(err)
+		testenv.Missing(t, "%v", err)
 	}
 	if _, err := Install(tg, Command(prog, "claude-code")); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("install into a FIFO: %v", err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/godbus/dbus/v5"
 )
 
@@ -22,7 +23,7 @@ func Bus(t testing.TB) string {
 	t.Helper()
 	bin, err := exec.LookPath("dbus-daemon")
 	if err != nil {
-		t.Skip("dbus-daemon is not installed (apt package dbus)")
+		testenv.Missing(t, "dbus-daemon is not installed (apt package dbus)")
 	}
 	cmd := exec.Command(bin, "--session", "--nofork", "--print-address")
 	out, err := cmd.StdoutPipe()

@@ -53,7 +53,7 @@ func TestReadRefusesHostileFiles(t *testing.T) {
 	for name, path := range hostile(t, dir) {
 		start := time.Now()
 		b, err := Read(path, 64<<10)
-		if took := time.Since(start); took > 2*time.Second {
+		if took := time.Since(start); took > time.Minute { // a wait, not a speed
 			t.Errorf("%s: Read took %v, want no wait", name, took)
 		}
 		if !errors.Is(err, want[name]) || b != nil {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/internal/testenv"
 )
 
 // Flags for Hold.
@@ -55,7 +57,7 @@ func Start(t testing.TB, cmd *exec.Cmd) *exec.Cmd {
 			continue
 		}
 		if err != nil {
-			t.Skipf("cannot start a child process: %v", err)
+			testenv.Missing(t, "cannot start a child process: %v", err)
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		return cmd
@@ -69,14 +71,14 @@ func Named(t testing.TB, name string) string {
 	t.Helper()
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
-		t.Skipf("needs sleep(1): %v", err)
+		testenv.Missing(t, "needs sleep(1): %v", err)
 	}
 	if name == "" || name == "sleep" {
 		return sleep
 	}
 	data, err := os.ReadFile(sleep)
 	if err != nil {
-		t.Skipf("cannot copy sleep(1): %v", err)
+		testenv.Missing(t, "cannot copy sleep(1): %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(bin, data, 0o755); err != nil {

@@ -76,24 +76,27 @@ func TestTerminayManifestMatchesRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Terminay reads the manifest from the "terminay" key of package.json.
 	var pkg struct {
-		Contributes struct {
-			AgentSessionSources []struct {
-				Harnesses []struct {
-					ID          string `json:"id"`
-					DisplayName string `json:"displayName"`
-				} `json:"harnesses"`
-				EnvironmentVariables []string `json:"environmentVariables"`
-			} `json:"agentSessionSources"`
-		} `json:"contributes"`
+		Terminay struct {
+			Contributes struct {
+				AgentSessionSources []struct {
+					Harnesses []struct {
+						ID          string `json:"id"`
+						DisplayName string `json:"displayName"`
+					} `json:"harnesses"`
+					EnvironmentVariables []string `json:"environmentVariables"`
+				} `json:"agentSessionSources"`
+			} `json:"contributes"`
+		} `json:"terminay"`
 	}
 	if err := json.Unmarshal(data, &pkg); err != nil {
 		t.Fatal(err)
 	}
-	if len(pkg.Contributes.AgentSessionSources) != 1 {
-		t.Fatalf("manifest declares %d sources, want 1", len(pkg.Contributes.AgentSessionSources))
+	if len(pkg.Terminay.Contributes.AgentSessionSources) != 1 {
+		t.Fatalf("manifest declares %d sources, want 1", len(pkg.Terminay.Contributes.AgentSessionSources))
 	}
-	decl := pkg.Contributes.AgentSessionSources[0]
+	decl := pkg.Terminay.Contributes.AgentSessionSources[0]
 	declared := map[string]string{}
 	for _, h := range decl.Harnesses {
 		declared[h.ID] = h.DisplayName

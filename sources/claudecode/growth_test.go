@@ -84,6 +84,7 @@ func TestRecordedGrowth(t *testing.T) {
 					time.Sleep(time.Millisecond)
 				}
 			}
+			want.Status = sourcestest.ShownStatus(&want, nil) // waitFor's view
 			wj, _ := json.Marshal(want)
 			e.view.waitFor(t, "final state", sid, func(s agentbridge.Snapshot, ok bool) bool {
 				gj, _ := json.Marshal(s)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
@@ -24,9 +25,9 @@ import (
 
 // Bounds of TestHostileHome: what the attacks in place may cost.
 const (
-	hostileHeap = 32 << 20 // heap growth
-	hostileRSS  = 64 << 20 // VmRSS growth
-	hostileStop = 2 * time.Second
+	hostileHeap = 32 << 20    // heap growth
+	hostileRSS  = 64 << 20    // VmRSS growth
+	hostileStop = time.Minute // a Run that has not returned by then hangs
 )
 
 // attack plants one hostile side file, made unique by n, in a home whose
@@ -92,7 +93,7 @@ func vmRSS(t *testing.T) int64 {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		t.Skipf("no /proc/self/status: %v", err)
+		testenv.Missing(t, "no /proc/self/status: %v", err)
 	}
 	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
 		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
@@ -100,7 +101,7 @@ func vmRSS(t *testing.T) int64 {
 			return kb << 10
 		}
 	}
-	t.Skip("no VmRSS")
+	testenv.Missing(t, "no VmRSS")
 	return 0
 }
 
@@ -166,7 +167,7 @@ func hostileHome(t *testing.T, planted []attack) {
 	})
 	bound := func(id string, pid int) func(*sourcestest.Hub) bool {
 		return func(h *sourcestest.Hub) bool {
-			s, ok := h.Snapshot(id)
+			s, ok := h.Shown(id)
 			return ok && s.PID == pid && s.Status == agentbridge.StatusRunning
 		}
 	}
@@ -186,7 +187,7 @@ func hostileHome(t *testing.T, planted []attack) {
 		t.Fatal(err)
 	}
 	h.WaitFor(t, "a registry change after the attacks", func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot(sid)
+		s, ok := h.Shown(sid)
 		return ok && s.Status == agentbridge.StatusWaiting
 	})
 	h.WaitFor(t, "typed diagnostics", func(h *sourcestest.Hub) bool {
@@ -262,7 +263,7 @@ func TestRegistryNamesAnotherProgram(t *testing.T) {
 		}
 		return false
 	})
-	if s, ok := h.Snapshot(sid); !ok || s.PID == other.Process.Pid || s.Status != agentbridge.StatusExited {
+	if s, ok := h.Shown(sid); !ok || s.PID == other.Process.Pid || s.Status != sourcestest.StatusExited {
 		t.Errorf("session %+v (found %v): want it exited, not bound to the other program", s, ok)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // TestIdleEndsTurn: an Escape before the model's first output writes no
@@ -34,8 +35,8 @@ func TestIdleEndsTurn(t *testing.T) {
 	v.waitFor(t, "busy read", sid, func(s agentbridge.Snapshot, ok bool) bool { return ok && s.Title == "Waiting" })
 	e.registry(pid, sid, "idle", "", 1200)
 	start := time.Now()
-	s := v.waitFor(t, "idle past the grace", sid, status(agentbridge.StatusDone))
-	if s.LastTurn != agentbridge.LastTurnCancelled {
+	s := v.waitFor(t, "idle past the grace", sid, status(sourcestest.StatusDone))
+	if s.LastTurn != agentbridge.LastTurnInterrupted {
 		t.Errorf("lastTurn %q, want cancelled (no reply came)", s.LastTurn)
 	}
 	if d := time.Since(start); d < idleGrace/2 {
@@ -51,7 +52,7 @@ func TestIdleEndsTurn(t *testing.T) {
 	e.append(tr, reply(sid, 4, "partial", ""))
 	e.registry(pid, sid, "idle", "", 1400)
 	e.append(tr, rec(sid, 5, "system", `"subtype":"turn_duration","durationMs":10`))
-	s = v.waitFor(t, "turn_duration", sid, status(agentbridge.StatusDone))
+	s = v.waitFor(t, "turn_duration", sid, status(sourcestest.StatusDone))
 	if s.LastTurn != agentbridge.LastTurnCompleted {
 		t.Errorf("lastTurn %q, want completed", s.LastTurn)
 	}

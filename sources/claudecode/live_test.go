@@ -20,6 +20,7 @@ import (
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc/proctest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/sse"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -73,7 +74,7 @@ func (v *streamView) apply(ev client.Event) {
 		v.trail = map[string][]agentbridge.Status{}
 	}
 	for _, e := range v.state.Sessions() {
-		id, st := e.Snapshot.ID, e.Snapshot.Status
+		id, st := e.Snapshot.ID, sourcestest.ShownStatus(&e.Snapshot, e.Ended)
 		if tr := v.trail[id]; len(tr) == 0 || tr[len(tr)-1] != st {
 			v.trail[id] = append(tr, st)
 		}
@@ -109,12 +110,14 @@ func (v *streamView) apply(ev client.Event) {
 }
 
 // waitFor waits (up to 10 s) until the session's snapshot satisfies ok.
+// The snapshot's status is what a user sees (sourcestest.ShownStatus).
 func (v *streamView) waitFor(t *testing.T, step, id string, ok func(s agentbridge.Snapshot, found bool) bool) agentbridge.Snapshot {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		v.mu.Lock()
 		snap, found := v.state.Session(SourceID, id)
+		snap.Status = sourcestest.ShownStatus(&snap, v.state.Ended(SourceID, id))
 		errs := append([]string(nil), v.errs...)
 		v.mu.Unlock()
 		if len(errs) > 0 {
@@ -343,7 +346,7 @@ func TestLiveSession(t *testing.T) {
 	e.append(tr, reply(sid, 7, "Two files.", "end_turn"),
 		rec(sid, 8, "system", `"subtype":"turn_duration","durationMs":8000`))
 	e.registry(pid, sid, "idle", "", 1400)
-	s = v.waitFor(t, "turn end", sid, status(agentbridge.StatusDone))
+	s = v.waitFor(t, "turn end", sid, status(sourcestest.StatusDone))
 	if s.LastTurn != agentbridge.LastTurnCompleted {
 		t.Errorf("lastTurn %q after a turn end", s.LastTurn)
 	}
@@ -351,8 +354,8 @@ func TestLiveSession(t *testing.T) {
 	e.append(tr, prompt(sid, 9, "p-2", "now write an essay"))
 	v.waitFor(t, "second prompt", sid, status(agentbridge.StatusRunning))
 	e.append(tr, rec(sid, 10, "user", `"promptId":"p-2","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]}`))
-	s = v.waitFor(t, "interrupt", sid, status(agentbridge.StatusDone))
-	if s.LastTurn != agentbridge.LastTurnCancelled {
+	s = v.waitFor(t, "interrupt", sid, status(sourcestest.StatusDone))
+	if s.LastTurn != agentbridge.LastTurnInterrupted {
 		t.Errorf("lastTurn %q after an interrupt, want cancelled", s.LastTurn)
 	}
 
@@ -360,7 +363,7 @@ func TestLiveSession(t *testing.T) {
 		rec(sid, 12, "system", `"subtype":"api_error","retryInMs":500,"retryAttempt":1,"maxRetries":10,"error":{"status":529}`))
 	v.waitFor(t, "retry notice is not an end", sid, status(agentbridge.StatusRunning))
 	e.append(tr, rec(sid, 13, "assistant", `"isApiErrorMessage":true,"error":"rate_limit","apiErrorStatus":429,"message":{"model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"API Error: rate limited"}],"stop_reason":"stop_sequence"}`))
-	s = v.waitFor(t, "API error", sid, status(agentbridge.StatusDone))
+	s = v.waitFor(t, "API error", sid, status(sourcestest.StatusDone))
 	if s.LastTurn != agentbridge.LastTurnFailed {
 		t.Errorf("lastTurn %q after an API error, want failed", s.LastTurn)
 	}
@@ -375,7 +378,7 @@ func TestLiveSession(t *testing.T) {
 	if err := proc.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	s = v.waitFor(t, "process killed", sid, status(agentbridge.StatusExited))
+	s = v.waitFor(t, "process killed", sid, status(sourcestest.StatusExited))
 	if s.WaitingFor != "" {
 		t.Errorf("waitingFor %q after exit", s.WaitingFor)
 	}

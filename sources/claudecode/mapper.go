@@ -593,7 +593,18 @@ func (m *Mapper) assistant(r *record, at int64) {
 	}
 }
 
+// apiErrorSummary is the error of a turn an API error ended: the text
+// Claude Code showed the user ("API Error: 529 {…overloaded…}", "Please
+// run /login"), else the error's kind and HTTP status; redacted and bounded
+// to validate.MaxError.
 func apiErrorSummary(r *record) string {
+	for i := range r.msg.content {
+		if b := &r.msg.content[i]; b.Type == "text" {
+			if t := validate.ErrorText(b.text()); t != "" {
+				return t
+			}
+		}
+	}
 	var kind string
 	if len(r.Error) > 0 && r.Error[0] == '"' {
 		_ = json.Unmarshal(r.Error, &kind)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -65,7 +66,7 @@ func run(t *testing.T, infer bool, steps []step) (agentbridge.Snapshot, []agentb
 		}
 		fold(evs)
 	}
-	return s.Snapshot(), all
+	return sourcestest.Shown(s), all
 }
 
 const sid = "s-1"
@@ -90,26 +91,26 @@ func TestMapperRules(t *testing.T) {
 		{name: "a prompt starts a turn", steps: lines(u("fix the bug")),
 			status: agentbridge.StatusRunning, title: "fix the bug"},
 		{name: "turn_duration ends it", steps: lines(u("hi"), reply(sid, 2, "hello", ""), rec(sid, 3, "system", `"subtype":"turn_duration"`)),
-			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi"},
+			status: sourcestest.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi"},
 		{name: "end_turn with no open tool ends it (versions without turn_duration)", steps: lines(u("hi"), reply(sid, 2, "hello", "end_turn")),
-			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi"},
+			status: sourcestest.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi"},
 		{name: "end_turn with an open tool does not", steps: lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{}`), reply(sid, 3, "x", "end_turn")),
 			status: agentbridge.StatusRunning, title: "hi"},
 		{name: "interrupt marker cancels", steps: lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{}`),
 			rec(sid, 3, "user", `"message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}`)),
-			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCancelled, title: "hi"},
+			status: sourcestest.StatusDone, lastTurn: agentbridge.LastTurnInterrupted, title: "hi"},
 		{name: "interrupt with the next prompt appended", steps: lines(u("hi"),
 			rec(sid, 3, "user", `"message":{"role":"user","content":"[Request interrupted by user] do this instead"}`)),
-			status: agentbridge.StatusRunning, lastTurn: agentbridge.LastTurnCancelled, title: "hi"},
+			status: agentbridge.StatusRunning, lastTurn: agentbridge.LastTurnInterrupted, title: "hi"},
 		{name: "API error record fails the turn", steps: lines(u("hi"),
 			rec(sid, 2, "assistant", `"isApiErrorMessage":true,"error":"authentication_failed","apiErrorStatus":401,"message":{"model":"<synthetic>","content":[{"type":"text","text":"Please run /login"}]}`)),
-			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnFailed, title: "hi"},
+			status: sourcestest.StatusDone, lastTurn: agentbridge.LastTurnFailed, title: "hi"},
 		{name: "an api_error retry notice is not an end", steps: lines(u("hi"), rec(sid, 2, "system", `"subtype":"api_error","retryAttempt":1,"maxRetries":10`)),
 			status: agentbridge.StatusRunning, title: "hi"},
 		{name: "compaction is not a new turn", steps: lines(u("hi"), reply(sid, 2, "x", "end_turn"),
 			rec(sid, 3, "system", `"subtype":"compact_boundary","compactMetadata":{"trigger":"auto"}`),
 			rec(sid, 4, "user", `"isCompactSummary":true,"isVisibleInTranscriptOnly":true,"message":{"role":"user","content":"Summary of the conversation"}`)),
-			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi"},
+			status: sourcestest.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi"},
 		{name: "slash commands, caveats, meta and reminders are not prompts", steps: lines(
 			rec(sid, 1, "user", `"message":{"role":"user","content":"<command-name>/model</command-name>"}`),
 			rec(sid, 2, "user", `"message":{"role":"user","content":"<local-command-stdout>ok</local-command-stdout>"}`),
@@ -160,19 +161,19 @@ func TestMapperRules(t *testing.T) {
 		{name: "a reply written block by block, each with end_turn, is one turn", steps: lines(u("hi"),
 			rec(sid, 2, "assistant", `"message":{"model":"m","id":"msg_1","role":"assistant","content":[{"type":"thinking","thinking":"hm"}],"stop_reason":"end_turn"}`),
 			rec(sid, 3, "assistant", `"message":{"model":"m","id":"msg_1","role":"assistant","content":[{"type":"text","text":"hello"}],"stop_reason":"end_turn"}`)),
-			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 1},
+			status: sourcestest.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 1},
 		{name: "a new reply after the end is a new turn", steps: lines(u("hi"), reply(sid, 2, "one", "end_turn"), reply(sid, 3, "two", "end_turn")),
-			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 2},
+			status: sourcestest.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 2},
 		{name: "idle past the grace with no reply: cancelled", steps: []step{step{line: u("hi")}, regStep(RegistryBusy, "", ""), regStep(RegistryIdle, "", ""), idleStep},
-			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCancelled, title: "hi", turns: 1},
+			status: sourcestest.StatusDone, lastTurn: agentbridge.LastTurnInterrupted, title: "hi", turns: 1},
 		{name: "idle past the grace after a reply: completed", steps: []step{step{line: u("hi")}, regStep(RegistryBusy, "", ""), step{line: reply(sid, 2, "partial", "")}, idleStep},
-			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 1},
+			status: sourcestest.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 1},
 		{name: "idle before any busy (the state at the prompt) ends nothing", steps: []step{regStep(RegistryIdle, "", ""), step{line: u("hi")}, regStep(RegistryIdle, "", ""), idleStep},
 			status: agentbridge.StatusRunning, title: "hi", turns: 1},
 		{name: "busy before the prompt was read counts", steps: []step{regStep(RegistryBusy, "", ""), step{line: u("hi")}, regStep(RegistryIdle, "", ""), idleStep},
-			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCancelled, title: "hi", turns: 1},
+			status: sourcestest.StatusDone, lastTurn: agentbridge.LastTurnInterrupted, title: "hi", turns: 1},
 		{name: "idle grace after the journal ended the turn: nothing more", steps: []step{step{line: u("hi")}, step{line: reply(sid, 2, "ok", "end_turn")}, idleStep},
-			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 1},
+			status: sourcestest.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi", turns: 1},
 		{name: "registry approved", steps: append(lines(u("hi"), toolUse(sid, 2, "t1", "Bash", `{}`)), regStep(RegistryWaiting, "approve Bash", "w1"), regStep(RegistryBusy, "", "")),
 			status: agentbridge.StatusRunning, title: "hi"},
 		{name: "registry status closes inferred waits", infer: true, steps: append(lines(u("q"), toolUse(sid, 2, "t1", "AskUserQuestion", `{}`)), regStep(RegistryBusy, "", "")),
@@ -180,7 +181,7 @@ func TestMapperRules(t *testing.T) {
 		{name: "registry waiting before the prompt opens with the turn", steps: append([]step{regStep(RegistryWaiting, "approve Bash", "w1")}, lines(u("hi"))...),
 			status: agentbridge.StatusWaiting, title: "hi", waiting: "approve Bash"},
 		{name: "registry waiting with no turn (a dialog at the prompt) is not shown", steps: append(lines(u("hi"), reply(sid, 2, "x", "end_turn")), regStep(RegistryWaiting, "dialog open", "w1")),
-			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi"},
+			status: sourcestest.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "hi"},
 		{name: "subagent: Agent tool_use to tool_result status", steps: lines(u("go"),
 			toolUse(sid, 2, "ta", "Agent", `{"description":"Survey","subagent_type":"Explore"}`),
 			toolUse(sid, 3, "tb", "Task", `{"description":"Fail"}`),
@@ -189,17 +190,17 @@ func TestMapperRules(t *testing.T) {
 			toolResult(sid, 6, "tb", "boom", true, `{"status":"failed"}`),
 			toolResult(sid, 7, "tc", "Async agent launched", false, `{"status":"async_launched","agentId":"a3"}`),
 			reply(sid, 8, "launched", "end_turn")),
-			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "go", subs: "ta:completed,tb:failed,tc:running"},
+			status: sourcestest.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "go", subs: "ta:completed,tb:failed,tc:running"},
 		{name: "background subagent ends with its task-notification", steps: lines(u("go"),
 			toolUse(sid, 2, "tc", "Agent", `{"description":"Bg"}`),
 			toolResult(sid, 3, "tc", "Async agent launched", false, `{"status":"async_launched","agentId":"a3"}`),
 			reply(sid, 4, "launched", "end_turn"),
 			rec(sid, 5, "user", `"origin":{"kind":"task-notification"},"message":{"role":"user","content":"<task-notification>\n<task-id>a3</task-id>\n<tool-use-id>tc</tool-use-id>\n<status>completed</status>"}`)),
-			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "go", subs: "tc:completed"},
+			status: sourcestest.StatusDone, lastTurn: agentbridge.LastTurnCompleted, title: "go", subs: "tc:completed"},
 		{name: "interrupted turn cancels its foreground subagent", steps: lines(u("go"),
 			toolUse(sid, 2, "ta", "Agent", `{"description":"Survey"}`),
 			rec(sid, 3, "user", `"message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}`)),
-			status: agentbridge.StatusDone, lastTurn: agentbridge.LastTurnCancelled, title: "go", subs: "ta:cancelled"},
+			status: sourcestest.StatusDone, lastTurn: agentbridge.LastTurnInterrupted, title: "go", subs: "ta:cancelled"},
 		{name: "malformed and unknown lines are skipped", steps: lines("{nope", "[1]", `{"type":"brand-new-type","x":1}`, `{"no":"type"}`, u("hi")),
 			status: agentbridge.StatusRunning, title: "hi"},
 	} {
@@ -231,7 +232,7 @@ func TestMapperRules(t *testing.T) {
 				t.Errorf("status %q lastTurn %q waitingFor %q; want %q %q %q", snap.Status, snap.LastTurn, snap.WaitingFor, tc.status, tc.lastTurn, tc.waiting)
 			}
 			if tc.title == "?" {
-				if strings.Contains(snap.Title, "alice") || strings.Contains(snap.Title, "sk-ant") || len([]rune(snap.Title)) > 200 {
+				if strings.Contains(snap.Title, "alice") || strings.Contains(snap.Title, "sk-ant") || validate.UTF16Len(snap.Title) > validate.MaxTitle {
 					t.Errorf("title leaks or is too long: %q", snap.Title)
 				}
 			} else if snap.Title != tc.title {
@@ -257,7 +258,7 @@ func statusTrail(t *testing.T, infer bool, steps []step) string {
 	var trail []string
 	for _, e := range evs {
 		s.Apply(e)
-		if st := string(s.Snapshot().Status); len(trail) == 0 || trail[len(trail)-1] != st {
+		if st := string(sourcestest.Shown(s).Status); len(trail) == 0 || trail[len(trail)-1] != st {
 			trail = append(trail, st)
 		}
 	}
@@ -349,7 +350,7 @@ func TestLateTailAfterExit(t *testing.T) {
 			}
 		}
 	}
-	if snap := s2.Snapshot(); turns != 1 || snap.Status != agentbridge.StatusExited || snap.LastTurn != agentbridge.LastTurnCompleted {
+	if snap := sourcestest.Shown(s2); turns != 1 || snap.Status != sourcestest.StatusExited || snap.LastTurn != agentbridge.LastTurnCompleted {
 		t.Errorf("a turn cut by the exit: %d turns, %+v; want one, exited, completed", turns, snap)
 	}
 
@@ -359,8 +360,8 @@ func TestLateTailAfterExit(t *testing.T) {
 	line(reply(sid, 4, "Headless answer.", "end_turn"))
 	line(rec(sid, 5, "system", `"subtype":"turn_duration","durationMs":10`))
 	fold(m.LateExit())
-	snap := s.Snapshot()
-	if snap.Status != agentbridge.StatusExited || snap.LastTurn != agentbridge.LastTurnCompleted || snap.Title != "answer headless" {
+	snap := sourcestest.Shown(s)
+	if snap.Status != sourcestest.StatusExited || snap.LastTurn != agentbridge.LastTurnCompleted || snap.Title != "answer headless" {
 		t.Errorf("after the late tail: %+v, want exited, last turn completed, titled", snap)
 	}
 	if evs := m.LateExit(); len(evs) != 0 {
@@ -416,5 +417,32 @@ func TestPromptWrittenLate(t *testing.T) {
 				t.Errorf("statuses %q, want %q", got, tc.trail)
 			}
 		})
+	}
+}
+
+// TestAPIErrorIsTheTurnsError: a turn an API error ended shows why, as
+// Claude Code showed it, redacted; without a text, the error's kind and
+// status.
+func TestAPIErrorIsTheTurnsError(t *testing.T) {
+	for _, tc := range []struct{ name, record, want string }{
+		{"overloaded", `"isApiErrorMessage":true,"error":"server_error","apiErrorStatus":529,"message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}]}`,
+			`API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		{"a key in the text is redacted", `"isApiErrorMessage":true,"error":"authentication_failed","apiErrorStatus":401,"message":{"model":"<synthetic>","content":[{"type":"text","text":"Invalid API key sk-ant-api03-AbCdEf0123456789AbCdEf0123456789 · Please run /login"}]}`,
+			"Invalid API key [redacted] · Please run /login"},
+		{"no text", `"isApiErrorMessage":true,"error":"rate_limit","apiErrorStatus":429,"message":{"model":"<synthetic>","content":[]}`,
+			"API error: rate_limit (429)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap, _ := run(t, false, lines(u("hi"), rec(sid, 2, "assistant", tc.record)))
+			if snap.LastTurn != agentbridge.LastTurnFailed || snap.Error != tc.want {
+				t.Errorf("lastTurn %q error %q, want failed %q", snap.LastTurn, snap.Error, tc.want)
+			}
+		})
+	}
+	// the next turn's success clears it
+	snap, _ := run(t, false, lines(u("hi"), rec(sid, 2, "assistant", `"isApiErrorMessage":true,"error":"rate_limit","message":{"content":[]}`),
+		u("again"), reply(sid, 4, "done", "end_turn")))
+	if snap.LastTurn != agentbridge.LastTurnCompleted || snap.Error != "" {
+		t.Errorf("after a good turn: lastTurn %q error %q", snap.LastTurn, snap.Error)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // TestRewrittenTranscript: Claude Code 2.1.242 can remove a record from a
@@ -90,7 +91,7 @@ func TestRewrittenTranscript(t *testing.T) {
 	f.Close()
 	recs = slices.Delete(recs, 2, 3)
 	e.registry(pid, sid, "idle", "", 1200)
-	s = e.view.waitFor(t, "the turn done after the rewrite", sid, status(agentbridge.StatusDone))
+	s = e.view.waitFor(t, "the turn done after the rewrite", sid, status(sourcestest.StatusDone))
 	if s.LastTurn != agentbridge.LastTurnCompleted || s.WaitingFor != "" || s.Title != "make the marker" {
 		t.Errorf("after the rewrite: %+v", s)
 	}
@@ -102,8 +103,8 @@ func TestRewrittenTranscript(t *testing.T) {
 	if turns != 1 {
 		t.Errorf("%d turns started, want 1", turns)
 	}
-	if i := slices.Index(trail, agentbridge.StatusWaiting); i < 0 || !slices.Equal(trail[i:], []agentbridge.Status{agentbridge.StatusWaiting, agentbridge.StatusDone}) &&
-		!slices.Equal(trail[i:], []agentbridge.Status{agentbridge.StatusWaiting, agentbridge.StatusRunning, agentbridge.StatusDone}) {
+	if i := slices.Index(trail, agentbridge.StatusWaiting); i < 0 || !slices.Equal(trail[i:], []agentbridge.Status{agentbridge.StatusWaiting, sourcestest.StatusDone}) &&
+		!slices.Equal(trail[i:], []agentbridge.Status{agentbridge.StatusWaiting, agentbridge.StatusRunning, sourcestest.StatusDone}) {
 		t.Errorf("statuses %v: want waiting, (running,) done and nothing else", trail)
 	}
 	for _, d := range diags {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 func TestInfo(t *testing.T) {
@@ -68,7 +69,7 @@ func TestClearFollowsPID(t *testing.T) {
 	e.registry(pid, a, "idle", "", 1)
 	e.append(filepath.Join("projects", "-work-proj", a+".jsonl"), prompt(a, 1, "p-a", "first"), reply(a, 2, "ok", "end_turn"))
 	e.view.waitFor(t, "first session", a, func(s agentbridge.Snapshot, ok bool) bool {
-		return ok && s.Status == agentbridge.StatusDone && s.PID == pid
+		return ok && s.Status == sourcestest.StatusDone && s.PID == pid
 	})
 
 	e.registry(pid, b, "idle", "", 2)
@@ -99,7 +100,7 @@ func TestRegistryRemovedExits(t *testing.T) {
 	if err := os.Remove(filepath.Join(e.dir, "sessions", fmt.Sprintf("%d.json", pid))); err != nil {
 		t.Fatal(err)
 	}
-	s := e.view.waitFor(t, "registry removed", sid, status(agentbridge.StatusExited))
+	s := e.view.waitFor(t, "registry removed", sid, status(sourcestest.StatusExited))
 	if s.Subagents[0].Status != agentbridge.SubagentCancelled {
 		t.Errorf("subagent %q after exit, want cancelled", s.Subagents[0].Status)
 	}
@@ -157,7 +158,7 @@ func TestStartupScan(t *testing.T) {
 	if s.PID != pid || s.Title != "resumed work" {
 		t.Errorf("live session %+v", s)
 	}
-	s = e.view.waitFor(t, "recent transcript without a process", recent, status(agentbridge.StatusExited))
+	s = e.view.waitFor(t, "recent transcript without a process", recent, status(sourcestest.StatusExited))
 	if s.PID != 0 {
 		t.Errorf("exited session has pid %d", s.PID)
 	}
@@ -181,7 +182,7 @@ func TestStartupScan(t *testing.T) {
 	// Let the start settle (the registry's first read), then
 	// watch a quiet interval.
 	before := tl.Wakes()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 		time.Sleep(200 * time.Millisecond)
 		n := tl.Wakes()
 		if n == before {
@@ -244,17 +245,17 @@ func TestResumeAfterExit(t *testing.T) {
 	e.registry(p1.Process.Pid, sid, "idle", "", 1)
 	e.append(filepath.Join("projects", "-work-proj", sid+".jsonl"), prompt(sid, 1, "p", "hello"), reply(sid, 2, "hi", "end_turn"))
 	e.view.waitFor(t, "first process", sid, func(s agentbridge.Snapshot, ok bool) bool {
-		return ok && s.Status == agentbridge.StatusDone && s.PID == p1.Process.Pid
+		return ok && s.Status == sourcestest.StatusDone && s.PID == p1.Process.Pid
 	})
 	if err := os.Remove(filepath.Join(e.dir, "sessions", fmt.Sprintf("%d.json", p1.Process.Pid))); err != nil {
 		t.Fatal(err)
 	}
-	e.view.waitFor(t, "first process exits", sid, status(agentbridge.StatusExited))
+	e.view.waitFor(t, "first process exits", sid, status(sourcestest.StatusExited))
 
 	p2 := helper(t)
 	e.registry(p2.Process.Pid, sid, "idle", "", 2)
 	s := e.view.waitFor(t, "resumed", sid, func(s agentbridge.Snapshot, ok bool) bool {
-		return ok && s.Status == agentbridge.StatusIdle && s.PID == p2.Process.Pid
+		return ok && s.Status == sourcestest.StatusDone && s.PID == p2.Process.Pid // idle, its last turn kept, no end
 	})
 	if s.Title != "hello" {
 		t.Errorf("resumed session title %q", s.Title)
@@ -270,7 +271,7 @@ func TestResumeAfterExit(t *testing.T) {
 	if err := p2.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	e.view.waitFor(t, "second process killed", sid, status(agentbridge.StatusExited))
+	e.view.waitFor(t, "second process killed", sid, status(sourcestest.StatusExited))
 }
 
 // TestOwnSubagentTranscript: a 2.1.2+ subagent transcript that no parent
@@ -280,7 +281,7 @@ func TestOwnSubagentTranscript(t *testing.T) {
 	e := startLive(t, nil)
 	const sid = "ffffffff-0000-4000-8000-000000000006"
 	e.append(filepath.Join("projects", "-w", sid+".jsonl"), prompt(sid, 1, "p", "work"), reply(sid, 2, "done", "end_turn"))
-	e.view.waitFor(t, "parent", sid, status(agentbridge.StatusDone))
+	e.view.waitFor(t, "parent", sid, status(sourcestest.StatusDone))
 	sub := filepath.Join("projects", "-w", sid, "subagents")
 	e.write(filepath.Join(sub, "agent-q1.meta.json"), `{"agentType":"general-purpose","description":"Background check"}`)
 	e.append(filepath.Join(sub, "agent-q1.jsonl"), rec(sid, 3, "user", `"isSidechain":true,"agentId":"q1","message":{"role":"user","content":"check"}`))
@@ -305,7 +306,7 @@ func TestPIDReuse(t *testing.T) {
 	const sid = "99999999-0000-4000-8000-000000000007"
 	stale := fmt.Sprintf(`{"pid":%d,"sessionId":%q,"cwd":"/work/proj","startedAt":%d,"status":"busy"}`, pid, sid, time.Now().Add(-time.Hour).UnixMilli())
 	e.write(filepath.Join("sessions", fmt.Sprintf("%d.json", pid)), stale)
-	e.view.waitFor(t, "stale registry entry", sid, status(agentbridge.StatusExited))
+	e.view.waitFor(t, "stale registry entry", sid, status(sourcestest.StatusExited))
 }
 
 // TestMalformedLineDiagnostic: a transcript line that is not JSON is

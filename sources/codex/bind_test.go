@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/proc/proctest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // TestReaderIsNotTheAgent: a rollout followed with tail -f (and read by a
@@ -18,7 +20,7 @@ import (
 func TestReaderIsNotTheAgent(t *testing.T) {
 	tail, err := exec.LookPath("tail")
 	if err != nil {
-		t.Skip("needs tail(1)")
+		testenv.Missing(t, "needs tail(1)")
 	}
 	for _, atScan := range []bool{true, false} {
 		name := map[bool]string{true: "at the scan", false: "live"}[atScan]
@@ -55,12 +57,12 @@ func TestReaderIsNotTheAgent(t *testing.T) {
 			r.add(`"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"ok"}`)
 			st.waitFor(t, "the turn's end after the readers' exit", func(m map[string]agentbridge.Snapshot) bool {
 				s := m[id]
-				return s.Status == agentbridge.StatusDone && s.PID == writer.Process.Pid
+				return s.Status == sourcestest.StatusDone && s.PID == writer.Process.Pid
 			})
 			_ = writer.Process.Kill()
 			_ = writer.Wait()
 			st.waitFor(t, "the writer's exit", func(m map[string]agentbridge.Snapshot) bool {
-				return m[id].Status == agentbridge.StatusExited
+				return m[id].Status == sourcestest.StatusExited
 			})
 		})
 	}

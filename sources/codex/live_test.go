@@ -15,7 +15,9 @@ import (
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/proc/proctest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // stream follows GET /v1/events?format=ndjson and applies it, as a client
@@ -90,7 +92,8 @@ func (s *stream) apply(ev client.Event) {
 }
 
 // waitFor waits (up to 10 s) until cond holds for the sessions the stream
-// has delivered; it fails with what and the last state otherwise.
+// has delivered, each status as a user sees it (sourcestest.ShownStatus);
+// it fails with what and the last state otherwise.
 func (s *stream) waitFor(t *testing.T, what string, cond func(map[string]agentbridge.Snapshot) bool) map[string]agentbridge.Snapshot {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
@@ -98,6 +101,7 @@ func (s *stream) waitFor(t *testing.T, what string, cond func(map[string]agentbr
 		s.mu.Lock()
 		snaps := map[string]agentbridge.Snapshot{}
 		for _, e := range s.state.Sessions() {
+			e.Snapshot.Status = sourcestest.ShownStatus(&e.Snapshot, e.Ended)
 			snaps[e.Snapshot.ID] = e.Snapshot
 		}
 		err, resets := s.err, s.resets
@@ -165,7 +169,7 @@ func (r *rolloutFile) addAt(at time.Time, records ...string) {
 // each step of a Codex session's life.
 func TestLive(t *testing.T) {
 	if _, err := exec.LookPath("sleep"); err != nil {
-		t.Skip("needs sleep(1)")
+		testenv.Missing(t, "needs sleep(1)")
 	}
 	home := t.TempDir()
 	cwd := t.TempDir()
@@ -204,14 +208,14 @@ func TestLive(t *testing.T) {
 		`"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"done"}`)
 	st.waitFor(t, "done, completed", func(m map[string]agentbridge.Snapshot) bool {
 		s := m[parent]
-		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCompleted
+		return s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnCompleted
 	})
 	p.add(`"type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}`)
 	st.waitFor(t, "running again", func(m map[string]agentbridge.Snapshot) bool { return m[parent].Status == agentbridge.StatusRunning })
 	p.add(`"type":"event_msg","payload":{"type":"turn_aborted","turn_id":"t2","reason":"interrupted"}`)
 	st.waitFor(t, "done, cancelled", func(m map[string]agentbridge.Snapshot) bool {
 		s := m[parent]
-		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCancelled
+		return s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnInterrupted
 	})
 
 	// 4. A subagent thread, in a new date folder, is folded into its parent.
@@ -259,13 +263,14 @@ func TestLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	helper.Wait()
-	final := st.waitFor(t, "exited", func(m map[string]agentbridge.Snapshot) bool { return m[parent].Status == agentbridge.StatusExited })
-	if s := final[parent]; s.LastTurn != agentbridge.LastTurnCancelled || len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentCompleted {
+	final := st.waitFor(t, "exited", func(m map[string]agentbridge.Snapshot) bool { return m[parent].Status == sourcestest.StatusExited })
+	if s := final[parent]; s.LastTurn != agentbridge.LastTurnInterrupted || len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentCompleted {
 		t.Errorf("exited session %+v lost its last turn or subagents", s)
 	}
 	// What the stream built is what the hub holds.
 	_, entries := st.hub.Sessions(hub.Filter{Sources: []string{ID}})
 	for _, e := range entries {
+		e.Snapshot.Status = sourcestest.ShownStatus(&e.Snapshot, e.Ended) // as waitFor shows it
 		if !equalSnap(e.Snapshot, final[e.Snapshot.ID]) {
 			t.Errorf("hub has %+v, stream built %+v", e.Snapshot, final[e.Snapshot.ID])
 		}
@@ -296,7 +301,7 @@ func mustJSON(s string) string {
 // the two orders happens is timing, so those are not counted.
 func TestResumeAfterExit(t *testing.T) {
 	if _, err := exec.LookPath("sleep"); err != nil {
-		t.Skip("needs sleep(1)")
+		testenv.Missing(t, "needs sleep(1)")
 	}
 	home := t.TempDir()
 	st := startStream(t, New(Options{Home: home, Logger: slog.New(slog.DiscardHandler)}))
@@ -310,7 +315,7 @@ func TestResumeAfterExit(t *testing.T) {
 		`"type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"ok"}`)
 	st.waitFor(t, "bound to the first process", func(m map[string]agentbridge.Snapshot) bool {
 		s, ok := m[id]
-		return ok && s.Status == agentbridge.StatusDone && s.PID == first.Process.Pid
+		return ok && s.Status == sourcestest.StatusDone && s.PID == first.Process.Pid
 	})
 	// The session came from the source after its start-up reset: every
 	// start-up reset has been delivered by now.
@@ -319,7 +324,7 @@ func TestResumeAfterExit(t *testing.T) {
 	st.mu.Unlock()
 	_ = first.Process.Kill()
 	_ = first.Wait()
-	st.waitFor(t, "exited", func(m map[string]agentbridge.Snapshot) bool { return m[id].Status == agentbridge.StatusExited })
+	st.waitFor(t, "exited", func(m map[string]agentbridge.Snapshot) bool { return m[id].Status == sourcestest.StatusExited })
 
 	second := holdOpen(t, path)
 	r.add(`"type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}`)
@@ -331,7 +336,7 @@ func TestResumeAfterExit(t *testing.T) {
 	_ = second.Wait()
 	st.waitFor(t, "the second process's exit", func(m map[string]agentbridge.Snapshot) bool {
 		s, ok := m[id]
-		return ok && s.Status == agentbridge.StatusExited && s.LastTurn == agentbridge.LastTurnCompleted
+		return ok && s.Status == sourcestest.StatusExited && s.LastTurn == agentbridge.LastTurnCompleted
 	})
 	st.mu.Lock()
 	resets, gone := st.resets-startup, st.gone[id]

@@ -129,6 +129,22 @@ func (r *Rollout) turnContext(dst []agentbridge.Event, line, payload []byte) []a
 
 // ---- event_msg ----
 
+// errorText is the message of a task_complete's error (an object with a
+// "message", or a string) as display text; "" when there is none.
+func errorText(v jsontext.Value) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return validate.ErrorText(s)
+	}
+	var o struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(v, &o) == nil {
+		return validate.ErrorText(o.Message)
+	}
+	return ""
+}
+
 type turnPayload struct {
 	TurnID string         `json:"turn_id"`
 	Reason string         `json:"reason"` // turn_aborted
@@ -220,6 +236,9 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 		out := agentbridge.OutcomeSuccess
 		if (len(p.Error) > 0 && string(p.Error) != "null") || r.turnErr {
 			out = agentbridge.OutcomeError
+			if t := errorText(p.Error); t != "" {
+				r.turnErrText = t
+			}
 		}
 		return r.endTurn(r.ensureStarted(dst), out, at)
 	case "turn_aborted":
@@ -233,11 +252,17 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 		}
 		out := agentbridge.OutcomeCancelled
 		if p.Reason == "budget_limited" {
-			out = agentbridge.OutcomeError
+			out, r.turnErrText = agentbridge.OutcomeError, "budget limited"
 		}
 		return r.endTurn(r.ensureStarted(dst), out, at)
 	case "error":
 		r.turnErr = true
+		var p userMessagePayload // {"message": …}
+		if decode(line, payload, &p) {
+			if t := validate.ErrorText(p.Message); t != "" {
+				r.turnErrText = t
+			}
+		}
 		if !r.taskEvents && r.turnOpen {
 			return r.endTurn(dst, agentbridge.OutcomeError, at)
 		}

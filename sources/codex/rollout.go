@@ -60,8 +60,9 @@ type Rollout struct {
 
 	turnOpen    bool
 	turnErr     bool
-	inferred    bool // a turn has been inferred from a user message
-	pendingDone bool // inferred: an agent message ended the records so far
+	turnErrText string // why the turn failed, as an error record or task_complete said (display text)
+	inferred    bool   // a turn has been inferred from a user message
+	pendingDone bool   // inferred: an agent message ended the records so far
 	pendingAt   int64
 
 	usage *agentbridge.Usage // the last token totals published
@@ -255,7 +256,7 @@ func (r *Rollout) startTurn(dst []agentbridge.Event, id string, at int64) []agen
 	if !r.started {
 		return dst
 	}
-	r.turnOpen, r.turnErr, r.pendingDone = true, false, false
+	r.turnOpen, r.turnErr, r.turnErrText, r.pendingDone = true, false, "", false
 	return append(dst, agentbridge.Event{Kind: agentbridge.KindTurnStarted, OccurredAt: at, TurnID: id})
 }
 
@@ -272,8 +273,12 @@ func (r *Rollout) endTurn(dst []agentbridge.Event, out agentbridge.Outcome, at i
 	}
 	r.tools = r.tools[:0]
 	clear(r.exitCodes)
-	r.turnOpen, r.turnErr, r.pendingDone = false, false, false
-	return append(dst, agentbridge.Event{Kind: agentbridge.KindAgentDone, OccurredAt: at, Outcome: out})
+	e := agentbridge.Event{Kind: agentbridge.KindAgentDone, OccurredAt: at, Outcome: out}
+	if out == agentbridge.OutcomeError {
+		e.Summary = r.turnErrText
+	}
+	r.turnOpen, r.turnErr, r.turnErrText, r.pendingDone = false, false, "", false
+	return append(dst, e)
 }
 
 // maxOpenTools bounds the open tool calls tracked per rollout; calls past it

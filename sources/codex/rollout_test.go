@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -35,7 +36,9 @@ func run(t *testing.T, lines ...string) ([]Pub, agentbridge.Snapshot) {
 	if len(snaps) != 1 {
 		t.Fatalf("got %d sessions, want 1: %+v", len(snaps), pubs)
 	}
-	return pubs, snaps[0]
+	snap := snaps[0]
+	snap.Status = sourcestest.ShownStatus(&snap, nil) // what a user sees: done after a turn
+	return pubs, snap
 }
 
 func kinds(pubs []Pub) string {
@@ -72,7 +75,7 @@ func TestRolloutTurns(t *testing.T) {
 		{
 			name:      "turn completed",
 			lines:     []string{metaLine, startLine, ctxLine, userLine, callLine, outOKLine, doneLine},
-			status:    agentbridge.StatusDone,
+			status:    sourcestest.StatusDone,
 			lastTurn:  agentbridge.LastTurnCompleted,
 			wantKinds: "session.started turn.started agent.metadata agent.metadata tool.started tool.finished agent.done",
 		},
@@ -80,7 +83,7 @@ func TestRolloutTurns(t *testing.T) {
 			name: "task_complete with an error is failed",
 			lines: []string{metaLine, startLine,
 				`{"timestamp":"2026-05-01T10:00:04.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":null,"error":{"message":"usage limit","codex_error_info":"usage_limit_exceeded"}}}`},
-			status:   agentbridge.StatusDone,
+			status:   sourcestest.StatusDone,
 			lastTurn: agentbridge.LastTurnFailed,
 		},
 		{
@@ -88,7 +91,7 @@ func TestRolloutTurns(t *testing.T) {
 			lines: []string{metaLine, startLine,
 				`{"timestamp":"2026-05-01T10:00:03.000Z","type":"event_msg","payload":{"type":"error","message":"stream disconnected"}}`,
 				doneLine},
-			status:   agentbridge.StatusDone,
+			status:   sourcestest.StatusDone,
 			lastTurn: agentbridge.LastTurnFailed,
 		},
 		{
@@ -97,15 +100,15 @@ func TestRolloutTurns(t *testing.T) {
 				`{"timestamp":"2026-05-01T10:00:04.000Z","type":"event_msg","payload":{"type":"turn_aborted","turn_id":"t1","reason":"interrupted"}}`,
 				outOKLine, // the output after the abort is not a second finish
 			},
-			status:    agentbridge.StatusDone,
-			lastTurn:  agentbridge.LastTurnCancelled,
+			status:    sourcestest.StatusDone,
+			lastTurn:  agentbridge.LastTurnInterrupted,
 			wantKinds: "session.started turn.started tool.started tool.finished agent.done",
 		},
 		{
 			name: "a repeated turn end is ignored",
 			lines: []string{metaLine, startLine, doneLine,
 				`{"timestamp":"2026-05-01T10:00:05.000Z","type":"event_msg","payload":{"type":"turn_aborted","turn_id":"t1","reason":"interrupted"}}`},
-			status:    agentbridge.StatusDone,
+			status:    sourcestest.StatusDone,
 			lastTurn:  agentbridge.LastTurnCompleted,
 			wantKinds: "session.started turn.started agent.done",
 		},
@@ -121,7 +124,7 @@ func TestRolloutTurns(t *testing.T) {
 			lines: []string{metaLine,
 				`{"timestamp":"2026-05-01T10:00:01.000Z","type":"event_msg","payload":{"type":"user_message","message":"hi"}}`,
 				`{"timestamp":"2026-05-01T10:00:02.000Z","type":"event_msg","payload":{"type":"agent_message","message":"hello","phase":"final_answer"}}`},
-			status:    agentbridge.StatusDone,
+			status:    sourcestest.StatusDone,
 			lastTurn:  agentbridge.LastTurnCompleted,
 			wantKinds: "session.started turn.started agent.done",
 		},
@@ -130,7 +133,7 @@ func TestRolloutTurns(t *testing.T) {
 			lines: []string{metaLine,
 				`{"timestamp":"2026-05-01T10:00:01.000Z","type":"event_msg","payload":{"type":"user_message","message":"hi"}}`,
 				`{"timestamp":"2026-05-01T10:00:02.000Z","type":"event_msg","payload":{"type":"agent_message","message":"hello"}}`},
-			status:   agentbridge.StatusDone,
+			status:   sourcestest.StatusDone,
 			lastTurn: agentbridge.LastTurnCompleted,
 		},
 		{
@@ -363,5 +366,30 @@ func TestKeyOf(t *testing.T) {
 		if got := keyOf(p); got != "rollout-2026-11-30T08-00-00-019f6249-055d-76d3-b381-cd9d3eb99189" {
 			t.Errorf("keyOf(%q) = %q: a compressed rollout must keep its key", p, got)
 		}
+	}
+}
+
+// TestRolloutTurnError: a failed turn shows why, from task_complete's
+// error or an error record before the turn's end.
+func TestRolloutTurnError(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"task_complete's error", []string{metaLine, startLine,
+			`{"timestamp":"2026-05-01T10:00:04.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":null,"error":{"message":"You've hit your usage limit.","codex_error_info":"usage_limit_exceeded"}}}`},
+			"You've hit your usage limit."},
+		{"an error record", []string{metaLine, startLine,
+			`{"timestamp":"2026-05-01T10:00:03.000Z","type":"event_msg","payload":{"type":"error","message":"stream disconnected before completion: Authorization: Bearer abcdefgh12345678"}}`, doneLine},
+			"stream disconnected before completion: Authorization: [redacted]"},
+		{"a success has none", []string{metaLine, startLine, doneLine}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, snap := run(t, tc.lines...)
+			if snap.Error != tc.want {
+				t.Errorf("error %q, want %q", snap.Error, tc.want)
+			}
+		})
 	}
 }

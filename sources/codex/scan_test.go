@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // TestScanAtStart starts the source on a home that already has rollouts:
@@ -48,7 +49,7 @@ func TestScanAtStart(t *testing.T) {
 	if s := got[held]; s.Status != agentbridge.StatusRunning || s.PID != helper.Process.Pid {
 		t.Errorf("held rollout: %+v, want running with pid %d", s, helper.Process.Pid)
 	}
-	if s := got[recent]; s.Status != agentbridge.StatusExited || s.PID != 0 {
+	if s := got[recent]; s.Status != sourcestest.StatusExited || s.PID != 0 {
 		t.Errorf("recent rollout nobody holds: %+v, want exited", s)
 	}
 	// the held one is watched: its process ending makes it exited
@@ -57,7 +58,7 @@ func TestScanAtStart(t *testing.T) {
 	}
 	helper.Wait()
 	s.waitFor(t, "held rollout's process exited", func(m map[string]agentbridge.Snapshot) bool {
-		return m[held].Status == agentbridge.StatusExited
+		return m[held].Status == sourcestest.StatusExited
 	})
 }
 

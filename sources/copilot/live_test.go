@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -41,7 +42,7 @@ func appendRead(t testing.TB, path, s string) {
 	t.Helper()
 	before := sources.ReadActivity().Reads
 	sourcestest.Append(t, path, s)
-	for deadline := time.Now().Add(5 * time.Second); sources.ReadActivity().Reads == before; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); sources.ReadActivity().Reads == before; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the source did not read the journal")
 		}
@@ -49,7 +50,7 @@ func appendRead(t testing.TB, path, s string) {
 }
 
 func status(h *sourcestest.Hub, id string, want agentbridge.Status) func(*sourcestest.Hub) bool {
-	return func(*sourcestest.Hub) bool { s, ok := h.Snapshot(id); return ok && s.Status == want }
+	return func(*sourcestest.Hub) bool { s, ok := h.Shown(id); return ok && s.Status == want }
 }
 
 func startRecord(cwd string) string {
@@ -69,7 +70,7 @@ func TestLivePartialLines(t *testing.T) {
 
 	start := startRecord("/work/app")
 	appendRead(t, p, start[:17]) // cut inside the first record
-	if _, ok := h.Snapshot(sid); ok {
+	if _, ok := h.Shown(sid); ok {
 		t.Fatal("a cut first line made a session")
 	}
 	appendRead(t, p, start[17:]+line(typeUserMessage, map[string]any{"content": "Deploy it"}))
@@ -77,12 +78,12 @@ func TestLivePartialLines(t *testing.T) {
 
 	perm := line(typePermRequested, map[string]any{"requestId": "r1", "permissionRequest": map[string]any{"kind": "shell", "fullCommandText": "make deploy"}})
 	appendRead(t, p, perm[:len(perm)-2]) // all but the last byte and the newline
-	if s, _ := h.Snapshot(sid); s.Status != agentbridge.StatusRunning {
+	if s, _ := h.Shown(sid); s.Status != agentbridge.StatusRunning {
 		t.Fatalf("status %s before the request's line was whole, want running", s.Status)
 	}
 	appendRead(t, p, perm[len(perm)-2:])
 	h.WaitFor(t, "waiting", status(h, sid, agentbridge.StatusWaiting))
-	if s, _ := h.Snapshot(sid); s.WaitingFor != "approve shell: make deploy" {
+	if s, _ := h.Shown(sid); s.WaitingFor != "approve shell: make deploy" {
 		t.Errorf("waitingFor = %q", s.WaitingFor)
 	}
 
@@ -92,16 +93,16 @@ func TestLivePartialLines(t *testing.T) {
 	for i := 0; i < len(rest); i += 41 { // 41-byte writes: lines cut everywhere
 		appendRead(t, p, rest[i:min(i+41, len(rest))])
 	}
-	h.WaitFor(t, "done", status(h, sid, agentbridge.StatusDone))
-	s, _ := h.Snapshot(sid)
+	h.WaitFor(t, "done", status(h, sid, sourcestest.StatusDone))
+	s, _ := h.Shown(sid)
 	if s.Title != "Deploy it" || s.Model != "gpt-5" || s.Cwd != "/work/app" || s.LastTurn != agentbridge.LastTurnCompleted {
 		t.Errorf("snapshot %+v", s)
 	}
 	var seen []agentbridge.Status
 	for _, tr := range h.Transitions() {
-		seen = append(seen, tr.Status)
+		seen = append(seen, tr.Shown)
 	}
-	want := []agentbridge.Status{agentbridge.StatusIdle, agentbridge.StatusRunning, agentbridge.StatusWaiting, agentbridge.StatusRunning, agentbridge.StatusDone}
+	want := []agentbridge.Status{agentbridge.StatusIdle, agentbridge.StatusRunning, agentbridge.StatusWaiting, agentbridge.StatusRunning, sourcestest.StatusDone}
 	if !slices.Equal(seen, want) {
 		t.Errorf("statuses %v, want %v", seen, want)
 	}
@@ -145,7 +146,7 @@ func TestSidecarsIgnored(t *testing.T) {
 	sourcestest.Append(t, filepath.Join(dir, "workspace.yaml"), "updated_at: now\n")
 	sourcestest.Append(t, filepath.Join(dir, "inuse.1.lock"), "")
 	sourcestest.Append(t, filepath.Join(dir, journalName), line(typeAssistantMessage, map[string]any{"content": "hello"})+line(typeTurnEnd, map[string]any{}))
-	h.WaitFor(t, "done", status(h, sid, agentbridge.StatusDone))
+	h.WaitFor(t, "done", status(h, sid, sourcestest.StatusDone))
 	if got := h.Snapshots(); len(got) != 1 {
 		t.Errorf("sessions %+v, want the one", got)
 	}
@@ -163,7 +164,7 @@ func startProcess(t *testing.T, name, dir string) *exec.Cmd {
 	if name != "" {
 		src, err := exec.LookPath("sleep")
 		if err != nil {
-			t.Skip("no sleep binary")
+			testenv.Missing(t, "no sleep binary")
 		}
 		b, err := os.ReadFile(src)
 		if err != nil {
@@ -200,13 +201,13 @@ func TestProcessByLockFile(t *testing.T) {
 	h := run(t, sources.Options{Home: home, Linger: -1})
 	sourcestest.Append(t, filepath.Join(dir, journalName), startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "hi"}))
 	h.WaitFor(t, "the process bound", func(*sourcestest.Hub) bool {
-		s, ok := h.Snapshot(sid)
+		s, ok := h.Shown(sid)
 		return ok && s.PID == child.Process.Pid && s.Status == agentbridge.StatusRunning
 	})
 	if err := child.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	h.WaitFor(t, "exited", status(h, sid, agentbridge.StatusExited))
+	h.WaitFor(t, "exited", status(h, sid, sourcestest.StatusExited))
 }
 
 // TestProcessByCwd: without a lock file, the process is the copilot
@@ -221,14 +222,14 @@ func TestProcessByCwd(t *testing.T) {
 	p := filepath.Join(SessionsDir(home), sid, journalName)
 	sourcestest.Append(t, p, startRecord(cwd)+line(typeUserMessage, map[string]any{"content": "hi"}))
 	h.WaitFor(t, "the process bound", func(*sourcestest.Hub) bool {
-		s, ok := h.Snapshot(sid)
+		s, ok := h.Shown(sid)
 		return ok && s.PID == child.Process.Pid
 	})
 	if err := child.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	h.WaitFor(t, "exited", status(h, sid, agentbridge.StatusExited))
-	if s, _ := h.Snapshot(sid); s.PID == other.Process.Pid {
+	h.WaitFor(t, "exited", status(h, sid, sourcestest.StatusExited))
+	if s, _ := h.Shown(sid); s.PID == other.Process.Pid {
 		t.Error("bound the process of another directory")
 	}
 }
@@ -243,9 +244,9 @@ func TestShutdownExits(t *testing.T) {
 	sourcestest.Append(t, p, startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "hi"})+
 		line(typeAssistantMessage, map[string]any{"content": "hello"})+line(typeTurnEnd, map[string]any{})+
 		line(typeSessionShutdown, map[string]any{"shutdownType": "routine"}))
-	h.WaitFor(t, "exited", status(h, sid, agentbridge.StatusExited))
+	h.WaitFor(t, "exited", status(h, sid, sourcestest.StatusExited))
 	sourcestest.Append(t, p, line(typeSessionResume, map[string]any{"context": map[string]any{"cwd": "/work/app"}}))
-	h.WaitFor(t, "idle again", status(h, sid, agentbridge.StatusIdle))
+	h.WaitFor(t, "idle again (its last turn kept)", status(h, sid, sourcestest.StatusDone))
 	sourcestest.Append(t, p, line(typeUserMessage, map[string]any{"content": "again"}))
 	h.WaitFor(t, "running", status(h, sid, agentbridge.StatusRunning))
 }
@@ -269,10 +270,10 @@ func TestOldJournalOfLiveProcess(t *testing.T) {
 	}
 	h := run(t, sources.Options{Home: home, Window: time.Hour})
 	h.WaitFor(t, "the live process's session", func(*sourcestest.Hub) bool {
-		s, ok := h.Snapshot(sid)
-		return ok && s.Status == agentbridge.StatusDone && s.PID == child.Process.Pid
+		s, ok := h.Shown(sid)
+		return ok && s.Status == sourcestest.StatusDone && s.PID == child.Process.Pid
 	})
-	if _, ok := h.Snapshot("stale-session"); ok {
+	if _, ok := h.Shown("stale-session"); ok {
 		t.Error("an old journal with a stale lock was read")
 	}
 }
@@ -293,7 +294,7 @@ func TestProcessByCwdSkipsLockedProcess(t *testing.T) {
 		sourcestest.Append(t, filepath.Join(SessionsDir(home), id, journalName), startRecord(cwd)+line(typeUserMessage, map[string]any{"content": "hi"}))
 	}
 	h := run(t, sources.Options{Home: home, Linger: -1}) // one scan reads both
-	pidOf := func(id string) int { s, _ := h.Snapshot(id); return s.PID }
+	pidOf := func(id string) int { s, _ := h.Shown(id); return s.PID }
 	h.WaitFor(t, "both bound", func(*sourcestest.Hub) bool { return pidOf(a) > 0 && pidOf(b) > 0 })
 	if pidOf(a) != locked.Process.Pid || pidOf(b) != other.Process.Pid {
 		t.Errorf("a bound to %d (want its lock's %d), b to %d (want %d)", pidOf(a), locked.Process.Pid, pidOf(b), other.Process.Pid)
@@ -316,11 +317,11 @@ func TestRewrittenAndRemoved(t *testing.T) {
 	if err := os.Rename(tmp, p); err != nil {
 		t.Fatal(err)
 	}
-	h.WaitFor(t, "rebuilt: the first turn done", status(h, sid, agentbridge.StatusDone))
+	h.WaitFor(t, "rebuilt: the first turn done", status(h, sid, sourcestest.StatusDone))
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
 	}
-	h.WaitFor(t, "the session gone", func(*sourcestest.Hub) bool { _, ok := h.Snapshot(sid); return !ok })
+	h.WaitFor(t, "the session gone", func(*sourcestest.Hub) bool { _, ok := h.Shown(sid); return !ok })
 	if d := h.Diagnostics(); len(d) > 0 {
 		t.Errorf("diagnostics %+v", d)
 	}
@@ -342,8 +343,8 @@ func TestRewriteKeepsProcess(t *testing.T) {
 		line(typeTurnStart, map[string]any{"turnId": "0"})+line(typeTurnEnd, map[string]any{"turnId": "0"})+
 		line(typeAbort, map[string]any{"reason": "user_initiated"}))
 	h.WaitFor(t, "the withdrawn turn cancelled", func(*sourcestest.Hub) bool {
-		s, ok := h.Snapshot(sid)
-		return ok && s.PID == child.Process.Pid && s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCancelled
+		s, ok := h.Shown(sid)
+		return ok && s.PID == child.Process.Pid && s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnInterrupted
 	})
 	tmp := p + ".new"
 	sourcestest.Append(t, tmp, start)
@@ -351,11 +352,11 @@ func TestRewriteKeepsProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.WaitFor(t, "rebuilt without the turn, the process kept", func(*sourcestest.Hub) bool {
-		s, ok := h.Snapshot(sid)
+		s, ok := h.Shown(sid)
 		return ok && s.PID == child.Process.Pid && s.Status == agentbridge.StatusIdle && s.LastTurn == ""
 	})
 	if err := child.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	h.WaitFor(t, "exited", status(h, sid, agentbridge.StatusExited))
+	h.WaitFor(t, "exited", status(h, sid, sourcestest.StatusExited))
 }

@@ -334,7 +334,16 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 	case typeAbort:
 		return m.endTurn(out, at, agentbridge.OutcomeCancelled), ""
 	case typeSessionError:
-		return m.endTurn(out, at, agentbridge.OutcomeError), ""
+		// {"errorType":"rate_limit","message":"Rate limit exceeded","statusCode":429}
+		var d struct {
+			Message string `json:"message"`
+		}
+		_ = m.data(&d)
+		out = m.endTurn(out, at, agentbridge.OutcomeError)
+		if n := len(out); n > 0 && out[n-1].Kind == agentbridge.KindAgentDone {
+			out[n-1].Summary = validate.ErrorText(d.Message)
+		}
+		return out, ""
 	case typeCompactionStart:
 		if m.inTurn {
 			return out, "" // an automatic compaction inside a turn

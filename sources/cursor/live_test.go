@@ -18,7 +18,7 @@ func run(t *testing.T, opt sources.Options) *sourcestest.Hub {
 }
 
 func snap(h *sourcestest.Hub, id string, cond func(agentbridge.Snapshot) bool) func(*sourcestest.Hub) bool {
-	return func(*sourcestest.Hub) bool { s, ok := h.Snapshot(id); return ok && cond(s) }
+	return func(*sourcestest.Hub) bool { s, ok := h.Shown(id); return ok && cond(s) }
 }
 
 const (
@@ -42,7 +42,7 @@ func TestLiveTurn(t *testing.T) {
 	p := filepath.Join(ProjectsDir(home), slug, "agent-transcripts", sid, sid+".jsonl")
 	sourcestest.Append(t, p, prompt[:20])
 	time.Sleep(20 * time.Millisecond)
-	if _, ok := h.Snapshot(sid); ok {
+	if _, ok := h.Shown(sid); ok {
 		t.Fatal("half a line made a session")
 	}
 	sourcestest.Append(t, p, prompt[20:]+answer[:30])
@@ -51,11 +51,11 @@ func TestLiveTurn(t *testing.T) {
 	}))
 	sourcestest.Append(t, p, answer[30:]+`{"type":"turn_ended","status":"success"}`+"\n")
 	h.WaitFor(t, "done, completed", snap(h, sid, func(s agentbridge.Snapshot) bool {
-		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCompleted
+		return s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnCompleted
 	}))
 	sourcestest.Append(t, p, prompt+`{"type":"turn_ended","status":"error"}`+"\n")
 	h.WaitFor(t, "done, failed", snap(h, sid, func(s agentbridge.Snapshot) bool {
-		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnFailed
+		return s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnFailed
 	}))
 	if d := h.Diagnostics(); len(d) > 0 {
 		t.Errorf("diagnostics %+v", d)
@@ -84,7 +84,7 @@ func TestLiveSubagent(t *testing.T) {
 	h.WaitFor(t, "the subagent completed", snap(h, sid, func(s agentbridge.Snapshot) bool {
 		return len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentCompleted
 	}))
-	if s, _ := h.Snapshot(sid); s.Cwd != "" || s.Status != agentbridge.StatusRunning {
+	if s, _ := h.Shown(sid); s.Cwd != "" || s.Status != agentbridge.StatusRunning {
 		t.Errorf("parent %+v: want running, no cwd (a chat without a folder)", s)
 	}
 }
@@ -126,10 +126,10 @@ func TestRemoved(t *testing.T) {
 	}
 	sourcestest.Append(t, filepath.Join(dir, sid+".jsonl"), `{"type":"turn_ended","status":"success"}`+"\n")
 	h.WaitFor(t, "done, the subagent still listed", snap(h, sid, func(s agentbridge.Snapshot) bool {
-		return s.Status == agentbridge.StatusDone && len(s.Subagents) == 1
+		return s.Status == sourcestest.StatusDone && len(s.Subagents) == 1
 	}))
 	if err := os.Remove(filepath.Join(dir, sid+".jsonl")); err != nil {
 		t.Fatal(err)
 	}
-	h.WaitFor(t, "the session gone", func(*sourcestest.Hub) bool { _, ok := h.Snapshot(sid); return !ok })
+	h.WaitFor(t, "the session gone", func(*sourcestest.Hub) bool { _, ok := h.Shown(sid); return !ok })
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/sources"
 	journals "github.com/agentbridge/agentbridge/sources/example/demo"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
@@ -43,7 +44,7 @@ func goldenSnapshot(t *testing.T, stem string) agentbridge.Snapshot {
 }
 
 func has(h *sourcestest.Hub, id string, cond func(agentbridge.Snapshot) bool) bool {
-	s, ok := h.Snapshot(id)
+	s, ok := h.Shown(id)
 	return ok && cond(s)
 }
 
@@ -101,7 +102,7 @@ func TestSourceFollowsJournals(t *testing.T) {
 			sourcestest.Append(t, p, `{"type":"complete","ok":tr`)
 			sourcestest.Append(t, p, `ue}`+"\n")
 		}, func(h *sourcestest.Hub) bool {
-			return has(h, "0b1e7c52-refactor", func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusDone })
+			return has(h, "0b1e7c52-refactor", func(s agentbridge.Snapshot) bool { return s.Status == sourcestest.StatusDone })
 		}},
 		{"a rewritten journal rebuilds its session", func() {
 			p := filepath.Join(dir, "4d2f9a11-approval.jsonl")
@@ -119,7 +120,7 @@ func TestSourceFollowsJournals(t *testing.T) {
 			if err := os.Remove(filepath.Join(dir, "c5e80f3a-failure.jsonl")); err != nil {
 				t.Fatal(err)
 			}
-		}, func(h *sourcestest.Hub) bool { _, ok := h.Snapshot("c5e80f3a-failure"); return !ok }},
+		}, func(h *sourcestest.Hub) bool { _, ok := h.Shown("c5e80f3a-failure"); return !ok }},
 		{"lines that are not JSON, or lack ids, are skipped with diagnostics", func() {
 			sourcestest.Append(t, filepath.Join(dir, "9a7c3e05-subagents.jsonl"), "not json\n"+`{"type":"prompt"}`+"\n"+`{"type":"prompt","turnId":"turn-2"}`+"\n")
 		}, func(h *sourcestest.Hub) bool {
@@ -135,7 +136,10 @@ func TestSourceFollowsJournals(t *testing.T) {
 			sourcestest.Append(t, p, "\x00\xff\xfe junk \x80\n\x01\x02\x03\n")
 		}, func(h *sourcestest.Hub) bool {
 			return hasDiag(h, sources.CodeInvalidUTF8) && hasDiag(h, sources.CodeInvalidJSON) &&
-				has(h, "e81d4b77-exit", func(s agentbridge.Snapshot) bool { return cmp.Equal(s, goldenSnapshot(t, "e81d4b77-exit")) })
+				func() bool {
+					s, ok := h.Snapshot("e81d4b77-exit")
+					return ok && cmp.Equal(s, goldenSnapshot(t, "e81d4b77-exit"))
+				}()
 		}},
 		{"a truncated journal starts its session over", func() {
 			p := filepath.Join(dir, "e81d4b77-exit.jsonl")
@@ -171,7 +175,7 @@ func startChild(t *testing.T, stdin *os.File) *exec.Cmd {
 	cmd := exec.Command("sleep", "600")
 	cmd.Stdin = stdin
 	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start a child process: %v", err)
+		testenv.Missing(t, "cannot start a child process: %v", err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd
@@ -239,7 +243,7 @@ func TestSourceProcessExit(t *testing.T) {
 			h.WaitFor(t, "agent.exited", func(h *sourcestest.Hub) bool {
 				return slices.ContainsFunc(h.Calls(), func(c sourcestest.Call) bool { return c.Event.Kind == agentbridge.KindAgentExited })
 			})
-			h.WaitFor(t, "the session to stop after the linger", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot("s1"); return !ok })
+			h.WaitFor(t, "the session to stop after the linger", func(h *sourcestest.Hub) bool { _, ok := h.Shown("s1"); return !ok })
 		})
 	}
 }
@@ -257,7 +261,7 @@ func TestSourcePidReuse(t *testing.T) {
 	long := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)
 	sourcestest.Append(t, filepath.Join(dir, "s1.jsonl"), fmt.Sprintf(`{"type":"session","ts":%q,"pid":%d}`+"\n", long, child.Process.Pid))
 	h.WaitFor(t, "the session to exit", func(h *sourcestest.Hub) bool {
-		return has(h, "s1", func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusExited })
+		return has(h, "s1", func(s agentbridge.Snapshot) bool { return s.Status == sourcestest.StatusExited })
 	})
 }
 
@@ -277,11 +281,11 @@ func TestSourceInactiveSessionLeavesAndReturns(t *testing.T) {
 	h.WaitFor(t, "the session", func(h *sourcestest.Hub) bool {
 		return has(h, "quiet", func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusRunning })
 	})
-	h.WaitFor(t, "the session to leave", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot("quiet"); return !ok })
+	h.WaitFor(t, "the session to leave", func(h *sourcestest.Hub) bool { _, ok := h.Shown("quiet"); return !ok })
 	sourcestest.Append(t, p, `{"type":"complete","ok":true}`+"\n")
 	h.WaitFor(t, "the session to return whole", func(h *sourcestest.Hub) bool {
 		return has(h, "quiet", func(s agentbridge.Snapshot) bool {
-			return s.Title == "Quiet" && s.Status == agentbridge.StatusDone
+			return s.Title == "Quiet" && s.Status == sourcestest.StatusDone
 		})
 	})
 }

@@ -114,7 +114,7 @@ func mapRecord(id string, line []byte, r *record) (e agentbridge.Event, ok bool,
 		}
 		e = agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: r.RequestID}
 	case "complete":
-		e = agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: outcome(r.OK, r.Cancelled), Summary: validate.Display(r.Summary, validate.MaxText)}
+		e = agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: outcome(r.OK, r.Cancelled), Summary: validate.ErrorText(r.Summary)}
 	case "subagent_started":
 		parent := r.ParentID
 		if parent == "" {

@@ -31,6 +31,7 @@ type Chat struct {
 	meta  chatMeta
 	known bool // the metadata line was seen
 	msgs  []chatEntry
+	pos   map[string]int // message id → its index in msgs
 	cwd   string
 	// Whole: the chat is a legacy whole file, given as one replaced
 	// history each time (its $set.messages undoes what it drops).
@@ -276,13 +277,32 @@ func (c *Chat) started() agentbridge.Event {
 	return agentbridge.Event{Kind: agentbridge.KindSessionStarted, OccurredAt: sources.Millis(c.meta.StartTime), Cwd: c.cwd}
 }
 
+// index returns the index of message id in msgs, or -1: a map lookup, so
+// that a chat of many messages is read in time linear in its length.
 func (c *Chat) index(id string) int {
-	for i := len(c.msgs) - 1; i >= 0; i-- {
-		if c.msgs[i].id == id {
-			return i
-		}
+	if i, ok := c.pos[id]; ok {
+		return i
 	}
 	return -1
+}
+
+// push appends e to msgs, indexing it.
+func (c *Chat) push(e chatEntry) {
+	if c.pos == nil {
+		c.pos = map[string]int{}
+	}
+	c.pos[e.id] = len(c.msgs)
+	c.msgs = append(c.msgs, e)
+}
+
+// cut drops msgs[i:] and their index entries: time proportional to what
+// it removes.
+func (c *Chat) cut(i int) {
+	for _, m := range c.msgs[i:] {
+		delete(c.pos, m.id)
+	}
+	clear(c.msgs[i:])
+	c.msgs = c.msgs[:i]
 }
 
 // update sets message i (len(msgs) appends) to r; a later message that
@@ -292,13 +312,14 @@ func (c *Chat) update(i int, r chatRecord, raw []byte) (Change, []agentbridge.Ev
 		return Unchanged, nil, sources.CodeInvalidRecord
 	}
 	old := append([]chatEntry(nil), c.msgs[i:]...)
-	if i == len(c.msgs) {
-		c.msgs = append(c.msgs, chatEntry{})
-	}
 	prev := c.stateBefore(i)
 	e := derive(r, prev)
 	e.sum = fingerprint(raw)
-	c.msgs[i] = e
+	if i == len(c.msgs) {
+		c.push(e)
+	} else {
+		c.msgs[i] = e
+	}
 	c.ended = append(c.ended, e.ends...)
 	// Messages after i are not re-derived from their records (not kept);
 	// an update of a message that is not the last one is rare (Gemini CLI
@@ -309,21 +330,21 @@ func (c *Chat) update(i int, r chatRecord, raw []byte) (Change, []agentbridge.Ev
 // replace cuts the conversation at i and appends nothing (a rewind).
 func (c *Chat) replace(i int, _ []chatEntry) (Change, []agentbridge.Event, string) {
 	old := append([]chatEntry(nil), c.msgs[i:]...)
-	c.msgs = c.msgs[:i]
+	c.cut(i)
 	return c.report(old, nil)
 }
 
 // replaceWith sets the whole conversation ($set.messages).
 func (c *Chat) replaceWith(recs []chatRecord, raws [][]byte) (Change, []agentbridge.Event, string) {
 	old := c.msgs
-	c.msgs = nil
+	c.msgs, c.pos = nil, nil
 	for k, r := range recs {
 		if !validate.ValidID(r.ID) {
 			continue
 		}
 		e := derive(r, c.stateBefore(len(c.msgs)))
 		e.sum = fingerprint(raws[k])
-		c.msgs = append(c.msgs, e)
+		c.push(e)
 		c.ended = append(c.ended, e.ends...)
 	}
 	return c.report(old, c.msgs)
@@ -344,7 +365,7 @@ func (c *Chat) adopt(recs []chatRecord, raws [][]byte) (Change, []agentbridge.Ev
 		}
 		e := derive(r, c.stateBefore(len(c.msgs)))
 		e.sum = fingerprint(raws[k])
-		c.msgs = append(c.msgs, e)
+		c.push(e)
 		c.ended = append(c.ended, e.ends...)
 		events = append(events, e.events...)
 	}
@@ -455,7 +476,10 @@ func derive(r chatRecord, st turnState) chatEntry {
 	case "error":
 		if st.open {
 			st.open, st.tools = false, ""
-			add(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeError, OccurredAt: at})
+			// its content is the error Gemini CLI showed (an API, quota or
+			// auth error): the snapshot's error
+			add(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeError, OccurredAt: at,
+				Summary: validate.ErrorText(contentText(r.Content))})
 		}
 	case "info":
 		if st.open && strings.HasPrefix(contentText(r.Content), "Request cancelled") {

@@ -174,6 +174,7 @@ type file struct {
 	chat       *Chat
 	brain      *Brain
 	superseded bool // a legacy chat that Gemini CLI migrated to a .jsonl
+	rebuild    bool // the session is rebuilt at the end of the wake (see flushRebuilds)
 }
 
 // maxGone bounds the deleted chats remembered for Chat.Continue.
@@ -297,6 +298,7 @@ type handler struct {
 	unbound      map[string]string   // gemini-cli session → its chat, written with no live process bound: looked up at Idle
 	gone         map[string]chatMeta // a deleted chat's path → its metadata, for the CLI that appends to it again (Chat.Continue)
 	procRoot     string
+	rebuilds     []*file // chats to rebuild at the end of the wake
 }
 
 func (h *handler) file(p string) *file {
@@ -358,22 +360,26 @@ func (h *handler) chatLine(f *file, line []byte) {
 	for _, end := range ends {
 		h.endSubagent(f.id, end.ID, end.Outcome)
 	}
+	if f.harness == HarnessGemini && h.pids[f.id] > 0 && h.Exited(f.id) {
+		// Its process has ended: whoever writes the chat now is another
+		// one (gemini --resume), to be looked up. Kept, the dead pid
+		// stayed on the session once the new records revived it, and no
+		// lookup was made.
+		delete(h.pids, f.id)
+	}
 	switch ch {
 	case Appended:
+		if f.rebuild {
+			break // the rebuild at the end of the wake replays them
+		}
 		for _, e := range events {
 			h.Event(f.id, f.harness, e)
 		}
 	case Rebuilt:
-		exited := h.Exited(f.id)
-		h.Restart(f.id)
-		for _, e := range f.chat.Events() {
-			h.Event(f.id, f.harness, e)
-		}
-		if exited && h.pids[f.id] > 0 {
-			// The rebuilt session keeps its exit (the runtime keeps a
-			// live process on it).
-			h.Event(f.id, f.harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
-		}
+		// Rebuilt once per wake, however many rewinds the wake read (a
+		// rebuild replays the whole chat).
+		f.rebuild = true
+		h.rebuilds = append(h.rebuilds, f)
 	}
 	if f.harness == HarnessGemini && f.chat.ProjectHash() != "" && (h.pids[f.id] == 0 || h.Exited(f.id)) {
 		h.unbound[f.id] = f.path
@@ -384,10 +390,52 @@ func (h *handler) chatLine(f *file, line []byte) {
 // process to their writer (one pass over /proc for all of them), then
 // lets Sessions flush.
 func (h *handler) Idle() {
+	h.flushRebuilds()
 	if len(h.unbound) > 0 {
 		h.bindWriters()
 	}
 	h.Sessions.Idle()
+}
+
+// ScanDone rebuilds the sessions the scan's rewinds left to rebuild, then
+// publishes the reset.
+func (h *handler) ScanDone() {
+	h.flushRebuilds()
+	h.Sessions.ScanDone()
+}
+
+// flushRebuilds rebuilds the sessions whose chat said, since the last
+// wake, that the events reported before no longer hold: the session's
+// state dropped, every event of the chat replayed. A wake that reads 5,000
+// rewinds of a long chat rebuilds it once.
+func (h *handler) flushRebuilds() {
+	for _, f := range h.rebuilds {
+		if !f.rebuild || h.files[f.path] != f {
+			continue // read again from the start, or gone, meanwhile
+		}
+		f.rebuild = false
+		exited := h.Exited(f.id)
+		h.Restart(f.id)
+		for _, e := range f.chat.Events() {
+			h.Event(f.id, f.harness, e)
+		}
+		if exited && h.pids[f.id] > 0 {
+			// The rebuilt session keeps its exit (the runtime keeps a
+			// live process on it).
+			h.Event(f.id, f.harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
+		}
+		// The subagents its invoke_agent calls say are over (reported
+		// before the rebuild, dropped by it) end again.
+		if s := h.Get(f.id); s != nil {
+			for _, sub := range s.Snapshot().Subagents {
+				if out, ok := f.chat.End(sub.ID); ok && sub.Status == agentbridge.SubagentRunning {
+					h.endSubagent(f.id, sub.ID, out)
+				}
+			}
+		}
+	}
+	clear(h.rebuilds)
+	h.rebuilds = h.rebuilds[:0]
 }
 
 // bindWriters binds each session in h.unbound to the Gemini CLI process
@@ -579,6 +627,8 @@ func (h *handler) Rescan() {
 	clear(h.pids)
 	clear(h.unbound)
 	clear(h.gone)
+	clear(h.rebuilds)
+	h.rebuilds = h.rebuilds[:0]
 	h.Sessions.Rescan()
 }
 

@@ -22,6 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 type golden struct {
 	Events   []goldenEvent         `json:"events"`
 	Snapshot agentbridge.Snapshot  `json:"snapshot"`
+	Shown    agentbridge.Status    `json:"-"` // what a user sees (sourcestest.ShownStatus)
 	Activity *agentbridge.Activity `json:"activity,omitempty"`
 }
 
@@ -105,6 +106,7 @@ func replayFile(t *testing.T, harness, id string, lines [][]byte) golden {
 		}
 	}
 	g.Snapshot = s.Snapshot()
+	g.Shown = sourcestest.ShownStatus(&g.Snapshot, s.Ended())
 	g.Activity = s.Activity()
 	if issues := validate.Snapshot(g.Snapshot, validate.Harnesses{harness: true}); len(issues) > 0 {
 		t.Fatalf("final snapshot invalid: %+v", issues)
@@ -164,6 +166,7 @@ func TestGolden(t *testing.T) {
 	for name, c := range goldenCases(t) {
 		t.Run(name, func(t *testing.T) {
 			got := replayFile(t, c.harness, "sess-1", c.lines)
+			got.Shown = "" // not in the file
 			path := filepath.Join("testdata", "golden", name+".json")
 			sourcestest.Golden(t, path, got, *update)
 		})
@@ -196,8 +199,8 @@ func TestRecordedOutcomes(t *testing.T) {
 			}
 			continue
 		}
-		if g.Snapshot.Status != agentbridge.StatusDone {
-			t.Errorf("%s: status %s after %d turns, want done", name, g.Snapshot.Status, turns)
+		if g.Shown != sourcestest.StatusDone {
+			t.Errorf("%s: status %s after %d turns, want done", name, g.Shown, turns)
 		}
 		if g.Snapshot.Model == "" {
 			t.Errorf("%s: no model", name)
@@ -205,5 +208,21 @@ func TestRecordedOutcomes(t *testing.T) {
 		if g.Snapshot.Title == "" {
 			t.Errorf("%s: no title", name)
 		}
+	}
+}
+
+// TestErrorRecordIsTheTurnsError: an error record ends the turn failed,
+// and its content (what Gemini CLI showed: an API, quota or auth error)
+// is the snapshot's error, redacted.
+func TestErrorRecordIsTheTurnsError(t *testing.T) {
+	lines := [][]byte{
+		[]byte(`{"sessionId":"sess-1","projectHash":"h","startTime":"2026-04-29T21:39:22.319Z","lastUpdated":"2026-04-29T21:39:22.319Z","kind":"main"}`),
+		[]byte(`{"id":"u1","timestamp":"2026-04-29T21:39:33.155Z","type":"user","content":[{"text":"hi"}]}`),
+		[]byte(`{"id":"e1","timestamp":"2026-04-29T21:39:35.125Z","type":"error","content":"[API Error: You exceeded your current quota (key AIzaSyA1234567890abcdefghijklmnopqrstuv)]"}`),
+	}
+	g := replayFile(t, HarnessGemini, "sess-1", lines)
+	want := "[API Error: You exceeded your current quota (key [redacted])]"
+	if g.Snapshot.LastTurn != agentbridge.LastTurnFailed || g.Snapshot.Error != want {
+		t.Errorf("lastTurn %q error %q, want failed %q", g.Snapshot.LastTurn, g.Snapshot.Error, want)
 	}
 }

@@ -53,7 +53,7 @@ func TestGeminiChatLive(t *testing.T) {
 
 	sourcestest.Append(t, chat, `{"sessionId":"`+sid+`","projectHash":"x","startTime":"2026-12-01T10:00:00.000Z","lastUpdated":"2026-12-01T10:00:00.000Z","kind":"main"}`+"\n")
 	h.WaitFor(t, "the session", kittest.Status(sid, agentbridge.StatusIdle))
-	if s, _ := h.Snapshot(sid); s.Cwd != "/work/myproj" || s.Harness != HarnessGemini {
+	if s, _ := h.Shown(sid); s.Cwd != "/work/myproj" || s.Harness != HarnessGemini {
 		t.Errorf("cwd %q harness %q", s.Cwd, s.Harness)
 	}
 	prompt := `{"id":"u1","timestamp":"2026-12-01T10:00:01.000Z","type":"user","content":[{"text":"list the files"}]}` + "\n"
@@ -64,8 +64,8 @@ func TestGeminiChatLive(t *testing.T) {
 	sourcestest.Append(t, chat, `{"id":"g1","timestamp":"2026-12-01T10:00:02.000Z","type":"gemini","content":"","model":"gemini-3-flash","toolCalls":[{"id":"ls_1","name":"list_directory","displayName":"ReadFolder","status":"success"}]}`+"\n")
 	sourcestest.Append(t, chat, `{"id":"u2","timestamp":"2026-12-01T10:00:03.000Z","type":"user","content":[{"functionResponse":{"id":"ls_1","name":"list_directory","response":{}}}]}`+"\n")
 	sourcestest.Append(t, chat, `{"id":"g2","timestamp":"2026-12-01T10:00:04.000Z","type":"gemini","content":"Here they are.","model":"gemini-3-flash"}`+"\n")
-	h.WaitFor(t, "done", kittest.Status(sid, agentbridge.StatusDone))
-	s, _ := h.Snapshot(sid)
+	h.WaitFor(t, "done", kittest.Status(sid, sourcestest.StatusDone))
+	s, _ := h.Shown(sid)
 	if s.Title != "list the files" || s.Model != "gemini-3-flash" || s.LastTurn != agentbridge.LastTurnCompleted {
 		t.Errorf("after the turn: %+v", s)
 	}
@@ -75,8 +75,8 @@ func TestGeminiChatLive(t *testing.T) {
 	sourcestest.Append(t, chat, `{"id":"u3","timestamp":"2026-12-01T10:01:00.000Z","type":"user","content":[{"text":"and again"}]}`+"\n")
 	h.WaitFor(t, "running again", kittest.Status(sid, agentbridge.StatusRunning))
 	sourcestest.Append(t, chat, `{"$rewindTo":"u3"}`+"\n")
-	h.WaitFor(t, "the rewind", kittest.Status(sid, agentbridge.StatusDone))
-	if s, _ := h.Snapshot(sid); s.LastTurnEndedAt != time.Date(2026, 12, 1, 10, 0, 4, 0, time.UTC).UnixMilli() {
+	h.WaitFor(t, "the rewind", kittest.Status(sid, sourcestest.StatusDone))
+	if s, _ := h.Shown(sid); s.LastTurnEndedAt != time.Date(2026, 12, 1, 10, 0, 4, 0, time.UTC).UnixMilli() {
 		t.Errorf("after the rewind lastTurnEndedAt = %d", s.LastTurnEndedAt)
 	}
 
@@ -84,13 +84,13 @@ func TestGeminiChatLive(t *testing.T) {
 	sub := filepath.Join(project, "chats", sid, "22222222-2222-4333-8444-555555555555.jsonl")
 	sourcestest.Append(t, sub, `{"sessionId":"22222222-2222-4333-8444-555555555555","projectHash":"x","startTime":"2026-12-01T10:02:00.000Z","kind":"subagent"}`+"\n")
 	h.WaitFor(t, "the subagent", func(h *sourcestest.Hub) bool {
-		s, _ := h.Snapshot(sid)
+		s, _ := h.Shown(sid)
 		return len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentRunning
 	})
 	sourcestest.Append(t, sub, `{"id":"su1","timestamp":"2026-12-01T10:02:01.000Z","type":"user","content":[{"text":"read it"}]}`+"\n"+
 		`{"id":"sg1","timestamp":"2026-12-01T10:02:02.000Z","type":"gemini","content":"read."}`+"\n")
 	h.WaitFor(t, "the subagent done", func(h *sourcestest.Hub) bool {
-		s, _ := h.Snapshot(sid)
+		s, _ := h.Shown(sid)
 		return len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentCompleted
 	})
 	if len(h.Snapshots()) != 1 {
@@ -100,7 +100,7 @@ func TestGeminiChatLive(t *testing.T) {
 	if err := os.Remove(chat); err != nil {
 		t.Fatal(err)
 	}
-	h.WaitFor(t, "the session to leave", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot(sid); return !ok })
+	h.WaitFor(t, "the session to leave", func(h *sourcestest.Hub) bool { _, ok := h.Shown(sid); return !ok })
 }
 
 // An Antigravity conversation written live; a child conversation named
@@ -122,14 +122,14 @@ func TestAntigravityLive(t *testing.T) {
 		`{"step_index":7,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:03Z","content":"dispatched"}`+"\n")
 	sourcestest.Append(t, tr(child), `{"step_index":0,"source":"USER_EXPLICIT","type":"USER_INPUT","status":"DONE","created_at":"2026-12-01T10:00:02Z","content":"count the files"}`+"\n")
 	h.WaitFor(t, "the running subagent", func(h *sourcestest.Hub) bool {
-		s, _ := h.Snapshot(parent)
+		s, _ := h.Shown(parent)
 		return len(s.Subagents) == 1 && s.Subagents[0].ID == child && s.Subagents[0].Status == agentbridge.SubagentRunning
 	})
-	if s, _ := h.Snapshot(parent); s.Status != agentbridge.StatusRunning || s.Title != "summarise the notes" || s.Model != "Gemini 3.1 Pro (Low)" {
+	if s, _ := h.Shown(parent); s.Status != agentbridge.StatusRunning || s.Title != "summarise the notes" || s.Model != "Gemini 3.1 Pro (Low)" {
 		t.Errorf("parent while its child runs: %+v", s)
 	}
 	sourcestest.Append(t, tr(child), `{"step_index":2,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:09Z","content":"5 files"}`+"\n")
-	h.WaitFor(t, "the parent done after its child", kittest.Status(parent, agentbridge.StatusDone))
+	h.WaitFor(t, "the parent done after its child", kittest.Status(parent, sourcestest.StatusDone))
 	if ids := ids(h); !slices.Equal(ids, []string{parent}) {
 		t.Errorf("sessions %v, want the parent only", ids)
 	}
@@ -137,7 +137,7 @@ func TestAntigravityLive(t *testing.T) {
 	changes <- []string{HarnessGemini}
 	h.WaitFor(t, "antigravity switched off", func(h *sourcestest.Hub) bool { return len(h.Snapshots()) == 0 })
 	changes <- []string{HarnessGemini, HarnessAntigravity}
-	h.WaitFor(t, "antigravity back", kittest.Status(parent, agentbridge.StatusDone))
+	h.WaitFor(t, "antigravity back", kittest.Status(parent, sourcestest.StatusDone))
 	if ids := ids(h); !slices.Equal(ids, []string{parent}) {
 		t.Errorf("after the switch: sessions %v, want the parent only", ids)
 	}
@@ -166,11 +166,11 @@ func TestAntigravityChildBeforeParentAtScan(t *testing.T) {
 		fmt.Sprintf(`{"step_index":4,"source":"MODEL","type":"INVOKE_SUBAGENT","status":"DONE","created_at":"2026-12-01T10:00:02Z","content":"\"conversationId\": \"%s\""}`, child)+"\n"+
 		`{"step_index":7,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","created_at":"2026-12-01T10:00:03Z","content":"dispatched"}`+"\n")
 	h, _ := run(t, home, HarnessAntigravity)
-	h.WaitFor(t, "the parent done", kittest.Status(parent, agentbridge.StatusDone))
+	h.WaitFor(t, "the parent done", kittest.Status(parent, sourcestest.StatusDone))
 	if ids := ids(h); !slices.Equal(ids, []string{parent}) {
 		t.Errorf("sessions %v, want the parent only", ids)
 	}
-	if s, _ := h.Snapshot(parent); len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentCompleted {
+	if s, _ := h.Shown(parent); len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentCompleted {
 		t.Errorf("subagents %+v", s.Subagents)
 	}
 }
@@ -194,8 +194,8 @@ func TestLegacyChatAndItsMigration(t *testing.T) {
 	if err := os.WriteFile(legacy, fixture, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.WaitFor(t, "the legacy chat's turn done", kittest.Status(id, agentbridge.StatusDone))
-	if s, _ := h.Snapshot(id); s.Title != "Hello" {
+	h.WaitFor(t, "the legacy chat's turn done", kittest.Status(id, sourcestest.StatusDone))
+	if s, _ := h.Shown(id); s.Title != "Hello" {
 		t.Errorf("legacy snapshot %+v", s)
 	}
 	// Rewritten in full with a new prompt: running again.
@@ -216,8 +216,8 @@ func TestLegacyChatAndItsMigration(t *testing.T) {
 		`{"id":"g1","timestamp":"2026-01-16T18:34:02Z","type":"gemini","content":"Hi!","model":"gemini-2.5-pro"}` + "\n"
 	sourcestest.Append(t, legacy+"l", migrated)
 	h.WaitFor(t, "the migrated chat", func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot(id)
-		return ok && s.Status == agentbridge.StatusDone && s.Model == "gemini-2.5-pro"
+		s, ok := h.Shown(id)
+		return ok && s.Status == sourcestest.StatusDone && s.Model == "gemini-2.5-pro"
 	})
 	if n := len(h.Snapshots()); n != 1 {
 		t.Errorf("%d sessions, want 1", n)
@@ -226,7 +226,7 @@ func TestLegacyChatAndItsMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	if _, ok := h.Snapshot(id); !ok {
+	if _, ok := h.Shown(id); !ok {
 		t.Error("removing the superseded legacy chat removed the session")
 	}
 }
@@ -253,7 +253,7 @@ func TestProjectRootLateAndHostile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(late, ".project_root"), []byte("/srv/late\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.WaitFor(t, "the late cwd", func(h *sourcestest.Hub) bool { s, _ := h.Snapshot(a); return s.Cwd == "/srv/late" })
+	h.WaitFor(t, "the late cwd", func(h *sourcestest.Hub) bool { s, _ := h.Shown(a); return s.Cwd == "/srv/late" })
 	h.WaitFor(t, "the FIFO's diagnostic", func(h *sourcestest.Hub) bool {
 		for _, d := range h.Diagnostics() {
 			if d.Code == sources.CodeSideNotRegular {
@@ -262,7 +262,7 @@ func TestProjectRootLateAndHostile(t *testing.T) {
 		}
 		return false
 	})
-	if s, _ := h.Snapshot(b); s.Cwd != "" {
+	if s, _ := h.Shown(b); s.Cwd != "" {
 		t.Errorf("cwd from a FIFO: %q", s.Cwd)
 	}
 }
@@ -279,19 +279,19 @@ func TestChatDeletedUnderItsCLI(t *testing.T) {
 	if err := os.Remove(chat); err != nil {
 		t.Fatal(err)
 	}
-	h.WaitFor(t, "the session to leave", func(h *sourcestest.Hub) bool { _, ok := h.Snapshot(sid); return !ok })
+	h.WaitFor(t, "the session to leave", func(h *sourcestest.Hub) bool { _, ok := h.Shown(sid); return !ok })
 	sourcestest.Append(t, chat, `{"id":"u1","timestamp":"2026-12-01T10:00:05.000Z","type":"user","content":[{"text":"list the files"}]}`+"\n")
 	// The turn and its title are two events (folded one after the other):
 	// wait for both before the check.
 	h.WaitFor(t, "the session back, running, with its title", func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot(sid)
+		s, ok := h.Shown(sid)
 		return ok && s.Status == agentbridge.StatusRunning && s.Title != ""
 	})
-	if s, _ := h.Snapshot(sid); s.Cwd != "/work/myproj" || s.Title != "list the files" {
+	if s, _ := h.Shown(sid); s.Cwd != "/work/myproj" || s.Title != "list the files" {
 		t.Errorf("back: %+v", s)
 	}
 	sourcestest.Append(t, chat, `{"id":"g1","timestamp":"2026-12-01T10:00:06.000Z","type":"gemini","content":"Here.","model":"gemini-3-flash"}`+"\n")
-	h.WaitFor(t, "done", kittest.Status(sid, agentbridge.StatusDone))
+	h.WaitFor(t, "done", kittest.Status(sid, sourcestest.StatusDone))
 	if d := h.Diagnostics(); len(d) != 0 {
 		t.Errorf("diagnostics %+v", d)
 	}

@@ -3,7 +3,6 @@ package gemini
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"slices"
 	"time"
 
 	"github.com/agentbridge/agentbridge/proc"
@@ -35,19 +34,42 @@ func projectHash(cwd string) string {
 }
 
 // writers lists the Gemini CLI processes under root (normally proc.Root)
-// by the project hash of their working directory. A process that only
-// waits for a Gemini CLI child is left out: Gemini CLI starts itself
-// again as a child with more memory (unless GEMINI_CLI_NO_RELAUNCH is
-// set), and the child is the one that writes.
+// by the project hash of their working directory (see relaunched).
 func writers(root string, agent proc.Agent) map[string][]writer {
-	all := proc.List(root, agent.Match)
 	out := map[string][]writer{}
-	for _, w := range all {
-		if slices.ContainsFunc(all, func(c proc.Process) bool { return c.PPID == w.PID }) {
-			continue // the relaunching parent
-		}
+	for _, w := range relaunched(proc.List(root, agent.Match)) {
 		h := projectHash(w.Cwd)
 		out[h] = append(out[h], writer{pid: w.PID, started: w.Started})
+	}
+	return out
+}
+
+// relaunched returns, of the Gemini CLI processes all, the one of each
+// CLI that writes: Gemini CLI starts itself again as a child with more
+// memory (unless GEMINI_CLI_NO_RELAUNCH is set) and waits for it, so of a
+// topmost Gemini CLI process (no Gemini CLI parent) its first Gemini CLI
+// child writes, or, with no child, the process itself. Deeper ones are
+// the writer starting a command (git for the footer, a shell tool),
+// caught between fork and exec with the writer's command line: taken for
+// the writer, the session was bound to a process that was gone a moment
+// later, and the resumed session never showed its process.
+func relaunched(all []proc.Process) []proc.Process {
+	gemini := make(map[int]bool, len(all))
+	for _, p := range all {
+		gemini[p.PID] = true
+	}
+	var out []proc.Process
+	for _, top := range all {
+		if gemini[top.PPID] {
+			continue
+		}
+		w := top
+		for _, c := range all {
+			if c.PPID == top.PID && (w.PID == top.PID || c.Started.Before(w.Started)) {
+				w = c
+			}
+		}
+		out = append(out, w)
 	}
 	return out
 }

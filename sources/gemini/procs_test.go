@@ -4,11 +4,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
@@ -22,11 +24,11 @@ func geminiProcess(t *testing.T, cwd string) (wrapper, child int) {
 	t.Helper()
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("needs sh")
+		testenv.Missing(t, "needs sh")
 	}
 	data, err := os.ReadFile(sh)
 	if err != nil {
-		t.Skip("cannot copy sh")
+		testenv.Missing(t, "cannot copy sh")
 	}
 	wrap := filepath.Join(t.TempDir(), "gemini")
 	if err := os.WriteFile(wrap, data, 0o755); err != nil {
@@ -87,11 +89,11 @@ func TestChatBoundToItsWriter(t *testing.T) {
 	sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T10-00-11111111.jsonl"), meta(sid, projectHash(cwd)))
 	sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T10-00-99999999.jsonl"), meta(other, projectHash("/elsewhere")))
 	h.WaitFor(t, "the session bound to the writer", func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot(sid)
+		s, ok := h.Shown(sid)
 		return ok && s.PID == child
 	})
 	for _, id := range []string{old, other} {
-		if s, _ := h.Snapshot(id); s.PID != 0 {
+		if s, _ := h.Shown(id); s.PID != 0 {
 			t.Errorf("session %s bound to %d (wrapper %d, child %d)", id, s.PID, wrapper, child)
 		}
 	}
@@ -102,7 +104,17 @@ func TestChatBoundToItsWriter(t *testing.T) {
 	if err := p.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	h.WaitFor(t, "exited", kittest.Status(sid, agentbridge.StatusExited))
+	h.WaitFor(t, "exited", kittest.Status(sid, sourcestest.StatusExited))
+
+	// gemini --resume: a new process takes the chat up and writes it; the
+	// session is bound to it, no longer exited.
+	_, child2 := geminiProcess(t, cwd)
+	sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T10-00-11111111.jsonl"),
+		meta(sid, projectHash(cwd))) // what the resumed CLI writes first
+	h.WaitFor(t, "the resumed session bound to the new writer", func(h *sourcestest.Hub) bool {
+		s, ok := h.Shown(sid)
+		return ok && s.PID == child2 && s.Status != sourcestest.StatusExited
+	})
 }
 
 // pickWriter: a process that started after the chat's last write did
@@ -132,6 +144,38 @@ func TestPickWriter(t *testing.T) {
 	} {
 		if got := pickWriter(c.cands, c.mtime, c.bound); got != c.want {
 			t.Errorf("%s: pickWriter = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// relaunched: of each Gemini CLI, its relaunched child writes (or the one
+// process when it did not relaunch); the child's own children that still
+// carry its command line (a command between fork and exec) are not
+// writers, nor is the waiting wrapper.
+func TestRelaunched(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	p := func(pid, ppid int, d time.Duration) proc.Process {
+		return proc.Process{PID: pid, PPID: ppid, Started: t0.Add(d)}
+	}
+	for _, c := range []struct {
+		name string
+		all  []proc.Process
+		want []int
+	}{
+		{"none", nil, nil},
+		{"not relaunched", []proc.Process{p(10, 1, 0)}, []int{10}},
+		{"relaunched", []proc.Process{p(10, 1, 0), p(11, 10, time.Second)}, []int{11}},
+		{"the child forking git", []proc.Process{p(10, 1, 0), p(11, 10, time.Second), p(12, 11, time.Minute)}, []int{11}},
+		{"listed child first", []proc.Process{p(12, 11, time.Minute), p(11, 10, time.Second), p(10, 1, 0)}, []int{11}},
+		{"two CLIs", []proc.Process{p(10, 1, 0), p(11, 10, time.Second), p(20, 1, 0), p(21, 20, time.Second), p(22, 21, time.Minute)}, []int{11, 21}},
+	} {
+		var got []int
+		for _, w := range relaunched(c.all) {
+			got = append(got, w.PID)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: relaunched = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -23,7 +23,7 @@ func TestRealShellApproval(t *testing.T) {
 		tool     agentbridge.Outcome
 	}{
 		{"testdata/chats/v0.61-shell-approved.jsonl", agentbridge.LastTurnCompleted, agentbridge.OutcomeSuccess},
-		{"testdata/chats/v0.61-shell-denied.jsonl", agentbridge.LastTurnCancelled, agentbridge.OutcomeCancelled},
+		{"testdata/chats/v0.61-shell-denied.jsonl", agentbridge.LastTurnInterrupted, agentbridge.OutcomeCancelled},
 	} {
 		data, err := os.ReadFile(c.file)
 		if err != nil {
@@ -53,7 +53,7 @@ func TestRealShellApproval(t *testing.T) {
 		if turns != 1 || len(tools) != 1 || tools[0] != "Shell" || outcome != c.tool {
 			t.Errorf("%s: %d turns, tools %v ended %q", c.file, turns, tools, outcome)
 		}
-		if snap.Status != agentbridge.StatusDone || snap.LastTurn != c.lastTurn || snap.Title != "make the marker" {
+		if g.Shown != sourcestest.StatusDone || snap.LastTurn != c.lastTurn || snap.Title != "make the marker" {
 			t.Errorf("%s: status %s lastTurn %s title %q", c.file, snap.Status, snap.LastTurn, snap.Title)
 		}
 	}
@@ -77,11 +77,14 @@ func TestRealSubagent(t *testing.T) {
 	h, _ := run(t, home, HarnessGemini)
 	copyTo("testdata/chats/v0.61-subagent/parent.jsonl", filepath.Join(chats, "session-2026-12-01T12-38-63789f95.jsonl"))
 	copyTo("testdata/chats/v0.61-subagent/child.jsonl", filepath.Join(chats, parent, child+".jsonl"))
-	h.WaitFor(t, "the subagent completed", func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot(parent)
-		return ok && len(s.Subagents) == 1 && s.Subagents[0].ID == child && s.Subagents[0].Status == agentbridge.SubagentCompleted
+	// The tailer may read the child's chat before the parent's: wait for
+	// both to be read (the parent's turn over), not only for the child.
+	h.WaitFor(t, "the subagent completed and the parent's turn", func(h *sourcestest.Hub) bool {
+		s, ok := h.Shown(parent)
+		return ok && len(s.Subagents) == 1 && s.Subagents[0].ID == child && s.Subagents[0].Status == agentbridge.SubagentCompleted &&
+			s.LastTurn != ""
 	})
-	if s, _ := h.Snapshot(parent); s.Status != agentbridge.StatusDone || s.LastTurn != agentbridge.LastTurnCompleted || len(h.Snapshots()) != 1 {
+	if s, _ := h.Shown(parent); s.Status != sourcestest.StatusDone || s.LastTurn != agentbridge.LastTurnCompleted || len(h.Snapshots()) != 1 {
 		t.Errorf("parent %+v; %d sessions", s, len(h.Snapshots()))
 	}
 }
@@ -134,21 +137,21 @@ func TestRealSubagentEndedByParent(t *testing.T) {
 			writeParent := func() {
 				sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T12-38-63789f95.jsonl"), c.parent)
 				h.WaitFor(t, "the parent's turn over", func(h *sourcestest.Hub) bool {
-					s, ok := h.Snapshot(parent)
-					return ok && s.Status == agentbridge.StatusDone
+					s, ok := h.Shown(parent)
+					return ok && s.Status == sourcestest.StatusDone
 				})
 			}
 			writeChild := func() {
 				sourcestest.Append(t, filepath.Join(chats, parent, child+".jsonl"), read("testdata/chats/v0.61-subagent/"+c.child))
 				h.WaitFor(t, "the subagent listed", func(h *sourcestest.Hub) bool {
-					s, ok := h.Snapshot(parent)
+					s, ok := h.Shown(parent)
 					return ok && len(s.Subagents) == 1
 				})
 			}
 			if c.childFirst {
 				writeChild()
 				if c.child == "child-no-complete-task.jsonl" {
-					if s, _ := h.Snapshot(parent); s.Subagents[0].Status != agentbridge.SubagentRunning {
+					if s, _ := h.Shown(parent); s.Subagents[0].Status != agentbridge.SubagentRunning {
 						t.Fatalf("without complete_task and before the parent's result: %s", s.Subagents[0].Status)
 					}
 				}
@@ -158,7 +161,7 @@ func TestRealSubagentEndedByParent(t *testing.T) {
 				writeChild()
 			}
 			h.WaitFor(t, "the subagent "+string(c.want), func(h *sourcestest.Hub) bool {
-				s, _ := h.Snapshot(parent)
+				s, _ := h.Shown(parent)
 				return len(s.Subagents) == 1 && s.Subagents[0].ID == child && s.Subagents[0].Status == c.want
 			})
 			// The child's chat read to its end, then two more turns of the
@@ -168,13 +171,13 @@ func TestRealSubagentEndedByParent(t *testing.T) {
 			for i, line := range []string{`{"id":"u-next","timestamp":"2026-12-01T12:38:07.000Z","type":"user","content":[{"text":"next"}]}`, `{"id":"g-next","timestamp":"2026-12-01T12:38:08.000Z","type":"gemini","content":"ok"}`,
 				`{"id":"u-last","timestamp":"2026-12-01T12:38:09.000Z","type":"user","content":[{"text":"last"}]}`} {
 				sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T12-38-63789f95.jsonl"), line+"\n")
-				want := []agentbridge.Status{agentbridge.StatusRunning, agentbridge.StatusDone, agentbridge.StatusRunning}[i]
+				want := []agentbridge.Status{agentbridge.StatusRunning, sourcestest.StatusDone, agentbridge.StatusRunning}[i]
 				h.WaitFor(t, "the parent "+string(want), func(h *sourcestest.Hub) bool {
-					s, _ := h.Snapshot(parent)
+					s, _ := h.Shown(parent)
 					return s.Status == want
 				})
 			}
-			if s, _ := h.Snapshot(parent); len(s.Subagents) != 1 || s.Subagents[0].Status != c.want {
+			if s, _ := h.Shown(parent); len(s.Subagents) != 1 || s.Subagents[0].Status != c.want {
 				t.Errorf("subagents afterwards %+v", s.Subagents)
 			}
 			var dones int
@@ -209,19 +212,19 @@ func TestRealSubagentOfAnotherSession(t *testing.T) {
 		sourcestest.Append(t, f.dst, string(data))
 	}
 	h.WaitFor(t, "the parent's turn over, the other's subagent listed", func(h *sourcestest.Hub) bool {
-		p, _ := h.Snapshot(parent)
-		o, _ := h.Snapshot(other)
-		return p.Status == agentbridge.StatusDone && len(o.Subagents) == 1
+		p, _ := h.Shown(parent)
+		o, _ := h.Shown(other)
+		return p.Status == sourcestest.StatusDone && len(o.Subagents) == 1
 	})
 	sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T12-38-63789f95.jsonl"), `{"id":"u-next","timestamp":"2026-12-01T12:38:07.000Z","type":"user","content":[{"text":"next"}]}`+"\n")
 	h.WaitFor(t, "the parent running again", func(h *sourcestest.Hub) bool {
-		s, _ := h.Snapshot(parent)
+		s, _ := h.Shown(parent)
 		return s.Status == agentbridge.StatusRunning
 	})
-	if o, _ := h.Snapshot(other); o.Subagents[0].Status != agentbridge.SubagentRunning {
+	if o, _ := h.Shown(other); o.Subagents[0].Status != agentbridge.SubagentRunning {
 		t.Errorf("the other session's subagent: %s", o.Subagents[0].Status)
 	}
-	if p, _ := h.Snapshot(parent); len(p.Subagents) != 0 {
+	if p, _ := h.Shown(parent); len(p.Subagents) != 0 {
 		t.Errorf("the parent lists %+v", p.Subagents)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
@@ -41,11 +42,11 @@ func TestLive(t *testing.T) {
 	h.WaitFor(t, "running", kittest.Status(id, agentbridge.StatusRunning))
 	sourcestest.Append(t, j, `{"version":"v1","kind":"AssistantMessage","data":{"message_id":"m1","content":[{"kind":"text","data":"ok"}]}}
 `)
-	h.WaitFor(t, "done", kittest.Status(id, agentbridge.StatusDone))
+	h.WaitFor(t, "done", kittest.Status(id, sourcestest.StatusDone))
 	side := filepath.Join(SessionsDir(home), id+".json")
 	kittest.Replace(t, side, fmt.Sprintf(sidecarJSON, id, cwd, `{"message_ids":["p1","m1"],"end_reason":"UserTurnEnd"}`))
 	h.WaitFor(t, "the sidecar's cwd and model, and the process", kittest.Is(id, func(s agentbridge.Snapshot) bool {
-		return s.Cwd == cwd && s.Model == "claude-sonnet-4.5" && s.PID == agent.Process.Pid && s.Status == agentbridge.StatusDone
+		return s.Cwd == cwd && s.Model == "claude-sonnet-4.5" && s.PID == agent.Process.Pid && s.Status == sourcestest.StatusDone
 	}))
 	sourcestest.Append(t, j, `{"version":"v1","kind":"Prompt","data":{"message_id":"p2","content":[{"kind":"text","data":"again"}]}}
 {"version":"v1","kind":"AssistantMessage","data":{"message_id":"m2","content":[{"kind":"toolUse","data":{"toolUseId":"t1","name":"shell"}}]}}
@@ -54,10 +55,10 @@ func TestLive(t *testing.T) {
 	kittest.Replace(t, side, fmt.Sprintf(sidecarJSON, id, cwd,
 		`{"message_ids":["p1","m1"],"end_reason":"UserTurnEnd"},{"message_ids":["p2","m2"],"end_reason":"Interrupted","end_timestamp":"2026-06-05T01:57:30Z"}`))
 	h.WaitFor(t, "cancelled by the sidecar", kittest.Is(id, func(s agentbridge.Snapshot) bool {
-		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCancelled
+		return s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnInterrupted
 	}))
 	_ = agent.Process.Kill()
-	h.WaitFor(t, "exited with its process", kittest.Status(id, agentbridge.StatusExited))
+	h.WaitFor(t, "exited with its process", kittest.Status(id, sourcestest.StatusExited))
 }
 
 // TestHostileSidecar: a sidecar that is a FIFO, or a sparse file far over
@@ -71,7 +72,7 @@ func TestHostileSidecar(t *testing.T) {
 	}
 	const fifo, sparse = "3f0c2d1e-0000-4000-8000-0000000000f1", "3f0c2d1e-0000-4000-8000-0000000000f2"
 	if err := syscall.Mkfifo(filepath.Join(dir, fifo+".json"), 0o644); err != nil {
-		t.Skip("no FIFOs here:", err)
+		testenv.Missing(t, "no FIFOs here: %v", err)
 	}
 	f, err := os.Create(filepath.Join(dir, sparse+".json"))
 	if err != nil {
@@ -86,6 +87,6 @@ func TestHostileSidecar(t *testing.T) {
 		sourcestest.Append(t, filepath.Join(dir, id+".jsonl"), `{"version":"v1","kind":"Prompt","data":{"message_id":"p1","content":[{"kind":"text","data":"hi"}]}}
 {"version":"v1","kind":"AssistantMessage","data":{"content":[{"kind":"text","data":"ok"}]}}
 `)
-		h.WaitFor(t, "done beside a hostile sidecar", kittest.Status(id, agentbridge.StatusDone))
+		h.WaitFor(t, "done beside a hostile sidecar", kittest.Status(id, sourcestest.StatusDone))
 	}
 }

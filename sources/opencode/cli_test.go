@@ -18,8 +18,9 @@ import (
 )
 
 // opencodeBinary finds the real CLI: $OPENCODE_BIN, which the live suite
-// (make live) sets to the opencode-ai it installs. Without it these tests
-// skip: a real CLI under load is no unit test.
+// (make live: e2e/live TestOpencodeSourceRealCLI, which fails unless they
+// all run and pass) sets to the pinned opencode-ai it installs. Without it
+// these tests skip: a real CLI under load is no unit test.
 func opencodeBinary() string {
 	for _, p := range []string{os.Getenv("OPENCODE_BIN")} {
 		if p == "" {
@@ -154,7 +155,7 @@ func TestRealCLI(t *testing.T) {
 	var root string
 	h.WaitFor(t, "a root session done with its subagent completed", func(h *sourcestest.Hub) bool {
 		for _, s := range h.Snapshots() {
-			if s.Status == agentbridge.StatusDone && len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentCompleted {
+			if s.Status == sourcestest.StatusDone && len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentCompleted {
 				root = s.ID
 				return true
 			}
@@ -174,7 +175,7 @@ func TestRealCLI(t *testing.T) {
 	if !sawRunning || !sawBash {
 		t.Errorf("running seen: %v, bash tool seen: %v; want both", sawRunning, sawBash)
 	}
-	if s, _ := h.Snapshot(root); s.Cwd != proj || s.Model != "mock-model" || s.LastTurn != agentbridge.LastTurnCompleted {
+	if s, _ := h.Shown(root); s.Cwd != proj || s.Model != "mock-model" || s.LastTurn != agentbridge.LastTurnCompleted {
 		t.Errorf("snapshot = %+v; want cwd %s, the model, the turn completed", s, proj)
 	}
 	quiet(t)
@@ -187,7 +188,7 @@ func TestRealCLIRejected(t *testing.T) {
 	h, _ := runCLI(t, "ask", "run", "write a marker")
 	h.WaitFor(t, "the turn cancelled", func(h *sourcestest.Hub) bool {
 		for _, s := range h.Snapshots() {
-			if s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCancelled {
+			if s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnInterrupted {
 				return true
 			}
 		}

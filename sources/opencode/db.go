@@ -10,10 +10,13 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
-	"github.com/agentbridge/agentbridge/proc"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/agentbridge/agentbridge/proc"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // Errors of a database read.
@@ -27,19 +30,59 @@ var (
 	// being created. It is not opened (see OpenDB) and is read again on
 	// its next change.
 	ErrNotReady = errors.New("opencode database being created")
+	// ErrLimit: a read went past the bounds the source reads within (its
+	// deadline, SQLite's memory cap, or a value longer than maxValue); the
+	// database is read again on its next change.
+	ErrLimit = errors.New("opencode database read past its bounds")
 )
+
+// Bounds of a database read: the database is untrusted input (anything
+// that runs as the user can write one), so SQLite itself is held to them.
+const (
+	// maxValue is the longest string or blob SQLite makes or reads on the
+	// source's connections (SQLITE_LIMIT_LENGTH): a real row's data (a
+	// part with a pasted image) stays far below it; a value computed in
+	// SQL to exhaust memory ends the query with SQLITE_TOOBIG.
+	maxValue = 32 << 20
+	// heapLimit is SQLite's hard heap limit (process-wide: the opencode
+	// source is the process's only SQLite user); past it an allocation
+	// fails with SQLITE_NOMEM instead of growing.
+	heapLimit = 256 << 20
+	// cacheKiB is each connection's page cache.
+	cacheKiB = 2048
+	// maxSchema bounds the schema entries looked at.
+	maxSchema = 4096
+)
+
+// readDeadline bounds one read (opening with its schema check, a scan, a
+// read of changes): a query still running then is interrupted (SQLite's
+// progress handler, through the context) and the read fails with
+// ErrLimit. A variable so that tests can shorten it.
+var readDeadline = 10 * time.Second
 
 // headerSize is the length of SQLite's file header.
 const headerSize = 100
 
-// SchemaError says the database lacks a table or column the source reads:
-// a schema it does not know, refused rather than misread.
+// SchemaError says the database lacks a table or column the source reads
+// (a schema it does not know, refused rather than misread), or (Refused
+// set) holds what a read could run: a view or virtual table in place of a
+// table the source reads, a virtual generated column in one, or a trigger.
 type SchemaError struct {
 	Table, Column string
+	// Refused names what was refused: "view", "virtual table",
+	// "generated column" or "trigger"; "" for a missing table or column.
+	Refused string
 }
 
 func (e *SchemaError) Error() string {
-	if e.Column == "" {
+	switch {
+	case e.Refused != "" && e.Table == "" || e.Refused == "trigger":
+		return "opencode database: it has a " + e.Refused
+	case e.Refused != "" && e.Column != "":
+		return fmt.Sprintf("opencode database: table %s has a %s", e.Table, e.Refused)
+	case e.Refused != "":
+		return fmt.Sprintf("opencode database: %s is a %s, not a table", e.Table, e.Refused)
+	case e.Column == "":
 		return "opencode database: no table " + e.Table
 	}
 	return fmt.Sprintf("opencode database: table %s has no column %s", e.Table, e.Column)
@@ -58,6 +101,11 @@ var required = map[string][]string{
 // several queries within the same wake.
 const maxRows = 2000
 
+// maxPages bounds the queries of maxRows one read of the event journal
+// runs (and so the records it holds); the rest waits for the next read
+// (More).
+const maxPages = 4
+
 // maxText bounds the prompt text taken from a part, maxErrorText a tool's
 // error (only its start is compared).
 const (
@@ -73,7 +121,8 @@ var queries atomic.Uint64 // every query run against a database: the idle test's
 // for a database without the event table, the latest time_updated seen.
 type DB struct {
 	path     string
-	db       *sql.DB
+	pool     *sql.DB
+	db       *sql.Conn // the one connection, with its limits set
 	dev, ino uint64
 	events   bool   // has the event table: follow it by rowid
 	agent    bool   // session.agent exists
@@ -82,10 +131,20 @@ type DB struct {
 	mark     int64  // tables: the latest time_updated read
 	atMark   map[string]int64
 	drift    map[string]int // unknown event versions by type family
+	more     bool           // the last read of the journal stopped at maxPages
 }
 
+// More reports whether the last Changes left journal rows to read: the
+// caller reads again (soon, not on a timer).
+func (d *DB) More() bool { return d.more }
+
 // OpenDB opens the database at path read-only and checks its schema. It
-// never creates, writes or checkpoints the database.
+// never creates, writes or checkpoints the database, and never writes a
+// temporary file (temp_store MEMORY; SQLite's memory is capped, see
+// heapLimit). The schema is checked before any other query: the tables
+// the source reads must be tables (not views) without virtual generated
+// columns, and the database holds no trigger and no virtual table
+// (opencode makes neither); else a *SchemaError with Refused set.
 //
 // A file shorter than a database header is not opened (ErrNotReady):
 // opencode creates its database empty, then writes its first page, which
@@ -106,23 +165,46 @@ func OpenDB(path string) (*DB, error) {
 		return nil, ErrNotReady
 	}
 	key, _ := proc.KeyOf(fi)
-	u := url.URL{Scheme: "file", Path: path, RawQuery: "mode=ro&_pragma=busy_timeout(50)&_pragma=query_only(1)"}
-	db, err := sql.Open("sqlite", u.String())
+	u := url.URL{Scheme: "file", Path: path, RawQuery: dsnParams}
+	pool, err := sql.Open("sqlite", u.String())
 	if err != nil {
 		return nil, fmt.Errorf("open opencode database: %w", err)
 	}
-	db.SetMaxOpenConns(1)
-	d := &DB{path: path, db: db, atMark: map[string]int64{}, drift: map[string]int{}}
-	d.dev, d.ino = key.Dev, key.Ino
-	if err := d.schema(); err != nil {
-		db.Close()
+	pool.SetMaxOpenConns(1)
+	ctx, cancel := context.WithTimeout(context.Background(), readDeadline)
+	defer cancel()
+	conn, err := pool.Conn(ctx)
+	if err == nil {
+		_, err = sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, maxValue)
+		if err != nil {
+			conn.Close()
+		}
+	}
+	if err != nil {
+		pool.Close()
+		return nil, classify(ctx, err)
+	}
+	d := &DB{path: path, pool: pool, db: conn, atMark: map[string]int64{}, drift: map[string]int{}, dev: key.Dev, ino: key.Ino}
+	if err := d.schema(ctx); err != nil {
+		d.Close()
 		return nil, err
 	}
 	return d, nil
 }
 
+// dsnParams open a database read-only (no write, no checkpoint), with a
+// short busy timeout, no temporary file on disk, a small page cache, no
+// SQL functions run from the schema that are not innocuous, and SQLite's
+// heap capped.
+var dsnParams = fmt.Sprintf("mode=ro&_pragma=busy_timeout(50)&_pragma=query_only(1)&_pragma=temp_store(2)"+
+	"&_pragma=cache_size(-%d)&_pragma=trusted_schema(0)&_pragma=hard_heap_limit(%d)&_pragma=soft_heap_limit(%d)",
+	cacheKiB, heapLimit, heapLimit/2)
+
 // Close releases the connection.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error {
+	d.db.Close()
+	return d.pool.Close()
+}
 
 // Same reports whether path is still the file that was opened.
 func (d *DB) Same() bool {
@@ -134,13 +216,24 @@ func (d *DB) Same() bool {
 	return ok && k.Dev == d.dev && k.Ino == d.ino
 }
 
-func classify(err error) error {
+// classify maps a read's error to ErrBusy, ErrLimit or ErrUnreadable; ctx
+// is the read's own context (its deadline passed: ErrLimit).
+func classify(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
+	}
+	var sch *SchemaError
+	if errors.As(err, &sch) {
+		return err
+	}
+	if ctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)) {
+		return fmt.Errorf("%w: deadline: %v", ErrLimit, err)
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_FULL:
+			return fmt.Errorf("%w: %v", ErrLimit, err)
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			return fmt.Errorf("%w: %v", ErrBusy, err)
 		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FORMAT, sqlite3.SQLITE_RANGE, sqlite3.SQLITE_ERROR:
@@ -150,28 +243,74 @@ func classify(err error) error {
 	return fmt.Errorf("%w: %v", ErrUnreadable, err)
 }
 
-// schema checks the tables and columns the source reads.
-func (d *DB) schema() error {
-	ctx := context.Background()
+// readTables are the tables the source queries: each must be a table
+// when it exists.
+var readTables = []string{"session", "message", "part", "event", "migration"}
+
+// schema checks, before any other query, what a read could run (views of
+// the tables read, virtual generated columns in them, any virtual table or
+// trigger: refused), then the tables and columns the source reads.
+func (d *DB) schema(ctx context.Context) error {
+	queries.Add(1)
+	rows, err := d.db.QueryContext(ctx, `SELECT type, lower(substr(name,1,64)), lower(ltrim(substr(sql,1,64))) LIKE 'create virtual%'
+		FROM sqlite_master LIMIT ?`, maxSchema+1)
+	if err != nil {
+		return classify(ctx, err)
+	}
+	n := 0
+	for rows.Next() {
+		var typ, name sql.NullString
+		var virtual sql.NullBool
+		if err := rows.Scan(&typ, &name, &virtual); err != nil {
+			rows.Close()
+			return classify(ctx, err)
+		}
+		n++
+		read := slices.Contains(readTables, name.String)
+		switch {
+		case typ.String == "trigger":
+			err = &SchemaError{Refused: "trigger"}
+		case typ.String == "view" && read:
+			err = &SchemaError{Table: name.String, Refused: "view"}
+		case typ.String == "table" && virtual.Bool: // opencode makes none
+			err = &SchemaError{Refused: "virtual table"}
+			if read {
+				err = &SchemaError{Table: name.String, Refused: "virtual table"}
+			}
+		}
+		if err != nil {
+			rows.Close()
+			return err
+		}
+	}
+	if err := closeRows(rows); err != nil {
+		return classify(ctx, err)
+	}
+	if n > maxSchema {
+		return fmt.Errorf("%w: more than %d schema entries", ErrLimit, maxSchema)
+	}
 	for _, table := range []string{"session", "message", "part", "event"} {
 		queries.Add(1)
-		rows, err := d.db.QueryContext(ctx, "SELECT name FROM pragma_table_info(?)", table)
+		rows, err := d.db.QueryContext(ctx, "SELECT substr(name,1,64), hidden FROM pragma_table_xinfo(?) LIMIT 1000", table)
 		if err != nil {
-			return classify(err)
+			return classify(ctx, err)
 		}
 		var cols []string
 		for rows.Next() {
 			var c string
-			if err := rows.Scan(&c); err != nil {
+			var hidden int
+			if err := rows.Scan(&c, &hidden); err != nil {
 				rows.Close()
-				return classify(err)
+				return classify(ctx, err)
+			}
+			if hidden == 2 { // computed at each read
+				rows.Close()
+				return &SchemaError{Table: table, Column: c, Refused: "generated column"}
 			}
 			cols = append(cols, c)
 		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return classify(err)
+		if err := closeRows(rows); err != nil {
+			return classify(ctx, err)
 		}
 		if len(cols) == 0 {
 			if table == "event" {
@@ -193,8 +332,10 @@ func (d *DB) schema() error {
 	}
 	queries.Add(1)
 	var v sql.NullString
-	if err := d.db.QueryRowContext(ctx, "SELECT max(id) FROM migration").Scan(&v); err == nil {
+	if err := d.db.QueryRowContext(ctx, "SELECT substr(max(id),1,128) FROM migration").Scan(&v); err == nil {
 		d.Version = v.String
+	} else if ctx.Err() != nil {
+		return classify(ctx, err)
 	}
 	return nil
 }
@@ -206,7 +347,20 @@ func (d *DB) Events() bool { return d.events }
 // or of another shape), so that a row of unexpected shape never fails
 // the query.
 func str(col, path string) string {
-	return fmt.Sprintf("CAST(json_extract(%s,'%s') AS TEXT)", col, path)
+	return cut(fmt.Sprintf("CAST(json_extract(%s,'%s') AS TEXT)", col, path))
+}
+
+// maxField bounds, in SQL, every text column read (ids, a directory, a
+// title, names): the longest a snapshot keeps (a cwd) with room to tell
+// a value that is too long.
+const maxField = 4096
+
+// cut bounds the text of expr to maxField characters, in the query.
+func cut(expr string) string { return fmt.Sprintf("substr(%s,1,%d)", expr, maxField) }
+
+// sessionCols are the session columns read (agent: "NULL" when absent).
+func sessionCols(agent string) string {
+	return strings.Join([]string{cut("id"), cut("parent_id"), cut("directory"), cut("title"), cut(agent), "time_created", "time_updated"}, ", ")
 }
 func num(col, path string) string {
 	return fmt.Sprintf("CAST(json_extract(%s,'%s') AS INTEGER)", col, path)
@@ -222,6 +376,7 @@ func messageCols(col, prefix string) []string {
 	return []string{
 		str(col, prefix+".role"), num(col, prefix+".time.created"), num(col, prefix+".time.completed"),
 		str(col, prefix+".finish"), str(col, prefix+".error.name"), str(col, prefix+".modelID"),
+		fmt.Sprintf("substr(%s,1,%d)", str(col, prefix+".error.data.message"), validate.MaxError),
 	}
 }
 func partCols(col, prefix string) []string {
@@ -239,11 +394,11 @@ type scanner interface{ Scan(dest ...any) error }
 // messageDest returns the scan destinations of messageCols and the
 // function that fills m from them after the scan.
 func messageDest(m *MessageInfo) ([]any, func()) {
-	var role, finish, errName, model sql.NullString
+	var role, finish, errName, model, errText sql.NullString
 	var created, completed sql.NullInt64
-	return []any{&role, &created, &completed, &finish, &errName, &model}, func() {
+	return []any{&role, &created, &completed, &finish, &errName, &model, &errText}, func() {
 		m.Role, m.Created, m.Completed = role.String, created.Int64, completed.Int64
-		m.Finish, m.Error, m.Model = finish.String, errName.String, model.String
+		m.Finish, m.Error, m.Model, m.ErrorText = finish.String, errName.String, model.String, errText.String
 	}
 }
 
@@ -291,8 +446,10 @@ type stamped struct {
 // or after cutoff, in the order they were created, all in one read
 // transaction; the reads that follow (Changes) start from there.
 func (d *DB) Scan(ctx context.Context, cutoff int64) ([]Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, readDeadline)
+	defer cancel()
 	recs, err := d.scan(ctx, cutoff)
-	return recs, classify(err)
+	return recs, classify(ctx, err)
 }
 
 func (d *DB) scan(ctx context.Context, cutoff int64) ([]Record, error) {
@@ -310,8 +467,8 @@ func (d *DB) scan(ctx context.Context, cutoff int64) ([]Record, error) {
 		SELECT id, 0 FROM session WHERE time_updated >= ?1
 		UNION SELECT s.parent_id, keep.n+1 FROM session s JOIN keep ON s.id = keep.id
 			WHERE s.parent_id IS NOT NULL AND keep.n < 64)
-		SELECT id, parent_id, directory, title, `+agent+`, time_created, time_updated
-		FROM session WHERE id IN (SELECT id FROM keep) ORDER BY time_created, id`, cutoff)
+		SELECT `+sessionCols(agent)+`
+		FROM session WHERE id IN (SELECT id FROM keep) ORDER BY time_created, id LIMIT ?2`, cutoff, maxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -377,7 +534,7 @@ func (d *DB) tables(ctx context.Context, tx *sql.Tx, by string, from int64, sess
 			agent = "agent"
 		}
 		queries.Add(1)
-		rows, err := tx.QueryContext(ctx, `SELECT id, parent_id, directory, title, `+agent+`, time_created, time_updated
+		rows, err := tx.QueryContext(ctx, `SELECT `+sessionCols(agent)+`
 			FROM session WHERE time_updated >= ? ORDER BY time_updated, id LIMIT ?`, from, maxRows)
 		if err != nil {
 			return nil, 0, err
@@ -395,7 +552,7 @@ func (d *DB) tables(ctx context.Context, tx *sql.Tx, by string, from int64, sess
 		}
 	}
 	queries.Add(1)
-	rows, err := tx.QueryContext(ctx, `SELECT id, session_id, `+by+`, `+strings.Join(messageCols("d", "$"), ", ")+`
+	rows, err := tx.QueryContext(ctx, `SELECT `+cut("id")+`, `+cut("session_id")+`, `+by+`, `+strings.Join(messageCols("d", "$"), ", ")+`
 		FROM (SELECT id, session_id, time_created, time_updated, `+valid("data")+` AS d FROM message WHERE `+by+` >= ?)
 		ORDER BY `+by+`, id LIMIT ?`, from, maxRows)
 	if err != nil {
@@ -416,7 +573,7 @@ func (d *DB) tables(ctx context.Context, tx *sql.Tx, by string, from int64, sess
 		return nil, 0, err
 	}
 	queries.Add(1)
-	rows, err = tx.QueryContext(ctx, `SELECT id, message_id, session_id, `+by+`, `+strings.Join(partCols("d", "$"), ", ")+`
+	rows, err = tx.QueryContext(ctx, `SELECT `+cut("id")+`, `+cut("message_id")+`, `+cut("session_id")+`, `+by+`, `+strings.Join(partCols("d", "$"), ", ")+`
 		FROM (SELECT id, message_id, session_id, time_created, time_updated, `+valid("data")+` AS d FROM part WHERE `+by+` >= ?)
 		ORDER BY `+by+`, id LIMIT ?`, from, maxRows)
 	if err != nil {
@@ -466,6 +623,8 @@ func cmpInt(a, b int64) int {
 // latest one seen. It reads in one read transaction; on ErrBusy nothing
 // moves, and the next call reads the same changes.
 func (d *DB) Changes(ctx context.Context) ([]Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, readDeadline)
+	defer cancel()
 	var out []Record
 	var err error
 	if d.events {
@@ -473,7 +632,7 @@ func (d *DB) Changes(ctx context.Context) ([]Record, error) {
 	} else {
 		out, err = d.updated(ctx)
 	}
-	return out, classify(err)
+	return out, classify(ctx, err)
 }
 
 // The event types the source reads, without their version suffix; a
@@ -489,7 +648,7 @@ func (d *DB) journal(ctx context.Context) ([]Record, error) {
 		return nil, err
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	cols := []string{"rowid", "type",
+	cols := []string{"rowid", cut("type"),
 		str("d", "$.info.id"), str("d", "$.info.parentID"), str("d", "$.info.directory"), str("d", "$.info.title"),
 		str("d", "$.info.agent"), num("d", "$.info.time.created"), num("d", "$.info.time.updated"), str("d", "$.info.sessionID")}
 	cols = append(cols, messageCols("d", "$.info")...)
@@ -499,6 +658,8 @@ func (d *DB) journal(ctx context.Context) ([]Record, error) {
 		` AS d FROM event WHERE rowid > ? ORDER BY rowid LIMIT ?)`
 	var out []Record
 	last := d.last
+	d.more = false
+	pages := 0
 	for {
 		queries.Add(1)
 		rows, err := tx.QueryContext(ctx, q, last, maxRows)
@@ -522,6 +683,10 @@ func (d *DB) journal(ctx context.Context) ([]Record, error) {
 			return nil, err
 		}
 		if n < maxRows {
+			break
+		}
+		if pages++; pages == maxPages {
+			d.more = true // the rest on the next read
 			break
 		}
 	}

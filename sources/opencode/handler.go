@@ -21,6 +21,8 @@ const (
 	CodeSchema     = "opencode-schema-unknown"      // a database lacks a table or column the source reads: not read
 	CodeDrift      = "opencode-event-version"       // journal events of a version the source does not know were skipped
 	CodeUnreadable = "opencode-database-unreadable" // not a database, corrupt, or not a regular file
+	CodeRefused    = "opencode-database-refused"    // a view, virtual table, generated column or trigger where the source reads: not read
+	CodeLimit      = "opencode-database-limit"      // a read passed its deadline, SQLite's memory cap or the longest value: read again on its next change
 )
 
 // maxRuns bounds the log runs remembered (the session each last named).
@@ -280,6 +282,11 @@ func (h *handler) read(p string) {
 	}
 	h.log.Debug("opencode database read", "db", p, "records", len(recs), "last", d.last)
 	h.apply(p, recs)
+	if d.More() {
+		// A backlog larger than one read: the rest after this wake, so
+		// that the log and the other databases are read in between.
+		h.Post(func() { h.dirty[p] = true })
+	}
 	for family, n := range d.Drift() {
 		h.Diagnostic(agentbridge.Diagnostic{Code: CodeDrift, Message: fmt.Sprintf(
 			"skipped %d opencode journal events of type %s with a version this source does not know", n, family)})
@@ -301,6 +308,10 @@ func (h *handler) failed(p string, err error) {
 		h.log.Debug("opencode database being created (no header yet): not opened, read again on its next change")
 	case errors.Is(err, ErrBusy):
 		h.log.Debug("opencode database busy: read again on its next change")
+	case errors.As(err, &se) && se.Refused != "":
+		h.once(p+"\x00refused", CodeRefused, "an opencode database was not read ("+se.Error()+"): the source reads only plain tables and runs nothing a database defines; its sessions are not reported")
+	case errors.Is(err, ErrLimit):
+		h.once(p+"\x00limit", CodeLimit, "an opencode database was not read: a read passed its deadline, SQLite's memory cap or the longest value it takes; it is read again when it changes")
 	case errors.As(err, &se) && se.Table == "session" && se.Column == "":
 		h.log.Debug("opencode database without tables yet (being created): read again on its next change")
 	case errors.As(err, &se):

@@ -34,6 +34,7 @@ type MessageInfo struct {
 	Created, Completed  int64
 	Finish              string // "stop", "tool-calls", "length", …
 	Error               string // the error's name, e.g. MessageAbortedError
+	ErrorText           string // the error's message (data.message), e.g. an API, quota or auth error
 	Model               string // modelID
 }
 
@@ -259,7 +260,11 @@ func (m *Mapper) message(in *MessageInfo) []Out {
 			}
 			outcome = agentbridge.OutcomeCancelled
 		}
-		return m.endTurn(out, root, in.SessionID, s, in.ID, outcome, in.Completed)
+		out = m.endTurn(out, root, in.SessionID, s, in.ID, outcome, in.Completed)
+		if n := len(out); n > 0 && outcome == agentbridge.OutcomeError && out[n-1].Event.Kind == agentbridge.KindAgentDone {
+			out[n-1].Event.Summary = validate.ErrorText(in.ErrorText)
+		}
+		return out
 	}
 	return out
 }

@@ -26,9 +26,9 @@ func TestRejectedCallEndsTheTurn(t *testing.T) {
 		recs []Record
 		want agentbridge.LastTurn // "" : the turn goes on
 	}{
-		{"journal order", []Record{sess, user, running, failed(rejectedText), step}, agentbridge.LastTurnCancelled},
-		{"scan order", []Record{sess, user, step, failed(rejectedText)}, agentbridge.LastTurnCancelled},
-		{"dismissed question", []Record{sess, user, running, failed("The user dismissed this question"), step}, agentbridge.LastTurnCancelled},
+		{"journal order", []Record{sess, user, running, failed(rejectedText), step}, agentbridge.LastTurnInterrupted},
+		{"scan order", []Record{sess, user, step, failed(rejectedText)}, agentbridge.LastTurnInterrupted},
+		{"dismissed question", []Record{sess, user, running, failed("The user dismissed this question"), step}, agentbridge.LastTurnInterrupted},
 		{"rejected with feedback", []Record{sess, user, running, failed("The user rejected permission to use this specific tool call with the following feedback: use ls"), step}, ""},
 		{"a tool that failed", []Record{sess, user, running, failed("exit status 1"), step}, ""},
 	} {
@@ -43,5 +43,55 @@ func TestRejectedCallEndsTheTurn(t *testing.T) {
 				t.Errorf("status %s, last turn %q; want last turn %q", snap.Status, snap.LastTurn, tc.want)
 			}
 		})
+	}
+}
+
+// TestMessageErrorIsTheTurnsError: an assistant message that completes
+// with an error (an API, quota or auth error) ends the turn failed, and
+// the error's message, from the JSON files or the database, is the
+// snapshot's error.
+func TestMessageErrorIsTheTurnsError(t *testing.T) {
+	apiError := []byte(`{"id":"msg_2","sessionID":"ses_1","role":"assistant","time":{"created":5,"completed":9},
+		"error":{"name":"APIError","data":{"message":"Insufficient balance or no resource package. Please recharge.","statusCode":402}}}`)
+	r, ok := DecodeStorage("message", apiError)
+	if !ok || r.Message.Error != "APIError" {
+		t.Fatalf("DecodeStorage: %+v %v", r.Message, ok)
+	}
+	f := &folder{t: t, s: map[string]*validate.Session{}}
+	m := NewMapper()
+	for _, rec := range []Record{
+		{Session: &SessionInfo{ID: "ses_1", Directory: "/w"}},
+		{Message: &MessageInfo{ID: "msg_1", SessionID: "ses_1", Role: "user"}},
+		r,
+	} {
+		f.add(m.Apply(rec))
+	}
+	snap := f.s["ses_1"].Snapshot()
+	if snap.LastTurn != agentbridge.LastTurnFailed || snap.Error != "Insufficient balance or no resource package. Please recharge." {
+		t.Errorf("last turn %q, error %q", snap.LastTurn, snap.Error)
+	}
+}
+
+// TestNestedSubagentNamesItsParent: a subagent session a subagent started
+// is listed under the root with parentId naming that subagent.
+func TestNestedSubagentNamesItsParent(t *testing.T) {
+	f := &folder{t: t, s: map[string]*validate.Session{}}
+	m := NewMapper()
+	for _, rec := range []Record{
+		{Session: &SessionInfo{ID: "ses_1", Directory: "/w"}},
+		{Message: &MessageInfo{ID: "msg_1", SessionID: "ses_1", Role: "user"}},
+		{Session: &SessionInfo{ID: "ses_2", ParentID: "ses_1", Directory: "/w", Title: "look around (@explore subagent)"}},
+		{Session: &SessionInfo{ID: "ses_3", ParentID: "ses_2", Directory: "/w", Title: "dig deeper (@general subagent)"}},
+	} {
+		f.add(m.Apply(rec))
+	}
+	subs := f.s["ses_1"].Snapshot().Subagents
+	if len(subs) != 2 || subs[0].ID != "ses_2" || subs[0].ParentID != "" || subs[1].ID != "ses_3" || subs[1].ParentID != "ses_2" {
+		t.Errorf("subagents %+v, want ses_2 under the root and ses_3 under ses_2", subs)
+	}
+	for _, s := range subs {
+		if s.Type == "" {
+			t.Errorf("subagent %s without a type", s.ID)
+		}
 	}
 }

@@ -42,23 +42,23 @@ func TestOldSchema(t *testing.T) {
 
 	h := run(t, home)
 	h.WaitFor(t, "the session running, read at the start", func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot("ses_old1")
+		s, ok := h.Shown("ses_old1")
 		return ok && s.Status == agentbridge.StatusRunning && s.Model == "claude-sonnet-4" && s.Cwd == "/srv/app" && s.Title == "Fix the build"
 	})
 
 	later := now + 1000
 	w.exec("INSERT INTO session (id, project_id, parent_id, directory, title, time_created, time_updated) VALUES ('ses_kid', 'p', 'ses_old1', '/srv/app', 'look around (@explore subagent)', ?, ?)", later, later)
 	h.WaitFor(t, "the subagent under its root", func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot("ses_old1")
+		s, ok := h.Shown("ses_old1")
 		return ok && len(s.Subagents) == 1 && s.Subagents[0].ID == "ses_kid" && s.Subagents[0].Status == agentbridge.SubagentRunning
 	})
 	w.exec(`UPDATE part SET time_updated = ?, data = '{"type":"tool","tool":"bash","state":{"status":"completed"}}' WHERE id = 'prt_001'`, later+1)
 	w.exec(`UPDATE message SET time_updated = ?, data = '{"role":"assistant","modelID":"claude-sonnet-4","finish":"stop","time":{"created":2,"completed":5}}' WHERE id = 'msg_002'`, later+2)
 	h.WaitFor(t, "the turn done", func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot("ses_old1")
-		return ok && s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCompleted
+		s, ok := h.Shown("ses_old1")
+		return ok && s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnCompleted
 	})
-	if _, ok := h.Snapshot("ses_kid"); ok {
+	if _, ok := h.Shown("ses_kid"); ok {
 		t.Error("the subagent is listed as a root session")
 	}
 	quiet(t)
@@ -93,14 +93,7 @@ func TestSchemaDrift(t *testing.T) {
 	t.Run("event of another version", func(t *testing.T) {
 		p := copyDB(t, tuiFixture)
 		w := openWriter(t, p)
-		d, err := OpenDB(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		if _, err := d.Scan(context.Background(), 0); err != nil {
-			t.Fatal(err)
-		}
+		d := scanned(t, p)
 		w.exec(`INSERT INTO event (id, aggregate_id, seq, type, data) VALUES ('evt_x', 'ses_x', 99, 'message.part.updated.2', '{"part":{"id":"prt_x","state":{"status":"running"}}}')`)
 		recs, err := d.Changes(context.Background())
 		if err != nil || len(recs) != 0 {
@@ -252,7 +245,7 @@ func TestDatabaseBeingCreated(t *testing.T) {
 	now := time.Now().UnixMilli()
 	w.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES ('ses_new1', 'p', '/srv/app', 'Made now', ?, ?)", now, now)
 	h.WaitFor(t, "the new database's session", func(h *sourcestest.Hub) bool {
-		_, ok := h.Snapshot("ses_new1")
+		_, ok := h.Shown("ses_new1")
 		return ok
 	})
 }
@@ -275,7 +268,7 @@ func TestHomeAppears(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.WaitFor(t, "the database's session", func(h *sourcestest.Hub) bool {
-		_, ok := h.Snapshot(tuiRoot)
+		_, ok := h.Shown(tuiRoot)
 		return ok
 	})
 }

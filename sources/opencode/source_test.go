@@ -136,7 +136,7 @@ func toolOpen(h *sourcestest.Hub, id string) bool {
 
 func status(id string, want agentbridge.Status) func(*sourcestest.Hub) bool {
 	return func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot(id)
+		s, ok := h.Shown(id)
 		return ok && s.Status == want
 	}
 }
@@ -152,7 +152,7 @@ func quiet(t *testing.T) {
 	}
 	time.Sleep(trail + 100*time.Millisecond)
 	before, q := sources.ReadActivity(), queries.Load()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 		time.Sleep(200 * time.Millisecond)
 		n, nq := sources.ReadActivity(), queries.Load()
 		if n == before && nq == q {
@@ -227,29 +227,29 @@ func TestLive(t *testing.T) {
 	}
 	until(running)
 	h.WaitFor(t, "running with the bash tool, the cwd and the model", func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot(tuiRoot)
+		s, ok := h.Shown(tuiRoot)
 		return ok && s.Status == agentbridge.StatusRunning && s.Cwd == "/tmp/ocw/home/proj" && s.Model == "mock-model" && toolOpen(h, tuiPart)
 	})
 
 	logLines("message=asking")
 	h.WaitFor(t, "waiting for the bash permission", func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot(tuiRoot)
+		s, ok := h.Shown(tuiRoot)
 		return ok && s.Status == agentbridge.StatusWaiting && s.WaitingFor == "bash: echo hi > marker.txt"
 	})
 
 	until(func(e eventRow) bool {
 		return strings.Contains(e.data, `"finish":"stop"`) && strings.Contains(e.data, `"completed"`)
 	})
-	h.WaitFor(t, "the first turn done", status(tuiRoot, agentbridge.StatusDone))
+	h.WaitFor(t, "the first turn done", status(tuiRoot, sourcestest.StatusDone))
 
 	until(func(eventRow) bool { return false })
 	logLines("\x00") // the rest
 	h.WaitFor(t, "the subagent completed under its root, and the turn done", func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot(tuiRoot)
-		return ok && s.Status == agentbridge.StatusDone && len(s.Subagents) == 1 &&
+		s, ok := h.Shown(tuiRoot)
+		return ok && s.Status == sourcestest.StatusDone && len(s.Subagents) == 1 &&
 			s.Subagents[0].ID == tuiChild && s.Subagents[0].Status == agentbridge.SubagentCompleted
 	})
-	if _, ok := h.Snapshot(tuiChild); ok {
+	if _, ok := h.Shown(tuiChild); ok {
 		t.Error("the subagent's session is listed as a root session")
 	}
 	if d := h.Diagnostics(); len(d) > 0 {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // The older file storage (opencode before its database): one JSON file
@@ -30,6 +32,9 @@ type storageJSON struct {
 	} `json:"model"`
 	Error *struct {
 		Name string `json:"name"`
+		Data struct {
+			Message string `json:"message"`
+		} `json:"data"`
 	} `json:"error"`
 	Time struct {
 		Created   int64 `json:"created"`
@@ -104,7 +109,7 @@ func DecodeStorage(kind string, data []byte) (r Record, ok bool) {
 		mi := &MessageInfo{ID: o.ID, SessionID: o.SessionID, Role: o.Role, Created: o.Time.Created,
 			Completed: o.Time.Completed, Finish: o.Finish, Model: model}
 		if o.Error != nil {
-			mi.Error = o.Error.Name
+			mi.Error, mi.ErrorText = o.Error.Name, truncate(o.Error.Data.Message, validate.MaxError)
 			if mi.Error == "" {
 				mi.Error = "error"
 			}

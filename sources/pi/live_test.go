@@ -36,7 +36,7 @@ func TestLive(t *testing.T) {
 {"type":"message","id":"a2","parentId":"r1","timestamp":"2026-06-01T10:00:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":"done"}],"model":"model-a","stopReason":"stop"}}
 `)
 	h.WaitFor(t, "done", kittest.Is(id, func(s agentbridge.Snapshot) bool {
-		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCompleted
+		return s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnCompleted
 	}))
 	sourcestest.Append(t, j, `{"type":"message","id":"u2","parentId":"a2","timestamp":"2026-06-01T10:01:00.000Z","message":{"role":"user","content":"again"}}
 `)
@@ -44,10 +44,10 @@ func TestLive(t *testing.T) {
 	sourcestest.Append(t, j, `{"type":"message","id":"a3","parentId":"u2","timestamp":"2026-06-01T10:01:01.000Z","message":{"role":"assistant","content":[],"stopReason":"error","errorMessage":"overloaded"}}
 `)
 	h.WaitFor(t, "failed", kittest.Is(id, func(s agentbridge.Snapshot) bool {
-		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnFailed
+		return s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnFailed && s.Error == "overloaded"
 	}))
 	_ = agent.Process.Kill()
-	h.WaitFor(t, "exited with its process", kittest.Status(id, agentbridge.StatusExited))
+	h.WaitFor(t, "exited with its process", kittest.Status(id, sourcestest.StatusExited))
 }
 
 // TestSessionDirVariable: with PI_CODING_AGENT_SESSION_DIR the journals
@@ -77,7 +77,7 @@ func TestSessionDirVariable(t *testing.T) {
 	sourcestest.Append(t, j, `son":"aborted"}}
 `)
 	h.WaitFor(t, "cancelled", kittest.Is(id, func(s agentbridge.Snapshot) bool {
-		return s.Status == agentbridge.StatusDone && s.LastTurn == agentbridge.LastTurnCancelled
+		return s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnInterrupted
 	}))
 }
 
@@ -97,7 +97,7 @@ func TestResumedByAnotherProcess(t *testing.T) {
 `)
 	h.WaitFor(t, "bound to the first process", kittest.Is(id, func(s agentbridge.Snapshot) bool { return s.PID == first.Process.Pid }))
 	_ = first.Process.Kill()
-	h.WaitFor(t, "exited", kittest.Status(id, agentbridge.StatusExited))
+	h.WaitFor(t, "exited", kittest.Status(id, sourcestest.StatusExited))
 
 	second := kittest.StartAgent(t, "pi", cwd)
 	sourcestest.Append(t, j, `{"type":"message","id":"u2","message":{"role":"user","content":"two"}}
@@ -106,7 +106,7 @@ func TestResumedByAnotherProcess(t *testing.T) {
 		return s.Status == agentbridge.StatusRunning && s.PID == second.Process.Pid
 	}))
 	_ = second.Process.Kill()
-	h.WaitFor(t, "exited again", kittest.Status(id, agentbridge.StatusExited))
+	h.WaitFor(t, "exited again", kittest.Status(id, sourcestest.StatusExited))
 }
 
 // TestTwoProcessesOneCwd: two Pi TUIs in one directory, the second started
@@ -134,27 +134,27 @@ func TestTwoProcessesOneCwd(t *testing.T) {
 	const a, b, c = "019f0000-aaaa-7bbb-8ccc-00000000000a", "019f0000-aaaa-7bbb-8ccc-00000000000b", "019f0000-aaaa-7bbb-8ccc-00000000000c"
 	journal(a, time.Now())
 	h.WaitFor(t, "the first session bound to the first process", kittest.Is(a, func(s agentbridge.Snapshot) bool {
-		return s.Status == agentbridge.StatusDone && s.PID == first.Process.Pid
+		return s.Status == sourcestest.StatusDone && s.PID == first.Process.Pid
 	}))
 	second := kittest.StartAgent(t, "pi", cwd)
 	journal(b, time.Now())
 	h.WaitFor(t, "the second session bound to the second process", kittest.Is(b, func(s agentbridge.Snapshot) bool {
-		return s.Status == agentbridge.StatusDone && s.PID == second.Process.Pid
+		return s.Status == sourcestest.StatusDone && s.PID == second.Process.Pid
 	}))
 	// A minute after both processes began: neither is known to be its writer.
 	journal(c, time.Now().Add(time.Minute))
 	h.WaitFor(t, "the late session, unbound", kittest.Is(c, func(s agentbridge.Snapshot) bool {
-		return s.Status == agentbridge.StatusDone && s.PID == 0
+		return s.Status == sourcestest.StatusDone && s.PID == 0
 	}))
 	_ = first.Process.Kill()
-	h.WaitFor(t, "the first session exited", kittest.Status(a, agentbridge.StatusExited))
+	h.WaitFor(t, "the first session exited", kittest.Status(a, sourcestest.StatusExited))
 	for _, id := range []string{b, c} {
-		if s, _ := h.Snapshot(id); s.Status != agentbridge.StatusDone {
+		if s, _ := h.Shown(id); s.Status != sourcestest.StatusDone {
 			t.Fatalf("%s: %+v, want done", id, s)
 		}
 	}
 	_ = second.Process.Kill()
-	h.WaitFor(t, "the second session exited", kittest.Status(b, agentbridge.StatusExited))
+	h.WaitFor(t, "the second session exited", kittest.Status(b, sourcestest.StatusExited))
 }
 
 // TestTwoNewProcessesOneCwd: two Pi processes that both started just

@@ -191,7 +191,7 @@ func turnEnd(m *message) (agentbridge.Event, bool) {
 		e.Outcome = agentbridge.OutcomeSuccess
 	case "error":
 		e.Outcome = agentbridge.OutcomeError
-		e.Summary = validate.Display(m.ErrorMessage, validate.MaxText)
+		e.Summary = validate.ErrorText(m.ErrorMessage)
 	case "aborted":
 		e.Outcome = agentbridge.OutcomeCancelled
 	default:

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -21,6 +22,7 @@ type golden struct {
 	Events   []agentbridge.Event       `json:"events"`
 	Usage    []agentbridge.UsageReport `json:"usage,omitempty"` // the events' Event.Usage, in order
 	Snapshot agentbridge.Snapshot      `json:"snapshot"`
+	Shown    agentbridge.Status        `json:"-"` // what a user sees (sourcestest.ShownStatus)
 	Activity *agentbridge.Activity     `json:"activity,omitempty"`
 }
 
@@ -58,6 +60,7 @@ func replay(t *testing.T, data []byte) golden {
 		}
 	}
 	g.Snapshot = s.Snapshot()
+	g.Shown = sourcestest.ShownStatus(&g.Snapshot, s.Ended())
 	g.Activity = s.Activity()
 	if issues := validate.Snapshot(g.Snapshot, validate.Harnesses{Harness: true}); len(issues) > 0 {
 		t.Fatalf("final snapshot invalid: %+v", issues)
@@ -97,6 +100,7 @@ func TestGolden(t *testing.T) {
 			if err := json.Unmarshal(data, &want); err != nil {
 				t.Fatal(err)
 			}
+			want.Shown = got.Shown // not in the file
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("mapping changed (-golden +now):\n%s", diff)
 			}
@@ -160,7 +164,11 @@ func TestUsageMatchesJournals(t *testing.T) {
 func TestRecordedApprovalWaits(t *testing.T) {
 	data := recorded(t, "v0.24.4-tui-approve-deny-esc")
 	lines := bytes.SplitAfter(data, []byte("\n"))
-	at := func(n int) agentbridge.Snapshot { return replay(t, bytes.Join(lines[:n], nil)).Snapshot }
+	at := func(n int) agentbridge.Snapshot {
+		g := replay(t, bytes.Join(lines[:n], nil))
+		g.Snapshot.Status = g.Shown
+		return g.Snapshot
+	}
 	for _, c := range []struct {
 		lines      int // the chat up to this line
 		status     agentbridge.Status
@@ -169,10 +177,10 @@ func TestRecordedApprovalWaits(t *testing.T) {
 		{4, agentbridge.StatusRunning, ""},                                                 // the model is asked
 		{5, agentbridge.StatusWaiting, "Approve run_shell_command: echo hi > marker.txt"},  // its functionCall, not answered
 		{6, agentbridge.StatusRunning, ""},                                                 // approved: the decision
-		{9, agentbridge.StatusDone, ""},                                                    // the answer
+		{9, sourcestest.StatusDone, ""},                                                    // the answer
 		{14, agentbridge.StatusWaiting, "Approve run_shell_command: echo no > denied.txt"}, // the second command
 		{15, agentbridge.StatusRunning, ""},                                                // denied
-		{16, agentbridge.StatusDone, ""},                                                   // the cancelled tool_result
+		{16, sourcestest.StatusDone, ""},                                                   // the cancelled tool_result
 	} {
 		if s := at(c.lines); s.Status != c.status || s.WaitingFor != c.waitingFor {
 			t.Errorf("after line %d: %s %q, want %s %q", c.lines, s.Status, s.WaitingFor, c.status, c.waitingFor)
@@ -198,7 +206,7 @@ func TestRecordedEscThenPrompt(t *testing.T) {
 	if strings.Join(turns, " ") != "started cancelled started success" {
 		t.Errorf("turns: %v", turns)
 	}
-	if s := g.Snapshot; s.Status != agentbridge.StatusDone || s.LastTurn != agentbridge.LastTurnCompleted {
+	if s := g.Snapshot; g.Shown != sourcestest.StatusDone || s.LastTurn != agentbridge.LastTurnCompleted {
 		t.Errorf("snapshot %+v", s)
 	}
 }
@@ -210,11 +218,11 @@ func TestRecordedBackgroundSubagent(t *testing.T) {
 	data := recorded(t, "v0.24.4-tui-subagent-background")
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	before := replay(t, bytes.Join(lines[:10], nil)) // up to the parent's reply to the launch
-	if s := before.Snapshot; s.Status != agentbridge.StatusDone || len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentRunning {
+	if s := before.Snapshot; before.Shown != sourcestest.StatusDone || len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentRunning {
 		t.Errorf("after the launch: %+v", s)
 	}
 	after := replay(t, data)
-	if s := after.Snapshot; s.Status != agentbridge.StatusDone || len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentCompleted ||
+	if s := after.Snapshot; after.Shown != sourcestest.StatusDone || len(s.Subagents) != 1 || s.Subagents[0].Status != agentbridge.SubagentCompleted ||
 		s.Subagents[0].Title != "Count the files" || s.Subagents[0].Type != "general-purpose" {
 		t.Errorf("after the notification: %+v", s)
 	}

@@ -59,14 +59,14 @@ func TestLiveChatAndProcess(t *testing.T) {
 	sourcestest.Append(t, chat, prompt[:40])
 	sourcestest.Append(t, chat, prompt[40:])
 	h.WaitFor(t, "running", kittest.Status(id, agentbridge.StatusRunning))
-	h.WaitFor(t, "the process bound", func(h *sourcestest.Hub) bool { s, _ := h.Snapshot(id); return s.PID == agent.Process.Pid })
+	h.WaitFor(t, "the process bound", func(h *sourcestest.Hub) bool { s, _ := h.Shown(id); return s.PID == agent.Process.Pid })
 	sourcestest.Append(t, chat, `{"uuid":"a1","sessionId":"`+id+`","type":"assistant","model":"qwen3-coder","message":{"role":"model","parts":[{"text":"done"}]}}`+"\n")
-	h.WaitFor(t, "done", kittest.Status(id, agentbridge.StatusDone))
-	if s, _ := h.Snapshot(id); s.Cwd != "/work/proj" || s.Model != "qwen3-coder" || s.Title != "write a marker" {
+	h.WaitFor(t, "done", kittest.Status(id, sourcestest.StatusDone))
+	if s, _ := h.Shown(id); s.Cwd != "/work/proj" || s.Model != "qwen3-coder" || s.Title != "write a marker" {
 		t.Errorf("snapshot %+v", s)
 	}
 	agent.Process.Kill()
-	h.WaitFor(t, "exited", kittest.Status(id, agentbridge.StatusExited))
+	h.WaitFor(t, "exited", kittest.Status(id, sourcestest.StatusExited))
 }
 
 // A runtime file left behind by a TUI that exited long ago names a pid
@@ -85,7 +85,7 @@ func TestStaleRuntimeFileIsNotBound(t *testing.T) {
 	h := run(t, home)
 	h.WaitFor(t, "running", kittest.Status(id, agentbridge.StatusRunning))
 	time.Sleep(50 * time.Millisecond) // let a wrong binding show, if it would
-	if s, _ := h.Snapshot(id); s.PID != 0 || s.Status != agentbridge.StatusRunning {
+	if s, _ := h.Shown(id); s.PID != 0 || s.Status != agentbridge.StatusRunning {
 		t.Errorf("bound to a process that is not the agent's: %+v", s)
 	}
 }
@@ -102,7 +102,7 @@ func TestRuntimeFileWrittenLateIsBound(t *testing.T) {
 	sourcestest.Append(t, filepath.Join(chats, id+".runtime.json"), fmt.Sprintf("{\"pid\": %d, \"session_id\": %q, \"started_at\": %.3f}", agent.Process.Pid, id, float64(written.UnixMilli())/1000))
 	sourcestest.Append(t, filepath.Join(chats, id+".jsonl"), `{"uuid":"u1","sessionId":"`+id+`","timestamp":"`+written.UTC().Format(time.RFC3339Nano)+`","type":"user","message":{"parts":[{"text":"hi"}]}}`+"\n")
 	h := run(t, home)
-	h.WaitFor(t, "the process bound", func(h *sourcestest.Hub) bool { s, _ := h.Snapshot(id); return s.PID == agent.Process.Pid })
+	h.WaitFor(t, "the process bound", func(h *sourcestest.Hub) bool { s, _ := h.Shown(id); return s.PID == agent.Process.Pid })
 	agent.Process.Kill()
-	h.WaitFor(t, "exited", kittest.Status(id, agentbridge.StatusExited))
+	h.WaitFor(t, "exited", kittest.Status(id, sourcestest.StatusExited))
 }

@@ -93,7 +93,7 @@ func TestRegistryBindsTheProcess(t *testing.T) {
 		t.Errorf("versions seen %v, want the registry's 0.24.4", hs.VersionsSeen)
 	}
 	agent.Process.Kill()
-	h.WaitFor(t, "exited", func(*hub.Hub) bool { e, _ := h.Entry(id); return e.Snapshot.Status == agentbridge.StatusExited })
+	h.WaitFor(t, "exited", func(*hub.Hub) bool { e, _ := h.Entry(id); return e.Ended != nil })
 }
 
 func TestParseRegistry(t *testing.T) {

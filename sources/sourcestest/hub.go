@@ -23,8 +23,10 @@ import (
 	"github.com/agentbridge/agentbridge/validate"
 )
 
-// Timeout bounds Hub.WaitFor.
-var Timeout = 10 * time.Second
+// Timeout bounds Hub.WaitFor and a replay's settling: a hang bound, so
+// generous that a loaded machine under -race never reaches it (a wait
+// returns as soon as its condition holds).
+var Timeout = time.Minute
 
 // Call is one Publisher call as Hub saw it.
 type Call struct {
@@ -48,15 +50,17 @@ type Hub struct {
 	resets   int
 	refused  int
 	trans    []Transition
-	last     map[string]agentbridge.Status
+	last     map[string]Transition
 }
 
-// Transition is one change of a session's status, in the order of all the
-// Hub's calls. Status "" means the session left the Hub (removed, stopped,
-// hidden, or dropped by a reset).
+// Transition is one change of a session's status or end, in the order of
+// all the Hub's calls. Status "" means the session left the Hub (removed,
+// stopped, hidden, or dropped by a reset); Ended that its process is gone.
 type Transition struct {
 	Session string
 	Status  agentbridge.Status
+	Ended   bool
+	Shown   agentbridge.Status // ShownStatus: what a user sees ("" when gone)
 }
 
 type kept struct {
@@ -67,7 +71,7 @@ type kept struct {
 
 // New returns an empty Hub.
 func New() *Hub {
-	return &Hub{changed: make(chan struct{}, 1), sessions: map[string]*kept{}, last: map[string]agentbridge.Status{}}
+	return &Hub{changed: make(chan struct{}, 1), sessions: map[string]*kept{}, last: map[string]Transition{}}
 }
 
 func (h *Hub) done(c Call, err error) error {
@@ -261,15 +265,16 @@ func (h *Hub) noteAll() {
 		ids[id] = true
 	}
 	for _, id := range slices.Sorted(maps.Keys(ids)) {
-		var st agentbridge.Status
+		tr := Transition{Session: id}
 		if k := h.sessions[id]; k != nil && h.visible(k) {
-			st = k.s.Status()
+			snap := k.s.Snapshot()
+			tr.Status, tr.Ended, tr.Shown = snap.Status, k.s.Ended() != nil, ShownStatus(&snap, k.s.Ended())
 		}
-		if prev, seen := h.last[id]; seen && prev == st || !seen && st == "" {
+		if prev, seen := h.last[id]; seen && prev == tr || !seen && tr.Status == "" {
 			continue
 		}
-		h.last[id] = st
-		h.trans = append(h.trans, Transition{Session: id, Status: st})
+		h.last[id] = tr
+		h.trans = append(h.trans, tr)
 	}
 }
 
@@ -306,6 +311,57 @@ func (h *Hub) Snapshot(id string) (agentbridge.Snapshot, bool) {
 		return k.s.Snapshot(), true
 	}
 	return agentbridge.Snapshot{}, false
+}
+
+// What a user sees beyond the four statuses, for tests to name: an idle
+// session whose last turn ended ("done"), and one that has ended. They are
+// never a snapshot's status; Shown puts them in one.
+const (
+	StatusDone   agentbridge.Status = "done"
+	StatusExited agentbridge.Status = "exited"
+)
+
+// ShownStatus is what a user sees of a session's status: StatusExited when
+// it has ended, StatusDone when it is idle after a turn, else its status.
+func ShownStatus(s *agentbridge.Snapshot, ended *agentbridge.Ended) agentbridge.Status {
+	switch {
+	case ended != nil:
+		return StatusExited
+	case s.Status == agentbridge.StatusIdle && s.LastTurn != "":
+		return StatusDone
+	}
+	return s.Status
+}
+
+// Shown returns one session's snapshot with its status as ShownStatus
+// says: a view for tests, never a valid snapshot to publish.
+func (h *Hub) Shown(id string) (agentbridge.Snapshot, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if k := h.sessions[id]; k != nil && h.visible(k) {
+		s := k.s.Snapshot()
+		s.Status = ShownStatus(&s, k.s.Ended())
+		return s, true
+	}
+	return agentbridge.Snapshot{}, false
+}
+
+// Shown returns f's snapshot with its status as ShownStatus says: a view
+// for tests, never a valid snapshot to publish.
+func Shown(f *validate.Session) agentbridge.Snapshot {
+	s := f.Snapshot()
+	s.Status = ShownStatus(&s, f.Ended())
+	return s
+}
+
+// Ended returns how one session ended (nil: it has not, or is unknown).
+func (h *Hub) Ended(id string) *agentbridge.Ended {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if k := h.sessions[id]; k != nil && h.visible(k) {
+		return k.s.Ended()
+	}
+	return nil
 }
 
 // Calls returns the accepted calls in order.

@@ -16,21 +16,22 @@ const (
 	Gone    = "gone"    // the session left the hub: a transcript_removed phase
 )
 
-// State maps a status to a recording's state: idle and done are "ready",
-// running is "working", waiting and blocked are "waiting", exited is
-// "exited", and "" (the session left the hub) is "gone".
-func State(st agentbridge.Status) string {
-	switch st {
-	case agentbridge.StatusIdle, agentbridge.StatusDone:
-		return Ready
-	case agentbridge.StatusRunning:
-		return Working
-	case agentbridge.StatusWaiting, agentbridge.StatusBlocked:
-		return Waiting
-	case agentbridge.StatusExited:
-		return Exited
-	case "":
+// State maps a session's status, and whether it has ended, to a
+// recording's state: idle is "ready", running is "working", waiting and
+// blocked are "waiting", an ended session is "exited", and "" (the session
+// left the hub) is "gone".
+func State(st agentbridge.Status, ended bool) string {
+	switch {
+	case st == "":
 		return Gone
+	case ended:
+		return Exited
+	case st == agentbridge.StatusIdle:
+		return Ready
+	case st == agentbridge.StatusRunning:
+		return Working
+	case st == agentbridge.StatusWaiting, st == agentbridge.StatusBlocked:
+		return Waiting
 	}
 	return string(st)
 }
@@ -212,7 +213,7 @@ func sequences(trans []Transition, c Checked) (map[string][]string, []string) {
 	seqs := map[string][]string{}
 	var born []string
 	for _, tr := range trans {
-		st := State(tr.Status)
+		st := State(tr.Status, tr.Ended)
 		if st == Exited && !c.Exits {
 			continue
 		}

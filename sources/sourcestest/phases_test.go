@@ -12,14 +12,18 @@ const (
 	idle    = agentbridge.StatusIdle
 	running = agentbridge.StatusRunning
 	waiting = agentbridge.StatusWaiting
-	done    = agentbridge.StatusDone
-	exited  = agentbridge.StatusExited
+	done    = agentbridge.StatusIdle     // a finished turn
+	exited  = agentbridge.Status("\x00") // an ended session (idle with Ended)
 )
 
 func tr(pairs ...any) []sourcestest.Transition {
 	var out []sourcestest.Transition
 	for i := 0; i < len(pairs); i += 2 {
-		out = append(out, sourcestest.Transition{Session: pairs[i].(string), Status: pairs[i+1].(agentbridge.Status)})
+		t := sourcestest.Transition{Session: pairs[i].(string), Status: pairs[i+1].(agentbridge.Status)}
+		if t.Status == exited {
+			t.Status, t.Ended = agentbridge.StatusIdle, true
+		}
+		out = append(out, t)
 	}
 	return out
 }

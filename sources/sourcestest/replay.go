@@ -201,7 +201,7 @@ func (r Replay) Check(t *testing.T, sc *Scenario) {
 func describeTransitions(tr []Transition) string {
 	s := "status changes:"
 	for _, x := range tr {
-		s += fmt.Sprintf(" %s→%s", short(x.Session), State(x.Status))
+		s += fmt.Sprintf(" %s→%s", short(x.Session), State(x.Status, x.Ended))
 	}
 	return s
 }

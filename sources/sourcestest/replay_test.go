@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/example"
@@ -53,12 +52,12 @@ func TestReplayGrowsAtOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := exampleReplay().Run(t, sc.Recordings[0])
-	a, ok := h.Snapshot("s-a")
-	if !ok || a.Status != agentbridge.StatusExited || a.Title != "s-a" {
+	a, ok := h.Shown("s-a")
+	if !ok || a.Status != sourcestest.StatusExited || a.Title != "s-a" {
 		t.Errorf("s-a = %+v, %v; want exited (its exit line is after the last logged size)", a, ok)
 	}
-	b, ok := h.Snapshot("s-b")
-	if !ok || b.Status != agentbridge.StatusDone {
+	b, ok := h.Shown("s-b")
+	if !ok || b.Status != sourcestest.StatusDone {
 		t.Errorf("s-b = %+v, %v; want done", b, ok)
 	}
 	// The rewrite made the source read s-b again from the start: it

@@ -53,13 +53,13 @@ func TestLive(t *testing.T) {
 {"role": "assistant", "content": "done", "injected": false, "message_id": "a2"}
 `)
 	h.WaitFor(t, "done, its subagent completed", kittest.Is(id, func(s agentbridge.Snapshot) bool {
-		return s.Status == agentbridge.StatusDone && len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentCompleted
+		return s.Status == sourcestest.StatusDone && len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentCompleted
 	}))
 	if n := len(h.Snapshots()); n != 1 {
 		t.Fatalf("%d sessions, want 1: a subagent's messages are not a session", n)
 	}
 	_ = agent.Process.Kill()
-	h.WaitFor(t, "exited with its process", kittest.Status(id, agentbridge.StatusExited))
+	h.WaitFor(t, "exited with its process", kittest.Status(id, sourcestest.StatusExited))
 }
 
 // A meta.json that is a FIFO (or a link to a device) is skipped with a

@@ -20,16 +20,34 @@
 // network) is noticed and resumed, and the same code runs in Node, where
 // EventSource is not global.
 
-/** Session statuses in the order of urgency the dashboard sorts by. */
-export const STATUSES = Object.freeze(['waiting', 'blocked', 'running', 'idle', 'done', 'exited']);
+/**
+ * What the dashboard shows of a session, in the order of urgency it sorts
+ * by: the snapshot's status (`running` `waiting` `blocked` `idle`), except
+ * `done` for an idle session whose last turn ended (`lastTurn` and
+ * `lastTurnEndedAt` set) and `ended` for a session whose entry carries
+ * `ended` (its process is gone or it stopped).
+ */
+export const STATUSES = Object.freeze(['waiting', 'blocked', 'running', 'idle', 'done', 'ended']);
 
-/** The status a lifecycle event kind leads to, when it sets one. */
+/**
+ * Returns the status shown for a snapshot and the entry's `ended` (see
+ * STATUSES).
+ */
+export function displayStatus(snap, ended) {
+  if (ended) return 'ended';
+  const st = snap?.status ?? 'idle';
+  if (st === 'idle' && snap.lastTurn && snap.lastTurnEndedAt > 0) return 'done';
+  return st;
+}
+
+/** The shown status a lifecycle event kind leads to, when it sets one. */
 const KIND_STATUS = {
   'session.started': 'idle',
   'turn.started': 'running',
   'tool.started': 'running',
   'agent.done': 'done',
-  'agent.exited': 'exited',
+  'agent.exited': 'ended',
+  'session.stopped': 'ended',
 };
 
 /**
@@ -552,7 +570,7 @@ export class AgentBridgeClient {
         const fresh = new Map();
         for (const snap of data.sessions ?? []) {
           const key = sessionKey(src, snap.id, host);
-          fresh.set(key, this.#next(key, src, snap, now, false, data.activity?.[snap.id], host));
+          fresh.set(key, this.#next(key, src, snap, now, false, data.activity?.[snap.id], host, data.ended?.[snap.id]));
         }
         // A reset replaces the sessions of its source on its host only.
         for (const [key, s] of this.#sessions) if (s.source === src && (s.host ?? '') === host) this.#sessions.delete(key);
@@ -566,7 +584,7 @@ export class AgentBridgeClient {
         if (!snap) return;
         const host = typeof data.host === 'string' ? data.host : '';
         const key = sessionKey(data.source, snap.id, host);
-        this.#sessions.set(key, this.#next(key, data.source, snap, now, true, data.activity, host));
+        this.#sessions.set(key, this.#next(key, data.source, snap, now, true, data.activity, host, data.ended));
         this.#emit({ type: 'upsert', source: data.source, host, sessionId: snap.id, revision });
         break;
       }
@@ -598,23 +616,31 @@ export class AgentBridgeClient {
     }
   }
 
-  /** Builds a session entry, keeping `since` while the status holds. */
-  #next(key, source, snap, now, live, activity, host = '') {
+  /**
+   * Builds a session entry, keeping `since` while the shown status holds.
+   * `ended` is the entry's end ({at, exitCode?, signal?, reason?}), if any.
+   */
+  #next(key, source, snap, now, live, activity, host = '', ended = null) {
     const prev = this.#sessions.get(key);
     const act = activity && typeof activity === 'object' ? activity : null;
-    const entry = { source, host, snapshot: snap, activity: act, since: now, sinceExact: live && Boolean(prev), lastEvent: prev?.lastEvent ?? null };
-    if (act && Number.isFinite(act.statusSince) && act.statusSince > 0) {
+    const end = ended && typeof ended === 'object' ? ended : null;
+    const status = displayStatus(snap, end);
+    const entry = { source, host, snapshot: snap, status, ended: end, activity: act, since: now, sinceExact: live && Boolean(prev), lastEvent: prev?.lastEvent ?? null };
+    if (end && Number.isFinite(end.at) && end.at > 0) {
+      entry.since = Math.min(end.at, now);
+      entry.sinceExact = true;
+    } else if (act && Number.isFinite(act.statusSince) && act.statusSince > 0) {
       entry.since = Math.min(act.statusSince, now); // the bridge knows: a reload sees the same
       entry.sinceExact = true;
-    } else if (prev && prev.snapshot.status === snap.status) {
+    } else if (prev && prev.status === status) {
       entry.since = prev.since;
       entry.sinceExact = prev.sinceExact;
     } else {
       const pending = this.#pendingSince.get(key);
-      if (pending && pending.status === snap.status) {
+      if (pending && pending.status === status) {
         entry.since = pending.at;
         entry.sinceExact = true;
-      } else if (snap.status === 'done' && snap.lastTurnEndedAt > 0) {
+      } else if (status === 'done') {
         entry.since = snap.lastTurnEndedAt;
         entry.sinceExact = true;
       } else if (live && !prev) {
@@ -636,7 +662,7 @@ export class AgentBridgeClient {
     if (s) {
       s.lastEvent = lastEvent;
       // The upsert came first: take the agent's own time for the change.
-      if (at && status && s.snapshot.status === status && now - s.since < 5000) {
+      if (at && status && s.status === status && now - s.since < 5000) {
         s.since = Math.min(at, now);
         s.sinceExact = true;
       }

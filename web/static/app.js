@@ -14,6 +14,7 @@ import {
   needsYou,
   notification,
   subagentSummary,
+  subagentTree,
   totalTokens,
 } from './view.js';
 
@@ -176,14 +177,14 @@ function announce(change) {
     const entry = state.sessions.find((x) => x.source === change.source && x.snapshot.id === change.sessionId);
     if (!entry) return;
     const prev = lastStatus.get(entry.key);
-    const st = entry.snapshot.status;
+    const st = entry.status;
     lastStatus.set(entry.key, st);
     if (prev !== st && needsYou(st)) {
       const who = entry.snapshot.title || entry.snapshot.id;
       say(`${who} is ${st}${entry.snapshot.waitingFor ? `: ${entry.snapshot.waitingFor}` : ''}`);
     }
   } else if (change.type === 'reset') {
-    for (const e of state.sessions) lastStatus.set(e.key, e.snapshot.status);
+    for (const e of state.sessions) lastStatus.set(e.key, e.status);
   } else if (change.type === 'harnesses') {
     const src = state.sources.find((x) => x.id === change.source);
     for (const hh of src?.harnesses ?? []) {
@@ -362,12 +363,12 @@ function activityWords(ev) {
 }
 
 function sessionSig(s) {
-  return JSON.stringify([s.snapshot, s.host, s.activity, s.since, s.sinceExact, s.lastEvent?.kind, s.lastEvent?.name, harnessLabel(s.source, s.snapshot.harness)]);
+  return JSON.stringify([s.snapshot, s.status, s.ended, s.host, s.activity, s.since, s.sinceExact, s.lastEvent?.kind, s.lastEvent?.name, harnessLabel(s.source, s.snapshot.harness)]);
 }
 
 function sessionRow(s) {
   const snap = s.snapshot;
-  const st = snap.status;
+  const st = s.status;
   const attn = needsYou(st);
   const untitled = !snap.title;
 
@@ -378,8 +379,9 @@ function sessionRow(s) {
   );
   const meta = [];
   if (!untitled) meta.push(h('span', { class: 'mono', text: snap.id }));
-  const tool = s.activity?.tool;
-  if (tool && st !== 'exited' && st !== 'done') {
+  // The snapshot names the tool running now; the activity says since when.
+  const tool = snap.tool ? { name: snap.tool, since: s.activity?.tool?.name === snap.tool ? s.activity.tool.since : null } : st === 'running' ? s.activity?.tool : null;
+  if (tool) {
     // The bridge says which tool runs, and since when: a reload sees it too.
     const since = Number.isFinite(tool.since) && tool.since > 0 ? tool.since : null;
     meta.push(
@@ -418,6 +420,13 @@ function sessionRow(s) {
       ),
     );
   }
+  if (snap.error && snap.lastTurn === 'failed' && !s.ended) {
+    sessionCell.append(h('p', { class: 'reason error' }, h('span', { class: 'lead', text: 'Failed: ' }), snap.error));
+  }
+  if (s.ended) {
+    const how = Number.isInteger(s.ended.exitCode) ? `exit code ${s.ended.exitCode}` : s.ended.signal ? `signal ${s.ended.signal}` : s.ended.reason || '';
+    if (how) sessionCell.append(h('p', { class: 'reason ended', text: `Ended: ${how}` }));
+  }
   if (snap.subagents?.length) {
     const sum = subagentSummary(snap.subagents);
     const words = [`${sum.total} subagent${sum.total === 1 ? '' : 's'}`];
@@ -430,10 +439,10 @@ function sessionRow(s) {
       h(
         'ul',
         { class: 'tree', 'aria-label': 'Subagents' },
-        snap.subagents.map((a) =>
+        subagentTree(snap.subagents).map(({ sub: a, depth }) =>
           h(
             'li',
-            {},
+            depth ? { style: `margin-inline-start: ${depth * 1.25}em`, 'data-parent': a.parentId } : {},
             h('span', { class: `st st-${a.status}` }, h('span', { class: `glyph g-${a.status}`, 'aria-hidden': 'true' }), a.status),
             a.type ? h('span', { class: 'sub-type', text: a.type }) : null,
             h('span', { class: 'sub-title', text: a.title || a.id }),

@@ -10,7 +10,7 @@ export const STATUS_INFO = Object.freeze({
   running: { label: 'running', hint: 'a turn is in progress' },
   idle: { label: 'idle', hint: 'known, no turn yet' },
   done: { label: 'done', hint: 'turn ended; awaits the next prompt' },
-  exited: { label: 'exited', hint: 'the process is gone' },
+  ended: { label: 'ended', hint: 'the session ended: its process is gone' },
 });
 
 const RANK = Object.fromEntries(STATUSES.map((s, i) => [s, i]));
@@ -62,7 +62,7 @@ export function filterSessions(sessions, { harnesses = new Set(), statuses = new
   return sessions.filter(
     (s) =>
       (harnesses.size === 0 || harnesses.has(`${s.source}/${s.snapshot.harness}`)) &&
-      (statuses.size === 0 || statuses.has(s.snapshot.status)),
+      (statuses.size === 0 || statuses.has(s.status)),
   );
 }
 
@@ -79,19 +79,19 @@ export function groupByProject(sessions) {
     let g = groups.get(cwd);
     if (!g) groups.set(cwd, (g = { cwd, name: projectName(cwd), sessions: [], counts: {} }));
     g.sessions.push(s);
-    g.counts[s.snapshot.status] = (g.counts[s.snapshot.status] ?? 0) + 1;
+    g.counts[s.status] = (g.counts[s.status] ?? 0) + 1;
   }
   const label = (s) => s.snapshot.title || s.snapshot.id;
   for (const g of groups.values()) {
     g.sessions.sort(
       (a, b) =>
-        statusRank(a.snapshot.status) - statusRank(b.snapshot.status) ||
+        statusRank(a.status) - statusRank(b.status) ||
         a.since - b.since ||
         label(a).localeCompare(label(b)) ||
         a.key.localeCompare(b.key),
     );
   }
-  const top = (g) => Math.min(...g.sessions.map((s) => statusRank(s.snapshot.status)));
+  const top = (g) => Math.min(...g.sessions.map((s) => statusRank(s.status)));
   return [...groups.values()].sort(
     (a, b) => top(a) - top(b) || (a.cwd === '') - (b.cwd === '') || a.name.localeCompare(b.name) || a.cwd.localeCompare(b.cwd),
   );
@@ -100,7 +100,7 @@ export function groupByProject(sessions) {
 /** Counts sessions per status. */
 export function countByStatus(sessions) {
   const counts = Object.fromEntries(STATUSES.map((s) => [s, 0]));
-  for (const s of sessions) counts[s.snapshot.status] = (counts[s.snapshot.status] ?? 0) + 1;
+  for (const s of sessions) counts[s.status] = (counts[s.status] ?? 0) + 1;
   return counts;
 }
 
@@ -113,6 +113,35 @@ export function subagentSummary(subagents = []) {
     if (a.status === 'failed') failed++;
   }
   return { total: subagents.length, running, failed };
+}
+
+/**
+ * Orders subagents as their tree: each after its parent (`parentId` naming
+ * another subagent of the session), with its depth; one whose parent is not
+ * in the list hangs under the session (depth 0), as Terminay shows it.
+ */
+export function subagentTree(subagents = []) {
+  const ids = new Set(subagents.map((a) => a.id));
+  const children = new Map();
+  const roots = [];
+  for (const a of subagents) {
+    if (a.parentId !== undefined && a.parentId !== a.id && ids.has(a.parentId)) {
+      if (!children.has(a.parentId)) children.set(a.parentId, []);
+      children.get(a.parentId).push(a);
+    } else roots.push(a);
+  }
+  const out = [];
+  const seen = new Set();
+  const walk = (a, depth) => {
+    if (seen.has(a.id)) return;
+    seen.add(a.id);
+    out.push({ sub: a, depth });
+    for (const c of children.get(a.id) ?? []) walk(c, depth + 1);
+  };
+  for (const a of roots) walk(a, 0);
+  // A cycle of parents has no root: show what is left flat.
+  for (const a of subagents) if (!seen.has(a.id)) walk(a, 0);
+  return out;
 }
 
 /** The tokens of a usage object, all kinds together; 0 when none. */
@@ -142,9 +171,9 @@ export function notification(prev, next, agent) {
     const reason = next.waitingFor || (next.status === 'waiting' ? 'It needs your input.' : 'It cannot go on.');
     return { event: next.status, title: `${who} ${next.status === 'waiting' ? 'is waiting for you' : 'is blocked'}`, body: `${what}\n${reason}` };
   }
-  if (next.status === 'done' && next.lastTurn === 'failed') {
-    if (prev && prev.status === 'done' && prev.lastTurn === 'failed' && prev.lastTurnEndedAt === next.lastTurnEndedAt) return null;
-    return { event: 'failed', title: `${who}: the turn failed`, body: what };
+  if (next.status === 'idle' && next.lastTurn === 'failed' && next.lastTurnEndedAt > 0) {
+    if (prev && prev.lastTurn === 'failed' && prev.lastTurnEndedAt === next.lastTurnEndedAt) return null;
+    return { event: 'failed', title: `${who}: the turn failed`, body: next.error ? `${what}\n${next.error}` : what };
   }
   return null;
 }

@@ -24,9 +24,11 @@ test('notification tells a new wait, a block and a failed turn, once', () => {
     { name: 'another wait', prev: wait, next: { ...wait, waitingFor: 'approve Edit' }, want: { event: 'waiting', title: 'Claude Code is waiting for you', body: 'Fix tests\napprove Edit' } },
     { name: 'new to the page, waiting', prev: undefined, next: wait, want: { event: 'waiting', title: 'Claude Code is waiting for you', body: 'Fix tests\napprove Bash' } },
     { name: 'blocked without reason', prev: run, next: { ...run, status: 'blocked' }, want: { event: 'blocked', title: 'Claude Code is blocked', body: 'Fix tests\nIt cannot go on.' } },
-    { name: 'a failed turn', prev: run, next: { ...run, status: 'done', lastTurn: 'failed', lastTurnEndedAt: 5 }, want: { event: 'failed', title: 'Claude Code: the turn failed', body: 'Fix tests' } },
-    { name: 'the same failed turn', prev: { ...run, status: 'done', lastTurn: 'failed', lastTurnEndedAt: 5 }, next: { ...run, status: 'done', lastTurn: 'failed', lastTurnEndedAt: 5 }, want: null },
-    { name: 'a completed turn', prev: run, next: { ...run, status: 'done', lastTurn: 'completed' }, want: null },
+    { name: 'a failed turn', prev: run, next: { ...run, status: 'idle', lastTurn: 'failed', lastTurnEndedAt: 5 }, want: { event: 'failed', title: 'Claude Code: the turn failed', body: 'Fix tests' } },
+    { name: 'a failed turn with its error', prev: run, next: { ...run, status: 'idle', lastTurn: 'failed', lastTurnEndedAt: 5, error: 'API error: quota exceeded' }, want: { event: 'failed', title: 'Claude Code: the turn failed', body: 'Fix tests\nAPI error: quota exceeded' } },
+    { name: 'the same failed turn', prev: { ...run, status: 'idle', lastTurn: 'failed', lastTurnEndedAt: 5 }, next: { ...run, status: 'idle', lastTurn: 'failed', lastTurnEndedAt: 5 }, want: null },
+    { name: 'the next turn fails too', prev: { ...run, status: 'idle', lastTurn: 'failed', lastTurnEndedAt: 5 }, next: { ...run, status: 'idle', lastTurn: 'failed', lastTurnEndedAt: 9 }, want: { event: 'failed', title: 'Claude Code: the turn failed', body: 'Fix tests' } },
+    { name: 'a completed turn', prev: run, next: { ...run, status: 'idle', lastTurn: 'completed', lastTurnEndedAt: 5 }, want: null },
     { name: 'running', prev: wait, next: run, want: null },
   ];
   for (const c of cases) assert.deepEqual(notification(c.prev, c.next, 'Claude Code'), c.want, c.name);

@@ -132,7 +132,7 @@ test('time in state: kept while the status holds, exact for live changes', async
   let now = 1_000_000;
   const fb = await startFakeBridge();
   t.after(() => fb.close());
-  fb.publish('example-push', { op: 'reset', sessions: [snap('a', 'running'), snap('d', 'done', { lastTurn: 'completed', lastTurnEndedAt: 900_000 })] });
+  fb.publish('example-push', { op: 'reset', sessions: [snap('a', 'running'), snap('d', 'idle', { lastTurn: 'completed', lastTurnEndedAt: 900_000 })] });
   const client = new AgentBridgeClient({ baseUrl: fb.url, ...fast, now: () => now });
   t.after(() => client.close());
   client.start();
@@ -162,4 +162,32 @@ test('close releases the connection and timers', async (t) => {
   assert.equal(client.state.connection.state, 'closed');
   await new Promise((r) => setTimeout(r, 100));
   assert.equal(fb.state.clients.size, 0, 'the stream is closed on the server side');
+});
+
+test('an ended session: shown ended from entry.ended, live and after a reload', async (t) => {
+  const fb = await startFakeBridge();
+  t.after(() => fb.close());
+  fb.publish('example-push', { op: 'reset', sessions: [snap('a', 'running', { pid: 7, cwd: '/w', tool: 'Bash' }), snap('b', 'idle', { lastTurn: 'failed', lastTurnEndedAt: 5, error: 'quota exceeded' })] });
+  const client = new AgentBridgeClient({ baseUrl: fb.url, ...fast });
+  t.after(() => client.close());
+  client.start();
+  await waitFor(client, (s) => s.sessions.length === 2, 'reset');
+  const get = (c, id) => c.state.sessions.find((s) => s.snapshot.id === id);
+  assert.equal(get(client, 'a').status, 'running');
+  assert.equal(get(client, 'b').status, 'done', 'idle with a finished turn is done');
+
+  fb.publish('example-push', { op: 'end', sessionId: 'a', ended: { at: 1_700_000_000_000, exitCode: 0 } });
+  await waitFor(client, () => get(client, 'a').status === 'ended', 'the end');
+  assert.deepEqual(get(client, 'a').ended, { at: 1_700_000_000_000, exitCode: 0 });
+  assert.equal(get(client, 'a').since, 1_700_000_000_000, 'ended since its end');
+  assert.equal(get(client, 'a').snapshot.status, 'idle');
+
+  // A page loaded now sees the same, from the reset.
+  const late = new AgentBridgeClient({ baseUrl: fb.url, ...fast });
+  t.after(() => late.close());
+  late.start();
+  await waitFor(late, (s) => s.sessions.length === 2, 'the late reset');
+  assert.equal(get(late, 'a').status, 'ended');
+  assert.deepEqual(get(late, 'a').ended, { at: 1_700_000_000_000, exitCode: 0 });
+  assert.equal(get(late, 'b').status, 'done');
 });

@@ -133,7 +133,7 @@ test('a dropped stream resumes with since and nothing is lost or repeated', { sk
   // Drop the stream and publish while it is being re-opened.
   client.reconnect();
   await bridge.publish({ op: 'upsert', session: snap('b', 'idle') });
-  await bridge.publish({ op: 'upsert', session: snap('a', 'done', { lastTurn: 'completed', lastTurnEndedAt: Date.now() }) });
+  await bridge.publish({ op: 'upsert', session: snap('a', 'idle', { lastTurn: 'completed', lastTurnEndedAt: Date.now() }) });
   const st = await waitFor(client, (s) => s.connection.state === 'live' && s.sessions.length === 2 && s.sessions.every((x) => x.snapshot.status !== 'running'), 'caught up');
   assert.deepEqual(summary(st).sessions, entriesSummary(await bridge.get('/v1/sessions')));
   const applied = rec.changes.filter((c) => c.type === 'upsert').map((c) => c.sessionId);

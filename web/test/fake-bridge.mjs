@@ -41,6 +41,14 @@ export async function startFakeBridge({ port = 0, token = null, sources, hooks =
     requests: [],
   };
   for (const s of state.sources) state.sessions.set(s.id, new Map());
+  /** @type {Map<string, object>} source + NUL + id -> the entry's ended */
+  state.ended = new Map();
+  const endedOf = (src, id) => state.ended.get(`${src}\u0000${id}`);
+  const endedMap = (src) => {
+    const out = {};
+    for (const id of state.sessions.get(src).keys()) if (endedOf(src, id)) out[id] = endedOf(src, id);
+    return Object.keys(out).length ? { ended: out } : {};
+  };
 
   const record = (name, data) => {
     const r = { rev: ++state.rev, name, data: JSON.stringify(data) };
@@ -50,7 +58,8 @@ export async function startFakeBridge({ port = 0, token = null, sources, hooks =
     return r;
   };
   const enabled = (src) => state.sources.find((s) => s.id === src).harnesses.filter((h) => h.enabled).map((h) => h.id);
-  const resetRecord = (src) => record('reset', { source: src, sessions: [...state.sessions.get(src).values()] });
+  const resetData = (src) => ({ source: src, sessions: [...state.sessions.get(src).values()], ...endedMap(src) });
+  const resetRecord = (src) => record('reset', resetData(src));
 
   /** Applies one publish op the way the hub would. */
   const publish = (src, op) => {
@@ -62,7 +71,18 @@ export async function startFakeBridge({ port = 0, token = null, sources, hooks =
         return resetRecord(src);
       case 'upsert':
         m.set(op.session.id, op.session);
+        state.ended.delete(`${src}\u0000${op.session.id}`);
         return record('upsert', { source: src, snapshot: op.session });
+      case 'end': {
+        // The session's process is gone: it lingers, idle, with its end
+        // beside the snapshot (entry.ended), as the bridge keeps it.
+        const snap = { ...m.get(op.sessionId), status: 'idle' };
+        delete snap.waitingFor;
+        delete snap.tool;
+        m.set(op.sessionId, snap);
+        state.ended.set(`${src}\u0000${op.sessionId}`, op.ended);
+        return record('upsert', { source: src, snapshot: snap, ended: op.ended });
+      }
       case 'remove':
         m.delete(op.sessionId);
         return record('remove', { source: src, sessionId: op.sessionId });
@@ -91,7 +111,7 @@ export async function startFakeBridge({ port = 0, token = null, sources, hooks =
     if (u.pathname === '/v1/diagnostics') return json(200, { diagnostics: state.diagnostics });
     if (u.pathname === '/v1/sessions') {
       const sessions = [];
-      for (const [source, m] of state.sessions) for (const snapshot of m.values()) sessions.push({ source, snapshot });
+      for (const [source, m] of state.sessions) for (const snapshot of m.values()) sessions.push({ source, snapshot, ...(endedOf(source, snapshot.id) ? { ended: endedOf(source, snapshot.id) } : {}) });
       return json(200, { revision: state.rev, sessions });
     }
     let m = u.pathname.match(/^\/v1\/sources\/([a-z0-9-]+)\/harnesses\/([a-z0-9-]+)$/);
@@ -131,7 +151,7 @@ export async function startFakeBridge({ port = 0, token = null, sources, hooks =
       if (since && first && Number(since) >= first.rev - 1 && Number(since) <= state.rev) {
         for (const r of state.ring) if (r.rev > Number(since)) send(r);
       } else {
-        for (const src of state.sources) send({ rev: state.rev, name: 'reset', data: JSON.stringify({ source: src.id, sessions: [...state.sessions.get(src.id).values()] }) });
+        for (const src of state.sources) send({ rev: state.rev, name: 'reset', data: JSON.stringify(resetData(src.id)) });
       }
       const c = { send, res };
       state.clients.add(c);
@@ -181,12 +201,12 @@ if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '-
   fb.publish('example-push', {
     op: 'reset',
     sessions: [
-      { id: 'sess-1', harness: 'example-agent', pid: 4012, cwd: '/home/ana/src/payments', title: 'Fix flaky settlement tests', model: 'example-large', status: 'waiting', waitingFor: 'Approve shell command: make test', lastTurn: 'completed', lastTurnEndedAt: now - 600000, subagents: [{ id: 'sub-1', type: 'explore', title: 'Find callers of settle()', status: 'running' }, { id: 'sub-2', type: 'review', status: 'completed' }] },
+      { id: 'sess-1', harness: 'example-agent', pid: 4012, cwd: '/home/ana/src/payments', title: 'Fix flaky settlement tests', model: 'example-large', status: 'waiting', waitingFor: 'Approve shell command: make test', tool: 'Bash', lastTurn: 'completed', lastTurnEndedAt: now - 600000, subagents: [{ id: 'sub-1', type: 'explore', title: 'Find callers of settle()', status: 'running' }, { id: 'sub-3', parentId: 'sub-1', type: 'grep', status: 'running' }, { id: 'sub-2', type: 'review', status: 'completed' }] },
       { id: 'sess-2', harness: 'example-agent', pid: 4077, cwd: '/home/ana/src/payments', title: 'Refactor ledger export', model: 'example-large', status: 'running' },
-      { id: 'sess-3', harness: 'other-agent', pid: 5120, cwd: '/home/ana/src/site', title: 'Update landing page copy', model: 'other-mini', status: 'done', lastTurn: 'completed', lastTurnEndedAt: now - 125000 },
-      { id: 'sess-4', harness: 'other-agent', cwd: '/home/ana/src/site', title: 'Migrate CI to new runners', status: 'blocked', waitingFor: 'Rate limit reached; retry after 14:05', lastTurn: 'failed', lastTurnEndedAt: now - 30000 },
+      { id: 'sess-3', harness: 'other-agent', pid: 5120, cwd: '/home/ana/src/site', title: 'Update landing page copy', model: 'other-mini', status: 'idle', lastTurn: 'completed', lastTurnEndedAt: now - 125000 },
+      { id: 'sess-4', harness: 'other-agent', cwd: '/home/ana/src/site', title: 'Migrate CI to new runners', status: 'blocked', waitingFor: 'Rate limit reached; retry after 14:05', lastTurn: 'failed', lastTurnEndedAt: now - 30000, error: 'API error 429: rate limit reached' },
       { id: 'b7f1c2e0-51aa-4c55-9d1e-2f8a5e7d9c01', harness: 'example-agent', pid: 3999, cwd: '/home/ana/notes', status: 'idle' },
-      { id: 'sess-6', harness: 'other-agent', cwd: '/home/ana/src/site', title: 'Old investigation', status: 'exited', lastTurn: 'cancelled', lastTurnEndedAt: now - 7200000 },
+      { id: 'sess-6', harness: 'other-agent', cwd: '/home/ana/src/site', title: 'Old investigation', status: 'idle', lastTurn: 'interrupted', lastTurnEndedAt: now - 7200000 },
     ],
   });
   fb.publish('example-push', { op: 'diagnostic', diagnostic: { code: 'journal-unreadable', message: 'one journal record could not be parsed and was skipped' } });

@@ -2,8 +2,8 @@
 // the view helpers. Run: node --test web/test/
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SSEParser, backoffDelay, sessionKey } from '../agentbridge-client.js';
-import { formatDuration, formatAgo, groupByProject, filterSessions, projectName, countByStatus } from '../static/view.js';
+import { SSEParser, backoffDelay, sessionKey, displayStatus } from '../agentbridge-client.js';
+import { formatDuration, formatAgo, groupByProject, filterSessions, projectName, countByStatus, subagentTree } from '../static/view.js';
 
 function parseAll(chunks) {
   const events = [];
@@ -120,14 +120,15 @@ test('formatDuration and formatAgo read compactly', () => {
   assert.equal(formatAgo(185_000), '3m ago');
 });
 
-function entry(source, snapshot, since = 0) {
-  return { key: sessionKey(source, snapshot.id), source, snapshot, since, sinceExact: true };
+function entry(source, snapshot, since = 0, ended = null) {
+  return { key: sessionKey(source, snapshot.id), source, snapshot, status: displayStatus(snapshot, ended), ended, since, sinceExact: true };
 }
 
 test('groupByProject puts what needs you first', () => {
   const sessions = [
     entry('s', { id: 'a', harness: 'h', cwd: '/p/zeta', status: 'running' }),
-    entry('s', { id: 'b', harness: 'h', cwd: '/p/alpha', status: 'done' }),
+    entry('s', { id: 'b', harness: 'h', cwd: '/p/alpha', status: 'idle', lastTurn: 'completed', lastTurnEndedAt: 3 }),
+    entry('s', { id: 'g', harness: 'h', cwd: '/p/alpha', status: 'idle' }, 0, { at: 4, exitCode: 0 }),
     entry('s', { id: 'c', harness: 'h', cwd: '/p/zeta', status: 'waiting', title: 'needs approval' }),
     entry('s', { id: 'd', harness: 'h', status: 'idle' }),
     entry('s', { id: 'e', harness: 'h', cwd: '/p/alpha', status: 'blocked' }, 5),
@@ -138,11 +139,11 @@ test('groupByProject puts what needs you first', () => {
     groups.map((g) => [g.name, g.sessions.map((s) => s.snapshot.id)]),
     [
       ['zeta', ['c', 'a']], // waiting outranks blocked
-      ['alpha', ['f', 'e', 'b']], // longest blocked first
+      ['alpha', ['f', 'e', 'b', 'g']], // longest blocked first, ended last
       ['No working directory', ['d']],
     ],
   );
-  assert.deepEqual(groups[1].counts, { blocked: 2, done: 1 });
+  assert.deepEqual(groups[1].counts, { blocked: 2, done: 1, ended: 1 });
 });
 
 test('filterSessions: empty sets let everything through', () => {
@@ -169,4 +170,37 @@ test('sessionKey keeps the same id on two hosts apart', () => {
   assert.equal(sessionKey('codex', 'a'), sessionKey('codex', 'a', ''));
   assert.notEqual(sessionKey('codex', 'a'), sessionKey('codex', 'a', 'devbox'));
   assert.notEqual(sessionKey('codex', 'a', 'devbox'), sessionKey('codex', 'a', 'nas'));
+});
+
+test('displayStatus: done from idle and a finished turn, ended from the entry', () => {
+  /** @type {Array<[any, any, string]>} */
+  const rows = [
+    [{ status: 'running' }, null, 'running'],
+    [{ status: 'waiting' }, null, 'waiting'],
+    [{ status: 'blocked' }, null, 'blocked'],
+    [{ status: 'idle' }, null, 'idle'],
+    [{}, null, 'idle'],
+    [{ status: 'idle', lastTurn: 'completed', lastTurnEndedAt: 5 }, null, 'done'],
+    [{ status: 'idle', lastTurn: 'failed', lastTurnEndedAt: 5 }, null, 'done'],
+    [{ status: 'idle', lastTurn: 'interrupted', lastTurnEndedAt: 5 }, null, 'done'],
+    [{ status: 'idle', lastTurn: 'completed' }, null, 'idle'],
+    [{ status: 'running', lastTurn: 'completed', lastTurnEndedAt: 5 }, null, 'running'],
+    [{ status: 'idle', lastTurn: 'completed', lastTurnEndedAt: 5 }, { at: 9, exitCode: 0 }, 'ended'],
+  ];
+  for (const [snap, ended, want] of rows) assert.equal(displayStatus(snap, ended), want, JSON.stringify([snap, ended]));
+});
+
+test('subagentTree: children after their parent, unknown parents at the top', () => {
+  const subs = [
+    { id: 'c', parentId: 'b', type: 't', status: 'running' },
+    { id: 'a', type: 't', status: 'completed' },
+    { id: 'b', parentId: 'a', type: 't', status: 'running' },
+    { id: 'x', parentId: 'nobody', type: 'subagent', status: 'failed' },
+    { id: 'p', parentId: 'q', type: 't', status: 'running' },
+    { id: 'q', parentId: 'p', type: 't', status: 'running' },
+  ];
+  assert.deepEqual(
+    subagentTree(subs).map(({ sub, depth }) => `${sub.id}:${depth}`),
+    ['a:0', 'b:1', 'c:2', 'x:0', 'p:0', 'q:1'],
+  );
 });

@@ -8,19 +8,21 @@ export { createBridgeSource, MAX_RESET_SESSIONS } from './source.js';
 export { Bridge, readToken, tokenFile, DEFAULT_ADDR } from './bridge.js';
 
 /**
- * The host's session snapshot (a closed object; see agent-session-sources).
+ * The host's session snapshot (a closed object; src/rules.js checks it).
  * @typedef {object} AgentSessionSnapshot
  * @property {string} id
  * @property {string} harness
- * @property {number} [pid]
- * @property {string} [cwd]
+ * @property {number} pid
+ * @property {string} cwd
  * @property {string} [title]
  * @property {string} [model]
- * @property {'idle' | 'running' | 'waiting' | 'blocked' | 'done' | 'exited'} status
+ * @property {'running' | 'waiting' | 'blocked' | 'idle'} [status]
  * @property {string} [waitingFor]
- * @property {'completed' | 'failed' | 'cancelled'} [lastTurn]
+ * @property {string} [tool]
+ * @property {'completed' | 'failed' | 'interrupted'} [lastTurn]
  * @property {number} [lastTurnEndedAt]
- * @property {Array<{ id: string, type?: string, title?: string, status: 'running' | 'completed' | 'failed' | 'cancelled' }>} [subagents]
+ * @property {string} [error]
+ * @property {Array<{ id: string, parentId?: string, type: string, title?: string, status: 'running' | 'completed' | 'failed' | 'cancelled' }>} [subagents]
  */
 
 /**
@@ -49,8 +51,8 @@ export { Bridge, readToken, tokenFile, DEFAULT_ADDR } from './bridge.js';
  * @property {(start: AgentSessionSourceStart) => void | Promise<void>} start
  */
 
-/** The package manifest, with the contribution this module serves. */
-export const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+/** The package's Terminay manifest (the `terminay` key of package.json). */
+export const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).terminay;
 
 /** The one agentSessionSources contribution of the manifest. */
 export const contribution = manifest.contributes.agentSessionSources[0];
@@ -66,3 +68,6 @@ export function activate(context) {
   const runtime = createBridgeSource({ harnesses: contribution.harnesses.map((/** @type {{ id: string }} */ h) => h.id) });
   return context.agents.registerSessionSource(SOURCE_ID, runtime);
 }
+
+/** What Terminay imports: the host takes the default export's activate. */
+export default Object.freeze({ activate });

@@ -10,7 +10,6 @@ import { Bridge, readToken, tokenFile, manifest, contribution, SOURCE_ID, activa
 import { parseLine } from '../src/bridge.js';
 
 test('the manifest declares one source with the bridge harnesses', () => {
-  assert.equal(manifest.type, 'module');
   assert.deepEqual(manifest.permissions, ['agent-observation']);
   assert.equal(manifest.contributes.agentSessionSources.length, 1);
   assert.match(SOURCE_ID, /^[a-z0-9.-]+\/[a-z0-9-]+$/);

@@ -5,9 +5,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { createBridgeSource, contribution, MAX_RESET_SESSIONS } from '../src/extension.js';
-import { hostSessionId } from '../src/source.js';
+import { hostSessionId, hostSnapshot, NOT_SHOWN_CODE } from '../src/source.js';
 import { TestBridge, bridgeBinary, freeAddr, snap, waitFor } from '../testkit/bridge.js';
-import { FakeHost } from '../testkit/host.js';
+import { TerminayHost } from '../testkit/host.js';
+import { validateAgentSessionSnapshot } from '../src/rules.js';
 
 const HARNESSES = contribution.harnesses.map((/** @type {{ id: string }} */ h) => h.id);
 const skip = bridgeBinary() ? false : 'no agentbridge binary: run `make build` or set AGENTBRIDGE_BIN';
@@ -32,7 +33,7 @@ async function bridge(t, opts) {
  * @param {readonly string[]} enabled
  */
 async function run(t, b, enabled) {
-  const host = new FakeHost({ harnesses: HARNESSES, enabled });
+  const host = new TerminayHost({ harnesses: HARNESSES, enabled });
   /** @type {string[]} every request the runtime made */
   const requests = [];
   /** @type {() => void} */
@@ -45,6 +46,7 @@ async function run(t, b, enabled) {
     env: {},
     backoff: fast,
     connectTimeout: 5_000,
+    paceWindow: 300,
     onStopped: stopped,
     trace: (r) => requests.push(r),
   });
@@ -52,30 +54,21 @@ async function run(t, b, enabled) {
     host.abort();
     await stoppedP;
   });
-  await runtime.start(host.start);
+  await host.start(runtime);
   return { host, stopped: stoppedP, requests };
 }
 
-/**
- * What the host should show: the bridge's sessions of enabled harnesses.
- * @param {TestBridge} b
- * @param {readonly string[]} enabled
- */
-async function expected(b, enabled) {
-  const all = await b.sessions();
-  return new Map([...all].filter(([, s]) => enabled.includes(s.harness)));
-}
 
 /**
  * Waits until the host shows exactly what the bridge has.
- * @param {FakeHost} host
+ * @param {TerminayHost} host
  * @param {TestBridge} b
  */
 async function converged(host, b) {
   /** @type {Map<string, any>} */
   let want = new Map();
   await waitFor(async () => {
-    want = await expected(b, host.enabled);
+    want = await b.hostReady(host.enabled);
     return JSON.stringify([...host.sessions].sort()) === JSON.stringify([...want].sort());
   }, 'the host to show what the bridge has').catch((err) => {
     assert.deepEqual(Object.fromEntries(host.sessions), Object.fromEntries(want), err.message);
@@ -103,7 +96,7 @@ test('a reset after start, then the stream as upserts, removes and diagnostics',
 
   // A lifecycle event reaches the host as the snapshot it produces, never as
   // an event of its own.
-  await b.publish([{ op: 'event', sessionId: 'd', harness: 'example-agent', event: { kind: 'session.started', title: 'Fresh' } }]);
+  await b.publish([{ op: 'event', sessionId: 'd', harness: 'example-agent', event: { kind: 'session.started', title: 'Fresh', pid: 4242, cwd: '/work/d' } }]);
   await b.publish([{ op: 'event', sessionId: 'd', event: { kind: 'turn.started', turnId: 't1' } }]);
   await waitFor(() => host.sessions.get('d')?.status === 'running', 'the folded snapshot of d');
   assert.equal(host.sessions.get('d').title, 'Fresh');
@@ -121,7 +114,7 @@ test('a reset after start, then the stream as upserts, removes and diagnostics',
   for (const c of host.calls) assert.ok(['reset', 'upsert', 'remove', 'diagnostic'].includes(c.op));
 });
 
-test('more than 1,024 sessions: a full reset, then upserts for the rest', { skip }, async (t) => {
+test('more than 1,024 sessions: a full reset, then upserts for the rest, never over a cap', { skip }, async (t) => {
   const b = await bridge(t);
   const first = Array.from({ length: 1000 }, (_, i) => snap(`s${i}`));
   const more = Array.from({ length: 300 }, (_, i) => ({ op: 'upsert', session: snap(`u${i}`, 'codex') }));
@@ -131,16 +124,18 @@ test('more than 1,024 sessions: a full reset, then upserts for the rest', { skip
   const reset = /** @type {any} */ (host.calls[0]);
   assert.equal(reset.op, 'reset');
   assert.equal(reset.sessions.length, MAX_RESET_SESSIONS);
-  assert.equal(host.calls.slice(1).filter((c) => c.op === 'upsert').length, 1300 - MAX_RESET_SESSIONS);
-  assert.equal(host.sessions.size, 1300);
   await converged(host, b);
+  assert.equal(host.sessions.size, 1300);
+  assert.equal(host.calls.slice(1).filter((c) => c.op === 'upsert').length, 1300 - MAX_RESET_SESSIONS);
+  assert.ok(host.max.reset <= MAX_RESET_SESSIONS && host.max.upserts <= MAX_RESET_SESSIONS, JSON.stringify(host.max));
 
   // A harness change resets again, under the same bound.
   host.setEnabled(['example-agent']);
+  await host.waitFor(() => host.count('reset') === 2, 'the reset after the switch');
   const second = /** @type {any} */ (host.calls.findLast((c) => c.op === 'reset'));
-  assert.equal(second.sessions.length, 1000);
-  assert.equal(host.sessions.size, 1000);
+  assert.ok(second.sessions.length > 0 && second.sessions.length <= MAX_RESET_SESSIONS);
   await converged(host, b);
+  assert.equal(host.sessions.size, 1000);
 });
 
 test('a switched-off harness is never shown, and the switch reaches the bridge', { skip }, async (t) => {
@@ -148,6 +143,7 @@ test('a switched-off harness is never shown, and the switch reaches the bridge',
   await b.publish([{ op: 'reset', sessions: [snap('e1'), snap('c1', 'codex')] }]);
   const { host } = await run(t, b, ['example-agent']);
 
+  await host.waitFor(() => host.sessions.size === 1, 'the reset to apply');
   assert.deepEqual([...host.sessions.keys()], ['e1']);
   await waitFor(async () => (await b.switches()).codex === false, 'codex switched off in the bridge');
   assert.equal((await b.switches())['example-agent'], true);
@@ -179,9 +175,10 @@ test('resumes after the bridge restarts', { skip }, async (t) => {
 
   await b.stop();
   await b.start(); // same address and token; a new run knows nothing yet
-  await b.publish([{ op: 'reset', sessions: [snap('old2', 'example-agent', { status: 'done', lastTurn: 'completed' }), snap('new1', 'codex')] }]);
+  await b.publish([{ op: 'reset', sessions: [snap('old2', 'example-agent', { status: 'idle', lastTurn: 'completed', lastTurnEndedAt: 1_700_000_000_000 }), snap('new1', 'codex')] }]);
   await converged(host, b);
-  assert.equal(host.sessions.get('old2').status, 'done');
+  assert.equal(host.sessions.get('old2').status, 'idle');
+  assert.equal(host.sessions.get('old2').lastTurn, 'completed');
   assert.ok(!host.sessions.has('old1'), 'a session the new run does not know is removed');
 
   // The stream is followed again: live changes keep coming.
@@ -198,7 +195,7 @@ test('no bridge at start: an empty reset and a diagnostic, then the sessions onc
   assert.deepEqual(host.calls[0], { op: 'reset', sessions: [] });
   const diag = host.diagnostics('bridge-unavailable');
   assert.equal(diag.length, 1);
-  assert.match(/** @type {any} */ (diag[0]).diagnostic.message, new RegExp(addr.replace(/\./g, '\\.')));
+  assert.match(/** @type {any} */ (diag[0]).message, new RegExp(addr.replace(/\./g, '\\.')));
 
   await b.start();
   await b.publish([{ op: 'reset', sessions: [snap('late')] }]);
@@ -213,24 +210,24 @@ test('a wrong token is reported, not retried silently', { skip }, async (t) => {
   assert.deepEqual(host.calls[0], { op: 'reset', sessions: [] });
   const d = host.diagnostics('bridge-unauthorized');
   assert.equal(d.length, 1);
-  assert.ok(!/** @type {any} */ (d[0]).diagnostic.message.includes('wrong-token'), 'the message does not show the token');
+  assert.ok(!/** @type {any} */ (d[0]).message.includes('wrong-token'), 'the message does not show the token');
 });
 
-test('a snapshot the host refuses does not stop the stream', { skip }, async (t) => {
+test('a session Terminay cannot take is not published, is counted, and stops nothing', { skip }, async (t) => {
   const b = await bridge(t);
   const { host, requests } = await run(t, b, ['example-agent']);
-  host.refuse.add('bad');
-  await b.publish([{ op: 'upsert', session: snap('bad') }]);
-  await b.publish([{ op: 'upsert', session: snap('good') }]);
-  await waitFor(() => host.sessions.has('good'), 'the session after the refused one');
+  // No pid: the host would refuse it, and every valid snapshot beside it.
+  await b.publish([{ op: 'upsert', session: snap('bad', 'example-agent', { pid: undefined }) }, { op: 'upsert', session: snap('good') }]);
+  await host.waitFor(() => host.sessions.has('good'), 'the session beside the unpublishable one');
   assert.ok(!host.sessions.has('bad'));
+  await host.waitFor(() => host.diagnostics(NOT_SHOWN_CODE).length === 1, 'the count of what is not shown');
+  assert.equal(host.diagnostics(NOT_SHOWN_CODE)[0].message, '1 agentbridge session is not shown: 1 with no process bound');
   assert.equal(requests.filter((r) => r === 'GET /v1/events').length, 1, 'the stream was not reconnected');
 
-  // Once the host takes it, the next change of that session is published.
-  host.refuse.clear();
-  await b.publish([{ op: 'upsert', session: snap('bad', 'example-agent', { status: 'done' }) }]);
-  await waitFor(() => host.sessions.get('bad')?.status === 'done', 'the session once the host takes it');
-  assert.deepEqual(host.violations, []);
+  // Once it has a process, it is shown.
+  await b.publish([{ op: 'upsert', session: snap('bad', 'example-agent', { status: 'waiting', waitingFor: 'Approve' }) }]);
+  await host.waitFor(() => host.sessions.get('bad')?.status === 'waiting', 'the session once it is host-ready');
+  await converged(host, b);
 });
 
 test('abort releases the stream and the subscription; later calls are ignored', { skip }, async (t) => {
@@ -255,14 +252,26 @@ test('abort releases the stream and the subscription; later calls are ignored', 
 
 test('an already aborted signal: nothing is published', { skip }, async (t) => {
   const b = await bridge(t);
-  const host = new FakeHost({ harnesses: HARNESSES, enabled: ['example-agent'] });
-  host.abort();
+  const controller = new AbortController();
+  controller.abort();
+  /** @type {string[]} */
+  const calls = [];
+  let listeners = 0;
   let stopped = false;
   const runtime = createBridgeSource({ harnesses: HARNESSES, addr: b.addr, token: b.token, env: {}, onStopped: () => (stopped = true) });
-  await runtime.start(host.start);
+  const record = (/** @type {string} */ op) => () => calls.push(op);
+  await runtime.start({
+    enabledHarnesses: ['example-agent'],
+    publisher: { reset: record('reset'), upsert: record('upsert'), remove: record('remove'), diagnostic: record('diagnostic') },
+    signal: controller.signal,
+    onEnabledHarnessesChanged: () => {
+      listeners++;
+      return { dispose: () => listeners-- };
+    },
+  });
   assert.ok(stopped);
-  assert.equal(host.calls.length + host.callsAfterAbort, 0);
-  assert.equal(host.listeners.size, 0);
+  assert.deepEqual(calls, []);
+  assert.equal(listeners, 0);
 });
 
 test('sessions of a remote keep their ids distinct per host', { skip }, async (t) => {
@@ -285,9 +294,33 @@ test('sessions of a remote keep their ids distinct per host', { skip }, async (t
   assert.ok(host.sessions.has('a'), 'the local session stays');
 });
 
-test('hostSessionId: <id>@<host>, never over 128 bytes', () => {
+test("hostSessionId: <id>@<host>, never over the host's 256 UTF-16 units", () => {
   assert.equal(hostSessionId('a', undefined), 'a');
   assert.equal(hostSessionId('a', ''), 'a');
   assert.equal(hostSessionId('a', 'devbox'), 'a@devbox');
-  assert.equal(hostSessionId('x'.repeat(122), 'devbox'), undefined);
+  assert.equal(hostSessionId('x'.repeat(249), 'devbox'), `${'x'.repeat(249)}@devbox`);
+  assert.equal(hostSessionId('x'.repeat(250), 'devbox'), undefined);
+});
+
+test('hostSnapshot: host-ready sessions only, bounded text, never a cut id', () => {
+  const declared = new Set(['codex', 'claude-code']);
+  const base = { id: 's1', harness: 'codex', pid: 4242, cwd: '/work/app' };
+  const emoji = '🙂';
+  /** @param {Record<string, unknown>} snapshot @param {unknown} [ended] */
+  const e = (snapshot, ended) => ({ source: 'codex', host: '', snapshot: { ...base, status: 'running', ...snapshot }, ended: ended !== undefined });
+  assert.deepEqual(hostSnapshot('s1', e({ pid: undefined }), declared), { reason: 'no-process' });
+  assert.deepEqual(hostSnapshot('s1', e({ cwd: undefined }), declared), { reason: 'no-cwd' });
+  assert.deepEqual(hostSnapshot('s1', e({}, { at: 1 }), declared), { reason: 'ended' });
+  assert.deepEqual(hostSnapshot('s1', e({ status: 'exited' }), declared), { reason: 'ended' });
+  assert.deepEqual(hostSnapshot('s1', e({ pid: 2 ** 31 }), declared), { reason: 'no-process' });
+  assert.deepEqual(hostSnapshot('x'.repeat(257), e({}), declared), { reason: 'invalid' });
+
+  const r = hostSnapshot('s1', e({ title: emoji.repeat(600), tool: 'Bash', error: 'e'.repeat(2000), lastTurn: 'cancelled', subagents: [{ id: 'a', status: 'running' }, { id: 'b', parentId: 'a', type: 'Plan', status: 'completed' }] }), declared);
+  assert.ok('snapshot' in r);
+  const s = /** @type {any} */ (r).snapshot;
+  assert.equal(s.title, emoji.repeat(256));
+  assert.equal(s.error.length, 1024);
+  assert.equal(s.lastTurn, 'interrupted');
+  assert.deepEqual(s.subagents, [{ id: 'a', type: 'subagent', status: 'running' }, { id: 'b', parentId: 'a', type: 'Plan', status: 'completed' }]);
+  assert.ok(validateAgentSessionSnapshot(s, declared).ok);
 });

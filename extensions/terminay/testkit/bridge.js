@@ -49,6 +49,18 @@ export async function waitFor(cond, what, timeout = 10_000) {
   }
 }
 
+/**
+ * Ends a child process (SIGTERM) and waits for it to exit.
+ * @param {import('node:child_process').ChildProcess | undefined} child
+ */
+export async function stopProcess(child) {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise((resolve) => {
+    child.once('exit', resolve);
+    child.kill('SIGTERM');
+  });
+}
+
 /** A running test bridge. */
 export class TestBridge {
   /**
@@ -131,11 +143,7 @@ export class TestBridge {
   async stop() {
     const child = this.child;
     this.child = undefined;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    await new Promise((resolve) => {
-      child.once('exit', resolve);
-      child.kill('SIGTERM');
-    });
+    await stopProcess(child);
   }
 
   /** Stops the bridge and removes its files. */
@@ -179,6 +187,20 @@ export class TestBridge {
   }
 
   /**
+   * The sessions Terminay can be shown (host-ready): with a pid and a cwd,
+   * not ended, of an enabled harness; by id, as the bridge has them.
+   * @param {readonly string[]} enabled
+   */
+  async hostReady(enabled) {
+    const body = await this.api('GET', '/v1/sessions');
+    return new Map(
+      body.sessions
+        .filter((/** @type {any} */ e) => !e.ended && e.snapshot.pid > 0 && typeof e.snapshot.cwd === 'string' && enabled.includes(e.snapshot.harness))
+        .map((/** @type {any} */ e) => [e.snapshot.id, e.snapshot]),
+    );
+  }
+
+  /**
    * The value of a metric without labels, from GET /metrics.
    * @param {string} name
    */
@@ -206,5 +228,5 @@ export class TestBridge {
  * @param {Record<string, unknown>} [extra]
  */
 export function snap(id, harness = 'example-agent', extra = {}) {
-  return { id, harness, status: 'running', title: `Session ${id}`, ...extra };
+  return { id, harness, pid: 4242, cwd: `/work/${id}`, status: 'running', title: `Session ${id}`, ...extra };
 }

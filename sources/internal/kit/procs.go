@@ -127,13 +127,28 @@ type candidate struct {
 
 // scan returns, per working directory, the agent processes that have it.
 // Processes that end meanwhile or may not be inspected are skipped, and so
-// is the bridge itself.
+// is the bridge itself, and so are the agent's own children (topmost).
 func (p *Procs) scan() map[string][]candidate {
 	out := map[string][]candidate{}
-	for _, c := range proc.List(p.Root, p.named) {
+	for _, c := range topmost(proc.List(p.Root, p.named)) {
 		out[c.Cwd] = append(out[c.Cwd], candidate{c.PID, c.Started})
 	}
 	return out
+}
+
+// topmost leaves out of ps the processes whose parent is in ps too. A
+// child of an agent process that carries the agent's name is the agent
+// starting a tool, caught between fork and exec (it has the agent's
+// name and cwd until its exec: Pi forks bash right after it writes the
+// journal that makes the bridge look), or a worker of the agent: never a
+// second agent. Counted as one, it made a session's one TUI look like
+// two, and the session stayed without a process.
+func topmost(ps []proc.Process) []proc.Process {
+	pids := make(map[int]bool, len(ps))
+	for _, c := range ps {
+		pids[c.PID] = true
+	}
+	return slices.DeleteFunc(slices.Clone(ps), func(c proc.Process) bool { return pids[c.PPID] })
 }
 
 // named reports whether process pid's command name (comm) is exactly one

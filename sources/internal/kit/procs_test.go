@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/proc"
 )
 
 // TestCreator: of the agent processes sharing a session's cwd, the one
@@ -44,6 +46,35 @@ func TestCreator(t *testing.T) {
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("creator = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTopmost: of the agent's processes, a child of another one (the
+// agent caught between fork and exec of a tool, or a worker) is left out;
+// unrelated processes of the agent, in one cwd or not, all stay.
+func TestTopmost(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ps   []proc.Process
+		want []int
+	}{
+		{"none", nil, nil},
+		{"one TUI", []proc.Process{{PID: 10, PPID: 1}}, []int{10}},
+		{"a TUI forking a tool", []proc.Process{{PID: 10, PPID: 1}, {PID: 11, PPID: 10}}, []int{10}},
+		{"a fork of a fork", []proc.Process{{PID: 12, PPID: 11}, {PID: 10, PPID: 1}, {PID: 11, PPID: 10}}, []int{10}},
+		{"two TUIs", []proc.Process{{PID: 10, PPID: 1}, {PID: 20, PPID: 1}}, []int{10, 20}},
+		{"two TUIs, one forking", []proc.Process{{PID: 10, PPID: 1}, {PID: 20, PPID: 1}, {PID: 21, PPID: 20}}, []int{10, 20}},
+		{"a TUI started from another's shell", []proc.Process{{PID: 10, PPID: 1}, {PID: 30, PPID: 29}}, []int{10, 30}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int
+			for _, p := range topmost(tc.ps) {
+				got = append(got, p.PID)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("topmost = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
@@ -35,15 +36,17 @@ func Replace(t *testing.T, path, s string) {
 	}
 }
 
-// Is returns a WaitFor condition: session id exists and passes cond.
+// Is returns a WaitFor condition: session id exists and passes cond. The
+// snapshot cond sees has the status a user sees (sourcestest.Hub.Shown).
 func Is(id string, cond func(agentbridge.Snapshot) bool) func(*sourcestest.Hub) bool {
 	return func(h *sourcestest.Hub) bool {
-		s, ok := h.Snapshot(id)
+		s, ok := h.Shown(id)
 		return ok && cond(s)
 	}
 }
 
-// Status returns a WaitFor condition: session id has status want.
+// Status returns a WaitFor condition: session id shows status want
+// (sourcestest.ShownStatus: sourcestest.StatusDone and StatusExited too).
 func Status(id string, want agentbridge.Status) func(*sourcestest.Hub) bool {
 	return Is(id, func(s agentbridge.Snapshot) bool { return s.Status == want })
 }
@@ -55,7 +58,7 @@ func StartAgent(t *testing.T, name, dir string) *exec.Cmd {
 	t.Helper()
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
-		t.Skip("no sleep binary")
+		testenv.Missing(t, "no sleep binary")
 	}
 	bin := filepath.Join(t.TempDir(), name)
 	if err := os.Symlink(sleep, bin); err != nil {
