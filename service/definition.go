@@ -2,9 +2,12 @@ package service
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/xml"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -56,7 +59,8 @@ func Unit(binary string) ([]byte, error) {
 		return nil, err
 	}
 	q := strings.NewReplacer(`\`, `\\`, `"`, `\"`, `%`, `%%`).Replace(binary)
-	return fmt.Appendf(nil, unitTemplate, `"`+q+`"`), nil
+	u := fmt.Appendf(nil, unitTemplate, `"`+q+`"`)
+	return seal(u, len(u), "# ", ""), nil
 }
 
 // Plist is the launchd agent that serves with binary, its log in logFile.
@@ -102,9 +106,35 @@ func Plist(binary, logFile string) ([]byte, error) {
 </dict>
 </plist>
 `, Label, esc(binary), esc(logFile))
-	return b.Bytes(), nil
+	// The checksum goes inside the document, before its root element.
+	return seal(b.Bytes(), bytes.Index(b.Bytes(), []byte("<plist ")), "<!-- ", " -->"), nil
 }
 
+// seal puts a checksum line into def at offset at (the start of a line):
+// the SHA-256 of def without that line, so that install and uninstall
+// tell a definition as agentbridge wrote it from one a user edited (and
+// leave that one alone). open and close make the line a comment.
+func seal(def []byte, at int, open, close string) []byte {
+	sum := sha256.Sum256(def)
+	line := open + checksumTag + hex.EncodeToString(sum[:]) + " (an edit makes agentbridge leave this file alone)" + close + "\n"
+	return slices.Concat(def[:at], []byte(line), def[at:])
+}
+
+const checksumTag = "agentbridge-checksum sha256:"
+
+// checksum finds a definition's checksum line.
+var checksum = regexp.MustCompile(`(?m)^(?:# |<!-- )` + regexp.QuoteMeta(checksumTag) + `([0-9a-f]{64}) [^\n]*\n`)
+
+// intactDefinition reports whether def holds one checksum line and it
+// matches the rest of def.
+func intactDefinition(def []byte) bool {
+	m := checksum.FindAllSubmatchIndex(def, 2)
+	if len(m) != 1 {
+		return false
+	}
+	sum := sha256.Sum256(slices.Concat(def[:m[0][0]], def[m[0][1]:]))
+	return hex.EncodeToString(sum[:]) == string(def[m[0][2]:m[0][3]])
+}
 var (
 	execStart = regexp.MustCompile(`(?m)^ExecStart="((?:[^"\\]|\\.)*)" serve$`)
 	program   = regexp.MustCompile(`<key>ProgramArguments</key>\s*<array>\s*<string>([^<]*)</string>`)

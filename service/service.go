@@ -10,11 +10,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/agentbridge/agentbridge/internal/smallfile"
 )
 
 // Name is the systemd unit's name; Label the launchd agent's.
@@ -36,6 +39,10 @@ type Manager struct {
 	UID int
 	// Binary is the absolute path of the agentbridge the service runs.
 	Binary string
+	// Force lets Install replace, and Uninstall remove, a definition that
+	// was edited since agentbridge wrote it (or that it never wrote); a
+	// copy of it is kept beside it with the suffix .bak.
+	Force bool
 	// Run runs a command of the service manager and returns its combined
 	// output; nil: exec.
 	Run func(ctx context.Context, argv []string) ([]byte, error)
@@ -44,6 +51,80 @@ type Manager struct {
 // ErrUnsupported is (wrapped in) the error of a Manager on a platform
 // without a service manager it knows (Windows).
 var ErrUnsupported = errors.New("no service manager on this platform (systemd or launchd)")
+
+// ErrEdited is (wrapped in) the error of Install and Uninstall when the
+// definition in place is not one agentbridge wrote as it wrote it: the
+// user edited it, wrote it, or put a link or something else there. It is
+// left as it is unless the Manager is told to Force.
+var ErrEdited = errors.New("edited since agentbridge wrote it")
+
+// maxDefinition bounds the definition read back: agentbridge's is ~1 KiB.
+const maxDefinition = 64 << 10
+
+// found is what is at the definition's path now.
+type found struct {
+	state   int    // absent, intact, edited or other
+	content []byte // a regular file's content (intact or edited)
+	kind    string // other: what it is ("symbolic link", "FIFO" …)
+}
+
+const (
+	absent = iota // nothing there
+	intact        // a definition agentbridge wrote, unchanged since
+	edited        // a regular file agentbridge did not write as it is
+	other         // not a regular file
+)
+
+// find looks at the definition's path without following a link and
+// without reading more than maxDefinition or blocking on a FIFO.
+func (m Manager) find() (found, error) {
+	path := m.Path()
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return found{state: absent}, nil
+	}
+	if err != nil {
+		return found{}, fmt.Errorf("service: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return found{state: other, kind: smallfile.Type(fi.Mode())}, nil
+	}
+	b, err := smallfile.Read(path, maxDefinition)
+	switch {
+	case errors.Is(err, smallfile.ErrTooLarge):
+		return found{state: other, kind: "file over 64 KiB"}, nil
+	case err != nil:
+		return found{}, fmt.Errorf("service: read %s: %w", path, err)
+	case !intactDefinition(b):
+		return found{state: edited, content: b}, nil
+	}
+	return found{state: intact, content: b}, nil
+}
+
+// refuse is the error for a definition that is not agentbridge's as it
+// wrote it, saying how to keep the user's changes.
+func (m Manager) refuse(f found, doing string) error {
+	what := "was changed since agentbridge wrote it, or not written by it"
+	if f.state == other {
+		what = "is a " + f.kind + ", not a file agentbridge wrote"
+	}
+	how := "to keep your changes across installs, put them in a drop-in (systemctl --user edit " + Name + ") and leave the unit as agentbridge writes it"
+	if m.launchd() {
+		how = "agentbridge rewrites the agent when it is installed again"
+	}
+	return fmt.Errorf("service: %s %s; it is left as it is (%w). %s; to %s it anyway, run again with --force (a copy is kept as %s.bak)",
+		m.Path(), what, ErrEdited, how, doing, filepath.Base(m.Path()))
+}
+
+// keep is the step that saves the user's own definition beside it before
+// it is replaced or removed (nothing for a link or a special file, whose
+// target is not touched).
+func (m Manager) keep(f found) Plan {
+	if f.state != edited {
+		return nil
+	}
+	return Plan{{Write: m.Path() + ".bak", Content: f.content, Copy: true}}
+}
 
 func (m Manager) launchd() bool { return m.GOOS == "darwin" }
 
@@ -99,7 +180,8 @@ func (m Manager) Running() bool {
 func (m Manager) domain() string { return "gui/" + strconv.Itoa(m.UID) }
 
 // Install plans writing the definition (unless it is there as it should
-// be) and enabling and starting the service.
+// be) and enabling and starting the service. A definition the user
+// edited is never replaced unless m.Force.
 func (m Manager) Install() (Plan, error) {
 	if err := m.check(); err != nil {
 		return nil, err
@@ -108,10 +190,16 @@ func (m Manager) Install() (Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	f, err := m.find()
+	if err != nil {
+		return nil, err
+	}
+	if (f.state == edited || f.state == other) && !m.Force {
+		return nil, m.refuse(f, "replace")
+	}
 	path := m.Path()
-	var p Plan
-	old, readErr := os.ReadFile(path)
-	changed := readErr != nil || !bytes.Equal(old, def)
+	p := m.keep(f)
+	changed := f.state != intact || !bytes.Equal(f.content, def)
 	if changed {
 		p = append(p, Step{Write: path, Content: def})
 	}
@@ -132,7 +220,7 @@ func (m Manager) Install() (Plan, error) {
 		p = append(p, Step{Run: []string{"systemctl", "--user", "daemon-reload"}})
 	}
 	p = append(p, Step{Run: []string{"systemctl", "--user", "enable", "--now", Name}})
-	if changed && readErr == nil {
+	if changed && f.state != absent {
 		// A running service keeps the binary it started with.
 		p = append(p, Step{Run: []string{"systemctl", "--user", "try-restart", Name}})
 	}
@@ -140,15 +228,20 @@ func (m Manager) Install() (Plan, error) {
 }
 
 // Uninstall plans stopping and disabling the service and removing its
-// definition; nothing when it is not installed.
+// definition; nothing when it is not installed. A definition the user
+// edited is left (and the service left running) unless m.Force.
 func (m Manager) Uninstall() (Plan, error) {
 	if err := m.check(); err != nil {
 		return nil, err
 	}
-	path := m.Path()
-	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	f, err := m.find()
+	if err != nil || f.state == absent {
+		return nil, err
 	}
+	if f.state != intact && !m.Force {
+		return nil, m.refuse(f, "remove")
+	}
+	path := m.Path()
 	var p Plan
 	if m.Running() {
 		if m.launchd() {
@@ -157,6 +250,7 @@ func (m Manager) Uninstall() (Plan, error) {
 			p = append(p, Step{Run: []string{"systemctl", "--user", "disable", "--now", Name}, MayFail: true})
 		}
 	}
+	p = append(p, m.keep(f)...)
 	p = append(p, Step{Remove: path})
 	if m.Running() && !m.launchd() {
 		p = append(p, Step{Run: []string{"systemctl", "--user", "daemon-reload"}})
@@ -167,8 +261,9 @@ func (m Manager) Uninstall() (Plan, error) {
 // Status is what `agentbridge service status` reports.
 type Status struct {
 	Path      string // the definition's file
-	Installed bool   // it exists
-	Binary    string // the agentbridge it starts ("" when not installed or unreadable)
+	Installed bool   // something is there
+	Edited    bool   // it is not what agentbridge wrote (edited, or not a file)
+	Binary    string // the agentbridge it starts ("" when not installed or not known)
 	Missing   bool   // Binary does not exist (moved, or removed by make clean)
 	Current   bool   // the definition is the one Install would write now
 	Manager   string // what the service manager says ("" when none runs)
@@ -180,16 +275,20 @@ func (m Manager) Status(ctx context.Context) (Status, error) {
 		return Status{}, err
 	}
 	st := Status{Path: m.Path()}
-	b, err := os.ReadFile(st.Path)
-	if err == nil {
-		st.Installed = true
-		st.Binary = definedBinary(b, m.launchd())
+	f, err := m.find()
+	if err != nil {
+		return st, err
+	}
+	st.Installed = f.state != absent
+	st.Edited = f.state == edited || f.state == other
+	if f.content != nil {
+		st.Binary = definedBinary(f.content, m.launchd())
 		if st.Binary != "" {
 			_, serr := os.Stat(st.Binary)
 			st.Missing = serr != nil
 		}
 		def, _ := m.Definition()
-		st.Current = bytes.Equal(b, def)
+		st.Current = bytes.Equal(f.content, def)
 	}
 	if m.Running() {
 		argv := []string{"systemctl", "--user", "is-active", Name}
@@ -214,14 +313,18 @@ func (m Manager) run(ctx context.Context, argv []string) ([]byte, error) {
 	return exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 }
 
-// Apply carries out p: it writes and removes files and runs the commands
-// in order, and stops at the first failure (of a step that may not fail).
+// Apply carries out p: it writes (atomically: a synced temporary file
+// renamed over the old) and removes files and runs the commands in
+// order, and stops at the first failure (of a step that may not fail).
 func (m Manager) Apply(ctx context.Context, p Plan) error {
 	for _, s := range p {
 		switch {
 		case s.Write != "":
+			if err := os.MkdirAll(filepath.Dir(s.Write), 0o755); err != nil {
+				return fmt.Errorf("service: %w", err)
+			}
 			if err := writeFile(s.Write, s.Content); err != nil {
-				return err
+				return fmt.Errorf("service: write %s: %w", s.Write, err)
 			}
 		case s.Remove != "":
 			if err := os.Remove(s.Remove); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -236,39 +339,12 @@ func (m Manager) Apply(ctx context.Context, p Plan) error {
 	return nil
 }
 
-// writeFile replaces path with content atomically (mode 0644: the
-// definition holds no secret), creating its directory.
-func writeFile(path string, content []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("service: %w", err)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("service: %w", err)
-	}
-	_, err = f.Write(content)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("service: write %s: %w", path, err)
-	}
-	return nil
-}
-
 // Step is one change of a Plan: exactly one of Write (with Content),
 // Remove, Run or Note.
 type Step struct {
 	Write   string
 	Content []byte
+	Copy    bool // Write saves the user's own definition (not printed)
 	Remove  string
 	Run     []string
 	MayFail bool // Run: a failure is expected when the service is not loaded
@@ -289,6 +365,8 @@ func (p Plan) say(content bool) string {
 	var b strings.Builder
 	for _, s := range p {
 		switch {
+		case s.Write != "" && s.Copy:
+			fmt.Fprintf(&b, "write %s (a copy of the file there now)\n", s.Write)
 		case s.Write != "" && !content:
 			fmt.Fprintf(&b, "write %s\n", s.Write)
 		case s.Write != "":

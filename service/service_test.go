@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -187,7 +189,7 @@ func TestInstallWithoutSystemdAndDryRun(t *testing.T) {
 	if err := m.Apply(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	if fi, err := os.Stat(m.Path()); err != nil || fi.Mode().Perm() != 0o644 {
+	if fi, err := os.Stat(m.Path()); err != nil || fi.Mode().Perm()&^0o644 != 0 {
 		t.Fatalf("unit after apply: %v %v", fi, err)
 	}
 	if len(*ran) != 0 {
@@ -269,5 +271,162 @@ func TestWindowsHasNoServiceManager(t *testing.T) {
 	m, _ := fakeManager(t, "windows", false)
 	if _, err := m.Install(); err == nil {
 		t.Fatal("install on windows succeeded")
+	}
+}
+
+// A definition holds one checksum line over the rest of it; an edit
+// anywhere, a second checksum line or none at all make it not intact.
+func TestIntactDefinition(t *testing.T) {
+	unit, _ := Unit("/home/ada/.local/bin/agentbridge")
+	plist, _ := Plist("/Users/ada/.local/bin/agentbridge", "/Users/ada/Library/Logs/agentbridge.log")
+	line := func(def []byte) string { return string(checksum.Find(def)) }
+	for _, tc := range []struct {
+		name string
+		def  string
+		want bool
+	}{
+		{"unit as written", string(unit), true},
+		{"plist as written", string(plist), true},
+		{"unit with a setting changed", strings.Replace(string(unit), "RestartSec=2s", "RestartSec=5s", 1), false},
+		{"unit with a line added", string(unit) + "Environment=FOO=1\n", false},
+		{"unit with CRLF line ends", strings.ReplaceAll(string(unit), "\n", "\r\n"), false},
+		{"plist with an argument added", strings.Replace(string(plist), "<string>serve</string>", "<string>serve</string><string>--addr=0.0.0.0:7391</string>", 1), false},
+		{"unit without its checksum", strings.Replace(string(unit), line(unit), "", 1), false},
+		{"unit with its checksum twice", string(unit) + line(unit), false},
+		{"the old hand-copied unit (no checksum)", "[Unit]\nDescription=agentbridge\n[Service]\nExecStart=%h/.local/bin/agentbridge serve\n", false},
+		{"empty", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := intactDefinition([]byte(tc.def)); got != tc.want {
+				t.Errorf("intactDefinition = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A unit the user edited (or wrote) is never replaced or removed: install
+// and uninstall refuse, say how to keep the change, and leave the file as
+// it is; --force keeps a copy beside it before replacing it.
+func TestEditedUnitIsKept(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		edit func(def []byte) []byte
+	}{
+		{"edited", func(def []byte) []byte { return bytes.Replace(def, []byte("RestartSec=2s"), []byte("RestartSec=30s"), 1) }},
+		{"written by hand", func([]byte) []byte { return []byte("[Service]\nExecStart=/opt/agentbridge serve --addr 127.0.0.1:8000\n") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, ran := fakeManager(t, "linux", true)
+			def, _ := m.Definition()
+			mine := tc.edit(def)
+			if err := os.MkdirAll(filepath.Dir(m.Path()), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(m.Path(), mine, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for name, plan := range map[string]func() (Plan, error){"install": m.Install, "uninstall": m.Uninstall} {
+				p, err := plan()
+				if !errors.Is(err, ErrEdited) || len(p) != 0 {
+					t.Fatalf("%s of an edited unit: %v\n%s", name, err, p)
+				}
+				for _, want := range []string{m.Path(), "systemctl --user edit " + Name, "--force"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("%s error lacks %q: %v", name, want, err)
+					}
+				}
+			}
+			if st, _ := m.Status(ctx); !st.Edited || !st.Installed || st.Current {
+				t.Errorf("status of an edited unit: %+v", st)
+			}
+			if b, _ := os.ReadFile(m.Path()); !bytes.Equal(b, mine) {
+				t.Fatalf("the edited unit changed:\n%s", b)
+			}
+			m.Force = true
+			p, err := m.Install()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(p.String(), "write "+m.Path()+".bak (a copy of the file there now)\n") {
+				t.Errorf("forced install plan does not keep a copy:\n%s", p)
+			}
+			if err := m.Apply(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(m.Path() + ".bak"); !bytes.Equal(b, mine) {
+				t.Errorf("copy of the edited unit:\n%s", b)
+			}
+			if b, _ := os.ReadFile(m.Path()); !bytes.Equal(b, def) {
+				t.Errorf("forced install did not write the unit:\n%s", b)
+			}
+			if len(*ran) == 0 {
+				t.Error("forced install did not enable the service")
+			}
+		})
+	}
+}
+
+// An intact unit agentbridge wrote earlier (another version's template, or
+// another binary) is replaced without --force: it holds nothing of the
+// user's.
+func TestInstallReplacesAnOlderUnit(t *testing.T) {
+	m, _ := fakeManager(t, "linux", true)
+	old := seal([]byte("[Service]\nExecStart=\"/old/agentbridge\" serve\n"), 0, "# ", "")
+	os.MkdirAll(filepath.Dir(m.Path()), 0o755)
+	if err := os.WriteFile(m.Path(), old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Install()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p[0].Write != m.Path() || strings.Contains(p.String(), ".bak") {
+		t.Fatalf("install over an older unit:\n%s", p)
+	}
+}
+
+// Whatever else sits where the unit goes (a link a dotfiles manager
+// keeps, a FIFO, a directory, a huge file) is left alone, without
+// blocking or reading it whole; status says so.
+func TestUnitPathHostile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(path string) error
+		kind string
+	}{
+		{"symlink to a unit", func(p string) error {
+			u, _ := Unit("/x/agentbridge")
+			target := filepath.Join(filepath.Dir(p), "dotfiles.service")
+			if err := os.WriteFile(target, u, 0o644); err != nil {
+				return err
+			}
+			return os.Symlink(target, p)
+		}, "symbolic link"},
+		{"FIFO", func(p string) error { return syscall.Mkfifo(p, 0o644) }, "FIFO"},
+		{"directory", func(p string) error { return os.Mkdir(p, 0o755) }, "directory"},
+		{"sparse 1 GiB", func(p string) error { return errors.Join(os.WriteFile(p, nil, 0o644), os.Truncate(p, 1<<30)) }, "file over 64 KiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := fakeManager(t, "linux", false)
+			os.MkdirAll(filepath.Dir(m.Path()), 0o755)
+			if err := tc.make(m.Path()); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.Lstat(m.Path())
+			if _, err := m.Install(); !errors.Is(err, ErrEdited) || !strings.Contains(err.Error(), tc.kind) {
+				t.Errorf("install: %v", err)
+			}
+			if _, err := m.Uninstall(); !errors.Is(err, ErrEdited) {
+				t.Errorf("uninstall: %v", err)
+			}
+			if st, err := m.Status(context.Background()); err != nil || !st.Edited {
+				t.Errorf("status: %+v %v", st, err)
+			}
+			after, _ := os.Lstat(m.Path())
+			if !os.SameFile(before, after) || before.Mode() != after.Mode() {
+				t.Error("the file at the unit's path was replaced")
+			}
+		})
 	}
 }

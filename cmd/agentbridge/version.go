@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"runtime/debug"
 	"strings"
 
@@ -82,11 +83,12 @@ func buildOf(version, commit, date string, bi *debug.BuildInfo) build {
 }
 
 // String is the version, then the commit (unless the version already
-// names it, as a pseudo-version does) and the build date when known:
+// names it, as a pseudo-version or `git describe` between tags does) and
+// the build date when known:
 // "v0.4.0 (commit 0df3eff1a2b3, built 2026-12-04T15:44:37Z)".
 func (b build) String() string {
 	var more []string
-	if c := strings.TrimSuffix(b.commit, "-dirty"); c != "" && !strings.Contains(b.version, c) {
+	if b.commit != "" && !namesCommit(b.version, b.commit) {
 		more = append(more, "commit "+b.commit)
 	}
 	if b.date != "" {
@@ -96,4 +98,20 @@ func (b build) String() string {
 		return b.version
 	}
 	return b.version + " (" + strings.Join(more, ", ") + ")"
+}
+
+// versionHash finds the commit a version names: Go's pseudo-version ends
+// in 12 hex digits (v0.0.0-20261204154437-0df3eff1a2b3), `git describe`
+// in g and at least 7 (v0.4.0-3-g0df3eff, maybe -dirty).
+var versionHash = regexp.MustCompile(`(?:-\d{14}-|-g)([0-9a-f]{7,40})(?:-dirty)?$`)
+
+// namesCommit reports whether version names commit (an abbreviation of
+// one the other).
+func namesCommit(version, commit string) bool {
+	m := versionHash.FindStringSubmatch(version)
+	if m == nil {
+		return false
+	}
+	c := strings.TrimSuffix(commit, "-dirty")
+	return strings.HasPrefix(c, m[1]) || strings.HasPrefix(m[1], c)
 }
