@@ -135,6 +135,7 @@ func intactDefinition(def []byte) bool {
 	sum := sha256.Sum256(slices.Concat(def[:m[0][0]], def[m[0][1]:]))
 	return hex.EncodeToString(sum[:]) == string(def[m[0][2]:m[0][3]])
 }
+
 var (
 	execStart = regexp.MustCompile(`(?m)^ExecStart="((?:[^"\\]|\\.)*)" serve$`)
 	program   = regexp.MustCompile(`<key>ProgramArguments</key>\s*<array>\s*<string>([^<]*)</string>`)

@@ -313,8 +313,12 @@ func TestEditedUnitIsKept(t *testing.T) {
 		name string
 		edit func(def []byte) []byte
 	}{
-		{"edited", func(def []byte) []byte { return bytes.Replace(def, []byte("RestartSec=2s"), []byte("RestartSec=30s"), 1) }},
-		{"written by hand", func([]byte) []byte { return []byte("[Service]\nExecStart=/opt/agentbridge serve --addr 127.0.0.1:8000\n") }},
+		{"edited", func(def []byte) []byte {
+			return bytes.Replace(def, []byte("RestartSec=2s"), []byte("RestartSec=30s"), 1)
+		}},
+		{"written by hand", func([]byte) []byte {
+			return []byte("[Service]\nExecStart=/opt/agentbridge serve --addr 127.0.0.1:8000\n")
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, ran := fakeManager(t, "linux", true)
