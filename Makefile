@@ -14,7 +14,7 @@ GORELEASER ?= $(GO) run github.com/goreleaser/goreleaser/v2@v2.17.0
 FUZZTIME ?= 10m
 SOAKTIME ?= 10m
 
-.PHONY: help build install uninstall run test lint crosscheck gotest nodetest live live-latest bench demo soak fuzz man release-snapshot release-one release-check clean
+.PHONY: help build install uninstall install-check run test lint crosscheck gotest nodetest live live-latest bench demo soak fuzz man release-snapshot release-one release-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -52,17 +52,21 @@ lint: crosscheck ## gofmt, go vet, go mod tidy, the macOS and Windows builds, an
 	$(GO) vet ./...
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
-# macOS: build both architectures, vet every package (its tests too; the
-# live suite, Linux-only, is left out) and link the tests of the packages
-# with platform code (they run on Linux only). Windows: the packages
-# build (serve says to use WSL). The command itself waits for hooks/install
-# to stop using unix.Access; then this line builds ./cmd/agentbridge.
-crosscheck:
+# macOS: build both architectures, vet every package with its tests (the
+# live suite too: it compiles there, it runs on Linux) and link the tests
+# of the packages with platform code (they run on Linux only). Windows: the command and
+# every package build (serve says to use WSL; the bench harness reads
+# /proc and getrusage, Linux only).
+crosscheck: ## the macOS (amd64, arm64) and Windows builds, go vet for macOS
 	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/agentbridge
 	GOOS=darwin GOARCH=amd64 $(GO) build -o /dev/null ./cmd/agentbridge
-	GOOS=darwin GOARCH=arm64 $(GO) vet $$($(GO) list ./... | grep -v /e2e/live)
+	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
 	for p in ./proc ./sources ./notify ./service ./cmd/agentbridge; do GOOS=darwin GOARCH=arm64 $(GO) test -c -o /dev/null $$p || exit 1; done
-	GOOS=windows GOARCH=amd64 $(GO) build $$($(GO) list ./... | grep -v -e /hooks/install -e /cmd/)
+	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/agentbridge
+	GOOS=windows GOARCH=amd64 $(GO) build $$($(GO) list ./... | grep -v /cmd/agentbridge-bench)
+
+install-check: ## a new user's install end to end in a temporary home (make install, service, hooks, make clean)
+	.ci/install-check
 
 gotest:
 	$(GO) test -race -count=1 -timeout 10m ./...
@@ -102,6 +106,7 @@ release-snapshot: ## release archives (linux, darwin × amd64, arm64), a .deb an
 	AGENTBRIDGE_COMMIT=$(COMMIT) $(GORELEASER) release --snapshot --clean
 
 release-one: ## release-snapshot for linux/amd64 only (the archive, the .deb and checksums; what CI builds)
+	@mkdir -p bin
 	sed -e 's/^    goos: .*/    goos: [linux]/' -e 's/^    goarch: .*/    goarch: [amd64]/' .goreleaser.yaml > bin/goreleaser-one.yaml
 	AGENTBRIDGE_COMMIT=$(COMMIT) $(GORELEASER) release --snapshot --clean --config bin/goreleaser-one.yaml
 
