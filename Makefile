@@ -14,7 +14,7 @@ GORELEASER ?= $(GO) run github.com/goreleaser/goreleaser/v2@v2.17.0
 FUZZTIME ?= 10m
 SOAKTIME ?= 10m
 
-.PHONY: help build install uninstall install-check run test lint crosscheck gotest nodetest live live-latest bench demo soak fuzz man release-snapshot release-one release-check clean
+.PHONY: help build install uninstall install-check run test lint crosscheck gotest nodetest live live-latest bench demo soak fuzz man release release-snapshot release-one release-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -104,6 +104,9 @@ release-check: ## check the GoReleaser configuration
 
 release-snapshot: ## release archives (linux, darwin × amd64, arm64), a .deb and checksums in dist/, published nowhere
 	AGENTBRIDGE_COMMIT=$(COMMIT) $(GORELEASER) release --snapshot --clean
+
+release: ## the release of the v0.x.y tag at HEAD (a clean tree) into dist/: what release-snapshot builds, published nowhere
+	AGENTBRIDGE_COMMIT=$(COMMIT) $(GORELEASER) release --clean
 
 release-one: ## release-snapshot for linux/amd64 only (the archive, the .deb and checksums; what CI builds)
 	@mkdir -p bin
