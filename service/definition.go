@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // unitTemplate is the systemd user unit; %s is ExecStart's quoted binary.
@@ -43,10 +44,15 @@ RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX
 WantedBy=default.target
 `
 
-// checkPath refuses a binary path a definition cannot hold.
+// checkPath refuses a binary path a definition cannot hold: a control
+// character (a newline would end ExecStart), bytes that are not UTF-8 or
+// characters XML cannot carry (the plist).
 func checkPath(p string) error {
 	if strings.IndexFunc(p, unicode.IsControl) >= 0 {
 		return fmt.Errorf("service: the binary path %q holds a control character", p)
+	}
+	if !utf8.ValidString(p) || strings.IndexFunc(p, func(r rune) bool { return r == 0xFFFE || r == 0xFFFF }) >= 0 {
+		return fmt.Errorf("service: the binary path %q is not valid text for a unit or a plist", p)
 	}
 	return nil
 }
