@@ -123,7 +123,19 @@ func (m Manager) keep(f found) Plan {
 	if f.state != edited {
 		return nil
 	}
-	return Plan{{Write: m.Path() + ".bak", Content: f.content, Copy: true}}
+	return Plan{{Write: freeName(m.Path() + ".bak"), Content: f.content, Copy: true}}
+}
+
+// freeName is name, or name.2, name.3 … the first that is not there, so
+// that an earlier copy is never overwritten.
+func freeName(name string) string {
+	free := name
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(free); err != nil {
+			return free // not there (or not readable: the write says why)
+		}
+		free = name + "." + strconv.Itoa(i)
+	}
 }
 
 func (m Manager) launchd() bool { return m.GOOS == "darwin" }

@@ -367,6 +367,19 @@ func TestEditedUnitIsKept(t *testing.T) {
 			if len(*ran) == 0 {
 				t.Error("forced install did not enable the service")
 			}
+			// Edited again and forced again: the first copy stays.
+			mine2 := append(slices.Clone(def), "# mine too\n"...)
+			os.WriteFile(m.Path(), mine2, 0o644)
+			p, _ = m.Install()
+			if err := m.Apply(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(m.Path() + ".bak"); !bytes.Equal(b, mine) {
+				t.Errorf("the first copy was overwritten:\n%s", b)
+			}
+			if b, _ := os.ReadFile(m.Path() + ".bak.2"); !bytes.Equal(b, mine2) {
+				t.Errorf("the second copy:\n%s", b)
+			}
 		})
 	}
 }
