@@ -20,17 +20,25 @@ import (
 //     name (/proc/<pid>/comm, which a process may set, e.g. Node's
 //     process.title) is one of Names, or one of Names followed by "-" and
 //     more (a release binary such as "codex-x86_64-unknown-linux-musl",
-//     whose command name the kernel cuts to 15 bytes); or
-//   - its executable lies in a directory named one of Packages (a native
-//     build kept per version, e.g. …/claude/versions/2.1.3); or
+//     whose command name the kernel cuts to 15 bytes; not when Exact: an
+//     agent whose helpers are named so, e.g. kiro-cli-chat); or
+//   - its executable lies in a directory named one of Packages (the
+//     agent's npm package, e.g. …/claude-code/bin/claude.exe); or
+//   - its executable is a native build kept per version, <dir>/versions/<v>,
+//     in a directory <dir> named one of Versions (…/claude/versions/2.1.3);
+//     any other executable inside a directory of that name is not; or
 //   - its executable's base name is one of Runtimes (e.g. "node", "bun")
 //     and its script (the first argument after the runtime's options) has
 //     a Name as its base name, extension aside ("codex.js"), or one of
-//     Packages as a directory on its path ("…/@openai/codex/bin/codex.js").
+//     Packages or Scripts as a directory on its path
+//     ("…/@openai/codex/bin/codex.js", "…/@github/copilot/index.js").
 type Agent struct {
 	Names    []string // executable or command names, e.g. "codex"
 	Runtimes []string // interpreters the agent may run under, e.g. "node"
-	Packages []string // directories naming the agent's script's package, e.g. "claude-code"
+	Packages []string // directories naming the agent's package, e.g. "claude-code"
+	Versions []string // directories keeping one native build per version, e.g. "claude"
+	Scripts  []string // directories naming the package of the agent's script only, e.g. "copilot"
+	Exact    bool     // Names match only whole (no "name-…" release builds)
 }
 
 // Any reports whether a matches every process (it names no executable).
@@ -48,7 +56,7 @@ func (a Agent) Match(root string, pid int) bool {
 	if p, err := t.exe(pid); err == nil && p != "" {
 		exe, exeDir = filepath.Base(p), filepath.Dir(p)
 	}
-	if a.named(exe) || a.inPackage(exeDir) {
+	if a.named(exe) || a.inPackage(exeDir) || a.versioned(exeDir) {
 		return true
 	}
 	if comm, err := t.comm(pid); err == nil && a.named(comm) {
@@ -64,11 +72,17 @@ func (a Agent) Match(root string, pid int) bool {
 	return a.matchScript(cmdline)
 }
 
+// versioned reports whether an executable's directory is <dir>/versions
+// with dir one of Versions.
+func (a Agent) versioned(exeDir string) bool {
+	return filepath.Base(exeDir) == "versions" && slices.Contains(a.Versions, filepath.Base(filepath.Dir(exeDir)))
+}
+
 // named reports whether an executable or command name is one of Names, or
 // one of them followed by "-" and more.
 func (a Agent) named(name string) bool {
 	for _, n := range a.Names {
-		if name == n || strings.HasPrefix(name, n+"-") {
+		if name == n || (!a.Exact && strings.HasPrefix(name, n+"-")) {
 			return true
 		}
 	}
@@ -96,18 +110,16 @@ func (a Agent) matchScript(cmdline []byte) bool {
 	if ext := filepath.Ext(base); ext != "" && ext != base {
 		base = strings.TrimSuffix(base, ext)
 	}
-	if slices.Contains(a.Names, base) {
-		return true
-	}
-	return a.inPackage(filepath.Dir(script)) || slices.ContainsFunc(strings.Split(filepath.ToSlash(filepath.Dir(script)), "/"), func(d string) bool {
-		return slices.Contains(a.Names, d)
-	})
+	return slices.Contains(a.Names, base) || a.inPackage(filepath.Dir(script)) || inDirs(a.Scripts, filepath.Dir(script))
 }
 
 // inPackage reports whether a directory on path is one of Packages.
-func (a Agent) inPackage(path string) bool {
+func (a Agent) inPackage(path string) bool { return inDirs(a.Packages, path) }
+
+// inDirs reports whether a directory on path is one of dirs.
+func inDirs(dirs []string, path string) bool {
 	for _, d := range strings.Split(filepath.ToSlash(path), "/") {
-		if d != "" && slices.Contains(a.Packages, d) {
+		if d != "" && slices.Contains(dirs, d) {
 			return true
 		}
 	}

@@ -89,7 +89,7 @@ func fakeProc(t *testing.T, root string, pid int, exe, comm string, args ...stri
 }
 
 func TestAgentMatch(t *testing.T) {
-	claude := proc.Agent{Names: []string{"claude"}, Runtimes: []string{"node", "bun"}, Packages: []string{"claude-code", "claude"}} // as claudecode.Agent
+	claude := proc.Agent{Names: []string{"claude"}, Runtimes: []string{"node", "bun"}, Packages: []string{"claude-code"}, Versions: []string{"claude"}} // as claudecode.Agent
 	root := t.TempDir()
 	tests := []struct {
 		name  string
@@ -102,7 +102,7 @@ func TestAgentMatch(t *testing.T) {
 		{"codex binary", codex, "/usr/local/bin/codex", "codex", []string{"codex"}, true},
 		{"codex deleted on upgrade", codex, "/usr/local/bin/codex (deleted)", "codex", []string{"codex"}, true},
 		{"node running codex.js", codex, "/usr/bin/node", "node", []string{"node", "/usr/lib/node_modules/@openai/codex/bin/codex.js"}, true},
-		{"node with options running codex", codex, "/usr/bin/node", "node", []string{"node", "--no-warnings", "/opt/codex/cli.js"}, true},
+		{"node with options running codex", codex, "/usr/bin/node", "node", []string{"node", "--no-warnings", "/opt/codex/codex.js"}, true},
 		{"node running something else", codex, "/usr/bin/node", "node", []string{"node", "/srv/app/server.js", "codex"}, false},
 		{"tail", codex, "/usr/bin/tail", "tail", []string{"tail", "-f", "/home/u/.codex/sessions/rollout.jsonl"}, false},
 		{"less", codex, "/usr/bin/less", "less", []string{"less", "rollout.jsonl"}, false},
@@ -112,6 +112,12 @@ func TestAgentMatch(t *testing.T) {
 		{"claude native", claude, "/home/u/.local/share/claude/versions/2.1.3", "claude", []string{"claude"}, true},
 		{"claude native, started by its version's path", claude, "/home/u/.local/share/claude/versions/2.1.3", "2.1.3", []string{"/home/u/.local/share/claude/versions/2.1.3"}, true},
 		{"claude on node", claude, "/usr/bin/node", "node", []string{"node", "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js"}, true},
+		{"claude from npm", claude, "/home/u/.npm-global/lib/node_modules/@anthropic-ai/claude-code/bin/claude.exe", "claude", []string{"claude"}, true},
+		{"claude from npm, its platform package", claude, "/usr/lib/node_modules/@anthropic-ai/claude-code-linux-x64/claude", "claude", []string{"claude"}, true},
+		{"a program in a directory named claude", claude, "/home/u/src/claude/bin/server", "server", []string{"server"}, false},
+		{"a tool in a claude directory", claude, "/home/u/.local/share/claude/tools/rg", "rg", []string{"rg"}, false},
+		{"node running a script in a directory named claude", claude, "/usr/bin/node", "node", []string{"node", "/home/u/claude/server.js"}, false},
+		{"node running a script in a directory named codex", codex, "/usr/bin/node", "node", []string{"node", "/srv/codex/app.js"}, false},
 		{"vim", claude, "/usr/bin/vim", "vim", []string{"vim", "x.jsonl"}, false},
 		{"unknown agent: anything", proc.Agent{}, "/usr/bin/tail", "tail", []string{"tail"}, true},
 	}

@@ -27,7 +27,21 @@ func StartedAt(st Stat) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	return boot.Add(time.Duration(st.StartTime) * time.Second / userHZ), nil
+	return boot.Add(time.Duration(st.StartTime) * (time.Second / userHZ)), nil
+}
+
+// StartedAtIn is StartedAt for a process of the proc file system at root:
+// its own boot time (root/stat) when root is not Root (a test's fake
+// tree), read at each call.
+func StartedAtIn(root string, st Stat) (time.Time, error) {
+	if root == Root {
+		return StartedAt(st)
+	}
+	boot, err := readBoot(root)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return boot.Add(time.Duration(st.StartTime) * (time.Second / userHZ)), nil
 }
 
 func readBoot(root string) (time.Time, error) {

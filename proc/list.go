@@ -6,11 +6,13 @@ import (
 )
 
 // Process is one process List found: its pid, its parent, its working
-// directory and when it started.
+// directory, when it started and how many threads it runs.
 type Process struct {
 	PID, PPID int
 	Cwd       string
 	Started   time.Time
+	StartTime uint64 // Stat.StartTime: with PID, names this process (see Watch)
+	Threads   int
 }
 
 // List makes one pass over the processes under root (normally Root) and
@@ -24,6 +26,9 @@ func List(root string, match func(root string, pid int) bool) []Process {
 	if err != nil {
 		return nil
 	}
+	// Linux: the boot time, read once for the pass; macOS's table says
+	// when each process started (Stat.Started) and has no /proc/stat.
+	boot, bootErr := StartedAtIn(root, Stat{})
 	self := os.Getpid()
 	var out []Process
 	for _, pid := range pids {
@@ -38,11 +43,14 @@ func List(root string, match func(root string, pid int) bool) []Process {
 		if err != nil {
 			continue
 		}
-		at, err := StartedAt(st)
-		if err != nil {
-			continue
+		at := st.Started
+		if at.IsZero() {
+			if bootErr != nil {
+				continue
+			}
+			at = boot.Add(time.Duration(st.StartTime) * (time.Second / userHZ))
 		}
-		out = append(out, Process{PID: pid, PPID: st.PPID, Cwd: cwd, Started: at})
+		out = append(out, Process{PID: pid, PPID: st.PPID, Cwd: cwd, Started: at, StartTime: st.StartTime, Threads: st.Threads})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package proc_test
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,5 +33,25 @@ func TestList(t *testing.T) {
 	}
 	if l := proc.List(t.TempDir(), func(string, int) bool { return true }); len(l) != 0 {
 		t.Errorf("List of a directory with no processes = %+v", l)
+	}
+}
+
+// TestStartedAtInLongUptime: a process started years after the boot (a
+// machine up that long, or a fake tree booted long ago) has its start
+// time right: the tick count does not overflow on the way.
+func TestStartedAtInLongUptime(t *testing.T) {
+	root := t.TempDir()
+	boot := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.WriteFile(root+"/stat", []byte("cpu 1\nbtime "+strconv.FormatInt(boot.Unix(), 10)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	ticks := uint64(want.Sub(boot) / (10 * time.Millisecond))
+	got, err := proc.StartedAtIn(root, proc.Stat{StartTime: ticks})
+	if err != nil || !got.Equal(want) {
+		t.Errorf("StartedAtIn = %v, %v; want %v", got, err, want)
+	}
+	if _, err := proc.StartedAtIn(t.TempDir(), proc.Stat{}); err == nil {
+		t.Error("a root without a boot time gave a start time")
 	}
 }

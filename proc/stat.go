@@ -23,6 +23,7 @@ type Stat struct {
 	PID       int
 	PPID      int
 	StartTime uint64 // clock ticks since boot (macOS: µs since the epoch); with PID, names one process
+	Threads   int    // how many threads it runs now (0: not known, macOS)
 
 	// Started is when the process started, where the table says so
 	// directly (macOS); zero on Linux, where StartedAt computes it.
@@ -55,9 +56,13 @@ func parseStat(pid int, b []byte) (Stat, error) {
 	if err != nil {
 		return Stat{}, fmt.Errorf("proc: stat of %d: ppid: %w", pid, err)
 	}
+	threads, err := strconv.Atoi(string(f[17])) // field 20
+	if err != nil {
+		return Stat{}, fmt.Errorf("proc: stat of %d: threads: %w", pid, err)
+	}
 	start, err := strconv.ParseUint(string(f[19]), 10, 64) // field 22
 	if err != nil {
 		return Stat{}, fmt.Errorf("proc: stat of %d: start time: %w", pid, err)
 	}
-	return Stat{PID: pid, PPID: ppid, StartTime: start}, nil
+	return Stat{PID: pid, PPID: ppid, StartTime: start, Threads: threads}, nil
 }

@@ -6,13 +6,13 @@ import (
 )
 
 func TestParseStatOddCommandName(t *testing.T) {
-	line := []byte("4242 (a) b (c)) S 17 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 0 0")
+	line := []byte("4242 (a) b (c)) S 17 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 11 0 987654 0 0")
 	st, err := parseStat(4242, line)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.PPID != 17 || st.StartTime != 987654 {
-		t.Fatalf("got %+v, want ppid 17 start 987654", st)
+	if st.PPID != 17 || st.StartTime != 987654 || st.Threads != 11 {
+		t.Fatalf("got %+v, want ppid 17 start 987654 threads 11", st)
 	}
 }
 

@@ -50,6 +50,17 @@
 // running Codex), claudecode.Agent (claude; bound through its registry,
 // never by holders), example (any writer: its executable is not known).
 //
+// An agent that neither names its pid on disk nor holds its journal open
+// (Pi, Kiro CLI, Mistral Vibe, Gemini CLI, Antigravity CLI, opencode,
+// Cursor, Copilot without its lock file) is bound by the binder:
+// FindProcess asks for the agent's process in the session's cwd that was
+// running at its last write (ProcQuery), and the requests of one wake
+// are answered together at ScanDone or Idle from one pass over /proc that
+// the sources share (see pick for the rules). A session whose process is
+// gone ends at once, so the first scan of a restarted bridge shows the
+// truth. Processes (FollowConfig.Processes) makes /proc and the pidfd
+// watch injectable: the tests use fake /proc trees (proc/proctest).
+//
 // Follow runs everything on one goroutine: every Handler call, every
 // Sessions method and every function given to Tailer.Post run there, one at
 // a time, so a source needs no locks.

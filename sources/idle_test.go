@@ -15,6 +15,7 @@ import (
 	"github.com/agentbridge/agentbridge/sources/codex"
 	"github.com/agentbridge/agentbridge/sources/example"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
+	"github.com/agentbridge/agentbridge/sources/pi"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
@@ -34,10 +35,11 @@ func mkfile(t *testing.T, path, data string) {
 	}
 }
 
-// TestIdleBridgeDoesNothing runs the three file-based sources (example,
-// Claude Code, Codex) on homes with sessions, one bound to a live process
-// in each (by pid record, by the registry, by the process holding the
-// rollout open) and one not bound, lets them settle, and then counts over
+// TestIdleBridgeDoesNothing runs four file-based sources (example,
+// Claude Code, Codex, Pi) on homes with sessions, one bound to a live
+// process in each (by pid record, by the registry, by the process holding
+// the rollout open, by the runtime's binder: cwd and start time) and one
+// not bound, lets them settle, and then counts over
 // a quiet interval: no tailer wake-up, no journal read and no timer firing.
 // It runs alone (not in parallel): the counters are process-wide.
 func TestIdleBridgeDoesNothing(t *testing.T) {
@@ -69,6 +71,15 @@ func TestIdleBridgeDoesNothing(t *testing.T) {
 		`{"timestamp":%q,"type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}`+"\n", ts, cxID, ts))
 	cxPID := proctest.Hold(t, "codex", rollout, proctest.Write).Process.Pid
 
+	// Pi (the runtime's binder): a journal whose pi process runs in its cwd.
+	piHome, piCwd := t.TempDir(), t.TempDir()
+	const piID = "019f0000-aaaa-7bbb-8ccc-0000000000aa"
+	mkfile(t, filepath.Join(piHome, "sessions", "--proj--", "2026-12-01T10-00-00-000Z_"+piID+".jsonl"),
+		fmt.Sprintf(`{"type":"session","version":3,"id":%q,"timestamp":%q,"cwd":%q}`+"\n"+`{"type":"message","id":"u1","message":{"role":"user","content":"hi"}}`+"\n", piID, ts, piCwd))
+	piCmd := exec.Command(proctest.Named(t, "pi"), "600")
+	piCmd.Dir = piCwd
+	piPID := proctest.Start(t, piCmd).Process.Pid
+
 	type running struct {
 		name string
 		src  hub.Source
@@ -80,6 +91,7 @@ func TestIdleBridgeDoesNothing(t *testing.T) {
 		{"example", example.New(example.Config{Home: exHome}), nil, "s1", exPID},
 		{"claude-code", claudecode.New(claudecode.Options{Home: ccDir}), nil, ccID, ccPID},
 		{"codex", codex.New(codex.Options{Home: cxHome}), nil, cxID, cxPID},
+		{"pi", pi.New(sources.Options{Home: piHome}), nil, piID, piPID},
 	}
 	for i := range srcs {
 		srcs[i].hub = kittest.Run(t, srcs[i].src, srcs[i].src.Info().Harnesses[0].ID)

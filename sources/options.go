@@ -8,12 +8,13 @@ import (
 )
 
 // Follow returns the FollowConfig of a source made with o that follows
-// the journals tail picks: tail with o's Window, and o's Linger and
+// the journals tail picks: tail with o's Window and MaxLine, and o's Linger and
 // Logger. A source adds what else it needs (RootsFor, Agent, OnTailer) to
 // the result.
 func (o Options) Follow(tail TailConfig) FollowConfig {
 	tail.Window = o.Window
-	return FollowConfig{Tail: tail, Linger: o.Linger, Logger: o.Logger}
+	tail.MaxLine = o.MaxLine
+	return FollowConfig{Tail: tail, Linger: o.Linger, Logger: o.Logger, Processes: o.Processes}
 }
 
 // RegisterNew is Register for a source package whose constructor takes

@@ -55,6 +55,13 @@ type Options struct {
 	// Getenv reads the bridge's environment, for the agent's other
 	// variables; never nil.
 	Getenv func(string) string
+	// MaxLine bounds a journal line in bytes (TailConfig.MaxLine); zero
+	// means DefaultMaxLine. The server leaves it zero; tests lower it to
+	// replay a real journal's longest line as one over the bound.
+	MaxLine int
+	// Processes is where the source looks processes up; nil is Machine
+	// (tests: a fake /proc tree).
+	Processes Processes
 }
 
 var (

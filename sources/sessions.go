@@ -76,6 +76,8 @@ type Sessions struct {
 	expire  time.Duration            // hide unbound sessions idle this long; 0: never
 	holders map[string]string        // id → journal: BindHolder requests for Idle
 	agent   proc.Agent               // whose writers bind (FollowConfig.Agent)
+	procs   Processes                // the machine's processes (FollowConfig.Processes)
+	finds   map[string]ProcQuery     // id → FindProcess requests for ScanDone or Idle
 
 	// the format-drift canary and the versions passed on (drift.go)
 	drift    drift
@@ -108,7 +110,7 @@ func NewSessions(ctx context.Context, pub hub.Sink, enabled []string, linger tim
 		log = slog.New(slog.DiscardHandler)
 	}
 	ss := &Sessions{
-		pub: pub, linger: linger, log: log, post: post, ctx: ctx, now: time.Now,
+		pub: pub, linger: linger, log: log, post: post, ctx: ctx, now: time.Now, procs: Machine,
 		m: map[string]*entry{}, bad: map[string]int{},
 		why: map[string]bool{}, timers: map[*time.Timer]struct{}{},
 	}
@@ -285,18 +287,24 @@ func (ss *Sessions) drop(id string, en *entry) {
 // new pid is folded and published (status idle). A dead or reused pid
 // leaves an exited session as it is. session.started for an exited
 // session cancels its linger the same way, before its pid is bound.
-func (ss *Sessions) BindPID(id string, pid int) { ss.bindPID(id, pid, true) }
+func (ss *Sessions) BindPID(id string, pid int) { ss.bindPID(id, pid, true, 0) }
 
 // bindPID is BindPID; guard false skips the pid-reuse check, for a pid
-// observed holding the session's journal open right now (BindHolder).
-func (ss *Sessions) bindPID(id string, pid int, guard bool) {
+// observed holding the session's journal open right now (BindHolder), or
+// found by FindProcess; start, when not zero, is the process's
+// Stat.StartTime as it was found: a pid that names another process now
+// (reused meanwhile) is taken as gone.
+func (ss *Sessions) bindPID(id string, pid int, guard bool, start uint64) {
 	en := ss.m[id]
 	if en == nil || pid <= 0 || en.pid == pid {
 		return
 	}
-	st, err := proc.ReadStat(proc.Root, pid)
+	st, err := proc.ReadStat(ss.procs.Root(), pid)
+	if err == nil && start != 0 && st.StartTime != start {
+		err = proc.ErrNoProcess
+	}
 	if err == nil && guard && !en.since.IsZero() {
-		if at, serr := proc.StartedAt(st); serr == nil && at.After(en.since.Add(reuseSlack)) {
+		if at, serr := proc.StartedAtIn(ss.procs.Root(), st); serr == nil && at.After(en.since.Add(reuseSlack)) {
 			ss.log.Debug("pid reused by a later process", "session", id, "pid", pid)
 			err = proc.ErrNoProcess
 		}
@@ -313,7 +321,7 @@ func (ss *Sessions) bindPID(id string, pid int, guard bool) {
 	en.pid = pid
 	if err == nil {
 		ctx, cancel := context.WithCancel(ss.ctx)
-		err = proc.Watch(ctx, pid, st.StartTime, func() {
+		err = ss.procs.Watch(ctx, pid, st.StartTime, func() {
 			ss.post(func() { ss.processExited(id, en, pid) })
 		})
 		if err == nil {
@@ -389,7 +397,7 @@ func (ss *Sessions) BindHolder(id, path string) {
 func (ss *Sessions) bindHeld(id string, pids []int) {
 	ss.log.Debug("journal holders", "session", id, "pids", pids)
 	if len(pids) == 1 {
-		ss.bindPID(id, pids[0], false) // holding the journal now: not a reused pid
+		ss.bindPID(id, pids[0], false, 0) // holding the journal now: not a reused pid
 	}
 }
 
@@ -400,7 +408,7 @@ func (ss *Sessions) bindPendingHolders() {
 	for _, p := range ss.holders {
 		names[filepath.Base(p)] = true
 	}
-	held, err := proc.Writers(proc.Root, func(target string) bool { return names[filepath.Base(target)] }, ss.agent)
+	held, err := proc.Writers(ss.procs.Root(), func(target string) bool { return names[filepath.Base(target)] }, ss.agent)
 	if err != nil {
 		ss.log.Debug("cannot list open files", "err", err)
 	}
@@ -436,7 +444,7 @@ func (ss *Sessions) Holder(path string) int {
 		}
 	} else {
 		var err error
-		if pids, err = proc.FindWriters(proc.Root, path, ss.agent); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if pids, err = proc.FindWriters(ss.procs.Root(), path, ss.agent); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			ss.log.Debug("cannot find the journal's process", "path", path, "err", err)
 		}
 	}
@@ -448,7 +456,7 @@ func (ss *Sessions) Holder(path string) int {
 
 func (ss *Sessions) heldFiles() map[proc.FileKey][]int {
 	if ss.held == nil && !ss.heldErr {
-		held, err := proc.Writers(proc.Root, func(target string) bool {
+		held, err := proc.Writers(ss.procs.Root(), func(target string) bool {
 			return strings.HasSuffix(target, ".jsonl")
 		}, ss.agent)
 		if err != nil {
@@ -579,6 +587,7 @@ func (ss *Sessions) Rescan() {
 	}
 	clear(ss.timers)
 	clear(ss.holders)
+	clear(ss.finds)
 	ss.live = false
 	ss.held, ss.heldErr = nil, false
 	ss.drift.reread("")
@@ -589,6 +598,9 @@ func (ss *Sessions) Rescan() {
 // every session of an enabled harness; events are published as they come
 // from now on.
 func (ss *Sessions) ScanDone() {
+	if len(ss.finds) > 0 {
+		ss.findProcesses()
+	}
 	ss.held, ss.heldErr = nil, false
 	ss.live = true
 	ss.reportDrift() // before the reset: a client that has the reset has the drift too
@@ -615,6 +627,9 @@ func (ss *Sessions) Reset() {
 func (ss *Sessions) Idle() {
 	if len(ss.holders) > 0 {
 		ss.bindPendingHolders()
+	}
+	if len(ss.finds) > 0 {
+		ss.findProcesses()
 	}
 	ss.pub.Flush()
 	ss.reportDrift()
@@ -696,6 +711,9 @@ type FollowConfig struct {
 	// and matched by Agent is. The zero Agent (an agent whose executable
 	// is not known) accepts any writer; readers never count.
 	Agent proc.Agent
+	// Processes is where processes are looked up and watched; nil is
+	// Machine (tests give a fake /proc tree).
+	Processes Processes
 	// OnTailer, when set, is given the Tailer before it runs: for a
 	// source that reports its Wakes and Opens.
 	OnTailer func(*Tailer)
@@ -724,6 +742,9 @@ func Follow(ctx context.Context, st hub.Start, cfg FollowConfig, newHandler func
 	var t *Tailer
 	ss := NewSessions(ctx, st.Publisher, st.Enabled, cfg.Linger, func(f func()) { t.Post(f) }, cfg.Logger)
 	ss.agent = cfg.Agent
+	if cfg.Processes != nil {
+		ss.procs = cfg.Processes
+	}
 	switch w := cfg.Tail.Window; {
 	case w == 0:
 		ss.ExpireAfter(DefaultWindow)

@@ -117,6 +117,21 @@ type Handler interface {
 	Diagnostic(d agentbridge.Diagnostic)
 }
 
+// LongLines is implemented by a Handler that wants to know of each line
+// skipped as longer than MaxLine: LongLine gets the line's first bytes (at
+// most LongLineHead; only valid during the call) as soon as the line is
+// known to be too long, in file order with the lines delivered, once per
+// line. A journal whose records name their kind before their bulk (Gemini
+// CLI's chats: id, type, then content and tool calls with their output)
+// can still tell what such a record was. A line skipped over a sparse
+// file's hole is not reported (nothing of it is read).
+type LongLines interface {
+	LongLine(path string, head []byte)
+}
+
+// LongLineHead bounds the head of a skipped line given to LongLine.
+const LongLineHead = 64 << 10
+
 // TailConfig says what a Tailer follows.
 type TailConfig struct {
 	// Roots are directory trees to follow, recursively; directories that
@@ -937,6 +952,7 @@ func (t *Tailer) split(p string, f *file, data []byte) {
 				return
 			}
 			if len(f.part)+len(data) > max {
+				t.longLine(p, f, data)
 				t.tooLong(f)
 				return
 			}
@@ -955,6 +971,7 @@ func (t *Tailer) split(p string, f *file, data []byte) {
 		}
 		if len(f.part) > 0 {
 			if len(f.part)+len(line) > max {
+				t.longLine(p, f, line)
 				t.tooLong(f)
 				f.skip = false
 				continue
@@ -973,12 +990,27 @@ func (t *Tailer) split(p string, f *file, data []byte) {
 			continue
 		}
 		if len(line) > max {
+			t.longLine(p, f, line)
 			t.tooLong(f)
 			f.skip = false
 			continue
 		}
 		t.deliver(p, line)
 	}
+}
+
+// longLine gives a Handler that implements LongLines the head of the line
+// that f's unfinished part and more begin, before it is skipped.
+func (t *Tailer) longLine(p string, f *file, more []byte) {
+	ll, ok := t.h.(LongLines)
+	if !ok {
+		return
+	}
+	head := f.part[:min(len(f.part), LongLineHead)]
+	if n := LongLineHead - len(head); n > 0 && len(more) > 0 {
+		head = append(head[:len(head):len(head)], more[:min(len(more), n)]...) // a copy: f.part is not grown
+	}
+	ll.LongLine(p, head)
 }
 
 func (t *Tailer) tooLong(f *file) {

@@ -585,3 +585,67 @@ func TestWatchDiagnostic(t *testing.T) {
 		}
 	}
 }
+
+// headRecorder is a recorder that also takes the heads of the lines
+// skipped as too long (LongLines).
+type headRecorder struct {
+	*recorder
+	heads []string
+}
+
+func (r *headRecorder) LongLine(path string, head []byte) {
+	s := string(head)
+	r.note("", func() { r.heads = append(r.heads, filepath.Base(path)+":"+s) })
+}
+
+// A Handler that implements LongLines gets the head of each line skipped
+// as too long, once, in order with the lines around it: a line written
+// whole, one whose start was held as unfinished, and one longer than
+// LongLineHead (its head is at most that).
+func TestTailerLongLineHead(t *testing.T) {
+	const maxLine = 100
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.jsonl")
+	rec := &headRecorder{recorder: newRecorder()}
+	tl := NewTailer(TailConfig{Roots: []string{dir}, MaxLine: maxLine}, rec)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tl.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	rec.waitFor(t, "the first scan", func() bool { return rec.scans >= 1 })
+
+	whole := `{"id":"1","type":"gemini","toolCalls":[{"id":"t1","result":"` + strings.Repeat("x", 200) + `"}]}`
+	sourcestest.Append(t, p, "first\n"+whole+"\nsecond\n")
+	rec.waitLines(t, p, "first", "second")
+	// Held unfinished, then found too long when more of it comes.
+	held := `{"id":"2","type":"user","content":"` + strings.Repeat("y", 200) + `"}`
+	sourcestest.Append(t, p, held[:10])
+	sourcestest.Append(t, p, held[10:]+"\nthird\n")
+	rec.waitLines(t, p, "first", "second", "third")
+	longest := strings.Repeat("z", 3*LongLineHead)
+	sourcestest.Append(t, p, longest+"\nfourth\n")
+	rec.waitLines(t, p, "first", "second", "third", "fourth")
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.heads) != 3 {
+		t.Fatalf("%d heads, want 3: %.200q", len(rec.heads), rec.heads)
+	}
+	if rec.heads[0] != "a.jsonl:"+whole {
+		t.Errorf("head of the whole line %q, want the line", rec.heads[0])
+	}
+	for i, line := range []string{held, longest} {
+		h := strings.TrimPrefix(rec.heads[i+1], "a.jsonl:")
+		if len(h) <= maxLine || len(h) > LongLineHead || !strings.HasPrefix(line, h) {
+			t.Errorf("head %d: %d bytes, not a prefix of the line over %d bytes and within %d", i+1, len(h), maxLine, LongLineHead)
+		}
+	}
+	if !rec.hasDiag(CodeLineTooLong) {
+		t.Errorf("no %s diagnostic: %v", CodeLineTooLong, rec.diags)
+	}
+}

@@ -214,6 +214,7 @@ func TestCodex(t *testing.T) {
 				scenario(t, col, "two sessions, one cwd", func(t *testing.T) { codexTwoSessions(t, c, daemon) })
 				scenario(t, col, "quit, resume", func(t *testing.T) { codexResume(t, c, daemon) })
 				scenario(t, col, "kill -9", func(t *testing.T) { codexKill(t, c, daemon) })
+				scenario(t, col, "several turns, /exit", func(t *testing.T) { codexExit(t, c, daemon) })
 			})
 		}
 	}
@@ -358,6 +359,34 @@ func codexResume(t *testing.T, c agentCLI, daemon bool) {
 		return x.Status == "done" && r.pidOK(x, term2) && turnsStarted(r.bridge.Events(codexSource, s.ID)) == 2
 	})
 	r.checkf(!r.bridge.Removed(codexSource, s.ID) && len(r.bridge.Sessions(codexSource)) == 1, "resume makes no second session: %s", r.bridge.dump())
+}
+
+// Three turns, then /exit: the session shows each turn once and ends
+// with the last one completed (never running again, never removed).
+func codexExit(t *testing.T, c agentCLI, daemon bool) {
+	r := newCodexRig(t, c, daemon)
+	r.model.Script(Step{When: "first", Text: "First answer."}, Step{When: "second", Text: "Second answer."},
+		Step{When: "third", Text: "Third answer."})
+	term := r.tui()
+	var s snapshot
+	for i, p := range []string{"first", "second", "third"} {
+		prompt(term, p)
+		term.AwaitScreen(60*time.Second, strings.ToUpper(p[:1])+p[1:]+" answer.")
+		if i == 0 {
+			s = r.session(20*time.Second, func(s snapshot) bool { return s.Status == "done" })
+		}
+		r.bridge.Await("turn "+strconv.Itoa(i+1)+" done", 20*time.Second, func() bool {
+			x, _ := r.bridge.Session(codexSource, s.ID)
+			return x.Status == "done" && turnsStarted(r.bridge.Events(codexSource, s.ID)) == i+1
+		})
+	}
+	quit(term, "/exit")
+	s = r.bridge.AwaitStatus(codexSource, s.ID, "exited", 20*time.Second)
+	h := r.bridge.History(codexSource, s.ID)
+	r.checkf(s.LastTurn == "completed" && !r.bridge.Removed(codexSource, s.ID) && len(r.bridge.Sessions(codexSource)) == 1 &&
+		turnsStarted(r.bridge.Events(codexSource, s.ID)) == 3, "after /exit: %s, events %v", s, r.bridge.Events(codexSource, s.ID))
+	want := []string{"running", "done", "running", "done", "running", "done", "exited"}
+	r.checkf(equal(h, want) || equal(h, append([]string{"idle"}, want...)), "statuses %v", h)
 }
 
 // kill -9 of the TUI mid-turn. Without the daemon the session exits with

@@ -24,6 +24,14 @@
 // reaches beyond loopback once the packages are installed. At the end the
 // suite prints a table of scenarios × agents.
 //
+// "bridge restart" (opencode, Qwen Code, Pi, Gemini CLI): one TUI runs,
+// another has quit; the bridge is stopped and started again, and must show
+// the running session with the same pid and the other ended at once (never
+// alive). opencode and Qwen Code run both TUIs in one directory (opencode's
+// log and Qwen Code's runtime files tell them apart); Pi and Gemini CLI,
+// whose files cannot say which of two processes in one directory was a
+// session's once one has quit, run the quit one in another directory.
+//
 // Copilot CLI 1.0.102 runs offline in its own-provider mode
 // (COPILOT_PROVIDER_BASE_URL to the Chat Completions server,
 // COPILOT_OFFLINE=true: nothing goes to GitHub, no login or token exchange).
@@ -46,6 +54,12 @@
 // without hooks: they are what "without hooks, behaviour is as today"
 // means. AGENTBRIDGE_LIVE_HOOKDUMP=dir also saves each payload the CLIs
 // send (how the fixtures in hooks/testdata were captured).
+//
+// TestTwoAgentsOneWorkspace runs Claude Code and Codex side by side in one
+// project directory under one bridge, their turns overlapping: each
+// session shows its own turns, bound to its own process. Codex also runs
+// several turns then /exit; Pi a shell escape (!cmd) and slash commands
+// that call no model, which open no turn.
 //
 // Where the bridge must do nothing (an idle opencode source runs no query
 // while its database does not change), a scenario reads the bridge's own

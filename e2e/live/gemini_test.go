@@ -178,6 +178,7 @@ func TestGeminiCLITUI(t *testing.T) {
 	scenario(t, col, "two sessions, one cwd", geminiTwoSessions)
 	scenario(t, col, "quit, resume", geminiResume)
 	scenario(t, col, "kill -9", geminiKill)
+	scenario(t, col, "bridge restart", geminiRestart)
 }
 
 // A fresh TUI is an idle session bound to its process; a prompt is one
@@ -395,4 +396,39 @@ func geminiKill(t *testing.T) {
 	}
 	s = r.bridge.AwaitStatus(geminiSource, s.ID, "exited", 10*time.Second)
 	r.checkf(s.WaitingFor == "", "exited: %s", s)
+}
+
+// The bridge restarts while one TUI runs and another, in another
+// project, has quit (its chat kept: it holds a conversation): the
+// restarted bridge shows the running one bound to the same process, and
+// the other ended at once, never alive.
+func geminiRestart(t *testing.T) {
+	r := newGeminiRig(t)
+	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
+	a := r.tui()
+	sa := r.session(a)
+	geminiPrompt(a, "first prompt")
+	a.AwaitScreen(60*time.Second, "First answer.")
+	sa = r.bridge.AwaitStatus(geminiSource, sa.ID, "done", 20*time.Second)
+	other := filepath.Join(filepath.Dir(r.cwd), "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := openTerminal(r.t, other, append(append([]string{}, r.env...), r.geminiEnv()...), r.bin)
+	b.AwaitScreen(60*time.Second, "Type your message")
+	sb := r.session(b)
+	geminiPrompt(b, "second prompt")
+	b.AwaitScreen(60*time.Second, "Second answer.")
+	r.bridge.AwaitStatus(geminiSource, sb.ID, "done", 20*time.Second)
+	geminiQuit(b)
+	r.bridge.AwaitStatus(geminiSource, sb.ID, "exited", 20*time.Second)
+
+	r.bridge.stop()
+	r.bridge = startBridge(t, r.home)
+	x := r.bridge.AwaitOne("the running session after the restart", geminiSource, 20*time.Second, func(s snapshot) bool { return s.ID == sa.ID })
+	r.checkf(x.PID == sa.PID && descends(x.PID, a.PID()) && x.Status == "done", "the running TUI's session, same pid %d: %s", sa.PID, x)
+	y, ok := r.bridge.Session(geminiSource, sb.ID)
+	r.checkf(ok && y.Status == "exited", "the quit TUI's session ended at once: %s", y)
+	r.checkf(!contains(r.bridge.History(geminiSource, sb.ID), "done"), "the quit TUI's session never showed alive after the restart: %v",
+		r.bridge.History(geminiSource, sb.ID))
 }

@@ -242,6 +242,7 @@ func TestOpencode(t *testing.T) {
 	scenario(t, c, "two sessions, one cwd", opencodeTwoSessions)
 	scenario(t, c, "quit, resume", opencodeResume)
 	scenario(t, c, "kill -9", opencodeKill)
+	scenario(t, c, "bridge restart", opencodeRestart)
 }
 
 // gone is a screen condition: text is not shown.
@@ -273,6 +274,7 @@ func opencodePrompt(t *testing.T) {
 	_, err := os.Stat(filepath.Join(r.cwd, "marker.txt"))
 	r.checkf(err == nil, "the tool ran: %v", err)
 	r.checkf(s.LastTurn == "completed" && s.Cwd == r.cwd && s.Title == "Live test" && s.Model == "mock-model", "done turn: %s", s)
+	r.checkf(s.PID == term.PID(), "the session carries its opencode's pid %d: %s", term.PID(), s)
 	h, evs := r.bridge.History(opencodeSource, s.ID), kinds(r.bridge.Events(opencodeSource, s.ID))
 	r.checkf(equal(h, []string{"idle", "running", "done"}), "statuses %v", h)
 	r.checkf(inOrder(evs, "session.started", "turn.started", "tool.started:bash", "tool.finished:success", "agent.done:success") &&
@@ -398,6 +400,12 @@ func opencodeTwoSessions(t *testing.T) {
 	sa, _ = r.bridge.Session(opencodeSource, sa.ID)
 	r.checkf(sa.Status == "done" && sa.LastTurn == "completed" && len(r.bridge.Sessions(opencodeSource)) == 2,
 		"the first session is untouched by the second: %s", sa)
+	sb, _ = r.bridge.Session(opencodeSource, sb.ID)
+	r.checkf(sa.PID == a.PID() && sb.PID == b.PID(), "each session carries its own TUI's pid (%d, %d): %s %s", a.PID(), b.PID(), sa, sb)
+	quit(a, "/exit")
+	r.bridge.AwaitStatus(opencodeSource, sa.ID, "exited", 20*time.Second)
+	sb, _ = r.bridge.Session(opencodeSource, sb.ID)
+	r.checkf(sb.Status == "running" && sb.PID == b.PID(), "the other session is untouched by the first one's exit: %s", sb)
 }
 
 // /exit, then `opencode -s <id>` (the command opencode prints on exit):
@@ -421,16 +429,17 @@ func opencodeResume(t *testing.T) {
 	})
 	s, _ = r.bridge.Session(opencodeSource, s.ID)
 	r.checkf(!r.bridge.Removed(opencodeSource, s.ID) && s.LastTurn == "completed", "resumed: %s", s)
+	r.checkf(s.PID == term2.PID(), "the resumed session carries the new opencode's pid %d: %s", term2.PID(), s)
+	r.checkf(contains(r.bridge.History(opencodeSource, s.ID), "exited"), "the first TUI's /exit ended the session before the resume: %v",
+		r.bridge.History(opencodeSource, s.ID))
 	for _, x := range r.bridge.Sessions(opencodeSource) {
 		r.checkf(x.ID == s.ID, "resume makes no second session: %s", x)
 	}
 }
 
-// kill -9 in the middle of a turn. One database serves every opencode
-// process, so the bridge cannot tell which session a process ran: exit
-// is unavailable (GET /v1/sources says so) and the session keeps the
-// state opencode last wrote — neither exited nor removed on a guess —
-// and, with nothing writing, the bridge queries nothing.
+// kill -9 in the middle of a turn: the session, bound to its TUI's
+// opencode process (found by its directory), ends with it; with nothing
+// writing, the bridge queries nothing.
 func opencodeKill(t *testing.T) {
 	r := newOpencodeRig(t, "allow")
 	r.model.Script(Step{Hold: true})
@@ -444,7 +453,37 @@ func opencodeKill(t *testing.T) {
 	}
 	awaitGone(pid, 10*time.Second)
 	r.model.AwaitDropped()
+	s = r.bridge.AwaitStatus(opencodeSource, s.ID, "exited", 20*time.Second)
+	r.checkf(s.PID == pid && !r.bridge.Removed(opencodeSource, s.ID), "after kill -9: %s", s)
 	r.quietQueries()
-	s, ok := r.bridge.Session(opencodeSource, s.ID)
-	r.checkf(ok && s.Status == "running" && !r.bridge.Removed(opencodeSource, s.ID), "after kill -9: %s", s)
+}
+
+// The bridge restarts while one TUI runs and another has quit: the
+// restarted bridge shows the running one with the same pid, and the
+// other ended at once.
+func opencodeRestart(t *testing.T) {
+	r := newOpencodeRig(t, "allow")
+	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
+	a, b := r.tui(), r.tui()
+	prompt(a, "first prompt")
+	a.AwaitScreen(60*time.Second, "First answer.")
+	sa := r.root("the first session done", 20*time.Second, func(s snapshot) bool { return s.Status == "done" && s.PID == a.PID() })
+	prompt(b, "second prompt")
+	b.AwaitScreen(60*time.Second, "Second answer.")
+	sb := r.bridge.AwaitOne("the second session done", opencodeSource, 20*time.Second, func(s snapshot) bool {
+		return s.ID != sa.ID && s.Status == "done" && s.PID == b.PID()
+	})
+	pb := b.PID()
+	quit(b, "/exit")
+	awaitGone(pb, 10*time.Second)
+	r.bridge.AwaitStatus(opencodeSource, sb.ID, "exited", 20*time.Second)
+
+	r.bridge.stop()
+	r.bridge = startBridge(t, r.home)
+	x := r.bridge.AwaitOne("the running session after the restart", opencodeSource, 20*time.Second, func(s snapshot) bool { return s.ID == sa.ID })
+	r.checkf(x.PID == a.PID() && x.Status == "done" && x.LastTurn == "completed", "the running TUI's session, same pid %d: %s", a.PID(), x)
+	y, ok := r.bridge.Session(opencodeSource, sb.ID)
+	r.checkf(ok && y.Status == "exited", "the quit TUI's session ended at once: %s", y)
+	r.checkf(!contains(r.bridge.History(opencodeSource, sb.ID), "done"), "the quit TUI's session never showed alive after the restart: %v",
+		r.bridge.History(opencodeSource, sb.ID))
 }

@@ -120,6 +120,8 @@ func TestPi(t *testing.T) {
 	scenario(t, c, "two sessions, one cwd", piTwoSessions)
 	scenario(t, c, "quit, resume", piResume)
 	scenario(t, c, "kill -9", piKill)
+	scenario(t, c, "shell escape, slash commands", piShellEscape)
+	scenario(t, c, "bridge restart", piRestart)
 }
 
 // A prompt in the TUI: Pi writes its journal once the reply is complete;
@@ -306,4 +308,80 @@ func piKill(t *testing.T) {
 	}
 	s = r.bridge.AwaitStatus(piSource, s.ID, "exited", 10*time.Second)
 	r.checkf(s.WaitingFor == "", "exited: %s", s)
+}
+
+// After a turn, a shell escape (`!cmd`: Pi runs it with no model call and
+// appends a bashExecution message once it is over) and two slash commands
+// that call no model (/session shows the session's stats and writes
+// nothing; /name writes a session_info entry) open no turn: the session
+// stays done, its last turn completed, and /name's title is shown. The
+// next prompt is a turn of its own.
+func piShellEscape(t *testing.T) {
+	r := newPiRig(t)
+	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
+	term, s := r.answered("first prompt", "First answer.")
+	hasLine := func(kind string) bool {
+		for _, j := range r.journals() {
+			if data, _ := os.ReadFile(j); strings.Contains(string(data), kind) {
+				return true
+			}
+		}
+		return false
+	}
+	prompt(term, "!printf 'shell%sout' -")
+	term.AwaitScreen(60*time.Second, "shell-out")
+	r.bridge.Await("the shell escape in the journal", 20*time.Second, func() bool { return hasLine(`"role":"bashExecution"`) })
+	prompt(term, "/session")
+	term.AwaitScreen(20*time.Second, s.ID)
+	prompt(term, "/name escaped")
+	r.bridge.Await("the session named", 20*time.Second, func() bool {
+		s, _ = r.bridge.Session(piSource, s.ID)
+		return s.Title == "escaped"
+	})
+	r.checkf(s.Status == "done" && s.LastTurn == "completed" && turnsStarted(r.bridge.Events(piSource, s.ID)) == 1,
+		"after the escape and the slash commands: %s, events %v", s, r.bridge.Events(piSource, s.ID))
+	prompt(term, "second prompt")
+	term.AwaitScreen(60*time.Second, "Second answer.")
+	r.bridge.Await("the second turn done", 20*time.Second, func() bool {
+		s, _ = r.bridge.Session(piSource, s.ID)
+		return s.Status == "done" && turnsStarted(r.bridge.Events(piSource, s.ID)) == 2
+	})
+	h := r.bridge.History(piSource, s.ID)
+	r.checkf(equal(h, []string{"idle", "running", "done", "running", "done"}) && s.Title == "escaped",
+		"two prompts, two turns, nothing between: statuses %v, %s", h, s)
+}
+
+// The bridge restarts while one TUI runs and another, in another
+// directory, has quit: the restarted bridge shows the running one with
+// the same pid (found again by its cwd and start time), and the other
+// ended at once, never alive. (Two sessions in one directory whose
+// TUIs were one quit and one running cannot be told apart from /proc
+// after a restart: the quit one is then bound to nothing, never to the
+// other's process.)
+func piRestart(t *testing.T) {
+	r := newPiRig(t)
+	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
+	a, sa := r.answered("first prompt", "First answer.")
+	other := filepath.Join(filepath.Dir(r.cwd), "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := openTerminal(r.t, other, r.env, r.bin)
+	b.AwaitScreen(60*time.Second, "mock-model")
+	prompt(b, "second prompt")
+	b.AwaitScreen(60*time.Second, "Second answer.")
+	sb := r.bridge.AwaitOne("the other directory's session", piSource, 20*time.Second, func(s snapshot) bool {
+		return s.Status == "done" && s.PID == b.PID() && s.Cwd == other
+	})
+	quit(b, "/quit")
+	r.bridge.AwaitStatus(piSource, sb.ID, "exited", 20*time.Second)
+
+	r.bridge.stop()
+	r.bridge = startBridge(t, r.home)
+	x := r.bridge.AwaitOne("the running session after the restart", piSource, 20*time.Second, func(s snapshot) bool { return s.ID == sa.ID })
+	r.checkf(x.PID == a.PID() && x.Status == "done", "the running TUI's session, same pid %d: %s", a.PID(), x)
+	y, ok := r.bridge.Session(piSource, sb.ID)
+	r.checkf(ok && y.Status == "exited", "the quit TUI's session ended at once: %s", y)
+	r.checkf(!contains(r.bridge.History(piSource, sb.ID), "done"), "the quit TUI's session never showed alive after the restart: %v",
+		r.bridge.History(piSource, sb.ID))
 }

@@ -112,6 +112,7 @@ func TestQwenCodeTUI(t *testing.T) {
 	scenario(t, col, "two sessions, one cwd", qwenTwoSessions)
 	scenario(t, col, "quit, resume", qwenResume)
 	scenario(t, col, "kill -9", qwenKill)
+	scenario(t, col, "bridge restart", qwenRestart)
 }
 
 // A prompt in the TUI: the session appears with the TUI's pid (from
@@ -309,4 +310,33 @@ func qwenKill(t *testing.T) {
 	}
 	s = r.bridge.AwaitStatus(qwenSource, s.ID, "exited", 10*time.Second)
 	r.checkf(s.WaitingFor == "", "exited: %s", s)
+}
+
+// The bridge restarts while one TUI runs and another has quit (its
+// runtime.json left behind, naming a dead pid): the restarted bridge
+// shows the running one with the same pid, and the other ended at once,
+// never alive.
+func qwenRestart(t *testing.T) {
+	r := newQwenRig(t)
+	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
+	a, b := r.tui(), r.tui()
+	pa, pb := a.PID(), b.PID()
+	prompt(a, "first prompt")
+	a.AwaitScreen(60*time.Second, "First answer.")
+	prompt(b, "second prompt")
+	b.AwaitScreen(60*time.Second, "Second answer.")
+	sa, sb := r.session(pa, 20*time.Second), r.session(pb, 20*time.Second)
+	sa = r.bridge.AwaitStatus(qwenSource, sa.ID, "done", 20*time.Second)
+	r.bridge.AwaitStatus(qwenSource, sb.ID, "done", 20*time.Second)
+	quit(b, "/quit")
+	r.bridge.AwaitStatus(qwenSource, sb.ID, "exited", 20*time.Second)
+
+	r.bridge.stop()
+	r.bridge = startBridge(t, r.home)
+	x := r.bridge.AwaitOne("the running session after the restart", qwenSource, 20*time.Second, func(s snapshot) bool { return s.ID == sa.ID })
+	r.checkf(x.PID == sa.PID && x.Status == "done", "the running TUI's session, same pid %d: %s", sa.PID, x)
+	y, ok := r.bridge.Session(qwenSource, sb.ID)
+	r.checkf(ok && y.Status == "exited", "the quit TUI's session ended at once: %s", y)
+	r.checkf(!contains(r.bridge.History(qwenSource, sb.ID), "done"), "the quit TUI's session never showed alive after the restart: %v",
+		r.bridge.History(qwenSource, sb.ID))
 }

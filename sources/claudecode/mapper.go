@@ -52,6 +52,11 @@ type Mapper struct {
 	customTitle, aiTitle, summaryTitle, promptTitle string
 	title                                           string // as last published
 
+	// command is the promptId of the slash command typed last, until the
+	// prompt it sends the model (an isMeta record of that promptId) opens
+	// its turn.
+	command string
+
 	turn string // open turn id; "" when none
 	// endedBy is the API message id of the reply that ended the last turn:
 	// Claude Code writes one assistant record per content block (thinking,
@@ -390,6 +395,18 @@ func (m *Mapper) user(r *record, at int64) {
 	if r.Origin != nil && r.Origin.Kind == "task-notification" || strings.Contains(t, "<task-notification>") {
 		m.taskNotification(t, at)
 		return
+	}
+	if r.IsMeta && !r.IsCompact && !r.IsVisibleTO && m.command != "" && r.PromptID == m.command &&
+		!injected(t) && strings.TrimSpace(t) != "" {
+		// The prompt a slash command sends the model (a skill's body,
+		// /goal's instruction): the model works from now, not from its
+		// first reply.
+		m.command = ""
+		m.ensureTurn(r, at)
+		return
+	}
+	if strings.HasPrefix(strings.TrimLeft(t, " \t\r\n"), "<command-") && !r.IsMeta {
+		m.command = validate.SafeID(r.PromptID)
 	}
 	if r.IsMeta || r.IsCompact || r.IsVisibleTO || injected(t) {
 		return

@@ -118,6 +118,16 @@ func TestMapperRules(t *testing.T) {
 			rec(sid, 4, "user", `"isMeta":true,"message":{"role":"user","content":"Base directory for this skill"}`),
 			rec(sid, 5, "user", `"message":{"role":"user","content":"<system-reminder>x</system-reminder>"}`)),
 			status: agentbridge.StatusIdle},
+		{name: "the prompt a slash command sends the model starts its turn", steps: lines(
+			rec(sid, 1, "user", `"promptId":"p-c","message":{"role":"user","content":"<command-name>/goal</command-name>"}`),
+			rec(sid, 2, "user", `"promptId":"p-c","isMeta":true,"message":{"role":"user","content":"A session-scoped Stop hook is now active"}`)),
+			status: agentbridge.StatusRunning, turns: 1},
+		{name: "a meta record of another prompt, a caveat or a compact summary after a command starts nothing", steps: lines(
+			rec(sid, 1, "user", `"promptId":"p-c","message":{"role":"user","content":"<command-name>/compact</command-name>"}`),
+			rec(sid, 2, "user", `"promptId":"p-c","isMeta":true,"message":{"role":"user","content":"<local-command-caveat>Caveat</local-command-caveat>"}`),
+			rec(sid, 3, "user", `"promptId":"p-x","isMeta":true,"message":{"role":"user","content":"Base directory for this skill"}`),
+			rec(sid, 4, "user", `"promptId":"p-c","isMeta":true,"isCompactSummary":true,"isVisibleInTranscriptOnly":true,"message":{"role":"user","content":"Summary"}`)),
+			status: agentbridge.StatusIdle},
 		{name: "title: custom-title beats ai-title beats summary beats prompt", steps: lines(u("the prompt"),
 			`{"type":"summary","summary":"a summary"}`, `{"type":"custom-title","customTitle":"mine"}`, `{"type":"ai-title","aiTitle":"the ai's"}`),
 			status: agentbridge.StatusRunning, title: "mine"},

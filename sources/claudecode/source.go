@@ -83,7 +83,7 @@ func (s *Source) jobsDir() string { return filepath.Join(s.o.Home, "jobs") }
 // planted) binds nothing and is counted under invalid-registry-file.
 // Transcripts are never bound by who holds them open: Claude Code does not
 // keep them open.
-var Agent = proc.Agent{Names: []string{"claude"}, Runtimes: []string{"node", "bun"}, Packages: []string{"claude-code", "claude"}}
+var Agent = proc.Agent{Names: []string{"claude"}, Runtimes: []string{"node", "bun"}, Packages: []string{"claude-code"}, Versions: []string{"claude"}}
 
 // Run implements hub.Source: it follows the registry and the transcripts
 // with sources.Follow until ctx ends. The registry root comes first, so

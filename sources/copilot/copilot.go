@@ -80,7 +80,7 @@ func (s *Source) Info() agentbridge.SourceInfo { return info }
 // Run follows the journals until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	root := filepath.Clean(SessionsDir(s.opt.Home))
-	return sources.Follow(ctx, st, s.opt.Follow(sources.TailConfig{
+	cfg := s.opt.Follow(sources.TailConfig{
 		Roots: []string{root},
 		Match: func(p string) bool { return sessionID(root, p) != "" },
 		Dirs:  func(p string) bool { return filepath.Dir(p) == root && validate.ValidID(filepath.Base(p)) },
@@ -88,7 +88,9 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		// process has its session (a lock names it): Copilot does not
 		// hold the journal open, so the default (its holder) never is.
 		Recent: func(p string, _ fs.FileInfo) bool { return liveLatest(proc.Root, lockPIDs(filepath.Dir(p))) > 0 },
-	}), func(ss *sources.Sessions) sources.Handler { return newHandler(ss, root) })
+	})
+	cfg.Agent = Agent
+	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler { return newHandler(ss, root) })
 }
 
 // sessionID returns the session of a journal path under root
@@ -166,37 +168,32 @@ func (h *handler) Idle() {
 	h.Sessions.Idle()
 }
 
-// bindPending binds each pending session by its lock file, then the ones
-// without a live lock by cwd and start time (one pass over /proc for all
-// of them), never to a process that a lock or another session already
-// claims.
-func (h *handler) bindPending() {
-	bound := map[int]bool{}
-	for _, id := range h.IDs() {
-		if s := h.Get(id); s != nil && s.Snapshot().PID > 0 && !h.Exited(id) {
-			bound[s.Snapshot().PID] = true
-		}
+// ScanDone binds the sessions the scan read before the reset is sent, so
+// that a session whose process is gone shows ended from the start.
+func (h *handler) ScanDone() {
+	if len(h.pending) > 0 {
+		h.bindPending()
 	}
-	var byCwd []string
+	h.Sessions.ScanDone()
+}
+
+// bindPending binds each pending session by its lock file, and asks the
+// runtime's binder for the others (one pass over /proc for all of them,
+// at this Idle), never binding a process that a lock or another session
+// already claims.
+func (h *handler) bindPending() {
+	locked := map[int]bool{}
 	for _, id := range slices.Sorted(maps.Keys(h.pending)) {
 		if h.Get(id) == nil || h.Exited(id) {
 			continue
 		}
-		if pid := liveLatest(h.procfs, lockPIDs(h.pending[id].dir)); pid > 0 {
-			bound[pid] = true
+		q := h.pending[id]
+		if pid := liveLatest(h.procfs, lockPIDs(q.dir)); pid > 0 {
+			locked[pid] = true
 			h.BindPID(id, pid)
-		} else if h.pending[id].cwd != "" {
-			byCwd = append(byCwd, id)
-		}
-	}
-	if len(byCwd) > 0 {
-		cands := copilotProcesses(h.procfs)
-		for _, id := range byCwd {
-			q := h.pending[id]
-			if pid := pickByCwd(cands, q.cwd, q.since, func(p int) bool { return bound[p] }); pid > 0 {
-				bound[pid] = true
-				h.BindPID(id, pid)
-			}
+		} else if q.cwd != "" {
+			h.FindProcess(id, sources.ProcQuery{Cwd: q.cwd, Running: q.since, Born: q.since, Window: startWindow,
+				Taken: func(pid int) bool { return locked[pid] }})
 		}
 	}
 	clear(h.pending)

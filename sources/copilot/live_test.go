@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/internal/testenv"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -65,7 +66,7 @@ const sid = "0b8c6d2e-5f41-4c3a-9e7d-2a1b3c4d5e6f"
 // byte lands.
 func TestLivePartialLines(t *testing.T) {
 	home := t.TempDir()
-	h := run(t, sources.Options{Home: home})
+	h := run(t, sources.Options{Home: home, Processes: proctest.Running(t, "/usr/bin/copilot", "/work/app")}) // Copilot runs in /work/app
 	p := filepath.Join(SessionsDir(home), sid, journalName)
 
 	start := startRecord("/work/app")
@@ -146,7 +147,11 @@ func TestSidecarsIgnored(t *testing.T) {
 	sourcestest.Append(t, filepath.Join(dir, "workspace.yaml"), "updated_at: now\n")
 	sourcestest.Append(t, filepath.Join(dir, "inuse.1.lock"), "")
 	sourcestest.Append(t, filepath.Join(dir, journalName), line(typeAssistantMessage, map[string]any{"content": "hello"})+line(typeTurnEnd, map[string]any{}))
-	h.WaitFor(t, "done", status(h, sid, sourcestest.StatusDone))
+	// No Copilot process runs in /work/app: the session has also ended.
+	h.WaitFor(t, "the turn over", func(*sourcestest.Hub) bool {
+		s, ok := h.Shown(sid)
+		return ok && s.LastTurn == agentbridge.LastTurnCompleted
+	})
 	if got := h.Snapshots(); len(got) != 1 {
 		t.Errorf("sessions %+v, want the one", got)
 	}
@@ -235,11 +240,11 @@ func TestProcessByCwd(t *testing.T) {
 }
 
 // TestShutdownExits: session.shutdown ends the session without a process;
-// session.resume (copilot --resume) brings it back, idle, and its next
-// prompt runs.
+// session.resume (copilot --resume, a Copilot process in /work/app) brings
+// it back, idle, and its next prompt runs.
 func TestShutdownExits(t *testing.T) {
 	home := t.TempDir()
-	h := run(t, sources.Options{Home: home, Linger: -1})
+	h := run(t, sources.Options{Home: home, Linger: -1, Processes: proctest.Running(t, "/usr/bin/copilot", "/work/app")})
 	p := filepath.Join(SessionsDir(home), sid, journalName)
 	sourcestest.Append(t, p, startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "hi"})+
 		line(typeAssistantMessage, map[string]any{"content": "hello"})+line(typeTurnEnd, map[string]any{})+
@@ -306,7 +311,7 @@ func TestProcessByCwdSkipsLockedProcess(t *testing.T) {
 // journal removed, the session leaves the hub.
 func TestRewrittenAndRemoved(t *testing.T) {
 	home := t.TempDir()
-	h := run(t, sources.Options{Home: home})
+	h := run(t, sources.Options{Home: home, Processes: proctest.Running(t, "/usr/bin/copilot", "/work/app")}) // Copilot runs in /work/app
 	p := filepath.Join(SessionsDir(home), sid, journalName)
 	first := startRecord("/work/app") + line(typeUserMessage, map[string]any{"content": "one"}) +
 		line(typeAssistantMessage, map[string]any{"content": "1"}) + line(typeTurnEnd, map[string]any{})

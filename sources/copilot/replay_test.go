@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -41,7 +42,9 @@ var splitJournals = sourcestest.SplitAt(func(line []byte) (string, bool) {
 
 func replayer() sourcestest.Replay {
 	return sourcestest.Replay{
-		New:   func(home string) hub.Source { return New(sources.Options{Home: home}) },
+		// The recorded processes are not here: nothing is bound or ended
+		// by processes (the recordings' own session.shutdown still ends).
+		New:   func(home string) hub.Source { return New(sources.Options{Home: home, Processes: proctest.Unknown}) },
 		Split: splitJournals,
 		Path: func(session, _ string) string {
 			return filepath.Join("session-state", session, journalName)

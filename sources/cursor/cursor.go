@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -34,7 +35,7 @@ var info = agentbridge.SourceInfo{
 	EnvironmentVariables: []string{},
 	Observes: map[string]agentbridge.Observe{
 		"waiting":   {How: agentbridge.Unavailable},               // approvals are not written to the transcript
-		"exited":    {How: agentbridge.Unavailable},               // no pid, no time in the transcript; a process holding it open is still bound (pidfd), but none is known to; sessions leave after the window
+		"exited":    {How: agentbridge.Inferred, From: "process"}, // the cursor-agent process in the session's cwd, then a pidfd
 		"subagents": {How: agentbridge.Observed, From: "journal"}, // subagents/<uuid>.jsonl beside the parent's transcript
 		"title":     {How: agentbridge.Observed, From: "journal"}, // the first prompt
 		"model":     {How: agentbridge.Unavailable},               // the transcript does not name it
@@ -64,11 +65,27 @@ func ProjectsDir(home string) string { return filepath.Join(home, "projects") }
 // Run follows the transcripts until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	root := filepath.Clean(ProjectsDir(s.opt.Home))
-	return sources.Follow(ctx, st, s.opt.Follow(sources.TailConfig{
+	cfg := s.opt.Follow(sources.TailConfig{
 		Roots: []string{root},
 		Match: func(p string) bool { _, ok := parsePath(root, p); return ok },
 		Dirs:  func(p string) bool { return descend(root, p) },
-	}), func(ss *sources.Sessions) sources.Handler { return newHandler(ss, root) })
+	})
+	cfg.Agent = Agent
+	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler { return newHandler(ss, root) })
+}
+
+// Agent says which processes are cursor-agent's: its launcher runs the
+// Node it ships with on its script, both kept in the install's
+// …/cursor-agent/versions/<version>/ directory (the runtime's binder takes
+// the innermost process of a chain).
+var Agent = proc.Agent{Names: []string{"cursor-agent"}, Runtimes: []string{"node"}, Packages: []string{"cursor-agent"}}
+
+// find asks for the process of a session written at path: the
+// cursor-agent process in its cwd (any cwd, but one no other session has,
+// when the project's slug names no one directory), running when the
+// transcript was last written, holding it open if several are.
+func (h *handler) find(id, cwd, path string) {
+	h.FindProcess(id, sources.ProcQuery{Cwd: cwd, AnyCwd: cwd == "", Wrote: path, Journal: path})
 }
 
 // transcript is where a transcript sits.
@@ -174,9 +191,10 @@ func (h *handler) Line(path string, line []byte) {
 		h.BadLine(code)
 	}
 	for _, e := range h.buf {
-		if h.Event(tr.session, Harness, e) && e.Kind == agentbridge.KindSessionStarted {
-			h.BindHolder(tr.session, path) // found only if cursor-agent keeps it open
-		}
+		h.Event(tr.session, Harness, e)
+	}
+	if len(h.buf) > 0 {
+		h.find(tr.session, m.cwd, path)
 	}
 }
 

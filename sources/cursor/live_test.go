@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -38,7 +39,7 @@ func TestLiveTurn(t *testing.T) {
 		t.Skip("the temporary directory's name has a dash")
 	}
 	slug := strings.ReplaceAll(strings.TrimPrefix(cwd, "/"), "/", "-")
-	h := run(t, sources.Options{Home: home})
+	h := run(t, sources.Options{Home: home, Processes: proctest.Running(t, "/opt/cursor-agent/cursor-agent", cwd)})
 	p := filepath.Join(ProjectsDir(home), slug, "agent-transcripts", sid, sid+".jsonl")
 	sourcestest.Append(t, p, prompt[:20])
 	time.Sleep(20 * time.Millisecond)
@@ -67,7 +68,8 @@ func TestLiveTurn(t *testing.T) {
 // ends it.
 func TestLiveSubagent(t *testing.T) {
 	home := t.TempDir()
-	h := run(t, sources.Options{Home: home})
+	// cursor-agent runs (the chat names no folder: any cwd)
+	h := run(t, sources.Options{Home: home, Processes: proctest.Running(t, "/opt/cursor-agent/cursor-agent", "/home/u")})
 	dir := filepath.Join(ProjectsDir(home), "empty-window", "agent-transcripts", sid)
 	sourcestest.Append(t, filepath.Join(dir, sid+".jsonl"), prompt+answer)
 	h.WaitFor(t, "the parent running", snap(h, sid, func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusRunning }))
@@ -100,7 +102,7 @@ func TestIgnoredFiles(t *testing.T) {
 	sourcestest.Append(t, filepath.Join(proj, "agent-transcripts", sid, "deep", "x", sid+".jsonl"), prompt)
 	sourcestest.Append(t, filepath.Join(proj, "worker.log"), "log\n")
 	sourcestest.Append(t, filepath.Join(proj, "agent-transcripts", sid+".jsonl"), prompt)
-	h := run(t, sources.Options{Home: home})
+	h := run(t, sources.Options{Home: home, Processes: proctest.Running(t, "/opt/cursor-agent/cursor-agent", "/home/u")})
 	sourcestest.Append(t, filepath.Join(proj, "agent-transcripts", subID, subID+".jsonl"), prompt)
 	h.WaitFor(t, "the real one", snap(h, subID, func(s agentbridge.Snapshot) bool { return s.Status == agentbridge.StatusRunning }))
 	if got := h.Snapshots(); len(got) != 1 {
@@ -115,7 +117,8 @@ func TestIgnoredFiles(t *testing.T) {
 // subagent's removed, it stays listed on its parent as it was.
 func TestRemoved(t *testing.T) {
 	home := t.TempDir()
-	h := run(t, sources.Options{Home: home})
+	// cursor-agent runs (the chat names no folder: any cwd)
+	h := run(t, sources.Options{Home: home, Processes: proctest.Running(t, "/opt/cursor-agent/cursor-agent", "/home/u")})
 	dir := filepath.Join(ProjectsDir(home), "empty-window", "agent-transcripts", sid)
 	sourcestest.Append(t, filepath.Join(dir, sid+".jsonl"), prompt)
 	sub := filepath.Join(dir, "subagents", subID+".jsonl")

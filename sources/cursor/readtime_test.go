@@ -3,9 +3,11 @@ package cursor
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -20,9 +22,13 @@ func TestActivityFallsBackToReadTime(t *testing.T) {
 	sourcestest.Append(t, path, `{"role":"user","message":{"content":[{"type":"text","text":"List the files."}]}}`+"\n"+
 		`{"role":"assistant","message":{"content":[{"type":"text","text":"Here."}]}}`+"\n"+
 		`{"type":"turn_ended","status":"success"}`+"\n")
+	// Its cursor-agent runs (the slug names no directory: any one no
+	// other session has).
+	tree := proctest.Fake(t)
+	tree.Add(proctest.Proc{PID: 10, PPID: 1, Exe: "/usr/bin/cursor-agent", Cwd: "/", Started: time.Now().Add(-time.Hour)})
 	var clock sourcestest.Clock
 	clock.Set(1_000_000)
-	r := sourcestest.RunReal(t, New(sources.Options{Home: home}), &clock, hub.Options{})
+	r := sourcestest.RunReal(t, New(sources.Options{Home: home, Processes: tree}), &clock, hub.Options{})
 	r.WaitFor(t, "the session", func(*hub.Hub) bool { _, ok := r.Entry("c-1"); return ok })
 	// Its ended turn has the hub's stamp for lastTurnEndedAt, but how long
 	// it has been idle is unknown.

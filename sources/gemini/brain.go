@@ -111,6 +111,12 @@ func (b *Brain) Line(id string, line []byte) (events []agentbridge.Event, code s
 			}
 			break
 		}
+		// A response with neither text nor a tool call (thinking only) is
+		// no reply: Antigravity refuses it ("model output must contain
+		// either output text or tool calls") and asks the model again.
+		if strings.TrimSpace(s.Content) == "" {
+			break
+		}
 		// The reply is over. While subagents it started still run, the
 		// turn is held open and ends when the last one reports back.
 		if len(b.children) > 0 {

@@ -4,16 +4,22 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
 // FuzzChat feeds any bytes, line by line, to the Gemini CLI chat mapper:
 // it must not panic, and every event it reports (appended or replayed
 // after a rebuild) must be one the fold takes. Input that begins with '#'
-// is a chat recreated after its deletion (Continue).
+// is a chat recreated after its deletion (Continue); a line that begins
+// with '!' is the head of a line too long to read (LongLine).
 func FuzzChat(f *testing.F) {
 	f.Add([]byte(`{"sessionId":"s1","startTime":"2026-01-01T00:00:00Z","kind":"main"}` + "\n" +
 		`{"id":"u1","type":"user","content":[{"text":"hi"}]}` + "\n" + `{"$rewindTo":"u1"}` + "\n"))
+	f.Add([]byte(`{"sessionId":"s1","startTime":"2026-01-01T00:00:00Z","kind":"main"}` + "\n" +
+		`!{"id":"u1","type":"user","content":[{"text":"a pasted \u00e9 file` + "\n" +
+		`{"id":"g1","type":"gemini","content":"reading","model":"m"}` + "\n" +
+		`!{"id":"g1","type":"gemini","content":"reading","model":"m","toolCalls":[{"id":"t1","name":"read_file","args":{"p":"` + "\n"))
 	f.Add([]byte("#\n" + `{"id":"u1","type":"user","content":[{"text":"hi"}]}` + "\n" + `{"id":"g1","type":"gemini","content":"ok"}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := &Chat{}
@@ -22,7 +28,13 @@ func FuzzChat(f *testing.F) {
 		}
 		s := validate.NewSession("s1", HarnessGemini)
 		for _, line := range bytes.Split(data, []byte("\n")) {
-			ch, events, _ := c.Line(line)
+			var ch Change
+			var events []agentbridge.Event
+			if len(line) > 0 && line[0] == '!' {
+				ch, events = c.LongLine(line[1:])
+			} else {
+				ch, events, _ = c.Line(line)
+			}
 			if ch == Rebuilt {
 				s = validate.NewSession("s1", HarnessGemini)
 				events = c.Events()

@@ -16,10 +16,7 @@ package gemini
 
 import (
 	"context"
-	"maps"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	json "github.com/go-json-experiment/json"
@@ -27,7 +24,6 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
-	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -78,12 +74,11 @@ func init() {
 // Source follows both harnesses' files under one home. It implements
 // hub.Source.
 type Source struct {
-	o        sources.Options
-	procRoot string // where processes are looked up: proc.Root (tests: a stand-in)
+	o sources.Options
 }
 
 // New returns the source for o.Home (the .gemini directory).
-func New(o sources.Options) *Source { return &Source{o: o, procRoot: proc.Root} }
+func New(o sources.Options) *Source { return &Source{o: o} }
 
 // Info describes the source.
 func (s *Source) Info() agentbridge.SourceInfo { return info }
@@ -113,7 +108,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	}
 	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
 		return &handler{Sessions: ss, chats: chats, brain: brain, files: map[string]*file{}, childOf: map[string]string{}, cwds: map[string]string{},
-			pids: map[string]int{}, unbound: map[string]string{}, gone: map[string]chatMeta{}, procRoot: s.procRoot}
+			held: map[string]int{}, asked: map[string]string{}, gone: map[string]chatMeta{}, history: filepath.Join(s.o.Home, "antigravity-cli", "history.jsonl")}
 	})
 }
 
@@ -294,11 +289,11 @@ type handler struct {
 	files        map[string]*file
 	childOf      map[string]string   // antigravity: child conversation → parent conversation
 	cwds         map[string]string   // gemini-cli project directory → its .project_root
-	pids         map[string]int      // gemini-cli session → the process bound to it (procs.go)
-	unbound      map[string]string   // gemini-cli session → its chat, written with no live process bound: looked up at Idle
+	held         map[string]int      // a deleted chat's path → its live process, taken until the chat is written again
+	asked        map[string]string   // antigravity session → its transcript, written this wake: its process is asked for at Idle
 	gone         map[string]chatMeta // a deleted chat's path → its metadata, for the CLI that appends to it again (Chat.Continue)
-	procRoot     string
-	rebuilds     []*file // chats to rebuild at the end of the wake
+	history      string              // Antigravity CLI's history.jsonl (procs.go)
+	rebuilds     []*file             // chats to rebuild at the end of the wake
 }
 
 func (h *handler) file(p string) *file {
@@ -315,7 +310,7 @@ func (h *handler) file(p string) *file {
 		f.chat.SetCwd(h.cwds[f.project])
 		if meta, ok := h.gone[p]; ok {
 			delete(h.gone, p)
-			delete(h.pids, meta.SessionID) // bound again when it is written
+			delete(h.held, p) // its process is asked for again when it is written
 			f.chat.Continue(meta)
 		}
 	} else {
@@ -344,6 +339,25 @@ func (h *handler) chatLine(f *file, line []byte) {
 		h.BadLine(code)
 		return
 	}
+	h.chatChanged(f, ch, events)
+}
+
+// LongLine takes what the head of a chat record too long to read says
+// (sources.LongLines): a reply's tool calls, a prompt (Chat.LongLine).
+// The tailer counts the line as skipped (line-too-long) all the same.
+func (h *handler) LongLine(p string, head []byte) {
+	f := h.file(p)
+	if f == nil || f.chat == nil || f.legacy {
+		return
+	}
+	ch, events := f.chat.LongLine(head)
+	if ch != Unchanged {
+		h.chatChanged(f, ch, events)
+	}
+}
+
+// chatChanged reports what a record did to f's chat.
+func (h *handler) chatChanged(f *file, ch Change, events []agentbridge.Event) {
 	fresh := f.id == ""
 	f.id = f.chat.SessionID()
 	if f.id == "" {
@@ -360,13 +374,6 @@ func (h *handler) chatLine(f *file, line []byte) {
 	for _, end := range ends {
 		h.endSubagent(f.id, end.ID, end.Outcome)
 	}
-	if f.harness == HarnessGemini && h.pids[f.id] > 0 && h.Exited(f.id) {
-		// Its process has ended: whoever writes the chat now is another
-		// one (gemini --resume), to be looked up. Kept, the dead pid
-		// stayed on the session once the new records revived it, and no
-		// lookup was made.
-		delete(h.pids, f.id)
-	}
 	switch ch {
 	case Appended:
 		if f.rebuild {
@@ -381,26 +388,28 @@ func (h *handler) chatLine(f *file, line []byte) {
 		f.rebuild = true
 		h.rebuilds = append(h.rebuilds, f)
 	}
-	if f.harness == HarnessGemini && f.chat.ProjectHash() != "" && (h.pids[f.id] == 0 || h.Exited(f.id)) {
-		h.unbound[f.id] = f.path
+	if hash := f.chat.ProjectHash(); f.harness == HarnessGemini && hash != "" {
+		project := f.project
+		h.FindProcess(f.id, sources.ProcQuery{Agent: Agent, CwdMatch: func(cwd string) bool { return cwd == h.cwds[project] || projectHash(cwd) == hash },
+			Wrote: f.path, Taken: h.taken})
 	}
 }
 
-// Idle binds the sessions written since the last Idle with no live
-// process to their writer (one pass over /proc for all of them), then
-// lets Sessions flush.
+// Idle rebuilds the sessions this wake's rewinds left to rebuild, asks
+// for the processes of the Antigravity sessions written in this wake,
+// then lets Sessions find them (one pass over /proc for all) and flush.
 func (h *handler) Idle() {
 	h.flushRebuilds()
-	if len(h.unbound) > 0 {
-		h.bindWriters()
-	}
+	h.askAntigravity()
 	h.Sessions.Idle()
 }
 
-// ScanDone rebuilds the sessions the scan's rewinds left to rebuild, then
-// publishes the reset.
+// ScanDone rebuilds the sessions the scan's rewinds left to rebuild, asks
+// for the processes of the Antigravity sessions the scan read, then lets
+// Sessions find them and publish the reset.
 func (h *handler) ScanDone() {
 	h.flushRebuilds()
+	h.askAntigravity()
 	h.Sessions.ScanDone()
 }
 
@@ -419,7 +428,7 @@ func (h *handler) flushRebuilds() {
 		for _, e := range f.chat.Events() {
 			h.Event(f.id, f.harness, e)
 		}
-		if exited && h.pids[f.id] > 0 {
+		if exited {
 			// The rebuilt session keeps its exit (the runtime keeps a
 			// live process on it).
 			h.Event(f.id, f.harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
@@ -438,45 +447,15 @@ func (h *handler) flushRebuilds() {
 	h.rebuilds = h.rebuilds[:0]
 }
 
-// bindWriters binds each session in h.unbound to the Gemini CLI process
-// that writes its chat, when that can be told (pickWriter). A session
-// taken up by a new process (gemini --resume) is bound again.
-func (h *handler) bindWriters() {
-	procs := writers(h.procRoot, Agent)
-	bound := func(self string) func(pid int) bool {
-		return func(pid int) bool {
-			for id, p := range h.pids {
-				if p == pid && id != self && !h.Exited(id) {
-					return true
-				}
-			}
-			return false
+// taken reports whether pid is the process of a chat deleted under it,
+// which it may write again.
+func (h *handler) taken(pid int) bool {
+	for _, p := range h.held {
+		if p == pid {
+			return true
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(h.unbound)) {
-		p := h.unbound[id]
-		f := h.files[p]
-		if f == nil || f.id != id || f.chat == nil {
-			continue
-		}
-		info, err := os.Stat(p)
-		if err != nil {
-			continue
-		}
-		pid := pickWriter(procs[f.chat.ProjectHash()], info.ModTime(), bound(id))
-		if pid == 0 || (pid == h.pids[id] && !h.Exited(id)) {
-			continue
-		}
-		var at int64
-		if st, err := proc.ReadStat(h.procRoot, pid); err == nil {
-			if t, err := proc.StartedAt(st); err == nil {
-				at = t.UnixMilli() // the process's start: no pid reuse, even for a chat it resumed
-			}
-		}
-		h.pids[id] = pid
-		h.Event(id, f.harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, PID: pid, OccurredAt: at})
-	}
-	clear(h.unbound)
+	return false
 }
 
 // subagentChat reports a subagent's chat on its parent session: started
@@ -545,6 +524,9 @@ func (h *handler) brainLine(f *file, line []byte) {
 			h.adopt(f.id, e.SubagentID)
 		}
 	}
+	if len(events) > 0 && h.Get(f.id) != nil {
+		h.asked[f.id] = f.path
+	}
 }
 
 // adopt makes conversation child a subagent of parent: it is never a
@@ -601,20 +583,19 @@ func (h *handler) Removed(p string) {
 	if f == nil || f.id == "" || f.parent != "" || f.superseded || h.childOf[f.id] != "" {
 		return
 	}
-	delete(h.unbound, f.id)
+	delete(h.asked, f.id)
 	if f.chat != nil && !f.legacy && !f.chat.Subagent() {
 		// Its process may go on (the file was deleted under it) and write
 		// it again: the process stays taken, so that it is not bound to
 		// another chat of the project meanwhile.
 		if len(h.gone) >= maxGone {
-			for _, m := range h.gone {
-				delete(h.pids, m.SessionID)
-			}
 			clear(h.gone)
+			clear(h.held)
 		}
 		h.gone[p] = f.chat.meta
-	} else {
-		delete(h.pids, f.id)
+		if s := h.Get(f.id); s != nil && s.PID() > 0 && !h.Exited(f.id) {
+			h.held[p] = s.PID()
+		}
 	}
 	h.Stop(f.id, "journal removed")
 }
@@ -624,8 +605,8 @@ func (h *handler) Rescan() {
 	clear(h.files)
 	clear(h.childOf)
 	clear(h.cwds)
-	clear(h.pids)
-	clear(h.unbound)
+	clear(h.held)
+	clear(h.asked)
 	clear(h.gone)
 	clear(h.rebuilds)
 	h.rebuilds = h.rebuilds[:0]

@@ -199,6 +199,13 @@ func TestRecordedOutcomes(t *testing.T) {
 			}
 			continue
 		}
+		// the recording stops at a tool's result, before the next reply
+		if strings.Contains(name, "2-16_oversized-transcript-line") {
+			if g.Shown != agentbridge.StatusRunning || g.Snapshot.Model == "" {
+				t.Errorf("%s: status %s, model %q; want running with a model (the turn goes on)", name, g.Shown, g.Snapshot.Model)
+			}
+			continue
+		}
 		if g.Shown != sourcestest.StatusDone {
 			t.Errorf("%s: status %s after %d turns, want done", name, g.Shown, turns)
 		}

@@ -12,17 +12,29 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // run starts the source on home with a fake hub until the test ends and
-// returns the hub and the channel that switches harnesses.
+// returns the hub and the channel that switches harnesses. The source
+// sees a fake /proc in which Gemini CLI runs in /work/myproj (the project
+// of chatHome) and Antigravity CLI runs too: the sessions are followed as
+// they run.
 func run(t *testing.T, home string, enabled ...string) (*sourcestest.Hub, chan<- []string) {
 	t.Helper()
+	procs := proctest.Running(t, "/usr/bin/gemini", "/work/myproj")
+	procs.Add(proctest.Proc{PID: proctest.RunningPID + 100, PPID: 1, Exe: "/usr/bin/agy", Cwd: "/work/agy", Started: proctest.Boot})
+	return runOn(t, home, procs, enabled...)
+}
+
+// runOn is run with the processes procs (nil: the machine's).
+func runOn(t *testing.T, home string, procs sources.Processes, enabled ...string) (*sourcestest.Hub, chan<- []string) {
+	t.Helper()
 	changes := make(chan []string)
-	return sourcestest.RunStart(t, New(sources.Options{Home: home}), hub.Start{Enabled: enabled, Changes: changes}), changes
+	return sourcestest.RunStart(t, New(sources.Options{Home: home, Processes: procs}), hub.Start{Enabled: enabled, Changes: changes}), changes
 }
 
 const sid = "11111111-2222-4333-8444-555555555555"
@@ -190,6 +202,7 @@ func TestLegacyChatAndItsMigration(t *testing.T) {
 	if err := os.MkdirAll(chats, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	projectRoot(t, filepath.Dir(chats))
 	h, _ := run(t, home, HarnessGemini)
 	if err := os.WriteFile(legacy, fixture, 0o644); err != nil {
 		t.Fatal(err)

@@ -1,30 +1,47 @@
 package gemini
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"time"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 
+	json "github.com/go-json-experiment/json"
+
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/proc"
+	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // Agent says which processes are Gemini CLI's: a "gemini" executable (a
 // standalone build), or Node running the gemini script
-// (…/bin/gemini, …/@google/gemini-cli/bundle/gemini.js).
+// (…/bin/gemini, …/@google/gemini-cli/bundle/gemini.js). Gemini CLI
+// starts itself again as a child with more memory (unless
+// GEMINI_CLI_NO_RELAUNCH is set); the runtime's binder takes the child,
+// the one that writes.
 var Agent = proc.Agent{Names: []string{"gemini"}, Runtimes: []string{"node", "bun"}, Packages: []string{"gemini-cli"}}
 
-// Gemini CLI opens its chat file for each record and closes it at once
-// (appendFileSync), so no process is ever seen holding it: the writer is
-// found otherwise. A chat's metadata names its project by projectHash, the
-// SHA-256 of the working directory the CLI runs in; a Gemini CLI process
-// whose working directory hashes to it, and that was running when the
-// chat was last written, is a writer of that project's chats.
+// AntigravityAgent says which processes are Antigravity CLI's: its
+// native binary agy, one process per conversation.
+var AntigravityAgent = proc.Agent{Names: []string{"agy"}, Exact: true}
 
-// writer is a Gemini CLI process that may write its project's chats.
-type writer struct {
-	pid     int
-	started time.Time
-}
+// Neither CLI names its pid on disk, and neither keeps its journal open
+// (Gemini CLI appends and closes), so the runtime's binder
+// (Sessions.FindProcess) finds a session's process by name, cwd and start
+// time. A Gemini CLI chat's metadata names its project by projectHash,
+// the SHA-256 of the working directory the CLI runs in: a Gemini CLI
+// process whose cwd hashes to it, and that was running when the chat was
+// last written, is its writer. An Antigravity transcript names no
+// working directory; Antigravity CLI's history.jsonl (beside brain/)
+// pairs a conversation with its workspace ({"conversationId",
+// "workspace"}, from the conversation's second prompt on): an agy
+// process in that workspace, else (not paired yet) an agy process that no
+// other session has, is its process.
 
 // projectHash is how Gemini CLI names a project: the SHA-256, in hex, of
 // its working directory.
@@ -33,74 +50,82 @@ func projectHash(cwd string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// writers lists the Gemini CLI processes under root (normally proc.Root)
-// by the project hash of their working directory (see relaunched).
-func writers(root string, agent proc.Agent) map[string][]writer {
-	out := map[string][]writer{}
-	for _, w := range relaunched(proc.List(root, agent.Match)) {
-		h := projectHash(w.Cwd)
-		out[h] = append(out[h], writer{pid: w.PID, started: w.Started})
+// askAntigravity asks for the process of each Antigravity session written
+// since the last call.
+func (h *handler) askAntigravity() {
+	if len(h.asked) == 0 {
+		return
 	}
-	return out
+	var cwds map[string]string
+	for _, id := range slices.Sorted(maps.Keys(h.asked)) {
+		if cwds == nil {
+			cwds = historyCwds(h.history)
+		}
+		q := sources.ProcQuery{Agent: AntigravityAgent, Wrote: h.asked[id]}
+		if c := cwds[id]; c != "" {
+			q.Cwd = c
+			if s := h.Get(id); s != nil && s.Snapshot().Cwd == "" && !h.Exited(id) {
+				// The transcript never names it: the session gets its
+				// workspace from the history.
+				h.Event(id, HarnessAntigravity, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: c})
+			}
+		} else {
+			q.AnyCwd = true
+		}
+		h.FindProcess(id, q)
+	}
+	clear(h.asked)
 }
 
-// relaunched returns, of the Gemini CLI processes all, the one of each
-// CLI that writes: Gemini CLI starts itself again as a child with more
-// memory (unless GEMINI_CLI_NO_RELAUNCH is set) and waits for it, so of a
-// topmost Gemini CLI process (no Gemini CLI parent) its first Gemini CLI
-// child writes, or, with no child, the process itself. Deeper ones are
-// the writer starting a command (git for the footer, a shell tool),
-// caught between fork and exec with the writer's command line: taken for
-// the writer, the session was bound to a process that was gone a moment
-// later, and the resumed session never showed its process.
-func relaunched(all []proc.Process) []proc.Process {
-	gemini := make(map[int]bool, len(all))
-	for _, p := range all {
-		gemini[p.PID] = true
+// historyTail bounds how much of the end of history.jsonl is read: it
+// grows with every prompt ever sent.
+const historyTail = 256 << 10
+
+// historyCwds reads the end of Antigravity CLI's history.jsonl and returns
+// each conversation's latest workspace (an absolute, clean path). A file
+// that is missing, not a regular file, or unreadable gives none.
+func historyCwds(path string) map[string]string {
+	f, err := os.OpenFile(path, os.O_RDONLY|sources.OpenFlags, 0)
+	if err != nil {
+		return nil
 	}
-	var out []proc.Process
-	for _, top := range all {
-		if gemini[top.PPID] {
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	off := max(fi.Size()-historyTail, 0)
+	b, err := io.ReadAll(io.NewSectionReader(f, off, historyTail))
+	if err != nil {
+		return nil
+	}
+	if off > 0 {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:] // a cut first line
+		}
+	}
+	return parseHistory(b)
+}
+
+// parseHistory maps history.jsonl lines to each conversation's latest
+// workspace; lines that are not JSON objects, or lack either field, or
+// name an unusable id or path, are skipped.
+func parseHistory(b []byte) map[string]string {
+	out := map[string]string{}
+	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
+		var rec struct {
+			ConversationID string `json:"conversationId"`
+			Workspace      string `json:"workspace"`
+		}
+		if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &rec) != nil {
 			continue
 		}
-		w := top
-		for _, c := range all {
-			if c.PPID == top.PID && (w.PID == top.PID || c.Started.Before(w.Started)) {
-				w = c
-			}
+		if rec.ConversationID == "" || !validate.ValidID(rec.ConversationID) || !filepath.IsAbs(rec.Workspace) {
+			continue
 		}
-		out = append(out, w)
+		if c := validate.CleanCwd(rec.Workspace); c != "" {
+			out[rec.ConversationID] = c
+		}
 	}
 	return out
-}
-
-// startSlack is how much later than a chat's last write a process may
-// seem to have started and still count as its writer: start times are
-// known to a clock tick, and the boot time they count from to a second.
-const startSlack = time.Second
-
-// pickWriter chooses the writer of a chat last written at mtime from the
-// processes running in its project: one that was running then, and not
-// bound to another live session (bound(pid) reports that) — or, when
-// there is no such one, the only one that was running then (a process
-// that started a new chat with /clear writes that one now). 0: none, or
-// no telling which.
-func pickWriter(cands []writer, mtime time.Time, bound func(pid int) bool) int {
-	var running, free []int
-	for _, w := range cands {
-		if w.started.After(mtime.Add(startSlack)) {
-			continue // started after the chat's last write: not its writer
-		}
-		running = append(running, w.pid)
-		if !bound(w.pid) {
-			free = append(free, w.pid)
-		}
-	}
-	switch {
-	case len(free) == 1:
-		return free[0]
-	case len(free) == 0 && len(running) == 1:
-		return running[0]
-	}
-	return 0
 }

@@ -4,12 +4,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/proc/proctest"
@@ -64,7 +62,8 @@ func geminiProcess(t *testing.T, cwd string) (wrapper, child int) {
 // the Gemini CLI process running in the chat's project (its relaunched
 // child, the writer, not the wrapper), and shows exited when it is killed.
 // A chat of the project last written before that process started is not
-// its; a chat of another project is not either.
+// its, and a chat of a project where no Gemini CLI runs is not either:
+// their processes are gone, so they have ended.
 func TestChatBoundToItsWriter(t *testing.T) {
 	home := t.TempDir()
 	cwd, err := filepath.EvalSymlinks(t.TempDir())
@@ -83,8 +82,8 @@ func TestChatBoundToItsWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrapper, child := geminiProcess(t, cwd)
-	h, _ := run(t, home, HarnessGemini)
-	h.WaitFor(t, "the old chat", kittest.Status(old, agentbridge.StatusIdle))
+	h, _ := runOn(t, home, nil, HarnessGemini)
+	h.WaitFor(t, "the first reset", func(h *sourcestest.Hub) bool { return h.Resets() > 0 })
 
 	sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T10-00-11111111.jsonl"), meta(sid, projectHash(cwd)))
 	sourcestest.Append(t, filepath.Join(chats, "session-2026-12-01T10-00-99999999.jsonl"), meta(other, projectHash("/elsewhere")))
@@ -92,10 +91,11 @@ func TestChatBoundToItsWriter(t *testing.T) {
 		s, ok := h.Shown(sid)
 		return ok && s.PID == child
 	})
-	for _, id := range []string{old, other} {
-		if s, _ := h.Shown(id); s.PID != 0 {
-			t.Errorf("session %s bound to %d (wrapper %d, child %d)", id, s.PID, wrapper, child)
-		}
+	h.WaitFor(t, "the chat of another project ended", kittest.Status(other, sourcestest.StatusExited))
+	if s, ok := h.Shown(other); s.PID != 0 {
+		t.Errorf("session %s bound to %d (wrapper %d, child %d)", other, s.PID, wrapper, child)
+	} else if _, ok = h.Shown(old); ok {
+		t.Errorf("the old chat, ended an hour ago, is listed")
 	}
 	p, err := os.FindProcess(child)
 	if err != nil {
@@ -115,67 +115,4 @@ func TestChatBoundToItsWriter(t *testing.T) {
 		s, ok := h.Shown(sid)
 		return ok && s.PID == child2 && s.Status != sourcestest.StatusExited
 	})
-}
-
-// pickWriter: a process that started after the chat's last write did
-// not write it; a process bound to another live session gives way to a
-// free one, and is taken when it is the only one (a /clear in the same
-// process); two free ones cannot be told apart.
-func TestPickWriter(t *testing.T) {
-	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	w := func(pid int, started time.Time) writer { return writer{pid: pid, started: started} }
-	none := func(int) bool { return false }
-	only := func(p int) func(int) bool { return func(pid int) bool { return pid == p } }
-	for _, c := range []struct {
-		name  string
-		cands []writer
-		mtime time.Time
-		bound func(int) bool
-		want  int
-	}{
-		{"no process", nil, t0, none, 0},
-		{"one", []writer{w(10, t0.Add(-time.Minute))}, t0, none, 10},
-		{"started after the last write", []writer{w(10, t0.Add(time.Minute))}, t0, none, 0},
-		{"within the clock's slack", []writer{w(10, t0.Add(500*time.Millisecond))}, t0, none, 10},
-		{"the free one", []writer{w(10, t0.Add(-time.Minute)), w(11, t0.Add(-time.Second))}, t0, only(10), 11},
-		{"the only one, bound elsewhere", []writer{w(10, t0.Add(-time.Minute))}, t0, only(10), 10},
-		{"two free", []writer{w(10, t0.Add(-time.Minute)), w(11, t0.Add(-time.Second))}, t0, none, 0},
-		{"two, both bound elsewhere", []writer{w(10, t0.Add(-time.Minute)), w(11, t0.Add(-time.Second))}, t0, func(int) bool { return true }, 0},
-	} {
-		if got := pickWriter(c.cands, c.mtime, c.bound); got != c.want {
-			t.Errorf("%s: pickWriter = %d, want %d", c.name, got, c.want)
-		}
-	}
-}
-
-// relaunched: of each Gemini CLI, its relaunched child writes (or the one
-// process when it did not relaunch); the child's own children that still
-// carry its command line (a command between fork and exec) are not
-// writers, nor is the waiting wrapper.
-func TestRelaunched(t *testing.T) {
-	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	p := func(pid, ppid int, d time.Duration) proc.Process {
-		return proc.Process{PID: pid, PPID: ppid, Started: t0.Add(d)}
-	}
-	for _, c := range []struct {
-		name string
-		all  []proc.Process
-		want []int
-	}{
-		{"none", nil, nil},
-		{"not relaunched", []proc.Process{p(10, 1, 0)}, []int{10}},
-		{"relaunched", []proc.Process{p(10, 1, 0), p(11, 10, time.Second)}, []int{11}},
-		{"the child forking git", []proc.Process{p(10, 1, 0), p(11, 10, time.Second), p(12, 11, time.Minute)}, []int{11}},
-		{"listed child first", []proc.Process{p(12, 11, time.Minute), p(11, 10, time.Second), p(10, 1, 0)}, []int{11}},
-		{"two CLIs", []proc.Process{p(10, 1, 0), p(11, 10, time.Second), p(20, 1, 0), p(21, 20, time.Second), p(22, 21, time.Minute)}, []int{11, 21}},
-	} {
-		var got []int
-		for _, w := range relaunched(c.all) {
-			got = append(got, w.PID)
-		}
-		slices.Sort(got)
-		if !slices.Equal(got, c.want) {
-			t.Errorf("%s: relaunched = %v, want %v", c.name, got, c.want)
-		}
-	}
 }

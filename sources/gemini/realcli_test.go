@@ -67,6 +67,7 @@ func TestRealSubagent(t *testing.T) {
 	home := t.TempDir()
 	const parent, child = "63789f95-d9d5-4164-8712-60c18551792c", "2b775487-d08d-4fc7-81e7-37fd28587bfb"
 	chats := filepath.Join(home, "tmp", "proj", "chats")
+	projectRoot(t, filepath.Dir(chats)) // the CLI ran in /work/myproj, where run's Gemini CLI process runs
 	copyTo := func(src, dst string) {
 		data, err := os.ReadFile(src)
 		if err != nil {
@@ -132,6 +133,7 @@ func TestRealSubagentEndedByParent(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			home := t.TempDir()
 			chats := filepath.Join(home, "tmp", "proj", "chats")
+			projectRoot(t, filepath.Dir(chats)) // the CLI ran in /work/myproj, where run's Gemini CLI process runs
 			h, _ := run(t, home, HarnessGemini)
 			h.WaitFor(t, "the first scan", func(h *sourcestest.Hub) bool { return h.Resets() > 0 })
 			writeParent := func() {
@@ -199,6 +201,7 @@ func TestRealSubagentOfAnotherSession(t *testing.T) {
 	const parent, child, other = "63789f95-d9d5-4164-8712-60c18551792c", "2b775487-d08d-4fc7-81e7-37fd28587bfb", "99999999-d9d5-4164-8712-60c18551792c"
 	home := t.TempDir()
 	chats := filepath.Join(home, "tmp", "proj", "chats")
+	projectRoot(t, filepath.Dir(chats)) // the CLI ran in /work/myproj, where run's Gemini CLI process runs
 	h, _ := run(t, home, HarnessGemini)
 	h.WaitFor(t, "the first scan", func(h *sourcestest.Hub) bool { return h.Resets() > 0 })
 	for _, f := range []struct{ src, dst string }{
@@ -226,5 +229,17 @@ func TestRealSubagentOfAnotherSession(t *testing.T) {
 	}
 	if p, _ := h.Shown(parent); len(p.Subagents) != 0 {
 		t.Errorf("the parent lists %+v", p.Subagents)
+	}
+}
+
+// projectRoot writes the .project_root Gemini CLI keeps in a project's
+// directory: /work/myproj, where run's fake Gemini CLI process runs.
+func projectRoot(t *testing.T, project string) {
+	t.Helper()
+	if err := os.MkdirAll(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, ".project_root"), []byte("/work/myproj\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

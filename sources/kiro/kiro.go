@@ -69,12 +69,14 @@ func (s *Source) Info() agentbridge.SourceInfo {
 
 // Run follows the journals until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
-	return sources.Follow(ctx, st, s.cfg.Follow(sources.TailConfig{
+	cfg := s.cfg.Follow(sources.TailConfig{
 		Roots: []string{SessionsDir(s.cfg.Home)},
 		Match: isSessionFile,
 		Dirs:  func(string) bool { return false }, // everything sits directly in sessions/cli
-	}), func(ss *sources.Sessions) sources.Handler {
-		return kit.NewHandler(ss, agent, proc.Root)
+	})
+	cfg.Agent = agent.Process
+	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
+		return kit.NewHandler(ss, agent)
 	})
 }
 
@@ -99,7 +101,7 @@ func idOf(path string) (id string, side bool) {
 // agent describes Kiro CLI's journals and sidecars to kit.Handler.
 var agent = &kit.Agent[*session]{
 	Harness: Harness,
-	Names:   []string{"kiro-cli"}, // the kiro-cli chat process, not its kiro-cli-chat helper
+	Process: proc.Agent{Exact: true, Names: []string{"kiro-cli"}}, // the kiro-cli chat process, not its kiro-cli-chat helper
 	Files: func(p string) (id, journal, side string) {
 		id, _ = idOf(p)
 		stem := filepath.Join(filepath.Dir(p), id)

@@ -23,6 +23,13 @@ var notRecorded = map[string][]string{
 	"1-4_session-resume":         {"v1_session_birth"},
 	"1-6_checkpoint-rewind":      {"session_birth"},
 	"1-8_model-context-display":  {"session_birth"},
+
+	"2-2_auto-executed-tool-call": {"session_birth"}, // the same
+	// The approval picker of a write leaves nothing in the journal until
+	// it is answered (the open toolUse is all there is, as for a tool
+	// that runs); the recorders' daemon guessed waiting after a 10 s
+	// stall. The turn itself must still start and end.
+	"2-11_auto-classified-permission": {"session_birth", "permission_waiting", "turn_resume"},
 	// The other agent's transcript (Claude Code or Codex) was not recorded.
 	"4-2_multiple-agents-same-workspace": {"agentB_turn_start", "agentB_turn_done"},
 }
@@ -48,8 +55,8 @@ func replayer() sourcestest.Replay {
 // expect, in order (sourcestest.CheckPhases).
 func TestRecordings(t *testing.T) {
 	dirs, _ := filepath.Glob(filepath.Join("testdata", "irrlicht", "*-*"))
-	if len(dirs) < 8 {
-		t.Fatalf("found %d recorded scenarios, want 8", len(dirs))
+	if len(dirs) < 10 {
+		t.Fatalf("found %d recorded scenarios, want 10", len(dirs))
 	}
 	for _, dir := range dirs {
 		sc, err := sourcestest.LoadScenario(dir)

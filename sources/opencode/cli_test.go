@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
@@ -118,7 +119,8 @@ func runCLI(t *testing.T, permission string, args ...string) (*sourcestest.Hub, 
 	if err := os.WriteFile(filepath.Join(cfgDir, "opencode.json"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := run(t, data)
+	// The machine's own processes: the run's opencode is bound and ends.
+	h := sourcestest.Start(t, New(sources.Options{Home: data}), nil)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -149,13 +151,15 @@ func runCLI(t *testing.T, permission string, args ...string) (*sourcestest.Hub, 
 
 // TestRealCLI: a prompt that calls bash and then a subagent, and ends,
 // shows running, the tool, the subagent under its root (never a second
-// root), and done; the idle source then makes no query.
+// root), and its turn completed; the run's process has exited, so the
+// session has ended; the idle source then makes no query.
 func TestRealCLI(t *testing.T) {
 	h, proj := runCLI(t, "allow", "run", "--auto", "write a marker")
 	var root string
-	h.WaitFor(t, "a root session done with its subagent completed", func(h *sourcestest.Hub) bool {
+	h.WaitFor(t, "a root session's turn completed with its subagent, and ended with its process", func(h *sourcestest.Hub) bool {
 		for _, s := range h.Snapshots() {
-			if s.Status == sourcestest.StatusDone && len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentCompleted {
+			if s.LastTurn == agentbridge.LastTurnCompleted && len(s.Subagents) == 1 && s.Subagents[0].Status == agentbridge.SubagentCompleted &&
+				h.Ended(s.ID) != nil {
 				root = s.ID
 				return true
 			}
@@ -182,13 +186,13 @@ func TestRealCLI(t *testing.T) {
 }
 
 // TestRealCLIRejected: opencode run without --auto rejects a call that
-// needs permission and stops the turn; the session ends as cancelled
-// rather than running forever.
+// needs permission and stops the turn; the turn ends interrupted rather
+// than running forever, and the session ends with the run's process.
 func TestRealCLIRejected(t *testing.T) {
 	h, _ := runCLI(t, "ask", "run", "write a marker")
-	h.WaitFor(t, "the turn cancelled", func(h *sourcestest.Hub) bool {
+	h.WaitFor(t, "the turn interrupted, the session ended", func(h *sourcestest.Hub) bool {
 		for _, s := range h.Snapshots() {
-			if s.Status == sourcestest.StatusDone && s.LastTurn == agentbridge.LastTurnInterrupted {
+			if s.Status == agentbridge.StatusIdle && s.LastTurn == agentbridge.LastTurnInterrupted && h.Ended(s.ID) != nil {
 				return true
 			}
 		}

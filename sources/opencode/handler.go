@@ -54,6 +54,13 @@ type handler struct {
 	storageRoot  string            // home/storage
 	held         []Record          // file storage objects read during a scan
 	sessionFiles map[string]string // session object file → its session
+
+	dirs     map[string]string // root session → its directory (the cwd of its process)
+	created  map[string]int64  // root session → when it was created (epoch ms)
+	touched  map[string]int64  // root session → its latest record's time (epoch ms; 0 unknown), written since the last lookup
+	logOf    map[string]string // session → the log file that named it last (its process writes it)
+	runOf    map[string]string // session → the log run that named it last
+	runStart map[string]int64  // log run → when it began (its "creating instance" line), epoch ms
 }
 
 func newHandler(ctx context.Context, ss *sources.Sessions, home string, window time.Duration, w *dirWatch, log *slog.Logger) *handler {
@@ -101,6 +108,12 @@ func (h *handler) reset() {
 	h.held = nil
 	h.sessionFiles = map[string]string{}
 	h.said = map[string]bool{}
+	h.dirs = map[string]string{}
+	h.created = map[string]int64{}
+	h.touched = map[string]int64{}
+	h.logOf = map[string]string{}
+	h.runOf = map[string]string{}
+	h.runStart = map[string]int64{}
 }
 
 // trailDelays are how long after the last change of a burst a database
@@ -155,6 +168,15 @@ func (h *handler) Line(path string, line []byte) {
 	if !ok || l.Run == "" {
 		return
 	}
+	if l.Start > 0 {
+		if _, ok := h.runStart[l.Run]; !ok && len(h.runStart) >= maxRuns {
+			clear(h.runStart)
+		}
+		h.runStart[l.Run] = l.Start
+	}
+	if l.Session == "" && l.Ask == nil {
+		return
+	}
 	if l.Ask != nil {
 		l.Ask.Session = h.runs[l.Run]
 		if _, ok := h.pending[l.Run]; !ok && len(h.pending) >= maxRuns {
@@ -170,6 +192,14 @@ func (h *handler) Line(path string, line []byte) {
 		clear(h.runs)
 	}
 	h.runs[l.Run] = l.Session
+	if _, ok := h.logOf[l.Session]; !ok && len(h.logOf) >= maxRuns {
+		clear(h.logOf)
+	}
+	h.logOf[l.Session] = path
+	if _, ok := h.runOf[l.Session]; !ok && len(h.runOf) >= maxRuns {
+		clear(h.runOf)
+	}
+	h.runOf[l.Session] = l.Run
 }
 
 // Truncated: a log file started again; nothing to drop.
@@ -202,6 +232,7 @@ func (h *handler) ScanDone() {
 		h.held = nil
 		h.openAll()
 		h.asks()
+		h.findProcesses()
 	}
 	h.dirty = map[string]bool{}
 	h.all = false
@@ -220,6 +251,7 @@ func (h *handler) Idle() {
 			h.read(p)
 		}
 		h.asks()
+		h.findProcesses()
 	}
 	h.Sessions.Idle()
 }
@@ -341,8 +373,12 @@ func (h *handler) apply(from string, recs []Record) {
 			}
 		}
 		h.emit(h.m.Apply(r))
+		h.touch(r)
 		if r.Session != nil && r.Deleted {
 			delete(h.owner, r.Session.ID)
+			delete(h.dirs, r.Session.ID)
+			delete(h.created, r.Session.ID)
+			delete(h.touched, r.Session.ID)
 		}
 	}
 	for code, n := range h.m.Skipped {
@@ -423,4 +459,63 @@ func (h *handler) WholeFile(p string, data []byte) {
 		return
 	}
 	h.apply("storage", []Record{r})
+}
+
+// touch notes that a record was written to a root session (its own, or
+// a subagent's below it), and when: its process is asked for at the next
+// lookup.
+func (h *handler) touch(r Record) {
+	var id string
+	var at int64
+	switch {
+	case r.Session != nil && !r.Deleted:
+		id, at = r.Session.ID, r.Session.Updated
+		if r.Session.ParentID == "" && r.Session.Directory != "" && len(h.dirs) < 1<<16 {
+			h.dirs[id] = r.Session.Directory
+			h.created[id] = r.Session.Created
+		}
+	case r.Message != nil && !r.Deleted:
+		id, at = r.Message.SessionID, max(r.Message.Created, r.Message.Completed)
+	case r.Part != nil && !r.Deleted:
+		id, at = r.Part.SessionID, r.Part.Started
+	default:
+		return
+	}
+	root := h.m.Root(id)
+	if root == "" {
+		return
+	}
+	if c := h.created[root]; at < c || c == 0 {
+		at = 0 // a time before the session's own creation is not a write time
+	}
+	h.touched[root] = max(h.touched[root], at)
+}
+
+// findProcesses asks the runtime's binder for the opencode process of each
+// session written since the last lookup: one process serves one TUI, one
+// database serves every process, so the process is found by the session's
+// directory (its cwd), started before the session's latest record, and,
+// where two share a directory, by the log file that named the session
+// (each opencode process writes a log of its own). A resumed session
+// (opencode -s) whose process ended is bound to the new one at its next
+// write.
+func (h *handler) findProcesses() {
+	for _, id := range slices.Sorted(maps.Keys(h.touched)) {
+		dir := h.dirs[id]
+		if dir == "" || h.Get(id) == nil {
+			continue
+		}
+		q := sources.ProcQuery{Cwd: dir, Journal: h.logOf[id]}
+		if at := h.runStart[h.runOf[id]]; at > 0 {
+			q.Started = time.UnixMilli(at)
+			for _, r := range h.runStart {
+				q.Runs = append(q.Runs, time.UnixMilli(r))
+			}
+		}
+		if at := h.touched[id]; at > 0 {
+			q.Running = time.UnixMilli(at)
+		}
+		h.FindProcess(id, q)
+	}
+	clear(h.touched)
 }

@@ -15,11 +15,14 @@ import (
 //     of message=created), which the next permission request of the same
 //     run is attributed to;
 //   - Ask: a permission request (message=asking id=per_… permission=…
-//     patterns="[…]"), the moment opencode starts waiting for the user.
+//     patterns="[…]"), the moment opencode starts waiting for the user;
+//   - Start: when the run began, from its first line (message="creating
+//     instance", written as the process starts up), epoch ms; 0 otherwise.
 type LogLine struct {
 	Run     string
 	Session string
 	Ask     *Ask
+	Start   int64
 }
 
 // maxLogFields bounds the pairs looked at in one line.
@@ -63,6 +66,9 @@ func ParseLog(line []byte) (l LogLine, ok bool) {
 			sid = val
 		}
 	}
+	if string(msg) == "creating instance" {
+		l.Start = at
+	}
 	switch {
 	case string(msg) == "asking" && bytes.HasPrefix(id, []byte("per_")):
 		a := &Ask{ID: string(id), Permission: string(perm), At: at}
@@ -76,7 +82,7 @@ func ParseLog(line []byte) (l LogLine, ok bool) {
 	case string(msg) == "created" && bytes.HasPrefix(id, []byte("ses_")):
 		l.Session = string(id)
 	}
-	return l, l.Session != ""
+	return l, l.Session != "" || l.Start > 0
 }
 
 // logValue splits the value at the start of s from the rest: a bare word,

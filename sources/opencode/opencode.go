@@ -36,6 +36,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 )
 
@@ -54,7 +55,7 @@ var info = agentbridge.SourceInfo{
 	EnvironmentVariables: []string{EnvDataHome},
 	Observes: map[string]agentbridge.Observe{
 		"waiting":   {How: agentbridge.Observed, From: "log"},      // log/opencode.log: message=asking
-		"exited":    {How: agentbridge.Unavailable},                // one database for every process: sessions expire after the window
+		"exited":    {How: agentbridge.Inferred, From: "process"},  // the opencode process in the session's directory, then a pidfd
 		"subagents": {How: agentbridge.Observed, From: "database"}, // session.parent_id
 		"title":     {How: agentbridge.Observed, From: "database"}, // session.title
 		"model":     {How: agentbridge.Observed, From: "database"}, // the assistant message's modelID
@@ -86,6 +87,11 @@ func New(o sources.Options) *Source { return &Source{o: o} }
 
 // Info describes the source.
 func (s *Source) Info() agentbridge.SourceInfo { return info }
+
+// Agent says which processes are opencode's: its native binary (one
+// process per TUI, its server inside it), or Node or Bun running the
+// opencode package's script.
+var Agent = proc.Agent{Names: []string{"opencode"}, Runtimes: []string{"node", "bun"}, Scripts: []string{"opencode-ai"}}
 
 // dbName matches the databases: opencode.db and opencode-<channel>.db.
 var dbName = regexp.MustCompile(`^opencode(-[A-Za-z0-9._]{1,64})?\.db$`)
@@ -139,8 +145,10 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 			Dirs:   func(p string) bool { return storageDir(storage, p) },
 			Window: s.o.Window,
 		},
-		Linger: s.o.Linger,
-		Logger: s.o.Logger,
+		Linger:    s.o.Linger,
+		Logger:    s.o.Logger,
+		Agent:     Agent,
+		Processes: s.o.Processes,
 	}, func(ss *sources.Sessions) sources.Handler {
 		h = newHandler(ctx, ss, home, s.o.Window, w, s.o.Logger)
 		return h

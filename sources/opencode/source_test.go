@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -119,7 +120,13 @@ func (w *writer) event(e eventRow) {
 // run starts the source on home and returns its hub, after its first reset.
 func run(t *testing.T, home string) *sourcestest.Hub {
 	t.Helper()
-	return sourcestest.Start(t, New(sources.Options{Home: home}), nil)
+	return sourcestest.Start(t, New(sources.Options{Home: home, Processes: running(t)}), nil)
+}
+
+// running is a fake /proc with an opencode process in each directory of
+// the tests' sessions: they are followed as they run.
+func running(t *testing.T) *proctest.Tree {
+	return proctest.Running(t, "/usr/bin/opencode", "/srv/app", "/tmp/ocw/home/proj", "/tmp/repo")
 }
 
 // toolOpen reports whether the hub got tool.started for id and no

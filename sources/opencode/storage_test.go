@@ -3,8 +3,10 @@ package opencode
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -90,13 +92,15 @@ func TestStorage(t *testing.T) {
 func TestStorageLive(t *testing.T) {
 	home := t.TempDir()
 	copyTree(t, "testdata/storage", filepath.Join(home, "storage"))
-	h := sourcestest.Start(t, New(sources.Options{Home: home}), nil)
+	// The stored session's process is long gone (it lingers: Linger -1),
+	// and a new one takes it up with the new message.
+	h := sourcestest.Start(t, New(sources.Options{Home: home, Linger: -1, Processes: running(t)}), nil)
 	h.WaitFor(t, "the stored session", func(h *sourcestest.Hub) bool {
 		s, ok := h.Snapshot("s_stage0_small")
 		return ok && len(s.Subagents) == 1
 	})
 	msg := filepath.Join(home, "storage", "message", "s_stage0_small", "msg_0009.json")
-	if err := os.WriteFile(msg, []byte(`{"id":"m_user_9","sessionID":"s_stage0_small","role":"user","time":{"created":1730000009000}}`), 0o644); err != nil {
+	if err := os.WriteFile(msg, []byte(`{"id":"m_user_9","sessionID":"s_stage0_small","role":"user","time":{"created":`+strconv.FormatInt(time.Now().UnixMilli(), 10)+`}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	h.WaitFor(t, "the new turn running", status("s_stage0_small", agentbridge.StatusRunning))
@@ -127,7 +131,7 @@ func TestHome(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(home, "opencode-dev.db"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := sourcestest.Start(t, New(sources.Options{Home: home, Window: -1}), nil) // the fixtures are older than any window
+	h := sourcestest.Start(t, New(sources.Options{Home: home, Window: -1, Linger: -1}), nil) // the fixtures are older than any window; their processes are gone
 	h.WaitFor(t, "the sessions of both databases and of the storage", func(h *sourcestest.Hub) bool {
 		_, a := h.Snapshot(tuiRoot)
 		_, b := h.Snapshot("ses_dcee4de59ffeQnBJQnVTI71qLt")

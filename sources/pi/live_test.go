@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
@@ -67,7 +68,8 @@ func TestSessionDirVariable(t *testing.T) {
 	if got := sessionsDir("/home/u/.pi/agent", func(string) string { return "relative" }); got != "/home/u/.pi/agent/sessions" {
 		t.Fatalf("a relative %s is honoured: %q", EnvSessions, got)
 	}
-	h := kittest.Run(t, New(sources.Options{Home: "/nowhere", Getenv: getenv}), Harness)
+	procs := proctest.Running(t, "/usr/bin/pi", "/w") // Pi runs in the session's cwd
+	h := kittest.Run(t, New(sources.Options{Home: "/nowhere", Getenv: getenv, Processes: procs}), Harness)
 	const id = "019f0000-aaaa-7bbb-8ccc-000000000002"
 	j := filepath.Join(dir, "2026-06-01T10-00-00-000Z_"+id+".jsonl")
 	sourcestest.Append(t, j, `{"type":"session","version":3,"id":"`+id+`","timestamp":"2026-06-01T10:00:00.000Z","cwd":"/w"}

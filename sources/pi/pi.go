@@ -85,12 +85,14 @@ func (s *Source) Info() agentbridge.SourceInfo {
 // Run follows the journals until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	root := s.dir
-	return sources.Follow(ctx, st, s.cfg.Follow(sources.TailConfig{
+	cfg := s.cfg.Follow(sources.TailConfig{
 		Roots: []string{root},
 		Match: isJournal,
 		Dirs:  func(p string) bool { return filepath.Dir(p) == root }, // --<cwd>--/ only
-	}), func(ss *sources.Sessions) sources.Handler {
-		return kit.NewHandler(ss, agent, proc.Root)
+	})
+	cfg.Agent = agent.Process
+	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
+		return kit.NewHandler(ss, agent)
 	})
 }
 
@@ -109,7 +111,7 @@ func sessionID(path string) string {
 // agent describes Pi's journals to kit.Handler; there is no side file.
 var agent = &kit.Agent[*session]{
 	Harness: Harness,
-	Names:   []string{"pi"}, // Pi sets its process title
+	Process: proc.Agent{Exact: true, Names: []string{"pi"}}, // Pi sets its process title
 	Files:   func(p string) (string, string, string) { return sessionID(p), p, "" },
 	New:     func(string) *session { return newSession() },
 	Line:    (*session).mapRecord,

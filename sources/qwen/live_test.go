@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/proc"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
@@ -70,8 +71,9 @@ func TestLiveChatAndProcess(t *testing.T) {
 }
 
 // A runtime file left behind by a TUI that exited long ago names a pid
-// that is now another process (or none): the session is not bound to it.
-func TestStaleRuntimeFileIsNotBound(t *testing.T) {
+// that is now another process (or none): the session is not bound to it,
+// and it has ended.
+func TestStaleRuntimeFileEndsTheSession(t *testing.T) {
 	home := t.TempDir()
 	const id = "11111111-4319-42fc-ae72-923eb867e18f"
 	chats := filepath.Join(home, "projects", "-work-proj", "chats")
@@ -83,9 +85,8 @@ func TestStaleRuntimeFileIsNotBound(t *testing.T) {
 	sourcestest.Append(t, filepath.Join(chats, id+".runtime.json"), fmt.Sprintf("{\n  \"pid\": %d,\n  \"session_id\": %q,\n  \"started_at\": 1000000000.5\n}", other.Process.Pid, id))
 	sourcestest.Append(t, filepath.Join(chats, id+".jsonl"), `{"uuid":"u1","sessionId":"`+id+`","timestamp":"2026-12-01T10:00:00Z","type":"user","message":{"parts":[{"text":"hi"}]}}`+"\n")
 	h := run(t, home)
-	h.WaitFor(t, "running", kittest.Status(id, agentbridge.StatusRunning))
-	time.Sleep(50 * time.Millisecond) // let a wrong binding show, if it would
-	if s, _ := h.Shown(id); s.PID != 0 || s.Status != agentbridge.StatusRunning {
+	h.WaitFor(t, "ended", kittest.Status(id, sourcestest.StatusExited))
+	if s, _ := h.Shown(id); s.PID == other.Process.Pid {
 		t.Errorf("bound to a process that is not the agent's: %+v", s)
 	}
 }
@@ -105,4 +106,25 @@ func TestRuntimeFileWrittenLateIsBound(t *testing.T) {
 	h.WaitFor(t, "the process bound", func(h *sourcestest.Hub) bool { s, _ := h.Shown(id); return s.PID == agent.Process.Pid })
 	agent.Process.Kill()
 	h.WaitFor(t, "exited", kittest.Status(id, sourcestest.StatusExited))
+}
+
+// Two TUIs ran in one directory and one quit, its runtime file gone: the
+// running one's session is bound by its runtime file, and the other one,
+// with no runtime file and no other Qwen Code process there (the one
+// left is named by the first one's runtime file), has ended.
+func TestSessionWithoutRuntimeFile(t *testing.T) {
+	home := t.TempDir()
+	chats := filepath.Join(home, "projects", "-work-proj", "chats")
+	const live, quit = "11111111-aaaa-42fc-ae72-923eb867e18f", "22222222-aaaa-42fc-ae72-923eb867e18f"
+	started := time.Now().Add(-time.Hour)
+	tree := proctest.Fake(t)
+	tree.Add(proctest.Proc{PID: 50, PPID: 1, Exe: "/usr/bin/node", Comm: "node", Cwd: "/work/proj", Started: started,
+		Args: []string{"node", "--expose-gc", "/usr/lib/node_modules/@qwen-code/qwen-code/cli.js"}})
+	sourcestest.Append(t, filepath.Join(chats, live+".runtime.json"), fmt.Sprintf(`{"pid": 50, "session_id": %q, "started_at": %.3f}`, live, float64(started.Add(time.Second).UnixMilli())/1000))
+	for _, id := range []string{live, quit} {
+		sourcestest.Append(t, filepath.Join(chats, id+".jsonl"), `{"uuid":"u1","sessionId":"`+id+`","timestamp":"`+time.Now().UTC().Format(time.RFC3339Nano)+`","type":"user","cwd":"/work/proj","message":{"parts":[{"text":"hi"}]}}`+"\n")
+	}
+	h := kittest.Run(t, New(sources.Options{Home: home, Processes: tree}), Harness)
+	h.WaitFor(t, "the live session bound by its runtime file", sourcestest.StatusPID(live, agentbridge.StatusRunning, 50))
+	h.WaitFor(t, "the other ended", sourcestest.StatusPID(quit, sourcestest.StatusExited, 0))
 }

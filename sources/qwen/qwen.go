@@ -71,17 +71,72 @@ func (s *Source) Info() agentbridge.SourceInfo { return info }
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	root := filepath.Join(s.o.Home, "projects")
 	reg := filepath.Join(s.o.Home, "sessions")
-	return sources.Follow(ctx, st, s.o.Follow(sources.TailConfig{
+	cfg := s.o.Follow(sources.TailConfig{
 		Roots: []string{root, reg},
 		Match: func(p string) bool { _, runtime, ok := kindOf(root, p); return ok && !runtime },
 		Dirs:  func(p string) bool { return descend(root, p) },
 		// A registry record is written when its process starts: however
 		// old, it is read (a stale one names no live process).
 		Recent: func(p string, _ fs.FileInfo) bool { return isRegistry(reg, p) },
-	}), func(ss *sources.Sessions) sources.Handler {
-		return &handler{Sessions: ss, root: root, reg: reg, procRoot: proc.Root,
-			states: map[string]*State{}, pids: map[string]runtimeFile{}, registry: map[string]registered{}}
 	})
+	cfg.Agent = Agent
+	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
+		return &handler{Sessions: ss, root: root, reg: reg, states: map[string]*State{},
+			pids: map[string]runtimeFile{}, registry: map[string]registered{}, chats: map[string]string{}}
+	})
+}
+
+// Agent says which processes are Qwen Code's: Node running its package's
+// script (a chain of three; the runtime's binder takes the innermost).
+var Agent = proc.Agent{Names: []string{"qwen"}, Runtimes: []string{"node", "bun"}, Scripts: []string{"qwen-code"}}
+
+// findOrphans asks the runtime's binder for the process of each session
+// written since the last call that has neither a live registry record
+// nor a runtime file (one removed, or never written): the Qwen Code
+// process in its cwd, never one that another session's record or runtime
+// file names. With none, the session has ended.
+func (h *handler) findOrphans() {
+	for id, chat := range h.chats {
+		if _, ok := h.pids[id]; ok {
+			continue
+		}
+		if _, ok := h.registry[id]; ok {
+			continue
+		}
+		if s := h.Get(id); s != nil && s.Snapshot().Cwd != "" {
+			h.FindProcess(id, sources.ProcQuery{Cwd: s.Snapshot().Cwd, Wrote: chat, Taken: h.named})
+		}
+	}
+	clear(h.chats)
+}
+
+// named reports whether a runtime file or a live registry record names
+// pid.
+func (h *handler) named(pid int) bool {
+	for _, rt := range h.pids {
+		if rt.PID == pid {
+			return true
+		}
+	}
+	for _, r := range h.registry {
+		if r.pid == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// Idle asks for the processes of sessions without a runtime file, then
+// lets Sessions find them and flush.
+func (h *handler) Idle() {
+	h.findOrphans()
+	h.Sessions.Idle()
+}
+
+// ScanDone is Idle for the scan: before the reset.
+func (h *handler) ScanDone() {
+	h.findOrphans()
+	h.Sessions.ScanDone()
 }
 
 // kindOf recognises projects/<slug>/chats/<id>.jsonl (runtime false) and
@@ -112,11 +167,11 @@ func descend(root, p string) bool {
 type handler struct {
 	*sources.Sessions
 	root     string
-	reg      string // the live registry's directory
-	procRoot string
+	reg      string                 // the live registry's directory
 	states   map[string]*State      // by session id
 	pids     map[string]runtimeFile // runtime files read, by session id
 	registry map[string]registered  // live registry records, by session id
+	chats    map[string]string      // session id → its chat, written since the last findOrphans
 }
 
 // MatchWhole picks the runtime files, which the runtime reads whole
@@ -155,6 +210,7 @@ func (h *handler) Line(p string, line []byte) {
 	if bytes.Contains(line, []byte(`"functionCall"`)) {
 		st.SetApprovalMode(h.approvalMode(id))
 	}
+	h.chats[id] = p
 	events, code := Map(id, line, st)
 	if code != "" {
 		h.BadLine(code)
@@ -183,31 +239,34 @@ func (h *handler) readRuntime(id string, data []byte) {
 		return
 	}
 	h.pids[id] = rt
-	if h.Get(id) != nil {
-		h.bind(id, rt)
+	if _, exact := h.registry[id]; !exact && h.Get(id) != nil {
+		h.bind(id, rt) // the registry's record, when there is one, wins
 	}
 }
 
 // bind binds the session to the runtime file's process. A runtime file
-// outlives its process, and its started_at is when the TUI wrote it (after
-// Node started, seconds later under load; again at a session swap), not
-// when the process started. The process that wrote it started before
-// started_at: a pid that names a process started later (beyond the
-// granularity of boot-time arithmetic) is another process that reused the
-// pid, and is not bound; the session then leaves after the window like one
-// without a process.
+// outlives its process (Qwen Code leaves it behind on /quit and Ctrl-C),
+// and its started_at is when the TUI wrote it (after Node started,
+// seconds later under load; again at a session swap), not when the
+// process started. The process that wrote it started before started_at:
+// a pid that names no process, or a process started later (beyond the
+// granularity of boot-time arithmetic: another process that reused the
+// pid), means the session's process has ended, and the session ends at
+// once (agent.exited), also when the bridge starts long after.
 func (h *handler) bind(id string, rt runtimeFile) {
 	written := time.Duration(0)
 	if rt.StartedAt > 0 && rt.StartedAt < math.MaxInt32 {
 		written = time.Duration(rt.StartedAt * float64(time.Second))
 	}
 	if written > 0 {
-		st, err := proc.ReadStat(proc.Root, rt.PID)
+		st, err := proc.ReadStat(h.ProcRoot(), rt.PID)
 		if err != nil {
-			return // gone: nothing to bind; an old session is not marked exited by a stale file
+			h.EndedAt(id, time.Time{}) // gone
+			return
 		}
-		at, err := proc.StartedAt(st)
+		at, err := proc.StartedAtIn(h.ProcRoot(), st)
 		if err != nil || at.Sub(time.Unix(0, int64(written))) > startSlack {
+			h.EndedAt(id, time.Time{}) // the pid names another process now
 			return
 		}
 		// session.started at the process's start: the pid-reuse guard
@@ -247,6 +306,7 @@ func (h *handler) Removed(p string) {
 func (h *handler) Rescan() {
 	clear(h.states)
 	clear(h.pids)
+	clear(h.chats)
 	clear(h.registry)
 	h.Sessions.Rescan()
 }

@@ -107,7 +107,7 @@ func (h *handler) readRegistry(p string, data []byte) {
 	if r.QwenVersion != nil {
 		h.Version(Harness, *r.QwenVersion)
 	}
-	if !sameProcess(h.procRoot, r) {
+	if !sameProcess(h.ProcRoot(), r) {
 		return // stale: the process is gone, or its pid was reused
 	}
 	h.registry[r.SessionID] = registered{path: p, pid: r.PID}

@@ -422,3 +422,13 @@ func (h *Hub) describe() string {
 }
 
 var _ hub.Sink = (*Hub)(nil)
+
+// StatusPID returns a WaitFor condition: session id is listed with status
+// as a user sees it (Shown: StatusDone and StatusExited too) and process
+// pid (0: none).
+func StatusPID(id string, status agentbridge.Status, pid int) func(*Hub) bool {
+	return func(h *Hub) bool {
+		s, ok := h.Shown(id)
+		return ok && s.Status == status && s.PID == pid
+	}
+}

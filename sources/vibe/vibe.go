@@ -73,15 +73,17 @@ func (s *Source) Info() agentbridge.SourceInfo {
 // Run follows the session directories until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	root := SessionsDir(s.cfg.Home)
-	return sources.Follow(ctx, st, s.cfg.Follow(sources.TailConfig{
+	cfg := s.cfg.Follow(sources.TailConfig{
 		Roots: []string{root},
 		Match: func(p string) bool {
 			b := filepath.Base(p)
 			return (b == messagesFile || b == metaFile) && filepath.Dir(filepath.Dir(p)) == root && validate.ValidID(idOf(p))
 		},
 		Dirs: func(p string) bool { return filepath.Dir(p) == root }, // session directories, never their agents/
-	}), func(ss *sources.Sessions) sources.Handler {
-		return kit.NewHandler(ss, agent, proc.Root)
+	})
+	cfg.Agent = agent.Process
+	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
+		return kit.NewHandler(ss, agent)
 	})
 }
 
@@ -94,7 +96,7 @@ func idOf(path string) string { return filepath.Base(filepath.Dir(path)) }
 // meta.json read.
 var agent = &kit.Agent[*session]{
 	Harness: Harness,
-	Names:   []string{"vibe"},
+	Process: proc.Agent{Exact: true, Names: []string{"vibe"}},
 	Files: func(p string) (id, journal, side string) {
 		dir := filepath.Dir(p)
 		return filepath.Base(dir), filepath.Join(dir, messagesFile), filepath.Join(dir, metaFile)

@@ -3,10 +3,12 @@ package kit
 import (
 	"errors"
 	"maps"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 )
 
@@ -20,8 +22,10 @@ type MapFunc[S any] func(st S, data []byte, out []agentbridge.Event) ([]agentbri
 type Agent[S any] struct {
 	// Harness is the harness of every session.
 	Harness string
-	// Names are the command names of the agent's process (see Procs).
-	Names []string
+	// Process says which processes are the agent's: the source's
+	// FollowConfig.Agent, by which the runtime finds a session's process
+	// (Sessions.FindProcess).
+	Process proc.Agent
 	// Files returns, for a path the tailer follows, the session it belongs
 	// to, that session's journal, and its side file ("" when the agent
 	// keeps none).
@@ -36,15 +40,15 @@ type Agent[S any] struct {
 	SideLimit int64
 	// StartWindow, when not zero, says that the agent creates a new
 	// session right after its process starts, and how long after at most:
-	// it settles which of several processes in one cwd is a new session's
-	// (Procs.Window). Zero binds only a process alone in its cwd.
+	// it settles which of several free processes in one cwd is a new
+	// session's (sources.ProcQuery.Window).
 	StartWindow time.Duration
 }
 
 // Handler is the sources.Handler of an agent that Agent describes: it maps
 // journal lines as they come, reads a changed side file whole once per
-// wake (at Idle, however many lines announced it), binds a session to its
-// process by cwd (Procs), and drops a session's state when its journal is
+// wake (at Idle, however many lines announced it), has the runtime find a
+// session's process by cwd (Sessions.FindProcess), and drops a session's state when its journal is
 // cut, replaced, removed or rescanned. It runs on the source's goroutine.
 type Handler[S any] struct {
 	*sources.Sessions
@@ -53,16 +57,13 @@ type Handler[S any] struct {
 	journals map[string]string    // session id → its journal, for the side files read at Idle
 	born     map[string]time.Time // session id → when it began (session.started), for StartWindow
 	sides    sideFiles
-	procs    Procs
 	evs      []agentbridge.Event // scratch
 }
 
-// NewHandler returns the Handler of a for ss, finding processes under
-// procRoot (proc.Root).
-func NewHandler[S any](ss *sources.Sessions, a *Agent[S], procRoot string) *Handler[S] {
+// NewHandler returns the Handler of a for ss.
+func NewHandler[S any](ss *sources.Sessions, a *Agent[S]) *Handler[S] {
 	return &Handler[S]{
 		Sessions: ss, a: a, states: map[string]S{}, journals: map[string]string{}, born: map[string]time.Time{},
-		procs: Procs{Root: procRoot, Names: a.Names, Window: a.StartWindow},
 	}
 }
 
@@ -136,8 +137,8 @@ func (h *Handler[S]) Rescan() {
 	h.Sessions.Rescan()
 }
 
-// Idle reads the side files that changed, binds new sessions to their
-// processes (one pass over /proc), then lets Sessions flush.
+// Idle reads the side files that changed, then lets Sessions find the
+// processes asked for (one pass over /proc) and flush.
 func (h *Handler[S]) Idle() {
 	h.sides.Read(h.a.SideLimit, func(id string, data []byte) {
 		var code string
@@ -147,15 +148,14 @@ func (h *Handler[S]) Idle() {
 		}
 		h.publish(id, h.journals[id])
 	}, h.BadLine)
-	h.procs.Flush(h.BindPID, h.taken())
 	h.Sessions.Idle()
 }
 
-// publish folds h.evs into session id and queues the session for a
-// process lookup (the journal is the writer's evidence, see Procs.Flush)
-// when a session.started names its cwd, and when a turn starts in a
-// session with no process: one whose process ended (a resumed session is
-// written by a new process) or was never found.
+// publish folds h.evs into session id and asks for its process (the
+// journal is the writer's evidence: its writer was running at its last
+// write) when a session.started names its cwd, and when a turn starts in
+// a session with no process: one whose process ended (a resumed session
+// is written by a new process) or was never found.
 func (h *Handler[S]) publish(id, journal string) {
 	for _, e := range h.evs {
 		if e.Kind == agentbridge.KindSessionStarted {
@@ -164,7 +164,7 @@ func (h *Handler[S]) publish(id, journal string) {
 			}
 			// A session's start time is when it began, not when the
 			// process writing it now did (a resumed session is written by
-			// a later one): Procs checks the process against the journal's
+			// a later one): the process is checked against the journal's
 			// last write instead of Sessions' start-time guard.
 			e.OccurredAt = 0
 		}
@@ -174,32 +174,24 @@ func (h *Handler[S]) publish(id, journal string) {
 		}
 		switch {
 		case e.Kind == agentbridge.KindSessionStarted && e.Cwd != "":
-			h.procs.Want(id, e.Cwd, journal, h.born[id])
+			h.find(id, e.Cwd, journal)
 		case e.Kind == agentbridge.KindTurnStarted:
 			if snap := h.Get(id).Snapshot(); orphan || snap.PID == 0 {
-				h.procs.Want(id, snap.Cwd, journal, h.born[id])
+				h.find(id, snap.Cwd, journal)
 			}
 		}
 	}
 }
 
-// taken returns the test Procs.Flush asks whether a process is bound to
-// another session of this handler that has not exited; the bindings are
-// gathered once, at the first question.
-func (h *Handler[S]) taken() func(id string, pid int) bool {
-	var owner map[int]string // pid → session
-	return func(id string, pid int) bool {
-		if owner == nil {
-			owner = map[int]string{}
-			for _, o := range h.IDs() {
-				if s := h.Get(o); s != nil && s.PID() > 0 && !h.Exited(o) {
-					owner[s.PID()] = o
-				}
-			}
-		}
-		o, ok := owner[pid]
-		return ok && o != id
+// find asks for session id's process: in cwd, running when the journal
+// was last written, and (StartWindow) started just before the session
+// began.
+func (h *Handler[S]) find(id, cwd, journal string) {
+	fi, err := os.Stat(journal)
+	if err != nil {
+		return
 	}
+	h.FindProcess(id, sources.ProcQuery{Cwd: cwd, Running: fi.ModTime(), Born: h.born[id], Window: h.a.StartWindow})
 }
 
 // sideFiles remembers which sessions' side files (sidecars an agent
