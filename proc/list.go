@@ -21,31 +21,36 @@ type Process struct {
 // that cannot be inspected (other users'), are left out, and so is this
 // one.
 func List(root string, match func(root string, pid int) bool) []Process {
-	t := tableAt(root)
+	// Linux: the boot time, read once for the pass; macOS's table says
+	// when each process started (Stat.Started) and has no /proc/stat.
+	boot, _ := StartedAtIn(root, Stat{}) // zero when unknown
+	return list(tableAt(root), boot, func(pid int) bool { return match(root, pid) })
+}
+
+// list is List over table t; boot is the boot time (zero: unknown, so a
+// process whose start the table does not give is left out).
+func list(t table, boot time.Time, match func(pid int) bool) []Process {
 	pids, err := t.pids()
 	if err != nil {
 		return nil
 	}
-	// Linux: the boot time, read once for the pass; macOS's table says
-	// when each process started (Stat.Started) and has no /proc/stat.
-	boot, bootErr := StartedAtIn(root, Stat{})
 	self := os.Getpid()
 	var out []Process
 	for _, pid := range pids {
-		if pid == self || !match(root, pid) {
+		if pid == self || !match(pid) {
 			continue
 		}
 		cwd, err := t.cwd(pid)
 		if err != nil {
 			continue
 		}
-		st, err := ReadStat(root, pid)
+		st, err := t.stat(pid)
 		if err != nil {
 			continue
 		}
 		at := st.Started
 		if at.IsZero() {
-			if bootErr != nil {
+			if boot.IsZero() {
 				continue
 			}
 			at = boot.Add(time.Duration(st.StartTime) * (time.Second / userHZ))
