@@ -28,7 +28,7 @@ type SourcesResponse struct {
 // SessionsResponse is the body of GET /v1/sessions.
 type SessionsResponse struct {
 	Revision uint64      `json:"revision"`
-	Sessions []hub.Entry `json:"sessions"`
+	Sessions []EntryView `json:"sessions"`
 }
 
 // DiagnosticsResponse is the body of GET /v1/diagnostics.
@@ -129,7 +129,11 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	if entries == nil {
 		entries = []hub.Entry{}
 	}
-	s.writeJSON(w, http.StatusOK, SessionsResponse{Revision: rev, Sessions: entries})
+	views := make([]EntryView, len(entries))
+	for i, e := range entries {
+		views[i] = s.view(e)
+	}
+	s.writeJSON(w, http.StatusOK, SessionsResponse{Revision: rev, Sessions: views})
 }
 
 func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
@@ -165,7 +169,7 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, errorf(http.StatusNotFound, "unknown-session", "no session with this source and id"))
 		return
 	}
-	s.writeJSON(w, http.StatusOK, e)
+	s.writeJSON(w, http.StatusOK, s.view(e))
 }
 
 func (s *Server) handleDiagnostics(w http.ResponseWriter, r *http.Request) {

@@ -79,9 +79,23 @@ func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
 		refuse(&Error{Status: status, Slug: "invalid-hook", Detail: he.Message}, he.Code)
 		return
 	}
-	sig.Hook.At = hookAt(r, time.Now())
+	now := time.Now()
+	sig.Hook.At = hookAt(r, now)
+	if call, ok := settles(sig); ok && s.Answers != nil {
+		s.Answers.Settle(source, sig.SessionID, call)
+	}
+	// the wait opens before the fold, so that the entry the fold shows
+	// waiting is answerable already
+	wt := s.openWait(r, source, sig)
 	if err := hk.Hook(source, sig.SessionID, sig.Hook); err != nil {
+		if wt != nil {
+			wt.Leave()
+		}
 		s.problem(w, r, err)
+		return
+	}
+	if wt != nil {
+		s.awaitVerdict(w, r, wt, wt.Until())
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)

@@ -80,6 +80,11 @@ var titles = map[string]string{
 	"invalid-hook":           "Hook payload refused",
 	"not-a-push-source":      "Not a push source",
 	"internal":               "Internal error",
+	"answering-off":          "Answering is off",
+	"remote-wait":            "A remote's prompt",
+	"unknown-wait":           "Unknown wait",
+	"too-many-answers":       "Too many answers",
+	"wait-closed":            "The wait is closed",
 }
 
 // problem writes err as a problem document. An *Error is written as is; a
@@ -151,13 +156,18 @@ func writeProblem(w http.ResponseWriter, e *Error) {
 
 // writeJSON writes v as the JSON body with status.
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	s.writeTyped(w, status, "application/json", v)
+}
+
+// writeTyped writes v as the JSON body with status and content type ctype.
+func (s *Server) writeTyped(w http.ResponseWriter, status int, ctype string, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		s.Logger.Error("encode response", "err", err)
 		writeProblem(w, errorf(http.StatusInternalServerError, "internal", "the bridge failed to encode its answer"))
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))

@@ -20,8 +20,10 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/time/rate"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/answer"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/validate"
 	"github.com/agentbridge/agentbridge/web"
@@ -112,10 +114,22 @@ type Server struct {
 	// request; nil discards.
 	Logger *slog.Logger
 
-	port     string
-	cookie   string // SessionCookie(Token); empty without a token
-	loopback bool
-	router   chi.Router
+	// Answers holds the permission prompts that hooks wait on (opt-in
+	// answering); nil turns answering off: a hook that asks to wait gets
+	// 202 at once, the answer route 403.
+	Answers *answer.Waits
+	// Audit logs every answer; nil logs none.
+	Audit *answer.Audit
+	// AnswerLinks serves the answer links webhooks carry (GET and POST
+	// /answer/{link}: the link's secret is the credential) when Answers is
+	// set too; off, those routes are 404.
+	AnswerLinks bool
+
+	answerLimit *rate.Limiter
+	port        string
+	cookie      string // SessionCookie(Token); empty without a token
+	loopback    bool
+	router      chi.Router
 }
 
 // Handler builds the router. Middleware order, outermost first: panic
@@ -147,6 +161,7 @@ func (s *Server) Handler() http.Handler {
 		s.cookie = SessionCookie(s.Token)
 	}
 	s.loopback = isLoopbackName(host)
+	s.answerLimit = newAnswerLimit()
 
 	r := chi.NewRouter()
 	s.router = r
@@ -178,7 +193,14 @@ func (s *Server) Handler() http.Handler {
 			r.Use(s.crossOriginProtection(), s.noteOversizedHook, s.requireJSON)
 			r.Post("/hooks/{source}", s.handleHook)
 		})
+		r.Group(func(r chi.Router) {
+			r.Use(s.crossOriginProtection(), s.requireJSON)
+			r.Post("/sessions/{source}/{id}/waits/{waitId}/answer", s.handleAnswer)
+		})
 	})
+
+	r.Get("/answer/{link}", s.handleLinkPage)
+	r.With(s.crossOriginProtection()).Post("/answer/{link}", s.handleLinkAnswer)
 
 	r.Get("/", s.handleDashboard)
 	r.Get("/*", s.handleDashboard)

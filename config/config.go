@@ -107,6 +107,9 @@ type Config struct {
 	Addr string `koanf:"addr"`
 	// Notify says whom the server tells when a session needs someone.
 	Notify Notify `koanf:"notify"`
+	// Hooks is the hooks section: what the bridge does with the agents'
+	// hooks beyond folding them.
+	Hooks Hooks `koanf:"hooks"`
 
 	// File is the YAML file that was loaded, empty when none was.
 	File string `koanf:"-"`
@@ -118,6 +121,24 @@ type Config struct {
 	// tokenFile says otherwise); empty when it cannot be named. The server
 	// keeps its revision mark there (RevisionFile).
 	StateDir string `koanf:"-"`
+}
+
+// Hooks is the hooks section.
+type Hooks struct {
+	// Answer turns answering on (off by default): a permission prompt
+	// whose hook was installed with 'agentbridge hooks install --answer'
+	// waits for an answer given through the bridge (POST
+	// /v1/sessions/{source}/{id}/waits/{waitId}/answer), and every answer
+	// is written to the audit log in StateDir (AnswersFile).
+	Answer bool `koanf:"answer"`
+}
+
+// AnswersFile is the answers' audit log in StateDir, "" without one.
+func (c *Config) AnswersFile() string {
+	if c.StateDir == "" {
+		return ""
+	}
+	return filepath.Join(c.StateDir, "answers.jsonl")
 }
 
 // Notify is the notify section: the webhooks the server posts transitions
@@ -134,6 +155,13 @@ type Webhook struct {
 	URL     string            `koanf:"url"`
 	Events  []string          `koanf:"events"`
 	Headers map[string]string `koanf:"headers"`
+	// AnswerURL, when set, is this bridge's address as the webhook's
+	// reader reaches it (https://bridge.example.ts.net, say): a waiting
+	// transition whose prompt can be answered (hooks.answer) then carries
+	// an answer link, AnswerURL/answer/<secret>. Whoever has the link can
+	// answer that prompt while it is open (docs/answering.md): set it only
+	// for a receiver you trust with that.
+	AnswerURL string `koanf:"answerUrl"`
 }
 
 // WebhookEvents are the events a webhook may ask for.
@@ -153,6 +181,15 @@ func (w Webhook) check(i int, bad func(string, ...any)) {
 	for j, e := range w.Events {
 		if !slices.Contains(WebhookEvents, e) {
 			bad("%s.events[%d]: %q is not one of %s", p, j, e, strings.Join(WebhookEvents, ", "))
+		}
+	}
+	if w.AnswerURL != "" {
+		if u, err := url.Parse(w.AnswerURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Contains(w.AnswerURL, "#") {
+			bad("%s.answerUrl: is not an http or https URL of this bridge (scheme, host, optional path; no user, query or fragment)", p)
+		}
+		if !slices.Contains(w.Events, "waiting") {
+			bad("%s.answerUrl: answer links go with waiting transitions: add waiting to events", p)
 		}
 	}
 	for k, v := range w.Headers {
@@ -241,6 +278,7 @@ var envKeys = map[string]string{
 	"AGENTBRIDGE_HEARTBEAT":       "heartbeat",
 	"AGENTBRIDGE_LOG_LEVEL":       "logLevel",
 	"AGENTBRIDGE_ADDR":            "addr",
+	"AGENTBRIDGE_HOOKS_ANSWER":    "hooks.answer",
 }
 
 // envIgnored are AGENTBRIDGE_* variables that are not settings: the config
@@ -278,6 +316,7 @@ var flagKeys = map[string]string{
 	"codex-home":         "codexHome",
 	"example-agent-home": "exampleAgentHome",
 	"addr":               "addr",
+	"answer":             "hooks.answer",
 }
 
 // RegisterFlags adds the server's flags to fs: --config, --listen,

@@ -202,6 +202,11 @@ func TestLoadErrors(t *testing.T) {
 		{"webhook bad url", "notify:\n  webhooks: [{url: \"ftp://x/secret-path\", events: [done]}]\n", nil, nil, []string{"notify.webhooks[0].url"}},
 		{"webhook unknown key", "notify:\n  webhooks: [{url: \"https://x\", events: [done], retries: 3}]\n", nil, nil, []string{"retries"}},
 		{"webhook bad header", "notify:\n  webhooks: [{url: \"https://x\", events: [done], headers: {\"Bad Name\": v}}]\n", nil, nil, []string{"notify.webhooks[0].headers"}},
+		{"webhook answerUrl not http", "notify:\n  webhooks: [{url: \"https://x\", events: [waiting], answerUrl: \"ftp://bridge\"}]\n", nil, nil, []string{"notify.webhooks[0].answerUrl"}},
+		{"webhook answerUrl with a query", "notify:\n  webhooks: [{url: \"https://x\", events: [waiting], answerUrl: \"https://bridge/?a=1\"}]\n", nil, nil, []string{"notify.webhooks[0].answerUrl"}},
+		{"webhook answerUrl with a user", "notify:\n  webhooks: [{url: \"https://x\", events: [waiting], answerUrl: \"https://u:p@bridge\"}]\n", nil, nil, []string{"notify.webhooks[0].answerUrl"}},
+		{"webhook answerUrl with a fragment", "notify:\n  webhooks: [{url: \"https://x\", events: [waiting], answerUrl: \"https://bridge/#x\"}]\n", nil, nil, []string{"notify.webhooks[0].answerUrl"}},
+		{"webhook answerUrl without waiting", "notify:\n  webhooks: [{url: \"https://x\", events: [failed], answerUrl: \"https://bridge\"}]\n", nil, nil, []string{"notify.webhooks[0].answerUrl", "waiting"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -341,6 +346,7 @@ notify:
   webhooks:
     - url: https://ntfy.sh/my-agents
       events: [waiting, blocked, failed]
+      answerUrl: https://bridge.example.ts.net
     - url: https://hooks.slack.com/services/T0/B0/secret
       events: [failed]
       headers: {Authorization: Bearer abc}
@@ -350,7 +356,7 @@ notify:
 		t.Fatalf("Load: %v", err)
 	}
 	want := []Webhook{
-		{URL: "https://ntfy.sh/my-agents", Events: []string{"waiting", "blocked", "failed"}},
+		{URL: "https://ntfy.sh/my-agents", Events: []string{"waiting", "blocked", "failed"}, AnswerURL: "https://bridge.example.ts.net"},
 		{URL: "https://hooks.slack.com/services/T0/B0/secret", Events: []string{"failed"}, Headers: map[string]string{"Authorization": "Bearer abc"}},
 	}
 	if diff := cmp.Diff(want, c.Notify.Webhooks); diff != "" {

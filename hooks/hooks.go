@@ -54,7 +54,16 @@ type Signal struct {
 	Event     string        `json:"event"`     // the agent's hook event name
 	SessionID string        `json:"sessionId"` // the session it names
 	Hook      validate.Hook `json:"hook"`      // At is left 0: the caller stamps it
+	// Tool and Request say what a PermissionRequest asks, for whoever
+	// answers it: the tool's name and what the call would do (the whole
+	// command, a file), as display text (redacted, bounded to
+	// MaxRequest characters).
+	Tool    string `json:"tool,omitempty"`
+	Request string `json:"request,omitempty"`
 }
+
+// MaxRequest bounds Signal.Request, in characters.
+const MaxRequest = 4096
 
 // agent is one agent's hook vocabulary: what each event name means.
 type agent struct {
@@ -161,6 +170,8 @@ func Decode(source string, body []byte) (Signal, error) {
 		}
 		sig.Hook.Key = key(p.ToolName, p.ToolInput)
 		sig.Hook.Reason = reason(p.ToolName, p.ToolInput)
+		sig.Tool = validate.Label(p.ToolName)
+		sig.Request = validate.Display(detail(p.ToolInput), MaxRequest)
 	}
 	return sig, nil
 }

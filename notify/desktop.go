@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/godbus/dbus/v5"
 )
@@ -30,10 +31,28 @@ type Desktop struct {
 	// Agent names a harness for people ("Claude Code"); nil or "": the id.
 	Agent func(harness string) string
 
-	conn *dbus.Conn
-	obj  dbus.BusObject
-	ids  map[key]uint32
+	// Actions, when set, gives the actions a transition's notification
+	// offers, as D-Bus wants them: key, label, key, label, … (nil: none).
+	// A click on one is delivered on Invoked.
+	Actions func(tr Transition) []string
+
+	conn    *dbus.Conn
+	obj     dbus.BusObject
+	ids     map[key]uint32
+	mu      sync.Mutex
+	byID    map[uint32]key // the notifications that offer actions
+	invoked chan Action
+	signals chan *dbus.Signal
 }
+
+// Action is a click on an action of a session's notification.
+type Action struct {
+	Source, SessionID string
+	Key               string // the action's key
+}
+
+// maxActionable bounds the notifications with actions remembered.
+const maxActionable = 1024
 
 // DialDesktop connects to the session bus at addr (a D-Bus address; "":
 // the user's, from DBUS_SESSION_BUS_ADDRESS) and checks that a
@@ -62,11 +81,49 @@ func DialDesktop(addr string) (*Desktop, error) {
 			return nil, ErrNoService
 		}
 	}
-	return &Desktop{conn: conn, obj: conn.Object(notifyName, notifyPath), ids: map[key]uint32{}}, nil
+	return &Desktop{conn: conn, obj: conn.Object(notifyName, notifyPath), ids: map[key]uint32{}, byID: map[uint32]key{}}, nil
 }
 
-// Close ends the connection.
+// Close ends the connection (and Invoked's channel).
 func (d *Desktop) Close() error { return d.conn.Close() }
+
+// Invoked delivers the clicks on the actions of the notifications this
+// Desktop raised (the service's ActionInvoked signal), until Close. Call
+// it once, before the first Notify with actions.
+func (d *Desktop) Invoked() (<-chan Action, error) {
+	if err := d.conn.AddMatchSignal(dbus.WithMatchObjectPath(notifyPath), dbus.WithMatchInterface(notifyIface), dbus.WithMatchMember("ActionInvoked")); err != nil {
+		return nil, fmt.Errorf("listen for notification actions: %w", err)
+	}
+	d.signals = make(chan *dbus.Signal, 16)
+	d.invoked = make(chan Action, 16)
+	d.conn.Signal(d.signals)
+	go d.relay() // ends when Close closes the signal channel
+	return d.invoked, nil
+}
+
+func (d *Desktop) relay() {
+	defer close(d.invoked)
+	for sig := range d.signals {
+		if sig.Name != notifyIface+".ActionInvoked" || len(sig.Body) != 2 {
+			continue
+		}
+		id, ok1 := sig.Body[0].(uint32)
+		action, ok2 := sig.Body[1].(string)
+		if !ok1 || !ok2 {
+			continue
+		}
+		d.mu.Lock()
+		k, ok := d.byID[id]
+		d.mu.Unlock()
+		if !ok {
+			continue // another application's notification
+		}
+		select {
+		case d.invoked <- Action{Source: k.source, SessionID: k.id, Key: action}:
+		default: // nobody reads: a click is dropped, never blocks the bus
+		}
+	}
+}
 
 // Notify shows one transition: the agent and the event as the summary,
 // the title and the reason as the body; waits, blocks and failures are
@@ -87,8 +144,20 @@ func (d *Desktop) Notify(tr Transition) error {
 		"category": dbus.MakeVariant("im.received"),
 	}
 	k := key{tr.Source, tr.SessionID}
+	actions := []string{}
+	if d.Actions != nil {
+		if a := d.Actions(tr); len(a) > 0 {
+			actions = a
+		}
+	}
+	// The lock is held across the call: a click on the new notification
+	// can arrive before the call returns its id, and relay waits for the
+	// id to be known rather than drop the click (godbus never blocks its
+	// reader on a busy signal channel).
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	var id uint32
-	err := d.obj.Call(notifyIface+".Notify", 0, app, d.ids[k], "", summary, body, []string{}, hints, int32(-1)).Store(&id)
+	err := d.obj.Call(notifyIface+".Notify", 0, app, d.ids[k], "", summary, body, actions, hints, int32(-1)).Store(&id)
 	if err != nil {
 		return fmt.Errorf("desktop notification: %w", err)
 	}
@@ -96,6 +165,14 @@ func (d *Desktop) Notify(tr Transition) error {
 		clear(d.ids)
 	}
 	d.ids[k] = id
+	if len(actions) > 0 {
+		if len(d.byID) >= maxActionable {
+			clear(d.byID)
+		}
+		d.byID[id] = k
+	} else {
+		delete(d.byID, id)
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbridge/agentbridge/internal/dbustest"
 )
@@ -66,4 +67,66 @@ func dialFake(t *testing.T) (*Desktop, *dbustest.Notifications) {
 	}
 	t.Cleanup(func() { d.Close() })
 	return d, f
+}
+
+// A notification with actions (an answerable prompt's Approve and Deny):
+// the service shows them, and a click on one arrives on Invoked with the
+// session it was for; a click on another application's notification, or
+// on one that no longer offers actions, does not.
+func TestDesktopActions(t *testing.T) {
+	d, f := dialFake(t)
+	d.Actions = func(tr Transition) []string {
+		if tr.Status != EventWaiting {
+			return nil
+		}
+		return []string{"allow", "Approve", "deny", "Deny"}
+	}
+	clicks, err := d.Invoked()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := Transition{Source: "claude-code", SessionID: "s1", Harness: "claude-code", Status: "waiting", WaitingFor: "Approve Bash: make deploy"}
+	if err := d.Notify(tr); err != nil {
+		t.Fatal(err)
+	}
+	s := f.Next(t)
+	if strings.Join(s.Actions, ",") != "allow,Approve,deny,Deny" {
+		t.Fatalf("actions %q", s.Actions)
+	}
+	f.Invoke(t, s.ID+100, "allow") // not ours
+	f.Invoke(t, s.ID, "deny")
+	select {
+	case a := <-clicks:
+		if a != (Action{Source: "claude-code", SessionID: "s1", Key: "deny"}) {
+			t.Errorf("click %+v", a)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the click never arrived")
+	}
+	// the session goes on: its notification is replaced by one without actions
+	tr.Status = EventDone
+	if err := d.Notify(tr); err != nil {
+		t.Fatal(err)
+	}
+	if s2 := f.Next(t); len(s2.Actions) != 0 || s2.ID != s.ID {
+		t.Fatalf("the replacing notification %+v", s2)
+	}
+	f.Invoke(t, s.ID, "allow")
+	tr.SessionID, tr.Status = "s2", EventWaiting
+	if err := d.Notify(tr); err != nil {
+		t.Fatal(err)
+	}
+	s3 := f.Next(t)
+	f.Invoke(t, s3.ID, "allow")
+	select {
+	case a := <-clicks:
+		if a.SessionID != "s2" {
+			t.Errorf("a click on a notification without actions arrived: %+v", a)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the click never arrived")
+	}
+	d.Close()
+	for range clicks { // closed with the connection
+	}
 }

@@ -50,8 +50,18 @@ type Transition struct {
 	Host       string `json:"host,omitempty"`
 	At         int64  `json:"at"` // epoch ms the bridge saw it
 	Text       string `json:"text"`
+	// Answer is the answer link of a waiting session's permission prompt,
+	// only on the POSTs of a webhook with an AnswerURL.
+	Answer *AnswerLink `json:"answer,omitempty"`
 
 	id string // the delivery id webhooks send as Idempotency-Key
+}
+
+// AnswerLink is a link that answers a permission prompt: its page shows
+// the prompt, and its form approves or denies it, once, while it is open.
+// Whoever has the URL can: it is a secret.
+type AnswerLink struct {
+	URL string `json:"url"`
 }
 
 // Summary is a one-line description: "Claude Code: Fix the tests — waiting: approve Bash".

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,10 @@ type Webhook struct {
 	URL     string
 	Events  []string
 	Headers map[string]string
+	// AnswerURL, when set, is the bridge's address as the receiver
+	// reaches it: a waiting transition whose prompt can be answered
+	// carries Answer, a link AnswerURL/answer/<secret> (Webhooks.Link).
+	AnswerURL string
 }
 
 // Defaults of Webhooks.
@@ -63,6 +68,9 @@ type Webhooks struct {
 	Report func(source string, d agentbridge.Diagnostic)
 	// Host is the transitions' host for local sessions.
 	Host string
+	// Link is the secret of the answer link of a local session's open
+	// permission prompt, "" when none (answer.Waits.Link); nil: no links.
+	Link func(source, session string) string
 
 	delivered atomic.Int64 // for tests: POSTs answered 2xx
 }
@@ -114,9 +122,17 @@ func (w *Webhooks) Run(ctx context.Context, h *hub.Hub) {
 	FollowHub(ctx, h, func(r hub.Record) {
 		for k, tr := range t.Apply(r.Name, r.Data) {
 			tr.id = strconv.FormatUint(r.Rev, 10) + "-" + strconv.Itoa(k)
+			link := ""
+			if w.Link != nil && tr.Status == EventWaiting && tr.Host == w.Host {
+				link = w.Link(tr.Source, tr.SessionID)
+			}
 			for i, hk := range w.Hooks {
 				if !slices.Contains(hk.Events, tr.Status) {
 					continue
+				}
+				tr := tr
+				if link != "" && hk.AnswerURL != "" {
+					tr.Answer = &AnswerLink{URL: strings.TrimSuffix(hk.AnswerURL, "/") + "/answer/" + link}
 				}
 				select {
 				case qs[i] <- tr:

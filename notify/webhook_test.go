@@ -86,13 +86,19 @@ type bridge struct {
 
 func newBridge(t *testing.T, hooks ...Webhook) *bridge {
 	t.Helper()
+	return newLinkingBridge(t, nil, hooks...)
+}
+
+// newLinkingBridge is newBridge whose webhooks get answer links from link.
+func newLinkingBridge(t *testing.T, link func(source, session string) string, hooks ...Webhook) *bridge {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	h := hub.New(hub.Options{Registry: reg})
 	if err := h.AddPush(agentbridge.SourceInfo{ID: "hooks", Harnesses: []agentbridge.Harness{{ID: "claude-code", DisplayName: "Claude Code"}}}); err != nil {
 		t.Fatal(err)
 	}
 	b := &bridge{h: h, diags: make(chan agentbridge.Diagnostic, 100)}
-	w := &Webhooks{Hooks: hooks, Backoff: 20 * time.Millisecond, Timeout: 2 * time.Second, Host: "box",
+	w := &Webhooks{Hooks: hooks, Backoff: 20 * time.Millisecond, Timeout: 2 * time.Second, Host: "box", Link: link,
 		Report: func(src string, d agentbridge.Diagnostic) {
 			_ = h.Diagnose(src, d)
 			b.diags <- d
@@ -249,5 +255,38 @@ func TestWebhookRedirectIsNotFollowed(t *testing.T) {
 	defer target.mu.Unlock()
 	if target.tries != 0 {
 		t.Fatalf("the redirect target was sent %d requests", target.tries)
+	}
+}
+
+// TestWebhookAnswerLink: a waiting transition whose prompt can be answered
+// carries its answer link to a webhook with an AnswerURL, and to no other;
+// a prompt that cannot be answered, and any other transition, carry none.
+func TestWebhookAnswerLink(t *testing.T) {
+	linked := newReceiver(t, 0, 0)
+	plain := newReceiver(t, 0, 0)
+	b := newLinkingBridge(t, func(source, session string) string {
+		if source == "hooks" && session == "s1" {
+			return "0123abcd"
+		}
+		return ""
+	},
+		Webhook{URL: linked.URL, Events: Events, AnswerURL: "https://bridge.example.ts.net/"},
+		Webhook{URL: plain.URL, Events: Events})
+	b.wait(t, "s1", "w1", "approve Bash")
+	b.wait(t, "s2", "w2", "approve Edit")
+	b.event(t, "s1", agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeError})
+	linked.wait(t, 3)
+	plain.wait(t, 3)
+	got := linked.snapshot()
+	if got[0].SessionID != "s1" || got[0].Answer == nil || got[0].Answer.URL != "https://bridge.example.ts.net/answer/0123abcd" {
+		t.Errorf("the answerable wait's post: %+v", got[0])
+	}
+	if got[1].Answer != nil || got[2].Answer != nil {
+		t.Errorf("posts that cannot be answered carry a link: %+v, %+v", got[1].Answer, got[2].Answer)
+	}
+	for _, tr := range plain.snapshot() {
+		if tr.Answer != nil {
+			t.Errorf("a webhook without answerUrl got a link: %+v", tr)
+		}
 	}
 }

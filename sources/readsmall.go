@@ -22,7 +22,7 @@ const (
 // OpenFlags are the flags, besides O_RDONLY, that a file in an agent's
 // home is opened with where the platform has them: never wait for a
 // FIFO's writer, never follow a symbolic link, never take a terminal.
-const OpenFlags = openJournal
+const OpenFlags = smallfile.OpenFlags
 
 // ReadSmall reads a small file that sits in an agent's home or a
 // session's directory, where anything may be: a symbolic link is followed,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -48,7 +49,16 @@ uninstall removes exactly what install added (commands carrying its mark,
 runs this binary and whether the program it runs is still there.
 
 Without --harness, install and uninstall act on every agent whose home
-directory exists.`,
+directory exists.
+
+install --answer makes Claude Code's and Codex's PermissionRequest hook wait
+for an answer given through the bridge (the dashboard's buttons, a desktop
+notification's actions, 'agentbridge answer'): up to ` + strconv.Itoa(install.ClaudeAnswerWait) + ` s for Claude Code,
+whose own dialog stays usable meanwhile, and ` + strconv.Itoa(install.CodexAnswerWait) + ` s for Codex, which shows
+its own approval only once the hook has ended (--answer-wait sets another
+bound). The bridge must have answering on too (hooks.answer: true in its
+config, or serve --answer); otherwise the hook gives up at once. Installing
+again without --answer makes the hook plain again. See docs/answering.md.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -90,6 +100,8 @@ directory exists.`,
 	}
 	in.Flags().StringVar(&o.bin, "bin", "", "the agentbridge `path` the hooks run (default: this binary)")
 	in.Flags().BoolVar(&o.allowBuild, "allow-build-path", false, "write the path even when it is inside a build directory")
+	in.Flags().BoolVar(&o.answer, "answer", false, "make the permission hook wait for an answer given through the bridge (Claude Code, Codex)")
+	in.Flags().IntVar(&o.answerWait, "answer-wait", 0, "with --answer: how many `seconds` the hook waits (default: per agent, see docs/answering.md)")
 	st.Flags().BoolVar(&o.asJSON, "json", false, "print the status as JSON")
 	cmd.AddCommand(in, un, st)
 	return cmd
@@ -102,6 +114,8 @@ type hooksOptions struct {
 	dryRun     bool
 	bin        string
 	allowBuild bool
+	answer     bool
+	answerWait int
 }
 
 // hookTargets are the agents' homes the hooks commands act on; explicit
@@ -168,6 +182,9 @@ func stableProgram(bin string, allowBuild bool, what, who, cmd string) (string, 
 }
 
 func (a *app) hooksEdit(fs *pflag.FlagSet, o hooksOptions, add bool) error {
+	if o.answerWait != 0 && (!o.answer || o.answerWait < 0) {
+		return usagef("--answer-wait needs --answer and a number of seconds above 0")
+	}
 	targets, explicit, err := a.hookTargets(fs, o.harnesses)
 	if err != nil {
 		return err
@@ -190,7 +207,7 @@ func (a *app) hooksEdit(fs *pflag.FlagSet, o hooksOptions, add bool) error {
 		}
 		var edits []install.Edit
 		if add {
-			edits, err = install.PlanInstall(t, install.Command(prog, install.Source(t.Harness)))
+			edits, err = install.PlanInstallAnswer(t, install.Command(prog, install.Source(t.Harness)), answerWait(o, t.Harness))
 		} else {
 			edits, err = install.PlanUninstall(t)
 		}
@@ -260,6 +277,19 @@ func (a *app) hooksEdit(fs *pflag.FlagSet, o hooksOptions, add bool) error {
 	return nil
 }
 
+// answerWait is the wait install --answer writes for a harness, 0 for a
+// plain install (also for a harness that cannot be answered).
+func answerWait(o hooksOptions, harness string) int {
+	wait, ok := install.Answerable(harness)
+	if !o.answer || !ok {
+		return 0
+	}
+	if o.answerWait > 0 {
+		return o.answerWait
+	}
+	return wait
+}
+
 func nothingToDo(add bool) string {
 	if add {
 		return "installed already"
@@ -303,6 +333,9 @@ func (a *app) hooksStatus(fs *pflag.FlagSet, o hooksOptions) error {
 			} else {
 				what += ", runs " + strings.Join(s.Programs, ", ") + " — not this binary (" + prog + ")"
 			}
+		}
+		if s.Answer > 0 {
+			what += fmt.Sprintf("; answering: the permission hook waits up to %d s", s.Answer)
 		}
 		if s.Feature != "" {
 			what += "; hooks feature " + s.Feature

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -12,9 +16,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentbridge/agentbridge/answer"
 	"github.com/agentbridge/agentbridge/api"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/notify"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 func newNotifyCmd(a *app) *cobra.Command {
@@ -30,7 +36,14 @@ session's title and the reason. One notification per wait: nothing more
 while the same wait goes on, and a session's next notification replaces
 its last. What the stream shows when notify connects is not notified.
 Without a notification service on the session bus (or osascript on macOS)
-it says so and exits 1.`,
+it says so and exits 1.
+
+A waiting session whose permission prompt can be answered through the
+bridge (hooks installed with --answer, answering on: docs/answering.md)
+gets Approve and Deny actions on its notification (D-Bus; macOS banners
+raised through osascript take no actions); a click answers the prompt
+that was open when the notification was raised, never a later one (the
+bridge refuses a stale answer, and notify says so on stderr).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, e := range events {
@@ -48,6 +61,11 @@ it says so and exits 1.`,
 				return err
 			}
 			defer d.Close()
+			if dd, ok := d.(*notify.Desktop); ok {
+				if err := answerFromNotifications(cmd.Context(), c.Client, dd, a.stderr); err != nil {
+					return err
+				}
+			}
 			return notifyDesktop(cmd.Context(), c.Client, d, names, events, a.stderr, a.backoff)
 		},
 	}
@@ -158,4 +176,73 @@ func notifyDesktop(ctx context.Context, c *client.Client, d notify.Notifier, nam
 		return nil
 	}
 	return err
+}
+
+// answerFromNotifications offers Approve and Deny on the notification of a
+// waiting session whose prompt is answerable, and answers it when one is
+// clicked, until d is closed.
+func answerFromNotifications(ctx context.Context, c *client.Client, d *notify.Desktop, stderr io.Writer) error {
+	clicks, err := d.Invoked()
+	if err != nil {
+		return err
+	}
+	local, _ := os.Hostname() // what notifyDesktop's Tracker names this bridge's own sessions by
+	var mu sync.Mutex
+	waits := map[[2]string]answer.Answerable{} // source, session → the wait its notification offered
+	d.Actions = func(tr notify.Transition) []string {
+		k := [2]string{tr.Source, tr.SessionID}
+		mu.Lock()
+		delete(waits, k)
+		mu.Unlock()
+		if tr.Status != notify.EventWaiting || (tr.Host != "" && tr.Host != local) {
+			return nil
+		}
+		gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		var e struct {
+			Answerable *answer.Answerable `json:"answerable"`
+		}
+		path := "/v1/sessions/" + url.PathEscape(tr.Source) + "/" + url.PathEscape(tr.SessionID)
+		if c.GetJSON(gctx, path, nil, &e) != nil || e.Answerable == nil {
+			return nil
+		}
+		mu.Lock()
+		if len(waits) >= 1024 {
+			clear(waits)
+		}
+		waits[k] = *e.Answerable
+		mu.Unlock()
+		return []string{answer.Allow, "Approve", answer.Deny, "Deny"}
+	}
+	go func() { // ends when d is closed (clicks closes)
+		for a := range clicks {
+			mu.Lock()
+			w, ok := waits[[2]string{a.Source, a.SessionID}]
+			delete(waits, [2]string{a.Source, a.SessionID})
+			mu.Unlock()
+			if !ok || (a.Key != answer.Allow && a.Key != answer.Deny) {
+				continue
+			}
+			req := api.AnswerRequest{Decision: a.Key}
+			if a.Key == answer.Deny {
+				req.Message = "Denied from a desktop notification"
+			}
+			body, _ := json.Marshal(req)
+			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			path := "/v1/sessions/" + url.PathEscape(a.Source) + "/" + url.PathEscape(a.SessionID) + "/waits/" + url.PathEscape(w.WaitID) + "/answer"
+			res, err := c.Do(actx, http.MethodPost, path, nil, bytes.NewReader(body), "application/json")
+			cancel()
+			// the tool and the session, never the request: notify's
+			// stderr is a log (a service's journal), and the request is
+			// what the agent was about to do
+			what := validate.Printable(w.Tool + " (" + a.Source + "/" + a.SessionID + ")")
+			if err != nil {
+				fmt.Fprintf(stderr, "agentbridge notify: could not %s %s: %v\n", a.Key, what, err)
+				continue
+			}
+			res.Body.Close()
+			fmt.Fprintf(stderr, "agentbridge notify: %s %s\n", map[string]string{answer.Allow: "allowed", answer.Deny: "denied"}[a.Key], what)
+		}
+	}()
+	return nil
 }

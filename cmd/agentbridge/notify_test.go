@@ -5,8 +5,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/answer"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 	"github.com/agentbridge/agentbridge/internal/dbustest"
@@ -125,5 +127,48 @@ func TestNotifySurvivesAFailedNotify(t *testing.T) {
 	}
 	if msg := stderr.String(); strings.Count(msg, "trying again") != 1 || !strings.Contains(msg, "restarting") {
 		t.Errorf("stderr %q, want the failure told once", msg)
+	}
+}
+
+// TestNotifyAnswers: a waiting session whose prompt can be answered gets
+// Approve and Deny on its notification (on a private session bus), and a
+// click answers the prompt: the waiting hook gets the decision. A
+// notification of a prompt that cannot be answered offers none.
+func TestNotifyAnswers(t *testing.T) {
+	addr := dbustest.Bus(t)
+	fake := dbustest.Serve(t, addr)
+	b := bridgetest.Start(t, bridgetest.Options{Answer: true, Push: []agentbridge.SourceInfo{{ID: "claude-code", DisplayName: "Claude Code",
+		EnvironmentVariables: []string{}, Harnesses: []agentbridge.Harness{{ID: "claude-code", DisplayName: "Claude Code"}}}}})
+	for _, id := range []string{"s1", "s2"} {
+		b.Publish(t, "claude-code", hub.Op{Op: hub.OpEvent, SessionID: id, Harness: "claude-code", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}})
+	}
+	stderr, _ := runNotify(t, b, addr)
+	bridgetest.AwaitSubscribers(t, b.Registry, 1) // connected, with its baseline
+
+	hook := func(id string, wait bool) <-chan answer.Verdict { return waitingHook(t, b, id, "make deploy", wait) }
+
+	hook("s2", false) // waiting, but its hook waits for no answer
+	if s := fake.Next(t); len(s.Actions) != 0 {
+		t.Errorf("a prompt that cannot be answered offers %q", s.Actions)
+	}
+	got := hook("s1", true)
+	s := fake.Next(t)
+	if strings.Join(s.Actions, ",") != "allow,Approve,deny,Deny" || s.Body != "Approve Bash: make deploy" {
+		t.Fatalf("notification %+v", s)
+	}
+	// One click, at once: the service has shown the notification before
+	// notify has its id back, and the click still answers.
+	fake.Invoke(t, s.ID, "allow")
+	select {
+	case v := <-got:
+		if v.Decision != "allow" {
+			t.Errorf("the hook got %+v", v)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the click answered nothing; notify said %s", stderr.String())
+	}
+	waitFor(t, func() bool { return strings.Contains(stderr.String(), "allowed Bash (claude-code/s1)") })
+	if strings.Contains(stderr.String(), "make deploy") {
+		t.Errorf("notify logged what the agent asked to run: %s", stderr.String())
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/answer"
 	"github.com/agentbridge/agentbridge/api"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/config"
@@ -206,6 +207,15 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
 		Gatherer: reg, Version: versionString(), Logger: log,
 	}
+	if f := cfg.AnswersFile(); cfg.Hooks.Answer && f == "" {
+		// every answer is audited: without a place for the log, none
+		log.Warn("answering stays off: there is no state directory for its audit log")
+	} else if cfg.Hooks.Answer {
+		apiSrv.Answers = answer.New()
+		defer apiSrv.Answers.Close()
+		apiSrv.Audit = &answer.Audit{Path: f}
+		apiSrv.AnswerLinks = slices.ContainsFunc(cfg.Notify.Webhooks, func(w config.Webhook) bool { return w.AnswerURL != "" })
+	}
 	fresh := &freshConns{}
 	srv := &http.Server{
 		Handler:           apiSrv.Handler(),
@@ -228,14 +238,14 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 		})
 	}
 	hooksDone := make(chan struct{})
-	go func() { defer close(hooksDone); newWebhooks(cfg, h, log).Run(ctx, h) }()
+	go func() { defer close(hooksDone); newWebhooks(cfg, h, apiSrv.Answers, log).Run(ctx, h) }()
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
 
 	if lb, _ := config.ListenIsLoopback(cfg.Listen); !lb && len(cfg.AllowedHosts) == 0 {
 		log.Warn("listening beyond loopback, but only loopback Host names (and the listen IP) are accepted; add the names remote clients use to allowedHosts")
 	}
-	log.Info("serving", "addr", addr, "auth", cfg.Auth, "sources", len(srcs), "push", len(cfg.Push), "remotes", len(cfg.Remotes), "version", versionString())
+	log.Info("serving", "addr", addr, "auth", cfg.Auth, "answering", cfg.Hooks.Answer, "sources", len(srcs), "push", len(cfg.Push), "remotes", len(cfg.Remotes), "version", versionString())
 	if a.terminal(stdout) {
 		fmt.Fprintf(stdout, "agentbridge: dashboard at %s\n", dashboardURL(addr, token))
 	} else {
@@ -247,6 +257,9 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 	case <-ctx.Done():
 	case serveErr = <-serveDone:
 		serveDone <- nil
+	}
+	if apiSrv.Answers != nil {
+		apiSrv.Answers.Close() // every waiting hook: no verdict, at once
 	}
 	shutdown(srv, stop, serveDone, fresh, shutdownGrace, log)
 	select {
@@ -329,12 +342,15 @@ func dashboardURL(addr, token string) string {
 
 // newWebhooks makes the configured webhooks' poster (notify.webhooks):
 // its failures are diagnostics of the session's source.
-func newWebhooks(cfg *config.Config, h *hub.Hub, log *slog.Logger) *notify.Webhooks {
+func newWebhooks(cfg *config.Config, h *hub.Hub, answers *answer.Waits, log *slog.Logger) *notify.Webhooks {
 	host, _ := os.Hostname()
 	w := &notify.Webhooks{Logger: log, Host: host,
 		Report: func(source string, d agentbridge.Diagnostic) { _ = h.Diagnose(source, d) }}
+	if answers != nil {
+		w.Link = answers.Link
+	}
 	for _, c := range cfg.Notify.Webhooks {
-		w.Hooks = append(w.Hooks, notify.Webhook{URL: c.URL, Events: c.Events, Headers: c.Headers})
+		w.Hooks = append(w.Hooks, notify.Webhook{URL: c.URL, Events: c.Events, Headers: c.Headers, AnswerURL: c.AnswerURL})
 	}
 	return w
 }

@@ -103,7 +103,8 @@ func (l *lockedBuffer) String() string {
 
 // startBridge runs `agentbridge serve` on a free loopback port, watching
 // the agent homes under home, and follows its stream.
-func startBridge(t *testing.T, home string) *bridge {
+// env adds to the bridge's environment (AGENTBRIDGE_HOOKS_ANSWER=true).
+func startBridge(t *testing.T, home string, env ...string) *bridge {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -130,6 +131,7 @@ func startBridge(t *testing.T, home string) *bridge {
 		"CODEX_HOME=" + filepath.Join(home, ".codex"),
 		"AGENTBRIDGE_TOKEN=" + b.token,
 	}
+	b.cmd.Env = append(b.cmd.Env, env...)
 	b.cmd.Stdout, b.cmd.Stderr = b.out, b.out
 	if err := b.cmd.Start(); err != nil {
 		t.Fatalf("start bridge: %v", err)

@@ -31,7 +31,7 @@ type claudeRig struct {
 	bridge *bridge
 }
 
-func newClaudeRig(t *testing.T, c agentCLI) *claudeRig {
+func newClaudeRig(t *testing.T, c agentCLI, bridgeEnv ...string) *claudeRig {
 	t.Helper()
 	enabled(t)
 	bin := install(t, c)
@@ -46,7 +46,7 @@ func newClaudeRig(t *testing.T, c agentCLI) *claudeRig {
 	r.seed()
 	keepHome(t, r.config)
 	r.model = newModelServer(t, messagesAPI{})
-	r.bridge = startBridge(t, r.home)
+	r.bridge = startBridge(t, r.home, bridgeEnv...)
 	return r
 }
 

@@ -32,7 +32,7 @@ type codexRig struct {
 	bridge *bridge
 }
 
-func newCodexRig(t *testing.T, c agentCLI, daemon bool) *codexRig {
+func newCodexRig(t *testing.T, c agentCLI, daemon bool, bridgeEnv ...string) *codexRig {
 	t.Helper()
 	enabled(t)
 	bin := install(t, c)
@@ -83,7 +83,7 @@ hide_full_access_warning = true
 	}
 	t.Cleanup(r.killDaemons)
 	keepHome(t, r.codex)
-	r.bridge = startBridge(t, r.home)
+	r.bridge = startBridge(t, r.home, bridgeEnv...)
 	return r
 }
 

@@ -27,7 +27,13 @@ func hookEnv(b *bridge) []string {
 // with the rig's home, as a user would, and returns what it printed.
 func installHooks(t *testing.T, home, harness string, env ...string) string {
 	t.Helper()
-	cmd := exec.Command(agentbridgeBin(t), "hooks", "install", "--harness", harness)
+	return installHooksWith(t, home, harness, nil, env...)
+}
+
+// installHooksWith is installHooks with more arguments (--answer).
+func installHooksWith(t *testing.T, home, harness string, args []string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(agentbridgeBin(t), append([]string{"hooks", "install", "--harness", harness}, args...)...)
 	cmd.Env = append([]string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + home,
@@ -36,7 +42,7 @@ func installHooks(t *testing.T, home, harness string, env ...string) string {
 	}, env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("agentbridge hooks install --harness %s: %v\n%s", harness, err, out)
+		t.Fatalf("agentbridge hooks install --harness %s %v: %v\n%s", harness, args, err, out)
 	}
 	dumpHooks(t, home)
 	return string(out)
@@ -116,6 +122,9 @@ func TestHooks(t *testing.T) {
 				scenario(t, c.Label(), "hooks: "+string(a), func(t *testing.T) { lat.add(claudeHooked(t, c, a)) })
 			}
 			lat.record(c.Label())
+			for _, w := range answerWays {
+				scenario(t, c.Label(), "hooks answer: "+string(w), func(t *testing.T) { claudeAnswered(t, c, w) })
+			}
 		})
 	}
 	for _, c := range codexCLIs {
@@ -131,6 +140,9 @@ func TestHooks(t *testing.T) {
 					scenario(t, col, "hooks: "+string(a), func(t *testing.T) { lat.add(codexHooked(t, c, daemon, a)) })
 				}
 				lat.record(col)
+				for _, w := range answerWays {
+					scenario(t, col, "hooks answer: "+string(w), func(t *testing.T) { codexAnswered(t, c, daemon, w) })
+				}
 			})
 		}
 	}
@@ -474,6 +486,25 @@ func claudeHooked(t *testing.T, c agentCLI, a answer) (latency, bool) {
 // codexHooked: Codex asks to run a command outside its sandbox; the
 // scenario answers with a. Codex runs new hooks only once they are
 // trusted: the scenario trusts them in the dialog Codex shows at start
+// escalatedTouch is Codex's call that creates marker outside its
+// workspace: it asks for approval.
+func escalatedTouch(marker string) *ToolCall {
+	return &ToolCall{Name: "exec_command", Input: map[string]any{
+		"cmd": "touch " + shellQuote(marker), "sandbox_permissions": "require_escalated", "justification": "Create the marker outside the workspace"}}
+}
+
+// openHooked runs Codex (daemon or --no-daemon) in a terminal with the
+// bridge's hook environment and trusts the installed hooks.
+func (r *codexRig) openHooked(t *testing.T, daemon bool) *terminal {
+	argv := []string{r.bin}
+	if !daemon {
+		argv = append(argv, "--no-daemon")
+	}
+	term := openTerminal(t, r.cwd, append(r.env(), hookEnv(r.bridge)...), argv...)
+	trustHooks(term)
+	return term
+}
+
 // ("Hooks need review"), as a user does once.
 func codexHooked(t *testing.T, c agentCLI, daemon bool, a answer) (latency, bool) {
 	r := newCodexRig(t, c, daemon)
@@ -481,16 +512,10 @@ func codexHooked(t *testing.T, c agentCLI, daemon bool, a answer) (latency, bool
 	r.checkf(strings.Contains(out, "hooks.json") && strings.Contains(out, "config.toml"), "hooks install: %s", out)
 	marker := filepath.Join(r.home, "outside-marker")
 	r.model.Script(
-		Step{Tool: &ToolCall{Name: "exec_command", Input: map[string]any{
-			"cmd": "touch " + shellQuote(marker), "sandbox_permissions": "require_escalated", "justification": "Create the marker outside the workspace"}}},
+		Step{Tool: escalatedTouch(marker)},
 		Step{When: "function_call_output", Text: "Finished with the file."},
 	)
-	argv := []string{r.bin}
-	if !daemon {
-		argv = append(argv, "--no-daemon")
-	}
-	term := openTerminal(t, r.cwd, append(r.env(), hookEnv(r.bridge)...), argv...)
-	trustHooks(term)
+	term := r.openHooked(t, daemon)
 	prompt(term, "make the marker")
 	const dialog = "Would you like to run"
 	p := hookedPrompt{source: codexSource, b: r.bridge, term: term, dialog: dialog,

@@ -66,7 +66,7 @@ func FuzzSettings(f *testing.F) {
 			}
 			before := userCommands(d, "codex")
 			events := []string{"Stop", "PreToolUse"}
-			if err := addHandlers(d, "codex", Command("/x/agent bridge", "codex"), events, Timeout); err != nil {
+			if err := addHandlers(d, "codex", events, plainHandler(Command("/x/agent bridge", "codex"), Timeout)); err != nil {
 				continue
 			}
 			out := d.pack()

@@ -29,7 +29,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aymanbagabas/go-udiff"
 	"github.com/tailscale/hujson"
@@ -52,6 +54,27 @@ const Timeout = 5
 // handler gets 3.
 const CodexTimeout = 3
 
+// ClaudeAnswerWait is how long an answering PermissionRequest hook of
+// Claude Code waits, in seconds (docs/answering.md): Claude Code keeps its
+// own dialog usable while the hook runs, so a long wait costs nothing.
+const ClaudeAnswerWait = 300
+
+// CodexAnswerWait is how long an answering PermissionRequest hook of Codex
+// waits, in seconds (docs/answering.md): Codex shows its own approval only
+// once the hook has ended, so the wait is short.
+const CodexAnswerWait = 20
+
+// answerMargin is added to an answering hook's wait for its handler's
+// timeout: the agent must never kill the hook before it gives up itself.
+const answerMargin = 5
+
+// Answerable reports whether a harness's permission prompts can be
+// answered through the bridge (install --answer), and its default wait.
+func Answerable(harness string) (wait int, ok bool) {
+	w := specs[harness].answer
+	return w, w > 0
+}
+
 // maxSettings bounds a settings file that is read.
 const maxSettings = 4 << 20
 
@@ -65,11 +88,14 @@ type spec struct {
 	config  bool   // Codex: the feature flag in config.toml
 	timeout int    // the handler's timeout, in the agent's unit
 	dialect dialect
+	// answer is the default wait of an answering PermissionRequest hook
+	// (AnswerCommand), in seconds; 0: the harness cannot be answered
+	answer int
 }
 
 var specs = map[string]spec{
-	"claude-code": {source: "claude-code", file: "settings.json", timeout: Timeout},
-	"codex":       {source: "codex", file: "hooks.json", config: true, timeout: CodexTimeout},
+	"claude-code": {source: "claude-code", file: "settings.json", timeout: Timeout, answer: ClaudeAnswerWait},
+	"codex":       {source: "codex", file: "hooks.json", config: true, timeout: CodexTimeout, answer: CodexAnswerWait},
 	"gemini-cli":  {source: "gemini", file: "settings.json", timeout: Timeout * 1000, dialect: dialect{comments: true}},
 	"qwen-code":   {source: "qwen", file: "settings.json", timeout: Timeout, dialect: dialect{comments: true}},
 }
@@ -126,6 +152,13 @@ func Command(prog, source string) string {
 	return shellQuote(prog) + " hook " + Mark + " " + source
 }
 
+// AnswerCommand is the PermissionRequest hook command that waits up to
+// wait seconds for an answer given through the bridge: "… hook
+// --by=hooks-install --answer=300 claude-code".
+func AnswerCommand(prog, source string, wait int) string {
+	return shellQuote(prog) + " hook " + Mark + " --answer=" + strconv.Itoa(wait) + " " + source
+}
+
 func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+@:") == "" {
 		return s
@@ -136,10 +169,34 @@ func shellQuote(s string) string {
 // ours reports whether a hook command is exactly one install writes for
 // source (Command of some program), and returns the program it runs.
 func ours(cmd, source string) (prog string, ok bool) {
-	rest, found := strings.CutSuffix(cmd, " hook "+Mark+" "+source)
-	if !found || rest == "" {
-		return "", false
+	prog, _, ok = oursAnswer(cmd, source)
+	return prog, ok
+}
+
+// oursAnswer is ours that also returns the wait of an AnswerCommand (0
+// for a Command).
+func oursAnswer(cmd, source string) (prog string, wait int, ok bool) {
+	rest, found := strings.CutSuffix(cmd, " "+source)
+	if !found {
+		return "", 0, false
 	}
+	if i := strings.LastIndex(rest, " --answer="); i >= 0 && strings.HasSuffix(rest[:i], " hook "+Mark) {
+		n, err := strconv.Atoi(rest[i+len(" --answer="):])
+		if err != nil || n <= 0 || strconv.Itoa(n) != rest[i+len(" --answer="):] {
+			return "", 0, false
+		}
+		wait, rest = n, rest[:i]
+	}
+	rest, found = strings.CutSuffix(rest, " hook "+Mark)
+	if !found || rest == "" {
+		return "", 0, false
+	}
+	p, ok := unquote(rest)
+	return p, wait, ok
+}
+
+// unquote undoes shellQuote.
+func unquote(rest string) (prog string, ok bool) {
 	prog = rest
 	if rest[0] == '\'' {
 		if len(rest) < 2 || rest[len(rest)-1] != '\'' {
@@ -203,17 +260,41 @@ type Change struct {
 // bridge takes from the harness, and for Codex turning its hooks feature
 // on. It reads and checks every file but writes none; an error means the
 // harness cannot be installed as its files are (nothing should be written).
+// Installing without answering over an answering install makes the
+// PermissionRequest hook plain again.
 func PlanInstall(t Target, command string) ([]Edit, error) {
+	return PlanInstallAnswer(t, command, 0)
+}
+
+// PlanInstallAnswer is PlanInstall whose PermissionRequest hook waits up
+// to wait seconds for an answer given through the bridge (AnswerCommand of
+// the same program, its handler's timeout wait plus a margin); wait 0 is
+// PlanInstall. A harness that cannot be answered (Answerable) is refused.
+func PlanInstallAnswer(t Target, command string, wait int) ([]Edit, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
 	source := t.source()
-	if _, ok := ours(command, source); !ok {
+	prog, ok := ours(command, source)
+	if !ok || command != Command(prog, source) {
 		return nil, fmt.Errorf("%q is not a hook command install writes (Command)", command)
 	}
+	if _, can := Answerable(t.Harness); wait > 0 && !can {
+		return nil, fmt.Errorf("%s: its permission prompts cannot be answered through the bridge", t.Harness)
+	}
+	if wait < 0 || time.Duration(wait)*time.Second > maxAnswerWait {
+		return nil, fmt.Errorf("the answer wait must be between 1 and %d seconds", int(maxAnswerWait/time.Second))
+	}
 	events := hooks.Events(source)
+	sp := specs[t.Harness]
+	handlerFor := func(ev string) handler {
+		if wait > 0 && ev == answerEvent {
+			return handler{Type: "command", Command: AnswerCommand(prog, source, wait), Timeout: wait + answerMargin}
+		}
+		return handler{Type: "command", Command: command, Timeout: sp.timeout}
+	}
 	e, err := planJSON(t, false, func(d *doc) error {
-		return addHandlers(d, source, command, events, specs[t.Harness].timeout)
+		return addHandlers(d, source, events, handlerFor)
 	})
 	if err != nil {
 		return nil, err
@@ -228,6 +309,12 @@ func PlanInstall(t Target, command string) ([]Edit, error) {
 	}
 	return plan, nil
 }
+
+// answerEvent is the hook that may wait for an answer.
+const answerEvent = "PermissionRequest"
+
+// maxAnswerWait bounds an answering hook's wait (the bridge's own bound).
+const maxAnswerWait = 10 * time.Minute
 
 // PlanUninstall plans removing what install added, as PlanInstall does.
 func PlanUninstall(t Target) ([]Edit, error) {
@@ -285,6 +372,10 @@ type State struct {
 	// be run (gone, not executable): the hooks do nothing until install
 	// writes a program that is there.
 	Broken map[string]string `json:"broken,omitempty"`
+	// Answer is how many seconds the PermissionRequest hook waits for an
+	// answer given through the bridge (install --answer); 0: it waits for
+	// none.
+	Answer int `json:"answer,omitempty"`
 }
 
 // Installed reports whether every event has the hook command.
@@ -310,8 +401,11 @@ func Status(t Target, prog string) State {
 	found := map[string]bool{}
 	forHandlers(d, func(ev string, _ *hujson.Array, _ int, h *hujson.Object) {
 		cmd := asString(member(h, "command"))
-		if p, ok := ours(cmd, t.source()); ok {
+		if p, wait, ok := oursAnswer(cmd, t.source()); ok {
 			found[ev] = true
+			if ev == answerEvent {
+				st.Answer = wait
+			}
 			if !slices.Contains(st.Programs, p) {
 				st.Programs = append(st.Programs, p)
 			}
@@ -388,11 +482,17 @@ type group struct {
 	Hooks []handler `json:"hooks"`
 }
 
-// addHandlers makes sure every event has one handler running command:
+// plainHandler is the handler of every event without answering.
+func plainHandler(command string, timeout int) func(string) handler {
+	return func(string) handler { return handler{Type: "command", Command: command, Timeout: timeout} }
+}
+
+// addHandlers makes sure every event has one handler, the one handlerFor
+// gives:
 // an existing one of ours gets the command (another binary path) and the
 // timeout (an older install wrote another), else a group with one handler
 // is appended. A user's own handlers are never touched.
-func addHandlers(d *doc, source, command string, events []string, timeout int) error {
+func addHandlers(d *doc, source string, events []string, handlerFor func(event string) handler) error {
 	root := d.rootLayout()
 	hv := member(d.obj(), "hooks")
 	if hv == nil {
@@ -404,9 +504,11 @@ func addHandlers(d *doc, source, command string, events []string, timeout int) e
 	}
 	hl := d.objLayout(hs, root)
 	for _, ev := range events {
+		want := handlerFor(ev)
+		command, timeout := want.Command, want.Timeout
 		gv := member(hs, ev)
 		if gv == nil {
-			addMember(hs, hl, root, ev, []group{{Hooks: []handler{{Type: "command", Command: command, Timeout: timeout}}}})
+			addMember(hs, hl, root, ev, []group{{Hooks: []handler{want}}})
 			continue
 		}
 		groups := asArray(gv)
@@ -437,7 +539,7 @@ func addHandlers(d *doc, source, command string, events []string, timeout int) e
 			}
 		}
 		if !have {
-			addElement(groups, d.arrLayout(groups, hl), hl, group{Hooks: []handler{{Type: "command", Command: command, Timeout: timeout}}})
+			addElement(groups, d.arrLayout(groups, hl), hl, group{Hooks: []handler{want}})
 		}
 	}
 	return nil

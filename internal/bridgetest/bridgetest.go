@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/answer"
 	"github.com/agentbridge/agentbridge/api"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
@@ -45,6 +46,8 @@ type Options struct {
 	Token   string                   // "" for Token; "-" for no authentication
 	// Listener, when set, wraps the listener (to shrink socket buffers).
 	Listener func(net.Listener) net.Listener
+	// Answer turns answering on (api.Server.Answers).
+	Answer bool
 }
 
 // Bridge is a hub, its stream and its API served on a loopback port.
@@ -102,6 +105,9 @@ func Start(t testing.TB, o Options) *Bridge {
 	b := &Bridge{Hub: h, Registry: reg, Addr: ts.Listener.Addr().String(), Token: token, srv: ts}
 	b.URL = "http://" + b.Addr
 	s := &api.Server{Hub: h, Events: sse.New(h, o.SSE), Addr: b.Addr, Token: token, Gatherer: reg, OpenAPI: []byte("openapi: 3.0.3\n")}
+	if o.Answer {
+		s.Answers = answer.New()
+	}
 	ts.Config.Handler = s.Handler()
 	ts.Start()
 	t.Cleanup(func() { cancel(); ts.CloseClientConnections(); ts.Close(); <-hubDone })

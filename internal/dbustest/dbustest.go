@@ -46,10 +46,13 @@ type Shown struct {
 	App, Summary, Body string
 	Replaces           uint32
 	Urgency            byte
+	ID                 uint32   // the id the service gave it
+	Actions            []string // key, label, key, label, …
 }
 
 // Notifications is a fake notification service.
 type Notifications struct {
+	conn  *dbus.Conn
 	mu    sync.Mutex
 	calls []Shown
 	next  uint32
@@ -73,7 +76,7 @@ func Serve(t testing.TB, addr string) *Notifications {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	f := &Notifications{got: make(chan Shown, 100)}
+	f := &Notifications{conn: conn, got: make(chan Shown, 100)}
 	if err := conn.ExportMethodTable(map[string]any{"Notify": f.notify}, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
 		t.Fatal(err)
 	}
@@ -83,24 +86,34 @@ func Serve(t testing.TB, addr string) *Notifications {
 	return f
 }
 
-func (f *Notifications) notify(app string, replaces uint32, _, summary, body string, _ []string, hints map[string]dbus.Variant, _ int32) (uint32, *dbus.Error) {
+// Invoke emits ActionInvoked for notification id, as a service does when
+// the user clicks one of its actions.
+func (f *Notifications) Invoke(t testing.TB, id uint32, action string) {
+	t.Helper()
+	if err := f.conn.Emit("/org/freedesktop/Notifications", "org.freedesktop.Notifications.ActionInvoked", id, action); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *Notifications) notify(app string, replaces uint32, _, summary, body string, actions []string, hints map[string]dbus.Variant, _ int32) (uint32, *dbus.Error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail > 0 {
 		f.fail--
 		return 0, dbus.MakeFailedError(errors.New("the notification server is restarting"))
 	}
-	s := Shown{App: app, Summary: summary, Body: body, Replaces: replaces}
+	s := Shown{App: app, Summary: summary, Body: body, Replaces: replaces, Actions: actions}
 	if u, ok := hints["urgency"].Value().(byte); ok {
 		s.Urgency = u
 	}
+	s.ID = replaces
+	if replaces == 0 {
+		f.next++
+		s.ID = f.next
+	}
 	f.calls = append(f.calls, s)
 	f.got <- s
-	if replaces != 0 {
-		return replaces, nil
-	}
-	f.next++
-	return f.next, nil
+	return s.ID, nil
 }
 
 // Next waits for the next notification (failing the test after 10 s).

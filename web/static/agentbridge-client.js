@@ -320,6 +320,28 @@ export class AgentBridgeClient {
     return this.#request('POST', path, { enabled: Boolean(enabled) });
   }
 
+  /**
+   * GET /v1/sessions/{source}/{id}: one entry of this bridge, with
+   * `answerable` while its permission prompt can be answered.
+   */
+  async fetchSession(source, id) {
+    return this.#request('GET', `/v1/sessions/${encodeURIComponent(source)}/${encodeURIComponent(id)}`);
+  }
+
+  /**
+   * Answers a session's permission prompt (POST
+   * /v1/sessions/{source}/{id}/waits/{waitId}/answer): decision "allow" or
+   * "deny", with message the reason of a deny. Rejects with a ProblemError;
+   * 409 when the wait is no longer open (its body's `state` says how it was
+   * closed).
+   */
+  async answer(source, id, waitId, decision, message) {
+    const path = `/v1/sessions/${encodeURIComponent(source)}/${encodeURIComponent(id)}/waits/${encodeURIComponent(waitId)}/answer`;
+    const body = { decision };
+    if (message) body.message = message;
+    return this.#request('POST', path, body);
+  }
+
   /** GET /v1/sessions with optional filters, as the bridge answers it. */
   async fetchSessions(filter = {}) {
     const q = new URLSearchParams(filter).toString();

@@ -96,6 +96,117 @@ client.subscribe((s, change) => {
   scheduleRender();
 });
 
+// ---- answering a permission prompt (opt-in on the bridge) ----
+// A waiting session of this bridge whose hook waits for an answer has
+// `answerable` on its entry (the stream's records do not carry it): the
+// page reads the entry when a session starts waiting, and shows the
+// request in full with Approve and Deny. A command that looks destructive
+// asks for confirmation first, unless the user turned that off.
+const CONFIRM_KEY = 'agentbridge.confirmRisky.v1';
+let confirmRisky = true;
+try {
+  confirmRisky = localStorage.getItem(CONFIRM_KEY) !== '0';
+} catch {
+  /* storage unavailable: confirm */
+}
+const answerables = new Map(); // session key → {since, a: answerable | null}
+const answering = new Set(); // session keys whose answer is being sent
+
+// RISKY are the signs of a command that deletes, overwrites or publishes.
+const RISKY = [
+  /\brm\s+-\w*[rf]/i,
+  /\bgit\s+(push|reset\s+--hard|clean\s+-\w*f|branch\s+-D)\b/i,
+  /--force\b|\s-f\b/,
+  /\b(sudo|dd|mkfs\w*|shred|truncate|chmod\s+-R|chown\s+-R)\b/i,
+  /\bdrop\s+(table|database)\b/i,
+  />\s*\/dev\/|>\s*[^|&]/,
+  /\b(curl|wget)\b.*\|\s*(sh|bash)\b/i,
+  /\b(npm|cargo|twine)\s+publish\b/i,
+  /\bkubectl\s+delete\b|\bterraform\s+(apply|destroy)\b/i,
+];
+const risky = (text) => RISKY.some((re) => re.test(text || ''));
+
+function renderConfirmToggle() {
+  const btn = $('confirm-risky');
+  btn.setAttribute('aria-checked', confirmRisky ? 'true' : 'false');
+  btn.textContent = confirmRisky ? 'Confirm risky approvals' : 'Approve without confirming';
+}
+
+function toggleConfirm() {
+  confirmRisky = !confirmRisky;
+  try {
+    localStorage.setItem(CONFIRM_KEY, confirmRisky ? '1' : '0');
+  } catch {
+    /* not remembered */
+  }
+  renderConfirmToggle();
+  say(confirmRisky ? 'Risky approvals ask for confirmation' : 'Approvals no longer ask for confirmation');
+}
+
+// learnAnswerable reads the entry of a waiting session of this bridge once
+// per wait (per `since` and reason: a wait the journal showed first, then
+// its hook, is read again when the hook names the tool).
+async function learnAnswerable(s) {
+  const wait = `${s.since}|${s.snapshot.waitingFor ?? ''}`;
+  const known = answerables.get(s.key);
+  if (known && known.wait === wait) return;
+  answerables.set(s.key, { wait, a: null });
+  try {
+    const e = await client.fetchSession(s.source, s.snapshot.id);
+    if (answerables.get(s.key)?.wait === wait && e?.answerable) {
+      answerables.set(s.key, { wait, a: e.answerable });
+      scheduleRender();
+    }
+  } catch {
+    /* not answerable: the terminal answers */
+  }
+}
+
+function answerableOf(s) {
+  if (s.host || s.ended || s.snapshot.status !== 'waiting') return null;
+  return answerables.get(s.key)?.a ?? null;
+}
+
+async function answerPrompt(s, a, decision) {
+  let message;
+  const what = a.request ? `${a.tool || 'the tool'}: ${a.request}` : a.tool || 'the tool';
+  if (decision === 'allow' && confirmRisky && risky(a.request) && !window.confirm(`Allow ${what}?`)) return;
+  if (decision === 'deny') {
+    message = window.prompt(`Deny ${what}\nWhy? (the agent is told)`, '');
+    if (message === null) return;
+  }
+  answering.add(s.key);
+  scheduleRender();
+  try {
+    await client.answer(s.source, s.snapshot.id, a.waitId, decision, message);
+    say(`${decision === 'allow' ? 'Allowed' : 'Denied'} ${what}`);
+  } catch (err) {
+    const closed = err.status === 409 ? `it was answered or closed meanwhile (${err.problem?.state ?? 'closed'})` : err.message;
+    alertUser(`Could not ${decision} ${what}: ${closed}`);
+  } finally {
+    answering.delete(s.key);
+    const known = answerables.get(s.key);
+    if (known) known.a = null;
+    scheduleRender();
+  }
+}
+
+function answerBlock(s, a) {
+  const busy = answering.has(s.key);
+  const approve = h('button', { type: 'button', class: 'answer-allow', disabled: busy, text: 'Approve' });
+  const deny = h('button', { type: 'button', class: 'answer-deny', disabled: busy, text: 'Deny' });
+  approve.addEventListener('click', () => answerPrompt(s, a, 'allow'));
+  deny.addEventListener('click', () => answerPrompt(s, a, 'deny'));
+  return h(
+    'div',
+    { class: 'answer', role: 'group', 'aria-label': `Answer the prompt of ${s.snapshot.title || s.snapshot.id}` },
+    a.request ? h('pre', { class: 'request', text: a.request }) : null,
+    risky(a.request) ? h('span', { class: 'risky', text: 'looks destructive' }) : null,
+    approve,
+    deny,
+  );
+}
+
 // ---- desktop notifications (opt-in, remembered) ----
 // A session that starts waiting or blocked, or whose turn fails, raises a
 // notification with the reason; a click brings this page forward and
@@ -363,7 +474,7 @@ function activityWords(ev) {
 }
 
 function sessionSig(s) {
-  return JSON.stringify([s.snapshot, s.status, s.ended, s.host, s.activity, s.since, s.sinceExact, s.lastEvent?.kind, s.lastEvent?.name, harnessLabel(s.source, s.snapshot.harness)]);
+  return JSON.stringify([s.snapshot, s.status, s.ended, s.host, answerableOf(s)?.waitId, answering.has(s.key), s.activity, s.since, s.sinceExact, s.lastEvent?.kind, s.lastEvent?.name, harnessLabel(s.source, s.snapshot.harness)]);
 }
 
 function sessionRow(s) {
@@ -419,6 +530,8 @@ function sessionRow(s) {
         snap.waitingFor || (st === 'waiting' ? 'your input' : 'no reason given'),
       ),
     );
+    const a = answerableOf(s);
+    if (a) sessionCell.append(answerBlock(s, a));
   }
   if (snap.error && snap.lastTurn === 'failed' && !s.ended) {
     sessionCell.append(h('p', { class: 'reason error' }, h('span', { class: 'lead', text: 'Failed: ' }), snap.error));
@@ -500,6 +613,11 @@ function sessionRow(s) {
 function renderSessions() {
   const table = $('table');
   const visible = filterSessions(state.sessions, filters);
+  for (const s of visible) if (!s.host && s.snapshot.status === 'waiting') learnAnswerable(s);
+  if (answerables.size) {
+    const waiting = new Set(state.sessions.filter((s) => s.snapshot.status === 'waiting').map((s) => s.key));
+    for (const k of answerables.keys()) if (!waiting.has(k)) answerables.delete(k);
+  }
   const groups = groupByProject(visible);
   const seen = new Set();
   const bodies = groups.map((g) => {
@@ -725,6 +843,8 @@ function clearFilters() {
 
 $('f-clear').addEventListener('click', clearFilters);
 $('notify').addEventListener('click', toggleNotify);
+$('confirm-risky').addEventListener('click', toggleConfirm);
+renderConfirmToggle();
 $('conn-retry').addEventListener('click', () => client.reconnect());
 window.addEventListener('online', () => client.checkAlive(0));
 document.addEventListener('visibilitychange', () => {

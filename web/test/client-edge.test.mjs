@@ -191,3 +191,35 @@ test('an ended session: shown ended from entry.ended, live and after a reload', 
   assert.deepEqual(get(late, 'a').ended, { at: 1_700_000_000_000, exitCode: 0 });
   assert.equal(get(late, 'b').status, 'done');
 });
+
+test('answer posts the decision to the wait, and a closed wait rejects with its state', async (t) => {
+  const posted = [];
+  const fb = await startFakeBridge({
+    hooks: {
+      onRequest(req, res, u) {
+        if (!u.pathname.endsWith('/answer')) return false;
+        let body = '';
+        req.on('data', (c) => (body += c));
+        req.on('end', () => {
+          posted.push({ path: u.pathname, type: req.headers['content-type'], body: JSON.parse(body) });
+          const closed = posted.length > 1;
+          res.writeHead(closed ? 409 : 200, { 'Content-Type': closed ? 'application/problem+json' : 'application/json' });
+          res.end(JSON.stringify(closed ? { title: 'The wait is closed', status: 409, state: 'answered' } : { waitId: 'w1', state: 'answered', decision: 'deny' }));
+        });
+        return true;
+      },
+    },
+  });
+  t.after(() => fb.close());
+  const client = new AgentBridgeClient({ baseUrl: fb.url, ...fast });
+  t.after(() => client.close());
+  const ok = await client.answer('claude-code', 'a/b c', 'w1', 'deny', 'not on a Friday');
+  assert.deepEqual(ok, { waitId: 'w1', state: 'answered', decision: 'deny' });
+  assert.deepEqual(posted[0], {
+    path: '/v1/sessions/claude-code/a%2Fb%20c/waits/w1/answer',
+    type: 'application/json',
+    body: { decision: 'deny', message: 'not on a Friday' },
+  });
+  await assert.rejects(client.answer('claude-code', 'a/b c', 'w1', 'allow'), (err) => err.status === 409 && err.problem.state === 'answered');
+  assert.deepEqual(posted[1].body, { decision: 'allow' }, 'no message with allow');
+});
