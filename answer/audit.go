@@ -8,8 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/agentbridge/agentbridge/internal/smallfile"
 )
 
 // DefaultAuditMax bounds the audit log: past it, the log is moved to
@@ -89,7 +90,7 @@ func (a *Audit) Write(r Record) error {
 	}
 	// O_NOFOLLOW and O_NONBLOCK: what replaced the file since the check
 	// (a symlink, a FIFO) is neither followed nor waited on
-	f, err := os.OpenFile(a.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	f, err := os.OpenFile(a.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|smallfile.OpenFlags, 0o600)
 	if err != nil {
 		return fmt.Errorf("answer: audit log: %w", err)
 	}

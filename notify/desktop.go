@@ -129,24 +129,11 @@ func (d *Desktop) relay() {
 // the title and the reason as the body; waits, blocks and failures are
 // urgent ("critical" urgency, which most daemons keep until dismissed).
 func (d *Desktop) Notify(tr Transition) error {
-	agent := tr.Harness
-	if d.Agent != nil {
-		if a := d.Agent(tr.Harness); a != "" {
-			agent = a
-		}
-	}
 	app := d.AppName
 	if app == "" {
 		app = "agentbridge"
 	}
-	summary := agent + " " + verb(tr.Status)
-	body := tr.Title
-	if tr.WaitingFor != "" {
-		if body != "" {
-			body += "\n"
-		}
-		body += tr.WaitingFor
-	}
+	summary, body := message(tr, d.Agent)
 	body = markupEscaper.Replace(body)
 	urgency := byte(1)
 	if tr.Status == EventWaiting || tr.Status == EventBlocked || tr.Status == EventFailed {
@@ -187,6 +174,27 @@ func (d *Desktop) Notify(tr Transition) error {
 		delete(d.byID, id)
 	}
 	return nil
+}
+
+// message is a notification's summary (the agent, by its name for people
+// when agent knows it, and the event) and body (the title and the
+// reason).
+func message(tr Transition, agent func(harness string) string) (summary, body string) {
+	name := tr.Harness
+	if agent != nil {
+		if a := agent(tr.Harness); a != "" {
+			name = a
+		}
+	}
+	summary = name + " " + verb(tr.Status)
+	body = tr.Title
+	if tr.WaitingFor != "" {
+		if body != "" {
+			body += "\n"
+		}
+		body += tr.WaitingFor
+	}
+	return summary, body
 }
 
 // markupEscaper escapes a notification body as the Desktop Notifications

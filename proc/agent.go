@@ -51,22 +51,21 @@ func (a Agent) Match(root string, pid int) bool {
 	if a.Any() {
 		return true
 	}
-	dir := filepath.Join(root, strconv.Itoa(pid))
+	t := tableAt(root)
 	exe, exeDir := "", ""
-	if t, err := os.Readlink(dir + "/exe"); err == nil {
-		t = strings.TrimSuffix(t, " (deleted)")
-		exe, exeDir = filepath.Base(t), filepath.Dir(t)
+	if p, err := t.exe(pid); err == nil && p != "" {
+		exe, exeDir = filepath.Base(p), filepath.Dir(p)
 	}
 	if a.named(exe) || a.inPackage(exeDir) || a.versioned(exeDir) {
 		return true
 	}
-	if comm, err := readCapped(dir+"/comm", 64); err == nil && a.named(string(bytes.TrimSpace(comm))) {
+	if comm, err := t.comm(pid); err == nil && a.named(comm) {
 		return true
 	}
 	if !slices.Contains(a.Runtimes, exe) {
 		return false
 	}
-	cmdline, err := readCapped(dir+"/cmdline", 4096)
+	cmdline, err := t.cmdline(pid, 4096)
 	if err != nil {
 		return false
 	}

@@ -16,9 +16,13 @@ const userHZ = 100
 
 var bootOnce = sync.OnceValues(func() (time.Time, error) { return readBoot(Root) })
 
-// StartedAt returns the wall-clock time at which the process of st started,
-// from the boot time in /proc/stat.
+// StartedAt returns the wall-clock time at which the process of st started:
+// st.Started where the table gave it, else from the boot time in
+// /proc/stat.
 func StartedAt(st Stat) (time.Time, error) {
+	if !st.Started.IsZero() {
+		return st.Started, nil
+	}
 	boot, err := bootOnce()
 	if err != nil {
 		return time.Time{}, err

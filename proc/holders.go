@@ -1,30 +1,16 @@
 package proc
 
 import (
+	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 )
-
-// Root is where the proc file system is mounted.
-const Root = "/proc"
 
 // FileKey names a file by device and inode, whatever path reaches it.
 type FileKey struct{ Dev, Ino uint64 }
-
-// KeyOf returns the key of a file from its FileInfo (from os.Stat, Lstat or
-// a DirEntry's Info); false when the info carries no inode.
-func KeyOf(info fs.FileInfo) (FileKey, bool) {
-	st, ok := info.Sys().(*syscall.Stat_t)
-	if !ok || st == nil {
-		return FileKey{}, false
-	}
-	return FileKey{Dev: uint64(st.Dev), Ino: st.Ino}, true
-}
 
 // OpenFiles makes one pass over root/*/fd and returns, for each file some
 // other process holds open whose target path passes match (nil: every
@@ -138,6 +124,9 @@ func findHolders(root, path string, keep func(pid int, fd string) bool) ([]int, 
 // order. fd is the descriptor's number, link is root/<pid>/fd/<fd>; target
 // what it points to.
 func eachFD(root string, f func(pid int, fd, link, target string)) error {
+	if _, ok := tableAt(root).(procfs); !ok {
+		return fmt.Errorf("proc: list open files: %w", errors.ErrUnsupported)
+	}
 	d, err := os.Open(root)
 	if err != nil {
 		return fmt.Errorf("proc: list processes: %w", err)

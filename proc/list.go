@@ -2,7 +2,6 @@ package proc
 
 import (
 	"os"
-	"strconv"
 	"time"
 )
 
@@ -22,30 +21,40 @@ type Process struct {
 // that cannot be inspected (other users'), are left out, and so is this
 // one.
 func List(root string, match func(root string, pid int) bool) []Process {
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		return nil
-	}
-	boot, err := StartedAtIn(root, Stat{})
+	// Linux: the boot time, read once for the pass; macOS's table says
+	// when each process started (Stat.Started) and has no /proc/stat.
+	boot, _ := StartedAtIn(root, Stat{}) // zero when unknown
+	return list(tableAt(root), boot, func(pid int) bool { return match(root, pid) })
+}
+
+// list is List over table t; boot is the boot time (zero: unknown, so a
+// process whose start the table does not give is left out).
+func list(t table, boot time.Time, match func(pid int) bool) []Process {
+	pids, err := t.pids()
 	if err != nil {
 		return nil
 	}
 	self := os.Getpid()
 	var out []Process
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 || pid == self || !match(root, pid) {
+	for _, pid := range pids {
+		if pid == self || !match(pid) {
 			continue
 		}
-		cwd, err := os.Readlink(root + "/" + e.Name() + "/cwd")
+		cwd, err := t.cwd(pid)
 		if err != nil {
 			continue
 		}
-		st, err := ReadStat(root, pid)
+		st, err := t.stat(pid)
 		if err != nil {
 			continue
 		}
-		at := boot.Add(time.Duration(st.StartTime) * (time.Second / userHZ))
+		at := st.Started
+		if at.IsZero() {
+			if boot.IsZero() {
+				continue
+			}
+			at = boot.Add(time.Duration(st.StartTime) * (time.Second / userHZ))
+		}
 		out = append(out, Process{PID: pid, PPID: st.PPID, Cwd: cwd, Started: at, StartTime: st.StartTime, Threads: st.Threads})
 	}
 	return out

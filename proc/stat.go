@@ -1,15 +1,18 @@
-// Package proc reads what the bridge needs to know about processes from
-// /proc and watches their exit with pidfd: which process holds a journal
-// open, its parent and start time (to guard against pid reuse), and when it
-// ends. It never polls.
+// Package proc reads what the bridge needs to know about processes and
+// watches their exit: which process holds a journal open, its parent and
+// start time (to guard against pid reuse), and when it ends. It never
+// polls. On Linux it reads /proc and watches exits with pidfd; on macOS it
+// asks the kernel (sysctl) and watches exits with kqueue, and cannot tell
+// which process holds a file open yet (HoldersKnown). Other platforms
+// build, and find no process.
 package proc
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
+	"time"
 )
 
 // ErrNoProcess means the process does not exist (any more).
@@ -19,20 +22,22 @@ var ErrNoProcess = errors.New("proc: no such process")
 type Stat struct {
 	PID       int
 	PPID      int
-	StartTime uint64 // clock ticks since boot; with PID, names one process
-	Threads   int    // how many threads it runs now
+	StartTime uint64 // clock ticks since boot (macOS: µs since the epoch); with PID, names one process
+	Threads   int    // how many threads it runs now (0: not known, macOS)
+
+	// Started is when the process started, where the table says so
+	// directly (macOS); zero on Linux, where StartedAt computes it.
+	Started time.Time
 }
 
-// ReadStat reads /proc/<pid>/stat under root (normally "/proc").
+// ReadStat reads what /proc/<pid>/stat under root (normally Root) says of
+// a process; ErrNoProcess when there is none.
 func ReadStat(root string, pid int) (Stat, error) {
-	b, err := os.ReadFile(root + "/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return Stat{}, ErrNoProcess
-		}
+	st, err := tableAt(root).stat(pid)
+	if err != nil && !errors.Is(err, ErrNoProcess) {
 		return Stat{}, fmt.Errorf("proc: read stat of %d: %w", pid, err)
 	}
-	return parseStat(pid, b)
+	return st, err
 }
 
 // parseStat parses the stat line. The command name (field 2) is in

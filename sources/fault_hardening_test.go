@@ -321,11 +321,7 @@ func TestHardeningWatchLimit(t *testing.T) {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHardeningWatchLimitChild$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), hardWatchLimitChildEnv+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  syscall.CLONE_NEWUSER,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
-	}
+	cmd.SysProcAttr = newUserNamespace(t)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {

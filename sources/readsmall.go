@@ -19,6 +19,11 @@ const (
 	LimitSidecar = 64 << 10
 )
 
+// OpenFlags are the flags, besides O_RDONLY, that a file in an agent's
+// home is opened with where the platform has them: never wait for a
+// FIFO's writer, never follow a symbolic link, never take a terminal.
+const OpenFlags = smallfile.OpenFlags
+
 // ReadSmall reads a small file that sits in an agent's home or a
 // session's directory, where anything may be: a symbolic link is followed,
 // but what it leads to is stat'ed before it is opened (a device is never

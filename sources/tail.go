@@ -20,9 +20,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/fsnotify/fsnotify"
-	"golang.org/x/sys/unix"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/proc"
 )
 
 // Defaults of TailConfig.
@@ -838,10 +838,8 @@ func (t *Tailer) readMore() {
 // rewrite that leaves the last tailSum bytes before the offset exactly as
 // they were is not seen, and needs none: what follows them is read.)
 func (t *Tailer) read(p string, f *file) {
-	// O_NONBLOCK: should a FIFO have taken the journal's place since the
-	// lstat, opening it must not wait for a writer; O_NOFOLLOW: nor may a
-	// symbolic link to a device.
-	fd, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_NOCTTY, 0)
+	// openJournal: never wait for a FIFO's writer nor follow a link.
+	fd, err := os.OpenFile(p, os.O_RDONLY|openJournal, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
 			delete(t.files, p)
@@ -868,11 +866,8 @@ func (t *Tailer) read(p string, f *file) {
 		}
 		return
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	var dev, ino uint64
-	if st != nil {
-		dev, ino = uint64(st.Dev), st.Ino
-	}
+	k, _ := proc.KeyOf(fi)
+	dev, ino := k.Dev, k.Ino
 	if f.ino != 0 && (dev != f.dev || ino != f.ino || fi.Size() < f.off) {
 		t.log.Debug("journal truncated or replaced", "path", p)
 		t.restart(p, f)
@@ -949,9 +944,9 @@ func (t *Tailer) restart(p string, f *file) {
 // (CodeLineTooLong), without reading them. Data written into the hole
 // later is not seen; a journal is only ever appended to.
 func (t *Tailer) skipHole(fd *os.File, f *file, size int64) {
-	data, err := fd.Seek(f.off, unix.SEEK_DATA) // the offset is unused: reads are ReadAt
+	data, err := seekData(fd, f.off) // the offset is unused: reads are ReadAt
 	switch {
-	case errors.Is(err, unix.ENXIO): // a hole up to EOF
+	case errors.Is(err, errHoleToEnd):
 		data = size
 	case err != nil:
 		return // no SEEK_DATA here: read the bytes

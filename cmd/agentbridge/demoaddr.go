@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentbridge/agentbridge/client"
@@ -61,7 +60,7 @@ func readDemoAddr(stateDir string) (string, bool) {
 	if path == "" {
 		return "", false
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|openSmall, 0)
 	if err != nil {
 		return "", false
 	}

@@ -152,10 +152,19 @@ func (a *app) hookTargets(fs *pflag.FlagSet, names []string) (targets []install.
 // hookProgram is the program the hook command runs: --bin or this binary,
 // refused when it cannot run or sits in a build directory.
 func hookProgram(o hooksOptions) (string, error) {
+	return stableProgram(o.bin, o.allowBuild, "the hooks' program", "every hook", "hooks install")
+}
+
+// stableProgram is the agentbridge another program is told to run (what,
+// for messages): bin when given, else this binary; refused when it cannot
+// run, or sits in a build directory where a rebuild would break the users
+// (who) unless allowBuild. cmd is the subcommand to run from an installed
+// binary instead.
+func stableProgram(bin string, allowBuild bool, what, who, cmd string) (string, error) {
 	var prog string
 	var err error
-	if o.bin != "" {
-		prog, err = binpath.Given(o.bin)
+	if bin != "" {
+		prog, err = binpath.Given(bin)
 	} else {
 		prog, err = binpath.Self()
 	}
@@ -163,12 +172,12 @@ func hookProgram(o hooksOptions) (string, error) {
 		return "", err
 	}
 	if err := binpath.Check(prog); err != nil {
-		return "", fmt.Errorf("%s cannot be the hooks' program: %w", prog, err)
+		return "", fmt.Errorf("%s cannot be %s: %w", prog, what, err)
 	}
-	if why := binpath.BuildDir(prog); why != "" && !o.allowBuild {
-		return "", fmt.Errorf("%s is inside %s: a rebuild, 'make clean' or a moved checkout would break every hook. "+
-			"Install agentbridge (make install, or go install) and run that binary's 'hooks install', or name it with --bin PATH; "+
-			"--allow-build-path writes this path anyway", prog, why)
+	if why := binpath.BuildDir(prog); why != "" && !allowBuild {
+		return "", fmt.Errorf("%s is inside %s: a rebuild, 'make clean' or a moved checkout would break %s. "+
+			"Install agentbridge (make install, or go install) and run that binary's '%s', or name it with --bin PATH; "+
+			"--allow-build-path writes this path anyway", prog, why, who, cmd)
 	}
 	return prog, nil
 }

@@ -122,7 +122,7 @@ agent CLIs on this machine (Claude Code, Codex and more), turns them into one
 small lifecycle vocabulary, and serves it as a REST snapshot and an event
 stream to a browser dashboard, the Terminay extension, curl and its own
 client subcommands. With no subcommand it serves on 127.0.0.1:7391.`,
-		Version:           versionString(),
+		Version:           versionLine(),
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		DisableAutoGenTag: true,
@@ -150,6 +150,7 @@ client subcommands. With no subcommand it serves on 127.0.0.1:7391.`,
 		newHookCmd(a),
 		newHooksCmd(a),
 		newVersionCmd(a),
+		newServiceCmd(a),
 		newManCmd(a),
 	)
 	root.SetHelpCommand(&cobra.Command{

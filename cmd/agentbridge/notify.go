@@ -29,19 +29,21 @@ func newNotifyCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "notify",
 		Short: "raise desktop notifications when a session needs you",
-		Long: `Follow the bridge's event stream and raise a desktop notification over
-D-Bus (org.freedesktop.Notifications: GNOME, KDE, dunst, mako …) when a
-session starts waiting or blocked, or a turn fails: the agent, the
+		Long: `Follow the bridge's event stream and raise a desktop notification (on
+Linux over D-Bus, org.freedesktop.Notifications: GNOME, KDE, dunst, mako …;
+on macOS through osascript) when a session starts waiting or blocked, or a turn fails: the agent, the
 session's title and the reason. One notification per wait: nothing more
 while the same wait goes on, and a session's next notification replaces
 its last. What the stream shows when notify connects is not notified.
-Without a notification service on the session bus it says so and exits 1.
+Without a notification service on the session bus (or osascript on macOS)
+it says so and exits 1.
 
 A waiting session whose permission prompt can be answered through the
 bridge (hooks installed with --answer, answering on: docs/answering.md)
-gets Approve and Deny actions on its notification; a click answers the
-prompt that was open when the notification was raised, never a later one
-(the bridge refuses a stale answer, and notify says so on stderr).`,
+gets Approve and Deny actions on its notification (D-Bus; macOS banners
+raised through osascript take no actions); a click answers the prompt
+that was open when the notification was raised, never a later one (the
+bridge refuses a stale answer, and notify says so on stderr).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, e := range events {
@@ -53,15 +55,18 @@ prompt that was open when the notification was raised, never a later one
 			if err != nil {
 				return err
 			}
-			d, err := notify.DialDesktop(bus)
+			names := map[string]string{}
+			d, err := dialDesktop(goos, bus, func(h string) string { return names[h] })
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			if err := answerFromNotifications(cmd.Context(), c.Client, d, a.stderr); err != nil {
-				return err
+			if dd, ok := d.(*notify.Desktop); ok {
+				if err := answerFromNotifications(cmd.Context(), c.Client, dd, a.stderr); err != nil {
+					return err
+				}
 			}
-			return notifyDesktop(cmd.Context(), c.Client, d, events, a.stderr, a.backoff)
+			return notifyDesktop(cmd.Context(), c.Client, d, names, events, a.stderr, a.backoff)
 		},
 	}
 	fs := cmd.Flags()
@@ -73,12 +78,37 @@ prompt that was open when the notification was raised, never a later one
 	return cmd
 }
 
+// desktop raises notifications on the user's desktop.
+type desktop interface {
+	notify.Notifier
+	Close() error
+}
+
+// dialDesktop returns goos's desktop notifier: osascript on macOS, D-Bus
+// (at bus; "": the user's session bus) elsewhere. agent names a harness
+// for people.
+func dialDesktop(goos, bus string, agent func(harness string) string) (desktop, error) {
+	if goos == "darwin" {
+		b, err := notify.NewBanner()
+		if err != nil {
+			return nil, err
+		}
+		b.Agent = agent
+		return b, nil
+	}
+	d, err := notify.DialDesktop(bus)
+	if err != nil {
+		return nil, err
+	}
+	d.Agent = agent
+	return d, nil
+}
+
 // notifyDesktop follows the stream (client.Follow, resuming after drops)
 // and tells d the transitions of the chosen events until ctx ends. The
-// agents' display names come from GET /v1/sources. A drop is reported once
-// on stderr, then "reconnected".
-func notifyDesktop(ctx context.Context, c *client.Client, d *notify.Desktop, events []string, stderr io.Writer, bo backoff) error {
-	names := map[string]string{}
+// agents' display names are filled into names (which d reads) from GET
+// /v1/sources. A drop is reported once on stderr, then "reconnected".
+func notifyDesktop(ctx context.Context, c *client.Client, d notify.Notifier, names map[string]string, events []string, stderr io.Writer, bo backoff) error {
 	var srcs api.SourcesResponse
 	if err := c.GetJSON(ctx, "/v1/sources", nil, &srcs); err == nil {
 		for _, s := range srcs.Sources {
@@ -87,7 +117,6 @@ func notifyDesktop(ctx context.Context, c *client.Client, d *notify.Desktop, eve
 			}
 		}
 	}
-	d.Agent = func(h string) string { return names[h] }
 	host, _ := os.Hostname()
 	t := notify.Teller{Tracker: notify.Tracker{Host: host}, To: d, Events: events}
 	failing := false

@@ -23,7 +23,7 @@ func newOpenCmd(a *app) *cobra.Command {
 subcommands find it, a running demo included) in the browser, signed in.
 
 The browser is $BROWSER (a colon-separated list of commands; %s stands for
-the page), else xdg-open in a desktop session. It is handed a page in the
+the page), else open(1) on macOS, xdg-open in a Linux desktop session. It is handed a page in the
 state directory, readable only by you, that forwards to the dashboard, so
 the token never appears in a command line. With --print, or with no browser
 to open, the URL with its token is printed instead, to paste into a browser.`,
@@ -69,7 +69,8 @@ func (a *app) open(ctx context.Context, fs *pflag.FlagSet, printURL bool) error 
 
 // systemBrowser returns the function that opens a URL in the user's
 // browser, or nil when there is none: the first command of $BROWSER found
-// on PATH, else xdg-open when a display is set.
+// on PATH, else open(1) on macOS, xdg-open when a display is set
+// (browserOpener).
 func systemBrowser(env []string, stateDir string) func(string) error {
 	var argv []string
 	for _, c := range strings.Split(envGet(env, "BROWSER"), ":") {
@@ -82,9 +83,12 @@ func systemBrowser(env []string, stateDir string) func(string) error {
 			break
 		}
 	}
-	if argv == nil && (envGet(env, "DISPLAY") != "" || envGet(env, "WAYLAND_DISPLAY") != "") {
-		if _, err := lookPath("xdg-open", env); err == nil {
-			argv = []string{"xdg-open"}
+	if argv == nil {
+		display := envGet(env, "DISPLAY") != "" || envGet(env, "WAYLAND_DISPLAY") != ""
+		if o := browserOpener(goos, display); o != "" {
+			if _, err := lookPath(o, env); err == nil {
+				argv = []string{o}
+			}
 		}
 	}
 	if argv == nil {

@@ -152,6 +152,9 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 	stdout, stderr := a.stdout, a.stderr
 	ctx, stop := context.WithCancel(parent)
 	defer stop()
+	if err := servable(goos); err != nil {
+		return err
+	}
 	log := newLogger(stderr, cfg.LogLevel)
 	if err := checkSourceIDs(cfg); err != nil {
 		return err

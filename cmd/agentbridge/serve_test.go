@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -207,19 +206,6 @@ func TestServeRefusesUnsafeSettings(t *testing.T) {
 				t.Errorf("stdout %q: nothing should be printed when refusing to start", out.String())
 			}
 		})
-	}
-}
-
-func TestVersionString(t *testing.T) {
-	if v := versionString(); v == "" {
-		t.Errorf("versionString() is empty")
-	}
-	old := version
-	version = "v9.9.9"
-	defer func() { version = old }()
-	var out bytes.Buffer
-	if code := run(context.Background(), []string{"version"}, &out, io.Discard); code != 0 || out.String() != "agentbridge v9.9.9\n" {
-		t.Errorf("agentbridge version = %d %q, want 0 %q", code, out.String(), "agentbridge v9.9.9\n")
 	}
 }
 

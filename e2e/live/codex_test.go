@@ -8,12 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 const codexSource = "codex"
@@ -435,41 +432,5 @@ func codexKill(t *testing.T, c agentCLI, daemon bool) {
 	s = r.bridge.AwaitStatus(codexSource, s.ID, "exited", 30*time.Second)
 	if daemon {
 		r.checkf(s.LastTurn == "completed", "the daemon finished the turn before the end: %s", s)
-	}
-}
-
-// lastClose watches path (inotify IN_CLOSE_WRITE, independently of the
-// bridge) and returns a function that tells when a writer last closed it.
-func lastClose(t *testing.T, path string) func() time.Time {
-	t.Helper()
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := unix.InotifyAddWatch(fd, path, unix.IN_CLOSE_WRITE); err != nil {
-		unix.Close(fd)
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var at time.Time
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 4096)
-		for {
-			n, err := unix.Read(fd, buf)
-			if err != nil || n <= 0 {
-				return
-			}
-			mu.Lock()
-			at = time.Now()
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() { unix.Close(fd) })
-	return func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return at
 	}
 }

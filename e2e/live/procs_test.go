@@ -2,7 +2,6 @@ package live
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // A scenario ends only once every process it started has exited: the
@@ -153,46 +150,6 @@ func (s *procSet) await(t *testing.T, grace time.Duration) {
 		killed = true
 		deadline = time.Now().Add(time.Minute)
 	}
-}
-
-// awaitExit waits (at most timeout) until each of pids has exited, each
-// watched by a pidfd, and returns those that have not.
-func awaitExit(pids []int, timeout time.Duration) []int {
-	var fds []unix.PollFd
-	byFd := map[int32]int{}
-	for _, pid := range pids {
-		fd, err := unix.PidfdOpen(pid, 0)
-		if err != nil {
-			continue // gone already
-		}
-		fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
-		byFd[int32(fd)] = pid
-	}
-	defer func() {
-		for fd := range byFd {
-			unix.Close(int(fd))
-		}
-	}()
-	deadline := time.Now().Add(timeout)
-	for len(fds) > 0 {
-		ms := int(time.Until(deadline) / time.Millisecond)
-		if ms <= 0 {
-			break
-		}
-		n, err := unix.Poll(fds, ms)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil || n == 0 {
-			break
-		}
-		fds = slices.DeleteFunc(fds, func(p unix.PollFd) bool { return p.Revents != 0 })
-	}
-	var left []int
-	for _, p := range fds {
-		left = append(left, byFd[p.Fd])
-	}
-	return left
 }
 
 // awaitGone waits until pid has exited (an event on its pidfd), killing

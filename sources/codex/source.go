@@ -102,7 +102,7 @@ func New(opt Options) *Source {
 // observes is what the source can know, and from where.
 var observes = map[string]agentbridge.Observe{
 	"waiting":   {How: agentbridge.Unavailable},               // approvals are never persisted
-	"exited":    {How: agentbridge.Observed, From: "process"}, // through the process holding the rollout
+	"exited":    sources.ExitedByHolder(),                     // through the process holding the rollout
 	"subagents": {How: agentbridge.Observed, From: "journal"}, // subagent threads' own rollouts
 	"title":     {How: agentbridge.Observed, From: "journal"}, // the thread name or first prompt
 	"model":     {How: agentbridge.Observed, From: "journal"}, // turn_context records

@@ -4,7 +4,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentbridge/agentbridge/proc"
@@ -28,9 +27,9 @@ const maxDirEntries = 256
 // lockPIDs returns the pids the inuse.<pid>.lock files of a session
 // directory name, in directory order.
 func lockPIDs(dir string) []int {
-	// O_DIRECTORY|O_NONBLOCK: a FIFO or device planted where the session
-	// directory should be is refused instead of blocking the source.
-	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	// openDir: a FIFO or device planted where the session directory
+	// should be is refused instead of blocking the source.
+	f, err := os.OpenFile(dir, os.O_RDONLY|openDir, 0)
 	if err != nil {
 		return nil
 	}

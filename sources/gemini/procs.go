@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 
 	json "github.com/go-json-experiment/json"
 
@@ -86,7 +85,7 @@ const historyTail = 256 << 10
 // each conversation's latest workspace (an absolute, clean path). A file
 // that is missing, not a regular file, or unreadable gives none.
 func historyCwds(path string) map[string]string {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|sources.OpenFlags, 0)
 	if err != nil {
 		return nil
 	}

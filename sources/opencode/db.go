@@ -10,12 +10,12 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -168,7 +168,7 @@ func OpenDB(path string) (*DB, error) {
 	if err := sideFiles(path); err != nil {
 		return nil, err
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
+	key, _ := proc.KeyOf(fi)
 	u := url.URL{Scheme: "file", Path: path, RawQuery: dsnParams}
 	pool, err := sql.Open("sqlite", u.String())
 	if err != nil {
@@ -188,10 +188,7 @@ func OpenDB(path string) (*DB, error) {
 		pool.Close()
 		return nil, classify(ctx, err)
 	}
-	d := &DB{path: path, pool: pool, db: conn, atMark: map[string]int64{}, drift: map[string]int{}}
-	if st != nil {
-		d.dev, d.ino = uint64(st.Dev), st.Ino
-	}
+	d := &DB{path: path, pool: pool, db: conn, atMark: map[string]int64{}, drift: map[string]int{}, dev: key.Dev, ino: key.Ino}
 	if err := d.checkSchema(ctx); err != nil {
 		d.Close()
 		return nil, err
@@ -284,8 +281,8 @@ func (d *DB) Same() bool {
 	if err != nil {
 		return false
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && uint64(st.Dev) == d.dev && st.Ino == d.ino
+	k, ok := proc.KeyOf(fi)
+	return ok && k.Dev == d.dev && k.Ino == d.ino
 }
 
 // classify maps a read's error to ErrBusy, ErrLimit or ErrUnreadable; ctx

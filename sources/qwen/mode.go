@@ -2,11 +2,8 @@ package qwen
 
 import (
 	"bytes"
-	"io"
-	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
@@ -108,16 +105,12 @@ func readSettingsMode(path string) string {
 	return settingsMode(data)
 }
 
-// readCmdline reads /proc/<pid>/cmdline, capped; nil when it cannot.
+// readCmdline reads the process's arguments (/proc/<pid>/cmdline),
+// capped; nil when it cannot.
 func readCmdline(pid int) []byte {
 	if pid <= 0 || pid > validate.MaxPID {
 		return nil
 	}
-	f, err := os.Open(proc.Root + "/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, 64<<10))
+	b, _ := proc.Cmdline(proc.Root, pid, 64<<10)
 	return b
 }

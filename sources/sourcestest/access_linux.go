@@ -11,7 +11,7 @@ import (
 // readWatch sees, with inotify, when a file in a watched directory has been
 // read by anyone (IN_CLOSE_NOWRITE: a read-only descriptor closed): the witness that the source
 // under test has read what was just written, without reaching into it.
-// Linux only, as the bridge is.
+// Linux only (access_other.go).
 type readWatch struct {
 	fd  int
 	wds map[int32]string // watch descriptor → directory

@@ -29,13 +29,9 @@ func Watch(ctx context.Context, pid int, start uint64, onExit func()) error {
 		return fmt.Errorf("proc: pidfd_open %d: %w", pid, err)
 	}
 	// The pidfd now pins one process; check it is the one the caller means.
-	st, err := ReadStat(Root, pid)
-	if err != nil || (start != 0 && st.StartTime != start) {
+	if err := pinned(pid, start); err != nil {
 		unix.Close(pfd)
-		if err != nil && !errors.Is(err, ErrNoProcess) {
-			return err
-		}
-		return ErrNoProcess
+		return err
 	}
 	f := os.NewFile(uintptr(pfd), "pidfd")
 	rc, err := f.SyscallConn()
@@ -63,11 +59,4 @@ func Watch(ctx context.Context, pid int, start uint64, onExit func()) error {
 		}
 	}()
 	return nil
-}
-
-// Alive reports whether pid names a running process with the given start
-// time (0: any).
-func Alive(pid int, start uint64) bool {
-	st, err := ReadStat(Root, pid)
-	return err == nil && (start == 0 || st.StartTime == start)
 }
