@@ -39,9 +39,15 @@ func newQwenRig(t *testing.T) *qwenRig {
 // tui starts the interactive CLI in tmux and waits for its input box.
 func (r *qwenRig) tui(args ...string) *terminal {
 	r.t.Helper()
+	return r.tuiIn(r.cwd, args...)
+}
+
+// tuiIn is tui in directory cwd.
+func (r *qwenRig) tuiIn(cwd string, args ...string) *terminal {
+	r.t.Helper()
 	env := append(append([]string{}, r.env...), "LANG=C.UTF-8", "SHELL=/bin/bash",
 		"OPENAI_BASE_URL="+r.model.URL+"/v1", "OPENAI_API_KEY=dummy", "OPENAI_MODEL=mock-model")
-	term := openTerminal(r.t, r.cwd, env, append([]string{r.bin}, args...)...)
+	term := openTerminal(r.t, cwd, env, append([]string{r.bin}, args...)...)
 	term.AwaitScreen(90*time.Second, "Type your message")
 	return term
 }
@@ -312,14 +318,22 @@ func qwenKill(t *testing.T) {
 	r.checkf(s.WaitingFor == "", "exited: %s", s)
 }
 
-// The bridge restarts while one TUI runs and another has quit (its
-// runtime.json left behind, naming a dead pid): the restarted bridge
-// shows the running one with the same pid, and the other ended at once,
-// never alive.
+// The bridge restarts while one TUI runs and another, in another
+// directory, has quit (its runtime.json left behind naming a dead pid,
+// or removed): the restarted bridge shows the running one with the same
+// pid, and the other ended at once, never alive. (Qwen Code does not
+// always leave the runtime file behind; without it, two sessions of one
+// directory whose TUIs were one quit and one running cannot be told
+// apart from /proc after a restart, and the quit one is bound to
+// nothing, never to the other's process: the binder's documented limit.)
 func qwenRestart(t *testing.T) {
 	r := newQwenRig(t)
 	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
-	a, b := r.tui(), r.tui()
+	other := filepath.Join(filepath.Dir(r.cwd), "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a, b := r.tui(), r.tuiIn(other)
 	pa, pb := a.PID(), b.PID()
 	prompt(a, "first prompt")
 	a.AwaitScreen(60*time.Second, "First answer.")
