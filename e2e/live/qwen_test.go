@@ -319,13 +319,13 @@ func qwenKill(t *testing.T) {
 }
 
 // The bridge restarts while one TUI runs and another, in another
-// directory, has quit (its runtime.json left behind naming a dead pid,
-// or removed): the restarted bridge shows the running one with the same
-// pid, and the other ended at once, never alive. (Qwen Code does not
-// always leave the runtime file behind; without it, two sessions of one
-// directory whose TUIs were one quit and one running cannot be told
-// apart from /proc after a restart, and the quit one is bound to
-// nothing, never to the other's process: the binder's documented limit.)
+// directory, has quit: the restarted bridge shows the running one with
+// the same pid, and the other ended at once, never alive. (With both
+// TUIs in one directory the quit one's session was seen once, after a
+// restart, bound to nothing and not ended — the binder's limit for two
+// sessions of one directory that /proc cannot tell apart, reached when
+// the quit TUI's runtime file does not end it; its cause is not yet
+// known, so this scenario keeps the TUIs apart, as Pi's and Gemini's do.)
 func qwenRestart(t *testing.T) {
 	r := newQwenRig(t)
 	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})
