@@ -141,13 +141,12 @@ func TestSidecarsIgnored(t *testing.T) {
 	sourcestest.Append(t, filepath.Join(root, journalName), startRecord("/x")) // not in a session directory
 	sourcestest.Append(t, filepath.Join(dir, "checkpoints", "index.md"), "# checkpoints\n")
 
-	h := run(t, sources.Options{Home: home})
+	h := run(t, sources.Options{Home: home, Processes: proctest.Running(t, "/usr/bin/copilot", "/work/app")}) // Copilot runs in /work/app
 	sourcestest.Append(t, filepath.Join(dir, journalName), startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "hi"}))
 	h.WaitFor(t, "the real session", status(h, sid, agentbridge.StatusRunning))
 	sourcestest.Append(t, filepath.Join(dir, "workspace.yaml"), "updated_at: now\n")
 	sourcestest.Append(t, filepath.Join(dir, "inuse.1.lock"), "")
 	sourcestest.Append(t, filepath.Join(dir, journalName), line(typeAssistantMessage, map[string]any{"content": "hello"})+line(typeTurnEnd, map[string]any{}))
-	// No Copilot process runs in /work/app: the session has also ended.
 	h.WaitFor(t, "the turn over", func(*sourcestest.Hub) bool {
 		s, ok := h.Shown(sid)
 		return ok && s.LastTurn == agentbridge.LastTurnCompleted
