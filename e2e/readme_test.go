@@ -156,6 +156,15 @@ func TestReadmeCommands(t *testing.T) {
 		}
 	}
 
+	// What a client says with no bridge is shown before the demo starts,
+	// wherever the README shows it.
+	rank := func(b readmeBlock) int {
+		if strings.Contains(b.output, "no agentbridge at") {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(blocks, func(a, b readmeBlock) int { return rank(a) - rank(b) })
 	sawDefault := false
 	for _, blk := range blocks {
 		script := strings.Join(blk.cmds, "\n")
