@@ -15,7 +15,7 @@ import (
 // make live-latest: with AGENTBRIDGE_LIVE_LATEST=1 the suite runs each CLI
 // at the newest version the npm registry serves (`npm view PKG version`)
 // instead of its pins, once per CLI; with AGENTBRIDGE_LIVE_REPORT=FILE it
-// writes its scenarios × versions table to FILE as Markdown (the README
+// writes its scenarios × versions table to FILE as Markdown (docs/testing.md
 // cites docs/live-latest.md). Not part of CI's gate: a new release may
 // break a scenario, which is what it is for.
 

@@ -4,7 +4,7 @@ import "testing"
 
 // The agents the bridge has a source for that the live suite cannot run:
 // each has a column in the table whose scenarios skip, with the reason
-// (checked 2026-12-01; see the README's live-suite section). Their sources
+// (checked 2026-12-01; see docs/testing.md, "Not in the live suite"). Their sources
 // are tested on recordings and hand-written journals instead.
 var unavailable = []struct {
 	column, reason string
