@@ -17,17 +17,28 @@ import (
 	"github.com/agentbridge/agentbridge/internal/testenv"
 )
 
-// readmeBlock is one command the README shows: a line of a ```sh block,
+// commandDocs are the pages whose ```sh and ```console blocks
+// TestReadmeCommands runs: the README and the page the README's client
+// commands moved to. (Other pages show commands that change the machine,
+// such as `service install`, or output of a particular build.)
+var commandDocs = []string{"README.md", filepath.Join("docs", "clients.md")}
+
+// readmeMaxBytes bounds the README: one screen of what a user needs, the
+// rest in docs/.
+const readmeMaxBytes = 12_000
+
+// readmeBlock is one command a page shows: a line of a ```sh block,
 // or a "$ " line of a ```console block with the output shown after it.
 type readmeBlock struct {
 	lang   string   // "sh" or "console"
 	cmds   []string // the commands, in order (an sh block runs as one script)
-	output string   // console: what the README shows after the command
+	output string   // console: what the page shows after the command
+	file   string   // the page, relative to the repository
 	line   int      // where the block starts
 }
 
-// readmeBlocks reads the README's sh and console blocks.
-func readmeBlocks(t *testing.T, readme string) []readmeBlock {
+// readmeBlocks reads the sh and console blocks of a page.
+func readmeBlocks(t *testing.T, file, readme string) []readmeBlock {
 	t.Helper()
 	var out []readmeBlock
 	lines := strings.Split(readme, "\n")
@@ -42,7 +53,7 @@ func readmeBlocks(t *testing.T, readme string) []readmeBlock {
 			body = append(body, lines[i])
 		}
 		if lang == "sh" {
-			b := readmeBlock{lang: lang, line: start}
+			b := readmeBlock{lang: lang, file: file, line: start}
 			for _, l := range body {
 				if s := strings.TrimSpace(l); s != "" && !strings.HasPrefix(s, "#") {
 					b.cmds = append(b.cmds, l)
@@ -54,9 +65,9 @@ func readmeBlocks(t *testing.T, readme string) []readmeBlock {
 		for j := 0; j < len(body); j++ {
 			cmd, ok := strings.CutPrefix(body[j], "$ ")
 			if !ok {
-				t.Fatalf("README line %d: a console block line without a $ command: %q", start+j, body[j])
+				t.Fatalf("%s line %d: a console block line without a $ command: %q", file, start+j, body[j])
 			}
-			b := readmeBlock{lang: lang, cmds: []string{cmd}, line: start + j}
+			b := readmeBlock{lang: lang, cmds: []string{cmd}, file: file, line: start + j}
 			var shown []string
 			for j+1 < len(body) && !strings.HasPrefix(body[j+1], "$ ") {
 				j++
@@ -87,19 +98,24 @@ func shell(t *testing.T, dir string, env []string, d time.Duration, script strin
 	return b.String(), ctx.Err() != nil, err
 }
 
-// TestReadmeCommands runs every command the README shows, verbatim, as a
-// newcomer would: the make targets exist (make -n), the client commands
-// work against `agentbridge demo` found without --addr, the curl lines
-// work with an XDG_STATE_HOME of their own, and where the README shows
-// output for certain (no bridge, validate), the output is that.
+// TestReadmeCommands runs every command the README (and the client page,
+// commandDocs) shows, verbatim, as a newcomer would: the make targets
+// exist (make -n), the client commands work against `agentbridge demo`
+// found without --addr, the curl lines work with an XDG_STATE_HOME of
+// their own, and where a page shows output for certain (no bridge,
+// validate), the output is that.
 func TestReadmeCommands(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := readmeBlocks(t, string(b))
-	if len(blocks) < 5 {
-		t.Fatalf("found %d command blocks in the README; the parser is broken", len(blocks))
+	var blocks []readmeBlock
+	for _, f := range commandDocs {
+		b, err := os.ReadFile(filepath.Join(repoRoot, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs := readmeBlocks(t, f, string(b))
+		if f == "README.md" && len(bs) < 5 {
+			t.Fatalf("found %d command blocks in the README; the parser is broken", len(bs))
+		}
+		blocks = append(blocks, bs...)
 	}
 	bin := agentbridgeBin(t)
 	home := t.TempDir()
@@ -176,20 +192,20 @@ func TestReadmeCommands(t *testing.T) {
 					cmd := exec.Command("make", "-n", target)
 					cmd.Dir = repoRoot
 					if out, err := cmd.CombinedOutput(); err != nil {
-						t.Errorf("README line %d: make %s: %v %s", blk.line, target, err, out)
+						t.Errorf("%s line %d: make %s: %v %s", blk.file, blk.line, target, err, out)
 					}
 				}
 				return
 			}
 			if blk.output != "" && strings.Contains(blk.output, "no agentbridge at") {
 				// Shown before any bridge runs.
-				sawDefault = true
+				sawDefault = sawDefault || blk.file == "README.md"
 				if !noBridge || demo != nil {
 					testenv.Missing(t, "something else listens at 127.0.0.1:7391")
 				}
 				out, _, _ := shell(t, work, env, 10*time.Second, script)
 				if strings.TrimSpace(out) != blk.output {
-					t.Errorf("README line %d: %s printed\n%s\nwant\n%s", blk.line, name, out, blk.output)
+					t.Errorf("%s line %d: %s printed\n%s\nwant\n%s", blk.file, blk.line, name, out, blk.output)
 				}
 				return
 			}
@@ -210,25 +226,25 @@ func TestReadmeCommands(t *testing.T) {
 			case blk.lang == "console" && strings.HasPrefix(name, "echo "):
 				// A check offline: the README shows its output exactly.
 				if strings.TrimSpace(out) != blk.output {
-					t.Errorf("README line %d: %s printed\n%s\nwant\n%s", blk.line, name, out, blk.output)
+					t.Errorf("%s line %d: %s printed\n%s\nwant\n%s", blk.file, blk.line, name, out, blk.output)
 				}
 			case timedOut:
 				// A command that follows the stream: it must still have been
 				// running, without complaint.
 				if strings.Contains(out, "agentbridge") && strings.Contains(out, ": ") && !strings.Contains(out, `"id"`) {
-					t.Errorf("README line %d: %s complained:\n%s", blk.line, name, out)
+					t.Errorf("%s line %d: %s complained:\n%s", blk.file, blk.line, name, out)
 				}
 			case err != nil:
-				t.Errorf("README line %d: %s: %v\n%s", blk.line, name, err, out)
+				t.Errorf("%s line %d: %s: %v\n%s", blk.file, blk.line, name, err, out)
 			case blk.lang == "console":
 				header := strings.Fields(strings.SplitN(blk.output, "\n", 2)[0])
 				first := strings.Fields(strings.SplitN(out, "\n", 2)[0])
 				if strings.TrimSpace(out) != "no sessions" && !slices.Equal(header, first) {
-					t.Errorf("README line %d: %s printed\n%s\nwant a table like\n%s", blk.line, name, out, blk.output)
+					t.Errorf("%s line %d: %s printed\n%s\nwant a table like\n%s", blk.file, blk.line, name, out, blk.output)
 				}
 			}
 			if strings.Contains(script, "curl") && !timedOut && !strings.Contains(out, `"revision"`) {
-				t.Errorf("README line %d: the curl lines got no sessions:\n%s", blk.line, out)
+				t.Errorf("%s line %d: the curl lines got no sessions:\n%s", blk.file, blk.line, out)
 			}
 		})
 	}
@@ -237,31 +253,64 @@ func TestReadmeCommands(t *testing.T) {
 	}
 }
 
-// TestReadmeInlineCommands: the agentbridge commands the README names in
-// running text exist with the flags it gives them (each accepts --help).
+// TestReadmeInlineCommands: the agentbridge commands the README and the
+// pages under docs/ name in running text exist with the flags they give
+// them (each accepts --help).
 func TestReadmeInlineCommands(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	docs, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := agentbridgeBin(t)
 	span := regexp.MustCompile("`((?:bin/)?agentbridge(?: [a-z][a-z-]*)+(?: --?[a-z][a-z-]*(?:=[a-z0-9]+)?)*)`")
 	seen := map[string]bool{}
-	for _, m := range span.FindAllStringSubmatch(string(b), -1) {
-		if seen[m[1]] {
-			continue
+	inReadme := 0
+	for _, path := range append([]string{filepath.Join(repoRoot, "README.md")}, docs...) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
 		}
-		seen[m[1]] = true
-		args := append(strings.Fields(m[1])[1:], "--help")
-		cmd := exec.Command(bin, args...)
-		cmd.Env = []string{"HOME=" + t.TempDir()}
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			t.Errorf("README mentions `%s`, but `%s` fails: %v\n%s", m[1], strings.Join(args, " "), err, out.String())
+		name, _ := filepath.Rel(repoRoot, path)
+		for _, m := range span.FindAllStringSubmatch(string(b), -1) {
+			if name == "README.md" {
+				inReadme++
+			}
+			if seen[m[1]] {
+				continue
+			}
+			seen[m[1]] = true
+			args := append(strings.Fields(m[1])[1:], "--help")
+			cmd := exec.Command(bin, args...)
+			cmd.Env = []string{"HOME=" + t.TempDir()}
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Run(); err != nil {
+				t.Errorf("%s mentions `%s`, but `%s` fails: %v\n%s", name, m[1], strings.Join(args, " "), err, out.String())
+			}
 		}
 	}
-	if len(seen) < 5 {
-		t.Errorf("found only %d inline commands in the README; the pattern is broken", len(seen))
+	if inReadme < 5 {
+		t.Errorf("found only %d inline commands in the README; the pattern is broken", inReadme)
+	}
+}
+
+// TestReadmeFirstScreen: the README stays one screen of what a user
+// needs (under readmeMaxBytes), and a newcomer's first screen of it says
+// how to install, run, test and demo.
+func TestReadmeFirstScreen(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) >= readmeMaxBytes {
+		t.Errorf("README.md is %d bytes; keep it under %d and move the rest to docs/", len(b), readmeMaxBytes)
+	}
+	const screen = 60 // lines
+	lines := strings.SplitN(string(b), "\n", screen+1)
+	first := strings.Join(lines[:min(len(lines), screen)], "\n")
+	for _, cmd := range []string{"make install", "make run", "make test", "make demo"} {
+		if !strings.Contains(first, cmd) {
+			t.Errorf("the README's first %d lines do not say %q", screen, cmd)
+		}
 	}
 }
