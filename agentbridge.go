@@ -1,6 +1,8 @@
 // Package agentbridge holds the vocabulary that every part of the bridge
-// speaks: session snapshots, lifecycle events, diagnostics and the
-// descriptions of sources and their harnesses. It depends on nothing but the
+// speaks: session snapshots, lifecycle events, diagnostics, the
+// descriptions of sources and their harnesses, and the wire types of the
+// HTTP surface (listed sessions, stream record names, publish operations,
+// filters) that clients read. It depends on nothing but the
 // standard library; validation lives in package validate, the ordered state
 // in package hub, journal parsing in package sources and its sub-packages.
 //

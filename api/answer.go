@@ -12,9 +12,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"golang.org/x/time/rate"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/answer"
 	"github.com/agentbridge/agentbridge/hooks"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -59,14 +59,14 @@ type WaitConflict struct {
 // EntryView is a session entry as the REST routes show it: the hub's entry
 // and, while its permission prompt waits for an answer, Answerable.
 type EntryView struct {
-	hub.Entry
+	agentbridge.Entry
 	Answerable *answer.Answerable `json:"answerable,omitempty"`
 }
 
 // view adds what answering knows to an entry (a remote's session never
 // has it: its waits are its own bridge's; nor has an ended session: its
 // wait is closed, see endedWait).
-func (s *Server) view(e hub.Entry) EntryView {
+func (s *Server) view(e agentbridge.Entry) EntryView {
 	v := EntryView{Entry: e}
 	if s.Answers != nil && e.Host == "" && !s.endedWait(e) {
 		v.Answerable = s.Answers.Answerable(e.Source, e.Snapshot.ID)
@@ -77,7 +77,7 @@ func (s *Server) view(e hub.Entry) EntryView {
 // endedWait closes the wait of a session that has ended (its process is
 // gone, yet a hook of it may still hold its wait): nobody may answer it.
 // It reports whether the session has ended.
-func (s *Server) endedWait(e hub.Entry) bool {
+func (s *Server) endedWait(e agentbridge.Entry) bool {
 	if e.Ended == nil {
 		return false
 	}

@@ -27,7 +27,7 @@ func answerFixture(t *testing.T, on bool, more ...func(*Server)) (*fixture, *hub
 		Harnesses: []agentbridge.Harness{{ID: "claude-code", DisplayName: "Claude Code"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Publish("claude-code", []hub.Op{{Op: hub.OpEvent, SessionID: answerSID, Harness: "claude-code",
+	if err := h.Publish("claude-code", []agentbridge.Op{{Op: agentbridge.OpEvent, SessionID: answerSID, Harness: "claude-code",
 		Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: 1}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestAnswerAfterTheSessionEnded(t *testing.T) {
 	f, h, _ := answerFixture(t, true)
 	_, got, _ := waitingHook(t, f, "60")
 	id := entryOf(t, f).Answerable.WaitID
-	if err := h.Publish("claude-code", []hub.Op{{Op: hub.OpEvent, SessionID: answerSID, Harness: "claude-code",
+	if err := h.Publish("claude-code", []agentbridge.Op{{Op: agentbridge.OpEvent, SessionID: answerSID, Harness: "claude-code",
 		Event: agentbridge.Event{Kind: agentbridge.KindAgentExited, OccurredAt: 2}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -292,14 +292,14 @@ func TestSessionsFilterParsed(t *testing.T) {
 	f := newFixture(t, nil)
 	tests := []struct {
 		query string
-		want  hub.Filter
+		want  agentbridge.Filter
 	}{
-		{"", hub.Filter{}},
-		{"source=claude-code,codex&harness=codex", hub.Filter{Sources: []string{"claude-code", "codex"}, Harnesses: []string{"codex"}}},
-		{"source=codex&source=example", hub.Filter{Sources: []string{"codex", "example"}}},
-		{"status=waiting,blocked,", hub.Filter{Statuses: []agentbridge.Status{"waiting", "blocked"}}},
-		{"project=%2Fhome%2Fu%2Fp&ancestorPid=4242", hub.Filter{Project: "/home/u/p", AncestorPID: 4242}},
-		{"project=/", hub.Filter{Project: "/"}},
+		{"", agentbridge.Filter{}},
+		{"source=claude-code,codex&harness=codex", agentbridge.Filter{Sources: []string{"claude-code", "codex"}, Harnesses: []string{"codex"}}},
+		{"source=codex&source=example", agentbridge.Filter{Sources: []string{"codex", "example"}}},
+		{"status=waiting,blocked,", agentbridge.Filter{Statuses: []agentbridge.Status{"waiting", "blocked"}}},
+		{"project=%2Fhome%2Fu%2Fp&ancestorPid=4242", agentbridge.Filter{Project: "/home/u/p", AncestorPID: 4242}},
+		{"project=/", agentbridge.Filter{Project: "/"}},
 	}
 	for _, tt := range tests {
 		resp, body := f.do(t, req{path: "/v1/sessions?" + tt.query})
@@ -315,7 +315,7 @@ func TestSessionsFilterParsed(t *testing.T) {
 	f.events.mu.Lock()
 	got := f.events.filter
 	f.events.mu.Unlock()
-	if diff := cmp.Diff(hub.Filter{Harnesses: []string{"codex"}, AncestorPID: 7}, got); diff != "" {
+	if diff := cmp.Diff(agentbridge.Filter{Harnesses: []string{"codex"}, AncestorPID: 7}, got); diff != "" {
 		t.Errorf("events filter mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -400,17 +400,17 @@ func TestPublish(t *testing.T) {
 		hubErr     error
 		wantStatus int
 		wantIssues []validate.Issue // paths and codes only
-		wantOps    []hub.OpKind
+		wantOps    []agentbridge.OpKind
 	}{
-		{"single upsert", `{"op":"upsert","session":{"id":"s-1","harness":"example-agent","status":"running"}}`, nil, 200, nil, []hub.OpKind{hub.OpUpsert}},
+		{"single upsert", `{"op":"upsert","session":{"id":"s-1","harness":"example-agent","status":"running"}}`, nil, 200, nil, []agentbridge.OpKind{agentbridge.OpUpsert}},
 		{"array of every op", `[
 			{"op":"reset","sessions":[]},
 			{"op":"upsert","session":{"id":"s-1","harness":"example-agent","status":"idle"}},
 			{"op":"event","sessionId":"s-1","harness":"example-agent","event":{"kind":"turn.started","turnId":"t-1"}},
 			{"op":"diagnostic","diagnostic":{"code":"push-hello","message":"hello"}},
 			{"op":"remove","sessionId":"s-1"}]`, nil, 200, nil,
-			[]hub.OpKind{hub.OpReset, hub.OpUpsert, hub.OpEvent, hub.OpDiagnostic, hub.OpRemove}},
-		{"empty array", `[]`, nil, 200, nil, []hub.OpKind{}},
+			[]agentbridge.OpKind{agentbridge.OpReset, agentbridge.OpUpsert, agentbridge.OpEvent, agentbridge.OpDiagnostic, agentbridge.OpRemove}},
+		{"empty array", `[]`, nil, 200, nil, []agentbridge.OpKind{}},
 		{"unknown field in single op", `{"op":"upsert","session":{"id":"s-1","harness":"example-agent","status":"running","x":1}}`, nil, 422,
 			[]validate.Issue{{Path: "$.session.x", Code: validate.UnknownField}}, nil},
 		{"unknown field in array", `[{"op":"remove","sessionId":"s-1"},{"op":"upsert","session":{"id":"s-1","harness":"example-agent","status":"running","x":1}}]`, nil, 422,
@@ -451,7 +451,7 @@ func TestPublish(t *testing.T) {
 				if resp.StatusCode != 200 {
 					t.Fatalf("publish %s: %d, want 200 (%s)", tt.body, resp.StatusCode, body)
 				}
-				var got []hub.OpKind
+				var got []agentbridge.OpKind
 				for _, op := range f.hub.published {
 					got = append(got, op.Op)
 				}
@@ -497,7 +497,7 @@ func TestPublishDecodesValues(t *testing.T) {
 		t.Fatalf("publish: %d (%s)", resp.StatusCode, body)
 	}
 	zero := 0
-	want := []hub.Op{{Op: hub.OpEvent, SessionID: "s-1", Harness: "example-agent",
+	want := []agentbridge.Op{{Op: agentbridge.OpEvent, SessionID: "s-1", Harness: "example-agent",
 		Event: agentbridge.Event{Kind: agentbridge.KindAgentExited, ExitCode: &zero}}}
 	if diff := cmp.Diff(want, f.hub.published); diff != "" {
 		t.Errorf("published mismatch (-want +got):\n%s", diff)

@@ -26,14 +26,14 @@ func FuzzPublishEndpoint(f *testing.F) {
 			t.Fatal(err)
 		}
 		// A session exists first, so remove, event and upsert have something to act on.
-		if err := h.Publish("example-push", []hub.Op{{Op: hub.OpUpsert, Session: agentbridge.Snapshot{ID: "s-1", Harness: "example-agent", Status: agentbridge.StatusRunning}}}); err != nil {
+		if err := h.Publish("example-push", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: agentbridge.Snapshot{ID: "s-1", Harness: "example-agent", Status: agentbridge.StatusRunning}}}); err != nil {
 			t.Fatal(err)
 		}
 		const addr = "127.0.0.1:7391"
 		s := &api.Server{Hub: h, Addr: addr, Token: hardToken, OpenAPI: []byte("openapi: 3.0.3\n"),
-			Events: api.EventsFunc(func(http.ResponseWriter, *http.Request, hub.Filter) {})}
+			Events: api.EventsFunc(func(http.ResponseWriter, *http.Request, agentbridge.Filter) {})}
 		handler := s.Handler()
-		rev0, before := h.Sessions(hub.Filter{})
+		rev0, before := h.Sessions(agentbridge.Filter{})
 		diags0 := len(h.Diagnostics())
 
 		req := httptest.NewRequest("POST", "http://"+addr+"/v1/sources/example-push/publish", strings.NewReader(string(body)))
@@ -60,7 +60,7 @@ func FuzzPublishEndpoint(f *testing.F) {
 			if err := json.Unmarshal(out, &p); err != nil || p.Status != resp.StatusCode || p.Detail == "" {
 				t.Fatalf("%d with problem %s", resp.StatusCode, out)
 			}
-			rev1, after := h.Sessions(hub.Filter{})
+			rev1, after := h.Sessions(agentbridge.Filter{})
 			a, _ := json.Marshal(after)
 			b, _ := json.Marshal(before)
 			if rev1 != rev0 || string(a) != string(b) || len(h.Diagnostics()) != diags0 {
@@ -69,7 +69,7 @@ func FuzzPublishEndpoint(f *testing.F) {
 		default:
 			t.Fatalf("body %q: status %d (%s), want 200 or a 4xx", body, resp.StatusCode, out)
 		}
-		_, entries := h.Sessions(hub.Filter{})
+		_, entries := h.Sessions(agentbridge.Filter{})
 		if _, err := json.Marshal(entries); err != nil {
 			t.Fatalf("sessions after %q do not encode: %v", body, err)
 		}

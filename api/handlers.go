@@ -22,7 +22,7 @@ import (
 
 // SourcesResponse is the body of GET /v1/sources.
 type SourcesResponse struct {
-	Sources []hub.SourceState `json:"sources"`
+	Sources []agentbridge.SourceState `json:"sources"`
 }
 
 // SessionsResponse is the body of GET /v1/sessions.
@@ -33,7 +33,7 @@ type SessionsResponse struct {
 
 // DiagnosticsResponse is the body of GET /v1/diagnostics.
 type DiagnosticsResponse struct {
-	Diagnostics []hub.DiagnosticEntry `json:"diagnostics"`
+	Diagnostics []agentbridge.DiagnosticEntry `json:"diagnostics"`
 }
 
 // ValidationResult is the body of POST /v1/validate/{kind}. Issues lists
@@ -62,7 +62,7 @@ func (s *Server) handleSources(w http.ResponseWriter, r *http.Request) {
 	}
 	src := s.Hub.Sources()
 	if src == nil {
-		src = []hub.SourceState{}
+		src = []agentbridge.SourceState{}
 	}
 	s.writeJSON(w, http.StatusOK, SourcesResponse{Sources: src})
 }
@@ -127,7 +127,7 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	rev, entries := s.Hub.Sessions(f)
 	if entries == nil {
-		entries = []hub.Entry{}
+		entries = []agentbridge.Entry{}
 	}
 	views := make([]EntryView, len(entries))
 	for i, e := range entries {
@@ -149,7 +149,7 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	// ?host= names the remote of the session; none (or "local"): this
 	// bridge's own.
 	host := r.URL.Query().Get("host")
-	if host == hub.LocalHost {
+	if host == agentbridge.LocalHost {
 		host = ""
 	}
 	if len(r.URL.Query()["host"]) > 1 || (host != "" && !validate.ValidHarnessID(host)) {
@@ -179,7 +179,7 @@ func (s *Server) handleDiagnostics(w http.ResponseWriter, r *http.Request) {
 	}
 	d := s.Hub.Diagnostics()
 	if d == nil {
-		d = []hub.DiagnosticEntry{}
+		d = []agentbridge.DiagnosticEntry{}
 	}
 	s.writeJSON(w, http.StatusOK, DiagnosticsResponse{Diagnostics: d})
 }
@@ -414,8 +414,8 @@ var filterParams = []string{"source", "harness", "status", "host", "project", "a
 // parseFilter reads the session filter from the query and refuses unknown
 // parameters (extra names the route also takes). Lists are comma-separated
 // and may also repeat the parameter.
-func parseFilter(r *http.Request, extra ...string) (hub.Filter, error) {
-	var f hub.Filter
+func parseFilter(r *http.Request, extra ...string) (agentbridge.Filter, error) {
+	var f agentbridge.Filter
 	if err := onlyParams(r, append(filterParams, extra...)...); err != nil {
 		return f, err
 	}

@@ -23,12 +23,12 @@ const testToken = "test-token-0123456789abcdef"
 // fakeHub is a Hub with canned answers that records what it was asked.
 type fakeHub struct {
 	mu         sync.Mutex
-	sources    []hub.SourceState
-	entries    []hub.Entry
-	diags      []hub.DiagnosticEntry
+	sources    []agentbridge.SourceState
+	entries    []agentbridge.Entry
+	diags      []agentbridge.DiagnosticEntry
 	rev        uint64
-	filter     hub.Filter
-	published  []hub.Op
+	filter     agentbridge.Filter
+	published  []agentbridge.Op
 	publishErr error
 	harnessErr error
 	switched   string
@@ -38,21 +38,21 @@ type fakeHub struct {
 func newFakeHub() *fakeHub {
 	return &fakeHub{
 		rev: 1700000000000001,
-		sources: []hub.SourceState{{
+		sources: []agentbridge.SourceState{{
 			SourceInfo: agentbridge.SourceInfo{ID: "claude-code", DisplayName: "Claude Code",
 				EnvironmentVariables: []string{"CLAUDE_CONFIG_DIR"},
 				Observes:             map[string]agentbridge.Observe{"waiting": {How: agentbridge.Observed, From: "journal"}}},
-			Harnesses: []hub.HarnessState{{Harness: agentbridge.Harness{ID: "claude-code", DisplayName: "Claude Code"}, Enabled: true}},
+			Harnesses: []agentbridge.HarnessState{{Harness: agentbridge.Harness{ID: "claude-code", DisplayName: "Claude Code"}, Enabled: true}},
 		}, {
 			SourceInfo: agentbridge.SourceInfo{ID: "example-push", DisplayName: "Example Agent", EnvironmentVariables: []string{}, Push: true},
-			Harnesses:  []hub.HarnessState{{Harness: agentbridge.Harness{ID: "example-agent", DisplayName: "Example Agent"}, Enabled: true}},
+			Harnesses:  []agentbridge.HarnessState{{Harness: agentbridge.Harness{ID: "example-agent", DisplayName: "Example Agent"}, Enabled: true}},
 		}},
-		entries: []hub.Entry{{Source: "claude-code", Snapshot: agentbridge.Snapshot{
+		entries: []agentbridge.Entry{{Source: "claude-code", Snapshot: agentbridge.Snapshot{
 			ID: "sess-1", Harness: "claude-code", PID: 4242, Cwd: "/home/u/p", Title: "fix the tests",
 			Status: agentbridge.StatusWaiting, WaitingFor: "approval", LastTurn: agentbridge.LastTurnCompleted, LastTurnEndedAt: 1700000000000,
 			Subagents: []agentbridge.Subagent{{ID: "a1", Type: "explore", Status: agentbridge.SubagentRunning}},
 		}}},
-		diags: []hub.DiagnosticEntry{{Source: "codex", Revision: 1700000000000000,
+		diags: []agentbridge.DiagnosticEntry{{Source: "codex", Revision: 1700000000000000,
 			Diagnostic: agentbridge.Diagnostic{Code: "journal-unreadable", Message: "a journal could not be read"}, At: 1700000000000}},
 	}
 }
@@ -63,41 +63,43 @@ func (f *fakeHub) maybePanic(m string) {
 	}
 }
 
-func (f *fakeHub) Sources() []hub.SourceState { f.maybePanic("Sources"); return f.sources }
+func (f *fakeHub) Sources() []agentbridge.SourceState { f.maybePanic("Sources"); return f.sources }
 
-func (f *fakeHub) SetHarness(source, harness string, enabled bool) (hub.SourceState, error) {
+func (f *fakeHub) SetHarness(source, harness string, enabled bool) (agentbridge.SourceState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.harnessErr != nil {
-		return hub.SourceState{}, f.harnessErr
+		return agentbridge.SourceState{}, f.harnessErr
 	}
 	f.switched = fmt.Sprintf("%s/%s=%v", source, harness, enabled)
 	st := f.sources[0]
-	st.Harnesses = []hub.HarnessState{{Harness: st.Harnesses[0].Harness, Enabled: enabled}}
+	st.Harnesses = []agentbridge.HarnessState{{Harness: st.Harnesses[0].Harness, Enabled: enabled}}
 	return st, nil
 }
 
-func (f *fakeHub) Sessions(fl hub.Filter) (uint64, []hub.Entry) {
+func (f *fakeHub) Sessions(fl agentbridge.Filter) (uint64, []agentbridge.Entry) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.filter = fl
 	return f.rev, f.entries
 }
 
-func (f *fakeHub) Session(source, id string) (hub.Entry, bool) { return f.SessionOn("", source, id) }
+func (f *fakeHub) Session(source, id string) (agentbridge.Entry, bool) {
+	return f.SessionOn("", source, id)
+}
 
-func (f *fakeHub) SessionOn(host, source, id string) (hub.Entry, bool) {
+func (f *fakeHub) SessionOn(host, source, id string) (agentbridge.Entry, bool) {
 	for _, e := range f.entries {
 		if e.Host == host && e.Source == source && e.Snapshot.ID == id {
 			return e, true
 		}
 	}
-	return hub.Entry{}, false
+	return agentbridge.Entry{}, false
 }
 
-func (f *fakeHub) Diagnostics() []hub.DiagnosticEntry { return f.diags }
+func (f *fakeHub) Diagnostics() []agentbridge.DiagnosticEntry { return f.diags }
 
-func (f *fakeHub) Publish(source string, ops []hub.Op) error {
+func (f *fakeHub) Publish(source string, ops []agentbridge.Op) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.publishErr != nil {
@@ -110,7 +112,7 @@ func (f *fakeHub) Publish(source string, ops []hub.Op) error {
 
 // Check answers Publish's error for an empty ops (the source check) and
 // nil otherwise.
-func (f *fakeHub) Check(source string, ops []hub.Op) error {
+func (f *fakeHub) Check(source string, ops []agentbridge.Op) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(ops) == 0 && f.publishErr != nil && !errors.Is(f.publishErr, hub.ErrInvalid) {
@@ -125,7 +127,7 @@ func (f *fakeHub) Revision() uint64 {
 	return f.rev
 }
 
-func (f *fakeHub) lastFilter() hub.Filter {
+func (f *fakeHub) lastFilter() agentbridge.Filter {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.filter
@@ -134,10 +136,10 @@ func (f *fakeHub) lastFilter() hub.Filter {
 // fakeEvents writes one SSE frame and records the filter it got.
 type fakeEvents struct {
 	mu     sync.Mutex
-	filter hub.Filter
+	filter agentbridge.Filter
 }
 
-func (e *fakeEvents) Serve(w http.ResponseWriter, r *http.Request, f hub.Filter) {
+func (e *fakeEvents) Serve(w http.ResponseWriter, r *http.Request, f agentbridge.Filter) {
 	e.mu.Lock()
 	e.filter = f
 	e.mu.Unlock()

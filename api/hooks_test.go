@@ -33,7 +33,7 @@ func TestHookRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	const sid = "1b8f7e0e-3c2a-4d6b-9a55-0e4f2d7c9a10"
-	if err := h.Publish("claude-code", []hub.Op{{Op: hub.OpEvent, SessionID: sid, Harness: "claude-code",
+	if err := h.Publish("claude-code", []agentbridge.Op{{Op: agentbridge.OpEvent, SessionID: sid, Harness: "claude-code",
 		Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: 1}}}); err != nil {
 		t.Fatal(err)
 	}

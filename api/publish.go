@@ -7,18 +7,18 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
 // opFields lists the fields each publish operation takes besides "op", and
 // which of them are required.
-var opFields = map[hub.OpKind]struct{ allowed, required []string }{
-	hub.OpReset:      {[]string{"sessions"}, []string{"sessions"}},
-	hub.OpUpsert:     {[]string{"session"}, []string{"session"}},
-	hub.OpRemove:     {[]string{"sessionId"}, []string{"sessionId"}},
-	hub.OpDiagnostic: {[]string{"diagnostic"}, []string{"diagnostic"}},
-	hub.OpEvent:      {[]string{"sessionId", "harness", "event"}, []string{"sessionId", "event"}},
+var opFields = map[agentbridge.OpKind]struct{ allowed, required []string }{
+	agentbridge.OpReset:      {[]string{"sessions"}, []string{"sessions"}},
+	agentbridge.OpUpsert:     {[]string{"session"}, []string{"session"}},
+	agentbridge.OpRemove:     {[]string{"sessionId"}, []string{"sessionId"}},
+	agentbridge.OpDiagnostic: {[]string{"diagnostic"}, []string{"diagnostic"}},
+	agentbridge.OpEvent:      {[]string{"sessionId", "harness", "event"}, []string{"sessionId", "event"}},
 }
 
 // DecodeOps decodes the body of POST /v1/sources/{source}/publish: one op
@@ -28,7 +28,7 @@ var opFields = map[hub.OpKind]struct{ allowed, required []string }{
 // first one with issues (all of them when there is none). single says the
 // body was one object. Harness switches are not checked here (the hub
 // knows them).
-func DecodeOps(body []byte) (ops []hub.Op, single bool, issues []validate.Issue) {
+func DecodeOps(body []byte) (ops []agentbridge.Op, single bool, issues []validate.Issue) {
 	ops, single, c := decodeOps(body, nil)
 	return ops, single, c.Issues
 }
@@ -37,7 +37,7 @@ func DecodeOps(body []byte) (ops []hub.Op, single bool, issues []validate.Issue)
 // against hs (nil: no check), and counts the issues past the first
 // validate.MaxIssues instead of keeping them, so that an array of half a
 // million bad operations costs a hundred issues of memory.
-func decodeOps(body []byte, hs validate.Harnesses) (ops []hub.Op, single bool, issues validate.Counter) {
+func decodeOps(body []byte, hs validate.Harnesses) (ops []agentbridge.Op, single bool, issues validate.Counter) {
 	body = bytes.TrimSpace(body)
 	switch {
 	case len(body) > 0 && body[0] == '{':
@@ -46,11 +46,11 @@ func decodeOps(body []byte, hs validate.Harnesses) (ops []hub.Op, single bool, i
 		if len(is) > 0 {
 			return nil, true, issues
 		}
-		return []hub.Op{op}, true, issues
+		return []agentbridge.Op{op}, true, issues
 	case len(body) > 0 && body[0] == '[':
 		// One element at a time, and ops kept only up to the first one
 		// with issues (after it they are never applied nor checked): a
-		// 1 MiB array may hold half a million elements, and hub.Op is over
+		// 1 MiB array may hold half a million elements, and agentbridge.Op is over
 		// 500 bytes.
 		dec := json.NewDecoder(bytes.NewReader(body))
 		if _, err := dec.Token(); err != nil {
@@ -110,8 +110,8 @@ func issue(path string, code validate.Code, msg string) validate.Issue {
 func fieldPath(p, key string) string { return p + "." + key }
 
 // decodeOp decodes one operation object found at path p.
-func decodeOp(raw []byte, p string, hs validate.Harnesses) (hub.Op, []validate.Issue) {
-	var op hub.Op
+func decodeOp(raw []byte, p string, hs validate.Harnesses) (agentbridge.Op, []validate.Issue) {
+	var op agentbridge.Op
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		// Not an object: said without a decoder (an array may hold half a
 		// million such elements).
@@ -138,11 +138,11 @@ func decodeOp(raw []byte, p string, hs validate.Harnesses) (hub.Op, []validate.I
 	if err := json.Unmarshal(kindRaw, &kind); err != nil || bytes.Equal(bytes.TrimSpace(kindRaw), []byte("null")) {
 		return op, append(is, issue(fieldPath(p, "op"), validate.InvalidType, "must be a string"))
 	}
-	spec, ok := opFields[hub.OpKind(kind)]
+	spec, ok := opFields[agentbridge.OpKind(kind)]
 	if !ok {
 		return op, append(is, issue(fieldPath(p, "op"), validate.InvalidEnum, "must be one of reset, upsert, remove, diagnostic, event"))
 	}
-	op.Op = hub.OpKind(kind)
+	op.Op = agentbridge.OpKind(kind)
 	for _, m := range ms {
 		if m.key != "op" && !slices.Contains(spec.allowed, m.key) {
 			is = append(is, issue(fieldPath(p, m.key), validate.UnknownField, "is not a field of "+article(kind)+" operation"))
@@ -153,7 +153,7 @@ func decodeOp(raw []byte, p string, hs validate.Harnesses) (hub.Op, []validate.I
 			is = append(is, issue(fieldPath(p, f), validate.MissingField, "is required"))
 		}
 	}
-	if v, ok := fields["sessions"]; ok && op.Op == hub.OpReset {
+	if v, ok := fields["sessions"]; ok && op.Op == agentbridge.OpReset {
 		if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '[' {
 			is = append(is, issue(fieldPath(p, "sessions"), validate.InvalidType, "must be an array of session snapshots"))
 		} else {
@@ -162,17 +162,17 @@ func decodeOp(raw []byte, p string, hs validate.Harnesses) (hub.Op, []validate.I
 			is = append(is, validate.Nest(more, fieldPath(p, "sessions"))...)
 		}
 	}
-	if v, ok := fields["session"]; ok && op.Op == hub.OpUpsert {
+	if v, ok := fields["session"]; ok && op.Op == agentbridge.OpUpsert {
 		var more []validate.Issue
 		op.Session, more = validate.DecodeSnapshot(v, hs)
 		is = append(is, validate.Nest(more, fieldPath(p, "session"))...)
 	}
-	if v, ok := fields["diagnostic"]; ok && op.Op == hub.OpDiagnostic {
+	if v, ok := fields["diagnostic"]; ok && op.Op == agentbridge.OpDiagnostic {
 		var more []validate.Issue
 		op.Diagnostic, more = validate.DecodeDiagnostic(v)
 		is = append(is, validate.Nest(more, fieldPath(p, "diagnostic"))...)
 	}
-	if v, ok := fields["event"]; ok && op.Op == hub.OpEvent {
+	if v, ok := fields["event"]; ok && op.Op == agentbridge.OpEvent {
 		var more []validate.Issue
 		op.Event, more = validate.DecodeEvent(v)
 		is = append(is, validate.Nest(more, fieldPath(p, "event"))...)

@@ -42,7 +42,7 @@ func TestWithRealHub(t *testing.T) {
 	if len(p.Issues) == 0 || !strings.HasPrefix(p.Issues[0].Path, "$[1].event") {
 		t.Errorf("issues %+v, want one at $[1].event… (a wait that is not open)", p.Issues)
 	}
-	if _, n := h.Sessions(hub.Filter{}); len(n) != 0 {
+	if _, n := h.Sessions(agentbridge.Filter{}); len(n) != 0 {
 		t.Errorf("a rejected publish left %d sessions; want all or nothing", len(n))
 	}
 
@@ -58,11 +58,11 @@ func TestWithRealHub(t *testing.T) {
 	}
 
 	resp, body = f.do(t, req{method: "POST", path: "/v1/sources/example-push/harnesses/example-agent", body: `{"enabled":false}`})
-	var st hub.SourceState
+	var st agentbridge.SourceState
 	if resp.StatusCode != 200 || json.Unmarshal(body, &st) != nil || st.Harnesses[0].Enabled {
 		t.Errorf("switch off: %d %s, want 200 with example-agent off", resp.StatusCode, body)
 	}
-	if _, n := h.Sessions(hub.Filter{}); len(n) != 0 {
+	if _, n := h.Sessions(agentbridge.Filter{}); len(n) != 0 {
 		t.Errorf("switching the harness off left %d sessions", len(n))
 	}
 	for _, tt := range []struct {
@@ -132,7 +132,7 @@ func TestPublishReportsEveryIssue(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("issues mismatch (-want +got):\n%s", diff)
 			}
-			if _, n := h.Sessions(hub.Filter{}); len(n) != 0 {
+			if _, n := h.Sessions(agentbridge.Filter{}); len(n) != 0 {
 				t.Errorf("a rejected publish left %d sessions", len(n))
 			}
 		})

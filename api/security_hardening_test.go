@@ -19,7 +19,6 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/api"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/testlog"
 )
 
@@ -48,32 +47,35 @@ func (h *countingHub) counts() (calls, muts int) {
 	return h.calls, h.muts
 }
 
-var hardSource = hub.SourceState{
+var hardSource = agentbridge.SourceState{
 	SourceInfo: agentbridge.SourceInfo{ID: "example-push", DisplayName: "Example", EnvironmentVariables: []string{}, Push: true},
-	Harnesses:  []hub.HarnessState{{Harness: agentbridge.Harness{ID: "example-agent", DisplayName: "Example"}, Enabled: true}},
+	Harnesses:  []agentbridge.HarnessState{{Harness: agentbridge.Harness{ID: "example-agent", DisplayName: "Example"}, Enabled: true}},
 }
 
-var hardEntry = hub.Entry{Source: "example-push", Snapshot: agentbridge.Snapshot{ID: "s-1", Harness: "example-agent", Status: agentbridge.StatusIdle}}
+var hardEntry = agentbridge.Entry{Source: "example-push", Snapshot: agentbridge.Snapshot{ID: "s-1", Harness: "example-agent", Status: agentbridge.StatusIdle}}
 
-func (h *countingHub) Sources() []hub.SourceState { h.hit(false); return []hub.SourceState{hardSource} }
-func (h *countingHub) SetHarness(source, harness string, enabled bool) (hub.SourceState, error) {
+func (h *countingHub) Sources() []agentbridge.SourceState {
+	h.hit(false)
+	return []agentbridge.SourceState{hardSource}
+}
+func (h *countingHub) SetHarness(source, harness string, enabled bool) (agentbridge.SourceState, error) {
 	h.hit(true)
 	return hardSource, nil
 }
-func (h *countingHub) Sessions(hub.Filter) (uint64, []hub.Entry) {
+func (h *countingHub) Sessions(agentbridge.Filter) (uint64, []agentbridge.Entry) {
 	h.hit(false)
-	return 1700000000000000, []hub.Entry{hardEntry}
+	return 1700000000000000, []agentbridge.Entry{hardEntry}
 }
-func (h *countingHub) Session(source, id string) (hub.Entry, bool) {
+func (h *countingHub) Session(source, id string) (agentbridge.Entry, bool) {
 	h.hit(false)
 	return hardEntry, true
 }
-func (h *countingHub) SessionOn(host, source, id string) (hub.Entry, bool) {
+func (h *countingHub) SessionOn(host, source, id string) (agentbridge.Entry, bool) {
 	return h.Session(source, id)
 }
-func (h *countingHub) Diagnostics() []hub.DiagnosticEntry { h.hit(false); return nil }
-func (h *countingHub) Publish(string, []hub.Op) error     { h.hit(true); return nil }
-func (h *countingHub) Revision() uint64                   { h.hit(false); return 1700000000000000 }
+func (h *countingHub) Diagnostics() []agentbridge.DiagnosticEntry { h.hit(false); return nil }
+func (h *countingHub) Publish(string, []agentbridge.Op) error     { h.hit(true); return nil }
+func (h *countingHub) Revision() uint64                           { h.hit(false); return 1700000000000000 }
 
 // hardFixture is a Server with the token on, over a real listener.
 type hardFixture struct {
@@ -94,7 +96,7 @@ func newHardFixture(t *testing.T, mutate func(*api.Server)) *hardFixture {
 	f.url = "http://" + f.host
 	s := &api.Server{
 		Hub: f.hub, Addr: f.host, Token: hardToken, OpenAPI: []byte("openapi: 3.0.3\n"),
-		Events: api.EventsFunc(func(w http.ResponseWriter, r *http.Request, _ hub.Filter) {
+		Events: api.EventsFunc(func(w http.ResponseWriter, r *http.Request, _ agentbridge.Filter) {
 			f.mu.Lock()
 			*f.evs++
 			f.mu.Unlock()

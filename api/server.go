@@ -37,21 +37,21 @@ const MaxBody = 1 << 20
 // *hub.Hub).
 type Hub interface {
 	// Sources lists every source with its harness switches.
-	Sources() []hub.SourceState
+	Sources() []agentbridge.SourceState
 	// SetHarness switches one harness and returns the source's new state;
 	// errors wrap hub.ErrUnknownSource or hub.ErrUnknownHarness.
-	SetHarness(source, harness string, enabled bool) (hub.SourceState, error)
+	SetHarness(source, harness string, enabled bool) (agentbridge.SourceState, error)
 	// Sessions returns the sessions f selects and the revision they are at.
-	Sessions(f hub.Filter) (uint64, []hub.Entry)
+	Sessions(f agentbridge.Filter) (uint64, []agentbridge.Entry)
 	// Session returns one session; false when there is none.
 	// SessionOn returns one session of host ("" for this bridge's own).
-	SessionOn(host, source, id string) (hub.Entry, bool)
+	SessionOn(host, source, id string) (agentbridge.Entry, bool)
 	// Diagnostics returns the recent diagnostics, oldest first.
-	Diagnostics() []hub.DiagnosticEntry
+	Diagnostics() []agentbridge.DiagnosticEntry
 	// Publish applies ops to a push source, all or nothing. Errors wrap
 	// hub.ErrUnknownSource, hub.ErrNotPush or are an *hub.InvalidError
 	// with paths from the array ("$[i]…").
-	Publish(source string, ops []hub.Op) error
+	Publish(source string, ops []agentbridge.Op) error
 	// Revision returns the current revision.
 	Revision() uint64
 }
@@ -64,20 +64,20 @@ type Checker interface {
 	// Check validates ops as Publish does and applies nothing; an op with
 	// an empty Op is skipped. Check(source, nil) fails as Publish does
 	// for a source that is unknown or not a push source.
-	Check(source string, ops []hub.Op) error
+	Check(source string, ops []agentbridge.Op) error
 }
 
 // Events serves GET /v1/events for the sessions f selects (implemented by
 // *sse.Handler). It returns when the client goes away or r's context ends.
 type Events interface {
-	Serve(w http.ResponseWriter, r *http.Request, f hub.Filter)
+	Serve(w http.ResponseWriter, r *http.Request, f agentbridge.Filter)
 }
 
 // EventsFunc adapts a function to Events.
-type EventsFunc func(w http.ResponseWriter, r *http.Request, f hub.Filter)
+type EventsFunc func(w http.ResponseWriter, r *http.Request, f agentbridge.Filter)
 
 // Serve calls fn.
-func (fn EventsFunc) Serve(w http.ResponseWriter, r *http.Request, f hub.Filter) { fn(w, r, f) }
+func (fn EventsFunc) Serve(w http.ResponseWriter, r *http.Request, f agentbridge.Filter) { fn(w, r, f) }
 
 // Server is the HTTP API. Set its fields, then call Handler once; the
 // fields must not change afterwards.

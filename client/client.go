@@ -25,8 +25,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/config"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/spf13/pflag"
 )
 
@@ -167,8 +167,8 @@ func (c *Client) GetJSON(ctx context.Context, path string, q url.Values, v any) 
 // SessionList is the body of GET /v1/sessions: the revision it shows and
 // the sessions, sorted by source then id.
 type SessionList struct {
-	Revision uint64      `json:"revision"`
-	Sessions []hub.Entry `json:"sessions"`
+	Revision uint64              `json:"revision"`
+	Sessions []agentbridge.Entry `json:"sessions"`
 }
 
 // Sessions fetches GET /v1/sessions with the filters in q (nil for none).
@@ -176,7 +176,7 @@ func (c *Client) Sessions(ctx context.Context, q url.Values) (SessionList, error
 	var l SessionList
 	err := c.GetJSON(ctx, "/v1/sessions", q, &l)
 	if l.Sessions == nil {
-		l.Sessions = []hub.Entry{}
+		l.Sessions = []agentbridge.Entry{}
 	}
 	return l, err
 }

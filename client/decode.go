@@ -8,7 +8,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge"
 )
 
 // Format is the wire form of the stream.
@@ -27,16 +27,6 @@ func (f Format) String() string {
 	}
 	return "sse"
 }
-
-// The stream record names (the SSE event field).
-const (
-	NameReset      = hub.NameReset
-	NameUpsert     = hub.NameUpsert
-	NameRemove     = hub.NameRemove
-	NameDiagnostic = hub.NameDiagnostic
-	NameLifecycle  = hub.NameLifecycle
-	NameHarnesses  = hub.NameHarnesses
-)
 
 // Event is one record of the stream. Its JSON form is the NDJSON line
 // (and what `agentbridge watch` prints).
@@ -351,21 +341,13 @@ func (r *Reader) dispatch() (Event, error) {
 // eventName returns the record name, without allocating for the known
 // ones; an event without a name is a "message".
 func eventName(b []byte) string {
-	switch string(b) {
-	case "":
+	if len(b) == 0 {
 		return "message"
-	case NameReset:
-		return NameReset
-	case NameUpsert:
-		return NameUpsert
-	case NameRemove:
-		return NameRemove
-	case NameDiagnostic:
-		return NameDiagnostic
-	case NameLifecycle:
-		return NameLifecycle
-	case NameHarnesses:
-		return NameHarnesses
+	}
+	for _, n := range agentbridge.RecordNames {
+		if string(b) == n {
+			return n
+		}
 	}
 	return string(b)
 }

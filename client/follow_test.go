@@ -13,7 +13,6 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
@@ -21,7 +20,9 @@ func snap(id string, st agentbridge.Status) agentbridge.Snapshot {
 	return agentbridge.Snapshot{ID: id, Harness: "test-agent", Status: st, Title: "session " + id}
 }
 
-func count(n int) func([]hub.Entry) bool { return func(e []hub.Entry) bool { return len(e) == n } }
+func count(n int) func([]agentbridge.Entry) bool {
+	return func(e []agentbridge.Entry) bool { return len(e) == n }
+}
 
 // TestFollowKeepsStateExact applies a live stream through upserts,
 // lifecycle events, removes, a reset, a harness switched off and on, and
@@ -34,14 +35,14 @@ func TestFollowKeepsStateExact(t *testing.T) {
 			b := bridgetest.Start(t, bridgetest.Options{})
 			c := b.Client()
 			const src = "test-push"
-			b.Publish(t, src, hub.Op{Op: hub.OpUpsert, Session: snap("a", agentbridge.StatusIdle)})
+			b.Publish(t, src, agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("a", agentbridge.StatusIdle)})
 			f := bridgetest.Follow(t, c, client.FollowOptions{StreamOptions: client.StreamOptions{Format: format}})
 			f.Converge(t, c, nil, count(1))
 
 			b.Publish(t, src,
-				hub.Op{Op: hub.OpEvent, SessionID: "b", Harness: "other-agent", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "b"}},
-				hub.Op{Op: hub.OpEvent, SessionID: "b", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}},
-				hub.Op{Op: hub.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t"}},
+				agentbridge.Op{Op: agentbridge.OpEvent, SessionID: "b", Harness: "other-agent", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "b"}},
+				agentbridge.Op{Op: agentbridge.OpEvent, SessionID: "b", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}},
+				agentbridge.Op{Op: agentbridge.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t"}},
 			)
 			got := f.Converge(t, c, nil, count(2))
 			if got[1].Snapshot.Status != agentbridge.StatusRunning {
@@ -49,13 +50,13 @@ func TestFollowKeepsStateExact(t *testing.T) {
 			}
 
 			b.DropStreams() // resume by since: the ring still holds everything
-			b.Publish(t, src, hub.Op{Op: hub.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess}})
-			b.Publish(t, src, hub.Op{Op: hub.OpRemove, SessionID: "b"})
-			f.Converge(t, c, nil, func(e []hub.Entry) bool {
+			b.Publish(t, src, agentbridge.Op{Op: agentbridge.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess}})
+			b.Publish(t, src, agentbridge.Op{Op: agentbridge.OpRemove, SessionID: "b"})
+			f.Converge(t, c, nil, func(e []agentbridge.Entry) bool {
 				return len(e) == 1 && e[0].Snapshot.Status == agentbridge.StatusIdle && e[0].Snapshot.LastTurn == agentbridge.LastTurnCompleted
 			})
 
-			b.Publish(t, src, hub.Op{Op: hub.OpReset, Sessions: []agentbridge.Snapshot{snap("c", agentbridge.StatusIdle), {ID: "d", Harness: "other-agent", Status: agentbridge.StatusWaiting, WaitingFor: "approval"}}})
+			b.Publish(t, src, agentbridge.Op{Op: agentbridge.OpReset, Sessions: []agentbridge.Snapshot{snap("c", agentbridge.StatusIdle), {ID: "d", Harness: "other-agent", Status: agentbridge.StatusWaiting, WaitingFor: "approval"}}})
 			f.Converge(t, c, nil, count(2))
 
 			if _, err := b.Hub.SetHarness(src, "other-agent", false); err != nil {
@@ -70,18 +71,18 @@ func TestFollowKeepsStateExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.DropStreams()
-			b.Publish(t, src, hub.Op{Op: hub.OpUpsert, Session: snap("e", agentbridge.StatusIdle)})
+			b.Publish(t, src, agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("e", agentbridge.StatusIdle)})
 			f.Converge(t, c, nil, count(2))
 			f.CheckIDs(t)
 			rec := f.Record()
 			if rec.Resumed < 2 || rec.Drops < 2 {
 				t.Errorf("%d resumed connections after %d drops, want ≥ 2 of each", rec.Resumed, rec.Drops)
 			}
-			if rec.Firsts[0] != client.NameReset {
+			if rec.Firsts[0] != agentbridge.RecordReset {
 				t.Errorf("first connection began with %q, want a reset", rec.Firsts[0])
 			}
 			for i, n := range rec.Firsts[1:] {
-				if n == client.NameReset {
+				if n == agentbridge.RecordReset {
 					t.Errorf("resumed connection %d began with a reset: the ring held its cursor, it must replay", i+1)
 				}
 			}
@@ -96,13 +97,13 @@ func TestFollowFiltered(t *testing.T) {
 	c := b.Client()
 	q := url.Values{"status": {"running"}}
 	f := bridgetest.Follow(t, c, client.FollowOptions{StreamOptions: client.StreamOptions{Query: q, Format: client.NDJSON}})
-	b.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("a", agentbridge.StatusIdle)},
-		hub.Op{Op: hub.OpUpsert, Session: snap("b", agentbridge.StatusRunning)})
+	b.Publish(t, "test-push", agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("a", agentbridge.StatusIdle)},
+		agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("b", agentbridge.StatusRunning)})
 	got := f.Converge(t, c, q, count(1))
 	if got[0].Snapshot.ID != "b" {
 		t.Errorf("filtered state %v, want only b", got)
 	}
-	b.Publish(t, "test-push", hub.Op{Op: hub.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t"}})
+	b.Publish(t, "test-push", agentbridge.Op{Op: agentbridge.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t"}})
 	f.Converge(t, c, q, count(2))
 }
 
@@ -112,7 +113,7 @@ func TestLoadThenFollow(t *testing.T) {
 	t.Parallel()
 	b := bridgetest.Start(t, bridgetest.Options{})
 	c := b.Client()
-	b.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("a", agentbridge.StatusIdle)})
+	b.Publish(t, "test-push", agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("a", agentbridge.StatusIdle)})
 	l, err := c.Sessions(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -129,13 +130,13 @@ func TestLoadThenFollow(t *testing.T) {
 			if err := st.Apply(e); err != nil {
 				return err
 			}
-			if e.Name == client.NameUpsert {
+			if e.Name == agentbridge.RecordUpsert {
 				return errDone
 			}
 			return nil
 		})
 	}()
-	b.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("b", agentbridge.StatusRunning)})
+	b.Publish(t, "test-push", agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("b", agentbridge.StatusRunning)})
 	if err := <-errc; err != errDone {
 		t.Fatalf("Follow: %v", err)
 	}
@@ -146,7 +147,7 @@ func TestLoadThenFollow(t *testing.T) {
 	if st.Revision() != want.Revision || !cmp.Equal(st.Sessions(), want.Sessions) {
 		t.Errorf("state at %d: %v; GET /v1/sessions at %d: %v", st.Revision(), st.Sessions(), want.Revision, want.Sessions)
 	}
-	if slices.Contains(names, client.NameReset) {
+	if slices.Contains(names, agentbridge.RecordReset) {
 		t.Errorf("records %v: a cursor the bridge holds must not bring a reset", names)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
 )
 
 // State is the list of sessions a stream implies: it applies reset,
@@ -22,8 +21,8 @@ import (
 // snapshot after a restart that may have changed the configuration).
 type State struct {
 	rev       uint64
-	sources   map[srcKey]map[string]hub.Entry // (host, source) → id → snapshot and activity
-	harnesses map[string][]string             // source → enabled harness ids
+	sources   map[srcKey]map[string]agentbridge.Entry // (host, source) → id → snapshot and activity
+	harnesses map[string][]string                     // source → enabled harness ids
 }
 
 // srcKey names the sessions of one source on one host ("" for the bridge's
@@ -34,7 +33,7 @@ type srcKey struct{ host, source string }
 // to l.Revision to keep it exact.
 func (s *State) Load(l SessionList) {
 	s.rev = l.Revision
-	s.sources = map[srcKey]map[string]hub.Entry{}
+	s.sources = map[srcKey]map[string]agentbridge.Entry{}
 	for _, e := range l.Sessions {
 		s.put(srcKey{e.Host, e.Source}, e.Snapshot, e.Activity, e.Ended)
 	}
@@ -45,14 +44,14 @@ func (s *State) Revision() uint64 { return s.rev }
 
 // Sessions returns every session, sorted by host (the bridge's own
 // first), source, then id, as GET /v1/sessions does; never nil.
-func (s *State) Sessions() []hub.Entry {
-	out := []hub.Entry{}
+func (s *State) Sessions() []agentbridge.Entry {
+	out := []agentbridge.Entry{}
 	for k, m := range s.sources {
 		for _, e := range m {
-			out = append(out, hub.Entry{Source: k.source, Host: k.host, Snapshot: e.Snapshot.Clone(), Activity: e.Activity, Ended: e.Ended})
+			out = append(out, agentbridge.Entry{Source: k.source, Host: k.host, Snapshot: e.Snapshot.Clone(), Activity: e.Activity, Ended: e.Ended})
 		}
 	}
-	slices.SortFunc(out, func(a, b hub.Entry) int {
+	slices.SortFunc(out, func(a, b agentbridge.Entry) int {
 		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Source, b.Source), cmp.Compare(a.Snapshot.ID, b.Snapshot.ID))
 	})
 	return out
@@ -72,7 +71,7 @@ func (s *State) SessionOn(host, source, id string) (agentbridge.Snapshot, bool) 
 
 // EntryOn returns one session of host (a remote's id; "" for the
 // bridge's own) with what the bridge shows beside its snapshot.
-func (s *State) EntryOn(host, source, id string) (hub.Entry, bool) {
+func (s *State) EntryOn(host, source, id string) (agentbridge.Entry, bool) {
 	e, ok := s.sources[srcKey{host, source}][id]
 	e.Snapshot = e.Snapshot.Clone()
 	return e, ok
@@ -112,14 +111,14 @@ func (s *State) Apply(ev Event) error {
 		Ended            json.RawMessage        `json:"ended"`    // reset: by session id; upsert: the session's
 	}
 	switch ev.Name {
-	case NameReset, NameUpsert, NameRemove, NameHarnesses:
+	case agentbridge.RecordReset, agentbridge.RecordUpsert, agentbridge.RecordRemove, agentbridge.RecordHarnesses:
 		if err := json.Unmarshal(ev.Data, &d); err != nil || d.Source == "" {
 			return badEvent("%s %d has no source or does not decode", ev.Name, ev.ID)
 		}
 	}
 	k := srcKey{d.Host, d.Source}
 	switch ev.Name {
-	case NameReset:
+	case agentbridge.RecordReset:
 		var acts map[string]*agentbridge.Activity
 		if len(d.Activity) > 0 && json.Unmarshal(d.Activity, &acts) != nil {
 			return badEvent("reset %d has an activity that does not decode", ev.ID)
@@ -129,13 +128,13 @@ func (s *State) Apply(ev Event) error {
 			return badEvent("reset %d has an end that does not decode", ev.ID)
 		}
 		if s.sources == nil {
-			s.sources = map[srcKey]map[string]hub.Entry{}
+			s.sources = map[srcKey]map[string]agentbridge.Entry{}
 		}
 		delete(s.sources, k)
 		for _, snap := range d.Sessions {
 			s.put(k, snap, acts[snap.ID], endeds[snap.ID])
 		}
-	case NameUpsert:
+	case agentbridge.RecordUpsert:
 		if d.Snapshot == nil || d.Snapshot.ID == "" {
 			return badEvent("upsert %d has no snapshot", ev.ID)
 		}
@@ -148,7 +147,7 @@ func (s *State) Apply(ev Event) error {
 			return badEvent("upsert %d has an end that does not decode", ev.ID)
 		}
 		s.put(k, *d.Snapshot, act, ended)
-	case NameRemove:
+	case agentbridge.RecordRemove:
 		if d.SessionID == "" {
 			return badEvent("remove %d has no session id", ev.ID)
 		}
@@ -156,7 +155,7 @@ func (s *State) Apply(ev Event) error {
 		if len(s.sources[k]) == 0 {
 			delete(s.sources, k)
 		}
-	case NameHarnesses:
+	case agentbridge.RecordHarnesses:
 		if d.Host != "" {
 			break // the bridge's own switches are what its harnesses records say
 		}
@@ -171,21 +170,21 @@ func (s *State) Apply(ev Event) error {
 
 func (s *State) put(k srcKey, snap agentbridge.Snapshot, act *agentbridge.Activity, ended *agentbridge.Ended) {
 	if s.sources == nil {
-		s.sources = map[srcKey]map[string]hub.Entry{}
+		s.sources = map[srcKey]map[string]agentbridge.Entry{}
 	}
 	m := s.sources[k]
 	if m == nil {
-		m = map[string]hub.Entry{}
+		m = map[string]agentbridge.Entry{}
 		s.sources[k] = m
 	}
-	m[snap.ID] = hub.Entry{Source: k.source, Host: k.host, Snapshot: snap, Activity: act, Ended: ended}
+	m[snap.ID] = agentbridge.Entry{Source: k.source, Host: k.host, Snapshot: snap, Activity: act, Ended: ended}
 }
 
 // Clone returns a copy that does not share the maps of s.
 func (s *State) Clone() *State {
 	c := &State{rev: s.rev, harnesses: maps.Clone(s.harnesses)}
 	if s.sources != nil {
-		c.sources = make(map[srcKey]map[string]hub.Entry, len(s.sources))
+		c.sources = make(map[srcKey]map[string]agentbridge.Entry, len(s.sources))
 		for k, m := range s.sources {
 			c.sources[k] = maps.Clone(m)
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
-	"github.com/agentbridge/agentbridge/hub"
 )
 
 func TestStateApply(t *testing.T) {
@@ -17,23 +16,23 @@ func TestStateApply(t *testing.T) {
 	var st client.State
 	steps := []struct {
 		ev      client.Event
-		want    []hub.Entry
+		want    []agentbridge.Entry
 		wantErr bool
 	}{
 		{client.Event{ID: 1, Name: "reset", Data: []byte(`{"source":"y","sessions":[{"id":"b","harness":"h","status":"running"},{"id":"a","harness":"h","status":"idle"}]}`)},
-			[]hub.Entry{{Source: "y", Snapshot: a}, {Source: "y", Snapshot: b}}, false},
+			[]agentbridge.Entry{{Source: "y", Snapshot: a}, {Source: "y", Snapshot: b}}, false},
 		{client.Event{ID: 2, Name: "upsert", Data: []byte(`{"source":"x","snapshot":{"id":"b","harness":"h","status":"running"}}`)},
-			[]hub.Entry{{Source: "x", Snapshot: b}, {Source: "y", Snapshot: a}, {Source: "y", Snapshot: b}}, false},
+			[]agentbridge.Entry{{Source: "x", Snapshot: b}, {Source: "y", Snapshot: a}, {Source: "y", Snapshot: b}}, false},
 		{client.Event{ID: 3, Name: "lifecycle", Data: []byte(`{"source":"x","sessionId":"b","event":{"kind":"turn.started"}}`)},
-			[]hub.Entry{{Source: "x", Snapshot: b}, {Source: "y", Snapshot: a}, {Source: "y", Snapshot: b}}, false},
+			[]agentbridge.Entry{{Source: "x", Snapshot: b}, {Source: "y", Snapshot: a}, {Source: "y", Snapshot: b}}, false},
 		{client.Event{ID: 4, Name: "remove", Data: []byte(`{"source":"y","sessionId":"b"}`)},
-			[]hub.Entry{{Source: "x", Snapshot: b}, {Source: "y", Snapshot: a}}, false},
+			[]agentbridge.Entry{{Source: "x", Snapshot: b}, {Source: "y", Snapshot: a}}, false},
 		{client.Event{ID: 5, Name: "reset", Data: []byte(`{"source":"y","sessions":[]}`)},
-			[]hub.Entry{{Source: "x", Snapshot: b}}, false},
-		{client.Event{ID: 6, Name: "upsert", Data: []byte(`{"source":"x"}`)}, []hub.Entry{{Source: "x", Snapshot: b}}, true},
-		{client.Event{ID: 7, Name: "remove", Data: []byte(`{"sessionId":"b"}`)}, []hub.Entry{{Source: "x", Snapshot: b}}, true},
-		{client.Event{ID: 8, Name: "reset", Data: []byte(`[]`)}, []hub.Entry{{Source: "x", Snapshot: b}}, true},
-		{client.Event{ID: 9, Name: "harnesses", Data: []byte(`{"source":"x","enabledHarnesses":["h"]}`)}, []hub.Entry{{Source: "x", Snapshot: b}}, false},
+			[]agentbridge.Entry{{Source: "x", Snapshot: b}}, false},
+		{client.Event{ID: 6, Name: "upsert", Data: []byte(`{"source":"x"}`)}, []agentbridge.Entry{{Source: "x", Snapshot: b}}, true},
+		{client.Event{ID: 7, Name: "remove", Data: []byte(`{"sessionId":"b"}`)}, []agentbridge.Entry{{Source: "x", Snapshot: b}}, true},
+		{client.Event{ID: 8, Name: "reset", Data: []byte(`[]`)}, []agentbridge.Entry{{Source: "x", Snapshot: b}}, true},
+		{client.Event{ID: 9, Name: "harnesses", Data: []byte(`{"source":"x","enabledHarnesses":["h"]}`)}, []agentbridge.Entry{{Source: "x", Snapshot: b}}, false},
 	}
 	for _, s := range steps {
 		err := st.Apply(s.ev)
@@ -99,7 +98,7 @@ func TestStateKeepsHostsApart(t *testing.T) {
 	if err := st.Apply(client.Event{ID: 5, Name: "remove", Data: []byte(`{"source":"x","host":"devbox","sessionId":"b"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	want := []hub.Entry{{Source: "x", Snapshot: a}, {Source: "x", Host: "devbox", Snapshot: a}}
+	want := []agentbridge.Entry{{Source: "x", Snapshot: a}, {Source: "x", Host: "devbox", Snapshot: a}}
 	if diff := cmp.Diff(want, st.Sessions()); diff != "" {
 		t.Errorf("sessions (-want +got):\n%s", diff)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
@@ -46,7 +47,7 @@ func sshHost(t *testing.T, dir, host string, b *bridge) {
 	}
 }
 
-func hostList(es []hub.Entry) string {
+func hostList(es []agentbridge.Entry) string {
 	var out []string
 	for _, e := range es {
 		out = append(out, e.Host+"/"+e.Snapshot.ID+"/"+string(e.Snapshot.Status))
@@ -84,8 +85,8 @@ func TestRemotes(t *testing.T) {
 
 	lc := client.New(local.addr, local.token)
 	rec := bridgetest.Follow(t, lc, client.FollowOptions{StreamOptions: client.StreamOptions{Format: client.NDJSON}})
-	is := func(want string) func([]hub.Entry) bool {
-		return func(es []hub.Entry) bool { return hostList(es) == want }
+	is := func(want string) func([]agentbridge.Entry) bool {
+		return func(es []agentbridge.Entry) bool { return hostList(es) == want }
 	}
 	rec.Converge(t, lc, nil, is("/a/idle devbox/a/running wsl/w/waiting"))
 
@@ -115,7 +116,7 @@ func TestRemotes(t *testing.T) {
 	<-devbox.done
 	rec.Converge(t, lc, nil, is("/a/idle wsl/w/blocked"))
 	var named bool
-	var diags struct{ Diagnostics []hub.DiagnosticEntry }
+	var diags struct{ Diagnostics []agentbridge.DiagnosticEntry }
 	if err := lc.GetJSON(t.Context(), "/v1/diagnostics", nil, &diags); err != nil {
 		t.Fatal(err)
 	}

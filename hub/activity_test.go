@@ -30,7 +30,7 @@ func TestActivityForLateClients(t *testing.T) {
 	var lifecycles int
 	for _, r := range drain(t, sub, h.Revision()) {
 		watched.apply(t, r)
-		if r.Name == NameLifecycle {
+		if r.Name == agentbridge.RecordLifecycle {
 			lifecycles++
 		}
 	}
@@ -44,7 +44,7 @@ func TestActivityForLateClients(t *testing.T) {
 	if diff := cmp.Diff(want, e.Activity); diff != "" {
 		t.Errorf("GET /v1/sessions activity (-want +got):\n%s", diff)
 	}
-	late := h.Subscribe(0, false, Filter{})
+	late := h.Subscribe(0, false, agentbridge.Filter{})
 	defer late.Close()
 	reloaded := client{}
 	for _, r := range late.Initial {
@@ -53,7 +53,7 @@ func TestActivityForLateClients(t *testing.T) {
 	if diff := cmp.Diff(watched.entries(), reloaded.entries()); diff != "" {
 		t.Errorf("a client that loaded late differs from one that watched (-watched +late):\n%s", diff)
 	}
-	filtered := h.Subscribe(0, false, Filter{Statuses: []agentbridge.Status{agentbridge.StatusRunning}})
+	filtered := h.Subscribe(0, false, agentbridge.Filter{Statuses: []agentbridge.Status{agentbridge.StatusRunning}})
 	defer filtered.Close()
 	fc := client{}
 	for _, r := range filtered.Initial {
@@ -68,7 +68,7 @@ func TestActivityForLateClients(t *testing.T) {
 	mustFold(t, s, "s1", "", agentbridge.Event{Kind: agentbridge.KindToolFinished, OccurredAt: 4000, ToolID: "x"})
 	s.Flush()
 	recs := drain(t, sub, h.Revision())
-	if len(recs) != 2 || recs[1].Name != NameUpsert {
+	if len(recs) != 2 || recs[1].Name != agentbridge.RecordUpsert {
 		t.Fatalf("after tool.finished: %v, want a lifecycle and an upsert (rev %d)", names(recs), rev)
 	}
 	var d upsertData
@@ -102,7 +102,7 @@ func TestEndedBesideTheSnapshot(t *testing.T) {
 	if agentbridge.HostReady(&e.Snapshot, e.Ended) {
 		t.Error("an ended session is host-ready")
 	}
-	late := h.Subscribe(0, false, Filter{})
+	late := h.Subscribe(0, false, agentbridge.Filter{})
 	defer late.Close()
 	reloaded := client{}
 	for _, r := range late.Initial {
@@ -111,7 +111,7 @@ func TestEndedBesideTheSnapshot(t *testing.T) {
 	if diff := cmp.Diff(watched.entries(), reloaded.entries()); diff != "" {
 		t.Errorf("a client that loaded late differs from one that watched (-watched +late):\n%s", diff)
 	}
-	if diff := cmp.Diff(fromEntries([]Entry{e}).entries(), watched.entries()); diff != "" {
+	if diff := cmp.Diff(fromEntries([]agentbridge.Entry{e}).entries(), watched.entries()); diff != "" {
 		t.Errorf("the stream differs from GET /v1/sessions (-get +stream):\n%s", diff)
 	}
 

@@ -8,42 +8,46 @@ import (
 	"github.com/agentbridge/agentbridge/project"
 )
 
-func (f Filter) empty() bool {
+// emptyFilter reports whether f selects everything.
+func emptyFilter(f agentbridge.Filter) bool {
 	return len(f.Sources) == 0 && len(f.Harnesses) == 0 && len(f.Statuses) == 0 && len(f.Hosts) == 0 && f.Project == "" && f.AncestorPID == 0
 }
 
-func (f Filter) sourceOK(id string) bool {
+// sourceOK reports whether records of source id are selected.
+func sourceOK(f agentbridge.Filter, id string) bool {
 	return len(f.Sources) == 0 || slices.Contains(f.Sources, id)
 }
 
 // hostOK reports whether records of host ("" for this bridge) are selected.
-func (f Filter) hostOK(host string) bool {
+func hostOK(f agentbridge.Filter, host string) bool {
 	if len(f.Hosts) == 0 {
 		return true
 	}
 	if host == "" {
-		host = LocalHost
+		host = agentbridge.LocalHost
 	}
 	return slices.Contains(f.Hosts, host)
 }
 
 // selects reports whether the records of source s are selected.
-func (f Filter) selects(s *source) bool { return f.sourceOK(s.info.ID) && f.hostOK(s.host) }
+func selects(f agentbridge.Filter, s *source) bool {
+	return sourceOK(f, s.info.ID) && hostOK(f, s.host)
+}
 
 // maxCache bounds a matcher's memo of project and ancestry answers.
 const maxCache = 4096
 
-// matcher evaluates a Filter, remembering project and ancestry answers
+// matcher evaluates a filter, remembering project and ancestry answers
 // (they read the file system and /proc) per cwd and pid. It is not safe for
 // concurrent use.
 type matcher struct {
-	f        Filter
+	f        agentbridge.Filter
 	procRoot string
 	proj     map[string]bool
 	anc      map[int]bool
 }
 
-func newMatcher(f Filter, procRoot string) *matcher {
+func newMatcher(f agentbridge.Filter, procRoot string) *matcher {
 	return &matcher{f: f, procRoot: procRoot, proj: map[string]bool{}, anc: map[int]bool{}}
 }
 
@@ -51,7 +55,7 @@ func newMatcher(f Filter, procRoot string) *matcher {
 // bridge) selects under the filter.
 func (m *matcher) match(host, source string, s *agentbridge.Snapshot) bool {
 	f := m.f
-	if !f.sourceOK(source) || !f.hostOK(host) {
+	if !sourceOK(f, source) || !hostOK(f, host) {
 		return false
 	}
 	if host != "" && (f.Project != "" || f.AncestorPID != 0) {
@@ -111,7 +115,7 @@ type shown struct {
 	ids   map[string]bool
 }
 
-func newView(f Filter, procRoot string) *view {
+func newView(f agentbridge.Filter, procRoot string) *view {
 	return &view{m: newMatcher(f, procRoot), vis: map[string]*shown{}}
 }
 
@@ -134,12 +138,12 @@ func (s *shown) mayHold(id string) bool {
 
 // records turns a committed entry into what this subscriber sees.
 func (v *view) records(e *entry) []Record {
-	if !v.m.f.sourceOK(e.source) || !v.m.f.hostOK(e.host) {
+	if !sourceOK(v.m.f, e.source) || !hostOK(v.m.f, e.host) {
 		return nil
 	}
 	sh := v.src(e.host, e.source)
 	switch e.rec.Name {
-	case NameReset:
+	case agentbridge.RecordReset:
 		keep := make([]agentbridge.Snapshot, 0, len(e.sessions))
 		var acts map[string]*agentbridge.Activity
 		var endeds map[string]*agentbridge.Ended
@@ -156,8 +160,8 @@ func (v *view) records(e *entry) []Record {
 		if len(keep) == len(e.sessions) {
 			return []Record{e.rec}
 		}
-		return []Record{{Rev: e.rec.Rev, Name: NameReset, Data: encode(resetData{Source: e.source, Host: e.host, Sessions: keep, Activity: acts, Ended: endeds})}}
-	case NameUpsert:
+		return []Record{{Rev: e.rec.Rev, Name: agentbridge.RecordReset, Data: encode(resetData{Source: e.source, Host: e.host, Sessions: keep, Activity: acts, Ended: endeds})}}
+	case agentbridge.RecordUpsert:
 		if v.m.match(e.host, e.source, e.snap) {
 			sh.ids[e.sessionID] = true
 			return []Record{e.rec}
@@ -166,14 +170,14 @@ func (v *view) records(e *entry) []Record {
 			return nil
 		}
 		sh.forget(e.sessionID)
-		return []Record{{Rev: e.rec.Rev, Name: NameRemove, Data: encode(removeData{Source: e.source, Host: e.host, SessionID: e.sessionID})}}
-	case NameRemove:
+		return []Record{{Rev: e.rec.Rev, Name: agentbridge.RecordRemove, Data: encode(removeData{Source: e.source, Host: e.host, SessionID: e.sessionID})}}
+	case agentbridge.RecordRemove:
 		if !sh.mayHold(e.sessionID) {
 			return nil
 		}
 		sh.forget(e.sessionID)
 		return []Record{e.rec}
-	case NameLifecycle:
+	case agentbridge.RecordLifecycle:
 		// Shown when the client holds the session, or will after the
 		// upsert that follows: a client filtered on "running" still learns
 		// that its session's agent finished.

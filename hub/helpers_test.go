@@ -119,33 +119,33 @@ func sessionOf(s agentbridge.Snapshot) *validate.Session { return validate.FromS
 
 // client applies a stream the way a client that only understands
 // reset/upsert/remove does.
-type client map[string]map[string]Entry
+type client map[string]map[string]agentbridge.Entry
 
 func (c client) apply(tb testing.TB, r Record) {
 	tb.Helper()
 	switch r.Name {
-	case NameReset:
+	case agentbridge.RecordReset:
 		var d resetData
 		mustDecode(tb, r, &d)
 		if d.Sessions == nil {
 			tb.Fatalf("reset %s: sessions is null, want an array", r.Data)
 		}
-		c[d.Source] = map[string]Entry{}
+		c[d.Source] = map[string]agentbridge.Entry{}
 		for _, s := range d.Sessions {
-			c[d.Source][s.ID] = Entry{Source: d.Source, Snapshot: s, Activity: d.Activity[s.ID], Ended: d.Ended[s.ID]}
+			c[d.Source][s.ID] = agentbridge.Entry{Source: d.Source, Snapshot: s, Activity: d.Activity[s.ID], Ended: d.Ended[s.ID]}
 		}
-	case NameUpsert:
+	case agentbridge.RecordUpsert:
 		var d upsertData
 		mustDecode(tb, r, &d)
 		if c[d.Source] == nil {
-			c[d.Source] = map[string]Entry{}
+			c[d.Source] = map[string]agentbridge.Entry{}
 		}
-		c[d.Source][d.Snapshot.ID] = Entry{Source: d.Source, Snapshot: d.Snapshot, Activity: d.Activity, Ended: d.Ended}
-	case NameRemove:
+		c[d.Source][d.Snapshot.ID] = agentbridge.Entry{Source: d.Source, Snapshot: d.Snapshot, Activity: d.Activity, Ended: d.Ended}
+	case agentbridge.RecordRemove:
 		var d removeData
 		mustDecode(tb, r, &d)
 		delete(c[d.Source], d.SessionID)
-	case NameLifecycle, NameDiagnostic, NameHarnesses:
+	case agentbridge.RecordLifecycle, agentbridge.RecordDiagnostic, agentbridge.RecordHarnesses:
 		var m map[string]any
 		mustDecode(tb, r, &m)
 	default:
@@ -154,14 +154,14 @@ func (c client) apply(tb testing.TB, r Record) {
 }
 
 // entries lists the client's sessions as Sessions does.
-func (c client) entries() []Entry {
-	out := []Entry{}
+func (c client) entries() []agentbridge.Entry {
+	out := []agentbridge.Entry{}
 	for _, m := range c {
 		for _, e := range m {
 			out = append(out, e)
 		}
 	}
-	slices.SortFunc(out, func(a, b Entry) int {
+	slices.SortFunc(out, func(a, b agentbridge.Entry) int {
 		if a.Source != b.Source {
 			if a.Source < b.Source {
 				return -1
@@ -179,11 +179,11 @@ func (c client) entries() []Entry {
 	return out
 }
 
-func fromEntries(es []Entry) client {
+func fromEntries(es []agentbridge.Entry) client {
 	c := client{}
 	for _, e := range es {
 		if c[e.Source] == nil {
-			c[e.Source] = map[string]Entry{}
+			c[e.Source] = map[string]agentbridge.Entry{}
 		}
 		c[e.Source][e.Snapshot.ID] = e
 	}

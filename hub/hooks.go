@@ -175,7 +175,7 @@ func (t *txn) opHook(id string, hk validate.Hook) {
 	redactChanged(&snap, &old.snap)
 	for _, e := range evs {
 		at := snap
-		t.add(&entry{rec: Record{Name: NameLifecycle}, source: t.src.info.ID, sessionID: id, snap: &at},
+		t.add(&entry{rec: Record{Name: agentbridge.RecordLifecycle}, source: t.src.info.ID, sessionID: id, snap: &at},
 			lifecycleData{Source: t.src.info.ID, SessionID: id, Event: e})
 	}
 	ss := &sess{fold: fold, snap: snap}

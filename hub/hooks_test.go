@@ -30,7 +30,7 @@ func TestHookFoldsBesideTheJournal(t *testing.T) {
 	if err := pub.Event("s1", "claude-code", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: 10}); err != nil {
 		t.Fatal(err)
 	}
-	sub := h.Subscribe(h.Revision(), true, Filter{})
+	sub := h.Subscribe(h.Revision(), true, agentbridge.Filter{})
 	defer sub.Close()
 	if err := h.Hook("claude-code", "s1", hookAsk(12)); err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func TestHookFoldsBesideTheJournal(t *testing.T) {
 		t.Fatalf("after the prompt: %+v", got)
 	}
 	recs := []Record{next(t, sub), next(t, sub)}
-	if got := names(recs); got[0] != NameLifecycle || got[1] != NameUpsert {
+	if got := names(recs); got[0] != agentbridge.RecordLifecycle || got[1] != agentbridge.RecordUpsert {
 		t.Fatalf("records %v", got)
 	}
 	var lc lifecycleData

@@ -32,21 +32,21 @@ func TestRevisionsStartAtClockAndGrowByOne(t *testing.T) {
 	if got := h.Revision(); got != start {
 		t.Fatalf("Revision() = %d before any record, want the start time in µs %d", got, start)
 	}
-	sub := h.Subscribe(start, true, Filter{})
+	sub := h.Subscribe(start, true, agentbridge.Filter{})
 	defer sub.Close()
-	err := h.Publish("p", []Op{
-		{Op: OpUpsert, Session: snap("s1", "a", agentbridge.StatusIdle)},
-		{Op: OpUpsert, Session: snap("s2", "a", agentbridge.StatusRunning)},
-		{Op: OpRemove, SessionID: "s1"},
+	err := h.Publish("p", []agentbridge.Op{
+		{Op: agentbridge.OpUpsert, Session: snap("s1", "a", agentbridge.StatusIdle)},
+		{Op: agentbridge.OpUpsert, Session: snap("s2", "a", agentbridge.StatusRunning)},
+		{Op: agentbridge.OpRemove, SessionID: "s1"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := drain(t, sub, start+3)
 	want := []Record{
-		{Rev: start + 1, Name: NameUpsert, Data: []byte(`{"source":"p","snapshot":{"id":"s1","harness":"a","status":"idle"}}`)},
-		{Rev: start + 2, Name: NameUpsert, Data: []byte(`{"source":"p","snapshot":{"id":"s2","harness":"a","status":"running"}}`)},
-		{Rev: start + 3, Name: NameRemove, Data: []byte(`{"source":"p","sessionId":"s1"}`)},
+		{Rev: start + 1, Name: agentbridge.RecordUpsert, Data: []byte(`{"source":"p","snapshot":{"id":"s1","harness":"a","status":"idle"}}`)},
+		{Rev: start + 2, Name: agentbridge.RecordUpsert, Data: []byte(`{"source":"p","snapshot":{"id":"s2","harness":"a","status":"running"}}`)},
+		{Rev: start + 3, Name: agentbridge.RecordRemove, Data: []byte(`{"source":"p","sessionId":"s1"}`)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("records mismatch (-want +got):\n%s", diff)
@@ -60,33 +60,33 @@ func TestPublishAllOrNothing(t *testing.T) {
 	long := strings.Repeat("x", validate.MaxTitle+1)
 	tests := []struct {
 		name string
-		ops  []Op
+		ops  []agentbridge.Op
 		want []string
 	}{
-		{"bad harness in upsert", []Op{
-			{Op: OpUpsert, Session: snap("s1", "a", agentbridge.StatusIdle)},
-			{Op: OpUpsert, Session: snap("s2", "nope", agentbridge.StatusIdle)},
+		{"bad harness in upsert", []agentbridge.Op{
+			{Op: agentbridge.OpUpsert, Session: snap("s1", "a", agentbridge.StatusIdle)},
+			{Op: agentbridge.OpUpsert, Session: snap("s2", "nope", agentbridge.StatusIdle)},
 		}, []string{"$[1].session.harness harness_not_enabled"}},
-		{"every issue, not the first", []Op{
-			{Op: OpUpsert, Session: agentbridge.Snapshot{ID: "bad id", Harness: "a", Status: "sleeping"}},
-			{Op: OpDiagnostic, Diagnostic: agentbridge.Diagnostic{Code: "Bad_Code", Message: "m"}},
+		{"every issue, not the first", []agentbridge.Op{
+			{Op: agentbridge.OpUpsert, Session: agentbridge.Snapshot{ID: "bad id", Harness: "a", Status: "sleeping"}},
+			{Op: agentbridge.OpDiagnostic, Diagnostic: agentbridge.Diagnostic{Code: "Bad_Code", Message: "m"}},
 		}, []string{"$[0].session.id invalid_id", "$[0].session.status invalid_enum", "$[1].diagnostic.code invalid_id"}},
-		{"wait.finished needs the wait the earlier op opened", []Op{
-			{Op: OpEvent, SessionID: "s1", Harness: "a", Event: agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w1", State: agentbridge.StatusWaiting}},
-			{Op: OpEvent, SessionID: "s1", Event: agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w2"}},
-			{Op: OpEvent, SessionID: "s1", Event: agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w1"}},
-			{Op: OpUpsert, Session: agentbridge.Snapshot{ID: "s3", Harness: "a", Status: agentbridge.StatusIdle, Title: long}},
+		{"wait.finished needs the wait the earlier op opened", []agentbridge.Op{
+			{Op: agentbridge.OpEvent, SessionID: "s1", Harness: "a", Event: agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w1", State: agentbridge.StatusWaiting}},
+			{Op: agentbridge.OpEvent, SessionID: "s1", Event: agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w2"}},
+			{Op: agentbridge.OpEvent, SessionID: "s1", Event: agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w1"}},
+			{Op: agentbridge.OpUpsert, Session: agentbridge.Snapshot{ID: "s3", Harness: "a", Status: agentbridge.StatusIdle, Title: long}},
 		}, []string{"$[1].event.waitId invalid_id", "$[3].session.title invalid_string"}},
-		{"event for a new session needs a harness", []Op{
-			{Op: OpEvent, SessionID: "s9", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted}},
-			{Op: OpEvent, SessionID: "s8", Harness: "off", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted}},
+		{"event for a new session needs a harness", []agentbridge.Op{
+			{Op: agentbridge.OpEvent, SessionID: "s9", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted}},
+			{Op: agentbridge.OpEvent, SessionID: "s8", Harness: "off", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted}},
 		}, []string{"$[0].harness missing_field", "$[1].harness harness_not_enabled"}},
-		{"reset over the limit and duplicates", []Op{
-			{Op: OpReset, Sessions: []agentbridge.Snapshot{snap("d", "a", agentbridge.StatusIdle), snap("d", "a", agentbridge.StatusIdle)}},
+		{"reset over the limit and duplicates", []agentbridge.Op{
+			{Op: agentbridge.OpReset, Sessions: []agentbridge.Snapshot{snap("d", "a", agentbridge.StatusIdle), snap("d", "a", agentbridge.StatusIdle)}},
 		}, []string{"$[0].sessions[1] duplicate"}},
-		{"unknown op and bad remove id", []Op{
+		{"unknown op and bad remove id", []agentbridge.Op{
 			{Op: "patch"},
-			{Op: OpRemove, SessionID: ""},
+			{Op: agentbridge.OpRemove, SessionID: ""},
 		}, []string{"$[0].op invalid_enum", "$[1].sessionId invalid_id"}},
 	}
 	for _, tt := range tests {
@@ -99,10 +99,10 @@ func TestPublishAllOrNothing(t *testing.T) {
 			if _, err := h.SetHarness("p", "off", false); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap("keep", "a", agentbridge.StatusIdle)}}); err != nil {
+			if err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: snap("keep", "a", agentbridge.StatusIdle)}}); err != nil {
 				t.Fatal(err)
 			}
-			rev0, before := h.Sessions(Filter{})
+			rev0, before := h.Sessions(agentbridge.Filter{})
 			err := h.Publish("p", tt.ops)
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("Publish = %v, want ErrInvalid", err)
@@ -110,7 +110,7 @@ func TestPublishAllOrNothing(t *testing.T) {
 			if diff := cmp.Diff(tt.want, issuePaths(t, err)); diff != "" {
 				t.Errorf("issues mismatch (-want +got):\n%s", diff)
 			}
-			rev1, after := h.Sessions(Filter{})
+			rev1, after := h.Sessions(agentbridge.Filter{})
 			if rev1 != rev0 {
 				t.Errorf("revision moved from %d to %d on a rejected publish", rev0, rev1)
 			}
@@ -130,7 +130,7 @@ func TestPublishResetLimit(t *testing.T) {
 	for i := range validate.MaxResetSessions + 1 {
 		many = append(many, snap(fmt.Sprintf("s%d", i), "a", agentbridge.StatusIdle))
 	}
-	err := h.Publish("p", []Op{{Op: OpReset, Sessions: many}})
+	err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpReset, Sessions: many}})
 	if diff := cmp.Diff([]string{"$[0].sessions invalid_array"}, issuePaths(t, err)); diff != "" {
 		t.Errorf("issues mismatch (-want +got):\n%s", diff)
 	}
@@ -164,11 +164,11 @@ func TestEventRecords(t *testing.T) {
 	if err := h.AddPush(info("p", "a")); err != nil {
 		t.Fatal(err)
 	}
-	sub := h.Subscribe(h.Revision(), true, Filter{})
+	sub := h.Subscribe(h.Revision(), true, agentbridge.Filter{})
 	defer sub.Close()
 	ev := func(id, harness string, e agentbridge.Event) {
 		t.Helper()
-		if err := h.Publish("p", []Op{{Op: OpEvent, SessionID: id, Harness: harness, Event: e}}); err != nil {
+		if err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpEvent, SessionID: id, Harness: harness, Event: e}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -210,14 +210,14 @@ func TestRedactsBeforePublishing(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := "sk-ant-api03-" + strings.Repeat("A", 40)
-	err := h.Publish("p", []Op{
-		{Op: OpEvent, SessionID: "s1", Harness: "a", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "use " + secret}},
-		{Op: OpDiagnostic, Diagnostic: agentbridge.Diagnostic{Code: "bad-key", Message: "key " + secret + " rejected"}},
+	err := h.Publish("p", []agentbridge.Op{
+		{Op: agentbridge.OpEvent, SessionID: "s1", Harness: "a", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: "use " + secret}},
+		{Op: agentbridge.OpDiagnostic, Diagnostic: agentbridge.Diagnostic{Code: "bad-key", Message: "key " + secret + " rejected"}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub := h.Subscribe(0, false, Filter{})
+	sub := h.Subscribe(0, false, agentbridge.Filter{})
 	defer sub.Close()
 	e, _ := h.Session("p", "s1")
 	all, _ := json.Marshal([]any{e, h.Diagnostics(), sub.Initial})
@@ -230,7 +230,7 @@ func TestResetOverflowBecomesUpserts(t *testing.T) {
 	h := newHub(t, Options{})
 	f := newFake(info("run", "a"))
 	st := running(t, h, f)[0]
-	sub := h.Subscribe(h.Revision(), true, Filter{})
+	sub := h.Subscribe(h.Revision(), true, agentbridge.Filter{})
 	defer sub.Close()
 	var ss []*validate.Session
 	for i := range 1500 {
@@ -240,7 +240,7 @@ func TestResetOverflowBecomesUpserts(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := drain(t, sub, h.Revision())
-	if len(got) != 1+476 || got[0].Name != NameReset {
+	if len(got) != 1+476 || got[0].Name != agentbridge.RecordReset {
 		t.Fatalf("got %d records starting with %q, want a reset and 476 upserts", len(got), got[0].Name)
 	}
 	var r resetData
@@ -249,7 +249,7 @@ func TestResetOverflowBecomesUpserts(t *testing.T) {
 		t.Errorf("reset carries %d sessions, want %d", len(r.Sessions), validate.MaxResetSessions)
 	}
 	// A new client gets the same split.
-	fresh := h.Subscribe(0, false, Filter{})
+	fresh := h.Subscribe(0, false, agentbridge.Filter{})
 	defer fresh.Close()
 	if n := len(fresh.Initial); n != 477 {
 		t.Errorf("initial records = %d, want 477", n)
@@ -273,7 +273,7 @@ func TestSubscribeResume(t *testing.T) {
 	start := h.Revision()
 	up := func(i int) {
 		t.Helper()
-		if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap(fmt.Sprintf("s%d", i), "a", agentbridge.StatusIdle)}}); err != nil {
+		if err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: snap(fmt.Sprintf("s%d", i), "a", agentbridge.StatusIdle)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -285,7 +285,7 @@ func TestSubscribeResume(t *testing.T) {
 		up(i)
 	}
 	// A client that dropped in the middle of its initial resets.
-	partial := h.Subscribe(0, false, Filter{})
+	partial := h.Subscribe(0, false, agentbridge.Filter{})
 	partial.Close()
 	if len(partial.Initial) != 2 {
 		t.Fatalf("initial = %d records, want one reset per source", len(partial.Initial))
@@ -311,7 +311,7 @@ func TestSubscribeResume(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sub := h.Subscribe(tt.since, tt.hasSince, Filter{})
+			sub := h.Subscribe(tt.since, tt.hasSince, agentbridge.Filter{})
 			defer sub.Close()
 			if sub.Resumed != tt.resumed {
 				t.Fatalf("Resumed = %v, want %v", sub.Resumed, tt.resumed)
@@ -355,11 +355,11 @@ func TestSlowSubscriberIsCutOff(t *testing.T) {
 	if err := h.AddPush(info("p", "a")); err != nil {
 		t.Fatal(err)
 	}
-	slow := h.Subscribe(0, false, Filter{})
+	slow := h.Subscribe(0, false, agentbridge.Filter{})
 	defer slow.Close()
-	fast := h.Subscribe(0, false, Filter{})
+	fast := h.Subscribe(0, false, agentbridge.Filter{})
 	defer fast.Close()
-	slowFiltered := h.Subscribe(0, false, Filter{Statuses: []agentbridge.Status{agentbridge.StatusRunning}})
+	slowFiltered := h.Subscribe(0, false, agentbridge.Filter{Statuses: []agentbridge.Status{agentbridge.StatusRunning}})
 	defer slowFiltered.Close()
 
 	// The publisher goroutine reads each record back from the fast client
@@ -373,7 +373,7 @@ func TestSlowSubscriberIsCutOff(t *testing.T) {
 			if i%2 == 1 {
 				st = agentbridge.StatusRunning
 			}
-			if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap("s1", "a", st)}}); err != nil {
+			if err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: snap("s1", "a", st)}}); err != nil {
 				published <- err
 				return
 			}
@@ -419,32 +419,32 @@ func TestFilteredStream(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pub := func(src string, ops ...Op) {
+	pub := func(src string, ops ...agentbridge.Op) {
 		t.Helper()
 		if err := h.Publish(src, ops); err != nil {
 			t.Fatal(err)
 		}
 	}
-	pub("p", Op{Op: OpUpsert, Session: snap("s1", "a", agentbridge.StatusRunning)},
-		Op{Op: OpUpsert, Session: snap("s2", "a", agentbridge.StatusIdle)},
-		Op{Op: OpUpsert, Session: snap("s3", "b", agentbridge.StatusRunning)})
-	pub("q", Op{Op: OpUpsert, Session: snap("s1", "a", agentbridge.StatusRunning)})
+	pub("p", agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("s1", "a", agentbridge.StatusRunning)},
+		agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("s2", "a", agentbridge.StatusIdle)},
+		agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("s3", "b", agentbridge.StatusRunning)})
+	pub("q", agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("s1", "a", agentbridge.StatusRunning)})
 
-	f := Filter{Sources: []string{"p"}, Harnesses: []string{"a"}, Statuses: []agentbridge.Status{agentbridge.StatusRunning}}
+	f := agentbridge.Filter{Sources: []string{"p"}, Harnesses: []string{"a"}, Statuses: []agentbridge.Status{agentbridge.StatusRunning}}
 	sub := h.Subscribe(0, false, f)
 	defer sub.Close()
 	c := client{}
 	for _, r := range sub.Initial {
 		c.apply(t, r)
 	}
-	want := []Entry{{Source: "p", Snapshot: snap("s1", "a", agentbridge.StatusRunning)}}
+	want := []agentbridge.Entry{{Source: "p", Snapshot: snap("s1", "a", agentbridge.StatusRunning)}}
 	if diff := cmp.Diff(want, c.entries()); diff != "" {
 		t.Fatalf("initial filtered state mismatch (-want +got):\n%s", diff)
 	}
 
-	pub("p", Op{Op: OpEvent, SessionID: "s1", Event: agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess}})
-	pub("q", Op{Op: OpRemove, SessionID: "s1"})
-	pub("p", Op{Op: OpUpsert, Session: snap("s2", "a", agentbridge.StatusRunning)})
+	pub("p", agentbridge.Op{Op: agentbridge.OpEvent, SessionID: "s1", Event: agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess}})
+	pub("q", agentbridge.Op{Op: agentbridge.OpRemove, SessionID: "s1"})
+	pub("p", agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("s2", "a", agentbridge.StatusRunning)})
 	got := drain(t, sub, h.Revision())
 	for _, r := range got {
 		c.apply(t, r)
@@ -471,7 +471,7 @@ func TestHarnessSwitchRunningSource(t *testing.T) {
 	if err := st.Publisher.Reset(f.live); err != nil {
 		t.Fatal(err)
 	}
-	sub := h.Subscribe(h.Revision(), true, Filter{})
+	sub := h.Subscribe(h.Revision(), true, agentbridge.Filter{})
 	defer sub.Close()
 
 	state, err := h.SetHarness("run", "b", false)
@@ -519,10 +519,10 @@ func TestHarnessSwitchPushSource(t *testing.T) {
 	if err := h.AddPush(info("p", "a", "b")); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Publish("p", []Op{{Op: OpReset, Sessions: []agentbridge.Snapshot{snap("s1", "a", agentbridge.StatusIdle), snap("s2", "b", agentbridge.StatusIdle)}}}); err != nil {
+	if err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpReset, Sessions: []agentbridge.Snapshot{snap("s1", "a", agentbridge.StatusIdle), snap("s2", "b", agentbridge.StatusIdle)}}}); err != nil {
 		t.Fatal(err)
 	}
-	sub := h.Subscribe(h.Revision(), true, Filter{})
+	sub := h.Subscribe(h.Revision(), true, agentbridge.Filter{})
 	defer sub.Close()
 	if _, err := h.SetHarness("p", "b", false); err != nil {
 		t.Fatal(err)
@@ -536,7 +536,7 @@ func TestHarnessSwitchPushSource(t *testing.T) {
 	if diff := cmp.Diff([]agentbridge.Snapshot{snap("s1", "a", agentbridge.StatusIdle)}, r.Sessions); diff != "" {
 		t.Errorf("reset mismatch (-want +got):\n%s", diff)
 	}
-	err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap("s3", "b", agentbridge.StatusIdle)}})
+	err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: snap("s3", "b", agentbridge.StatusIdle)}})
 	if diff := cmp.Diff([]string{"$[0].session.harness harness_not_enabled"}, issuePaths(t, err)); diff != "" {
 		t.Errorf("issues mismatch (-want +got):\n%s", diff)
 	}
@@ -581,7 +581,7 @@ func TestDiagnosticsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range DefaultDiagnostics + 5 {
-		if err := h.Publish("p", []Op{{Op: OpDiagnostic, Diagnostic: agentbridge.Diagnostic{Code: "c", Message: fmt.Sprint(i)}}}); err != nil {
+		if err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpDiagnostic, Diagnostic: agentbridge.Diagnostic{Code: "c", Message: fmt.Sprint(i)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -597,11 +597,11 @@ func TestMetrics(t *testing.T) {
 	if err := h.AddPush(info("p", "a")); err != nil {
 		t.Fatal(err)
 	}
-	sub := h.Subscribe(0, false, Filter{})
-	if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap("s1", "a", agentbridge.StatusRunning)}}); err != nil {
+	sub := h.Subscribe(0, false, agentbridge.Filter{})
+	if err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: snap("s1", "a", agentbridge.StatusRunning)}}); err != nil {
 		t.Fatal(err)
 	}
-	_ = h.Publish("p", []Op{{Op: OpRemove, SessionID: "bad id"}})
+	_ = h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpRemove, SessionID: "bad id"}})
 	want := `
 # HELP agentbridge_publish_rejections_total Publish calls rejected by validation, by source.
 # TYPE agentbridge_publish_rejections_total counter
@@ -671,14 +671,14 @@ func TestStreamFollowsSessions(t *testing.T) {
 				t.Fatal("AddPush after Run succeeded")
 			}
 
-			filters := []Filter{
+			filters := []agentbridge.Filter{
 				{},
 				{Statuses: []agentbridge.Status{agentbridge.StatusRunning, agentbridge.StatusWaiting}},
 				{Harnesses: []string{"b"}},
 				{Sources: []string{"run"}, Statuses: []agentbridge.Status{agentbridge.StatusIdle}},
 			}
 			type follower struct {
-				f   Filter
+				f   agentbridge.Filter
 				sub *Subscription
 				c   client
 			}
@@ -773,11 +773,11 @@ func TestSessionsSortedAndCopied(t *testing.T) {
 	withSub := snap("b", "a", agentbridge.StatusRunning)
 	withSub.Subagents = []agentbridge.Subagent{sub}
 	for _, src := range []string{"q", "p"} {
-		if err := h.Publish(src, []Op{{Op: OpUpsert, Session: withSub}, {Op: OpUpsert, Session: snap("a", "a", agentbridge.StatusIdle)}}); err != nil {
+		if err := h.Publish(src, []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: withSub}, {Op: agentbridge.OpUpsert, Session: snap("a", "a", agentbridge.StatusIdle)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, list := h.Sessions(Filter{})
+	_, list := h.Sessions(agentbridge.Filter{})
 	var got []string
 	for _, e := range list {
 		got = append(got, e.Source+"/"+e.Snapshot.ID)
@@ -824,7 +824,7 @@ func TestProjectAndAncestorFilters(t *testing.T) {
 		s.Cwd, s.PID = cwd, pid
 		return s
 	}
-	err := h.Publish("p", []Op{{Op: OpReset, Sessions: []agentbridge.Snapshot{
+	err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpReset, Sessions: []agentbridge.Snapshot{
 		with("in-root", proj, 20),
 		with("below", filepath.Join(proj, "pkg", "x"), 30),
 		with("sibling", proj+"-other", 20),
@@ -835,13 +835,13 @@ func TestProjectAndAncestorFilters(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		f    Filter
+		f    agentbridge.Filter
 		want []string
 	}{
-		{"project", Filter{Project: proj}, []string{"below", "in-root"}},
-		{"ancestor", Filter{AncestorPID: 10}, []string{"in-root", "sibling"}},
-		{"both", Filter{Project: proj, AncestorPID: 10}, []string{"in-root"}},
-		{"ancestor is the process itself", Filter{AncestorPID: 30}, []string{"below"}},
+		{"project", agentbridge.Filter{Project: proj}, []string{"below", "in-root"}},
+		{"ancestor", agentbridge.Filter{AncestorPID: 10}, []string{"in-root", "sibling"}},
+		{"both", agentbridge.Filter{Project: proj, AncestorPID: 10}, []string{"in-root"}},
+		{"ancestor is the process itself", agentbridge.Filter{AncestorPID: 30}, []string{"below"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1000,12 +1000,12 @@ func TestRevisionsGrowAcrossRestarts(t *testing.T) {
 		if err := h.AddPush(info("p", "a")); err != nil {
 			t.Fatal(err)
 		}
-		return h, h.Subscribe(0, false, Filter{})
+		return h, h.Subscribe(0, false, agentbridge.Filter{})
 	}
 	h1, sub1 := run()
 	defer sub1.Close()
 	for i := range 25 {
-		if err := h1.Publish("p", []Op{{Op: OpUpsert, Session: snap(fmt.Sprint("s", i), "a", agentbridge.StatusIdle)}}); err != nil {
+		if err := h1.Publish("p", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: snap(fmt.Sprint("s", i), "a", agentbridge.StatusIdle)}}); err != nil {
 			t.Fatal(err)
 		}
 		if rev := h1.Revision(); rev > store.mark {
@@ -1022,12 +1022,12 @@ func TestRevisionsGrowAcrossRestarts(t *testing.T) {
 	if len(sub2.Initial) == 0 || sub2.Initial[0].Rev <= last1 {
 		t.Fatalf("the restarted hub's first revision %v is not above the last run's %d", sub2.Initial, last1)
 	}
-	resumed := h2.Subscribe(last1, true, Filter{})
+	resumed := h2.Subscribe(last1, true, agentbridge.Filter{})
 	defer resumed.Close()
 	if resumed.Resumed {
 		t.Errorf("a cursor from the earlier run (%d) was resumed, want resets", last1)
 	}
-	if len(resumed.Initial) != 1 || resumed.Initial[0].Name != NameReset {
+	if len(resumed.Initial) != 1 || resumed.Initial[0].Name != agentbridge.RecordReset {
 		t.Errorf("initial records for an earlier run's cursor: %v, want a reset", resumed.Initial)
 	}
 }
@@ -1045,7 +1045,7 @@ func TestRevisionStoreFailuresAreNotFatal(t *testing.T) {
 		t.Errorf("Revision() = %d, want the ceiling %d when the mark cannot be read", got, want)
 	}
 	for i := range 5 {
-		if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap(fmt.Sprint("s", i), "a", agentbridge.StatusIdle)}}); err != nil {
+		if err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: snap(fmt.Sprint("s", i), "a", agentbridge.StatusIdle)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1063,10 +1063,10 @@ func TestCheckAppliesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	rev := h.Revision()
-	ops := []Op{
+	ops := []agentbridge.Op{
 		{},
-		{Op: OpEvent, SessionID: "s1", Harness: "a", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted}},
-		{Op: OpEvent, SessionID: "s1", Event: agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w1"}},
+		{Op: agentbridge.OpEvent, SessionID: "s1", Harness: "a", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted}},
+		{Op: agentbridge.OpEvent, SessionID: "s1", Event: agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w1"}},
 	}
 	var inv *InvalidError
 	if err := h.Check("p", ops); !errors.As(err, &inv) || len(inv.Issues) != 1 || inv.Issues[0].Path != "$[2].event.waitId" {
@@ -1075,7 +1075,7 @@ func TestCheckAppliesNothing(t *testing.T) {
 	if err := h.Check("p", ops[:2]); err != nil {
 		t.Errorf("Check of valid ops = %v", err)
 	}
-	if _, got := h.Sessions(Filter{}); len(got) != 0 || h.Revision() != rev {
+	if _, got := h.Sessions(agentbridge.Filter{}); len(got) != 0 || h.Revision() != rev {
 		t.Errorf("Check changed the hub: %d sessions, revision %d (was %d)", len(got), h.Revision(), rev)
 	}
 	if err := h.Publish("p", ops[:1]); !errors.As(err, &inv) {
@@ -1134,7 +1134,7 @@ func TestTamperedRevisionMark(t *testing.T) {
 				}
 				prev = first
 				for i := range 25 {
-					if err := h.Publish("p", []Op{{Op: OpUpsert, Session: snap(fmt.Sprint("s", i), "a", agentbridge.StatusIdle)}}); err != nil {
+					if err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: snap(fmt.Sprint("s", i), "a", agentbridge.StatusIdle)}}); err != nil {
 						t.Fatal(err)
 					}
 					rev := h.Revision()
@@ -1163,10 +1163,10 @@ func TestPublishedEventWithoutTimeHasItsArrival(t *testing.T) {
 	if err := h.AddPush(info("p", "a")); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Publish("p", []Op{{Op: OpEvent, SessionID: "s1", Harness: "a", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}}}); err != nil {
+	if err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpEvent, SessionID: "s1", Harness: "a", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}}}); err != nil {
 		t.Fatal(err)
 	}
-	_, es := h.Sessions(Filter{})
+	_, es := h.Sessions(agentbridge.Filter{})
 	if len(es) != 1 || es[0].Activity == nil || es[0].Activity.StatusSince != t0.UnixMilli() || es[0].Activity.TurnStartedAt != t0.UnixMilli() {
 		t.Fatalf("entries %+v, want the activity at the hub's clock %d", es, t0.UnixMilli())
 	}

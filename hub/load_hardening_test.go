@@ -209,7 +209,7 @@ func TestHardeningLoadWithStuckClients(t *testing.T) {
 	hubCut := b.counter("agentbridge_stream_clients_cut_off_total")
 
 	// The honest reader converges on GET /v1/sessions.
-	hr.Converge(t, b.Client(), nil, func([]hub.Entry) bool { return true })
+	hr.Converge(t, b.Client(), nil, func([]agentbridge.Entry) bool { return true })
 	hr.Stop()
 
 	grown := int64(hardHeapInUse()) - int64(base)

@@ -37,14 +37,14 @@ func BenchmarkPublishFanOut(b *testing.B) {
 				return agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: "tool-" + strconv.Itoa(i-1), Outcome: agentbridge.OutcomeSuccess}
 			}
 			publish := func(i int) {
-				if err := h.Publish("bench", []hub.Op{{Op: hub.OpEvent, SessionID: "bench-session", Harness: "bench", Event: ev(i)}}); err != nil {
+				if err := h.Publish("bench", []agentbridge.Op{{Op: agentbridge.OpEvent, SessionID: "bench-session", Harness: "bench", Event: ev(i)}}); err != nil {
 					b.Fatal(err)
 				}
 			}
 			publish(-2)
 			subs := make([]*hub.Subscription, n)
 			for i := range subs {
-				subs[i] = h.Subscribe(0, false, hub.Filter{})
+				subs[i] = h.Subscribe(0, false, agentbridge.Filter{})
 				defer subs[i].Close()
 			}
 			drain := func() {

@@ -89,7 +89,7 @@ func (t *txn) add(e *entry, data any) { t.pend = append(t.pend, pending{e, data}
 func (t *txn) upsert(ss *sess) {
 	t.over[ss.snap.ID] = ss
 	snap := ss.snap
-	t.add(&entry{rec: Record{Name: NameUpsert}, source: t.src.info.ID, host: t.src.host, sessionID: snap.ID, snap: &snap, act: ss.act, ended: ss.ended},
+	t.add(&entry{rec: Record{Name: agentbridge.RecordUpsert}, source: t.src.info.ID, host: t.src.host, sessionID: snap.ID, snap: &snap, act: ss.act, ended: ss.ended},
 		upsertData{Source: t.src.info.ID, Host: t.src.host, Snapshot: snap, Activity: ss.act, Ended: ss.ended})
 }
 
@@ -102,7 +102,7 @@ func (t *txn) remove(id string) {
 	} else {
 		t.over[id] = nil
 	}
-	t.add(&entry{rec: Record{Name: NameRemove}, source: t.src.info.ID, host: t.src.host, sessionID: id},
+	t.add(&entry{rec: Record{Name: agentbridge.RecordRemove}, source: t.src.info.ID, host: t.src.host, sessionID: id},
 		removeData{Source: t.src.info.ID, Host: t.src.host, SessionID: id})
 }
 
@@ -135,7 +135,7 @@ func (t *txn) replace(items []*sess) {
 		acts = addActivity(acts, ss.snap.ID, ss.act)
 		endeds = addEnded(endeds, ss.snap.ID, ss.ended)
 	}
-	t.add(&entry{rec: Record{Name: NameReset}, source: t.src.info.ID, host: t.src.host, sessions: snaps, acts: acts, endeds: endeds},
+	t.add(&entry{rec: Record{Name: agentbridge.RecordReset}, source: t.src.info.ID, host: t.src.host, sessions: snaps, acts: acts, endeds: endeds},
 		resetData{Source: t.src.info.ID, Host: t.src.host, Sessions: snaps, Activity: acts, Ended: endeds})
 	for _, ss := range items[len(head):] {
 		t.upsert(ss)
@@ -179,7 +179,7 @@ func (h *Hub) commit(t *txn) {
 			h.floor = ev
 		}
 		if d, ok := p.data.(diagData); ok {
-			h.diags = keepDiagnostics(append(h.diags, DiagnosticEntry{Source: s.info.ID, Host: s.host, Revision: h.rev, Diagnostic: d.Diagnostic, At: h.now().UnixMilli()}))
+			h.diags = keepDiagnostics(append(h.diags, agentbridge.DiagnosticEntry{Source: s.info.ID, Host: s.host, Revision: h.rev, Diagnostic: d.Diagnostic, At: h.now().UnixMilli()}))
 		}
 		h.met.published(e.rec.Name)
 		h.deliver(e)
@@ -283,7 +283,7 @@ func (t *txn) opDiagnostic(prefix string, d agentbridge.Diagnostic) []validate.I
 	if issues := validate.Diagnostic(d); len(issues) > 0 {
 		return nest(issues, prefix)
 	}
-	t.add(&entry{rec: Record{Name: NameDiagnostic}, source: t.src.info.ID},
+	t.add(&entry{rec: Record{Name: agentbridge.RecordDiagnostic}, source: t.src.info.ID},
 		diagData{Source: t.src.info.ID, Diagnostic: d})
 	return nil
 }
@@ -337,7 +337,7 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 	}
 	redactChanged(&snap, prev)
 	lc := func(at agentbridge.Snapshot) {
-		t.add(&entry{rec: Record{Name: NameLifecycle}, source: t.src.info.ID, sessionID: id, snap: &at},
+		t.add(&entry{rec: Record{Name: agentbridge.RecordLifecycle}, source: t.src.info.ID, sessionID: id, snap: &at},
 			lifecycleData{Source: t.src.info.ID, SessionID: id, Event: given})
 	}
 	if fold.Stopped() {
@@ -365,15 +365,19 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 // single object may rewrite the "$[0]" prefix to "$".) A reset may hold at
 // most validate.MaxResetSessions sessions. It fails with ErrUnknownSource
 // or ErrNotPush for a source that is not a push source.
-func (h *Hub) Publish(sourceID string, ops []Op) error { return h.publish(sourceID, ops, true) }
+func (h *Hub) Publish(sourceID string, ops []agentbridge.Op) error {
+	return h.publish(sourceID, ops, true)
+}
 
 // Check validates ops as Publish does, against the current state, and
-// applies nothing. An Op whose Op field is empty stands for an operation
+// applies nothing. An op whose Op field is empty stands for an operation
 // the caller could not decode: it is skipped (it changes nothing), and the
 // paths of the others keep their index. It fails as Publish does.
-func (h *Hub) Check(sourceID string, ops []Op) error { return h.publish(sourceID, ops, false) }
+func (h *Hub) Check(sourceID string, ops []agentbridge.Op) error {
+	return h.publish(sourceID, ops, false)
+}
 
-func (h *Hub) publish(sourceID string, ops []Op, apply bool) error {
+func (h *Hub) publish(sourceID string, ops []agentbridge.Op, apply bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, ok := h.sources[sourceID]
@@ -395,7 +399,7 @@ func (h *Hub) publish(sourceID string, ops []Op, apply bool) error {
 			if apply {
 				got = []validate.Issue{{Path: p + ".op", Code: validate.MissingField, Message: "op is required"}}
 			}
-		case OpReset:
+		case agentbridge.OpReset:
 			items := make([]*sess, len(op.Sessions))
 			for j, sn := range op.Sessions {
 				sn = sn.Clone()
@@ -404,16 +408,16 @@ func (h *Hub) publish(sourceID string, ops []Op, apply bool) error {
 				items[j] = &sess{snap: sn}
 			}
 			got = t.opReset(p+".sessions", items, true)
-		case OpUpsert:
+		case agentbridge.OpUpsert:
 			sn := op.Session.Clone()
 			validate.RedactSnapshot(&sn)
 			defaultStatus(&sn)
 			got = t.opUpsert(p+".session", &sess{snap: sn})
-		case OpRemove:
+		case agentbridge.OpRemove:
 			got = t.opRemove(p, op.SessionID)
-		case OpDiagnostic:
+		case agentbridge.OpDiagnostic:
 			got = t.opDiagnostic(p+".diagnostic", op.Diagnostic)
-		case OpEvent:
+		case agentbridge.OpEvent:
 			got = t.opEvent(p, op.SessionID, op.Harness, op.Event)
 		default:
 			got = []validate.Issue{{Path: p + ".op", Code: validate.InvalidEnum, Message: "op must be one of reset, upsert, remove, diagnostic, event"}}
@@ -478,7 +482,7 @@ const MaxRemoteDiagnostics = DefaultDiagnostics / 4
 // the oldest of its remote when that remote holds more than
 // MaxRemoteDiagnostics, the oldest remote one when the remotes hold more
 // than half, the oldest of all past DefaultDiagnostics.
-func keepDiagnostics(d []DiagnosticEntry) []DiagnosticEntry {
+func keepDiagnostics(d []agentbridge.DiagnosticEntry) []agentbridge.DiagnosticEntry {
 	host := d[len(d)-1].Host
 	if host != "" {
 		same, remote, firstSame, firstRemote := 0, 0, -1, -1

@@ -78,24 +78,24 @@ func TestHardeningRedactionEverywhere(t *testing.T) {
 		t.Run(lk.name, func(t *testing.T) {
 			t.Parallel()
 			h, log := hardPushHub(t)
-			sub := h.Subscribe(0, false, hub.Filter{})
+			sub := h.Subscribe(0, false, agentbridge.Filter{})
 			defer sub.Close()
 			text := func(n int) string { return hardFit(lk.text, n) }
 			snap := agentbridge.Snapshot{ID: "s-1", Harness: "vault-agent", Status: agentbridge.StatusWaiting,
 				Title: text(validate.MaxTitle), Model: text(validate.MaxModel), WaitingFor: text(validate.MaxWaitingFor),
 				Subagents: []agentbridge.Subagent{{ID: "a-1", Type: text(validate.MaxSubagentType), Title: text(validate.MaxTitle), Status: agentbridge.SubagentRunning}}}
-			ops := [][]hub.Op{
-				{{Op: hub.OpReset, Sessions: []agentbridge.Snapshot{snap}}},
-				{{Op: hub.OpUpsert, Session: snap}},
-				{{Op: hub.OpEvent, SessionID: "s-2", Harness: "vault-agent", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: text(validate.MaxTitle)}}},
-				{{Op: hub.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Title: text(validate.MaxTitle), Model: text(validate.MaxModel)}}},
-				{{Op: hub.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t-1", PromptText: text(validate.MaxText)}}},
-				{{Op: hub.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "c-1", Name: text(validate.MaxText)}}},
-				{{Op: hub.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w-1", State: agentbridge.StatusWaiting, Reason: text(validate.MaxText)}}},
-				{{Op: hub.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindSubagentStarted, SubagentID: "a-2", ParentAgentID: "root", Title: text(validate.MaxTitle)}}},
-				{{Op: hub.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: "a-2", Outcome: "error", Summary: text(validate.MaxText)}}},
-				{{Op: hub.OpDiagnostic, Diagnostic: agentbridge.Diagnostic{Code: "agent-error", Message: text(validate.MaxDiagnosticText)}}},
-				{{Op: hub.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindSessionStopped, Reason: text(validate.MaxText)}}},
+			ops := [][]agentbridge.Op{
+				{{Op: agentbridge.OpReset, Sessions: []agentbridge.Snapshot{snap}}},
+				{{Op: agentbridge.OpUpsert, Session: snap}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Harness: "vault-agent", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: text(validate.MaxTitle)}}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Title: text(validate.MaxTitle), Model: text(validate.MaxModel)}}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t-1", PromptText: text(validate.MaxText)}}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "c-1", Name: text(validate.MaxText)}}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w-1", State: agentbridge.StatusWaiting, Reason: text(validate.MaxText)}}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindSubagentStarted, SubagentID: "a-2", ParentAgentID: "root", Title: text(validate.MaxTitle)}}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: "a-2", Outcome: "error", Summary: text(validate.MaxText)}}},
+				{{Op: agentbridge.OpDiagnostic, Diagnostic: agentbridge.Diagnostic{Code: "agent-error", Message: text(validate.MaxDiagnosticText)}}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindSessionStopped, Reason: text(validate.MaxText)}}},
 			}
 			for i, op := range ops {
 				if err := h.Publish("vault", op); err != nil {
@@ -103,7 +103,7 @@ func TestHardeningRedactionEverywhere(t *testing.T) {
 				}
 			}
 			var out bytes.Buffer
-			_, entries := h.Sessions(hub.Filter{})
+			_, entries := h.Sessions(agentbridge.Filter{})
 			json.NewEncoder(&out).Encode(entries)
 			json.NewEncoder(&out).Encode(h.Diagnostics())
 			for _, rec := range sub.Initial {
@@ -120,7 +120,7 @@ func TestHardeningRedactionEverywhere(t *testing.T) {
 					break drain
 				}
 			}
-			later := h.Subscribe(0, false, hub.Filter{}) // a new client's resets
+			later := h.Subscribe(0, false, agentbridge.Filter{}) // a new client's resets
 			for _, rec := range later.Initial {
 				out.Write(rec.Data)
 			}
@@ -148,7 +148,7 @@ func TestHardeningRedactionOfRejectedInput(t *testing.T) {
 	h, log := hardPushHub(t)
 	for _, lk := range hardLeaks {
 		bad := agentbridge.Snapshot{ID: "s-1", Harness: "vault-agent", Status: "sleeping", Title: strings.Repeat(lk.text+" ", 20)}
-		err := h.Publish("vault", []hub.Op{{Op: hub.OpUpsert, Session: bad}})
+		err := h.Publish("vault", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: bad}})
 		if err == nil {
 			t.Fatalf("%s: an invalid snapshot was accepted", lk.name)
 		}

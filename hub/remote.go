@@ -58,10 +58,10 @@ type RemoteRecord struct {
 }
 
 // AddRemote registers a remote bridge by its id: lowercase
-// [a-z][a-z0-9-]{0,63}, unique, and never LocalHost.
+// [a-z][a-z0-9-]{0,63}, unique, and never agentbridge.LocalHost.
 func (h *Hub) AddRemote(id string) (*Remote, error) {
-	if !validate.ValidHarnessID(id) || id == LocalHost {
-		return nil, fmt.Errorf("hub: add remote %q: an id is lowercase [a-z][a-z0-9-]{0,63} and not %q", id, LocalHost)
+	if !validate.ValidHarnessID(id) || id == agentbridge.LocalHost {
+		return nil, fmt.Errorf("hub: add remote %q: an id is lowercase [a-z][a-z0-9-]{0,63} and not %q", id, agentbridge.LocalHost)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -236,7 +236,7 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 	for i := range recs {
 		rc := &recs[i]
 		switch rc.Name {
-		case NameReset:
+		case agentbridge.RecordReset:
 			keep := rc.Sessions[:0:0]
 			seen := map[string]bool{}
 			for _, snap := range rc.Sessions {
@@ -248,14 +248,14 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 				keep = append(keep, snap)
 			}
 			rc.Sessions = keep
-		case NameUpsert:
+		case agentbridge.RecordUpsert:
 			skip[i] = !checkRemote(&rc.Snapshot)
-		case NameRemove:
+		case agentbridge.RecordRemove:
 			skip[i] = !validate.ValidID(rc.SessionID)
-		case NameLifecycle:
+		case agentbridge.RecordLifecycle:
 			validate.RedactEvent(&rc.Event)
 			skip[i] = !validate.ValidID(rc.SessionID) || len(validate.Event(rc.Event)) > 0
-		case NameDiagnostic:
+		case agentbridge.RecordDiagnostic:
 			validate.RedactDiagnostic(&rc.Diagnostic)
 			skip[i] = len(validate.Diagnostic(rc.Diagnostic)) > 0
 		default:
@@ -278,26 +278,26 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 			continue
 		}
 		switch rc.Name {
-		case NameReset:
+		case agentbridge.RecordReset:
 			reset[rc.Source] = true
 			for k := range next { // what follows the reset says nothing of the source before it
 				if k.src == rc.Source {
 					delete(next, k)
 				}
 			}
-		case NameUpsert:
+		case agentbridge.RecordUpsert:
 			k := key{rc.Source, rc.Snapshot.ID}
 			if _, later := next[k]; later || reset[rc.Source] {
 				skip[i] = true
 			}
 			next[k] = i
-		case NameRemove:
+		case agentbridge.RecordRemove:
 			k := key{rc.Source, rc.SessionID}
 			if _, later := next[k]; later || reset[rc.Source] {
 				skip[i] = true
 			}
 			next[k] = -1
-		case NameLifecycle:
+		case agentbridge.RecordLifecycle:
 			if j, ok := next[key{rc.Source, rc.SessionID}]; ok && j >= 0 {
 				after[i] = &recs[j].Snapshot
 			}
@@ -325,7 +325,7 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 			t = h.begin(s)
 		}
 		switch rc.Name {
-		case NameReset:
+		case agentbridge.RecordReset:
 			r.n -= len(s.all)
 			clear(s.all)
 			vis := map[string]*sess{}
@@ -341,7 +341,7 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 				}
 			}
 			t.replaceAll(vis)
-		case NameUpsert:
+		case agentbridge.RecordUpsert:
 			id := rc.Snapshot.ID
 			if s.all[id] == nil {
 				if !r.room() {
@@ -362,14 +362,14 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 			default:
 				t.upsert(ss)
 			}
-		case NameRemove:
+		case agentbridge.RecordRemove:
 			if s.all[rc.SessionID] != nil {
 				delete(s.all, rc.SessionID)
 				r.n--
 				r.capped = r.capped && r.n >= MaxRemoteSessions
 			}
 			t.remove(rc.SessionID)
-		case NameLifecycle:
+		case agentbridge.RecordLifecycle:
 			snap := after[i]
 			if snap == nil || !h.visible(s, snap) {
 				snap = nil
@@ -381,10 +381,10 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 				continue // a session this bridge does not show
 			}
 			at := *snap
-			t.add(&entry{rec: Record{Name: NameLifecycle}, source: s.info.ID, host: r.id, sessionID: rc.SessionID, snap: &at},
+			t.add(&entry{rec: Record{Name: agentbridge.RecordLifecycle}, source: s.info.ID, host: r.id, sessionID: rc.SessionID, snap: &at},
 				lifecycleData{Source: s.info.ID, Host: r.id, SessionID: rc.SessionID, Event: rc.Event})
-		case NameDiagnostic:
-			t.add(&entry{rec: Record{Name: NameDiagnostic}, source: s.info.ID, host: r.id},
+		case agentbridge.RecordDiagnostic:
+			t.add(&entry{rec: Record{Name: agentbridge.RecordDiagnostic}, source: s.info.ID, host: r.id},
 				diagData{Source: s.info.ID, Host: r.id, Diagnostic: rc.Diagnostic})
 		}
 	}

@@ -28,34 +28,34 @@ func (c hostClient) apply(tb testing.TB, r Record) {
 	mustDecode(tb, r, &d)
 	k := [2]string{d.Host, d.Source}
 	switch r.Name {
-	case NameReset:
+	case agentbridge.RecordReset:
 		c[k] = map[string]agentbridge.Snapshot{}
 		for _, s := range d.Sessions {
 			c[k][s.ID] = s
 		}
-	case NameUpsert:
+	case agentbridge.RecordUpsert:
 		if c[k] == nil {
 			c[k] = map[string]agentbridge.Snapshot{}
 		}
 		c[k][d.Snapshot.ID] = d.Snapshot
-	case NameRemove:
+	case agentbridge.RecordRemove:
 		delete(c[k], d.SessionID)
 	}
 }
 
-func (c hostClient) entries() []Entry {
-	out := []Entry{}
+func (c hostClient) entries() []agentbridge.Entry {
+	out := []agentbridge.Entry{}
 	for k, m := range c {
 		for _, s := range m {
-			out = append(out, Entry{Host: k[0], Source: k[1], Snapshot: s})
+			out = append(out, agentbridge.Entry{Host: k[0], Source: k[1], Snapshot: s})
 		}
 	}
 	sortEntries(out)
 	return out
 }
 
-func sortEntries(es []Entry) {
-	key := func(e Entry) string { return e.Host + "\x00" + e.Source + "\x00" + e.Snapshot.ID }
+func sortEntries(es []agentbridge.Entry) {
+	key := func(e agentbridge.Entry) string { return e.Host + "\x00" + e.Source + "\x00" + e.Snapshot.ID }
 	for i := 1; i < len(es); i++ {
 		for j := i; j > 0 && key(es[j]) < key(es[j-1]); j-- {
 			es[j], es[j-1] = es[j-1], es[j]
@@ -94,12 +94,12 @@ func TestRemoteSessionsCarryTheirHost(t *testing.T) {
 	if err := st.Publisher.Upsert(sessionOf(agentbridge.Snapshot{ID: "a", Harness: "claude-code", Status: agentbridge.StatusIdle, Cwd: "/work"})); err != nil {
 		t.Fatal(err)
 	}
-	sub := h.Subscribe(0, false, Filter{})
+	sub := h.Subscribe(0, false, agentbridge.Filter{})
 	defer sub.Close()
 	rev := h.Revision()
 	r.Apply([]RemoteRecord{
-		{Name: NameReset, Source: "claude-code", Sessions: []agentbridge.Snapshot{{ID: "a", Harness: "claude-code", Status: agentbridge.StatusRunning, Cwd: "/work"}}},
-		{Name: NameUpsert, Source: "codex", Snapshot: agentbridge.Snapshot{ID: "b", Harness: "codex", Status: agentbridge.StatusWaiting, WaitingFor: "Approve Bash"}},
+		{Name: agentbridge.RecordReset, Source: "claude-code", Sessions: []agentbridge.Snapshot{{ID: "a", Harness: "claude-code", Status: agentbridge.StatusRunning, Cwd: "/work"}}},
+		{Name: agentbridge.RecordUpsert, Source: "codex", Snapshot: agentbridge.Snapshot{ID: "b", Harness: "codex", Status: agentbridge.StatusWaiting, WaitingFor: "Approve Bash"}},
 	})
 	recs := drain(t, sub, h.Revision())
 	var hosts []string
@@ -115,7 +115,7 @@ func TestRemoteSessionsCarryTheirHost(t *testing.T) {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
 
-	_, all := h.Sessions(Filter{})
+	_, all := h.Sessions(agentbridge.Filter{})
 	var got []string
 	for _, e := range all {
 		got = append(got, e.Host+"/"+e.Source+"/"+e.Snapshot.ID)
@@ -135,16 +135,16 @@ func TestRemoteSessionsCarryTheirHost(t *testing.T) {
 
 	for _, c := range []struct {
 		name string
-		f    Filter
+		f    agentbridge.Filter
 		want int
 	}{
-		{"host local", Filter{Hosts: []string{LocalHost}}, 1},
-		{"host devbox", Filter{Hosts: []string{"devbox"}}, 2},
-		{"both hosts", Filter{Hosts: []string{"devbox", LocalHost}}, 3},
-		{"unknown host", Filter{Hosts: []string{"nas"}}, 0},
-		{"project: local only", Filter{Project: "/work"}, 1},
-		{"ancestorPid: local only", Filter{AncestorPID: 1}, 0},
-		{"source with host", Filter{Sources: []string{"codex"}, Hosts: []string{"devbox"}}, 1},
+		{"host local", agentbridge.Filter{Hosts: []string{agentbridge.LocalHost}}, 1},
+		{"host devbox", agentbridge.Filter{Hosts: []string{"devbox"}}, 2},
+		{"both hosts", agentbridge.Filter{Hosts: []string{"devbox", agentbridge.LocalHost}}, 3},
+		{"unknown host", agentbridge.Filter{Hosts: []string{"nas"}}, 0},
+		{"project: local only", agentbridge.Filter{Project: "/work"}, 1},
+		{"ancestorPid: local only", agentbridge.Filter{AncestorPID: 1}, 0},
+		{"source with host", agentbridge.Filter{Sources: []string{"codex"}, Hosts: []string{"devbox"}}, 1},
 	} {
 		if _, es := h.Sessions(c.f); len(es) != c.want {
 			t.Errorf("%s: %d sessions, want %d: %v", c.name, len(es), c.want, es)
@@ -163,9 +163,9 @@ func TestRemoteSessionsCarryTheirHost(t *testing.T) {
 
 func TestRemoteLocalHarnessSwitchApplies(t *testing.T) {
 	h, r, _ := remoteHub(t)
-	r.Apply([]RemoteRecord{{Name: NameReset, Source: "claude-code", Sessions: []agentbridge.Snapshot{
+	r.Apply([]RemoteRecord{{Name: agentbridge.RecordReset, Source: "claude-code", Sessions: []agentbridge.Snapshot{
 		snap("a", "claude-code", agentbridge.StatusIdle), snap("d", "claude-desktop", agentbridge.StatusIdle)}}})
-	count := func() int { _, es := h.Sessions(Filter{Hosts: []string{"devbox"}}); return len(es) }
+	count := func() int { _, es := h.Sessions(agentbridge.Filter{Hosts: []string{"devbox"}}); return len(es) }
 	if n := count(); n != 2 {
 		t.Fatalf("%d remote sessions, want 2", n)
 	}
@@ -177,7 +177,7 @@ func TestRemoteLocalHarnessSwitchApplies(t *testing.T) {
 	}
 	// A session of the switched-off harness that the remote reports now
 	// is kept out of view as well.
-	r.Apply([]RemoteRecord{{Name: NameUpsert, Source: "claude-code", Snapshot: snap("e", "claude-desktop", agentbridge.StatusRunning)}})
+	r.Apply([]RemoteRecord{{Name: agentbridge.RecordUpsert, Source: "claude-code", Snapshot: snap("e", "claude-desktop", agentbridge.StatusRunning)}})
 	if n := count(); n != 1 {
 		t.Errorf("a new session of a switched-off harness is shown: %d sessions", n)
 	}
@@ -193,7 +193,7 @@ func TestRemoteLeaveAndBounds(t *testing.T) {
 	h, r, _ := remoteHub(t)
 	var recs []RemoteRecord
 	for i := range MaxRemoteSessions + 10 {
-		recs = append(recs, RemoteRecord{Name: NameUpsert, Source: "codex", Snapshot: snap(fmt.Sprintf("s%05d", i), "codex", agentbridge.StatusIdle)})
+		recs = append(recs, RemoteRecord{Name: agentbridge.RecordUpsert, Source: "codex", Snapshot: snap(fmt.Sprintf("s%05d", i), "codex", agentbridge.StatusIdle)})
 	}
 	r.Apply(recs)
 	if n := r.Sessions(); n != MaxRemoteSessions {
@@ -209,11 +209,11 @@ func TestRemoteLeaveAndBounds(t *testing.T) {
 		t.Errorf("%d too-many-sessions diagnostics, want 1: %v", capped, h.Diagnostics())
 	}
 	r.Leave()
-	if _, es := h.Sessions(Filter{}); len(es) != 0 || r.Sessions() != 0 {
+	if _, es := h.Sessions(agentbridge.Filter{}); len(es) != 0 || r.Sessions() != 0 {
 		t.Errorf("after Leave: %d sessions listed, %d held", len(es), r.Sessions())
 	}
 	r.Apply(recs[:1])
-	if _, es := h.Sessions(Filter{}); len(es) != 1 {
+	if _, es := h.Sessions(agentbridge.Filter{}); len(es) != 1 {
 		t.Errorf("a remote back after Leave: %d sessions, want 1", len(es))
 	}
 }
@@ -221,16 +221,16 @@ func TestRemoteLeaveAndBounds(t *testing.T) {
 func TestRemoteRejectsWhatBreaksTheRules(t *testing.T) {
 	h, r, _ := remoteHub(t)
 	n := r.Apply([]RemoteRecord{
-		{Name: NameUpsert, Source: "codex", Snapshot: agentbridge.Snapshot{ID: "bad id", Harness: "codex", Status: agentbridge.StatusIdle}},
-		{Name: NameUpsert, Source: "Bad", Snapshot: snap("a", "codex", agentbridge.StatusIdle)},
-		{Name: NameUpsert, Source: "codex", Snapshot: agentbridge.Snapshot{ID: "b", Harness: "codex", Status: "asleep"}},
-		{Name: NameUpsert, Source: "codex", Snapshot: agentbridge.Snapshot{ID: "c", Harness: "codex", Status: agentbridge.StatusIdle, Title: "key sk-ant-api03-" + strings.Repeat("x", 40)}},
-		{Name: NameLifecycle, Source: "codex", SessionID: "c", Event: agentbridge.Event{Kind: "nonsense"}},
+		{Name: agentbridge.RecordUpsert, Source: "codex", Snapshot: agentbridge.Snapshot{ID: "bad id", Harness: "codex", Status: agentbridge.StatusIdle}},
+		{Name: agentbridge.RecordUpsert, Source: "Bad", Snapshot: snap("a", "codex", agentbridge.StatusIdle)},
+		{Name: agentbridge.RecordUpsert, Source: "codex", Snapshot: agentbridge.Snapshot{ID: "b", Harness: "codex", Status: "asleep"}},
+		{Name: agentbridge.RecordUpsert, Source: "codex", Snapshot: agentbridge.Snapshot{ID: "c", Harness: "codex", Status: agentbridge.StatusIdle, Title: "key sk-ant-api03-" + strings.Repeat("x", 40)}},
+		{Name: agentbridge.RecordLifecycle, Source: "codex", SessionID: "c", Event: agentbridge.Event{Kind: "nonsense"}},
 	})
 	if n != 4 {
 		t.Errorf("rejected %d records, want 4", n)
 	}
-	_, es := h.Sessions(Filter{})
+	_, es := h.Sessions(agentbridge.Filter{})
 	if len(es) != 1 || es[0].Snapshot.ID != "c" || strings.Contains(es[0].Snapshot.Title, "xxxxxxxx") {
 		t.Errorf("sessions = %+v, want c alone, its title redacted", es)
 	}
@@ -238,24 +238,24 @@ func TestRemoteRejectsWhatBreaksTheRules(t *testing.T) {
 
 func TestRemoteBatchCoalesces(t *testing.T) {
 	h, r, _ := remoteHub(t)
-	sub := h.Subscribe(h.Revision(), true, Filter{})
+	sub := h.Subscribe(h.Revision(), true, agentbridge.Filter{})
 	defer sub.Close()
 	var recs []RemoteRecord
 	for i := range 500 {
 		s := snap("a", "codex", agentbridge.StatusRunning)
 		s.Title = fmt.Sprintf("turn %d", i)
 		recs = append(recs,
-			RemoteRecord{Name: NameLifecycle, Source: "codex", SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: fmt.Sprint("t", i)}},
-			RemoteRecord{Name: NameUpsert, Source: "codex", Snapshot: s})
+			RemoteRecord{Name: agentbridge.RecordLifecycle, Source: "codex", SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: fmt.Sprint("t", i)}},
+			RemoteRecord{Name: agentbridge.RecordUpsert, Source: "codex", Snapshot: s})
 	}
 	r.Apply(recs)
 	got := drain(t, sub, h.Revision())
 	var upserts, lifecycles int
 	for _, rc := range got {
 		switch rc.Name {
-		case NameUpsert:
+		case agentbridge.RecordUpsert:
 			upserts++
-		case NameLifecycle:
+		case agentbridge.RecordLifecycle:
 			lifecycles++
 		}
 	}
@@ -277,7 +277,7 @@ func TestRemoteStreamEqualsSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	filters := []Filter{{}, {Hosts: []string{"devbox"}}, {Hosts: []string{LocalHost, "nas"}}, {Statuses: []agentbridge.Status{agentbridge.StatusRunning}}}
+	filters := []agentbridge.Filter{{}, {Hosts: []string{"devbox"}}, {Hosts: []string{agentbridge.LocalHost, "nas"}}, {Statuses: []agentbridge.Status{agentbridge.StatusRunning}}}
 	subs := make([]*Subscription, len(filters))
 	clients := make([]hostClient, len(filters))
 	for i, f := range filters {
@@ -310,13 +310,13 @@ func TestRemoteStreamEqualsSessions(t *testing.T) {
 				s := snap(id, harnesses[rng.IntN(2)], statuses[rng.IntN(3)])
 				switch rng.IntN(6) {
 				case 0:
-					batch = append(batch, RemoteRecord{Name: NameReset, Source: "claude-code", Sessions: []agentbridge.Snapshot{s}})
+					batch = append(batch, RemoteRecord{Name: agentbridge.RecordReset, Source: "claude-code", Sessions: []agentbridge.Snapshot{s}})
 				case 1:
-					batch = append(batch, RemoteRecord{Name: NameRemove, Source: "claude-code", SessionID: id})
+					batch = append(batch, RemoteRecord{Name: agentbridge.RecordRemove, Source: "claude-code", SessionID: id})
 				case 2:
-					batch = append(batch, RemoteRecord{Name: NameLifecycle, Source: "claude-code", SessionID: id, Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t"}})
+					batch = append(batch, RemoteRecord{Name: agentbridge.RecordLifecycle, Source: "claude-code", SessionID: id, Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t"}})
 				default:
-					batch = append(batch, RemoteRecord{Name: NameUpsert, Source: "claude-code", Snapshot: s})
+					batch = append(batch, RemoteRecord{Name: agentbridge.RecordUpsert, Source: "claude-code", Snapshot: s})
 				}
 			}
 			rm.Apply(batch)
@@ -374,7 +374,7 @@ func TestRemoteDiagnosticsKeepLocalOnes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 250 {
-		noisy.Apply([]RemoteRecord{{Name: NameDiagnostic, Source: "x", Diagnostic: agentbridge.Diagnostic{Code: "flood", Message: fmt.Sprint("flood ", i)}}})
+		noisy.Apply([]RemoteRecord{{Name: agentbridge.RecordDiagnostic, Source: "x", Diagnostic: agentbridge.Diagnostic{Code: "flood", Message: fmt.Sprint("flood ", i)}}})
 		noisy.Diagnostic("remote-failed", fmt.Sprint("failed ", i))
 		if i%5 == 0 {
 			other.Diagnostic("remote-failed", fmt.Sprint("other ", i))

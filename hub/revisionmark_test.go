@@ -68,7 +68,7 @@ func TestRevisionMarkForms(t *testing.T) {
 					t.Fatalf("run %d starts at %d, not above the last run's %d", run, first, prev)
 				}
 				for i := range 25 {
-					err := h.Publish("p", []hub.Op{{Op: hub.OpUpsert, Session: agentbridge.Snapshot{ID: "s" + strconv.Itoa(i), Harness: "a", Status: agentbridge.StatusIdle}}})
+					err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: agentbridge.Snapshot{ID: "s" + strconv.Itoa(i), Harness: "a", Status: agentbridge.StatusIdle}}})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -457,11 +457,11 @@ func (p *publisher) commit(all bool) {
 			if o.ref.stopped && t.get(o.id) == nil {
 				continue // never in view
 			}
-			t.add(&entry{rec: Record{Name: NameLifecycle, Data: o.data}, source: p.src.info.ID, sessionID: o.id, snap: o.ref.snap}, nil)
+			t.add(&entry{rec: Record{Name: agentbridge.RecordLifecycle, Data: o.data}, source: p.src.info.ID, sessionID: o.id, snap: o.ref.snap}, nil)
 		case opRemove, opHide:
 			t.remove(o.id)
 		case opDiag:
-			t.add(&entry{rec: Record{Name: NameDiagnostic}, source: p.src.info.ID}, diagData{Source: p.src.info.ID, Diagnostic: o.diag})
+			t.add(&entry{rec: Record{Name: agentbridge.RecordDiagnostic}, source: p.src.info.ID}, diagData{Source: p.src.info.ID, Diagnostic: o.diag})
 		}
 	}
 	clear(pend)
@@ -479,7 +479,7 @@ func (p *publisher) commit(all bool) {
 				data = encode(upsertData{Source: p.src.info.ID, Snapshot: *w.shown, Activity: w.shownAct, Ended: w.shownEnded})
 			}
 			t.over[w.id] = &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded}
-			t.add(&entry{rec: Record{Name: NameUpsert, Data: data}, source: p.src.info.ID, sessionID: w.id, snap: w.shown, act: w.shownAct, ended: w.shownEnded}, nil)
+			t.add(&entry{rec: Record{Name: agentbridge.RecordUpsert, Data: data}, source: p.src.info.ID, sessionID: w.id, snap: w.shown, act: w.shownAct, ended: w.shownEnded}, nil)
 		}
 	}
 	if scan {

@@ -43,7 +43,7 @@ func BenchmarkSinkRead(b *testing.B) {
 	go func() { _ = h.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	sink := (<-src.st).Publisher
-	sub := h.Subscribe(h.Revision(), true, hub.Filter{})
+	sub := h.Subscribe(h.Revision(), true, agentbridge.Filter{})
 	defer sub.Close()
 
 	const id, perRead = "busy", 256

@@ -19,7 +19,7 @@ func sinkOf(t *testing.T, o Options) (*Hub, Sink, *Subscription) {
 	f := newFake(info("src", "a", "b"))
 	f.deaf = true
 	st := running(t, h, f)[0]
-	sub := h.Subscribe(h.Revision(), true, Filter{})
+	sub := h.Subscribe(h.Revision(), true, agentbridge.Filter{})
 	t.Cleanup(sub.Close)
 	return h, st.Publisher, sub
 }
@@ -55,7 +55,7 @@ func noRecord(t *testing.T, h *Hub, rev uint64, what string) {
 // exact checks that the stream applied so far gives GET /v1/sessions.
 func exact(t *testing.T, h *Hub, c client) {
 	t.Helper()
-	_, want := h.Sessions(Filter{})
+	_, want := h.Sessions(agentbridge.Filter{})
 	if diff := cmp.Diff(want, c.entries()); diff != "" {
 		t.Errorf("stream applied differs from Sessions (-sessions +stream):\n%s", diff)
 	}
@@ -76,7 +76,7 @@ func TestFoldCoalescesUpserts(t *testing.T) {
 	}
 	mustFold(t, s, "s2", "b", agentbridge.Event{Kind: agentbridge.KindSessionStarted})
 	noRecord(t, h, rev, "folded events")
-	if _, list := h.Sessions(Filter{}); len(list) != 0 {
+	if _, list := h.Sessions(agentbridge.Filter{}); len(list) != 0 {
 		t.Errorf("folded sessions are visible before Flush: %v", list)
 	}
 	s.Flush()
@@ -275,7 +275,7 @@ func TestStampsAreRemembered(t *testing.T) {
 	feed()
 	recs := drain(t, sub, h.Revision())
 	for _, r := range recs {
-		if r.Name != NameLifecycle {
+		if r.Name != agentbridge.RecordLifecycle {
 			continue
 		}
 		var lc lifecycleData
@@ -319,7 +319,7 @@ func TestSwitchedOffHarnessIsKept(t *testing.T) {
 	mustFold(t, s, "s1", "", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t"})
 	mustFold(t, s, "s2", "b", agentbridge.Event{Kind: agentbridge.KindSessionStarted})
 	s.Flush()
-	if _, list := h.Sessions(Filter{}); len(list) != 0 {
+	if _, list := h.Sessions(agentbridge.Filter{}); len(list) != 0 {
 		t.Errorf("sessions of a switched-off harness are visible: %v", list)
 	}
 	if _, err := h.SetHarness("src", "b", true); err != nil {
@@ -344,7 +344,7 @@ func TestSwitchedOffHarnessIsKept(t *testing.T) {
 // it gets yields the filtered sessions.
 func TestFilteredBatch(t *testing.T) {
 	h, s, _ := sinkOf(t, Options{})
-	f := Filter{Statuses: []agentbridge.Status{agentbridge.StatusRunning}}
+	f := agentbridge.Filter{Statuses: []agentbridge.Status{agentbridge.StatusRunning}}
 	sub := h.Subscribe(0, false, f)
 	defer sub.Close()
 	c := client{}

@@ -104,7 +104,7 @@ type Hub struct {
 	order     []string           // local source ids in the order added
 	remote    []*source          // (host, source) pairs of remotes, in the order first seen
 	remotes   map[string]*Remote // by remote id
-	diags     []DiagnosticEntry
+	diags     []agentbridge.DiagnosticEntry
 	subs      map[*Subscription]struct{}
 	running   bool
 	evictions int
@@ -325,7 +325,7 @@ func (h *Hub) failed(s *source) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.begin(s)
-	t.add(&entry{rec: Record{Name: NameDiagnostic}, source: s.info.ID},
+	t.add(&entry{rec: Record{Name: agentbridge.RecordDiagnostic}, source: s.info.ID},
 		diagData{Source: s.info.ID, Diagnostic: agentbridge.Diagnostic{Code: "source-failed", Message: "the source stopped with an error; see the bridge log"}})
 	t.replaceAll(nil)
 	h.commit(t)
@@ -341,12 +341,12 @@ func (s *source) enabledList() []string {
 	return out
 }
 
-func (s *source) state(now time.Time, tested map[string]agentbridge.VersionRange) SourceState {
-	st := SourceState{SourceInfo: s.info, Harnesses: make([]HarnessState, 0, len(s.info.Harnesses))}
+func (s *source) state(now time.Time, tested map[string]agentbridge.VersionRange) agentbridge.SourceState {
+	st := agentbridge.SourceState{SourceInfo: s.info, Harnesses: make([]agentbridge.HarnessState, 0, len(s.info.Harnesses))}
 	st.Observes = s.observes(now)
 	st.SourceInfo.Harnesses = slices.Clone(s.info.Harnesses)
 	for _, hr := range s.info.Harnesses {
-		hs := HarnessState{Harness: hr, Enabled: s.enabled[hr.ID], VersionsSeen: slices.Clone(s.seen[hr.ID])}
+		hs := agentbridge.HarnessState{Harness: hr, Enabled: s.enabled[hr.ID], VersionsSeen: slices.Clone(s.seen[hr.ID])}
 		slices.Sort(hs.VersionsSeen)
 		if r, ok := tested[hr.ID]; ok {
 			hs.Tested = &r
@@ -375,10 +375,10 @@ func (h *Hub) sawVersion(s *source, harness, version string) {
 
 // Sources returns every source with its harness switches, in the order
 // they were added.
-func (h *Hub) Sources() []SourceState {
+func (h *Hub) Sources() []agentbridge.SourceState {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make([]SourceState, 0, len(h.order))
+	out := make([]agentbridge.SourceState, 0, len(h.order))
 	for _, id := range h.order {
 		out = append(out, h.sources[id].state(h.now(), h.tested))
 	}
@@ -386,12 +386,12 @@ func (h *Hub) Sources() []SourceState {
 }
 
 // Source returns one source with its harness switches.
-func (h *Hub) Source(id string) (SourceState, bool) {
+func (h *Hub) Source(id string) (agentbridge.SourceState, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, ok := h.sources[id]
 	if !ok || s.host != "" {
-		return SourceState{}, false
+		return agentbridge.SourceState{}, false
 	}
 	return s.state(h.now(), h.tested), true
 }
@@ -403,15 +403,15 @@ func (h *Hub) Source(id string) (SourceState, bool) {
 // to the source through Start.Changes (never blocking: an unread older set
 // is replaced), so that the source re-sends a reset. For a push source the
 // hub emits that reset itself, with the sessions that remain.
-func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, error) {
+func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (agentbridge.SourceState, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, ok := h.sources[sourceID]
 	if !ok || s.host != "" {
-		return SourceState{}, ErrUnknownSource
+		return agentbridge.SourceState{}, ErrUnknownSource
 	}
 	if _, ok := s.enabled[harness]; !ok {
-		return SourceState{}, ErrUnknownHarness
+		return agentbridge.SourceState{}, ErrUnknownHarness
 	}
 	if s.enabled[harness] == enabled {
 		return s.state(h.now(), h.tested), nil
@@ -434,7 +434,7 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (SourceState, e
 		}
 	}
 	list := s.enabledList()
-	t.add(&entry{rec: Record{Name: NameHarnesses}, source: s.info.ID},
+	t.add(&entry{rec: Record{Name: agentbridge.RecordHarnesses}, source: s.info.ID},
 		harnessesData{Source: s.info.ID, EnabledHarnesses: list})
 	if s.run == nil {
 		keep := maps.Clone(s.sessions)
@@ -480,16 +480,16 @@ func (h *Hub) streamed() []*source {
 // host (this bridge's own first), source, then session id. Applying the
 // stream from that revision on (Subscribe with since = rev) keeps the list
 // exact.
-func (h *Hub) Sessions(f Filter) (uint64, []Entry) {
+func (h *Hub) Sessions(f agentbridge.Filter) (uint64, []agentbridge.Entry) {
 	h.mu.Lock()
 	rev := h.rev
-	all := make([]Entry, 0, 64)
+	all := make([]agentbridge.Entry, 0, 64)
 	for _, s := range h.streamed() {
-		if !f.selects(s) {
+		if !selects(f, s) {
 			continue
 		}
 		for _, ss := range s.sessions {
-			all = append(all, Entry{Source: s.info.ID, Host: s.host, Snapshot: ss.snap, Activity: ss.act, Ended: ss.ended})
+			all = append(all, agentbridge.Entry{Source: s.info.ID, Host: s.host, Snapshot: ss.snap, Activity: ss.act, Ended: ss.ended})
 		}
 	}
 	h.mu.Unlock()
@@ -502,34 +502,36 @@ func (h *Hub) Sessions(f Filter) (uint64, []Entry) {
 			out = append(out, e)
 		}
 	}
-	slices.SortFunc(out, func(a, b Entry) int {
+	slices.SortFunc(out, func(a, b agentbridge.Entry) int {
 		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Source, b.Source), cmp.Compare(a.Snapshot.ID, b.Snapshot.ID))
 	})
 	return rev, out
 }
 
 // Session returns one session of this bridge's own.
-func (h *Hub) Session(sourceID, id string) (Entry, bool) { return h.SessionOn("", sourceID, id) }
+func (h *Hub) Session(sourceID, id string) (agentbridge.Entry, bool) {
+	return h.SessionOn("", sourceID, id)
+}
 
 // SessionOn returns one session of host: a remote's id, or "" for this
 // bridge's own.
-func (h *Hub) SessionOn(host, sourceID, id string) (Entry, bool) {
+func (h *Hub) SessionOn(host, sourceID, id string) (agentbridge.Entry, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, ok := h.sources[sourceKey(host, sourceID)]
 	if !ok {
-		return Entry{}, false
+		return agentbridge.Entry{}, false
 	}
 	ss, ok := s.sessions[id]
 	if !ok {
-		return Entry{}, false
+		return agentbridge.Entry{}, false
 	}
-	return Entry{Source: sourceID, Host: host, Snapshot: ss.snap.Clone(), Activity: ss.act, Ended: ss.ended}, true
+	return agentbridge.Entry{Source: sourceID, Host: host, Snapshot: ss.snap.Clone(), Activity: ss.act, Ended: ss.ended}, true
 }
 
 // Diagnostics returns the most recent diagnostics (at most
 // DefaultDiagnostics), oldest first.
-func (h *Hub) Diagnostics() []DiagnosticEntry {
+func (h *Hub) Diagnostics() []agentbridge.DiagnosticEntry {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.diags)
@@ -559,7 +561,7 @@ func (h *Hub) Diagnose(sourceID string, d agentbridge.Diagnostic) error {
 		return ErrUnknownSource
 	}
 	t := h.begin(s)
-	t.add(&entry{rec: Record{Name: NameDiagnostic}, source: sourceID}, diagData{Source: sourceID, Diagnostic: d})
+	t.add(&entry{rec: Record{Name: agentbridge.RecordDiagnostic}, source: sourceID}, diagData{Source: sourceID, Diagnostic: d})
 	h.commit(t)
 	return nil
 }

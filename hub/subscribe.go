@@ -135,8 +135,8 @@ func (s *Subscription) end() { s.once.Do(func() { close(s.done) }) }
 // Live records are queued without blocking the hub; a subscriber that falls
 // Options.QueueSize records behind is cut off: Done closes and CutOff
 // reports true.
-func (h *Hub) Subscribe(since uint64, hasSince bool, f Filter) *Subscription {
-	filtered := !f.empty()
+func (h *Hub) Subscribe(since uint64, hasSince bool, f agentbridge.Filter) *Subscription {
+	filtered := !emptyFilter(f)
 	done := make(chan struct{})
 	s := &Subscription{h: h, done: done, Done: done, c: make(chan Record, h.queue)}
 	s.C = s.c
@@ -246,10 +246,10 @@ type initCache struct {
 
 // captureAll takes every selected source's state and reserves one revision
 // per initial record: the records get base+1 … top. h.mu must be held.
-func (h *Hub) captureAll(f Filter, filtered bool) (out []capture, base, top uint64) {
+func (h *Hub) captureAll(f agentbridge.Filter, filtered bool) (out []capture, base, top uint64) {
 	k := 0
 	for _, src := range h.streamed() {
-		if !f.selects(src) {
+		if !selects(f, src) {
 			continue
 		}
 		id := src.info.ID
@@ -306,9 +306,9 @@ func initialRecords(host, source string, snaps []agentbridge.Snapshot, acts map[
 		headActs = addActivity(headActs, sn.ID, acts[sn.ID])
 		headEnded = addEnded(headEnded, sn.ID, endeds[sn.ID])
 	}
-	out := []Record{{Name: NameReset, Data: encode(resetData{Source: source, Host: host, Sessions: head, Activity: headActs, Ended: headEnded})}}
+	out := []Record{{Name: agentbridge.RecordReset, Data: encode(resetData{Source: source, Host: host, Sessions: head, Activity: headActs, Ended: headEnded})}}
 	for _, sn := range snaps[len(head):] {
-		out = append(out, Record{Name: NameUpsert, Data: encode(upsertData{Source: source, Host: host, Snapshot: sn, Activity: acts[sn.ID], Ended: endeds[sn.ID]})})
+		out = append(out, Record{Name: agentbridge.RecordUpsert, Data: encode(upsertData{Source: source, Host: host, Snapshot: sn, Activity: acts[sn.ID], Ended: endeds[sn.ID]})})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 )
 
@@ -14,7 +15,7 @@ func FollowHub(ctx context.Context, h *hub.Hub, fn func(hub.Record)) {
 	var last uint64
 	resume := false
 	for ctx.Err() == nil {
-		sub := h.Subscribe(last, resume, hub.Filter{})
+		sub := h.Subscribe(last, resume, agentbridge.Filter{})
 		for _, r := range sub.Initial {
 			fn(r)
 			last = r.Rev

@@ -19,7 +19,6 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/config"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -84,7 +83,7 @@ func (t Transition) Summary(agent string) string {
 // a session not seen before), if any: waiting or blocked when a new wait
 // shows; done or failed when an idle session's last turn ended at a new
 // time (or with a new outcome); exited when the session ended.
-func Detect(prev *hub.Entry, next *hub.Entry) (event string, ok bool) {
+func Detect(prev *agentbridge.Entry, next *agentbridge.Entry) (event string, ok bool) {
 	n := &next.Snapshot
 	if next.Ended != nil {
 		if prev != nil && prev.Ended != nil {
@@ -146,22 +145,22 @@ type head struct {
 // transitions it makes. Records it does not know, or cannot decode, make
 // none.
 func (t *Tracker) Apply(name string, data []byte) []Transition {
-	if name != client.NameReset && name != client.NameUpsert && name != client.NameRemove {
+	if name != agentbridge.RecordReset && name != agentbridge.RecordUpsert && name != agentbridge.RecordRemove {
 		return nil
 	}
 	var h head
 	if json.Unmarshal(data, &h) != nil || h.Source == "" {
 		return nil
 	}
-	before := map[string]hub.Entry{}
+	before := map[string]agentbridge.Entry{}
 	switch name {
-	case client.NameReset:
+	case agentbridge.RecordReset:
 		for _, e := range t.st.Sessions() {
 			if e.Source == h.Source && e.Host == h.Host {
 				before[e.Snapshot.ID] = e
 			}
 		}
-	case client.NameUpsert:
+	case agentbridge.RecordUpsert:
 		if h.Snapshot == nil {
 			return nil
 		}
@@ -173,8 +172,8 @@ func (t *Tracker) Apply(name string, data []byte) []Transition {
 		return nil
 	}
 	var out []Transition
-	tell := func(e hub.Entry) {
-		var prev *hub.Entry
+	tell := func(e agentbridge.Entry) {
+		var prev *agentbridge.Entry
 		if p, ok := before[e.Snapshot.ID]; ok {
 			prev = &p
 		}
@@ -183,7 +182,7 @@ func (t *Tracker) Apply(name string, data []byte) []Transition {
 		}
 	}
 	switch name {
-	case client.NameReset:
+	case agentbridge.RecordReset:
 		if t.primed == nil {
 			t.primed = map[string]bool{}
 		}
@@ -196,7 +195,7 @@ func (t *Tracker) Apply(name string, data []byte) []Transition {
 				tell(e)
 			}
 		}
-	case client.NameUpsert:
+	case agentbridge.RecordUpsert:
 		if e, ok := t.st.EntryOn(h.Host, h.Source, h.Snapshot.ID); ok {
 			tell(e)
 		}
@@ -204,7 +203,7 @@ func (t *Tracker) Apply(name string, data []byte) []Transition {
 	return out
 }
 
-func (t *Tracker) transition(source, host string, prev, e *hub.Entry) (Transition, bool) {
+func (t *Tracker) transition(source, host string, prev, e *agentbridge.Entry) (Transition, bool) {
 	ev, ok := Detect(prev, e)
 	s := &e.Snapshot
 	if !ok {

@@ -115,7 +115,7 @@ func newLinkingBridge(t *testing.T, link func(source, session string) string, ho
 
 func (b *bridge) event(t *testing.T, id string, e agentbridge.Event) {
 	t.Helper()
-	if err := b.h.Publish("hooks", []hub.Op{{Op: hub.OpEvent, SessionID: id, Harness: "claude-code", Event: e}}); err != nil {
+	if err := b.h.Publish("hooks", []agentbridge.Op{{Op: agentbridge.OpEvent, SessionID: id, Harness: "claude-code", Event: e}}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
@@ -67,7 +68,7 @@ func TestRemoteIdsGoBack(t *testing.T) {
 			local := bridgetest.Start(t, bridgetest.Options{})
 			follow(t, local, config.Remote{ID: "devbox", URL: url, TokenFile: tokenFile(t, "token-0123456789abcdef0123")}, remote.Options{Linger: time.Hour})
 			waitFor(t, "the remote's sessions after its ids went back", func() bool {
-				_, es := local.Hub.Sessions(hub.Filter{})
+				_, es := local.Hub.Sessions(agentbridge.Filter{})
 				return slices.Equal(hosts(es), []string{"devbox/codex/new/running"})
 			})
 		})
@@ -110,7 +111,7 @@ func TestHostileRemoteRecords(t *testing.T) {
 		_, ok := local.Hub.SessionOn("devbox", "codex", "marker")
 		return ok
 	})
-	_, es := local.Hub.Sessions(hub.Filter{})
+	_, es := local.Hub.Sessions(agentbridge.Filter{})
 	sources := map[string]bool{}
 	for _, e := range es {
 		sources[e.Source] = true
@@ -181,7 +182,7 @@ func TestSlowLorisRemote(t *testing.T) {
 	local := bridgetest.Start(t, bridgetest.Options{})
 	follow(t, local, config.Remote{ID: "slow", URL: srv.URL, TokenFile: tokenFile(t, "token-0123456789abcdef0123")}, remote.Options{Linger: time.Hour})
 	<-sent
-	local.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("mine", "running")})
+	local.Publish(t, "test-push", agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("mine", "running")})
 	waitFor(t, "the local session while the remote trickles", func() bool {
 		_, ok := local.Hub.Session("test-push", "mine")
 		return ok

@@ -297,7 +297,7 @@ func (f *follower) attempt(ctx context.Context, since uint64, got *bool) error {
 	}
 	cl := client.New(u.Host, token)
 	return cl.Follow(ctx, client.FollowOptions{
-		StreamOptions: client.StreamOptions{Query: url.Values{"host": {hub.LocalHost}}, Format: client.NDJSON, Since: since, MaxLine: MaxRecord},
+		StreamOptions: client.StreamOptions{Query: url.Values{"host": {agentbridge.LocalHost}}, Format: client.NDJSON, Since: since, MaxLine: MaxRecord},
 		Backoff:       f.o.Backoff,
 		OnConnect: func(bool) {
 			f.mu.Lock()
@@ -313,7 +313,7 @@ func (f *follower) attempt(ctx context.Context, since uint64, got *bool) error {
 // ssh runs `ssh HOST agentbridge stream --host local [--since N]` once
 // and reads its standard output until it ends.
 func (f *follower) ssh(ctx context.Context, since uint64, got *bool) error {
-	args := []string{"-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "--", f.c.SSH, "agentbridge", "stream", "--host", hub.LocalHost}
+	args := []string{"-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "--", f.c.SSH, "agentbridge", "stream", "--host", agentbridge.LocalHost}
 	if since > 0 {
 		args = append(args, "--since", strconv.FormatUint(since, 10))
 	}
@@ -497,7 +497,7 @@ func decode(ev client.Event) (rec *hub.RemoteRecord, ok bool) {
 		Ended      json.RawMessage `json:"ended"`
 	}
 	switch ev.Name {
-	case hub.NameReset, hub.NameUpsert, hub.NameRemove, hub.NameLifecycle, hub.NameDiagnostic:
+	case agentbridge.RecordReset, agentbridge.RecordUpsert, agentbridge.RecordRemove, agentbridge.RecordLifecycle, agentbridge.RecordDiagnostic:
 	default:
 		return nil, true
 	}
@@ -510,7 +510,7 @@ func decode(ev client.Event) (rec *hub.RemoteRecord, ok bool) {
 	rec = &hub.RemoteRecord{Name: ev.Name, Source: d.Source, SessionID: d.SessionID}
 	var issues []validate.Issue
 	switch ev.Name {
-	case hub.NameReset:
+	case agentbridge.RecordReset:
 		rec.Sessions, issues = validate.DecodeReset(d.Sessions, nil)
 		if len(d.Activity) > 0 && json.Unmarshal(d.Activity, &rec.Activity) != nil {
 			return nil, false
@@ -518,7 +518,7 @@ func decode(ev client.Event) (rec *hub.RemoteRecord, ok bool) {
 		if len(d.Ended) > 0 && json.Unmarshal(d.Ended, &rec.Ended) != nil {
 			return nil, false
 		}
-	case hub.NameUpsert:
+	case agentbridge.RecordUpsert:
 		rec.Snapshot, issues = validate.DecodeSnapshot(d.Snapshot, nil)
 		var act *agentbridge.Activity
 		if len(d.Activity) > 0 && json.Unmarshal(d.Activity, &act) != nil {
@@ -534,9 +534,9 @@ func decode(ev client.Event) (rec *hub.RemoteRecord, ok bool) {
 		if ended != nil {
 			rec.Ended = map[string]*agentbridge.Ended{rec.Snapshot.ID: ended}
 		}
-	case hub.NameLifecycle:
+	case agentbridge.RecordLifecycle:
 		rec.Event, issues = validate.DecodeEvent(d.Event)
-	case hub.NameDiagnostic:
+	case agentbridge.RecordDiagnostic:
 		rec.Diagnostic, issues = validate.DecodeDiagnostic(d.Diagnostic)
 	}
 	if len(issues) > 0 {

@@ -65,7 +65,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-func hosts(es []hub.Entry) []string {
+func hosts(es []agentbridge.Entry) []string {
 	var out []string
 	for _, e := range es {
 		out = append(out, e.Host+"/"+e.Source+"/"+e.Snapshot.ID+"/"+string(e.Snapshot.Status))
@@ -79,24 +79,24 @@ func hosts(es []hub.Entry) []string {
 func TestFollowOverHTTP(t *testing.T) {
 	devbox := bridgetest.Start(t, bridgetest.Options{})
 	local := bridgetest.Start(t, bridgetest.Options{})
-	local.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("a", agentbridge.StatusIdle)})
-	devbox.Publish(t, "test-push", hub.Op{Op: hub.OpReset, Sessions: []agentbridge.Snapshot{snap("a", agentbridge.StatusRunning), snap("b", agentbridge.StatusIdle)}})
+	local.Publish(t, "test-push", agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("a", agentbridge.StatusIdle)})
+	devbox.Publish(t, "test-push", agentbridge.Op{Op: agentbridge.OpReset, Sessions: []agentbridge.Snapshot{snap("a", agentbridge.StatusRunning), snap("b", agentbridge.StatusIdle)}})
 	rec := bridgetest.Follow(t, local.Client(), client.FollowOptions{StreamOptions: client.StreamOptions{Format: client.NDJSON}})
 	follow(t, local, config.Remote{ID: "devbox", URL: devbox.URL, TokenFile: tokenFile(t, devbox.Token)}, remote.Options{Linger: time.Hour})
 
-	want := func(w ...string) func([]hub.Entry) bool {
-		return func(es []hub.Entry) bool { return strings.Join(hosts(es), " ") == strings.Join(w, " ") }
+	want := func(w ...string) func([]agentbridge.Entry) bool {
+		return func(es []agentbridge.Entry) bool { return strings.Join(hosts(es), " ") == strings.Join(w, " ") }
 	}
 	rec.Converge(t, local.Client(), nil, want("/test-push/a/idle", "devbox/test-push/a/running", "devbox/test-push/b/idle"))
 
 	for i := range 20 {
-		devbox.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("c", agentbridge.StatusWaiting)})
+		devbox.Publish(t, "test-push", agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("c", agentbridge.StatusWaiting)})
 		if i%5 == 0 {
 			devbox.DropStreams() // resumed with the remote's own last revision
 		}
-		devbox.Publish(t, "test-push", hub.Op{Op: hub.OpRemove, SessionID: "c"})
+		devbox.Publish(t, "test-push", agentbridge.Op{Op: agentbridge.OpRemove, SessionID: "c"})
 	}
-	devbox.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("b", agentbridge.StatusBlocked)})
+	devbox.Publish(t, "test-push", agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("b", agentbridge.StatusBlocked)})
 	rec.Converge(t, local.Client(), nil, want("/test-push/a/idle", "devbox/test-push/a/running", "devbox/test-push/b/blocked"))
 	if l, _ := local.Client().Sessions(t.Context(), url.Values{"host": {"devbox"}}); strings.Join(hosts(l.Sessions), " ") != "devbox/test-push/a/running devbox/test-push/b/blocked" {
 		t.Errorf("?host=devbox lists %v", hosts(l.Sessions))
@@ -113,11 +113,11 @@ func TestFollowOverHTTP(t *testing.T) {
 func TestRemoteDownLeavesAfterLinger(t *testing.T) {
 	devbox := bridgetest.Start(t, bridgetest.Options{})
 	local := bridgetest.Start(t, bridgetest.Options{})
-	devbox.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("a", agentbridge.StatusRunning)})
+	devbox.Publish(t, "test-push", agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("a", agentbridge.StatusRunning)})
 	proxy := newSwitch(t, devbox.Addr)
 	u := "http://user:s3cret-pass@" + proxy.addr
 	follow(t, local, config.Remote{ID: "devbox", URL: u, TokenFile: tokenFile(t, devbox.Token)}, remote.Options{Linger: 300 * time.Millisecond})
-	count := func() int { _, es := local.Hub.Sessions(hub.Filter{Hosts: []string{"devbox"}}); return len(es) }
+	count := func() int { _, es := local.Hub.Sessions(agentbridge.Filter{Hosts: []string{"devbox"}}); return len(es) }
 	waitFor(t, "the remote's session", func() bool { return count() == 1 })
 
 	proxy.down()
@@ -135,7 +135,7 @@ func TestRemoteDownLeavesAfterLinger(t *testing.T) {
 			t.Errorf("a diagnostic does not name the remote: %q", d.Diagnostic.Message)
 		}
 	}
-	devbox.Publish(t, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("b", agentbridge.StatusIdle)})
+	devbox.Publish(t, "test-push", agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("b", agentbridge.StatusIdle)})
 	proxy.up()
 	waitFor(t, "the sessions back", func() bool { return count() == 2 })
 }
@@ -177,7 +177,7 @@ func TestSSHRemote(t *testing.T) {
 	local := bridgetest.Start(t, bridgetest.Options{})
 	follow(t, local, config.Remote{ID: "devbox", SSH: "dev.example"}, remote.Options{SSH: script, Linger: time.Hour})
 	waitFor(t, "the ssh remote's sessions", func() bool {
-		_, es := local.Hub.Sessions(hub.Filter{})
+		_, es := local.Hub.Sessions(agentbridge.Filter{})
 		return strings.Join(hosts(es), " ") == "devbox/codex/s1/running devbox/codex/s2/waiting"
 	})
 	waitFor(t, "a resume", func() bool {
@@ -209,9 +209,9 @@ func BenchmarkRemoteLatency(b *testing.B) {
 	devbox := bridgetest.Start(b, bridgetest.Options{})
 	local := bridgetest.Start(b, bridgetest.Options{})
 	follow(b, local, config.Remote{ID: "devbox", URL: devbox.URL, TokenFile: tokenFile(b, devbox.Token)}, remote.Options{Linger: time.Hour})
-	devbox.Publish(b, "test-push", hub.Op{Op: hub.OpUpsert, Session: snap("warm", agentbridge.StatusIdle)})
+	devbox.Publish(b, "test-push", agentbridge.Op{Op: agentbridge.OpUpsert, Session: snap("warm", agentbridge.StatusIdle)})
 	waitFor(b, "the remote", func() bool { _, ok := local.Hub.SessionOn("devbox", "test-push", "warm"); return ok })
-	sub := local.Hub.Subscribe(0, false, hub.Filter{Hosts: []string{"devbox"}})
+	sub := local.Hub.Subscribe(0, false, agentbridge.Filter{Hosts: []string{"devbox"}})
 	defer sub.Close()
 	var lat []time.Duration
 	for i := 0; b.Loop(); i++ {
@@ -219,7 +219,7 @@ func BenchmarkRemoteLatency(b *testing.B) {
 		s := snap("a", agentbridge.StatusRunning)
 		s.Title = title
 		start := time.Now()
-		devbox.Publish(b, "test-push", hub.Op{Op: hub.OpUpsert, Session: s})
+		devbox.Publish(b, "test-push", agentbridge.Op{Op: agentbridge.OpUpsert, Session: s})
 		for {
 			var r hub.Record
 			select {
@@ -229,7 +229,7 @@ func BenchmarkRemoteLatency(b *testing.B) {
 			case <-time.After(10 * time.Second):
 				b.Fatalf("change %d never reached the local stream", i)
 			}
-			if r.Name == hub.NameUpsert && strings.Contains(string(r.Data), `"host":"devbox"`) && strings.Contains(string(r.Data), title+`"`) {
+			if r.Name == agentbridge.RecordUpsert && strings.Contains(string(r.Data), `"host":"devbox"`) && strings.Contains(string(r.Data), title+`"`) {
 				break
 			}
 		}
@@ -266,7 +266,7 @@ func TestFloodingRemoteIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := bridgetest.Start(t, bridgetest.Options{})
-	sub := local.Hub.Subscribe(local.Hub.Revision(), true, hub.Filter{})
+	sub := local.Hub.Subscribe(local.Hub.Revision(), true, agentbridge.Filter{})
 	defer sub.Close()
 	var got int
 	last := make(chan struct{})
@@ -305,8 +305,8 @@ func TestRemoteActivity(t *testing.T) {
 	local := bridgetest.Start(t, bridgetest.Options{})
 	follow(t, local, config.Remote{ID: "devbox", URL: devbox.URL, TokenFile: tokenFile(t, devbox.Token)}, remote.Options{Linger: time.Hour})
 	devbox.Publish(t, "test-push",
-		hub.Op{Op: hub.OpEvent, SessionID: "a", Harness: "test-agent", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}},
-		hub.Op{Op: hub.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "x", Name: "Bash"}})
+		agentbridge.Op{Op: agentbridge.OpEvent, SessionID: "a", Harness: "test-agent", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}},
+		agentbridge.Op{Op: agentbridge.OpEvent, SessionID: "a", Event: agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "x", Name: "Bash"}})
 	want, _ := devbox.Hub.Session("test-push", "a")
 	if want.Activity == nil || want.Activity.Tool == nil {
 		t.Fatalf("the remote's own session has no tool activity: %+v", want.Activity)

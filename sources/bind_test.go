@@ -144,7 +144,7 @@ func TestBindPIDAfterExit(t *testing.T) {
 				}
 			})
 			for _, c := range h.Calls() {
-				if c.Op == hub.OpRemove || c.Event.Kind == agentbridge.KindSessionStopped {
+				if c.Op == agentbridge.OpRemove || c.Event.Kind == agentbridge.KindSessionStopped {
 					t.Errorf("the session was removed (%+v); want the same session taken up", c)
 				}
 			}

@@ -243,7 +243,7 @@ func TestRestartTruth(t *testing.T) {
 		}()
 		h.WaitFor(t, "the first reset", func(h *sourcestest.Hub) bool { return h.Resets() > 0 })
 		calls := h.Calls()
-		if calls[0].Op != hub.OpReset {
+		if calls[0].Op != agentbridge.OpReset {
 			t.Fatalf("round %d: first call %+v", round, calls[0])
 		}
 		for _, c := range calls[1:] {

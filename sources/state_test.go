@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources/claudecode"
 	"github.com/agentbridge/agentbridge/sources/codex"
@@ -113,7 +114,7 @@ func start(t *testing.T, src hub.Source, now func() time.Time) *bridge {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &bridge{h: h, id: src.Info().ID, cancel: cancel, done: make(chan struct{})}
-	sub := h.Subscribe(0, false, hub.Filter{})
+	sub := h.Subscribe(0, false, agentbridge.Filter{})
 	defer sub.Close()
 	go func() { defer close(b.done); _ = h.Run(ctx) }()
 	t.Cleanup(b.stop)
@@ -123,7 +124,7 @@ func start(t *testing.T, src hub.Source, now func() time.Time) *bridge {
 	for resets < 1 {
 		select {
 		case r := <-sub.C:
-			if r.Name == hub.NameReset {
+			if r.Name == agentbridge.RecordReset {
 				resets++
 			}
 		case <-deadline:
@@ -141,7 +142,7 @@ func (b *bridge) stop() {
 // state is GET /v1/sessions' items, encoded.
 func (b *bridge) state(t *testing.T) []byte {
 	t.Helper()
-	_, list := b.h.Sessions(hub.Filter{})
+	_, list := b.h.Sessions(agentbridge.Filter{})
 	if b.readAt != 0 {
 		list = withoutReadTimes(list, b.readAt)
 	}
@@ -156,8 +157,8 @@ func (b *bridge) state(t *testing.T) []byte {
 // at (the hub's fixed clock): the times the hub read undated records live
 // (hub.Sink's read times), which a start-up scan has not, or stamped an
 // agent.done with, which both have.
-func withoutReadTimes(list []hub.Entry, at int64) []hub.Entry {
-	out := make([]hub.Entry, len(list))
+func withoutReadTimes(list []agentbridge.Entry, at int64) []agentbridge.Entry {
+	out := make([]agentbridge.Entry, len(list))
 	for i, e := range list {
 		if a := e.Activity; a != nil {
 			c := *a
@@ -202,7 +203,7 @@ func (b *bridge) waitState(t *testing.T, what string, want []byte) {
 func (b *bridge) waitIDs(t *testing.T, want []byte) {
 	t.Helper()
 	ids := func(state []byte) []string {
-		var list []hub.Entry
+		var list []agentbridge.Entry
 		if err := json.Unmarshal(state, &list); err != nil {
 			t.Fatal(err)
 		}

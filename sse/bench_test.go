@@ -158,7 +158,7 @@ func benchBridge(b *testing.B, n, total int) float64 {
 	connect(b, srv.URL, n, p, nil) // the initial reset is the first event
 	b.StartTimer()
 	return run(b, n, total, p, func(i int) uint64 {
-		if err := h.Publish("p", []hub.Op{{Op: hub.OpUpsert, Session: benchSnapshot(i)}}); err != nil {
+		if err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: benchSnapshot(i)}}); err != nil {
 			b.Fatal(err)
 		}
 		return 0

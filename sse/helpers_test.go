@@ -153,7 +153,7 @@ type spy struct {
 	subs chan *hub.Subscription
 }
 
-func (s *spy) Subscribe(since uint64, hasSince bool, f hub.Filter) *hub.Subscription {
+func (s *spy) Subscribe(since uint64, hasSince bool, f agentbridge.Filter) *hub.Subscription {
 	sub := s.Hub.Subscribe(since, hasSince, f)
 	select {
 	case s.subs <- sub:
@@ -188,7 +188,7 @@ func newFixture(tb testing.TB, ho hub.Options, so Options) *fixture {
 
 func (fx *fixture) upsert(tb testing.TB, source, id string, st agentbridge.Status) uint64 {
 	tb.Helper()
-	if err := fx.hub.Publish(source, []hub.Op{{Op: hub.OpUpsert, Session: agentbridge.Snapshot{ID: id, Harness: "a", Status: st}}}); err != nil {
+	if err := fx.hub.Publish(source, []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: agentbridge.Snapshot{ID: id, Harness: "a", Status: st}}}); err != nil {
 		tb.Fatal(err)
 	}
 	return fx.hub.Revision()
@@ -224,11 +224,11 @@ func (a applied) apply(tb testing.TB, f frame) {
 	}
 }
 
-func (a applied) entries() []hub.Entry {
-	out := []hub.Entry{}
+func (a applied) entries() []agentbridge.Entry {
+	out := []agentbridge.Entry{}
 	for _, src := range []string{"p", "q"} {
 		for _, id := range sortedKeys(a[src]) {
-			out = append(out, hub.Entry{Source: src, Snapshot: a[src][id]})
+			out = append(out, agentbridge.Entry{Source: src, Snapshot: a[src][id]})
 		}
 	}
 	return out

@@ -29,7 +29,7 @@ func TestGoroutinesPerStream(t *testing.T) {
 			// calls it.
 			url := fx.srv.URL + "/"
 			if q == "filtered" {
-				f := hub.Filter{Statuses: []agentbridge.Status{agentbridge.StatusRunning}}
+				f := agentbridge.Filter{Statuses: []agentbridge.Status{agentbridge.StatusRunning}}
 				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fx.h.Serve(w, r, f) }))
 				t.Cleanup(srv.Close)
 				url = srv.URL + "/"

@@ -48,6 +48,7 @@ import (
 
 	r3 "github.com/r3labs/sse/v2"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 )
 
@@ -61,7 +62,7 @@ const (
 
 // Hub is what the stream needs of the hub.
 type Hub interface {
-	Subscribe(since uint64, hasSince bool, f hub.Filter) *hub.Subscription
+	Subscribe(since uint64, hasSince bool, f agentbridge.Filter) *hub.Subscription
 }
 
 // Options configure a Handler. The zero value is usable.
@@ -161,7 +162,9 @@ func WantsNDJSON(r *http.Request) bool {
 }
 
 // ServeHTTP serves the unfiltered stream.
-func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.Serve(w, r, hub.Filter{}) }
+func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.Serve(w, r, agentbridge.Filter{})
+}
 
 // Serve serves the stream of the sessions f selects, resuming from the
 // request's cursor (see Cursor), as SSE or JSON lines (see WantsNDJSON). It
@@ -169,7 +172,7 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.Serve(w,
 // keeping up (it then reconnects and resumes), or when the request's context
 // ends — the server's base context included, so cancelling it ends every
 // open stream.
-func (s *Handler) Serve(w http.ResponseWriter, r *http.Request, f hub.Filter) {
+func (s *Handler) Serve(w http.ResponseWriter, r *http.Request, f agentbridge.Filter) {
 	since, ok := Cursor(r)
 	sub := s.hub.Subscribe(since, ok, f)
 	defer sub.Close()

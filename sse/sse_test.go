@@ -154,7 +154,7 @@ func TestUnresumableCursorGetsResets(t *testing.T) {
 			for _, f := range got {
 				c.apply(t, f)
 			}
-			_, list := fx.hub.Sessions(hub.Filter{})
+			_, list := fx.hub.Sessions(agentbridge.Filter{})
 			if diff := cmp.Diff(list, c.entries()); diff != "" {
 				t.Errorf("state after resets differs from Sessions (-sessions +client):\n%s", diff)
 			}
@@ -279,12 +279,12 @@ func TestFilteredServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	hd := New(h, Options{})
-	f := hub.Filter{Statuses: []agentbridge.Status{agentbridge.StatusRunning}}
+	f := agentbridge.Filter{Statuses: []agentbridge.Status{agentbridge.StatusRunning}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hd.Serve(w, r, f) }))
 	t.Cleanup(srv.Close) // after the stream's own cleanup closes it
 	pub := func(st agentbridge.Status) {
 		t.Helper()
-		if err := h.Publish("p", []hub.Op{{Op: hub.OpUpsert, Session: agentbridge.Snapshot{ID: "s1", Harness: "a", Status: st}}}); err != nil {
+		if err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: agentbridge.Snapshot{ID: "s1", Harness: "a", Status: st}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -334,7 +334,7 @@ func TestSlowClientCutOff(t *testing.T) {
 	go func() {
 		for i := range 5000 {
 			big.Title = fmt.Sprint(i, strings.Repeat("t", 190))
-			if err := fx.hub.Publish("p", []hub.Op{{Op: hub.OpUpsert, Session: big}}); err != nil {
+			if err := fx.hub.Publish("p", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: big}}); err != nil {
 				done <- err
 				return
 			}
@@ -428,7 +428,7 @@ func TestEndedStreamsDoNotWaitForBlockedWrites(t *testing.T) {
 			if err := h.AddPush(agentbridge.SourceInfo{ID: "p", Harnesses: []agentbridge.Harness{{ID: "a"}}}); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.Publish("p", []hub.Op{{Op: hub.OpReset, Sessions: []agentbridge.Snapshot{
+			if err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpReset, Sessions: []agentbridge.Snapshot{
 				{ID: "s1", Harness: "a", Status: agentbridge.StatusIdle}}}}); err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources/claudecode"
@@ -45,7 +46,7 @@ func startBridge(c *corpus, queue int) (*bridge, error) {
 	if err := h.Add(codex.New(codex.Options{Home: c.CodexHome, Logger: log})); err != nil {
 		return nil, fmt.Errorf("add codex source: %w", err)
 	}
-	b := &bridge{hub: h, sub: h.Subscribe(0, false, hub.Filter{}), done: make(chan struct{}), sessions: map[string]int{}}
+	b := &bridge{hub: h, sub: h.Subscribe(0, false, agentbridge.Filter{}), done: make(chan struct{}), sessions: map[string]int{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
 	go func() {
@@ -88,7 +89,7 @@ func (b *bridge) ready(timeout time.Duration) error {
 	for len(b.sessions) < 2 {
 		select {
 		case r := <-b.sub.C:
-			if r.Name != hub.NameReset {
+			if r.Name != agentbridge.RecordReset {
 				continue
 			}
 			var d struct {

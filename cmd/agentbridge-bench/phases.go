@@ -577,7 +577,7 @@ func fanoutBridge(n, events int) (float64, error) {
 		if i%2 == 1 {
 			e = agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: "tool-" + strconv.Itoa(i-1), Outcome: agentbridge.OutcomeSuccess}
 		}
-		return h.Publish("bench", []hub.Op{{Op: hub.OpEvent, SessionID: "bench-session", Harness: "bench", Event: e}})
+		return h.Publish("bench", []agentbridge.Op{{Op: agentbridge.OpEvent, SessionID: "bench-session", Harness: "bench", Event: e}})
 	}
 	if err := publish(-2); err != nil { // the session exists before clients connect
 		return 0, err
@@ -701,14 +701,14 @@ func encodeOnce(n, events int) (encodes, shared int, allocsPerEvent float64, err
 		if i%2 == 1 {
 			e = agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: "tool-" + strconv.Itoa(i-1), Outcome: agentbridge.OutcomeSuccess}
 		}
-		return h.Publish("bench", []hub.Op{{Op: hub.OpEvent, SessionID: "bench-session", Harness: "bench", Event: e}})
+		return h.Publish("bench", []agentbridge.Op{{Op: agentbridge.OpEvent, SessionID: "bench-session", Harness: "bench", Event: e}})
 	}
 	if err := pub(-2); err != nil {
 		return 0, 0, 0, err
 	}
 	subs := make([]*hub.Subscription, n)
 	for i := range subs {
-		subs[i] = h.Subscribe(0, false, hub.Filter{})
+		subs[i] = h.Subscribe(0, false, agentbridge.Filter{})
 		defer subs[i].Close()
 	}
 	var m0, m1 runtimeMem

@@ -35,8 +35,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
@@ -163,7 +163,7 @@ func (f *follower) follow(ctx context.Context, b *bridge, ndjson, resume, slow b
 	}
 }
 
-func (f *follower) view() []hub.Entry {
+func (f *follower) view() []agentbridge.Entry {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.state.Sessions()

@@ -11,7 +11,6 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/answer"
 	"github.com/agentbridge/agentbridge/api"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
@@ -23,7 +22,7 @@ func TestAnswerCommand(t *testing.T) {
 	b := bridgetest.Start(t, bridgetest.Options{Answer: true, Push: []agentbridge.SourceInfo{{ID: "claude-code", DisplayName: "Claude Code",
 		EnvironmentVariables: []string{}, Harnesses: []agentbridge.Harness{{ID: "claude-code", DisplayName: "Claude Code"}}}}})
 	for _, id := range []string{"abc-1", "abc-2"} {
-		b.Publish(t, "claude-code", hub.Op{Op: hub.OpEvent, SessionID: id, Harness: "claude-code", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}})
+		b.Publish(t, "claude-code", agentbridge.Op{Op: agentbridge.OpEvent, SessionID: id, Harness: "claude-code", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}})
 	}
 	hook := func(id, command string) <-chan answer.Verdict { return waitingHook(t, b, id, command, true) }
 	run := func(args ...string) (string, string, error) {

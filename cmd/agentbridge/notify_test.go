@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/answer"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 	"github.com/agentbridge/agentbridge/internal/dbustest"
 	"github.com/agentbridge/agentbridge/internal/testlog"
@@ -23,7 +22,7 @@ func notifyRig(t *testing.T) (*dbustest.Notifications, *bridgetest.Bridge, strin
 	b := bridgetest.Start(t, bridgetest.Options{})
 	return fake, b, addr, func(id string, e agentbridge.Event) {
 		t.Helper()
-		b.Publish(t, "test-push", hub.Op{Op: hub.OpEvent, SessionID: id, Harness: "test-agent", Event: e})
+		b.Publish(t, "test-push", agentbridge.Op{Op: agentbridge.OpEvent, SessionID: id, Harness: "test-agent", Event: e})
 	}
 }
 
@@ -140,7 +139,7 @@ func TestNotifyAnswers(t *testing.T) {
 	b := bridgetest.Start(t, bridgetest.Options{Answer: true, Push: []agentbridge.SourceInfo{{ID: "claude-code", DisplayName: "Claude Code",
 		EnvironmentVariables: []string{}, Harnesses: []agentbridge.Harness{{ID: "claude-code", DisplayName: "Claude Code"}}}}})
 	for _, id := range []string{"s1", "s2"} {
-		b.Publish(t, "claude-code", hub.Op{Op: hub.OpEvent, SessionID: id, Harness: "claude-code", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}})
+		b.Publish(t, "claude-code", agentbridge.Op{Op: agentbridge.OpEvent, SessionID: id, Harness: "claude-code", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1"}})
 	}
 	stderr, _ := runNotify(t, b, addr)
 	bridgetest.AwaitSubscribers(t, b.Registry, 1) // connected, with its baseline

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
@@ -62,8 +62,8 @@ func (p *hardBridgeProc) post(t *testing.T, path, body string) {
 }
 
 // hardHas reports whether the list holds the session source/id.
-func hardHas(l []hub.Entry, source, id string) bool {
-	return slices.ContainsFunc(l, func(e hub.Entry) bool { return e.Source == source && e.Snapshot.ID == id })
+func hardHas(l []agentbridge.Entry, source, id string) bool {
+	return slices.ContainsFunc(l, func(e agentbridge.Entry) bool { return e.Source == source && e.Snapshot.ID == id })
 }
 
 // TestHardeningRestartWhileFollowing kills the bridge (SIGKILL) while a
@@ -101,7 +101,7 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 	// the restarted bridge has the same address and token
 	f := bridgetest.Follow(t, p1.Client(), client.FollowOptions{StreamOptions: client.StreamOptions{Format: client.NDJSON},
 		Backoff: client.Backoff{Min: 50 * time.Millisecond, Max: 50 * time.Millisecond}})
-	f.Converge(t, p1.Client(), nil, func(v []hub.Entry) bool {
+	f.Converge(t, p1.Client(), nil, func(v []agentbridge.Entry) bool {
 		return hardHas(v, "example", "kept-1") && hardHas(v, "example-push", "gone-1")
 	})
 	ids1 := f.Record().IDs
@@ -115,7 +115,7 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 	if p2.Token != p1.Token {
 		t.Errorf("the restarted bridge has another token: the token file was not reused")
 	}
-	view := f.Converge(t, p2.Client(), nil, func(v []hub.Entry) bool {
+	view := f.Converge(t, p2.Client(), nil, func(v []agentbridge.Entry) bool {
 		return hardHas(v, "example", "kept-1")
 	})
 	if hardHas(view, "example-push", "gone-1") {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
@@ -110,7 +111,7 @@ func TestServeAnswersAndShutsDown(t *testing.T) {
 	if stream.Format() != client.SSE {
 		t.Fatalf("GET /v1/events answered %v, want text/event-stream", stream.Format())
 	}
-	if ev, err := stream.Next(); err != nil || ev.Name != client.NameReset {
+	if ev, err := stream.Next(); err != nil || ev.Name != agentbridge.RecordReset {
 		t.Fatalf("the stream did not start with a reset: %s, %v", ev.Name, err)
 	}
 

@@ -18,7 +18,6 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
@@ -274,15 +273,15 @@ func (b *bridge) apply(ev client.Event) error {
 		return nil
 	}
 	switch ev.Name {
-	case client.NameReset, client.NameUpsert:
+	case agentbridge.RecordReset, agentbridge.RecordUpsert:
 		for _, e := range b.state.Sessions() {
 			if e.Source == d.Source {
 				delete(b.removed, e.Source+"/"+e.Snapshot.ID)
 			}
 		}
-	case client.NameRemove:
+	case agentbridge.RecordRemove:
 		b.removed[d.Source+"/"+d.SessionID] = true
-	case client.NameLifecycle:
+	case agentbridge.RecordLifecycle:
 		k := d.Source + "/" + d.SessionID
 		b.events[k] = append(b.events[k], d.Event)
 	}
@@ -294,7 +293,7 @@ func (b *bridge) apply(ev client.Event) error {
 // convert turns the bridge's entry into the suite's flat form; its
 // status is what a user sees (sourcestest.ShownStatus): "done" for an idle
 // session whose turn ended, "exited" for one that has ended.
-func convert(e hub.Entry) snapshot {
+func convert(e agentbridge.Entry) snapshot {
 	var out snapshot
 	b, _ := json.Marshal(e.Snapshot)
 	_ = json.Unmarshal(b, &out)
@@ -306,7 +305,7 @@ func convert(e hub.Entry) snapshot {
 // waiting or blocked, not ended) whose snapshot the Terminay host would
 // refuse: every real CLI's sessions must be host-ready (a live process, a
 // cwd) and pass the host's rules while they run. b.mu must be held.
-func (b *bridge) hostCheck(e hub.Entry) {
+func (b *bridge) hostCheck(e agentbridge.Entry) {
 	s := &e.Snapshot
 	if e.Ended != nil || s.Status == agentbridge.StatusIdle {
 		return

@@ -118,7 +118,7 @@ func Start(t testing.TB, o Options) *Bridge {
 func (b *Bridge) Client() *client.Client { return client.New(b.Addr, b.Token) }
 
 // Publish applies ops to the push source id, failing the test on error.
-func (b *Bridge) Publish(t testing.TB, id string, ops ...hub.Op) {
+func (b *Bridge) Publish(t testing.TB, id string, ops ...agentbridge.Op) {
 	t.Helper()
 	if err := b.Hub.Publish(id, ops); err != nil {
 		var ie *hub.InvalidError

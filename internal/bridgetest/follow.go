@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
-	"github.com/agentbridge/agentbridge/hub"
 )
 
 // Recorder follows a bridge's stream as a client does (client.Follow
@@ -97,12 +97,12 @@ func (r *Recorder) seen(ev client.Event) {
 
 // Record is what a Recorder saw so far.
 type Record struct {
-	Revision uint64      // of the state
-	Sessions []hub.Entry // the state
-	IDs      []uint64    // every id, in order, duplicates too
-	Firsts   []string    // the first record name of each connection
-	Resumed  int         // connections after the first
-	Drops    int         // connections lost or refused
+	Revision uint64              // of the state
+	Sessions []agentbridge.Entry // the state
+	IDs      []uint64            // every id, in order, duplicates too
+	Firsts   []string            // the first record name of each connection
+	Resumed  int                 // connections after the first
+	Drops    int                 // connections lost or refused
 }
 
 // Record returns what the Recorder saw so far.
@@ -125,7 +125,7 @@ func (r *Recorder) Harnesses(source string) ([]string, bool) {
 // returns them. A state at the very revision of the answer that differs
 // from it fails the test at once: applying the stream must give exactly
 // the snapshot.
-func (r *Recorder) Converge(t testing.TB, c *client.Client, q url.Values, want func([]hub.Entry) bool) []hub.Entry {
+func (r *Recorder) Converge(t testing.TB, c *client.Client, q url.Values, want func([]agentbridge.Entry) bool) []agentbridge.Entry {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {

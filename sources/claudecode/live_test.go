@@ -80,7 +80,7 @@ func (v *streamView) apply(ev client.Event) {
 		}
 	}
 	switch ev.Name {
-	case hub.NameLifecycle:
+	case agentbridge.RecordLifecycle:
 		var d struct {
 			SessionID string            `json:"sessionId"`
 			Event     agentbridge.Event `json:"event"`
@@ -96,7 +96,7 @@ func (v *streamView) apply(ev client.Event) {
 			}
 			v.turns[d.SessionID]++
 		}
-	case hub.NameDiagnostic:
+	case agentbridge.RecordDiagnostic:
 		var d struct {
 			Diagnostic agentbridge.Diagnostic `json:"diagnostic"`
 		}

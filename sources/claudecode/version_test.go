@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
@@ -27,7 +28,7 @@ func TestVersionsSeen(t *testing.T) {
 	r := sourcestest.RunReal(t, New(Options{Home: home}), &clock, hub.Options{Tested: sources.Tested})
 	r.WaitFor(t, "the session", func(*hub.Hub) bool { _, ok := r.Entry(id); return ok })
 	st, _ := r.Source(SourceID)
-	i := slices.IndexFunc(st.Harnesses, func(hs hub.HarnessState) bool { return hs.ID == Harness })
+	i := slices.IndexFunc(st.Harnesses, func(hs agentbridge.HarnessState) bool { return hs.ID == Harness })
 	if i < 0 {
 		t.Fatal("no claude-code harness")
 	}

@@ -29,13 +29,13 @@ func drifts(h *hub.Hub) []agentbridge.Diagnostic {
 	return out
 }
 
-func harnessState(t *testing.T, h *hub.Hub) hub.HarnessState {
+func harnessState(t *testing.T, h *hub.Hub) agentbridge.HarnessState {
 	t.Helper()
 	st, ok := h.Source(ID)
 	if !ok {
 		t.Fatal("no codex source")
 	}
-	i := slices.IndexFunc(st.Harnesses, func(hs hub.HarnessState) bool { return hs.ID == Harness })
+	i := slices.IndexFunc(st.Harnesses, func(hs agentbridge.HarnessState) bool { return hs.ID == Harness })
 	if i < 0 {
 		t.Fatal("no codex harness")
 	}

@@ -81,7 +81,7 @@ func (s *stream) apply(ev client.Event) {
 		s.err = err
 		return
 	}
-	if ev.Name == hub.NameReset {
+	if ev.Name == agentbridge.RecordReset {
 		s.resets++
 	}
 	for _, e := range before {
@@ -268,7 +268,7 @@ func TestLive(t *testing.T) {
 		t.Errorf("exited session %+v lost its last turn or subagents", s)
 	}
 	// What the stream built is what the hub holds.
-	_, entries := st.hub.Sessions(hub.Filter{Sources: []string{ID}})
+	_, entries := st.hub.Sessions(agentbridge.Filter{Sources: []string{ID}})
 	for _, e := range entries {
 		e.Snapshot.Status = sourcestest.ShownStatus(&e.Snapshot, e.Ended) // as waitFor shows it
 		if !equalSnap(e.Snapshot, final[e.Snapshot.ID]) {

@@ -45,10 +45,12 @@ func BenchmarkAppendToStream(b *testing.B) {
 	hubDone := make(chan error, 1)
 	go func() { hubDone <- h.Run(ctx) }()
 	defer func() { cancel(); <-hubDone }()
-	sub := h.Subscribe(0, false, hub.Filter{})
+	sub := h.Subscribe(0, false, agentbridge.Filter{})
 	defer sub.Close()
 	// Wait until the scan's reset holds the session.
-	waitRecord(b, sub, func(r hub.Record) bool { return r.Name == hub.NameReset && bytes.Contains(r.Data, []byte("bench")) })
+	waitRecord(b, sub, func(r hub.Record) bool {
+		return r.Name == agentbridge.RecordReset && bytes.Contains(r.Data, []byte("bench"))
+	})
 
 	bare := newBareReader(b)
 	defer bare.close()
@@ -72,7 +74,7 @@ func BenchmarkAppendToStream(b *testing.B) {
 			if _, err := f.WriteString(line); err != nil {
 				b.Fatal(err)
 			}
-			waitRecord(b, sub, func(r hub.Record) bool { return r.Name == hub.NameLifecycle })
+			waitRecord(b, sub, func(r hub.Record) bool { return r.Name == agentbridge.RecordLifecycle })
 			ours = append(ours, time.Since(start))
 
 			base = append(base, bare.roundTrip(b, line))

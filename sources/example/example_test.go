@@ -76,7 +76,7 @@ func TestSourceFollowsJournals(t *testing.T) {
 	// The scan ends in one reset holding every session as the golden
 	// files say, with no event published before it.
 	h.WaitFor(t, "the first reset", func(h *sourcestest.Hub) bool { return h.Resets() == 1 })
-	if c := h.Calls(); c[0].Op != hub.OpReset {
+	if c := h.Calls(); c[0].Op != agentbridge.OpReset {
 		t.Errorf("first call %v, want the reset", c[0].Op)
 	}
 	var want []agentbridge.Snapshot

@@ -30,7 +30,7 @@ var Timeout = time.Minute
 
 // Call is one Publisher call as Hub saw it.
 type Call struct {
-	Op        hub.OpKind
+	Op        agentbridge.OpKind
 	SessionID string                 // upsert, remove, event
 	Sessions  []string               // reset: the ids
 	Event     agentbridge.Event      // event
@@ -106,7 +106,7 @@ func (h *Hub) resetCall() Call {
 		ids = append(ids, s.ID)
 	}
 	h.resets++
-	return Call{Op: hub.OpReset, Sessions: ids}
+	return Call{Op: agentbridge.OpReset, Sessions: ids}
 }
 
 // Reset replaces every session, after validate.Reset accepts them.
@@ -135,7 +135,7 @@ func (h *Hub) Upsert(s *validate.Session) error {
 		return h.done(Call{}, &hub.InvalidError{Issues: issues})
 	}
 	h.sessions[snap.ID] = &kept{s: s.Clone()}
-	return h.done(Call{Op: hub.OpUpsert, SessionID: snap.ID}, nil)
+	return h.done(Call{Op: agentbridge.OpUpsert, SessionID: snap.ID}, nil)
 }
 
 // Event folds e like the hub: a new session starts idle with harness; a
@@ -167,7 +167,7 @@ func (h *Hub) Fold(id, harness string, e agentbridge.Event) error {
 	if h.scan != nil || k.aside {
 		return h.done(Call{}, nil)
 	}
-	return h.done(Call{Op: hub.OpEvent, SessionID: id, Event: e}, nil)
+	return h.done(Call{Op: agentbridge.OpEvent, SessionID: id, Event: e}, nil)
 }
 
 // Flush ends a scan with a reset and upserts restarted sessions.
@@ -180,7 +180,7 @@ func (h *Hub) Flush() {
 	for id, k := range h.sessions {
 		if k.aside {
 			k.aside = false
-			h.calls = append(h.calls, Call{Op: hub.OpUpsert, SessionID: id})
+			h.calls = append(h.calls, Call{Op: agentbridge.OpUpsert, SessionID: id})
 		}
 	}
 	h.done(Call{}, nil)
@@ -220,7 +220,7 @@ func (h *Hub) Hide(id string) {
 	if k := h.cur()[id]; k != nil && !k.hidden {
 		k.hidden = true
 		if h.scan == nil {
-			c = Call{Op: hub.OpRemove, SessionID: id}
+			c = Call{Op: agentbridge.OpRemove, SessionID: id}
 		}
 	}
 	h.done(c, nil)
@@ -241,7 +241,7 @@ func (h *Hub) Show(enabled []string) {
 func (h *Hub) Remove(id string) error {
 	h.mu.Lock()
 	delete(h.cur(), id)
-	return h.done(Call{Op: hub.OpRemove, SessionID: id}, nil)
+	return h.done(Call{Op: agentbridge.OpRemove, SessionID: id}, nil)
 }
 
 // Diagnostic records d after validate.Diagnostic accepts it.
@@ -251,7 +251,7 @@ func (h *Hub) Diagnostic(d agentbridge.Diagnostic) error {
 	if issues := validate.Diagnostic(d); len(issues) > 0 {
 		return h.done(Call{}, &hub.InvalidError{Issues: issues})
 	}
-	return h.done(Call{Op: hub.OpDiagnostic, Diag: d}, nil)
+	return h.done(Call{Op: agentbridge.OpDiagnostic, Diag: d}, nil)
 }
 
 // noteAll records the status changes of every session, in view or gone,
@@ -377,7 +377,7 @@ func (h *Hub) Diagnostics() []agentbridge.Diagnostic {
 	defer h.mu.Unlock()
 	var out []agentbridge.Diagnostic
 	for _, c := range h.calls {
-		if c.Op == hub.OpDiagnostic {
+		if c.Op == agentbridge.OpDiagnostic {
 			out = append(out, c.Diag)
 		}
 	}

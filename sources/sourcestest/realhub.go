@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 )
 
@@ -34,7 +35,7 @@ func RunReal(t testing.TB, src hub.Source, clock *Clock, o hub.Options) *Real {
 	if err := h.Add(src); err != nil {
 		t.Fatal(err)
 	}
-	r := &Real{Hub: h, sub: h.Subscribe(0, false, hub.Filter{})}
+	r := &Real{Hub: h, sub: h.Subscribe(0, false, agentbridge.Filter{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = h.Run(ctx) }()
@@ -64,12 +65,12 @@ func (r *Real) WaitFor(t testing.TB, what string, cond func(h *hub.Hub) bool) {
 }
 
 // Entry returns the session id as the hub lists it.
-func (r *Real) Entry(id string) (hub.Entry, bool) {
-	_, es := r.Sessions(hub.Filter{})
+func (r *Real) Entry(id string) (agentbridge.Entry, bool) {
+	_, es := r.Sessions(agentbridge.Filter{})
 	for _, e := range es {
 		if e.Snapshot.ID == id {
 			return e, true
 		}
 	}
-	return hub.Entry{}, false
+	return agentbridge.Entry{}, false
 }

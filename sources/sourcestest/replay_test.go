@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/example"
@@ -62,7 +63,7 @@ func TestReplayGrowsAtOffsets(t *testing.T) {
 	}
 	// The rewrite made the source read s-b again from the start: it
 	// rebuilt the session and upserted it whole.
-	if !slices.ContainsFunc(h.Calls(), func(c sourcestest.Call) bool { return c.Op == hub.OpUpsert && c.SessionID == "s-b" }) {
+	if !slices.ContainsFunc(h.Calls(), func(c sourcestest.Call) bool { return c.Op == agentbridge.OpUpsert && c.SessionID == "s-b" }) {
 		t.Error("no upsert of s-b after its journal was rewritten")
 	}
 	if d := h.Diagnostics(); len(d) > 0 {
