@@ -1,14 +1,15 @@
-// Package client talks to a running agentbridge. It finds the bridge and
-// its token the way the server does (Discover), fetches the snapshot
-// (GET /v1/sessions), follows the stream (GET /v1/events, as SSE or JSON
-// lines) across drops and restarts of the bridge, resuming after the last
-// event it delivered so that no event is lost or delivered twice (Follow),
-// and folds the stream into the very list of sessions GET /v1/sessions
-// returns at the same revision (State).
+// Package client talks to a running agentbridge at a given address (New).
+// It fetches the snapshot (GET /v1/sessions), follows the stream (GET
+// /v1/events, as SSE or JSON lines) across drops and restarts of the
+// bridge, resuming after the last event it delivered so that no event is
+// lost or delivered twice (Follow), and folds the stream into the very list
+// of sessions GET /v1/sessions returns at the same revision (State).
 //
 // It is what `agentbridge watch`, the soak and bench tools and the tests
 // that read the stream use; a program that embeds the bridge can use it as
-// well.
+// well. It depends on the root package's wire vocabulary and the standard
+// library only (see TestDependencies): where the bridge is and its token are
+// the configuration's business (package config: Load, then Config.Client).
 package client
 
 import (
@@ -26,8 +27,6 @@ import (
 	"syscall"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/config"
-	"github.com/spf13/pflag"
 )
 
 // Client is a bridge at one address. Its fields may be changed between
@@ -52,30 +51,6 @@ var transport = &http.Transport{Proxy: nil, DisableCompression: true, MaxIdleCon
 // token ("" for none).
 func New(addr, token string) *Client {
 	return &Client{Addr: addr, Token: token, HTTP: &http.Client{Transport: transport}}
-}
-
-// Discover finds the bridge and its token the way the server does: the
-// address from the flag --addr of fs (when set), else AGENTBRIDGE_ADDR, else
-// the configuration's addr or listen address; the token from
-// AGENTBRIDGE_TOKEN or the configuration, else the token file
-// ($XDG_STATE_HOME/agentbridge/token or ~/.local/state/agentbridge/token).
-// fs may be nil; env is the environment (os.Environ()). A token file that
-// does not exist yet is not an error: the bridge may run with auth none,
-// and a 401 answer says what to do.
-func Discover(fs *pflag.FlagSet, env []string) (*Client, error) {
-	cfg, err := config.Load(fs, env)
-	if err != nil {
-		return nil, err
-	}
-	addr, err := DialAddr(cfg.ClientAddr())
-	if err != nil {
-		return nil, err
-	}
-	token, err := config.Token(cfg)
-	if err != nil && !errors.Is(err, config.ErrNoToken) {
-		return nil, err
-	}
-	return New(addr, token), nil
 }
 
 // DialAddr turns a listen address into one a client can dial: a wildcard

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/internal/smallfile"
 )
 
@@ -44,6 +45,23 @@ func Token(c *Config) (string, error) {
 		return "", ErrNoToken
 	}
 	return t, err
+}
+
+// Client returns a client of the bridge this configuration describes, as
+// the client subcommands find it: the address is ClientAddr's (addr, else
+// listen), a wildcard host made the loopback (client.DialAddr); the token is
+// Token's. A token file that does not exist yet is not an error: the bridge
+// may run with auth none, and a 401 answer says what to do.
+func (c *Config) Client() (*client.Client, error) {
+	addr, err := client.DialAddr(c.ClientAddr())
+	if err != nil {
+		return nil, err
+	}
+	token, err := Token(c)
+	if err != nil && !errors.Is(err, ErrNoToken) {
+		return nil, err
+	}
+	return client.New(addr, token), nil
 }
 
 // EnsureToken returns the server's token: c.Token when set, else the one

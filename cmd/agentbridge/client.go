@@ -94,20 +94,20 @@ type cliClient struct {
 }
 
 // newClient finds the bridge and its token the way the server does
-// (client.Discover: --addr, else AGENTBRIDGE_ADDR, else the configured
-// address; AGENTBRIDGE_TOKEN or config, else the token file). A token file
-// that does not exist yet is not an error here: the bridge may run with
-// auth none, and a 401 answer says what to do.
+// (config.Load, then Config.Client: --addr, else AGENTBRIDGE_ADDR, else the
+// configured address; AGENTBRIDGE_TOKEN or config, else the token file). A
+// token file that does not exist yet is not an error here: the bridge may
+// run with auth none, and a 401 answer says what to do.
 //
 // When no layer names an address (no --addr, AGENTBRIDGE_ADDR, addr or
 // listen setting), a running demo is found through the address it records
 // in the state directory (see demoAddrFile).
 func newClient(fs *pflag.FlagSet, env []string) (*cliClient, error) {
-	c, err := client.Discover(fs, env)
+	cfg, err := config.Load(fs, env)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := config.Load(fs, env)
+	c, err := cfg.Client()
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
@@ -167,6 +169,77 @@ func TestClientErrors(t *testing.T) {
 				t.Errorf("the error shows the token: %v", err)
 			}
 		})
+	}
+}
+
+// TestNewClientDiscovers checks every place an address and a token come
+// from, and which wins, as the client subcommands find them.
+func TestNewClientDiscovers(t *testing.T) {
+	const fileToken = "file-token-0123456789abcdef"
+	const envToken = "env-token-0123456789abcdef"
+	tests := []struct {
+		name                string
+		flag                string
+		env                 []string
+		config              string
+		stateFile, homeFile bool // the token file under XDG_STATE_HOME, under ~/.local/state
+		wantAddr, wantToken string
+	}{
+		{name: "default listen", wantAddr: "127.0.0.1:7391"},
+		{name: "config listen, wildcard", config: "listen: 0.0.0.0:7400\nallowRemote: true\n", wantAddr: "127.0.0.1:7400"},
+		{name: "config addr wins over listen", config: "listen: 127.0.0.1:7400\naddr: 127.0.0.2:7401\n", wantAddr: "127.0.0.2:7401"},
+		{name: "AGENTBRIDGE_ADDR wins over config", env: []string{"AGENTBRIDGE_ADDR=[::]:7402"}, config: "listen: 127.0.0.1:7400\n", wantAddr: "[::1]:7402"},
+		{name: "--addr wins", flag: "127.0.0.3:7403", env: []string{"AGENTBRIDGE_ADDR=127.0.0.1:7402"}, wantAddr: "127.0.0.3:7403"},
+		{name: "token file under XDG_STATE_HOME", stateFile: true, wantAddr: "127.0.0.1:7391", wantToken: fileToken},
+		{name: "token file under ~/.local/state", homeFile: true, wantAddr: "127.0.0.1:7391", wantToken: fileToken},
+		{name: "AGENTBRIDGE_TOKEN wins over the file", env: []string{"AGENTBRIDGE_TOKEN=" + envToken}, stateFile: true, wantAddr: "127.0.0.1:7391", wantToken: envToken},
+		{name: "token from config", config: "token: " + envToken + "\n", wantAddr: "127.0.0.1:7391", wantToken: envToken},
+		{name: "auth none", config: "auth: none\n", stateFile: true, wantAddr: "127.0.0.1:7391"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			env := append([]string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, "config")}, tt.env...)
+			if !tt.homeFile {
+				env = append(env, "XDG_STATE_HOME="+filepath.Join(home, "state"))
+			}
+			if tt.config != "" {
+				writeFile(t, filepath.Join(home, "config", "agentbridge", "config.yaml"), tt.config, 0o600)
+			}
+			if tt.stateFile {
+				writeFile(t, filepath.Join(home, "state", "agentbridge", "token"), fileToken+"\n", 0o600)
+			}
+			if tt.homeFile {
+				writeFile(t, filepath.Join(home, ".local", "state", "agentbridge", "token"), fileToken+"\n", 0o600)
+			}
+			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+			clientFlags(fs)
+			if tt.flag != "" {
+				fs.Set("addr", tt.flag)
+			}
+			c, err := newClient(fs, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Addr != tt.wantAddr || c.Token != tt.wantToken {
+				t.Errorf("newClient = %s %q, want %s %q", c.Addr, c.Token, tt.wantAddr, tt.wantToken)
+			}
+		})
+	}
+}
+
+func TestNewClientDiscoverErrors(t *testing.T) {
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "XDG_STATE_HOME=" + filepath.Join(home, "state")}
+	writeFile(t, filepath.Join(home, "state", "agentbridge", "token"), "file-token-0123456789abcdef\n", 0o600)
+	if err := os.Chmod(filepath.Join(home, "state", "agentbridge", "token"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newClient(nil, env); err == nil || strings.Contains(err.Error(), "0123456789") || !strings.Contains(err.Error(), "others must not read it") {
+		t.Errorf("a token file others can read: err = %v", err)
+	}
+	if _, err := newClient(nil, append(env, "AGENTBRIDGE_ADDR=127.0.0.1:0")); err == nil || !strings.Contains(err.Error(), "no port to dial") {
+		t.Errorf("port 0: err = %v", err)
 	}
 }
 
