@@ -19,40 +19,40 @@ import (
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
-// hardMainEnv makes the test binary run main() (see TestHardeningHelperMain),
+// bridgeMainEnv makes the test binary run main() (see TestBridgeMainHelper),
 // so that a test can start, signal and kill a real bridge process.
-const hardMainEnv = "HARDENING_RUN_BRIDGE_MAIN"
+const bridgeMainEnv = "TEST_RUN_BRIDGE_MAIN"
 
-// TestHardeningHelperMain is not a test: with hardMainEnv set it runs the
+// TestBridgeMainHelper is not a test: with bridgeMainEnv set it runs the
 // bridge's main with the arguments after "--".
-func TestHardeningHelperMain(t *testing.T) {
-	if os.Getenv(hardMainEnv) != "1" {
-		t.Skip("helper process for the hardening tests")
+func TestBridgeMainHelper(t *testing.T) {
+	if os.Getenv(bridgeMainEnv) != "1" {
+		t.Skip("helper process for the tests that run a real bridge process")
 	}
 	i := slices.Index(os.Args, "--")
 	os.Args = append([]string{"agentbridge"}, os.Args[i+1:]...)
 	main()
 }
 
-// hardBridgeProc is a bridge running as a child process.
-type hardBridgeProc struct{ *bridgetest.Process }
+// bridgeProc is a bridge running as a child process.
+type bridgeProc struct{ *bridgetest.Process }
 
-// hardStartBridgeProc starts the bridge in a child process with env and args
+// startBridgeProc starts the bridge in a child process with env and args
 // and waits for its dashboard URL.
-func hardStartBridgeProc(t *testing.T, env []string, args ...string) *hardBridgeProc {
+func startBridgeProc(t *testing.T, env []string, args ...string) *bridgeProc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHardeningHelperMain$", "--"}, args...)...)
-	cmd.Env = append([]string{hardMainEnv + "=1", "PATH=" + os.Getenv("PATH")}, env...)
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestBridgeMainHelper$", "--"}, args...)...)
+	cmd.Env = append([]string{bridgeMainEnv + "=1", "PATH=" + os.Getenv("PATH")}, env...)
 	p := bridgetest.Exec(t, cmd)
 	u, err := dashboardFrom(t, p.Line, env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.URL, p.Token = u, u.Query().Get("token")
-	return &hardBridgeProc{p}
+	return &bridgeProc{p}
 }
 
-func (p *hardBridgeProc) post(t *testing.T, path, body string) {
+func (p *bridgeProc) post(t *testing.T, path, body string) {
 	t.Helper()
 	resp, err := p.Client().Do(t.Context(), http.MethodPost, path, nil, strings.NewReader(body), "")
 	if err != nil {
@@ -61,19 +61,19 @@ func (p *hardBridgeProc) post(t *testing.T, path, body string) {
 	resp.Body.Close()
 }
 
-// hardHas reports whether the list holds the session source/id.
-func hardHas(l []agentbridge.Entry, source, id string) bool {
+// hasSession reports whether the list holds the session source/id.
+func hasSession(l []agentbridge.Entry, source, id string) bool {
 	return slices.ContainsFunc(l, func(e agentbridge.Entry) bool { return e.Source == source && e.Snapshot.ID == id })
 }
 
-// TestHardeningRestartWhileFollowing kills the bridge (SIGKILL) while a
+// TestRestartWhileFollowing kills the bridge (SIGKILL) while a
 // client follows, starts it again on the same port and home, and checks
 // that the client resumes with resets: the journal's session comes back,
 // the push session of the killed run is gone, ids keep growing, and the
 // client's state ends equal to GET /v1/sessions. Then a SIGTERM with an
 // aborted stream open stops the bridge promptly, and the token appeared in
 // neither its argv nor its log.
-func TestHardeningRestartWhileFollowing(t *testing.T) {
+func TestRestartWhileFollowing(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	exHome := filepath.Join(home, "example")
@@ -95,14 +95,14 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 	}
 	env := []string{"HOME=" + home, "EXAMPLE_AGENT_HOME=" + exHome}
 
-	p1 := hardStartBridgeProc(t, env, "--listen", "127.0.0.1:0")
+	p1 := startBridgeProc(t, env, "--listen", "127.0.0.1:0")
 	p1.post(t, "/v1/sources/example-push/publish", `{"op":"upsert","session":{"id":"gone-1","harness":"example-agent","status":"running"}}`)
 
 	// the restarted bridge has the same address and token
 	f := bridgetest.Follow(t, p1.Client(), client.FollowOptions{StreamOptions: client.StreamOptions{Format: client.NDJSON},
 		Backoff: client.Backoff{Min: 50 * time.Millisecond, Max: 50 * time.Millisecond}})
 	f.Converge(t, p1.Client(), nil, func(v []agentbridge.Entry) bool {
-		return hardHas(v, "example", "kept-1") && hardHas(v, "example-push", "gone-1")
+		return hasSession(v, "example", "kept-1") && hasSession(v, "example-push", "gone-1")
 	})
 	ids1 := f.Record().IDs
 
@@ -111,14 +111,14 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 	}
 	<-p1.Exited
 
-	p2 := hardStartBridgeProc(t, env, "--listen", p1.Addr, "--log-level", "debug") // the token stays out of debug lines too
+	p2 := startBridgeProc(t, env, "--listen", p1.Addr, "--log-level", "debug") // the token stays out of debug lines too
 	if p2.Token != p1.Token {
 		t.Errorf("the restarted bridge has another token: the token file was not reused")
 	}
 	view := f.Converge(t, p2.Client(), nil, func(v []agentbridge.Entry) bool {
-		return hardHas(v, "example", "kept-1")
+		return hasSession(v, "example", "kept-1")
 	})
-	if hardHas(view, "example-push", "gone-1") {
+	if hasSession(view, "example-push", "gone-1") {
 		t.Errorf("the push session of the killed run survived the restart")
 	}
 	rec := f.Record()
@@ -177,7 +177,7 @@ func TestHardeningRestartWhileFollowing(t *testing.T) {
 	}
 	checkGraceful(t, p2.Stderr, "an aborted stream")
 	t.Logf("exit took %v after SIGTERM", time.Since(start))
-	for _, p := range []*hardBridgeProc{p1, p2} {
+	for _, p := range []*bridgeProc{p1, p2} {
 		if strings.Contains(p.Stderr.String(), p.Token) {
 			t.Errorf("the token is in the log:\n%s", p.Stderr)
 		}

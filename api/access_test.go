@@ -22,7 +22,7 @@ import (
 	"github.com/agentbridge/agentbridge/internal/testlog"
 )
 
-const hardToken = "hardening-token-6f1c0e0b9d8a7c6b5a4f3e2d1c0b"
+const accessToken = "access-token-6f1c0e0b9d8a7c6b5a4f3e2d1c0b"
 
 // countingHub answers like a bridge with one session and counts every call
 // that reached it, so a test can tell that a refused request did nothing.
@@ -47,28 +47,28 @@ func (h *countingHub) counts() (calls, muts int) {
 	return h.calls, h.muts
 }
 
-var hardSource = agentbridge.SourceState{
+var theSource = agentbridge.SourceState{
 	SourceInfo: agentbridge.SourceInfo{ID: "example-push", DisplayName: "Example", EnvironmentVariables: []string{}, Push: true},
 	Harnesses:  []agentbridge.HarnessState{{Harness: agentbridge.Harness{ID: "example-agent", DisplayName: "Example"}, Enabled: true}},
 }
 
-var hardEntry = agentbridge.Entry{Source: "example-push", Snapshot: agentbridge.Snapshot{ID: "s-1", Harness: "example-agent", Status: agentbridge.StatusIdle}}
+var theEntry = agentbridge.Entry{Source: "example-push", Snapshot: agentbridge.Snapshot{ID: "s-1", Harness: "example-agent", Status: agentbridge.StatusIdle}}
 
 func (h *countingHub) Sources() []agentbridge.SourceState {
 	h.hit(false)
-	return []agentbridge.SourceState{hardSource}
+	return []agentbridge.SourceState{theSource}
 }
 func (h *countingHub) SetHarness(source, harness string, enabled bool) (agentbridge.SourceState, error) {
 	h.hit(true)
-	return hardSource, nil
+	return theSource, nil
 }
 func (h *countingHub) Sessions(agentbridge.Filter) (uint64, []agentbridge.Entry) {
 	h.hit(false)
-	return 1700000000000000, []agentbridge.Entry{hardEntry}
+	return 1700000000000000, []agentbridge.Entry{theEntry}
 }
 func (h *countingHub) Session(source, id string) (agentbridge.Entry, bool) {
 	h.hit(false)
-	return hardEntry, true
+	return theEntry, true
 }
 func (h *countingHub) SessionOn(host, source, id string) (agentbridge.Entry, bool) {
 	return h.Session(source, id)
@@ -77,8 +77,8 @@ func (h *countingHub) Diagnostics() []agentbridge.DiagnosticEntry { h.hit(false)
 func (h *countingHub) Publish(string, []agentbridge.Op) error     { h.hit(true); return nil }
 func (h *countingHub) Revision() uint64                           { h.hit(false); return 1700000000000000 }
 
-// hardFixture is a Server with the token on, over a real listener.
-type hardFixture struct {
+// netFixture is a Server with the token on, over a real listener.
+type netFixture struct {
 	url  string // http://127.0.0.1:port
 	host string // 127.0.0.1:port
 	port string
@@ -88,14 +88,14 @@ type hardFixture struct {
 	mu   sync.Mutex
 }
 
-func newHardFixture(t *testing.T, mutate func(*api.Server)) *hardFixture {
+func newNetFixture(t *testing.T, mutate func(*api.Server)) *netFixture {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(nil)
-	f := &hardFixture{host: ts.Listener.Addr().String(), hub: &countingHub{}, logs: &testlog.Buffer{}, evs: new(int)}
+	f := &netFixture{host: ts.Listener.Addr().String(), hub: &countingHub{}, logs: &testlog.Buffer{}, evs: new(int)}
 	_, f.port, _ = net.SplitHostPort(f.host)
 	f.url = "http://" + f.host
 	s := &api.Server{
-		Hub: f.hub, Addr: f.host, Token: hardToken, OpenAPI: []byte("openapi: 3.0.3\n"),
+		Hub: f.hub, Addr: f.host, Token: accessToken, OpenAPI: []byte("openapi: 3.0.3\n"),
 		Events: api.EventsFunc(func(w http.ResponseWriter, r *http.Request, _ agentbridge.Filter) {
 			f.mu.Lock()
 			*f.evs++
@@ -114,19 +114,19 @@ func newHardFixture(t *testing.T, mutate func(*api.Server)) *hardFixture {
 	return f
 }
 
-func (f *hardFixture) streams() int {
+func (f *netFixture) streams() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return *f.evs
 }
 
-// hardRoute is one route of docs/contract.md section 3 with a body that would be
+// apiRoute is one route of docs/contract.md section 3 with a body that would be
 // accepted.
-type hardRoute struct {
+type apiRoute struct {
 	method, path, body string
 }
 
-var v1Routes = []hardRoute{
+var v1Routes = []apiRoute{
 	{"GET", "/v1/sources", ""},
 	{"GET", "/v1/sessions", ""},
 	{"GET", "/v1/sessions/example-push/s-1", ""},
@@ -142,8 +142,8 @@ var v1Routes = []hardRoute{
 	{"POST", "/v1/validate/event", `{"kind":"session.started","at":1700000000000}`},
 }
 
-var postRoutes = func() []hardRoute {
-	var out []hardRoute
+var postRoutes = func() []apiRoute {
+	var out []apiRoute
 	for _, r := range v1Routes {
 		if r.method == "POST" {
 			out = append(out, r)
@@ -154,7 +154,7 @@ var postRoutes = func() []hardRoute {
 
 // send issues one request; headers with an empty value are left out, and
 // "Host" sets the Host header.
-func (f *hardFixture) send(t *testing.T, r hardRoute, headers map[string]string) (*http.Response, string) {
+func (f *netFixture) send(t *testing.T, r apiRoute, headers map[string]string) (*http.Response, string) {
 	t.Helper()
 	var body io.Reader
 	if r.body != "" {
@@ -184,7 +184,7 @@ func (f *hardFixture) send(t *testing.T, r hardRoute, headers map[string]string)
 }
 
 func okHeaders(extra map[string]string) map[string]string {
-	h := map[string]string{"Authorization": "Bearer " + hardToken, "Content-Type": "application/json"}
+	h := map[string]string{"Authorization": "Bearer " + accessToken, "Content-Type": "application/json"}
 	for k, v := range extra {
 		h[k] = v
 	}
@@ -193,7 +193,7 @@ func okHeaders(extra map[string]string) map[string]string {
 
 // wantProblem checks status and problem type slug, and that nothing reached
 // the hub or the stream.
-func (f *hardFixture) wantRefused(t *testing.T, r hardRoute, h map[string]string, status int, slug string) {
+func (f *netFixture) wantRefused(t *testing.T, r apiRoute, h map[string]string, status int, slug string) {
 	t.Helper()
 	calls0, _ := f.hub.counts()
 	ev0 := f.streams()
@@ -207,7 +207,7 @@ func (f *hardFixture) wantRefused(t *testing.T, r hardRoute, h map[string]string
 	if !strings.Contains(body, `"type":"`+api.ProblemTypePrefix+slug+`"`) {
 		t.Errorf("%s %s: body %s, want problem type %s", r.method, r.path, body, slug)
 	}
-	if strings.Contains(body, hardToken) {
+	if strings.Contains(body, accessToken) {
 		t.Errorf("%s %s: the problem reveals the token", r.method, r.path)
 	}
 	if calls, _ := f.hub.counts(); calls != calls0 || f.streams() != ev0 {
@@ -220,9 +220,9 @@ func (f *hardFixture) wantRefused(t *testing.T, r hardRoute, h map[string]string
 	}
 }
 
-func TestHardeningEveryRouteAcceptsTheToken(t *testing.T) {
+func TestEveryRouteAcceptsTheToken(t *testing.T) {
 	t.Parallel()
-	f := newHardFixture(t, nil)
+	f := newNetFixture(t, nil)
 	for _, r := range v1Routes {
 		resp, body := f.send(t, r, okHeaders(nil))
 		if resp.StatusCode != 200 {
@@ -231,19 +231,19 @@ func TestHardeningEveryRouteAcceptsTheToken(t *testing.T) {
 	}
 }
 
-func TestHardeningEveryRouteNeedsTheToken(t *testing.T) {
+func TestEveryRouteNeedsTheToken(t *testing.T) {
 	t.Parallel()
-	f := newHardFixture(t, nil)
+	f := newNetFixture(t, nil)
 	auths := []struct{ name, header, cookie string }{
 		{"missing", "", ""},
 		{"empty bearer", "Bearer ", ""},
 		{"wrong token", "Bearer wrong-token-0123456789abcdef0123456789", ""},
-		{"token prefix", "Bearer " + hardToken[:len(hardToken)-1], ""},
-		{"token with suffix", "Bearer " + hardToken + "x", ""},
-		{"token in another case", "Bearer " + strings.ToUpper(hardToken), ""},
-		{"basic scheme", "Basic " + hardToken, ""},
-		{"no scheme", hardToken, ""},
-		{"wrong cookie", "", api.CookieName("0") + "=" + hardToken}, // another bridge's cookie name
+		{"token prefix", "Bearer " + accessToken[:len(accessToken)-1], ""},
+		{"token with suffix", "Bearer " + accessToken + "x", ""},
+		{"token in another case", "Bearer " + strings.ToUpper(accessToken), ""},
+		{"basic scheme", "Basic " + accessToken, ""},
+		{"no scheme", accessToken, ""},
+		{"wrong cookie", "", api.CookieName("0") + "=" + accessToken}, // another bridge's cookie name
 		{"cookie with a wrong value", "", "COOKIE=wrong"},
 	}
 	for _, r := range v1Routes {
@@ -264,14 +264,14 @@ func TestHardeningEveryRouteNeedsTheToken(t *testing.T) {
 			q = "&"
 		}
 		rr := r
-		rr.path += q + "token=" + url.QueryEscape(hardToken)
+		rr.path += q + "token=" + url.QueryEscape(accessToken)
 		f.wantRefused(t, rr, map[string]string{"Content-Type": "application/json"}, 401, "unauthorized")
 	}
 }
 
-func TestHardeningRebindingHostsRefused(t *testing.T) {
+func TestRebindingHostsRefused(t *testing.T) {
 	t.Parallel()
-	f := newHardFixture(t, nil)
+	f := newNetFixture(t, nil)
 	other := "1"
 	if f.port == "1" {
 		other = "2"
@@ -291,7 +291,7 @@ func TestHardeningRebindingHostsRefused(t *testing.T) {
 		"localhost.:" + f.port,
 		"127.0.0.1:" + f.port + "@evil.example",
 	}
-	all := append([]hardRoute{{"GET", "/healthz", ""}, {"GET", "/", ""}, {"GET", "/openapi.yaml", ""}, {"GET", "/?token=" + hardToken, ""}}, v1Routes...)
+	all := append([]apiRoute{{"GET", "/healthz", ""}, {"GET", "/", ""}, {"GET", "/openapi.yaml", ""}, {"GET", "/?token=" + accessToken, ""}}, v1Routes...)
 	for _, r := range all {
 		for _, h := range hosts {
 			f.wantRefused(t, r, okHeaders(map[string]string{"Host": h}), 403, "forbidden-host")
@@ -300,8 +300,8 @@ func TestHardeningRebindingHostsRefused(t *testing.T) {
 	// An empty Host (HTTP/1.0 without one, HTTP/1.1 with an empty one).
 	for _, r := range all {
 		for _, text := range []string{
-			fmt.Sprintf("%s %s HTTP/1.0\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", r.method, r.path, hardToken, len(r.body), r.body),
-			fmt.Sprintf("%s %s HTTP/1.1\r\nHost: \r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", r.method, r.path, hardToken, len(r.body), r.body),
+			fmt.Sprintf("%s %s HTTP/1.0\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", r.method, r.path, accessToken, len(r.body), r.body),
+			fmt.Sprintf("%s %s HTTP/1.1\r\nHost: \r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", r.method, r.path, accessToken, len(r.body), r.body),
 		} {
 			c, err := net.DialTimeout("tcp", f.host, 10*time.Second)
 			if err != nil {
@@ -322,9 +322,9 @@ func TestHardeningRebindingHostsRefused(t *testing.T) {
 	}
 }
 
-func TestHardeningCrossOriginStateChangesRefused(t *testing.T) {
+func TestCrossOriginStateChangesRefused(t *testing.T) {
 	t.Parallel()
-	f := newHardFixture(t, nil)
+	f := newNetFixture(t, nil)
 	other := "1"
 	if f.port == "1" {
 		other = "2"
@@ -358,9 +358,9 @@ func TestHardeningCrossOriginStateChangesRefused(t *testing.T) {
 	}
 }
 
-func TestHardeningNonJSONBodiesRefused(t *testing.T) {
+func TestNonJSONBodiesRefused(t *testing.T) {
 	t.Parallel()
-	f := newHardFixture(t, nil)
+	f := newNetFixture(t, nil)
 	for _, r := range postRoutes {
 		for _, ct := range []string{"text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonx", "json", ""} {
 			h := okHeaders(map[string]string{"Content-Type": ct})
@@ -375,24 +375,24 @@ func TestHardeningNonJSONBodiesRefused(t *testing.T) {
 	}
 }
 
-func TestHardeningCookieFlow(t *testing.T) {
+func TestCookieFlow(t *testing.T) {
 	t.Parallel()
-	f := newHardFixture(t, nil)
+	f := newNetFixture(t, nil)
 	for _, tc := range []struct{ path, loc string }{
-		{"/?token=" + hardToken, "/"},
-		{"/?view=compact&token=" + hardToken, "/?view=compact"},
-		{"/index.html?token=" + hardToken + "&a=1", "/index.html?a=1"},
-		{"/?token=" + hardToken + "&token=" + hardToken, "/"},
+		{"/?token=" + accessToken, "/"},
+		{"/?view=compact&token=" + accessToken, "/?view=compact"},
+		{"/index.html?token=" + accessToken + "&a=1", "/index.html?a=1"},
+		{"/?token=" + accessToken + "&token=" + accessToken, "/"},
 	} {
-		resp, body := f.send(t, hardRoute{"GET", tc.path, ""}, nil)
+		resp, body := f.send(t, apiRoute{"GET", tc.path, ""}, nil)
 		if resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("GET %s: %d, want 303 (%s)", tc.path, resp.StatusCode, body)
 		}
 		loc := resp.Header.Get("Location")
-		if loc != tc.loc || strings.Contains(loc, hardToken) {
+		if loc != tc.loc || strings.Contains(loc, accessToken) {
 			t.Errorf("GET %s: Location %q, want %q (token stripped)", tc.path, loc, tc.loc)
 		}
-		if strings.Contains(body, hardToken) {
+		if strings.Contains(body, accessToken) {
 			t.Errorf("GET %s: the redirect body repeats the token", tc.path)
 		}
 		if resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
@@ -418,22 +418,22 @@ func TestHardeningCookieFlow(t *testing.T) {
 		}
 	}
 	// A wrong or empty token sets no cookie.
-	for _, p := range []string{"/?token=wrong", "/?token=", "/?token=" + hardToken[:8]} {
-		resp, _ := f.send(t, hardRoute{"GET", p, ""}, nil)
+	for _, p := range []string{"/?token=wrong", "/?token=", "/?token=" + accessToken[:8]} {
+		resp, _ := f.send(t, apiRoute{"GET", p, ""}, nil)
 		if resp.StatusCode != 401 || len(resp.Cookies()) != 0 {
 			t.Errorf("GET %s: %d with cookies %v, want 401 and none", p, resp.StatusCode, resp.Cookies())
 		}
 	}
 	// The token is never logged, not even at debug level.
-	if strings.Contains(f.logs.String(), hardToken) {
+	if strings.Contains(f.logs.String(), accessToken) {
 		t.Errorf("the debug log carries the token:\n%s", f.logs)
 	}
 }
 
-func TestHardeningNoCORSByDefault(t *testing.T) {
+func TestNoCORSByDefault(t *testing.T) {
 	t.Parallel()
-	f := newHardFixture(t, nil)
-	all := append([]hardRoute{{"GET", "/healthz", ""}, {"GET", "/", ""}, {"GET", "/openapi.yaml", ""}}, v1Routes...)
+	f := newNetFixture(t, nil)
+	all := append([]apiRoute{{"GET", "/healthz", ""}, {"GET", "/", ""}, {"GET", "/openapi.yaml", ""}}, v1Routes...)
 	for _, r := range all {
 		for _, h := range []map[string]string{
 			okHeaders(nil),
@@ -448,7 +448,7 @@ func TestHardeningNoCORSByDefault(t *testing.T) {
 			}
 		}
 		// A preflight gets no grant either.
-		resp, _ := f.send(t, hardRoute{"OPTIONS", r.path, ""}, map[string]string{
+		resp, _ := f.send(t, apiRoute{"OPTIONS", r.path, ""}, map[string]string{
 			"Origin": "https://evil.example", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization,content-type"})
 		if resp.StatusCode < 400 {
 			t.Errorf("preflight of %s: %d, want a 4xx", r.path, resp.StatusCode)
@@ -461,10 +461,10 @@ func TestHardeningNoCORSByDefault(t *testing.T) {
 	}
 }
 
-// TestHardeningConstantTimeToken checks the source: the token is compared
+// TestConstantTimeToken checks the source: the token is compared
 // with subtle.ConstantTimeCompare, and nowhere with == or != (a timing
 // oracle).
-func TestHardeningConstantTimeToken(t *testing.T) {
+func TestConstantTimeToken(t *testing.T) {
 	t.Parallel()
 	fset := token.NewFileSet()
 	names, err := filepath.Glob("*.go")

@@ -37,23 +37,23 @@ func resetPeak() bool {
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 }
 
-// hostileBody is a 1 MB body whose every part is wrong, each in its own
+// wrongBody is a 1 MB body whose every part is wrong, each in its own
 // way: the attack that made a 41 MB issue list. wrong is how many wrong
 // parts it has.
-type hostileBody struct {
+type wrongBody struct {
 	body  string
 	wrong int
 }
 
-// hostileBodies are 1 MB bodies for path: JSON arrays of wrong operations
+// wrongBodies are 1 MB bodies for path: JSON arrays of wrong operations
 // or snapshots for the endpoints that take arrays, single objects with
 // thousands of wrong fields for those that take one snapshot or event.
-func hostileBodies(path string) map[string]hostileBody {
-	many := func(elem string) hostileBody {
+func wrongBodies(path string) map[string]wrongBody {
+	many := func(elem string) wrongBody {
 		n := (1<<20 - 2) / (len(elem) + 1)
-		return hostileBody{"[" + strings.TrimSuffix(strings.Repeat(elem+",", n), ",") + "]", n}
+		return wrongBody{"[" + strings.TrimSuffix(strings.Repeat(elem+",", n), ",") + "]", n}
 	}
-	fields := func(head, field string) hostileBody {
+	fields := func(head, field string) wrongBody {
 		var b strings.Builder
 		b.WriteString("{" + head)
 		n := 0
@@ -66,19 +66,19 @@ func hostileBodies(path string) map[string]hostileBody {
 			n++
 		}
 		b.WriteString("}")
-		return hostileBody{b.String(), n}
+		return wrongBody{b.String(), n}
 	}
 	if strings.HasSuffix(path, "/snapshot") || strings.HasSuffix(path, "/event") {
 		head := `"id":"s","harness":"example-agent","status":"idle"`
 		if strings.HasSuffix(path, "/event") {
 			head = `"kind":"turn.started"`
 		}
-		return map[string]hostileBody{
+		return map[string]wrongBody{
 			"unknown fields": fields(head, "x"),
 			"long keys":      fields(head, strings.Repeat("k", 100<<10)),
 		}
 	}
-	bodies := map[string]hostileBody{
+	bodies := map[string]wrongBody{
 		"numbers":        many("1"),
 		"empty objects":  many("{}"),
 		"unknown fields": many(`{"op":"upsert","session":{"id":"s","harness":"example-agent","status":"idle","x":1,"y":2}}`),
@@ -95,12 +95,12 @@ func hostileBodies(path string) map[string]hostileBody {
 	return bodies
 }
 
-// TestHostileIssueListsAreBounded: whatever the body, an answer lists
+// TestIssueListsAreBounded: whatever the body, an answer lists
 // every wrong part up to 100 issues and then the count of the rest, stays
 // a few hundred KiB, and the bridge's resident set does not balloon (it
 // reached 848 MB). Not parallel: it measures the process's peak resident
 // set.
-func TestHostileIssueListsAreBounded(t *testing.T) {
+func TestIssueListsAreBounded(t *testing.T) {
 	h := hub.New(hub.Options{})
 	if err := h.AddPush(agentbridge.SourceInfo{ID: "example-push", DisplayName: "Example Agent", EnvironmentVariables: []string{},
 		Harnesses: []agentbridge.Harness{{ID: "example-agent", DisplayName: "Example Agent"}}}); err != nil {
@@ -111,7 +111,7 @@ func TestHostileIssueListsAreBounded(t *testing.T) {
 	}
 	f := newFixture(t, func(s *Server) { s.Hub = h })
 	for _, path := range []string{"/v1/sources/example-push/publish", "/v1/validate/reset", "/v1/validate/snapshot", "/v1/validate/event"} {
-		for name, hb := range hostileBodies(path) {
+		for name, hb := range wrongBodies(path) {
 			t.Run(name+" "+path, func(t *testing.T) {
 				base := vmKB(t, "VmRSS")
 				resetPeak()

@@ -15,18 +15,18 @@ import (
 	"github.com/agentbridge/agentbridge/internal/bridgetest"
 )
 
-// hardServe is one bridge run in-process by serveMain.
-type hardServe struct{ *bridgetest.Served }
+// servedBridge is one bridge run in-process by serveMain.
+type servedBridge struct{ *bridgetest.Served }
 
-// startHardServe runs serveMain with env and args until the test ends and
+// startServedBridge runs serveMain with env and args until the test ends and
 // returns once it printed its dashboard URL.
-func startHardServe(t *testing.T, env []string, args ...string) *hardServe {
+func startServedBridge(t *testing.T, env []string, args ...string) *servedBridge {
 	t.Helper()
-	return &hardServe{runServe(t, env, args...)}
+	return &servedBridge{runServe(t, env, args...)}
 }
 
 // stop cancels the bridge and returns how long serveMain took to return.
-func (s *hardServe) stop(t *testing.T) time.Duration {
+func (s *servedBridge) stop(t *testing.T) time.Duration {
 	t.Helper()
 	start := time.Now()
 	if err := s.Stop(t); err != nil {
@@ -35,9 +35,9 @@ func (s *hardServe) stop(t *testing.T) time.Duration {
 	return time.Since(start)
 }
 
-// hardOpenStream opens GET path over a raw connection and reads until the first
+// openRawStream opens GET path over a raw connection and reads until the first
 // reset arrived; the caller owns the connection.
-func hardOpenStream(t *testing.T, s *hardServe, path string) (net.Conn, *bufio.Reader) {
+func openRawStream(t *testing.T, s *servedBridge, path string) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", s.Addr, 10*time.Second)
 	if err != nil {
@@ -75,11 +75,11 @@ func checkGraceful(t *testing.T, stderr fmt.Stringer, what string) {
 	}
 }
 
-// TestHardeningShutdownIsBoundedWithStreams: the bridge exits promptly on
+// TestShutdownIsBoundedWithStreams: the bridge exits promptly on
 // cancel whether its stream clients are still reading, have aborted (closed
 // their socket: the Node fetch abort), have half-closed their side, or
 // stopped reading.
-func TestHardeningShutdownIsBoundedWithStreams(t *testing.T) {
+func TestShutdownIsBoundedWithStreams(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name string
@@ -96,8 +96,8 @@ func TestHardeningShutdownIsBoundedWithStreams(t *testing.T) {
 			t.Run(tc.name+" "+path, func(t *testing.T) {
 				t.Parallel()
 				home := t.TempDir()
-				s := startHardServe(t, []string{"HOME=" + home}, "--listen", "127.0.0.1:0")
-				c, br := hardOpenStream(t, s, path)
+				s := startServedBridge(t, []string{"HOME=" + home}, "--listen", "127.0.0.1:0")
+				c, br := openRawStream(t, s, path)
 				defer c.Close()
 				tc.prep(c)
 				if tc.name == "reading client" {
@@ -111,10 +111,10 @@ func TestHardeningShutdownIsBoundedWithStreams(t *testing.T) {
 	}
 }
 
-// TestHardeningShutdownWithStuckStream: a stream client that stopped
+// TestShutdownWithStuckStream: a stream client that stopped
 // reading while records kept coming (its socket buffers full, the server's
 // write blocked) must not hold the shutdown up either.
-func TestHardeningShutdownWithStuckStream(t *testing.T) {
+func TestShutdownWithStuckStream(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	cfgDir := filepath.Join(home, ".config", "agentbridge")
@@ -125,7 +125,7 @@ func TestHardeningShutdownWithStuckStream(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := startHardServe(t, []string{"HOME=" + home}, "--listen", "127.0.0.1:0")
+	s := startServedBridge(t, []string{"HOME=" + home}, "--listen", "127.0.0.1:0")
 	// 320 sessions of ~16 KiB (64 subagents with long titles), 5 MiB:
 	// more than the socket buffers hold (4 MiB at most here). The stuck
 	// client connects afterwards, so its initial reset alone blocks the

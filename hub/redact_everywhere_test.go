@@ -14,15 +14,15 @@ import (
 	"github.com/agentbridge/agentbridge/validate"
 )
 
-// hardLeak is a realistic credential inside display text and the part of it
+// leak is a realistic credential inside display text and the part of it
 // that must never come out of the hub.
-type hardLeak struct {
+type leak struct {
 	name, text, secret string
 }
 
-// hardLeaks are the credential shapes of docs/contract.md section 6 and docs/reliability.md, as they
+// leaks are the credential shapes of docs/contract.md section 6 and docs/reliability.md, as they
 // show up in prompts, titles and error messages.
-var hardLeaks = []hardLeak{
+var leaks = []leak{
 	{"anthropic key", "export ANTHROPIC_API_KEY=sk-ant-api03-Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lz_Xc-Vb9Nm8Qw7Er6Ty5Ui4Op3As2Df1-AA and run", "Zx9Qw8Er7Ty6Ui5Op4As3"},
 	{"anthropic admin key", "key sk-ant-admin01-Qq1Ww2Ee3Rr4Tt5Yy6Uu7Ii8Oo9Pp0_AaSsDdFfGgHh here", "Qq1Ww2Ee3Rr4Tt5Yy6Uu7"},
 	{"openai project key", "OPENAI_API_KEY=sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78St90Uv12", "Ab12Cd34Ef56Gh78Ij90"},
@@ -45,9 +45,9 @@ var hardLeaks = []hardLeak{
 	{"url credentials", "psql postgres://app:Sup3rS3cretPassw0rd@db.internal:5432/orders", "Sup3rS3cretPassw0rd"},
 }
 
-// hardPushHub is a hub with one push source ("vault", harness "vault-agent")
+// vaultHub is a hub with one push source ("vault", harness "vault-agent")
 // and a debug log.
-func hardPushHub(t *testing.T) (*hub.Hub, *bytes.Buffer) {
+func vaultHub(t *testing.T) (*hub.Hub, *bytes.Buffer) {
 	t.Helper()
 	var log bytes.Buffer
 	h := hub.New(hub.Options{Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
@@ -62,25 +62,25 @@ func hardPushHub(t *testing.T) (*hub.Hub, *bytes.Buffer) {
 	return h, &log
 }
 
-// hardFit bounds s to n characters, so the operation stays valid and the test
+// fit bounds s to n characters, so the operation stays valid and the test
 // checks redaction rather than a rejection.
-func hardFit(s string, n int) string { return validate.Bound(s, n) }
+func fit(s string, n int) string { return validate.Bound(s, n) }
 
-// TestHardeningRedactionEverywhere publishes each credential in every
+// TestRedactionEverywhere publishes each credential in every
 // display text (snapshot title, model, waitingFor, subagent type and
 // title; event title, prompt text, reason, summary, name; diagnostic
 // message), through the publish operations, and checks that neither
 // GET-style reads, stream records (initial and live), diagnostics nor the
 // debug log carry the secret.
-func TestHardeningRedactionEverywhere(t *testing.T) {
+func TestRedactionEverywhere(t *testing.T) {
 	t.Parallel()
-	for _, lk := range hardLeaks {
+	for _, lk := range leaks {
 		t.Run(lk.name, func(t *testing.T) {
 			t.Parallel()
-			h, log := hardPushHub(t)
+			h, log := vaultHub(t)
 			sub := h.Subscribe(0, false, agentbridge.Filter{})
 			defer sub.Close()
-			text := func(n int) string { return hardFit(lk.text, n) }
+			text := func(n int) string { return fit(lk.text, n) }
 			snap := agentbridge.Snapshot{ID: "s-1", Harness: "vault-agent", Status: agentbridge.StatusWaiting,
 				Title: text(validate.MaxTitle), Model: text(validate.MaxModel), WaitingFor: text(validate.MaxWaitingFor),
 				Subagents: []agentbridge.Subagent{{ID: "a-1", Type: text(validate.MaxSubagentType), Title: text(validate.MaxTitle), Status: agentbridge.SubagentRunning}}}
@@ -141,12 +141,12 @@ func TestHardeningRedactionEverywhere(t *testing.T) {
 	}
 }
 
-// TestHardeningRedactionOfRejectedInput: an operation the hub refuses must
+// TestRedactionOfRejectedInput: an operation the hub refuses must
 // not echo the credential in its issues either.
-func TestHardeningRedactionOfRejectedInput(t *testing.T) {
+func TestRedactionOfRejectedInput(t *testing.T) {
 	t.Parallel()
-	h, log := hardPushHub(t)
-	for _, lk := range hardLeaks {
+	h, log := vaultHub(t)
+	for _, lk := range leaks {
 		bad := agentbridge.Snapshot{ID: "s-1", Harness: "vault-agent", Status: "sleeping", Title: strings.Repeat(lk.text+" ", 20)}
 		err := h.Publish("vault", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: bad}})
 		if err == nil {

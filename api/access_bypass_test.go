@@ -17,65 +17,65 @@ import (
 	"github.com/agentbridge/agentbridge/internal/testenv"
 )
 
-// TestHostileCookieIsNotTheToken: the dashboard's cookie is a credential
+// TestCookieIsNotTheToken: the dashboard's cookie is a credential
 // derived from the token, never the token itself; the token presented as a
 // cookie is refused, the cookie presented as a bearer token is refused, and
 // rotating the token revokes the cookie.
-func TestHostileCookieIsNotTheToken(t *testing.T) {
+func TestCookieIsNotTheToken(t *testing.T) {
 	t.Parallel()
-	f := newHardFixture(t, nil)
-	resp, _ := f.send(t, hardRoute{"GET", "/?token=" + url.QueryEscape(hardToken), ""}, nil)
+	f := newNetFixture(t, nil)
+	resp, _ := f.send(t, apiRoute{"GET", "/?token=" + url.QueryEscape(accessToken), ""}, nil)
 	cs := resp.Cookies()
 	if resp.StatusCode != http.StatusSeeOther || len(cs) != 1 {
 		t.Fatalf("GET /?token=: %d with cookies %v, want 303 and one cookie", resp.StatusCode, cs)
 	}
 	c := cs[0]
-	if c.Value == hardToken || strings.Contains(c.Value, hardToken) || strings.Contains(resp.Header.Get("Set-Cookie"), hardToken) {
+	if c.Value == accessToken || strings.Contains(c.Value, accessToken) || strings.Contains(resp.Header.Get("Set-Cookie"), accessToken) {
 		t.Fatalf("the cookie carries the token: %q", resp.Header.Get("Set-Cookie"))
 	}
-	if c.Value != api.SessionCookie(hardToken) {
+	if c.Value != api.SessionCookie(accessToken) {
 		t.Errorf("cookie %q, want SessionCookie(token)", c.Value)
 	}
-	route := hardRoute{"GET", "/v1/sources", ""}
+	route := apiRoute{"GET", "/v1/sources", ""}
 	if resp, body := f.send(t, route, map[string]string{"Cookie": c.Name + "=" + c.Value}); resp.StatusCode != 200 {
 		t.Fatalf("the cookie is refused: %d %s", resp.StatusCode, body)
 	}
-	f.wantRefused(t, route, map[string]string{"Cookie": c.Name + "=" + hardToken}, 401, "unauthorized")
+	f.wantRefused(t, route, map[string]string{"Cookie": c.Name + "=" + accessToken}, 401, "unauthorized")
 	f.wantRefused(t, route, map[string]string{"Authorization": "Bearer " + c.Value}, 401, "unauthorized")
 
 	// The same token gives the same cookie after a restart; another token
 	// (rotated) does not accept it.
-	again := newHardFixture(t, nil)
+	again := newNetFixture(t, nil)
 	if resp, body := again.send(t, route, map[string]string{"Cookie": api.CookieName(again.port) + "=" + c.Value}); resp.StatusCode != 200 {
 		t.Errorf("the cookie is refused by a restarted bridge with the same token: %d %s", resp.StatusCode, body)
 	}
-	rotated := newHardFixture(t, func(s *api.Server) { s.Token = hardToken + "-rotated" })
+	rotated := newNetFixture(t, func(s *api.Server) { s.Token = accessToken + "-rotated" })
 	rotated.wantRefused(t, route, map[string]string{"Cookie": api.CookieName(rotated.port) + "=" + c.Value}, 401, "unauthorized")
-	if api.SessionCookie("a") == api.SessionCookie("b") || api.SessionCookie(hardToken) == "" {
+	if api.SessionCookie("a") == api.SessionCookie("b") || api.SessionCookie(accessToken) == "" {
 		t.Errorf("SessionCookie does not depend on the token")
 	}
 }
 
-// TestHostileNoRedirectLeavesTheOrigin: trading the token for the cookie
+// TestNoRedirectLeavesTheOrigin: trading the token for the cookie
 // redirects to a path of the bridge itself, whatever the request path
 // looks like, with auth on and off.
-func TestHostileNoRedirectLeavesTheOrigin(t *testing.T) {
+func TestNoRedirectLeavesTheOrigin(t *testing.T) {
 	t.Parallel()
-	on := newHardFixture(t, nil)
-	off := newHardFixture(t, func(s *api.Server) { s.Token = "" })
+	on := newNetFixture(t, nil)
+	off := newNetFixture(t, func(s *api.Server) { s.Token = "" })
 	for _, p := range []string{
 		"//evil.com/", "//evil.com", "///evil.com/x", "/\\evil.com/", "/\\/evil.com", "/%5Cevil.com",
 		"/%2F%2Fevil.com/", "/.//evil.com", "/a/..//evil.com", "//evil.com/%2e%2e", "/%09/evil.com", "//evil.com:80@x/",
 	} {
-		for _, f := range []*hardFixture{on, off} {
-			resp, body := f.sendRaw(t, p+"?view=x&token="+url.QueryEscape(hardToken))
+		for _, f := range []*netFixture{on, off} {
+			resp, body := f.sendRaw(t, p+"?view=x&token="+url.QueryEscape(accessToken))
 			if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 				loc := resp.Header.Get("Location")
 				u, err := url.Parse(loc)
 				if err != nil || u.Host != "" || u.Scheme != "" || !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") || strings.Contains(loc, "\\") {
 					t.Errorf("GET %s redirects to %q: off the bridge's origin", p, loc)
 				}
-				if strings.Contains(loc, hardToken) || strings.Contains(body, hardToken) {
+				if strings.Contains(loc, accessToken) || strings.Contains(body, accessToken) {
 					t.Errorf("GET %s: the redirect repeats the token", p)
 				}
 			}
@@ -85,7 +85,7 @@ func TestHostileNoRedirectLeavesTheOrigin(t *testing.T) {
 
 // sendRaw sends GET with a request target exactly as given (no client
 // cleaning), with the fixture's Host, over a fresh connection.
-func (f *hardFixture) sendRaw(t *testing.T, target string) (*http.Response, string) {
+func (f *netFixture) sendRaw(t *testing.T, target string) (*http.Response, string) {
 	t.Helper()
 	return f.rawRequest(t, target, f.host, "")
 }
@@ -93,7 +93,7 @@ func (f *hardFixture) sendRaw(t *testing.T, target string) (*http.Response, stri
 // rawRequest sends GET with the request target, Host and extra header
 // lines exactly as given (no client normalises them) over a fresh
 // connection, and returns the answer with its body (at most 1 MiB).
-func (f *hardFixture) rawRequest(t *testing.T, target, host, extra string) (*http.Response, string) {
+func (f *netFixture) rawRequest(t *testing.T, target, host, extra string) (*http.Response, string) {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", f.host, time.Minute)
 	if err != nil {
@@ -123,7 +123,7 @@ func openFDs(t *testing.T) int {
 
 // stalledPost sends the headers of a POST that declares a body and never
 // sends it, and returns the connection.
-func (f *hardFixture) stalledPost(t *testing.T, auth bool) net.Conn {
+func (f *netFixture) stalledPost(t *testing.T, auth bool) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", f.host, time.Minute)
 	if err != nil {
@@ -131,7 +131,7 @@ func (f *hardFixture) stalledPost(t *testing.T, auth bool) net.Conn {
 	}
 	h := ""
 	if auth {
-		h = "Authorization: Bearer " + hardToken + "\r\n"
+		h = "Authorization: Bearer " + accessToken + "\r\n"
 	}
 	fmt.Fprintf(c, "POST /v1/sources/example-push/publish HTTP/1.1\r\nHost: %s\r\n%sContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"op\":", f.host, h)
 	return c
@@ -156,14 +156,14 @@ func answeredAndClosed(t *testing.T, c net.Conn, limit time.Duration) int {
 	return resp.StatusCode
 }
 
-// TestHostileStalledBodies: a POST that declares a body and never sends it
+// TestStalledBodies: a POST that declares a body and never sends it
 // is answered at once when it is refused (no token) and its connection
 // closed, instead of being held while the server waits to drain the body;
 // with the token, the body's deadline answers 408. A hundred of them at
 // once leave no descriptors behind, and the bridge keeps answering.
-func TestHostileStalledBodies(t *testing.T) {
+func TestStalledBodies(t *testing.T) {
 	t.Parallel()
-	f := newHardFixture(t, func(s *api.Server) { s.BodyTimeout = 500 * time.Millisecond })
+	f := newNetFixture(t, func(s *api.Server) { s.BodyTimeout = 500 * time.Millisecond })
 
 	c := f.stalledPost(t, false)
 	if st := answeredAndClosed(t, c, time.Minute); st != 401 {
@@ -197,7 +197,7 @@ func TestHostileStalledBodies(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if resp, body := f.send(t, hardRoute{"GET", "/v1/sources", ""}, okHeaders(nil)); resp.StatusCode != 200 {
+	if resp, body := f.send(t, apiRoute{"GET", "/v1/sources", ""}, okHeaders(nil)); resp.StatusCode != 200 {
 		t.Errorf("after 100 stalled POSTs: GET /v1/sources %d %s", resp.StatusCode, body)
 	}
 	deadline := time.Now().Add(time.Minute)
@@ -209,11 +209,11 @@ func TestHostileStalledBodies(t *testing.T) {
 	}
 }
 
-// TestHostileBodyKeepsTheConnection: a body read to its end keeps the
+// TestBodyKeepsTheConnection: a body read to its end keeps the
 // connection for the next request (the guard does not cost keep-alive).
-func TestHostileBodyKeepsTheConnection(t *testing.T) {
+func TestBodyKeepsTheConnection(t *testing.T) {
 	t.Parallel()
-	f := newHardFixture(t, nil)
+	f := newNetFixture(t, nil)
 	c, err := net.DialTimeout("tcp", f.host, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestHostileBodyKeepsTheConnection(t *testing.T) {
 	br := bufio.NewReader(c)
 	body := `{"id":"s-1","harness":"example-agent","status":"idle"}`
 	for i := range 3 {
-		fmt.Fprintf(c, "POST /v1/validate/snapshot HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", f.host, hardToken, len(body), body)
+		fmt.Fprintf(c, "POST /v1/validate/snapshot HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", f.host, accessToken, len(body), body)
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
 			t.Fatalf("request %d on one connection: %v", i, err)
@@ -243,9 +243,9 @@ func TestHostileBodyKeepsTheConnection(t *testing.T) {
 // token in a cookie, still signs nothing in.
 func TestCookieFromAnotherPortCannotSignOut(t *testing.T) {
 	t.Parallel()
-	f := newHardFixture(t, nil)
-	name, good := api.CookieName(f.port), api.SessionCookie(hardToken)
-	route := hardRoute{"GET", "/v1/sources", ""}
+	f := newNetFixture(t, nil)
+	name, good := api.CookieName(f.port), api.SessionCookie(accessToken)
+	route := apiRoute{"GET", "/v1/sources", ""}
 	for _, tc := range []struct {
 		cookie string
 		ok     bool
@@ -254,7 +254,7 @@ func TestCookieFromAnotherPortCannotSignOut(t *testing.T) {
 		{name + "=" + good + "; " + name + "=junk", true},
 		{name + "=; " + name + "=" + good, true},
 		{name + "=junk", false},
-		{name + "=junk; " + name + "=" + hardToken, false},
+		{name + "=junk; " + name + "=" + accessToken, false},
 		{"agentbridge_1=" + good, false}, // another port's name
 	} {
 		resp, body := f.send(t, route, map[string]string{"Cookie": tc.cookie})
@@ -266,9 +266,9 @@ func TestCookieFromAnotherPortCannotSignOut(t *testing.T) {
 
 // rawGet sends a GET with the token, the Host and extra header lines
 // exactly as given, and returns the status and body.
-func (f *hardFixture) rawGet(t *testing.T, target, host, extra string) (int, string) {
+func (f *netFixture) rawGet(t *testing.T, target, host, extra string) (int, string) {
 	t.Helper()
-	resp, body := f.rawRequest(t, target, host, "Authorization: Bearer "+hardToken+"\r\n"+extra)
+	resp, body := f.rawRequest(t, target, host, "Authorization: Bearer "+accessToken+"\r\n"+extra)
 	return resp.StatusCode, body
 }
 
@@ -280,7 +280,7 @@ func (f *hardFixture) rawGet(t *testing.T, target, host, extra string) (int, str
 // refused reaches nothing.
 func TestHostAndOriginSpellings(t *testing.T) {
 	t.Parallel()
-	f := newHardFixture(t, nil)
+	f := newNetFixture(t, nil)
 	p := f.port
 	for _, tc := range []struct {
 		host string
@@ -346,8 +346,8 @@ func TestHostAndOriginSpellings(t *testing.T) {
 // answer (body, Location, cookie) carries it.
 func TestTokenInURLForms(t *testing.T) {
 	t.Parallel()
-	f := newHardFixture(t, nil)
-	tok := url.QueryEscape(hardToken)
+	f := newNetFixture(t, nil)
+	tok := url.QueryEscape(accessToken)
 	for _, tc := range []struct {
 		target string
 		cookie bool
@@ -369,12 +369,12 @@ func TestTokenInURLForms(t *testing.T) {
 			t.Errorf("GET %s: %d, cookie set %v, want %v", tc.target, resp.StatusCode, got, tc.cookie)
 		}
 		for what, s := range map[string]string{"body": b, "Location": resp.Header.Get("Location"), "Set-Cookie": resp.Header.Get("Set-Cookie")} {
-			if strings.Contains(s, hardToken) {
+			if strings.Contains(s, accessToken) {
 				t.Errorf("GET %s: the %s carries the token", tc.target, what)
 			}
 		}
 	}
-	if strings.Contains(f.logs.String(), hardToken) {
+	if strings.Contains(f.logs.String(), accessToken) {
 		t.Errorf("the log carries the token:\n%s", f.logs.String())
 	}
 }

@@ -27,32 +27,32 @@ import (
 // <home>/sessions/<id>.jsonl) over the shared tailer and check, for each
 // fault, the diagnostic, the recovery and the snapshots at the end.
 
-// hardJournalLines is a short live session: started, then a turn running.
-func hardJournalLines(title string) string {
+// journalLines is a short live session: started, then a turn running.
+func journalLines(title string) string {
 	ts := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
 	return fmt.Sprintf(`{"type":"session","ts":%q,"title":%q,"model":"example-large-2","cwd":"/work/shop"}`+"\n"+
 		`{"type":"prompt","ts":%q,"turnId":"turn-1","text":"go on"}`+"\n", ts, title, ts)
 }
 
-func hardWriteJournal(t *testing.T, home, id, title string) {
+func writeJournal(t *testing.T, home, id, title string) {
 	t.Helper()
 	dir := example.SessionsDir(home)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), []byte(hardJournalLines(title)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), []byte(journalLines(title)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// hardRunExample runs the example source on home until the test ends.
-func hardRunExample(t *testing.T, home string) *sourcestest.Hub {
+// runExample runs the example source on home until the test ends.
+func runExample(t *testing.T, home string) *sourcestest.Hub {
 	t.Helper()
-	return hardRunExampleWith(t, example.Config{Home: home, Window: -1})
+	return runExampleWith(t, example.Config{Home: home, Window: -1})
 }
 
-// hardRunExampleWith runs the example source with cfg until the test ends.
-func hardRunExampleWith(t *testing.T, cfg example.Config) *sourcestest.Hub {
+// runExampleWith runs the example source with cfg until the test ends.
+func runExampleWith(t *testing.T, cfg example.Config) *sourcestest.Hub {
 	t.Helper()
 	h := sourcestest.New()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -76,7 +76,7 @@ func hardRunExampleWith(t *testing.T, cfg example.Config) *sourcestest.Hub {
 	return h
 }
 
-func hardIds(h *sourcestest.Hub) []string {
+func sessionIDs(h *sourcestest.Hub) []string {
 	var out []string
 	for _, s := range h.Snapshots() {
 		out = append(out, s.ID)
@@ -84,11 +84,11 @@ func hardIds(h *sourcestest.Hub) []string {
 	return out
 }
 
-func hardHasIDs(want ...string) func(h *sourcestest.Hub) bool {
-	return func(h *sourcestest.Hub) bool { return slices.Equal(hardIds(h), want) }
+func hasIDs(want ...string) func(h *sourcestest.Hub) bool {
+	return func(h *sourcestest.Hub) bool { return slices.Equal(sessionIDs(h), want) }
 }
 
-func hardCodes(h *sourcestest.Hub) []string {
+func diagCodes(h *sourcestest.Hub) []string {
 	var out []string
 	for _, d := range h.Diagnostics() {
 		out = append(out, d.Code)
@@ -96,12 +96,12 @@ func hardCodes(h *sourcestest.Hub) []string {
 	return out
 }
 
-func hardHasCode(code string) func(h *sourcestest.Hub) bool {
-	return func(h *sourcestest.Hub) bool { return slices.Contains(hardCodes(h), code) }
+func hasCode(code string) func(h *sourcestest.Hub) bool {
+	return func(h *sourcestest.Hub) bool { return slices.Contains(diagCodes(h), code) }
 }
 
-// hardNoPaths checks that no diagnostic message names a path under root.
-func hardNoPaths(t *testing.T, h *sourcestest.Hub, root string) {
+// noPaths checks that no diagnostic message names a path under root.
+func noPaths(t *testing.T, h *sourcestest.Hub, root string) {
 	t.Helper()
 	for _, d := range h.Diagnostics() {
 		if strings.Contains(d.Message, root) || strings.Contains(d.Message, "/") && strings.Contains(d.Message, ".jsonl") {
@@ -110,19 +110,19 @@ func hardNoPaths(t *testing.T, h *sourcestest.Hub, root string) {
 	}
 }
 
-func TestHardeningHomeMissingAtStartCreatedLater(t *testing.T) {
+func TestHomeMissingAtStartCreatedLater(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "a", "b", "home") // three levels missing
-	h := hardRunExample(t, home)
-	if got := hardIds(h); len(got) != 0 {
+	h := runExample(t, home)
+	if got := sessionIDs(h); len(got) != 0 {
 		t.Fatalf("sessions %v before the home exists", got)
 	}
-	hardWriteJournal(t, home, "late-1", "created later")
+	writeJournal(t, home, "late-1", "created later")
 	h.WaitFor(t, "the running session of the home created later", func(h *sourcestest.Hub) bool {
 		s, ok := h.Snapshot("late-1")
-		return ok && len(hardIds(h)) == 1 && s.Title == "created later" && s.Status == agentbridge.StatusRunning
+		return ok && len(sessionIDs(h)) == 1 && s.Title == "created later" && s.Status == agentbridge.StatusRunning
 	})
-	if c := hardCodes(h); len(c) != 0 {
+	if c := diagCodes(h); len(c) != 0 {
 		t.Errorf("diagnostics %v for a home that simply did not exist yet, want none", c)
 	}
 	if h.Refused() != 0 {
@@ -130,38 +130,38 @@ func TestHardeningHomeMissingAtStartCreatedLater(t *testing.T) {
 	}
 }
 
-func TestHardeningHomeDeletedAndRecreated(t *testing.T) {
+func TestHomeDeletedAndRecreated(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
-	hardWriteJournal(t, home, "first-1", "first")
-	h := hardRunExample(t, home)
-	h.WaitFor(t, "the first session", hardHasIDs("first-1"))
+	writeJournal(t, home, "first-1", "first")
+	h := runExample(t, home)
+	h.WaitFor(t, "the first session", hasIDs("first-1"))
 	for round := range 3 {
 		if err := os.RemoveAll(home); err != nil {
 			t.Fatal(err)
 		}
-		h.WaitFor(t, fmt.Sprintf("round %d: no session once the home is deleted", round), hardHasIDs())
+		h.WaitFor(t, fmt.Sprintf("round %d: no session once the home is deleted", round), hasIDs())
 		id := "again-" + strconv.Itoa(round)
-		hardWriteJournal(t, home, id, "again")
-		h.WaitFor(t, fmt.Sprintf("round %d: the session of the recreated home", round), hardHasIDs(id))
+		writeJournal(t, home, id, "again")
+		h.WaitFor(t, fmt.Sprintf("round %d: the session of the recreated home", round), hasIDs(id))
 	}
 	if h.Refused() != 0 {
 		t.Errorf("the hub refused %d calls", h.Refused())
 	}
-	hardNoPaths(t, h, home)
+	noPaths(t, h, home)
 }
 
-// TestHardeningJournalDirUnreadable: the journal directory becomes
+// TestJournalDirUnreadable: the journal directory becomes
 // unreadable. Root ignores permission bits, so as root the directory is
 // replaced by a regular file of the same name (open(2) of it as a directory
 // fails the way an unreadable one does); as another user it is chmod 000.
-func TestHardeningJournalDirUnreadable(t *testing.T) {
+func TestJournalDirUnreadable(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	dir := example.SessionsDir(home)
-	hardWriteJournal(t, home, "ok-1", "readable")
-	h := hardRunExample(t, home)
-	h.WaitFor(t, "the session", hardHasIDs("ok-1"))
+	writeJournal(t, home, "ok-1", "readable")
+	h := runExample(t, home)
+	h.WaitFor(t, "the session", hasIDs("ok-1"))
 
 	want := sources.CodeRootNotDir
 	if os.Geteuid() == 0 {
@@ -186,9 +186,9 @@ func TestHardeningJournalDirUnreadable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.WaitFor(t, "the diagnostic "+want, hardHasCode(want))
-	h.WaitFor(t, "no session from the unreadable directory", hardHasIDs())
-	hardNoPaths(t, h, home)
+	h.WaitFor(t, "the diagnostic "+want, hasCode(want))
+	h.WaitFor(t, "no session from the unreadable directory", hasIDs())
+	noPaths(t, h, home)
 
 	// Readable again: recovered without a restart.
 	if os.Geteuid() == 0 {
@@ -200,33 +200,33 @@ func TestHardeningJournalDirUnreadable(t *testing.T) {
 		os.Rename(dir, dir+".x")
 		os.Rename(dir+".x", dir)
 	}
-	hardWriteJournal(t, home, "back-1", "readable again")
+	writeJournal(t, home, "back-1", "readable again")
 	back := []string{"back-1", "ok-1"}
 	if os.Geteuid() == 0 {
 		back = back[:1] // the old journal went with the directory
 	}
-	h.WaitFor(t, "the session once the directory is readable again", hardHasIDs(back...))
+	h.WaitFor(t, "the session once the directory is readable again", hasIDs(back...))
 }
 
-// TestHardeningFIFOJournal: a FIFO named like a journal must not block the
+// TestFIFOJournal: a FIFO named like a journal must not block the
 // source (open(2) of a FIFO blocks until a writer appears); the other
 // journals keep updating.
-func TestHardeningFIFOJournal(t *testing.T) {
+func TestFIFOJournal(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
-	hardWriteJournal(t, home, "ok-1", "regular")
+	writeJournal(t, home, "ok-1", "regular")
 	if err := syscall.Mkfifo(filepath.Join(example.SessionsDir(home), "fifo-1.jsonl"), 0o600); err != nil {
 		testenv.Missing(t, "mkfifo: %v", err)
 	}
-	h := hardRunExample(t, home)
-	h.WaitFor(t, "the regular session", hardHasIDs("ok-1"))
-	hardWriteJournal(t, home, "ok-2", "written after the FIFO")
-	h.WaitFor(t, "the session written after the FIFO", hardHasIDs("ok-1", "ok-2"))
+	h := runExample(t, home)
+	h.WaitFor(t, "the regular session", hasIDs("ok-1"))
+	writeJournal(t, home, "ok-2", "written after the FIFO")
+	h.WaitFor(t, "the session written after the FIFO", hasIDs("ok-1", "ok-2"))
 }
 
-// hardSetSysctl writes v to a /proc/sys file and returns the old value and a
+// setSysctl writes v to a /proc/sys file and returns the old value and a
 // restore function; it skips the test when the file cannot be written.
-func hardSetSysctl(t *testing.T, path string, v int) (restore func()) {
+func setSysctl(t *testing.T, path string, v int) (restore func()) {
 	t.Helper()
 	old, err := os.ReadFile(path)
 	if err != nil {
@@ -260,7 +260,7 @@ func inotifyFDs() int {
 	return n
 }
 
-// TestHardeningInotifyOverflow drives a real IN_Q_OVERFLOW. The kernel
+// TestInotifyOverflow drives a real IN_Q_OVERFLOW. The kernel
 // fixes an inotify instance's queue size when the instance is made, so
 // fs.inotify.max_queued_events (machine-wide) is lowered to 8 only until
 // the tailer's instance exists — about a millisecond, watched through
@@ -268,7 +268,7 @@ func inotifyFDs() int {
 // that makes an instance in that window would merely rescan after an
 // overflow. Then journals are written in bursts of 400 until the tailer
 // reports file-events-lost; it must rescan and end with every session.
-func TestHardeningInotifyOverflow(t *testing.T) {
+func TestInotifyOverflow(t *testing.T) {
 	// Not parallel: no other tailer of this process may start meanwhile.
 	const path = "/proc/sys/fs/inotify/max_queued_events"
 	home := filepath.Join(t.TempDir(), "home")
@@ -276,7 +276,7 @@ func TestHardeningInotifyOverflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := inotifyFDs()
-	restore := hardSetSysctl(t, path, 8)
+	restore := setSysctl(t, path, 8)
 	restored := make(chan struct{})
 	go func() {
 		defer close(restored)
@@ -286,41 +286,41 @@ func TestHardeningInotifyOverflow(t *testing.T) {
 		}
 		restore()
 	}()
-	h := hardRunExample(t, home)
+	h := runExample(t, home)
 	<-restored
 
 	var want []string
-	for round := 0; round < 10 && !hardHasCode(sources.CodeEventsLost)(h); round++ {
+	for round := 0; round < 10 && !hasCode(sources.CodeEventsLost)(h); round++ {
 		for i := range 400 {
 			id := fmt.Sprintf("burst-%d-%03d", round, i)
 			want = append(want, id)
-			hardWriteJournal(t, home, id, "burst")
+			writeJournal(t, home, id, "burst")
 		}
 	}
-	h.WaitFor(t, "the diagnostic "+sources.CodeEventsLost, hardHasCode(sources.CodeEventsLost))
-	h.WaitFor(t, "every session after the rescan", func(h *sourcestest.Hub) bool { return slices.Equal(hardIds(h), want) })
+	h.WaitFor(t, "the diagnostic "+sources.CodeEventsLost, hasCode(sources.CodeEventsLost))
+	h.WaitFor(t, "every session after the rescan", func(h *sourcestest.Hub) bool { return slices.Equal(sessionIDs(h), want) })
 	if h.Resets() < 2 {
 		t.Errorf("%d resets, want a new one after the overflow", h.Resets())
 	}
 	// Following goes on after the rebuild.
-	hardWriteJournal(t, home, "zz-after", "after the overflow")
-	h.WaitFor(t, "a session written after the overflow", func(h *sourcestest.Hub) bool { return len(hardIds(h)) == len(want)+1 })
-	hardNoPaths(t, h, home)
+	writeJournal(t, home, "zz-after", "after the overflow")
+	h.WaitFor(t, "a session written after the overflow", func(h *sourcestest.Hub) bool { return len(sessionIDs(h)) == len(want)+1 })
+	noPaths(t, h, home)
 	t.Logf("%d journals written; %d resets", len(want), h.Resets())
 }
 
-const hardWatchLimitChildEnv = "HARDENING_WATCH_LIMIT_CHILD"
+const watchLimitChildEnv = "TEST_WATCH_LIMIT_CHILD"
 
-// TestHardeningWatchLimit runs TestHardeningWatchLimitChild in a child user
+// TestWatchLimit runs TestWatchLimitChild in a child user
 // namespace whose inotify watch limit (/proc/sys/user/max_inotify_watches,
 // per user namespace) is 0, so nothing else on the machine is affected.
-func TestHardeningWatchLimit(t *testing.T) {
+func TestWatchLimit(t *testing.T) {
 	t.Parallel()
-	if os.Getenv(hardWatchLimitChildEnv) != "" {
+	if os.Getenv(watchLimitChildEnv) != "" {
 		t.Skip("running as the child")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHardeningWatchLimitChild$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), hardWatchLimitChildEnv+"=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWatchLimitChild$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), watchLimitChildEnv+"=1")
 	cmd.SysProcAttr = newUserNamespace(t)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
@@ -330,37 +330,37 @@ func TestHardeningWatchLimit(t *testing.T) {
 	if strings.Contains(string(out), "SKIP-WATCH-LIMIT") {
 		testenv.Missing(t, "child could not lower its watch limit:\n%s", out)
 	}
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestHardeningWatchLimitChild") {
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestWatchLimitChild") {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
 	t.Logf("child:\n%s", out)
 }
 
-// TestHardeningWatchLimitChild is the child of TestHardeningWatchLimit.
-func TestHardeningWatchLimitChild(t *testing.T) {
-	if os.Getenv(hardWatchLimitChildEnv) == "" {
-		t.Skip("runs only as the child of TestHardeningWatchLimit")
+// TestWatchLimitChild is the child of TestWatchLimit.
+func TestWatchLimitChild(t *testing.T) {
+	if os.Getenv(watchLimitChildEnv) == "" {
+		t.Skip("runs only as the child of TestWatchLimit")
 	}
 	if err := os.WriteFile("/proc/sys/user/max_inotify_watches", []byte("0"), 0o644); err != nil {
 		fmt.Println("SKIP-WATCH-LIMIT", err)
 		t.Skip(err)
 	}
 	home := filepath.Join(t.TempDir(), "home")
-	hardWriteJournal(t, home, "seen-1", "scanned without a watch")
-	h := hardRunExample(t, home)
-	h.WaitFor(t, "the diagnostic "+sources.CodeWatchLimit, hardHasCode(sources.CodeWatchLimit))
+	writeJournal(t, home, "seen-1", "scanned without a watch")
+	h := runExample(t, home)
+	h.WaitFor(t, "the diagnostic "+sources.CodeWatchLimit, hasCode(sources.CodeWatchLimit))
 	for _, d := range h.Diagnostics() {
 		if d.Code == sources.CodeWatchLimit && !strings.Contains(d.Message, "max_user_watches") {
 			t.Errorf("watch-limit message %q does not say which sysctl to raise", d.Message)
 		}
 	}
-	hardNoPaths(t, h, home)
-	t.Logf("sessions with no watch: %v; diagnostics %v", hardIds(h), hardCodes(h))
+	noPaths(t, h, home)
+	t.Logf("sessions with no watch: %v; diagnostics %v", sessionIDs(h), diagCodes(h))
 }
 
-// hardCopyTree copies the directory tree src to dst (which must not exist)
+// copyTree copies the directory tree src to dst (which must not exist)
 // in one go, like an agent's first start making several levels at once.
-func hardCopyTree(t *testing.T, src, dst string) {
+func copyTree(t *testing.T, src, dst string) {
 	t.Helper()
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -382,13 +382,13 @@ func hardCopyTree(t *testing.T, src, dst string) {
 	}
 }
 
-// TestHardeningClaudeHomeLifecycle runs the Claude Code source on a
+// TestClaudeHomeLifecycle runs the Claude Code source on a
 // configuration directory that does not exist at start, is then created
 // with a nested projects tree at once (the mkdir -p race of inotify),
 // deleted and created again: each time the session of the fixture
 // (claudecode/testdata/home, see its SOURCES.md) comes back complete, with
 // its subagent.
-func TestHardeningClaudeHomeLifecycle(t *testing.T) {
+func TestClaudeHomeLifecycle(t *testing.T) {
 	t.Parallel()
 	fixture := filepath.Join("claudecode", "testdata", "home")
 	const id = "0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f"
@@ -411,19 +411,19 @@ func TestHardeningClaudeHomeLifecycle(t *testing.T) {
 	h.WaitFor(t, "the first reset", func(h *sourcestest.Hub) bool { return h.Resets() >= 1 })
 	complete := func(h *sourcestest.Hub) bool {
 		s, ok := h.Snapshot(id)
-		return ok && len(hardIds(h)) == 1 && s.Title == "Delegate a repo search to a subagent" &&
+		return ok && len(sessionIDs(h)) == 1 && s.Title == "Delegate a repo search to a subagent" &&
 			s.Status == agentbridge.StatusRunning && len(s.Subagents) == 1
 	}
 	for round := range 3 {
-		hardCopyTree(t, fixture, home)
+		copyTree(t, fixture, home)
 		h.WaitFor(t, fmt.Sprintf("round %d: the fixture's session with its subagent", round), complete)
 		if err := os.RemoveAll(home); err != nil {
 			t.Fatal(err)
 		}
-		h.WaitFor(t, fmt.Sprintf("round %d: no session once the home is deleted", round), hardHasIDs())
+		h.WaitFor(t, fmt.Sprintf("round %d: no session once the home is deleted", round), hasIDs())
 	}
 	if h.Refused() != 0 {
 		t.Errorf("the hub refused %d calls", h.Refused())
 	}
-	hardNoPaths(t, h, home)
+	noPaths(t, h, home)
 }

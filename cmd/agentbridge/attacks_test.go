@@ -22,8 +22,8 @@ import (
 	"github.com/agentbridge/agentbridge/internal/testenv"
 )
 
-// hostileJournal is a short live session of the example agent in cwd.
-func hostileJournal(title, cwd string) string {
+// exampleJournal is a short live session of the example agent in cwd.
+func exampleJournal(title, cwd string) string {
 	ts := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
 	return fmt.Sprintf(`{"type":"session","ts":%q,"title":%q,"model":"example-large-2","cwd":%q}`+"\n"+
 		`{"type":"prompt","ts":%q,"turnId":"turn-1","text":"go on"}`+"\n", ts, title, cwd, ts)
@@ -44,11 +44,11 @@ func sparseFile(t *testing.T, p string, size int64) {
 	f.Close()
 }
 
-// hostileHome puts, under home, every attack on the files the bridge reads
+// attackedHome puts, under home, every attack on the files the bridge reads
 // that an agent running as the user could mount, and returns the example
 // agent's home and the directory of a repository (a session in another
 // directory, whose .git is a FIFO, is not of it).
-func hostileHome(t *testing.T, home string) (exHome, repo string) {
+func attackedHome(t *testing.T, home string) (exHome, repo string) {
 	t.Helper()
 	exHome = filepath.Join(home, "example")
 	sessions := filepath.Join(exHome, "sessions")
@@ -56,7 +56,7 @@ func hostileHome(t *testing.T, home string) (exHome, repo string) {
 	// 24 journals each ending in an 8 MiB line without end.
 	frag := strings.Repeat("x", 8<<20-64)
 	for i := range 24 {
-		must(t, os.WriteFile(filepath.Join(sessions, fmt.Sprintf("frag-%02d.jsonl", i)), []byte(hostileJournal("frag", "/work/frag")+frag), 0o600))
+		must(t, os.WriteFile(filepath.Join(sessions, fmt.Sprintf("frag-%02d.jsonl", i)), []byte(exampleJournal("frag", "/work/frag")+frag), 0o600))
 	}
 	// A 16 GiB sparse journal, a FIFO journal, a journal linked to /dev/zero.
 	sparseFile(t, filepath.Join(sessions, "sparse.jsonl"), 16<<30)
@@ -89,7 +89,7 @@ func hostileHome(t *testing.T, home string) (exHome, repo string) {
 	evilCwd := filepath.Join(home, "evil")
 	must(t, os.MkdirAll(evilCwd, 0o700))
 	must(t, syscall.Mkfifo(filepath.Join(evilCwd, ".git"), 0o600))
-	must(t, os.WriteFile(filepath.Join(sessions, "evil.jsonl"), []byte(hostileJournal("evil cwd", evilCwd)), 0o600))
+	must(t, os.WriteFile(filepath.Join(sessions, "evil.jsonl"), []byte(exampleJournal("evil cwd", evilCwd)), 0o600))
 	// A tampered revision mark.
 	state := filepath.Join(home, ".local", "state", "agentbridge")
 	must(t, os.MkdirAll(state, 0o700))
@@ -112,15 +112,15 @@ func rssKB(t *testing.T) int64 {
 	return 0
 }
 
-// TestHostileEverythingAtOnce: with every attack on the homes in place
-// (see hostileHome), a hundred POSTs that never send their body held open,
+// TestEveryAttackAtOnce: with every attack on the homes in place
+// (see attackedHome), a hundred POSTs that never send their body held open,
 // a 1 MB hostile body, an off-origin redirect attempt and a tampered
 // revision mark, the bridge keeps serving, reports a new session at once,
 // answers project filters (REST, stream and agentbridge sessions
 // --project), and keeps its memory bounded.
-func TestHostileEverythingAtOnce(t *testing.T) {
+func TestEveryAttackAtOnce(t *testing.T) {
 	home := t.TempDir()
-	exHome, repo := hostileHome(t, home)
+	exHome, repo := attackedHome(t, home)
 	base := rssKB(t)
 	env := []string{"HOME=" + home, "EXAMPLE_AGENT_HOME=" + exHome}
 	u, stop, stderr := startServe(t, env, "--listen", "127.0.0.1:0")
@@ -157,7 +157,7 @@ func TestHostileEverythingAtOnce(t *testing.T) {
 
 	// A new session appears and is reported, of the example agent and of
 	// Claude Code.
-	must(t, os.WriteFile(filepath.Join(exHome, "sessions", "fresh.jsonl"), []byte(hostileJournal("fresh", repo)), 0o600))
+	must(t, os.WriteFile(filepath.Join(exHome, "sessions", "fresh.jsonl"), []byte(exampleJournal("fresh", repo)), 0o600))
 	const claudeSID = "7c7c7c7c-0000-4000-8000-0000000000c1"
 	ts := time.Now().UTC().Format(time.RFC3339Nano)
 	must(t, os.WriteFile(filepath.Join(home, ".claude", "projects", "-work-x", claudeSID+".jsonl"),

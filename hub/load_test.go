@@ -21,26 +21,26 @@ import (
 	"github.com/agentbridge/agentbridge/sse"
 )
 
-// hardLoadBridge is a real hub, stream and API over a real listener, with a
+// loadBridge is a real hub, stream and API over a real listener, with a
 // push source "load" (harness "load-agent").
-type hardLoadBridge struct{ *bridgetest.Bridge }
+type loadBridge struct{ *bridgetest.Bridge }
 
-const hardLoadToken = "load-token-0123456789abcdef0123"
+const loadToken = "load-token-0123456789abcdef0123"
 
-func hardNewLoadBridge(t *testing.T, ho hub.Options, so sse.Options) *hardLoadBridge {
+func newLoadBridge(t *testing.T, ho hub.Options, so sse.Options) *loadBridge {
 	t.Helper()
 	load := agentbridge.SourceInfo{ID: "load", DisplayName: "Load", EnvironmentVariables: []string{},
 		Harnesses: []agentbridge.Harness{{ID: "load-agent", DisplayName: "Load Agent"}}}
-	return &hardLoadBridge{bridgetest.Start(t, bridgetest.Options{Push: []agentbridge.SourceInfo{load}, Hub: ho, SSE: so, Token: hardLoadToken,
-		Listener: func(l net.Listener) net.Listener { return hardSmallBufListener{l} }})}
+	return &loadBridge{bridgetest.Start(t, bridgetest.Options{Push: []agentbridge.SourceInfo{load}, Hub: ho, SSE: so, Token: loadToken,
+		Listener: func(l net.Listener) net.Listener { return smallBufListener{l} }})}
 }
 
-// hardSmallBufListener gives accepted connections an 8 KiB send buffer, so a
+// smallBufListener gives accepted connections an 8 KiB send buffer, so a
 // client that stops reading stalls the server's writes after little data
 // instead of after the megabytes loopback autotuning allows.
-type hardSmallBufListener struct{ net.Listener }
+type smallBufListener struct{ net.Listener }
 
-func (l hardSmallBufListener) Accept() (net.Conn, error) {
+func (l smallBufListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetWriteBuffer(8 << 10)
@@ -48,13 +48,13 @@ func (l hardSmallBufListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-func (b *hardLoadBridge) counter(name string) float64 {
+func (b *loadBridge) counter(name string) float64 {
 	mfs, _ := b.Registry.Gather()
 	for _, mf := range mfs {
 		if mf.GetName() == name {
 			var sum float64
 			for _, m := range mf.GetMetric() {
-				sum += hardMetricValue(m)
+				sum += metricValue(m)
 			}
 			return sum
 		}
@@ -62,7 +62,7 @@ func (b *hardLoadBridge) counter(name string) float64 {
 	return 0
 }
 
-func hardMetricValue(m *dto.Metric) float64 {
+func metricValue(m *dto.Metric) float64 {
 	if c := m.GetCounter(); c != nil {
 		return c.GetValue()
 	}
@@ -72,20 +72,20 @@ func hardMetricValue(m *dto.Metric) float64 {
 	return 0
 }
 
-// hardStuckClient opens a stream and never reads it, with a tiny receive
+// stuckClient opens a stream and never reads it, with a tiny receive
 // buffer so that the server's writes stall soon.
-func hardStuckClient(t *testing.T, host string) net.Conn {
+func stuckClient(t *testing.T, host string) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", host, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.(*net.TCPConn).SetReadBuffer(1024)
-	fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", host, hardLoadToken)
+	fmt.Fprintf(c, "GET /v1/events HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", host, loadToken)
 	return c
 }
 
-func hardHeapInUse() uint64 {
+func heapInUse() uint64 {
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
@@ -93,12 +93,12 @@ func hardHeapInUse() uint64 {
 	return ms.HeapInuse
 }
 
-// TestHardeningLoadWithStuckClients: 4 publishers post 2,000 operations
+// TestLoadWithStuckClients: 4 publishers post 2,000 operations
 // over HTTP while 40 stream clients never read and one honest client
 // does. The publishers never wait on the clients, the stuck clients are cut
 // off (their connections closed), memory stays bounded, and the honest
 // client's state ends equal to GET /v1/sessions.
-func TestHardeningLoadWithStuckClients(t *testing.T) {
+func TestLoadWithStuckClients(t *testing.T) {
 	const (
 		publishers = 4
 		perPub     = 500
@@ -106,13 +106,13 @@ func TestHardeningLoadWithStuckClients(t *testing.T) {
 		sessions   = 50 // per publisher
 	)
 	quiet := slog.New(slog.DiscardHandler)
-	b := hardNewLoadBridge(t, hub.Options{QueueSize: 256, Logger: quiet}, sse.Options{BufferSize: 64, WriteTimeout: time.Second, Logger: quiet})
-	base := hardHeapInUse()
+	b := newLoadBridge(t, hub.Options{QueueSize: 256, Logger: quiet}, sse.Options{BufferSize: 64, WriteTimeout: time.Second, Logger: quiet})
+	base := heapInUse()
 	goroutines0 := runtime.NumGoroutine()
 
 	var conns []net.Conn
 	for range stuck {
-		conns = append(conns, hardStuckClient(t, b.Addr))
+		conns = append(conns, stuckClient(t, b.Addr))
 	}
 	// the honest reader resumes at once whenever it is dropped
 	hr := bridgetest.Follow(t, b.Client(), client.FollowOptions{Backoff: client.Backoff{Min: time.Millisecond, Max: time.Millisecond}})
@@ -144,7 +144,7 @@ func TestHardeningLoadWithStuckClients(t *testing.T) {
 					body = fmt.Sprintf(`{"op":"upsert","session":{"id":%q,"harness":"load-agent","status":"running","title":"%s %d"}}`, id, title, i)
 				}
 				req, _ := http.NewRequest("POST", b.URL+"/v1/sources/load/publish", strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+hardLoadToken)
+				req.Header.Set("Authorization", "Bearer "+loadToken)
 				req.Header.Set("Content-Type", "application/json")
 				start := time.Now()
 				resp, err := hc.Do(req)
@@ -212,7 +212,7 @@ func TestHardeningLoadWithStuckClients(t *testing.T) {
 	hr.Converge(t, b.Client(), nil, func([]agentbridge.Entry) bool { return true })
 	hr.Stop()
 
-	grown := int64(hardHeapInUse()) - int64(base)
+	grown := int64(heapInUse()) - int64(base)
 	t.Logf("slowest publish %v; heap grew %d KiB; honest reader connected %d times; %d of %d stuck clients cut off (%v by the hub's queue)",
 		slowest, grown>>10, hr.Record().Resumed+1, cut, stuck, hubCut)
 	if grown > 32<<20 {

@@ -16,9 +16,9 @@ import (
 	"github.com/agentbridge/agentbridge/validate"
 )
 
-// hardJournalSecrets are credentials as an agent's journal would carry them in
+// journalSecrets are credentials as an agent's journal would carry them in
 // display text, with the part that must not come out.
-var hardJournalSecrets = []struct{ name, text, secret string }{
+var journalSecrets = []struct{ name, text, secret string }{
 	{"anthropic key", "set ANTHROPIC_API_KEY=sk-ant-api03-Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lz_Xc-Vb9Nm8Qw7Er6Ty5-AA", "Zx9Qw8Er7Ty6Ui5Op4As3"},
 	{"openai key", "try sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78St90Uv12", "Ab12Cd34Ef56Gh78Ij90"},
 	{"github token", "push with ghp_R4nd0mT0k3nV4lu3F0rT3st1ngPurp0s3s", "R4nd0mT0k3nV4lu3F0rT3st"},
@@ -30,11 +30,11 @@ var hardJournalSecrets = []struct{ name, text, secret string }{
 	{"token pair", "token=7f3a9c2e5b8d1f4a6c9e2b5d8f1a4c7e", "7f3a9c2e5b8d1f4a6c9e2b5d"},
 }
 
-// TestHardeningJournalRedaction writes each credential into every display
+// TestJournalRedaction writes each credential into every display
 // field of an example journal (session title, prompt, tool name, approval
 // reason, summary, subagent title and type) and checks that no event,
 // snapshot, diagnostic or debug log line of the source carries it.
-func TestHardeningJournalRedaction(t *testing.T) {
+func TestJournalRedaction(t *testing.T) {
 	t.Parallel()
 	home := filepath.Join(t.TempDir(), "home")
 	dir := example.SessionsDir(home)
@@ -43,7 +43,7 @@ func TestHardeningJournalRedaction(t *testing.T) {
 	}
 	ts := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
 	var want []string
-	for i, s := range hardJournalSecrets {
+	for i, s := range journalSecrets {
 		q := func(v string) string { b, _ := json.Marshal(v); return string(b) }
 		lines := []string{
 			`{"type":"session","ts":"` + ts + `","title":` + q(s.text) + `,"model":"m","cwd":"/work/x"}`,
@@ -64,9 +64,9 @@ func TestHardeningJournalRedaction(t *testing.T) {
 	}
 	var log testlog.Buffer
 	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h := hardRunExampleWith(t, example.Config{Home: home, Window: -1, Logger: logger})
+	h := runExampleWith(t, example.Config{Home: home, Window: -1, Logger: logger})
 	h.WaitFor(t, "every session with its waiting reason", func(h *sourcestest.Hub) bool {
-		if len(hardIds(h)) != len(want) {
+		if len(sessionIDs(h)) != len(want) {
 			return false
 		}
 		for _, s := range h.Snapshots() {
@@ -85,7 +85,7 @@ func TestHardeningJournalRedaction(t *testing.T) {
 		t.Fatalf("no %s in the output: the journals were not read", validate.Redacted)
 	}
 	logText := log.String()
-	for _, s := range hardJournalSecrets {
+	for _, s := range journalSecrets {
 		for where, text := range map[string]string{"events, snapshots and diagnostics": out.String(), "debug log": logText} {
 			if i := strings.Index(text, s.secret); i >= 0 {
 				t.Errorf("%s: the %s carry the secret: …%s…", s.name, where, text[max(0, i-60):min(len(text), i+60)])

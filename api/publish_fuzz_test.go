@@ -30,14 +30,14 @@ func FuzzPublishEndpoint(f *testing.F) {
 			t.Fatal(err)
 		}
 		const addr = "127.0.0.1:7391"
-		s := &api.Server{Hub: h, Addr: addr, Token: hardToken, OpenAPI: []byte("openapi: 3.0.3\n"),
+		s := &api.Server{Hub: h, Addr: addr, Token: accessToken, OpenAPI: []byte("openapi: 3.0.3\n"),
 			Events: api.EventsFunc(func(http.ResponseWriter, *http.Request, agentbridge.Filter) {})}
 		handler := s.Handler()
 		rev0, before := h.Sessions(agentbridge.Filter{})
 		diags0 := len(h.Diagnostics())
 
 		req := httptest.NewRequest("POST", "http://"+addr+"/v1/sources/example-push/publish", strings.NewReader(string(body)))
-		req.Header.Set("Authorization", "Bearer "+hardToken)
+		req.Header.Set("Authorization", "Bearer "+accessToken)
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		handler.ServeHTTP(rec, req)

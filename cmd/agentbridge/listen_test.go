@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// TestHardeningNonLoopbackRefused: every way of asking for a non-loopback
+// TestNonLoopbackRefused: every way of asking for a non-loopback
 // listen address without a token (or without saying so) is refused before
 // anything is printed, and the token cannot be given in argv.
-func TestHardeningNonLoopbackRefused(t *testing.T) {
+func TestNonLoopbackRefused(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
