@@ -475,9 +475,11 @@ func claudeHooked(t *testing.T, c agentCLI, a answer) (latency, bool) {
 	if a == deny {
 		// The last option is "No" (2.1.242: "No, and tell Claude what to
 		// do differently"; 2.1.332: "No").
-		m := regexp.MustCompile(`(\d)\. No\b`).FindStringSubmatch(term.Screen())
-		r.checkf(m != nil, "no No option:\n%s", term.Screen())
-		key = m[1]
+		// The dialog draws its options one after another: wait for it.
+		no := regexp.MustCompile(`(\d)\. No\b`)
+		screen, ok := term.waitScreen(10*time.Second, no.MatchString)
+		r.checkf(ok, "no No option:\n%s", screen) // Fatalf when not ok
+		key = no.FindStringSubmatch(screen)[1]
 	}
 	p.answer(t, s, a, key, marker, r.checkf)
 	return lat, !t.Failed()
