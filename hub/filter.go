@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/agentbridge/agentbridge"
@@ -39,7 +40,13 @@ const maxCache = 4096
 
 // matcher evaluates a filter, remembering project and ancestry answers
 // (they read the file system and /proc) per cwd and pid. It is not safe for
-// concurrent use.
+// concurrent use, except lookup.
+//
+// Nothing reads the file system or /proc under a lock: a caller that holds
+// one asks the matcher which answers it lacks (need), lets go, looks them up
+// (lookup), then tells the matcher (learn) before it matches. match looks
+// an answer up itself only when it was not learnt first, which callers
+// under a lock never let happen.
 type matcher struct {
 	f        agentbridge.Filter
 	procRoot string
@@ -51,9 +58,20 @@ func newMatcher(f agentbridge.Filter, procRoot string) *matcher {
 	return &matcher{f: f, procRoot: procRoot, proj: map[string]bool{}, anc: map[int]bool{}}
 }
 
-// match reports whether the session s of source on host ("" for this
-// bridge) selects under the filter.
-func (m *matcher) match(host, source string, s *agentbridge.Snapshot) bool {
+// facts are answers of the file system and /proc, or questions to them
+// (every value false): per cwd, whether it is in the filter's project; per
+// pid, whether its process descends from the filter's ancestor.
+type facts struct {
+	proj map[string]bool
+	anc  map[int]bool
+}
+
+// none reports whether there is nothing to ask.
+func (q facts) none() bool { return len(q.proj) == 0 && len(q.anc) == 0 }
+
+// plain reports whether the session s of source on host passes the parts
+// of the filter that need no I/O.
+func (m *matcher) plain(host, source string, s *agentbridge.Snapshot) bool {
 	f := m.f
 	if !sourceOK(f, source) || !hostOK(f, host) {
 		return false
@@ -64,42 +82,111 @@ func (m *matcher) match(host, source string, s *agentbridge.Snapshot) bool {
 	if len(f.Harnesses) > 0 && !slices.Contains(f.Harnesses, s.Harness) {
 		return false
 	}
-	if len(f.Statuses) > 0 && !slices.Contains(f.Statuses, s.Status) {
+	return len(f.Statuses) == 0 || slices.Contains(f.Statuses, s.Status)
+}
+
+// match reports whether the session s of source on host ("" for this
+// bridge) selects under the filter.
+func (m *matcher) match(host, source string, s *agentbridge.Snapshot) bool {
+	if !m.plain(host, source, s) {
 		return false
 	}
-	if f.Project != "" {
+	if m.f.Project == "" && m.f.AncestorPID == 0 {
+		return true
+	}
+	if ok, known := m.known(s); known {
+		return ok
+	}
+	var q facts
+	m.need(&q, host, source, s)
+	m.learn(m.lookup(q))
+	ok, _ := m.known(s)
+	return ok
+}
+
+// known reports whether s, which passes plain, is in the project and
+// descends from the ancestor, by the answers remembered; known is false
+// when an answer that decides it is missing.
+func (m *matcher) known(s *agentbridge.Snapshot) (ok, known bool) {
+	if m.f.Project != "" {
 		if s.Cwd == "" {
-			return false
+			return false, true
 		}
-		ok, seen := m.proj[s.Cwd]
+		in, seen := m.proj[s.Cwd]
 		if !seen {
-			ok = project.Contains(f.Project, s.Cwd)
-			if len(m.proj) >= maxCache {
-				clear(m.proj)
-			}
-			m.proj[s.Cwd] = ok
+			return false, false
 		}
-		if !ok {
-			return false
+		if !in {
+			return false, true
 		}
 	}
-	if f.AncestorPID != 0 {
+	if m.f.AncestorPID != 0 {
 		if s.PID == 0 {
-			return false
+			return false, true
 		}
-		ok, seen := m.anc[s.PID]
+		in, seen := m.anc[s.PID]
+		return in, seen
+	}
+	return true, true
+}
+
+// need adds to q what the matcher must learn before it can match the
+// session s of source on host without I/O.
+func (m *matcher) need(q *facts, host, source string, s *agentbridge.Snapshot) {
+	if m.f.Project == "" && m.f.AncestorPID == 0 || !m.plain(host, source, s) {
+		return
+	}
+	if m.f.Project != "" {
+		if s.Cwd == "" {
+			return // out of the project whatever its ancestry
+		}
+		in, seen := m.proj[s.Cwd]
+		if seen && !in {
+			return
+		}
 		if !seen {
-			ok = proc.Descends(m.procRoot, s.PID, f.AncestorPID)
-			if len(m.anc) >= maxCache {
-				clear(m.anc)
+			if q.proj == nil {
+				q.proj = map[string]bool{}
 			}
-			m.anc[s.PID] = ok
-		}
-		if !ok {
-			return false
+			q.proj[s.Cwd] = false
 		}
 	}
-	return true
+	if m.f.AncestorPID != 0 && s.PID != 0 {
+		if _, seen := m.anc[s.PID]; !seen {
+			if q.anc == nil {
+				q.anc = map[int]bool{}
+			}
+			q.anc[s.PID] = false
+		}
+	}
+}
+
+// lookup answers q from the file system and /proc. It reads nothing of the
+// matcher that changes, so it may run while another goroutine holding the
+// matcher's lock uses it; it must run with no lock held.
+func (m *matcher) lookup(q facts) facts {
+	a := facts{proj: make(map[string]bool, len(q.proj)), anc: make(map[int]bool, len(q.anc))}
+	for cwd := range q.proj {
+		a.proj[cwd] = project.Contains(m.f.Project, cwd)
+	}
+	for pid := range q.anc {
+		a.anc[pid] = proc.Descends(m.procRoot, pid, m.f.AncestorPID)
+	}
+	return a
+}
+
+// learn remembers the answers a. The memo is emptied first when a would
+// take it over maxCache, never afterwards: what was just learnt stays
+// until the next learn.
+func (m *matcher) learn(a facts) {
+	if len(m.proj)+len(a.proj) > maxCache {
+		clear(m.proj)
+	}
+	if len(m.anc)+len(a.anc) > maxCache {
+		clear(m.anc)
+	}
+	maps.Copy(m.proj, a.proj)
+	maps.Copy(m.anc, a.anc)
 }
 
 // view is what one filtered subscriber has been shown: per source, whether
@@ -127,6 +214,33 @@ func (v *view) src(host, id string) *shown {
 		v.vis[k] = s
 	}
 	return s
+}
+
+// need adds to q what the view must learn before it can turn e into
+// records without I/O.
+func (v *view) need(q *facts, e *entry) {
+	switch e.rec.Name {
+	case agentbridge.RecordReset:
+		for i := range e.sessions {
+			v.m.need(q, e.host, e.source, &e.sessions[i])
+		}
+	case agentbridge.RecordUpsert, agentbridge.RecordLifecycle:
+		v.m.need(q, e.host, e.source, e.snap)
+	}
+}
+
+// ready reports whether the view can turn e into records without I/O.
+func (v *view) ready(e *entry) bool {
+	var q facts
+	v.need(&q, e)
+	return q.none()
+}
+
+// needCapture adds to q what the view must learn before initial(c).
+func (v *view) needCapture(q *facts, c capture) {
+	for i := range c.sessions {
+		v.m.need(q, c.host, c.source, &c.sessions[i])
+	}
 }
 
 // mayHold reports whether the client may hold the session: it does, or

@@ -115,6 +115,13 @@ func snap(id, harness string, st agentbridge.Status) agentbridge.Snapshot {
 	return agentbridge.Snapshot{ID: id, Harness: harness, Status: st}
 }
 
+// placed is a running session of harness "a" in cwd, of process pid.
+func placed(id, cwd string, pid int) agentbridge.Snapshot {
+	s := snap(id, "a", agentbridge.StatusRunning)
+	s.Cwd, s.PID = cwd, pid
+	return s
+}
+
 func sessionOf(s agentbridge.Snapshot) *validate.Session { return validate.FromSnapshot(s) }
 
 // client applies a stream the way a client that only understands

@@ -819,16 +819,11 @@ func TestProjectAndAncestorFilters(t *testing.T) {
 	if err := h.AddPush(info("p", "a")); err != nil {
 		t.Fatal(err)
 	}
-	with := func(id, cwd string, pid int) agentbridge.Snapshot {
-		s := snap(id, "a", agentbridge.StatusRunning)
-		s.Cwd, s.PID = cwd, pid
-		return s
-	}
 	err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpReset, Sessions: []agentbridge.Snapshot{
-		with("in-root", proj, 20),
-		with("below", filepath.Join(proj, "pkg", "x"), 30),
-		with("sibling", proj+"-other", 20),
-		with("no-cwd", "", 0),
+		placed("in-root", proj, 20),
+		placed("below", filepath.Join(proj, "pkg", "x"), 30),
+		placed("sibling", proj+"-other", 20),
+		placed("no-cwd", "", 0),
 	}}})
 	if err != nil {
 		t.Fatal(err)
@@ -863,6 +858,60 @@ func TestProjectAndAncestorFilters(t *testing.T) {
 				t.Errorf("stream resets differ from Sessions (-sessions +stream):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestProjectAndAncestorStream: a client filtered by project and ancestor
+// follows a session as its cwd and pid take it in and out of the filter,
+// by answers the hub has yet to look up (a new cwd or pid) and by ones it
+// has already.
+func TestProjectAndAncestorStream(t *testing.T) {
+	tmp := t.TempDir()
+	proj := filepath.Join(tmp, "proj")
+	// 10 is a terminal; 20 runs under it, 30 does not.
+	h := newHub(t, Options{ProcRoot: fakeProc(t, map[int]int{1: 0, 10: 1, 20: 10, 30: 1})})
+	if err := h.AddPush(info("p", "a")); err != nil {
+		t.Fatal(err)
+	}
+	f := agentbridge.Filter{Project: proj, AncestorPID: 10}
+	sub := h.Subscribe(0, false, f)
+	defer sub.Close()
+	c := client{}
+	for _, r := range sub.Initial {
+		c.apply(t, r)
+	}
+	steps := []struct {
+		cwd string
+		pid int
+		in  bool
+	}{
+		{proj, 20, true},
+		{tmp, 20, false},
+		{filepath.Join(proj, "x"), 20, true},
+		{proj, 30, false},
+		{proj, 20, true},
+		{tmp, 30, false},
+		{proj, 0, false},
+		{filepath.Join(proj, "x"), 20, true},
+	}
+	for i, st := range steps {
+		if err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpUpsert, Session: placed("s1", st.cwd, st.pid)}}); err != nil {
+			t.Fatal(err)
+		}
+		// A diagnostic, which the client sees, marks the end of the step.
+		if err := h.Diagnose("p", agentbridge.Diagnostic{Code: "step", Message: "step"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range drain(t, sub, h.Revision()) {
+			c.apply(t, r)
+		}
+		_, want := h.Sessions(f)
+		if got := len(want) == 1; got != st.in {
+			t.Errorf("step %d (%+v): Sessions selects the session: %v", i, st, got)
+		}
+		if diff := cmp.Diff(want, c.entries()); diff != "" {
+			t.Errorf("step %d (%+v): stream applied differs from Sessions (-sessions +stream):\n%s", i, st, diff)
+		}
 	}
 }
 

@@ -20,9 +20,14 @@ const maxPartial = 4096
 //
 // A subscription has one queue: C, of Options.QueueSize records, filled
 // without blocking by the goroutine that commits (a filtered one's records
-// are made there, under the hub's lock). A consumer with a bounded queue of
-// its own (the SSE handler: r3's stream) can take the records straight
-// into it with Attach instead, so that no record waits in two queues.
+// are made there, under the hub's lock). A filter by project or ancestor
+// needs answers from the file system and /proc, which are never read under
+// the hub's lock: while an answer is missing, the committed records wait
+// (at most Options.QueueSize of them) for a goroutine of the subscription
+// that looks the answers up and then makes them, in order. A consumer with
+// a bounded queue of its own (the SSE handler: r3's stream) can take the
+// records straight into it with Attach instead, so that no record waits in
+// two queues.
 type Subscription struct {
 	// Initial holds the records to send first, in order: either the replay
 	// of every record after the cursor (Resumed), or a reset for every
@@ -42,8 +47,16 @@ type Subscription struct {
 	h       *Hub
 	c       chan Record
 	view    *view                 // nil: unfiltered
-	deliver func(rec Record) bool // set by Attach; called under the hub's lock
+	deliver func(rec Record) bool // set by Attach; called under the hub's lock or fmu
 	done    chan struct{}
+
+	// fmu guards view, pending and pumping once the subscription is open,
+	// and is held while a filtered subscription's records are sent. The
+	// hub's lock, when held as well, is taken first; fmu is never held
+	// across file-system or /proc reads.
+	fmu     sync.Mutex
+	pending []*entry // committed, waiting for answers to make their records
+	pumping bool     // a goroutine (or Subscribe) works through pending
 	once    sync.Once
 	cut     atomic.Bool
 }
@@ -65,15 +78,18 @@ func (s *Subscription) Close() {
 }
 
 // Attach hands the records queued in C, then every later record, to
-// deliver instead of C, in order, from the goroutine that commits them and
-// under the hub's lock: deliver must not block or call the hub. When it
-// returns false (its queue is full), the subscription is cut off as if C
-// had overflowed. Attach reports false when the subscription has already
-// ended. Call it once, after sending Initial.
+// deliver instead of C, in order and one at a time, from the goroutine that
+// commits them and under the hub's lock (or, for records that waited for a
+// filter's answers, from the subscription's goroutine): deliver must not
+// block or call the hub. When it returns false (its queue is full), the
+// subscription is cut off as if C had overflowed. Attach reports false when
+// the subscription has already ended. Call it once, after sending Initial.
 func (s *Subscription) Attach(deliver func(rec Record) bool) bool {
 	h := s.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
 	if _, ok := h.subs[s]; !ok {
 		return false
 	}
@@ -154,17 +170,29 @@ func (h *Hub) Subscribe(since uint64, hasSince bool, f agentbridge.Filter) *Subs
 	} else {
 		captured, base, top = h.captureAll(f, filtered)
 	}
-	// A filtered view is made before any live record reaches it, and
-	// afterwards only by the goroutine that commits.
-	if filtered {
-		s.Initial = s.initial(replay, captured, base, top)
-	}
+	// A filtered view is made before any live record reaches it: live
+	// entries wait in pending until then.
+	s.pumping = filtered
 	h.subs[s] = struct{}{}
 	h.met.clients.Inc()
 	h.mu.Unlock()
 	if !filtered {
 		s.Initial = s.initial(replay, captured, base, top)
+		return s
 	}
+	var q facts
+	for _, e := range replay {
+		s.view.need(&q, e)
+	}
+	for _, c := range captured {
+		s.view.needCapture(&q, c)
+	}
+	a := s.view.m.lookup(q)
+	s.fmu.Lock()
+	s.view.m.learn(a)
+	s.Initial = s.initial(replay, captured, base, top)
+	s.fmu.Unlock()
+	s.pump(false)
 	return s
 }
 
@@ -323,12 +351,90 @@ func (h *Hub) deliver(e *entry) {
 			}
 			continue
 		}
-		for _, r := range s.view.records(e) {
-			if !s.send(r) {
-				h.cutOff(s)
-				break
+		if !s.offer(e) {
+			h.cutOff(s)
+		}
+	}
+}
+
+// offer hands a committed entry to a filtered subscriber: its records at
+// once when the view has every answer it needs and nothing waits before
+// it, else the entry waits in pending for pump. It reports false when the
+// subscriber's queue, or the entries waiting, are full. h.mu must be held.
+func (s *Subscription) offer(e *entry) bool {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	if !s.pumping && s.view.ready(e) {
+		return s.emit(e)
+	}
+	if len(s.pending) >= s.h.queue {
+		return false
+	}
+	s.pending = append(s.pending, e)
+	if !s.pumping {
+		s.pumping = true
+		go s.pump(true)
+	}
+	return true
+}
+
+// emit sends the records e makes for the filtered subscriber; false: its
+// queue is full. s.fmu must be held, and the view must be ready for e.
+func (s *Subscription) emit(e *entry) bool {
+	for _, r := range s.view.records(e) {
+		if !s.send(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// pump makes the records of the pending entries, in order, while
+// s.pumping is true. It looks up the answers they need from the file
+// system and /proc with no lock held, unless lookup is false: then it
+// leaves that to a goroutine of its own (Subscribe's caller does not wait
+// on it). It returns when no entry waits, or when the subscription has
+// ended or is cut off for a full queue; then s.pumping is false.
+func (s *Subscription) pump(lookup bool) {
+	s.fmu.Lock()
+	for {
+		for len(s.pending) > 0 && !s.ended() && s.view.ready(s.pending[0]) {
+			e := s.pending[0]
+			s.pending[0] = nil
+			s.pending = s.pending[1:]
+			if !s.emit(e) {
+				s.pending, s.pumping = nil, false
+				s.fmu.Unlock()
+				s.Overflow()
+				return
 			}
 		}
+		if len(s.pending) == 0 || s.ended() {
+			s.pending, s.pumping = nil, false
+			s.fmu.Unlock()
+			return
+		}
+		if !lookup {
+			s.fmu.Unlock()
+			go s.pump(true)
+			return
+		}
+		var q facts
+		s.view.need(&q, s.pending[0])
+		s.fmu.Unlock()
+		a := s.view.m.lookup(q)
+		s.fmu.Lock()
+		s.view.m.learn(a)
+	}
+}
+
+// ended reports whether the subscription has ended.
+func (s *Subscription) ended() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
 	}
 }
 
