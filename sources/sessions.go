@@ -365,6 +365,7 @@ func (ss *Sessions) processExited(id string, en *entry, pid int) {
 	if ss.m[id] != en || !en.exitedAt.IsZero() || en.pid != pid {
 		return
 	}
+	ss.log.Debug("the session's process ended", "session", id, "pid", pid)
 	en.unwatch = nil
 	ss.Event(id, en.harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
 }
