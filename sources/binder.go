@@ -262,6 +262,34 @@ func dropForks(root string, ps []proc.Process) []proc.Process {
 	})
 }
 
+// soleWriter returns the one process of pids (the agent's processes
+// holding a journal open for writing, from one pass over root) that
+// writes the journal, or 0 when none or several do. A child caught between
+// fork and exec holds every descriptor of its parent until its exec closes
+// them (O_CLOEXEC), and it runs the parent's executable: it is no second
+// writer (dropForks). Codex forks its tools, git and its helpers from the
+// process holding the rollout; a fork at the moment the journal was looked
+// up left the session with no process, or a resumed one exited.
+func soleWriter(root string, pids []int) int {
+	if len(pids) > 1 {
+		ps := make([]proc.Process, 0, len(pids))
+		for _, pid := range pids {
+			if st, err := proc.ReadStat(root, pid); err == nil {
+				ps = append(ps, proc.Process{PID: pid, PPID: st.PPID, Threads: st.Threads})
+			}
+		}
+		ps = dropForks(root, ps)
+		pids = pids[:0:0]
+		for _, p := range ps {
+			pids = append(pids, p.PID)
+		}
+	}
+	if len(pids) == 1 {
+		return pids[0]
+	}
+	return 0
+}
+
 // leaves drops the processes whose child is also in ps: an agent that
 // starts itself again (Gemini CLI's relaunch with more memory, Qwen
 // Code's chain of three, Copilot's Node loader) runs in the innermost.

@@ -2,6 +2,7 @@ package sources
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -296,5 +297,37 @@ func TestProcPassShared(t *testing.T) {
 	}
 	if _, ok := procPass(filepath.Join(tree.Root(), "nothing"), time.Time{}, time.Now); ok {
 		t.Error("a directory that is no proc file system gave a pass")
+	}
+}
+
+// TestHolderForkOfWriter: the process writing a journal is found even
+// while a child it forked, not yet exec'd, holds the journal too (Codex
+// forks git and its tools from the process holding the rollout): the
+// child is no second writer. Two real writers still tell nothing.
+func TestHolderForkOfWriter(t *testing.T) {
+	t.Parallel()
+	j := filepath.Join(t.TempDir(), "rollout-1.jsonl")
+	if err := os.WriteFile(j, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const exe = "/opt/codex/bin/codex"
+	at := time.Now().Add(-time.Minute)
+	for _, live := range []bool{false, true} {
+		tree := proctest.Fake(t)
+		ss := &Sessions{procs: tree, live: live, agent: proc.Agent{Names: []string{"codex"}}, log: slog.New(slog.DiscardHandler)}
+		tree.Add(proctest.Proc{PID: 100, PPID: 1, Exe: exe, Cwd: "/w", Started: at, Writes: []string{j}})
+		if got := ss.Holder(j); got != 100 {
+			t.Fatalf("live %v: one writer: Holder = %d, want 100", live, got)
+		}
+		ss.held = nil // a new pass
+		tree.Add(proctest.Proc{PID: 101, PPID: 100, Exe: exe, Cwd: "/w", Started: at.Add(time.Second), Threads: 1, Writes: []string{j}})
+		if got := ss.Holder(j); got != 100 {
+			t.Errorf("live %v: the writer and its fork before exec: Holder = %d, want 100", live, got)
+		}
+		ss.held = nil
+		tree.Add(proctest.Proc{PID: 102, PPID: 1, Exe: exe, Cwd: "/w", Started: at.Add(2 * time.Second), Writes: []string{j}})
+		if got := ss.Holder(j); got != 0 {
+			t.Errorf("live %v: two writers: Holder = %d, want 0 (no telling)", live, got)
+		}
 	}
 }

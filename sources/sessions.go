@@ -365,6 +365,7 @@ func (ss *Sessions) processExited(id string, en *entry, pid int) {
 	if ss.m[id] != en || !en.exitedAt.IsZero() || en.pid != pid {
 		return
 	}
+	ss.log.Debug("the session's process ended", "session", id, "pid", pid)
 	en.unwatch = nil
 	ss.Event(id, en.harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
 }
@@ -396,8 +397,8 @@ func (ss *Sessions) BindHolder(id, path string) {
 
 func (ss *Sessions) bindHeld(id string, pids []int) {
 	ss.log.Debug("journal holders", "session", id, "pids", pids)
-	if len(pids) == 1 {
-		ss.bindPID(id, pids[0], false, 0) // holding the journal now: not a reused pid
+	if pid := soleWriter(ss.procs.Root(), pids); pid > 0 {
+		ss.bindPID(id, pid, false, 0) // holding the journal now: not a reused pid
 	}
 }
 
@@ -432,7 +433,7 @@ func (ss *Sessions) HeldOpen(path string, info fs.FileInfo) bool {
 }
 
 // Holder returns the agent's process writing the journal at path now, as
-// BindHolder finds it, or 0 when no process or several do; for a source
+// BindHolder finds it (soleWriter), or 0 when no process or several do; for a source
 // that needs the pid while it reads the journal. During a scan one pass
 // over /proc serves every journal; afterwards each call costs one pass,
 // so call it once when a journal appears.
@@ -448,10 +449,7 @@ func (ss *Sessions) Holder(path string) int {
 			ss.log.Debug("cannot find the journal's process", "path", path, "err", err)
 		}
 	}
-	if len(pids) == 1 {
-		return pids[0]
-	}
-	return 0
+	return soleWriter(ss.procs.Root(), pids)
 }
 
 func (ss *Sessions) heldFiles() map[proc.FileKey][]int {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/proc"
 )
 
 const codexSource = "codex"
@@ -357,7 +359,14 @@ func codexRestart(t *testing.T, c agentCLI, daemon bool) {
 // and closes the rollout; never by a timer of the bridge); `codex resume`
 // brings the same session back.
 func codexResume(t *testing.T, c agentCLI, daemon bool) {
-	r := newCodexRig(t, c, daemon)
+	// The bridge logs its process lookups and the close watch at debug
+	// level: a failure shows them.
+	r := newCodexRig(t, c, daemon, "AGENTBRIDGE_LOG_LEVEL=debug")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the bridge's log:\n%s", r.bridge.out)
+		}
+	})
 	r.model.Script(Step{Text: "First answer."}, Step{Text: "Resumed answer."})
 	term := r.tui()
 	prompt(term, "first")
@@ -367,16 +376,35 @@ func codexResume(t *testing.T, c agentCLI, daemon bool) {
 	r.checkf(len(rollouts) == 1, "one rollout: %v", rollouts)
 	closed := lastClose(t, rollouts[0])
 	quit(term, "/quit")
-	s = r.bridge.AwaitStatus(codexSource, s.ID, "exited", 20*time.Second)
+	if err := r.bridge.await(20*time.Second, func() bool {
+		x, ok := r.bridge.Session(codexSource, s.ID)
+		if ok {
+			s = x
+		}
+		return ok && x.Status == "exited"
+	}); err != nil {
+		// Whether Codex let go of the rollout (the test's own inotify
+		// watch, and who holds it for writing now) tells a close the
+		// bridge missed from one Codex never made.
+		writers, _ := proc.FindWriters(proc.Root, rollouts[0], proc.Agent{})
+		r.checkf(false, "quit: the session is not exited (%v): %s\nrollout closed at %v, its writers now %v, daemons %v\nsessions: %s",
+			err, s, closed(0), writers, r.daemons(), r.bridge.dump())
+	}
 	seen := time.Now()
 	r.checkf(s.LastTurn == "completed", "quit: %s", s)
 	if daemon {
 		// The daemon closes the rollout thread_unload_delay_secs after the
-		// TUI left, and lives on: the end shows right after that close
-		// (2 s on a quiet machine, stretched for load like every bound).
-		at := closed()
-		r.checkf(!at.IsZero() && seen.Sub(at) < slow(2*time.Second) && len(r.daemons()) > 0,
-			"exited %v after the daemon closed the rollout (closed at %v, daemons %v)", seen.Sub(at), at, r.daemons())
+		// TUI left, and lives on: the end shows once it let go of the
+		// rollout (no writer left when the end is seen: an end from the
+		// TUI's exit would come while the daemon still writes), right
+		// after that close (2 s on a quiet machine, stretched for load
+		// like every bound). The test's own watch may read that close a
+		// moment after the bridge reported the end: it is waited for.
+		writers, _ := proc.FindWriters(proc.Root, rollouts[0], proc.Agent{})
+		at := closed(2 * time.Second)
+		r.checkf(len(writers) == 0 && !at.IsZero() && seen.Sub(at) < slow(2*time.Second) && len(r.daemons()) > 0,
+			"exited %v after the daemon closed the rollout (closed at %v, writers when the end showed %v, daemons %v): %s",
+			seen.Sub(at), at, writers, r.daemons(), s)
 	}
 	term2 := r.tui("resume", s.ID)
 	prompt(term2, "second")

@@ -54,8 +54,11 @@ func awaitExit(pids []int, timeout time.Duration) []int {
 }
 
 // lastClose watches path (inotify IN_CLOSE_WRITE, independently of the
-// bridge) and returns a function that tells when a writer last closed it.
-func lastClose(t *testing.T, path string) func() time.Time {
+// bridge) and returns a function that tells when a writer last closed it,
+// waiting up to wait (stretched for load) for a first close: the watch's
+// goroutine reads the close when it next runs, which on a loaded machine
+// can be after the bridge reported what followed from the same close.
+func lastClose(t *testing.T, path string) func(wait time.Duration) time.Time {
 	t.Helper()
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
 	if err != nil {
@@ -67,9 +70,8 @@ func lastClose(t *testing.T, path string) func() time.Time {
 	}
 	var mu sync.Mutex
 	var at time.Time
-	done := make(chan struct{})
+	first := make(chan struct{})
 	go func() {
-		defer close(done)
 		buf := make([]byte, 4096)
 		for {
 			n, err := unix.Read(fd, buf)
@@ -77,12 +79,19 @@ func lastClose(t *testing.T, path string) func() time.Time {
 				return
 			}
 			mu.Lock()
+			if at.IsZero() {
+				close(first)
+			}
 			at = time.Now()
 			mu.Unlock()
 		}
 	}()
 	t.Cleanup(func() { unix.Close(fd) })
-	return func() time.Time {
+	return func(wait time.Duration) time.Time {
+		select {
+		case <-first:
+		case <-time.After(slow(wait)):
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		return at

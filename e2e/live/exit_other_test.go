@@ -15,7 +15,7 @@ import (
 func awaitExit(pids []int, _ time.Duration) []int { return pids }
 
 // lastClose needs inotify's IN_CLOSE_WRITE: the test is skipped.
-func lastClose(t *testing.T, _ string) func() time.Time {
+func lastClose(t *testing.T, _ string) func(time.Duration) time.Time {
 	t.Skip("lastClose watches with inotify: Linux only")
 	return nil
 }

@@ -210,7 +210,9 @@ func (h *handler) Line(path string, line []byte) {
 		if id, root, ok := h.eng.Thread(key); ok && root {
 			h.Restart(id) // the same rollout again (e.g. decompressed)
 		}
-		h.eng.Open(key, h.Holder(path))
+		pid := h.Holder(path)
+		h.log.Debug("rollout opened", "writer", pid)
+		h.eng.Open(key, pid)
 		if h.closes != nil {
 			if err := h.closes.Add(path); err != nil {
 				h.log.Debug("cannot watch the rollout's close", "err", err)
@@ -223,6 +225,7 @@ func (h *handler) Line(path string, line []byte) {
 		// cancelling the exited session's linger (Sessions.BindPID); a
 		// session that lingered out comes back whole.
 		pid := h.Holder(path)
+		h.log.Debug("rollout written after its session ended", "session", id, "writer", pid)
 		if pid > 0 || h.Get(id) == nil {
 			h.publish(h.eng.Restate(key, pid))
 		} else {
@@ -347,8 +350,10 @@ func (h *handler) closed(path string) {
 	// Look again now, on the source's goroutine: a process that took the
 	// rollout up since the close (codex resume) writes it.
 	if pids, _ := proc.FindWriters(proc.Root, path, Agent); len(pids) > 0 {
+		h.log.Debug("rollout closed, but written again", "session", id, "writers", pids)
 		return
 	}
+	h.log.Debug("rollout closed by its last writer: the session ends", "session", id)
 	h.Event(id, Harness, agentbridge.Event{Kind: agentbridge.KindAgentExited})
 }
 
