@@ -72,7 +72,8 @@ type ProcQuery struct {
 	PID int
 	// Started, when not zero, is when the agent's own log says the
 	// process that last wrote the session began (opencode's run's first
-	// line), and Runs when every process the log knows began: a candidate
+	// line), and Runs when every process the log knows in the session's
+	// directory began (a process elsewhere is no candidate): a candidate
 	// is that process when Started is the first of Runs at or after its
 	// start (up to startLead later); with none the process is gone.
 	Started time.Time

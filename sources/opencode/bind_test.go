@@ -83,7 +83,9 @@ func TestProcessBinding(t *testing.T) {
 // lines name the sessions it runs), so each session gets its own; a run
 // whose process is gone ends its session at once (a bridge started after
 // that TUI quit); a TUI started just after another one's first line (its
-// own still to come) is not that other one's.
+// own still to come) is not that other one's, and a TUI of another
+// directory started between a process's start and its first line does not
+// make that process another run's.
 func TestProcessBindingByLog(t *testing.T) {
 	home := t.TempDir()
 	w := openWriter(t, filepath.Join(home, "opencode.db"))
@@ -105,7 +107,8 @@ func TestProcessBindingByLog(t *testing.T) {
 		return "timestamp=" + at.UTC().Format("2006-01-02T15:04:05.000Z") + " level=INFO run=" + run + " " + rest + "\n"
 	}
 	sourcestest.Append(t, filepath.Join(home, "log", "opencode.log"),
-		logLine(now.Add(-10*time.Minute+2*time.Second), "r20", `message="creating instance" directory=/srv/x`)+
+		logLine(now.Add(-10*time.Minute+time.Second), "r50", `message="creating instance" directory=/srv/other`)+ // elsewhere, between 20's start and its first line
+			logLine(now.Add(-10*time.Minute+2*time.Second), "r20", `message="creating instance" directory=/srv/x`)+
 			logLine(now.Add(-8*time.Minute+2*time.Second), "r21", `message="creating instance" directory=/srv/x`)+
 			logLine(now.Add(-6*time.Minute+1*time.Second), "r99", `message="creating instance" directory=/srv/x`)+ // a TUI that quit
 			logLine(now.Add(-5*time.Minute), "r21", "message=loop session.id=ses_one step=0")+
