@@ -72,7 +72,8 @@ type ProcQuery struct {
 	PID int
 	// Started, when not zero, is when the agent's own log says the
 	// process that last wrote the session began (opencode's run's first
-	// line), and Runs when every process the log knows began: a candidate
+	// line), and Runs when every process the log knows in the session's
+	// directory began (a process elsewhere is no candidate): a candidate
 	// is that process when Started is the first of Runs at or after its
 	// start (up to startLead later); with none the process is gone.
 	Started time.Time
@@ -141,19 +142,18 @@ func pick(cands []proc.Process, q ProcQuery, taken func(pid int) bool, holds fun
 		}
 	}
 	if !q.Started.IsZero() {
-		var best *proc.Process
-		for i, c := range in {
-			if c.Started.After(q.Started.Add(binderSlack)) || c.Started.Before(q.Started.Add(-startLead)) {
-				continue
-			}
-			if slices.ContainsFunc(q.Runs, func(r time.Time) bool {
-				return r.Before(q.Started) && !r.Before(c.Started.Add(-binderSlack))
-			}) {
-				continue // another run began between it and this one: that run is its
-			}
-			if best == nil || c.Started.After(best.Started) {
-				best = &in[i]
-			}
+		// A process writes its log's first line after it starts, and the
+		// start /proc gives is never later than the real one (the boot time
+		// is truncated to the second, the ticks to theirs): a candidate
+		// that started after the line is another run's, however soon after
+		// (one started 1.8 s after a first line, its own run's line still
+		// to come, took that run's session when it was allowed the
+		// binderSlack), and a run that began before a candidate started is
+		// not its. Only when no candidate fits so is binderSlack allowed
+		// both ways: a clock stepped back.
+		best := q.run(in, 0)
+		if best == nil {
+			best = q.run(in, binderSlack)
 		}
 		if best == nil {
 			return 0, true
@@ -202,6 +202,29 @@ func pick(cands []proc.Process, q ProcQuery, taken func(pid int) bool, holds fun
 		}
 	}
 	return 0, false
+}
+
+// run returns the candidate of in that began the log run q.Started
+// names: the one that started last at most slack after q.Started (and
+// at most startLead before it) with no other run of q.Runs beginning
+// between its start (less slack) and q.Started (that run is its); nil
+// when none did.
+func (q ProcQuery) run(in []proc.Process, slack time.Duration) *proc.Process {
+	var best *proc.Process
+	for i, c := range in {
+		if c.Started.After(q.Started.Add(slack)) || c.Started.Before(q.Started.Add(-startLead)) {
+			continue
+		}
+		if slices.ContainsFunc(q.Runs, func(r time.Time) bool {
+			return r.Before(q.Started) && !r.Before(c.Started.Add(-slack))
+		}) {
+			continue // another run began between it and this one: that run is its
+		}
+		if best == nil || c.Started.After(best.Started) {
+			best = &in[i]
+		}
+	}
+	return best
 }
 
 // began reports whether process c may have begun the session: it started

@@ -585,7 +585,7 @@ func (t *Tailer) waitOn(a, root string) bool {
 	if _, watched := t.waiting[a]; !watched {
 		if _, dir := t.dirs[a]; !dir {
 			if err := t.watch(a); err != nil {
-				if vanished(err) {
+				if Vanished(err) {
 					t.log.Debug("ancestor of a missing root vanished before its watch", "watching", a)
 					return false
 				}
@@ -610,9 +610,11 @@ func (t *Tailer) watch(path string) error {
 	return t.w.Add(path)
 }
 
-// vanished reports whether a watch failed because its path no longer
-// leads to anything: it went away since it was looked at.
-func vanished(err error) bool {
+// Vanished reports whether a watch failed because its path no longer
+// leads to anything: it went away since it was looked at (a tree being
+// removed). A watcher that waits for a missing directory on its nearest
+// existing ancestor then waits on the next directory up instead.
+func Vanished(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
@@ -626,7 +628,7 @@ func (t *Tailer) addTree(dir string) (gone bool) {
 		return false
 	}
 	if err := t.watch(dir); err != nil {
-		if vanished(err) {
+		if Vanished(err) {
 			return true
 		}
 		t.watchErr(err)
@@ -635,7 +637,7 @@ func (t *Tailer) addTree(dir string) (gone bool) {
 	t.dirs[dir] = struct{}{}
 	d, err := os.Open(dir)
 	if err != nil {
-		if !vanished(err) { // else gone after the watch took: its event follows
+		if !Vanished(err) { // else gone after the watch took: its event follows
 			t.fsErr(err, "a journal directory cannot be read")
 		}
 		return false

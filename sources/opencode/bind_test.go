@@ -82,7 +82,10 @@ func TestProcessBinding(t *testing.T) {
 // apart (each process's run begins with "creating instance", and its
 // lines name the sessions it runs), so each session gets its own; a run
 // whose process is gone ends its session at once (a bridge started after
-// that TUI quit).
+// that TUI quit); a TUI started just after another one's first line (its
+// own still to come) is not that other one's, and a TUI of another
+// directory started between a process's start and its first line does not
+// make that process another run's.
 func TestProcessBindingByLog(t *testing.T) {
 	home := t.TempDir()
 	w := openWriter(t, filepath.Join(home, "opencode.db"))
@@ -94,23 +97,40 @@ func TestProcessBindingByLog(t *testing.T) {
 	for pid, ago := range map[int]time.Duration{20: 10 * time.Minute, 21: 8 * time.Minute} {
 		tree.Add(proctest.Proc{PID: pid, PPID: 1, Exe: "/usr/bin/opencode", Cwd: "/srv/x", Started: now.Add(-ago)})
 	}
+	// Two TUIs in /srv/y as the live suite starts them on a busy machine:
+	// each writes its first line 2.3 s after it starts, the second starts
+	// 4 s after the first, so 1.7 s after the first one's first line.
+	y := now.Add(-3 * time.Minute)
+	tree.Add(proctest.Proc{PID: 30, PPID: 1, Exe: "/usr/bin/opencode", Cwd: "/srv/y", Started: y})
+	tree.Add(proctest.Proc{PID: 31, PPID: 1, Exe: "/usr/bin/opencode", Cwd: "/srv/y", Started: y.Add(4 * time.Second)})
 	logLine := func(at time.Time, run, rest string) string {
 		return "timestamp=" + at.UTC().Format("2006-01-02T15:04:05.000Z") + " level=INFO run=" + run + " " + rest + "\n"
 	}
 	sourcestest.Append(t, filepath.Join(home, "log", "opencode.log"),
-		logLine(now.Add(-10*time.Minute+2*time.Second), "r20", `message="creating instance" directory=/srv/x`)+
+		logLine(now.Add(-10*time.Minute+time.Second), "r50", `message="creating instance" directory=/srv/other`)+ // elsewhere, between 20's start and its first line
+			logLine(now.Add(-10*time.Minute+2*time.Second), "r20", `message="creating instance" directory=/srv/x`)+
 			logLine(now.Add(-8*time.Minute+2*time.Second), "r21", `message="creating instance" directory=/srv/x`)+
 			logLine(now.Add(-6*time.Minute+1*time.Second), "r99", `message="creating instance" directory=/srv/x`)+ // a TUI that quit
 			logLine(now.Add(-5*time.Minute), "r21", "message=loop session.id=ses_one step=0")+
 			logLine(now.Add(-4*time.Minute), "r20", "message=loop session.id=ses_two step=0")+
-			logLine(now.Add(-3*time.Minute), "r99", "message=loop session.id=ses_gone step=0"))
-	for _, id := range []string{"ses_one", "ses_two", "ses_gone"} {
-		w.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES (?, 'p', '/srv/x', 't', ?, ?)",
-			id, now.Add(-5*time.Minute).UnixMilli(), now.Add(-time.Minute).UnixMilli())
+			logLine(now.Add(-3*time.Minute), "r99", "message=loop session.id=ses_gone step=0")+
+			logLine(y.Add(2300*time.Millisecond), "r30", `message="creating instance" directory=/srv/y`)+
+			logLine(y.Add(6300*time.Millisecond), "r31", `message="creating instance" directory=/srv/y`)+
+			logLine(y.Add(10*time.Second), "r30", "message=loop session.id=ses_three step=0")+
+			logLine(y.Add(20*time.Second), "r31", "message=loop session.id=ses_four step=0"))
+	for _, id := range []string{"ses_one", "ses_two", "ses_gone", "ses_three", "ses_four"} {
+		dir := "/srv/x"
+		if id == "ses_three" || id == "ses_four" {
+			dir = "/srv/y"
+		}
+		w.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES (?, 'p', ?, 't', ?, ?)",
+			id, dir, now.Add(-5*time.Minute).UnixMilli(), now.Add(-time.Minute).UnixMilli())
 	}
 	h := sourcestest.Start(t, New(sources.Options{Home: home, Linger: -1, Processes: tree}), nil)
 	is := sourcestest.StatusPID
 	h.WaitFor(t, "ses_one on the process of its run", is("ses_one", agentbridge.StatusIdle, 21))
 	h.WaitFor(t, "ses_two on the process of its run", is("ses_two", agentbridge.StatusIdle, 20))
 	h.WaitFor(t, "ses_gone ended: its run's process is gone", is("ses_gone", sourcestest.StatusExited, 0))
+	h.WaitFor(t, "ses_three on the first TUI, not the one started just after its first line", is("ses_three", agentbridge.StatusIdle, 30))
+	h.WaitFor(t, "ses_four on the second TUI", is("ses_four", agentbridge.StatusIdle, 31))
 }

@@ -24,6 +24,10 @@ type dirWatch struct {
 	diag   func(code, message string) // a watch could not be placed (typed, no path)
 	log    *slog.Logger
 	wg     sync.WaitGroup
+	// beforeWatch, tests only, runs before each watch is added (on the
+	// watch's goroutine): the directory can be removed there, between
+	// the look and the watch.
+	beforeWatch func(dir string)
 }
 
 func newDirWatch(home string, log *slog.Logger) *dirWatch {
@@ -59,7 +63,9 @@ func (w *dirWatch) run(ctx context.Context) {
 	// place watches the home, or its nearest existing ancestor while it
 	// does not exist; after each watch is added it checks that the next
 	// directory on the way did not appear meanwhile (its Create event would
-	// have gone to no watch).
+	// have gone to no watch). A directory that vanishes between the look
+	// and its watch (rm -r of the tree) is looked for again: its Remove
+	// went to its parent, not watched, so the watch goes up.
 	place := func() {
 		for range 64 {
 			dir := w.home
@@ -77,8 +83,15 @@ func (w *dirWatch) run(ctx context.Context) {
 					_ = fw.Remove(watched)
 					watched = ""
 				}
+				if w.beforeWatch != nil {
+					w.beforeWatch(dir)
+				}
 				if err := fw.Add(dir); err != nil {
-					w.log.Debug("opencode: cannot watch", "dir", dir, "err", err)
+					if sources.Vanished(err) {
+						w.log.Debug("opencode: directory vanished before its watch: looking again")
+						continue
+					}
+					w.log.Debug("opencode: cannot watch", "err", err)
 					w.diag(sources.WatchDiagnostic(err))
 					return
 				}
@@ -108,8 +121,10 @@ func (w *dirWatch) run(ctx context.Context) {
 			}
 			switch {
 			case watched != w.home:
-				// waiting for the home: move down when a directory on the way appears
-				if strings.HasPrefix(w.home+"/", ev.Name+"/") && ev.Has(fsnotify.Create) {
+				// waiting for the home: move down when a directory on the
+				// way appears, up when the one watched goes
+				if (strings.HasPrefix(w.home+"/", ev.Name+"/") && ev.Has(fsnotify.Create)) ||
+					(ev.Name == watched && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename))) {
 					place()
 				}
 			case ev.Name == w.home && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)):

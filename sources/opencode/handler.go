@@ -61,6 +61,7 @@ type handler struct {
 	logOf    map[string]string // session → the log file that named it last (its process writes it)
 	runOf    map[string]string // session → the log run that named it last
 	runStart map[string]int64  // log run → when it began (its "creating instance" line), epoch ms
+	runDir   map[string]string // log run → the directory that line names
 }
 
 func newHandler(ctx context.Context, ss *sources.Sessions, home string, window time.Duration, w *dirWatch, log *slog.Logger) *handler {
@@ -114,6 +115,7 @@ func (h *handler) reset() {
 	h.logOf = map[string]string{}
 	h.runOf = map[string]string{}
 	h.runStart = map[string]int64{}
+	h.runDir = map[string]string{}
 }
 
 // trailDelays are how long after the last change of a burst a database
@@ -171,8 +173,10 @@ func (h *handler) Line(path string, line []byte) {
 	if l.Start > 0 {
 		if _, ok := h.runStart[l.Run]; !ok && len(h.runStart) >= maxRuns {
 			clear(h.runStart)
+			clear(h.runDir)
 		}
 		h.runStart[l.Run] = l.Start
+		h.runDir[l.Run] = l.Dir
 	}
 	if l.Session == "" && l.Ask == nil {
 		return
@@ -495,8 +499,10 @@ func (h *handler) touch(r Record) {
 // session written since the last lookup: one process serves one TUI, one
 // database serves every process, so the process is found by the session's
 // directory (its cwd), started before the session's latest record, and,
-// where two share a directory, by the log file that named the session
-// (each opencode process writes a log of its own). A resumed session
+// where two share a directory, by the log run that named the session last
+// (its first line, "creating instance", comes soon after its process
+// starts; the runs of other directories are not weighed against the
+// candidates), or the log file that named it. A resumed session
 // (opencode -s) whose process ended is bound to the new one at its next
 // write.
 func (h *handler) findProcesses() {
@@ -508,8 +514,11 @@ func (h *handler) findProcesses() {
 		q := sources.ProcQuery{Cwd: dir, Journal: h.logOf[id]}
 		if at := h.runStart[h.runOf[id]]; at > 0 {
 			q.Started = time.UnixMilli(at)
-			for _, r := range h.runStart {
-				q.Runs = append(q.Runs, time.UnixMilli(r))
+			for run, r := range h.runStart {
+				if d := h.runDir[run]; d == "" || d == dir {
+					// a run of another directory is no candidate's
+					q.Runs = append(q.Runs, time.UnixMilli(r))
+				}
 			}
 		}
 		if at := h.touched[id]; at > 0 {

@@ -17,12 +17,14 @@ import (
 //   - Ask: a permission request (message=asking id=per_… permission=…
 //     patterns="[…]"), the moment opencode starts waiting for the user;
 //   - Start: when the run began, from its first line (message="creating
-//     instance", written as the process starts up), epoch ms; 0 otherwise.
+//     instance", written as the process starts up), epoch ms; 0 otherwise;
+//     Dir: that line's directory= (the process's project).
 type LogLine struct {
 	Run     string
 	Session string
 	Ask     *Ask
 	Start   int64
+	Dir     string
 }
 
 // maxLogFields bounds the pairs looked at in one line.
@@ -31,7 +33,7 @@ const maxLogFields = 64
 // ParseLog decodes one log line; ok is false for a line that carries
 // nothing the source uses.
 func ParseLog(line []byte) (l LogLine, ok bool) {
-	var msg, id, perm, pats, sid []byte
+	var msg, id, perm, pats, sid, dir []byte
 	var at int64
 	for n := 0; len(line) > 0 && n < maxLogFields; n++ {
 		line = bytes.TrimLeft(line, " ")
@@ -64,10 +66,12 @@ func ParseLog(line []byte) (l LogLine, ok bool) {
 			pats = val
 		case "session.id", "sessionID":
 			sid = val
+		case "directory":
+			dir = val
 		}
 	}
 	if string(msg) == "creating instance" {
-		l.Start = at
+		l.Start, l.Dir = at, string(dir)
 	}
 	switch {
 	case string(msg) == "asking" && bytes.HasPrefix(id, []byte("per_")):
