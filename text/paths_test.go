@@ -1,7 +1,6 @@
-package validate
+package text
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -40,71 +39,34 @@ func TestShortenPaths(t *testing.T) {
 	}
 }
 
-func TestDisplay(t *testing.T) {
+func TestContainsPath(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("word ", 100)
 	tests := []struct {
-		in    string
-		limit int
-		want  string
+		in   string
+		want bool
 	}{
-		{"", MaxTitle, ""},
-		{"  fix\tthe /home/u/repo/main.go\nbug  ", MaxTitle, "fix the …/main.go bug"},
-		{"key sk-ant-api03-" + strings.Repeat("a", 40), MaxTitle, "key " + Redacted},
-		{long, 10, "word word…"},
-		{"\x00\x01", MaxTitle, ""},
+		{"/home/x", true},
+		{"at /tmp", true},
+		{"(/var/log)", true},
+		{"key=/etc/x", true},
+		{"~/x", true},
+		{"~bob/x", true},
+		{`C:\x`, true},
+		{"D:/x", true},
+		{`\\server\share`, true},
+		{"FILE:/x", true},
+		{"", false},
+		{"a/b", false},
+		{"1/2", false},
+		{"https://example.com/a/b", false},
+		{"/ alone", false},
+		{"50% done", false},
+		{"~ approx", false},
+		{"ratio: 1:2", false},
 	}
 	for _, tt := range tests {
-		if got := Display(tt.in, tt.limit); got != tt.want {
-			t.Errorf("Display(%q, %d) = %q, want %q", tt.in, tt.limit, got, tt.want)
-		}
-	}
-	if Title(long) != Display(long, MaxTitle) || Label(long) != Display(long, MaxText) {
-		t.Errorf("Title and Label are not Display with their bounds")
-	}
-}
-
-func TestSafeID(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ in, want string }{
-		{"toolu_01FUU3kHfh1aksNtQQSYSuse", "toolu_01FUU3kHfh1aksNtQQSYSuse"},
-		{"5d7e0c1a-2b3c-4d5e-8f90-a1b2c3d4e5f6", "5d7e0c1a-2b3c-4d5e-8f90-a1b2c3d4e5f6"},
-		{"", ""},
-		{"thread id?", "x-f2d13c4ec5d7d1b0bbd2d0c1c1e6a6b5"},
-	} {
-		got := SafeID(tc.in)
-		if tc.in == "thread id?" {
-			if len(got) != 34 || !strings.HasPrefix(got, "x-") {
-				t.Errorf("SafeID(%q) = %q, want x- and 32 hex digits", tc.in, got)
-			}
-			continue
-		}
-		if got != tc.want {
-			t.Errorf("SafeID(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-	for _, bad := range []string{"[trimmed for fixture]", strings.Repeat("a", 129), "a b", "ü", "a/b"} {
-		got := SafeID(bad)
-		if !ValidID(got) || got == bad || SafeID(bad) != got || SafeID(bad+"x") == got {
-			t.Errorf("SafeID(%q) = %q: want a valid, stable, distinct derived id", bad, got)
-		}
-	}
-}
-
-func TestCleanCwd(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"/work/proj": "/work/proj", "/work/proj/": "/work/proj", "/": "/", "//": "/",
-		"/a/./b/": "/a/b", "/a//b": "/a/b",
-		"/a/../b": "", "/..": "", "relative": "", `C:\Users\x`: "", "": "", "/a\x00b": "", "/a\xffb": "",
-		"/" + strings.Repeat("a", MaxCwdBytes): "",
-	} {
-		got := CleanCwd(in)
-		if got != want {
-			t.Errorf("CleanCwd(%q) = %q, want %q", in, got, want)
-		}
-		if got != "" && !ValidCwd(got) {
-			t.Errorf("CleanCwd(%q) = %q, which ValidCwd refuses", in, got)
+		if got := ContainsPath(tt.in); got != tt.want {
+			t.Errorf("ContainsPath(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -337,7 +338,7 @@ func (m *Mapper) SetOrigin(pid int, cwd string, startedAt int64) {
 
 func (m *Mapper) effectiveTitle() string {
 	for _, t := range []string{m.customTitle, m.aiTitle, m.summaryTitle, m.promptTitle} {
-		if d := validate.Display(t, validate.MaxTitle); d != "" {
+		if d := text.Display(t, validate.MaxTitle); d != "" {
 			return d
 		}
 	}
@@ -425,11 +426,11 @@ func (m *Mapper) user(r *record, at int64) {
 // prompt stamped before the record that opened the current or last turn,
 // when no prompt opened that turn, is that turn's prompt written late: it
 // names the turn (the title) but starts nothing.
-func (m *Mapper) prompt(r *record, text string, at int64) {
+func (m *Mapper) prompt(r *record, prompt string, at int64) {
 	if m.unprompted && at != 0 && at < m.turnAt {
 		m.unprompted = false
 		if m.promptTitle == "" {
-			m.promptTitle = text
+			m.promptTitle = prompt
 		}
 		return
 	}
@@ -440,9 +441,9 @@ func (m *Mapper) prompt(r *record, text string, at int64) {
 		m.turn = ""
 	}
 	if m.promptTitle == "" {
-		m.promptTitle = text
+		m.promptTitle = prompt
 	}
-	m.openTurn(r, validate.Display(text, validate.MaxText), at)
+	m.openTurn(r, text.Display(prompt, validate.MaxText), at)
 	m.unprompted = false
 }
 
@@ -569,7 +570,7 @@ func (m *Mapper) taskNotification(text string, at int64) {
 func (m *Mapper) usage(msg *message, at int64) {
 	if u, ok := msg.tokens(); ok {
 		m.emit(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at,
-			Usage: &agentbridge.UsageReport{Usage: u, MessageID: validate.Bound(msg.ID, 128)}})
+			Usage: &agentbridge.UsageReport{Usage: u, MessageID: text.Bound(msg.ID, 128)}})
 	}
 }
 
@@ -685,8 +686,8 @@ func (m *Mapper) toolUse(r *record, b *block, index int, at int64) {
 		m.emit(agentbridge.Event{
 			Kind: agentbridge.KindSubagentStarted, OccurredAt: at,
 			SubagentID: id, ParentAgentID: m.id,
-			Title: validate.Display(in.Description, validate.MaxTitle),
-			Type:  validate.Display(in.SubagentType, validate.MaxText),
+			Title: text.Display(in.Description, validate.MaxTitle),
+			Type:  text.Display(in.SubagentType, validate.MaxText),
 		})
 	case toolAskQuestion, toolExitPlan:
 		if !m.inferWaits {
@@ -901,7 +902,7 @@ func (m *Mapper) openRegistryWait(at int64, suffix string) {
 	}
 	reason, tool := m.pendingReason()
 	if reason == "" {
-		reason = validate.Display(m.reg.WaitingFor, validate.MaxWaitingFor)
+		reason = text.Display(m.reg.WaitingFor, validate.MaxWaitingFor)
 	}
 	if reason == "" {
 		reason = "input needed"
@@ -930,7 +931,7 @@ func (m *Mapper) pendingReason() (reason, toolID string) {
 		if t.detail != "" {
 			r += ": " + t.detail
 		}
-		return validate.Display(r, validate.MaxWaitingFor), id
+		return text.Display(r, validate.MaxWaitingFor), id
 	}
 	return "", ""
 }
@@ -1015,8 +1016,8 @@ func (m *Mapper) Child(agentID, toolUseID, agentType, description string, at int
 	m.emit(agentbridge.Event{
 		Kind: agentbridge.KindSubagentStarted, OccurredAt: at,
 		SubagentID: subID, ParentAgentID: m.id,
-		Title: validate.Display(description, validate.MaxTitle),
-		Type:  validate.Display(agentType, validate.MaxText),
+		Title: text.Display(description, validate.MaxTitle),
+		Type:  text.Display(agentType, validate.MaxText),
 	})
 	return m.out, subID, true
 }
