@@ -14,7 +14,9 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/answer"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/hooks"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -89,9 +91,9 @@ func (s *Server) endedWait(e agentbridge.Entry) bool {
 // "" for the end of a turn; ok is false for a hook that settles nothing.
 func settles(sig hooks.Signal) (call string, ok bool) {
 	switch sig.Hook.Kind {
-	case validate.HookAnswered:
+	case fold.HookAnswered:
 		return sig.Hook.Key, true
-	case validate.HookTurnEnd:
+	case fold.HookTurnEnd:
 		return "", true
 	}
 	return "", false
@@ -100,7 +102,7 @@ func settles(sig hooks.Signal) (call string, ok bool) {
 // openWait opens a wait for a PermissionRequest whose hook asks for one,
 // nil when it asks for none or answering is off.
 func (s *Server) openWait(r *http.Request, source string, sig hooks.Signal) *answer.Wait {
-	if s.Answers == nil || sig.Event != "PermissionRequest" || sig.Hook.Kind != validate.HookAsk {
+	if s.Answers == nil || sig.Event != "PermissionRequest" || sig.Hook.Kind != fold.HookAsk {
 		return nil
 	}
 	secs, err := strconv.Atoi(r.Header.Get(WaitHeader))
@@ -181,7 +183,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, errorf(http.StatusUnprocessableEntity, "invalid-request", "the message is over %d bytes", answer.MaxMessage))
 		return
 	}
-	msg := validate.Display(req.Message, answer.MaxMessage)
+	msg := text.Display(req.Message, answer.MaxMessage)
 	if req.Decision == answer.Allow {
 		msg = ""
 	}

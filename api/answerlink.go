@@ -8,7 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/agentbridge/agentbridge/answer"
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/text"
 )
 
 // maxLinkForm bounds the body of an answer link's form.
@@ -107,7 +107,7 @@ func (s *Server) handleLinkAnswer(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := ""
 	if decision == answer.Deny {
-		msg = validate.Display(message, answer.MaxMessage)
+		msg = text.Display(message, answer.MaxMessage)
 	}
 	rec := answer.Record{Client: client(r, false), Source: source, SessionID: session, WaitID: a.WaitID,
 		Decision: decision, Message: msg}

@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/hooks"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -18,7 +19,7 @@ import (
 type Hooker interface {
 	// Hook folds a decoded hook into a session of source; errors wrap
 	// hub.ErrUnknownSource.
-	Hook(source, sessionID string, h validate.Hook) error
+	Hook(source, sessionID string, h fold.Hook) error
 	// HookRefused records a typed diagnostic for a refused payload.
 	HookRefused(source string, d agentbridge.Diagnostic)
 }

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/agentbridge/agentbridge/fold"
+
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -11,19 +13,19 @@ import (
 // the payloads its 2.1 CLI builds). PermissionRequest names no tool id: it
 // is matched to its call by the PreToolUse before it.
 var claudeCode = agent{
-	events: map[string]validate.HookKind{
-		"PreToolUse":         validate.HookTool,
-		"PermissionRequest":  validate.HookAsk,
-		"Notification":       validate.HookAsk, // decoded by notify
-		"PostToolUse":        validate.HookAnswered,
-		"PostToolUseFailure": validate.HookAnswered,
-		"PermissionDenied":   validate.HookAnswered,
-		"Stop":               validate.HookTurnEnd,
-		"StopFailure":        validate.HookTurnEnd,
-		"UserPromptSubmit":   validate.HookTurnEnd,
-		"SessionStart":       validate.HookTurnEnd,
-		"SessionEnd":         validate.HookTurnEnd,
-		"SubagentStop":       validate.HookNone, // a subagent's end: its prompts end with their answers
+	events: map[string]fold.HookKind{
+		"PreToolUse":         fold.HookTool,
+		"PermissionRequest":  fold.HookAsk,
+		"Notification":       fold.HookAsk, // decoded by notify
+		"PostToolUse":        fold.HookAnswered,
+		"PostToolUseFailure": fold.HookAnswered,
+		"PermissionDenied":   fold.HookAnswered,
+		"Stop":               fold.HookTurnEnd,
+		"StopFailure":        fold.HookTurnEnd,
+		"UserPromptSubmit":   fold.HookTurnEnd,
+		"SessionStart":       fold.HookTurnEnd,
+		"SessionEnd":         fold.HookTurnEnd,
+		"SubagentStop":       fold.HookNone, // a subagent's end: its prompts end with their answers
 	},
 	notify: claudeNotification,
 }
@@ -32,20 +34,20 @@ var claudeCode = agent{
 // needs your permission to use Bash") or an MCP server's question waits;
 // the others (idle_prompt after a minute without input, auth_success, …)
 // change nothing.
-func claudeNotification(p *payload) (validate.HookKind, string) {
+func claudeNotification(p *payload) (fold.HookKind, string) {
 	switch p.NotificationType {
 	case "permission_prompt", "worker_permission_prompt":
 		const lead = "permission to use "
 		if i := strings.LastIndex(p.Message, lead); i >= 0 {
 			if tool := validate.Label(strings.TrimSpace(p.Message[i+len(lead):])); tool != "" && !strings.ContainsAny(tool, " ") {
-				return validate.HookAsk, "Approve " + tool
+				return fold.HookAsk, "Approve " + tool
 			}
 		}
-		return validate.HookAsk, "Approve a tool"
+		return fold.HookAsk, "Approve a tool"
 	case "elicitation_dialog", "elicitation_url_dialog", "agent_needs_input":
-		return validate.HookAsk, "Answer a question"
+		return fold.HookAsk, "Answer a question"
 	}
-	return validate.HookNone, ""
+	return fold.HookNone, ""
 }
 
 // codex is Codex's hook vocabulary (its hooks documentation and the JSON
@@ -53,16 +55,16 @@ func claudeNotification(p *payload) (validate.HookKind, string) {
 // reported as tool_name "Bash"; PermissionRequest carries turn_id but no
 // tool id. Interrupt runs when the user interrupts a turn.
 var codex = agent{
-	events: map[string]validate.HookKind{
-		"PreToolUse":        validate.HookTool,
-		"PermissionRequest": validate.HookAsk,
-		"PostToolUse":       validate.HookAnswered,
-		"Stop":              validate.HookTurnEnd,
-		"Interrupt":         validate.HookTurnEnd,
-		"UserPromptSubmit":  validate.HookTurnEnd,
-		"SessionStart":      validate.HookTurnEnd,
-		"SessionEnd":        validate.HookTurnEnd,
-		"SubagentStop":      validate.HookNone,
+	events: map[string]fold.HookKind{
+		"PreToolUse":        fold.HookTool,
+		"PermissionRequest": fold.HookAsk,
+		"PostToolUse":       fold.HookAnswered,
+		"Stop":              fold.HookTurnEnd,
+		"Interrupt":         fold.HookTurnEnd,
+		"UserPromptSubmit":  fold.HookTurnEnd,
+		"SessionStart":      fold.HookTurnEnd,
+		"SessionEnd":        fold.HookTurnEnd,
+		"SubagentStop":      fold.HookNone,
 	},
 }
 
@@ -72,14 +74,14 @@ var codex = agent{
 // say what is asked; the tool's AfterTool, the turn's AfterAgent or the
 // next prompt's BeforeAgent ends it.
 var gemini = agent{
-	events: map[string]validate.HookKind{
-		"Notification": validate.HookAsk, // decoded by notify
-		"AfterTool":    validate.HookAnswered,
-		"AfterAgent":   validate.HookTurnEnd,
-		"BeforeAgent":  validate.HookTurnEnd,
-		"SessionStart": validate.HookTurnEnd,
-		"SessionEnd":   validate.HookTurnEnd,
-		"BeforeTool":   validate.HookNone, // no call id to bind
+	events: map[string]fold.HookKind{
+		"Notification": fold.HookAsk, // decoded by notify
+		"AfterTool":    fold.HookAnswered,
+		"AfterAgent":   fold.HookTurnEnd,
+		"BeforeAgent":  fold.HookTurnEnd,
+		"SessionStart": fold.HookTurnEnd,
+		"SessionEnd":   fold.HookTurnEnd,
+		"BeforeTool":   fold.HookNone, // no call id to bind
 	},
 	notify: geminiNotification,
 }
@@ -96,13 +98,13 @@ type geminiDetails struct {
 	ToolDisplayName string `json:"toolDisplayName"`
 }
 
-func geminiNotification(p *payload) (validate.HookKind, string) {
+func geminiNotification(p *payload) (fold.HookKind, string) {
 	if p.NotificationType != "ToolPermission" {
-		return validate.HookNone, ""
+		return fold.HookNone, ""
 	}
 	d := p.Details
 	if d == nil {
-		return validate.HookAsk, "Approve a tool"
+		return fold.HookAsk, "Approve a tool"
 	}
 	var r string
 	switch d.Type {
@@ -122,7 +124,7 @@ func geminiNotification(p *payload) (validate.HookKind, string) {
 	if r = validate.Title(r); r == "" || strings.HasSuffix(r, ":") {
 		r = "Approve a tool"
 	}
-	return validate.HookAsk, r
+	return fold.HookAsk, r
 }
 
 // qwen is Qwen Code's hook vocabulary: the events and payloads of Claude
@@ -131,7 +133,7 @@ func geminiNotification(p *payload) (validate.HookKind, string) {
 // permission_prompt), without StopFailure.
 var qwen = agent{events: without(claudeCode.events, "StopFailure"), notify: claudeNotification}
 
-func without(events map[string]validate.HookKind, name string) map[string]validate.HookKind {
+func without(events map[string]fold.HookKind, name string) map[string]fold.HookKind {
 	out := maps.Clone(events)
 	delete(out, name)
 	return out

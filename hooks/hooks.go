@@ -1,7 +1,7 @@
 // Package hooks decodes the payloads the agents' hook commands receive on
 // standard input (Claude Code's, Codex's, Gemini CLI's and Qwen Code's
 // hooks, which share one shape)
-// into signals for the fold (validate.Hook). Decoding is pure: bytes in, a
+// into signals for the fold (fold.Hook). Decoding is pure: bytes in, a
 // Signal or a typed *Error out; nothing of a payload is kept raw. Tool
 // inputs are reduced to a short reason ("Approve Bash: git push"),
 // redacted, bounded and with paths shortened, and to a digest that names
@@ -17,6 +17,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/agentbridge/agentbridge/fold"
+
+	"github.com/agentbridge/agentbridge/text"
 
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -51,9 +55,9 @@ func fail(code, format string, a ...any) *Error {
 
 // Signal is one decoded hook.
 type Signal struct {
-	Event     string        `json:"event"`     // the agent's hook event name
-	SessionID string        `json:"sessionId"` // the session it names
-	Hook      validate.Hook `json:"hook"`      // At is left 0: the caller stamps it
+	Event     string    `json:"event"`     // the agent's hook event name
+	SessionID string    `json:"sessionId"` // the session it names
+	Hook      fold.Hook `json:"hook"`      // At is left 0: the caller stamps it
 	// Tool and Request say what a PermissionRequest asks, for whoever
 	// answers it: the tool's name and what the call would do (the whole
 	// command, a file), as display text (redacted, bounded to
@@ -67,9 +71,9 @@ const MaxRequest = 4096
 
 // agent is one agent's hook vocabulary: what each event name means.
 type agent struct {
-	events map[string]validate.HookKind
+	events map[string]fold.HookKind
 	// notify decodes a Notification's kind (Claude Code); nil: no such event
-	notify func(p *payload) (validate.HookKind, string)
+	notify func(p *payload) (fold.HookKind, string)
 }
 
 var agents = map[string]agent{
@@ -100,7 +104,7 @@ func Events(source string) []string {
 	}
 	out := make([]string, 0, len(a.events))
 	for ev, k := range a.events {
-		if k != validate.HookNone {
+		if k != fold.HookNone {
 			out = append(out, ev)
 		}
 	}
@@ -153,25 +157,25 @@ func Decode(source string, body []byte) (Signal, error) {
 	if !validate.ValidID(p.SessionID) {
 		return Signal{}, fail(CodeInvalidPayload, "session_id is missing or not an identity value")
 	}
-	sig := Signal{Event: p.Event, SessionID: p.SessionID, Hook: validate.Hook{Kind: kind}}
+	sig := Signal{Event: p.Event, SessionID: p.SessionID, Hook: fold.Hook{Kind: kind}}
 	if validate.ValidID(p.ToolUseID) {
 		sig.Hook.ToolID = p.ToolUseID
 	}
 	switch kind {
-	case validate.HookTool, validate.HookAnswered:
+	case fold.HookTool, fold.HookAnswered:
 		sig.Hook.Key = key(p.ToolName, p.ToolInput)
-	case validate.HookAsk:
+	case fold.HookAsk:
 		if p.Event == "Notification" && a.notify != nil {
 			sig.Hook.Kind, sig.Hook.Reason = a.notify(&p)
-			if sig.Hook.Kind == validate.HookAsk {
-				sig.Hook.Key = validate.HookNotified
+			if sig.Hook.Kind == fold.HookAsk {
+				sig.Hook.Key = fold.HookNotified
 			}
 			break
 		}
 		sig.Hook.Key = key(p.ToolName, p.ToolInput)
 		sig.Hook.Reason = reason(p.ToolName, p.ToolInput)
 		sig.Tool = validate.Label(p.ToolName)
-		sig.Request = validate.Display(detail(p.ToolInput), MaxRequest)
+		sig.Request = text.Display(detail(p.ToolInput), MaxRequest)
 	}
 	return sig, nil
 }

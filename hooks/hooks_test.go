@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -207,7 +208,7 @@ func TestLivePayloads(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.source+"/"+tt.version+"/"+tt.steps[len(tt.steps)-1].event, func(t *testing.T) {
-			s := validate.NewSession("s", tt.source)
+			s := fold.NewSession("s", tt.source)
 			s.Apply(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: 1})
 			answered := false
 			for _, st := range tt.steps {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/fold"
 )
 
 // wait is the generous bound for anything a test waits on.
@@ -46,7 +46,7 @@ type fakeSource struct {
 	info    agentbridge.SourceInfo
 	started chan Start
 	mu      sync.Mutex
-	live    []*validate.Session
+	live    []*fold.Session
 	resets  chan []string // each enabled set it answered
 	err     error         // returned from Run once started is read
 	deaf    bool          // leaves harness changes to the test
@@ -72,7 +72,7 @@ func (f *fakeSource) Run(ctx context.Context, st Start) error {
 				continue
 			}
 			f.mu.Lock()
-			var keep []*validate.Session
+			var keep []*fold.Session
 			for _, s := range f.live {
 				if slices.Contains(set, s.Harness()) {
 					keep = append(keep, s)
@@ -122,7 +122,7 @@ func placed(id, cwd string, pid int) agentbridge.Snapshot {
 	return s
 }
 
-func sessionOf(s agentbridge.Snapshot) *validate.Session { return validate.FromSnapshot(s) }
+func sessionOf(s agentbridge.Snapshot) *fold.Session { return fold.FromSnapshot(s) }
 
 // client applies a stream the way a client that only understands
 // reset/upsert/remove does.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/fold"
 )
 
 // Hook timing and bounds.
@@ -25,12 +25,12 @@ const (
 // heldHook is a hook for a session the source has not reported yet.
 type heldHook struct {
 	id   string
-	hook validate.Hook
+	hook fold.Hook
 	at   time.Time
 }
 
 // Hook folds a hook's signal into a session of a source, beside the
-// journal's events, in the session's one fold (validate.Session.Hook; for
+// journal's events, in the session's one fold (fold.Session.Hook; for
 // a running source the fold its Sink keeps, in or out of view): the
 // lifecycle events it makes (wait.started, wait.finished) are streamed as
 // the source's own, then the upsert, committed at once (with what the
@@ -40,7 +40,7 @@ type heldHook struct {
 // Restart) starts without what hooks told. h.At is stamped with the hub's
 // clock when zero. It fails with ErrUnknownSource only; a hook that
 // changes nothing is no error.
-func (h *Hub) Hook(sourceID, sessionID string, hk validate.Hook) error {
+func (h *Hub) Hook(sourceID, sessionID string, hk fold.Hook) error {
 	h.mu.Lock()
 	s, ok := h.sources[sourceID]
 	if !ok {
@@ -96,7 +96,7 @@ func pruneHeld(held []heldHook, now time.Time) []heldHook {
 // hook folds a hook into a session of a running source and commits what
 // it changed at once; it holds a hook for a session not reported yet. It
 // returns the result the metric counts.
-func (p *publisher) hook(id string, hk validate.Hook, now time.Time) string {
+func (p *publisher) hook(id string, hk fold.Hook, now time.Time) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.held = pruneHeld(p.held, now)
@@ -117,7 +117,7 @@ func (p *publisher) hook(id string, hk validate.Hook, now time.Time) string {
 
 // hookInto folds hk into w's fold and queues the lifecycle records it
 // made, as fold does for an event; p.mu must be held.
-func (p *publisher) hookInto(w *work, hk validate.Hook) bool {
+func (p *publisher) hookInto(w *work, hk fold.Hook) bool {
 	evs := w.fold.Hook(hk)
 	if len(evs) == 0 {
 		return false
@@ -160,7 +160,7 @@ func (p *publisher) foldHeld(w *work) {
 }
 
 // opHook folds one hook into a known session.
-func (t *txn) opHook(id string, hk validate.Hook) {
+func (t *txn) opHook(id string, hk fold.Hook) {
 	old := t.get(id)
 	if old == nil || old.fold == nil {
 		return

@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/fold"
 )
 
-func hookAsk(at int64) validate.Hook {
-	return validate.Hook{Kind: validate.HookAsk, Key: "k1", Reason: "Approve Bash: git push", At: at}
+func hookAsk(at int64) fold.Hook {
+	return fold.Hook{Kind: fold.HookAsk, Key: "k1", Reason: "Approve Bash: git push", At: at}
 }
 
 func statusOf(tb testing.TB, h *Hub, id string) agentbridge.Snapshot {
@@ -104,13 +104,13 @@ func TestHookBridgeRestartedMidWait(t *testing.T) {
 	h := newHub(t, Options{})
 	f := newFake(info("claude-code", "claude-code"))
 	pub := running(t, h, f)[0].Publisher
-	fold := validate.NewSession("s1", "claude-code")
-	fold.Apply(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: 10})
-	fold.Apply(agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "toolu_1", Name: "Bash"})
-	if err := pub.Reset([]*validate.Session{fold}); err != nil {
+	sf := fold.NewSession("s1", "claude-code")
+	sf.Apply(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: 10})
+	sf.Apply(agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "toolu_1", Name: "Bash"})
+	if err := pub.Reset([]*fold.Session{sf}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Hook("claude-code", "s1", validate.Hook{Kind: validate.HookAnswered, Key: "k1", ToolID: "toolu_1", At: 30}); err != nil {
+	if err := h.Hook("claude-code", "s1", fold.Hook{Kind: fold.HookAnswered, Key: "k1", ToolID: "toolu_1", At: 30}); err != nil {
 		t.Fatal(err)
 	}
 	if got := statusOf(t, h, "s1"); got.Status != agentbridge.StatusRunning {

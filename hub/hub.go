@@ -1,6 +1,6 @@
 // Package hub orders and validates everything sources report. It is the one
 // place where a lifecycle event becomes a snapshot change (through
-// validate.Session), where revisions are assigned, and where the bounded ring
+// fold.Session), where revisions are assigned, and where the bounded ring
 // of recent stream records is kept for resuming clients. Sources publish into
 // it; the HTTP layer (api, sse) reads from it. It never blocks on a client.
 package hub
@@ -10,6 +10,7 @@ import (
 	"errors"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -53,9 +54,9 @@ type Publisher interface {
 	// Reset replaces every session the source reported before. The hub takes
 	// at most validate.MaxResetSessions in the reset record and streams the
 	// rest as upserts.
-	Reset(sessions []*validate.Session) error
+	Reset(sessions []*fold.Session) error
 	// Upsert replaces one session.
-	Upsert(s *validate.Session) error
+	Upsert(s *fold.Session) error
 	// Event folds a lifecycle event into a session, creating the session
 	// (status idle, with harness) when it is new.
 	Event(sessionID, harness string, e agentbridge.Event) error

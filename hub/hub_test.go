@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -232,7 +233,7 @@ func TestResetOverflowBecomesUpserts(t *testing.T) {
 	st := running(t, h, f)[0]
 	sub := h.Subscribe(h.Revision(), true, agentbridge.Filter{})
 	defer sub.Close()
-	var ss []*validate.Session
+	var ss []*fold.Session
 	for i := range 1500 {
 		ss = append(ss, sessionOf(snap(fmt.Sprintf("s%04d", i), "a", agentbridge.StatusIdle)))
 	}
@@ -463,7 +464,7 @@ func TestFilteredStream(t *testing.T) {
 func TestHarnessSwitchRunningSource(t *testing.T) {
 	h := newHub(t, Options{})
 	f := newFake(info("run", "a", "b"))
-	f.live = []*validate.Session{sessionOf(snap("s1", "a", agentbridge.StatusIdle)), sessionOf(snap("s2", "b", agentbridge.StatusIdle))}
+	f.live = []*fold.Session{sessionOf(snap("s1", "a", agentbridge.StatusIdle)), sessionOf(snap("s2", "b", agentbridge.StatusIdle))}
 	st := running(t, h, f)[0]
 	if diff := cmp.Diff([]string{"a", "b"}, st.Enabled); diff != "" {
 		t.Fatalf("Start.Enabled mismatch:\n%s", diff)
@@ -706,7 +707,7 @@ func TestStreamFollowsSessions(t *testing.T) {
 				var err error
 				switch rng.IntN(10) {
 				case 0:
-					var ss []*validate.Session
+					var ss []*fold.Session
 					for _, sid := range ids[:rng.IntN(len(ids))] {
 						ss = append(ss, sessionOf(snap(sid, harness, statuses[rng.IntN(len(statuses))])))
 					}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -237,7 +238,7 @@ func (t *txn) opReset(prefix string, items []*sess, strict bool) []validate.Issu
 	}
 	for _, ss := range items {
 		if ss.fold == nil {
-			ss.fold = validate.FromSnapshot(ss.snap)
+			ss.fold = fold.FromSnapshot(ss.snap)
 		}
 	}
 	t.replace(items)
@@ -250,7 +251,7 @@ func (t *txn) opUpsert(prefix string, ss *sess) []validate.Issue {
 		return nest(issues, prefix)
 	}
 	if ss.fold == nil {
-		ss.fold = validate.FromSnapshot(ss.snap)
+		ss.fold = fold.FromSnapshot(ss.snap)
 	}
 	if old := t.get(ss.snap.ID); old != nil && old.same(ss) {
 		t.over[ss.snap.ID] = ss // new fold state, nothing a client sees changed
@@ -307,7 +308,7 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 		e.OccurredAt = t.h.now().UnixMilli() // the end's time: when the hub learnt of it
 	}
 	old := t.get(id)
-	var fold *validate.Session
+	var sf *fold.Session
 	if old == nil {
 		issues := idIssues(id, prefix+".sessionId")
 		switch {
@@ -319,18 +320,18 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 		if len(issues) > 0 {
 			return issues
 		}
-		fold = validate.NewSession(id, harness)
+		sf = fold.NewSession(id, harness)
 	} else {
-		fold = old.fold.Clone()
+		sf = old.fold.Clone()
 	}
 	// A published event is read live: one without occurredAt has the
-	// moment it came for its activity times (validate.Session.ApplyRead).
+	// moment it came for its activity times (fold.Session.ApplyRead).
 	// (An agent.done without one is stamped with it: lastTurnEndedAt.)
 	now := t.h.now().UnixMilli()
-	if issues := fold.ApplyRead(e, now, now); len(issues) > 0 {
+	if issues := sf.ApplyRead(e, now, now); len(issues) > 0 {
 		return nest(issues, prefix+".event")
 	}
-	snap := fold.Snapshot()
+	snap := sf.Snapshot()
 	var prev *agentbridge.Snapshot
 	if old != nil {
 		prev = &old.snap
@@ -340,7 +341,7 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 		t.add(&entry{rec: Record{Name: agentbridge.RecordLifecycle}, source: t.src.info.ID, sessionID: id, snap: &at},
 			lifecycleData{Source: t.src.info.ID, SessionID: id, Event: given})
 	}
-	if fold.Stopped() {
+	if sf.Stopped() {
 		if old != nil {
 			lc(old.snap)
 			t.remove(id)
@@ -348,7 +349,7 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 		return nil
 	}
 	lc(snap)
-	ss := &sess{fold: fold, snap: snap, act: fold.Activity(), ended: fold.Ended()}
+	ss := &sess{fold: sf, snap: snap, act: sf.Activity(), ended: sf.Ended()}
 	if old != nil && old.same(ss) {
 		t.over[id] = ss
 		return nil

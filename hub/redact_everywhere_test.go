@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -64,7 +65,7 @@ func vaultHub(t *testing.T) (*hub.Hub, *bytes.Buffer) {
 
 // fit bounds s to n characters, so the operation stays valid and the test
 // checks redaction rather than a rejection.
-func fit(s string, n int) string { return validate.Bound(s, n) }
+func fit(s string, n int) string { return text.Bound(s, n) }
 
 // TestRedactionEverywhere publishes each credential in every
 // display text (snapshot title, model, waitingFor, subagent type and
@@ -80,22 +81,22 @@ func TestRedactionEverywhere(t *testing.T) {
 			h, log := vaultHub(t)
 			sub := h.Subscribe(0, false, agentbridge.Filter{})
 			defer sub.Close()
-			text := func(n int) string { return fit(lk.text, n) }
+			sample := func(n int) string { return fit(lk.text, n) }
 			snap := agentbridge.Snapshot{ID: "s-1", Harness: "vault-agent", Status: agentbridge.StatusWaiting,
-				Title: text(validate.MaxTitle), Model: text(validate.MaxModel), WaitingFor: text(validate.MaxWaitingFor),
-				Subagents: []agentbridge.Subagent{{ID: "a-1", Type: text(validate.MaxSubagentType), Title: text(validate.MaxTitle), Status: agentbridge.SubagentRunning}}}
+				Title: sample(validate.MaxTitle), Model: sample(validate.MaxModel), WaitingFor: sample(validate.MaxWaitingFor),
+				Subagents: []agentbridge.Subagent{{ID: "a-1", Type: sample(validate.MaxSubagentType), Title: sample(validate.MaxTitle), Status: agentbridge.SubagentRunning}}}
 			ops := [][]agentbridge.Op{
 				{{Op: agentbridge.OpReset, Sessions: []agentbridge.Snapshot{snap}}},
 				{{Op: agentbridge.OpUpsert, Session: snap}},
-				{{Op: agentbridge.OpEvent, SessionID: "s-2", Harness: "vault-agent", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: text(validate.MaxTitle)}}},
-				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Title: text(validate.MaxTitle), Model: text(validate.MaxModel)}}},
-				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t-1", PromptText: text(validate.MaxText)}}},
-				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "c-1", Name: text(validate.MaxText)}}},
-				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w-1", State: agentbridge.StatusWaiting, Reason: text(validate.MaxText)}}},
-				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindSubagentStarted, SubagentID: "a-2", ParentAgentID: "root", Title: text(validate.MaxTitle)}}},
-				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: "a-2", Outcome: "error", Summary: text(validate.MaxText)}}},
-				{{Op: agentbridge.OpDiagnostic, Diagnostic: agentbridge.Diagnostic{Code: "agent-error", Message: text(validate.MaxDiagnosticText)}}},
-				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindSessionStopped, Reason: text(validate.MaxText)}}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Harness: "vault-agent", Event: agentbridge.Event{Kind: agentbridge.KindSessionStarted, Title: sample(validate.MaxTitle)}}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Title: sample(validate.MaxTitle), Model: sample(validate.MaxModel)}}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t-1", PromptText: sample(validate.MaxText)}}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "c-1", Name: sample(validate.MaxText)}}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w-1", State: agentbridge.StatusWaiting, Reason: sample(validate.MaxText)}}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindSubagentStarted, SubagentID: "a-2", ParentAgentID: "root", Title: sample(validate.MaxTitle)}}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: "a-2", Outcome: "error", Summary: sample(validate.MaxText)}}},
+				{{Op: agentbridge.OpDiagnostic, Diagnostic: agentbridge.Diagnostic{Code: "agent-error", Message: sample(validate.MaxDiagnosticText)}}},
+				{{Op: agentbridge.OpEvent, SessionID: "s-2", Event: agentbridge.Event{Kind: agentbridge.KindSessionStopped, Reason: sample(validate.MaxText)}}},
 			}
 			for i, op := range ops {
 				if err := h.Publish("vault", op); err != nil {
@@ -128,8 +129,8 @@ func TestRedactionEverywhere(t *testing.T) {
 			if live < len(ops) {
 				t.Fatalf("%d live records for %d operations", live, len(ops))
 			}
-			if !strings.Contains(out.String(), validate.Redacted) {
-				t.Errorf("no %q anywhere: the samples did not reach the output", validate.Redacted)
+			if !strings.Contains(out.String(), text.Redacted) {
+				t.Errorf("no %q anywhere: the samples did not reach the output", text.Redacted)
 			}
 			for where, s := range map[string]string{"reads and records": out.String(), "log": log.String()} {
 				if strings.Contains(s, lk.secret) {

@@ -6,6 +6,7 @@ import (
 	"maps"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -182,7 +183,7 @@ func cleanActivity(a *agentbridge.Activity) *agentbridge.Activity {
 	}
 	c := &agentbridge.Activity{StatusSince: max(0, a.StatusSince), TurnStartedAt: max(0, a.TurnStartedAt)}
 	if a.Tool != nil {
-		if name := validate.Label(validate.Redact(a.Tool.Name)); name != "" {
+		if name := validate.Label(text.Redact(a.Tool.Name)); name != "" {
 			c.Tool = &agentbridge.ToolActivity{Name: name, Since: max(0, a.Tool.Since)}
 		}
 	}
@@ -203,7 +204,7 @@ func cleanEnded(e *agentbridge.Ended) *agentbridge.Ended {
 		return nil
 	}
 	c := &agentbridge.Ended{At: max(0, min(e.At, validate.MaxEpochMillis)),
-		Signal: validate.Bound(validate.Redact(e.Signal), validate.MaxSignal), Reason: validate.Label(validate.Redact(e.Reason))}
+		Signal: text.Bound(text.Redact(e.Signal), validate.MaxSignal), Reason: validate.Label(text.Redact(e.Reason))}
 	if e.ExitCode != nil && *e.ExitCode >= validate.MinExitCode && *e.ExitCode <= validate.MaxExitCode {
 		code := *e.ExitCode
 		c.ExitCode = &code

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -37,7 +38,7 @@ import (
 //
 // Read times. An event without occurredAt (the stamped agent.done
 // included) is folded with the moment the hub was handed it
-// (validate.Session.ApplyRead) when that is outside a scan, so that the
+// (fold.Session.ApplyRead) when that is outside a scan, so that the
 // session's activity times (statusSince, turnStartedAt, a tool's since)
 // say how long it has been so; events folded in a scan (records found at
 // start-up, whose age is unknown) have none: their stamp sets
@@ -58,7 +59,7 @@ type Sink interface {
 	// Session returns the fold of a session the source reported (in view
 	// or not, in a scan the one being built), nil when there is none. It is
 	// read only and valid until the next call of the Sink.
-	Session(sessionID string) *validate.Session
+	Session(sessionID string) *fold.Session
 	// Rescan starts a scan: the sessions are built again, aside, from the
 	// calls that follow, and the next Flush makes them the source's whole
 	// state with one reset.
@@ -112,7 +113,7 @@ type clocks struct{ stamps, reads []int64 }
 // work is one session as the hub keeps it for its source.
 type work struct {
 	id, harness string
-	fold        *validate.Session
+	fold        *fold.Session
 	hidden      bool // Hide: out of view until its next event
 	aside       bool // being built again (Restart): no records until Flush
 	dirty       bool
@@ -202,7 +203,7 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, strict bool) e
 		if len(issues) > 0 {
 			return &InvalidError{Issues: issues}
 		}
-		w = &work{id: id, harness: harness, fold: validate.NewSession(id, harness)}
+		w = &work{id: id, harness: harness, fold: fold.NewSession(id, harness)}
 		if old := p.work[id]; p.scan != nil && old != nil {
 			w.stamps, w.reads = old.stamps, old.reads
 		} else if st, ok := p.gone[id]; ok {
@@ -323,7 +324,7 @@ func (p *publisher) Flush() {
 	p.commit(true)
 }
 
-func (p *publisher) Session(id string) *validate.Session {
+func (p *publisher) Session(id string) *fold.Session {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if w := p.cur()[id]; w != nil {
@@ -352,7 +353,7 @@ func (p *publisher) Restart(id string) {
 	if w == nil {
 		return
 	}
-	w.fold = validate.NewSession(id, w.harness)
+	w.fold = fold.NewSession(id, w.harness)
 	w.dones, w.undated = 0, 0
 	if p.scan != nil {
 		return
@@ -580,7 +581,7 @@ func (p *publisher) Diagnostic(d agentbridge.Diagnostic) error {
 }
 
 // Reset replaces the source's sessions with copies of the given folds.
-func (p *publisher) Reset(sessions []*validate.Session) error {
+func (p *publisher) Reset(sessions []*fold.Session) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.scan = nil // this replaces whatever a scan was building
@@ -619,7 +620,7 @@ func (p *publisher) apply(op func(t *txn) []validate.Issue, done func()) error {
 }
 
 // Upsert replaces one session with a copy of the given fold.
-func (p *publisher) Upsert(s *validate.Session) error {
+func (p *publisher) Upsert(s *fold.Session) error {
 	if s == nil {
 		return &InvalidError{Issues: []validate.Issue{{Path: "$", Code: validate.InvalidType, Message: "session is missing"}}}
 	}
@@ -633,7 +634,7 @@ func (p *publisher) Upsert(s *validate.Session) error {
 }
 
 // adopt makes a work session from a copy of a source's fold.
-func (p *publisher) adopt(s *validate.Session) *work {
+func (p *publisher) adopt(s *fold.Session) *work {
 	f := s.Clone()
 	snap := f.Snapshot()
 	validate.RedactSnapshot(&snap)

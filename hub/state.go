@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -140,7 +141,7 @@ type source struct {
 // sess is one session: the fold state and the (redacted, valid) snapshot
 // clients see.
 type sess struct {
-	fold  *validate.Session
+	fold  *fold.Session
 	snap  agentbridge.Snapshot
 	act   *agentbridge.Activity // nil: none; never changed once stored
 	ended *agentbridge.Ended    // nil: not ended; never changed once stored

@@ -19,7 +19,7 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/config"
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/text"
 )
 
 // The transition events, as webhooks name them in their "events" list and
@@ -216,10 +216,10 @@ func (t *Tracker) transition(source, host string, prev, e *agentbridge.Entry) (T
 	// are shortened here, since a notification leaves the machine; and it
 	// is shown to people (a desktop notification, a chat a webhook posts
 	// to): controls, bidi overrides and invisible characters are
-	// neutralised (validate.Printable), so that "approve \u202Etxt.exe"
+	// neutralised (text.Printable), so that "approve \u202Etxt.exe"
 	// does not show reordered.
 	tr := Transition{Source: source, SessionID: s.ID, Harness: s.Harness, Status: ev,
-		Title: validate.Printable(cutPaths(s.Title)), WaitingFor: validate.Printable(cutPaths(s.WaitingFor)), Host: host}
+		Title: text.Printable(cutPaths(s.Title)), WaitingFor: text.Printable(cutPaths(s.WaitingFor)), Host: host}
 	if t.Now != nil {
 		tr.At = t.Now()
 	}
@@ -228,7 +228,7 @@ func (t *Tracker) transition(source, host string, prev, e *agentbridge.Entry) (T
 }
 
 // cutPaths shortens the paths in a text that leaves the machine: every
-// path validate.ShortenPaths finds, and also those it leaves because they
+// path text.ShortenPaths finds, and also those it leaves because they
 // are written in another form or do not follow one of its boundaries:
 //
 //   - "$HOME/…", "${HOME}/…" and "%USERPROFILE%\…" are paths in the home;
@@ -252,11 +252,11 @@ func cutPaths(s string) string {
 	from := 0
 	for i := 1; i < len(s); i++ {
 		if (s[i] == '/' || s[i] == '\\') && startsHere(s[i-1]) {
-			b.WriteString(validate.ShortenPaths(s[from:i]))
+			b.WriteString(text.ShortenPaths(s[from:i]))
 			from = i
 		}
 	}
-	b.WriteString(validate.ShortenPaths(s[from:]))
+	b.WriteString(text.ShortenPaths(s[from:]))
 	s = b.String()
 	if !strings.Contains(s, "…/") {
 		return s

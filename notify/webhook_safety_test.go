@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/text"
 )
 
 // hostileReceiver accepts connections, reads each request's head and
@@ -135,7 +135,7 @@ func TestTransitionTextIsShownNotActed(t *testing.T) {
 	tr := r.snapshot()[0]
 	for what, s := range map[string]string{"title": tr.Title, "waitingFor": tr.WaitingFor, "text": tr.Text} {
 		for _, c := range s {
-			if c == 0x9b || c == 0x2028 || validate.Hidden(c) {
+			if c == 0x9b || c == 0x2028 || text.Hidden(c) {
 				t.Errorf("%s %q carries %U", what, s, c)
 			}
 		}

@@ -85,8 +85,8 @@
 //
 // Text and JSON rules are shared, never copied: identity values
 // (validate.ValidID, validate.SafeID for an id that is not one), display
-// text (validate.Display, Title, Label, Model: redacted, bounded, paths cut
-// by the one path grammar of validate.ShortenPaths), working directories
+// text (text.Display, validate.Title, Label, Model: redacted, bounded,
+// paths cut by the one path grammar of text.ShortenPaths), working directories
 // (validate.CleanCwd) and record times (Millis). Records are decoded with
 // github.com/go-json-experiment/json (and its jsontext for scanning): one
 // pass into the fields the mapper reads, several times faster than

@@ -13,7 +13,7 @@ import (
 	"github.com/agentbridge/agentbridge/internal/testlog"
 	"github.com/agentbridge/agentbridge/sources/example"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/text"
 )
 
 // journalSecrets are credentials as an agent's journal would carry them in
@@ -81,8 +81,8 @@ func TestJournalRedaction(t *testing.T) {
 	enc.Encode(h.Snapshots())
 	enc.Encode(h.Calls())
 	enc.Encode(h.Diagnostics())
-	if !strings.Contains(out.String(), validate.Redacted) {
-		t.Fatalf("no %s in the output: the journals were not read", validate.Redacted)
+	if !strings.Contains(out.String(), text.Redacted) {
+		t.Fatalf("no %s in the output: the journals were not read", text.Redacted)
 	}
 	logText := log.String()
 	for _, s := range journalSecrets {

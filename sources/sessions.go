@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/validate"
@@ -127,7 +128,7 @@ func (ss *Sessions) Live() bool { return ss.live }
 
 // Get returns the session's state as the hub folded it, or nil when it is
 // unknown. It is read only (use Event) and valid until the next call.
-func (ss *Sessions) Get(id string) *validate.Session {
+func (ss *Sessions) Get(id string) *fold.Session {
 	if ss.m[id] == nil {
 		return nil
 	}

@@ -2,7 +2,6 @@ package validate
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 )
 
@@ -26,26 +25,6 @@ func BenchmarkEvent(b *testing.B) {
 	for b.Loop() {
 		if is := Event(e); len(is) != 0 {
 			b.Fatal(is)
-		}
-	}
-}
-
-func BenchmarkApply(b *testing.B) {
-	events := []E{
-		{Kind: "turn.started", TurnID: "t1", PromptText: "Fix the flaky test"},
-		{Kind: "tool.started", ToolID: "tool1", Name: "Bash"},
-		{Kind: "wait.started", WaitID: "w1", State: "waiting", Reason: "Approve shell command"},
-		{Kind: "wait.finished", WaitID: "w1"},
-		{Kind: "tool.finished", ToolID: "tool1", Outcome: "success"},
-		{Kind: "agent.done", Outcome: "success", OccurredAt: 1764489600000},
-	}
-	s := NewSession("sess-1", "example-agent")
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, e := range events {
-			if is := s.Apply(e); len(is) != 0 {
-				b.Fatal(is)
-			}
 		}
 	}
 }
@@ -74,48 +53,6 @@ func BenchmarkDecodeSnapshot(b *testing.B) {
 			if _, is := DecodeSnapshot(raw, enabled); len(is) != 0 {
 				b.Fatal(is)
 			}
-		}
-	})
-}
-
-// BenchmarkRedact compares Redact with a strings.Contains scan of the same
-// text (the baseline) on clean text, and shows the cost when there is a
-// secret to replace.
-func BenchmarkRedact(b *testing.B) {
-	clean := "Fix the flaky test in the parser, then run the whole suite again and summarise what changed"
-	dirty := "run with ANTHROPIC_API_KEY=sk-ant-api03-" + strings.Repeat("Ab1", 30) + " and retry"
-	b.Run("baseline=strings.Contains", func(b *testing.B) {
-		for b.Loop() {
-			_ = strings.Contains(clean, "sk-")
-		}
-	})
-	b.Run("clean", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = Redact(clean)
-		}
-	})
-	b.Run("secret", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = Redact(dirty)
-		}
-	})
-}
-
-func BenchmarkBound(b *testing.B) {
-	short := "Fix the flaky test"
-	long := strings.Repeat("Please fix the failing test\n", 40)
-	b.Run("short", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = Bound(short, MaxTitle)
-		}
-	})
-	b.Run("long", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = Bound(long, MaxTitle)
 		}
 	})
 }

@@ -6,7 +6,8 @@ import (
 )
 
 // TestEveryCodeIsTested checks that the tables of this package hold, for
-// every entry point, at least one case for every code it can produce.
+// every entry point, at least one case for every code it can produce
+// (Session.Apply's are package fold's TestEveryCodeIsTested).
 func TestEveryCodeIsTested(t *testing.T) {
 	t.Parallel()
 	all := func(except ...Code) []Code {
@@ -51,12 +52,6 @@ func TestEveryCodeIsTested(t *testing.T) {
 	for _, c := range decodeEventCases {
 		note("DecodeEvent", c.want)
 	}
-	for _, c := range foldCases {
-		for _, st := range c.steps {
-			note("Session.Apply", st.want)
-		}
-	}
-	note("Session.Apply", iss("$.waitId", "invalid_array")) // TestFoldLimits
 
 	// What each entry point can produce. Typed checks never see JSON, so
 	// they report no invalid_type, and a typed snapshot has no unknown
@@ -73,7 +68,6 @@ func TestEveryCodeIsTested(t *testing.T) {
 		"DecodeReset":      all(MissingField),
 		"DecodeDiagnostic": {InvalidType, InvalidString, InvalidID, UnknownField, Duplicate},
 		"DecodeEvent":      all(InvalidArray, HarnessNotEnabled),
-		"Session.Apply":    all(InvalidType, HarnessNotEnabled),
 	}
 	for entry, codes := range want {
 		for _, c := range codes {

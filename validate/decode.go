@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/text"
 )
 
 // DecodeSnapshot decodes raw JSON and checks it against the bridge's
@@ -317,7 +318,7 @@ func keyPath(p, key string) string {
 	if plain {
 		return child(p, key)
 	}
-	return p + "[" + strconv.Quote(Bound(key, 64)) + "]"
+	return p + "[" + strconv.Quote(text.Bound(key, 64)) + "]"
 }
 
 func decodeString(is []Issue, p, key string, v *node, dst *string, pr *presence) []Issue {

@@ -2,9 +2,12 @@
 // sources (extension API 3.1, @terminay/extension-api's
 // validateAgentSessionSnapshot, validateAgentSessionReset and
 // validateAgentSessionSourceDiagnostic; docs/contract.md section 1) on
-// snapshots, resets and diagnostics, checks the bridge's own lifecycle
-// events, and folds events into snapshots (docs/contract.md section 2, see
-// Session).
+// snapshots, resets and diagnostics, and checks the bridge's own lifecycle
+// events on their own (package fold folds them into snapshots,
+// docs/contract.md section 2). It also decodes these documents from JSON
+// (Decode*, the bodies of publish and of POST /v1/validate) and makes a
+// record's text fit a field (Title, Label, RedactSnapshot, …, on the text
+// toolkit of package text).
 //
 // Every check reports all issues it finds, in the host's form: a JSON path
 // ("$", "$.subagents[2].id"), a code and a message. A message never repeats
@@ -51,7 +54,7 @@
 //     with a fraction or exponent (1.0, 1e3) are integers, as in JavaScript
 //     (the check is exact and decimal: 1e-400 is not an integer).
 //   - A malformed source or harness id is invalid_id.
-//   - A diagnostic message carries no path: see ContainsPath for what counts
+//   - A diagnostic message carries no path: see text.ContainsPath for what counts
 //     as one (URLs do not).
 //   - Decode*: malformed JSON (or nesting deeper than MaxJSONDepth, or data
 //     after the value) is one invalid_type issue at "$" whose message starts
@@ -71,10 +74,10 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/text"
 )
 
 // Code is a validation issue code of the host.
@@ -156,8 +159,6 @@ const (
 	MaxSignal    = 32   // characters, e.g. "SIGKILL"
 	MinExitCode  = -(1 << 31)
 	MaxExitCode  = 1<<32 - 1 // Windows exit codes are unsigned 32-bit
-	MaxOpenWaits = 64        // waits open at once in a Session
-	MaxOpenTools = 1024      // tools open at once in a Session
 	MaxJSONDepth = 64        // nesting Decode* accept
 )
 
@@ -305,62 +306,23 @@ func ValidCwd(s string) bool {
 // HostCwd reports whether the host accepts s as a cwd: 1–4,096 UTF-16
 // units, starting with "/", no NUL. It need not be clean.
 func HostCwd(s string) bool {
-	return s != "" && UTF16Len(s) <= MaxCwd && s[0] == '/' && strings.IndexByte(s, 0) < 0
-}
-
-// UTF16Len returns the length of s in UTF-16 code units, as JavaScript's
-// string.length counts it: 2 for a character outside the BMP, 1 for any
-// other (an invalid byte, which JavaScript never sees, counts 1).
-func UTF16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16Len(r)
-	}
-	return n
+	return s != "" && text.UTF16Len(s) <= MaxCwd && s[0] == '/' && strings.IndexByte(s, 0) < 0
 }
 
 // hostTextProblem is the host's rule for a string: non-empty, at most max
 // UTF-16 units.
 func hostTextProblem(s string, max int) string {
-	if s == "" || UTF16Len(s) > max {
+	if s == "" || text.UTF16Len(s) > max {
 		return fmt.Sprintf("must be a non-empty string of at most %d characters (UTF-16 code units)", max)
 	}
 	return ""
 }
 
-// textProblem says what is wrong with display text s bounded to max
-// characters (UTF-16 units), or "" when nothing is.
-func textProblem(s string, max int) string {
-	if s == "" {
-		return "must not be empty"
-	}
-	n := 0
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			return "must be valid UTF-8"
-		}
-		if unicode.IsControl(r) {
-			return "must not contain control characters (newlines, tabs, …); shorten it with the bounded-text helper"
-		}
-		n += utf16Len(r)
-		i += size
-	}
-	if n > max {
-		return fmt.Sprintf("must be at most %d characters (UTF-16 code units); shorten it with the bounded-text helper", max)
-	}
-	return ""
-}
-
-// ValidText reports whether s is display text of at most max characters
-// (UTF-16 units): non-empty, valid UTF-8, no control characters.
-func ValidText(s string, max int) bool { return textProblem(s, max) == "" }
-
 // The check helpers take the parent path and the field name, and build the
 // field's path only for an issue: a clean value costs no allocation.
 
 func checkText(is []Issue, p, field, s string, max int) []Issue {
-	if msg := textProblem(s, max); msg != "" {
+	if msg := text.Problem(s, max); msg != "" {
 		is = append(is, newIssue(child(p, field), InvalidString, "%s", msg))
 	}
 	return is
@@ -534,7 +496,7 @@ func checkSnapshot(is []Issue, p string, s *agentbridge.Snapshot, enabled Harnes
 	switch {
 	case pr.present("cwd", s.Cwd != ""):
 		switch {
-		case s.Cwd == "" || UTF16Len(s.Cwd) > MaxCwd:
+		case s.Cwd == "" || text.UTF16Len(s.Cwd) > MaxCwd:
 			is = append(is, newIssue(child(p, "cwd"), InvalidString, "must be a non-empty string of at most %d characters", MaxCwd))
 		case host && !HostCwd(s.Cwd):
 			is = append(is, newIssue(child(p, "cwd"), InvalidPath, "must be an absolute path (starting with /, no NUL)"))
@@ -704,7 +666,7 @@ func hostDiagnosticCode(s string) bool { return ValidHarnessID(s) }
 func checkDiagnostic(is []Issue, p string, d *agentbridge.Diagnostic, pr *presence, prof Profile) []Issue {
 	if pr.present("code", d.Code != "") {
 		switch {
-		case d.Code == "" || UTF16Len(d.Code) > MaxDiagnosticCode:
+		case d.Code == "" || text.UTF16Len(d.Code) > MaxDiagnosticCode:
 			is = append(is, newIssue(child(p, "code"), InvalidString, "must be a non-empty string of at most %d characters", MaxDiagnosticCode))
 		case prof == Host && !hostDiagnosticCode(d.Code):
 			is = append(is, newIssue(child(p, "code"), InvalidID, "must be a lowercase kebab-case code ([a-z][a-z0-9-]*)"))
@@ -717,116 +679,13 @@ func checkDiagnostic(is []Issue, p string, d *agentbridge.Diagnostic, pr *presen
 	if pr.present("message", d.Message != "") {
 		if prof == Host {
 			is = checkProfText(is, p, "message", d.Message, MaxDiagnosticText, prof)
-		} else if msg := textProblem(d.Message, MaxDiagnosticText); msg != "" {
+		} else if msg := text.Problem(d.Message, MaxDiagnosticText); msg != "" {
 			is = append(is, newIssue(child(p, "message"), InvalidString, "%s", msg))
-		} else if ContainsPath(d.Message) {
+		} else if text.ContainsPath(d.Message) {
 			is = append(is, newIssue(child(p, "message"), InvalidString, "must not carry file-system paths"))
 		}
 	} else if pr.absent("message", d.Message != "") {
 		is = append(is, requiredString(p, "message", MaxDiagnosticText))
-	}
-	return is
-}
-
-// ---- events ----
-
-// eventField is one field of the flat Event union: its JSON name, whether
-// it is set in a typed event, and its value rule.
-type eventField struct {
-	name  string
-	set   func(e *agentbridge.Event) bool
-	check func(is []Issue, p, name string, e *agentbridge.Event) []Issue
-}
-
-func textField(name string, max int, get func(e *agentbridge.Event) string) eventField {
-	return eventField{name,
-		func(e *agentbridge.Event) bool { return get(e) != "" },
-		func(is []Issue, p, name string, e *agentbridge.Event) []Issue {
-			return checkText(is, p, name, get(e), max)
-		}}
-}
-
-func idField(name string, get func(e *agentbridge.Event) string) eventField {
-	return eventField{name,
-		func(e *agentbridge.Event) bool { return get(e) != "" },
-		func(is []Issue, p, name string, e *agentbridge.Event) []Issue { return checkID(is, p, name, get(e)) }}
-}
-
-func enumField(name string, set map[string]bool, names []string, get func(e *agentbridge.Event) string) eventField {
-	return eventField{name,
-		func(e *agentbridge.Event) bool { return get(e) != "" },
-		func(is []Issue, p, name string, e *agentbridge.Event) []Issue {
-			if !set[get(e)] {
-				is = append(is, enumIssue(child(p, name), names...))
-			}
-			return is
-		}}
-}
-
-// eventFields lists every field of Event except kind, in JSON order.
-var eventFields = []eventField{
-	{"occurredAt", func(e *agentbridge.Event) bool { return e.OccurredAt != 0 },
-		func(is []Issue, p, name string, e *agentbridge.Event) []Issue {
-			return checkRange(is, p, name, e.OccurredAt, 0, MaxEpochMillis)
-		}},
-	textField("title", MaxTitle, func(e *agentbridge.Event) string { return e.Title }),
-	textField("model", MaxModel, func(e *agentbridge.Event) string { return e.Model }),
-	{"cwd", func(e *agentbridge.Event) bool { return e.Cwd != "" },
-		func(is []Issue, p, name string, e *agentbridge.Event) []Issue { return checkCwd(is, p, name, e.Cwd) }},
-	{"pid", func(e *agentbridge.Event) bool { return e.PID != 0 },
-		func(is []Issue, p, name string, e *agentbridge.Event) []Issue {
-			return checkRange(is, p, name, int64(e.PID), 1, MaxPID)
-		}},
-	textField("promptText", MaxTitle, func(e *agentbridge.Event) string { return e.PromptText }),
-	idField("agentId", func(e *agentbridge.Event) string { return e.AgentID }),
-	idField("turnId", func(e *agentbridge.Event) string { return e.TurnID }),
-	idField("toolId", func(e *agentbridge.Event) string { return e.ToolID }),
-	textField("name", MaxText, func(e *agentbridge.Event) string { return e.Name }),
-	enumField("outcome", outcomeSet, outcomeNames, func(e *agentbridge.Event) string { return string(e.Outcome) }),
-	idField("waitId", func(e *agentbridge.Event) string { return e.WaitID }),
-	enumField("state", waitStateSet, waitStateNames, func(e *agentbridge.Event) string { return string(e.State) }),
-	textField("reason", MaxWaitingFor, func(e *agentbridge.Event) string { return e.Reason }),
-	textField("summary", MaxError, func(e *agentbridge.Event) string { return e.Summary }),
-	{"exitCode", func(e *agentbridge.Event) bool { return e.ExitCode != nil },
-		func(is []Issue, p, name string, e *agentbridge.Event) []Issue {
-			return checkRange(is, p, name, int64(*e.ExitCode), MinExitCode, MaxExitCode)
-		}},
-	textField("signal", MaxSignal, func(e *agentbridge.Event) string { return e.Signal }),
-	idField("subagentId", func(e *agentbridge.Event) string { return e.SubagentID }),
-	idField("parentAgentId", func(e *agentbridge.Event) string { return e.ParentAgentID }),
-	textField("type", MaxSubagentType, func(e *agentbridge.Event) string { return e.Type }),
-}
-
-// Event checks one lifecycle event on its own: kind, required and allowed
-// fields for the kind, ids, enums and text bounds. Rules that need the
-// session's state (an open wait id, say) are Session.Apply's.
-//
-// A field that is set but does not belong to the event's kind is
-// unknown_field; a required field that is not set is missing_field.
-func Event(e agentbridge.Event) []Issue { return checkEvent(nil, "$", &e, nil) }
-
-func checkEvent(is []Issue, p string, e *agentbridge.Event, pr *presence) []Issue {
-	var allowed map[string]bool
-	if pr.present("kind", e.Kind != "") {
-		var ok bool
-		if allowed, ok = eventKindAllowed[e.Kind]; !ok {
-			is = append(is, enumIssue(child(p, "kind"), eventKindNames...))
-		}
-	} else if pr.absent("kind", e.Kind != "") {
-		is = append(is, missing(p, "kind"))
-	}
-	for _, f := range eventFields {
-		set := f.set(e)
-		required, belongs := allowed[f.name]
-		if pr.present(f.name, set) {
-			if allowed != nil && !belongs {
-				is = append(is, newIssue(child(p, f.name), UnknownField, "is not a field of a %s event", e.Kind))
-				continue
-			}
-			is = f.check(is, p, f.name, e)
-		} else if required && pr.absent(f.name, set) {
-			is = append(is, newIssue(child(p, f.name), MissingField, "is required for a %s event", e.Kind))
-		}
 	}
 	return is
 }

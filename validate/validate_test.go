@@ -244,38 +244,6 @@ func TestDiagnostic(t *testing.T) {
 	}
 }
 
-func TestContainsPath(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in   string
-		want bool
-	}{
-		{"/home/x", true},
-		{"at /tmp", true},
-		{"(/var/log)", true},
-		{"key=/etc/x", true},
-		{"~/x", true},
-		{"~bob/x", true},
-		{`C:\x`, true},
-		{"D:/x", true},
-		{`\\server\share`, true},
-		{"FILE:/x", true},
-		{"", false},
-		{"a/b", false},
-		{"1/2", false},
-		{"https://example.com/a/b", false},
-		{"/ alone", false},
-		{"50% done", false},
-		{"~ approx", false},
-		{"ratio: 1:2", false},
-	}
-	for _, tt := range tests {
-		if got := ContainsPath(tt.in); got != tt.want {
-			t.Errorf("ContainsPath(%q) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
 func exit(n int) *int { return &n }
 
 type eventCase struct {
@@ -397,5 +365,32 @@ func TestNest(t *testing.T) {
 	}
 	if Nest(nil, "$.x") != nil {
 		t.Errorf("Nest(nil) != nil")
+	}
+}
+
+func TestSafeID(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"toolu_01FUU3kHfh1aksNtQQSYSuse", "toolu_01FUU3kHfh1aksNtQQSYSuse"},
+		{"5d7e0c1a-2b3c-4d5e-8f90-a1b2c3d4e5f6", "5d7e0c1a-2b3c-4d5e-8f90-a1b2c3d4e5f6"},
+		{"", ""},
+		{"thread id?", "x-f2d13c4ec5d7d1b0bbd2d0c1c1e6a6b5"},
+	} {
+		got := SafeID(tc.in)
+		if tc.in == "thread id?" {
+			if len(got) != 34 || !strings.HasPrefix(got, "x-") {
+				t.Errorf("SafeID(%q) = %q, want x- and 32 hex digits", tc.in, got)
+			}
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("SafeID(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"[trimmed for fixture]", strings.Repeat("a", 129), "a b", "ü", "a/b"} {
+		got := SafeID(bad)
+		if !ValidID(got) || got == bad || SafeID(bad) != got || SafeID(bad+"x") == got {
+			t.Errorf("SafeID(%q) = %q: want a valid, stable, distinct derived id", bad, got)
+		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/agentbridge/agentbridge/hooks/install"
 	"github.com/agentbridge/agentbridge/internal/binpath"
 	"github.com/agentbridge/agentbridge/sources"
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/text"
 )
 
 func newHooksCmd(a *app) *cobra.Command {
@@ -213,7 +213,7 @@ func (a *app) hooksEdit(fs *pflag.FlagSet, o hooksOptions, add bool) error {
 			edits, err = install.PlanUninstall(t)
 		}
 		if err != nil {
-			fmt.Fprintf(a.stderr, "%-12s %s\n", t.Harness, validate.Printable(err.Error()))
+			fmt.Fprintf(a.stderr, "%-12s %s\n", t.Harness, text.Printable(err.Error()))
 			failed = true
 			continue
 		}
@@ -241,7 +241,7 @@ func (a *app) hooksEdit(fs *pflag.FlagSet, o hooksOptions, add bool) error {
 	}
 	changes, err := install.Apply(plan)
 	if err != nil {
-		fmt.Fprintln(a.stderr, validate.Printable(err.Error()))
+		fmt.Fprintln(a.stderr, text.Printable(err.Error()))
 		return errExit1
 	}
 	for _, t := range planned {
@@ -316,7 +316,7 @@ func (a *app) hooksStatus(fs *pflag.FlagSet, o hooksOptions) error {
 		if err != nil {
 			return err
 		}
-		_, err = a.stdout.Write(append(validate.EscapeJSON(b), '\n'))
+		_, err = a.stdout.Write(append(text.EscapeJSON(b), '\n'))
 		return err
 	}
 	for _, s := range states {
@@ -346,10 +346,10 @@ func (a *app) hooksStatus(fs *pflag.FlagSet, o hooksOptions) error {
 		}
 		// what the files hold (a key named twice, a program path) may
 		// carry terminal controls: shown, never acted on
-		fmt.Fprintf(a.stdout, "%-12s %s  %s\n", s.Harness, validate.Printable(what), validate.Printable(s.File))
+		fmt.Fprintf(a.stdout, "%-12s %s  %s\n", s.Harness, text.Printable(what), text.Printable(s.File))
 		for _, p := range s.Programs {
 			if why, ok := s.Broken[p]; ok {
-				fmt.Fprintf(a.stdout, "%-12s warning: the hooks run %s, but %s: they do nothing; run 'hooks install' from the installed agentbridge\n", "", validate.Printable(p), why)
+				fmt.Fprintf(a.stdout, "%-12s warning: the hooks run %s, but %s: they do nothing; run 'hooks install' from the installed agentbridge\n", "", text.Printable(p), why)
 			}
 		}
 		if s.Foreign > 0 {

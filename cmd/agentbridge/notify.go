@@ -20,7 +20,7 @@ import (
 	"github.com/agentbridge/agentbridge/api"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/notify"
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/text"
 )
 
 func newNotifyCmd(a *app) *cobra.Command {
@@ -235,7 +235,7 @@ func answerFromNotifications(ctx context.Context, c *client.Client, d *notify.De
 			// the tool and the session, never the request: notify's
 			// stderr is a log (a service's journal), and the request is
 			// what the agent was about to do
-			what := validate.Printable(w.Tool + " (" + a.Source + "/" + a.SessionID + ")")
+			what := text.Printable(w.Tool + " (" + a.Source + "/" + a.SessionID + ")")
 			if err != nil {
 				fmt.Fprintf(stderr, "agentbridge notify: could not %s %s: %v\n", a.Key, what, err)
 				continue

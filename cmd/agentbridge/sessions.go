@@ -18,7 +18,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/config"
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/text"
 )
 
 func newSessionsCmd(a *app) *cobra.Command {
@@ -130,7 +130,7 @@ func (a *app) sessions(ctx context.Context, fs *pflag.FlagSet, o sessionsOptions
 			return fmt.Errorf("agentbridge at %s: bad answer to /v1/sessions: %w", c.Addr, err)
 		}
 		out.WriteByte('\n')
-		_, err := stdout.Write(validate.EscapeJSON(out.Bytes()))
+		_, err := stdout.Write(text.EscapeJSON(out.Bytes()))
 		return err
 	}
 	var list sessionList
@@ -327,11 +327,11 @@ func rank(s string) int {
 	return len(statusOrder)
 }
 
-// cell makes text safe to print on a terminal (validate.Printable):
+// cell makes text safe to print on a terminal (text.Printable):
 // control characters (escape sequences included) become spaces, characters
 // that reorder or hide text show as U+FFFD. The bridge validates display
 // text, but a client does not rely on that.
-func cell(s string) string { return validate.Printable(s) }
+func cell(s string) string { return text.Printable(s) }
 
 // shorten cuts s to at most n characters, ending with … when cut.
 func shorten(s string, n int) string {

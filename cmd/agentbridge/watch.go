@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentbridge/agentbridge/client"
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/text"
 )
 
 func newWatchCmd(a *app) *cobra.Command {
@@ -115,13 +115,13 @@ func watch(ctx context.Context, c *client.Client, so client.StreamOptions, limit
 // printEvent prints ev as one JSON line {"id","event","data"} and flushes
 // it; a failed write is an errWrite. The line is the event exactly, with
 // C1 controls and the characters that reorder or hide text escaped
-// (validate.EscapeJSON), so that a terminal shows them rather than acts.
+// (text.EscapeJSON), so that a terminal shows them rather than acts.
 func printEvent(out *bufio.Writer, ev client.Event) error {
 	line, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("encode event %d: %w", ev.ID, err)
 	}
-	line = append(validate.EscapeJSON(line), '\n')
+	line = append(text.EscapeJSON(line), '\n')
 	if _, err := out.Write(line); err != nil {
 		return errWrite{err}
 	}

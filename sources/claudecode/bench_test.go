@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/hub"
-	"github.com/agentbridge/agentbridge/validate"
 )
 
 // BenchmarkMapper measures the mapper on a real recorded transcript against
@@ -54,14 +54,14 @@ func BenchmarkMapper(b *testing.B) {
 // nopPublisher takes everything and keeps nothing.
 type nopPublisher struct{}
 
-func (nopPublisher) Reset([]*validate.Session) error               { return nil }
-func (nopPublisher) Upsert(*validate.Session) error                { return nil }
+func (nopPublisher) Reset([]*fold.Session) error                   { return nil }
+func (nopPublisher) Upsert(*fold.Session) error                    { return nil }
 func (nopPublisher) Event(string, string, agentbridge.Event) error { return nil }
 func (nopPublisher) Remove(string) error                           { return nil }
 func (nopPublisher) Diagnostic(agentbridge.Diagnostic) error       { return nil }
 func (nopPublisher) Fold(string, string, agentbridge.Event) error  { return nil }
 func (nopPublisher) Flush()                                        {}
-func (nopPublisher) Session(string) *validate.Session              { return nil }
+func (nopPublisher) Session(string) *fold.Session                  { return nil }
 func (nopPublisher) Rescan()                                       {}
 func (nopPublisher) Restart(string)                                {}
 func (nopPublisher) Hide(string)                                   {}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -28,7 +29,7 @@ func FuzzMapperLines(f *testing.F) {
 	f.Add([]byte(`{"type":"custom-title","customTitle":"a\u0000b /home/u/x/y"}` + "\n" + `{"type":"assistant","isApiErrorMessage":true,"error":"rate_limit","apiErrorStatus":429,"message":{"model":"<synthetic>"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m := NewMapper("fuzz-session", MapperOptions{InferWaits: true})
-		s := validate.NewSession(m.ID(), Harness)
+		s := fold.NewSession(m.ID(), Harness)
 		check := func(evs []agentbridge.Event) {
 			for _, e := range evs {
 				if is := validate.Event(e); len(is) > 0 {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -31,11 +32,11 @@ func goldenJournals(t *testing.T) []string {
 }
 
 // replay feeds a transcript to a mapper line by line, folding every event
-// into a validate.Session, and returns the golden event log (one JSON line
+// into a fold.Session, and returns the golden event log (one JSON line
 // per event or malformed line) and the final snapshot. Any event the fold
 // rejects fails the test: the mapper must only emit what the contract
 // accepts.
-func replay(t *testing.T, path string, o MapperOptions) (log []byte, fold *validate.Session) {
+func replay(t *testing.T, path string, o MapperOptions) (log []byte, sess *fold.Session) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -46,7 +47,7 @@ func replay(t *testing.T, path string, o MapperOptions) (log []byte, fold *valid
 		id = strings.TrimSuffix(filepath.Base(path), ".jsonl")
 	}
 	m := NewMapper(id, o)
-	s := validate.NewSession(m.ID(), Harness)
+	s := fold.NewSession(m.ID(), Harness)
 	var buf bytes.Buffer
 	apply := func(n int, evs []agentbridge.Event) {
 		for _, e := range evs {
@@ -111,8 +112,8 @@ func TestGolden(t *testing.T) {
 	for _, path := range goldenJournals(t) {
 		name := goldenName(path)
 		t.Run(name, func(t *testing.T) {
-			log, fold := replay(t, path, MapperOptions{InferWaits: true})
-			sj, _ := json.MarshalIndent(fold.Snapshot(), "", "  ")
+			log, sess := replay(t, path, MapperOptions{InferWaits: true})
+			sj, _ := json.MarshalIndent(sess.Snapshot(), "", "  ")
 			sj = append(sj, '\n')
 			checkGolden(t, filepath.Join("testdata", "golden", name+".events.jsonl"), log)
 			checkGolden(t, filepath.Join("testdata", "golden", name+".snapshot.json"), sj)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -91,7 +92,7 @@ func (m *Mapper) Job(j Job, at int64) []agentbridge.Event {
 		m.jobWait = ""
 	}
 	if id != "" && m.jobWait == "" && m.turn != "" && m.started {
-		reason := validate.Display(j.Needs, validate.MaxWaitingFor)
+		reason := text.Display(j.Needs, validate.MaxWaitingFor)
 		if reason == "" {
 			reason = "needs you"
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -336,7 +337,7 @@ func (m *Mapper) SetOrigin(pid int, cwd string, startedAt int64) {
 
 func (m *Mapper) effectiveTitle() string {
 	for _, t := range []string{m.customTitle, m.aiTitle, m.summaryTitle, m.promptTitle} {
-		if d := validate.Display(t, validate.MaxTitle); d != "" {
+		if d := text.Display(t, validate.MaxTitle); d != "" {
 			return d
 		}
 	}

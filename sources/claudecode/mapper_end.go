@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -192,7 +193,7 @@ func (m *Mapper) openRegistryWait(at int64, suffix string) {
 	}
 	reason, tool := m.pendingReason()
 	if reason == "" {
-		reason = validate.Display(m.reg.WaitingFor, validate.MaxWaitingFor)
+		reason = text.Display(m.reg.WaitingFor, validate.MaxWaitingFor)
 	}
 	if reason == "" {
 		reason = "input needed"
@@ -221,7 +222,7 @@ func (m *Mapper) pendingReason() (reason, toolID string) {
 		if t.detail != "" {
 			r += ": " + t.detail
 		}
-		return validate.Display(r, validate.MaxWaitingFor), id
+		return text.Display(r, validate.MaxWaitingFor), id
 	}
 	return "", ""
 }

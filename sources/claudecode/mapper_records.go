@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -81,11 +82,11 @@ func (m *Mapper) user(r *record, at int64) {
 // prompt stamped before the record that opened the current or last turn,
 // when no prompt opened that turn, is that turn's prompt written late: it
 // names the turn (the title) but starts nothing.
-func (m *Mapper) prompt(r *record, text string, at int64) {
+func (m *Mapper) prompt(r *record, prompt string, at int64) {
 	if m.unprompted && at != 0 && at < m.turnAt {
 		m.unprompted = false
 		if m.promptTitle == "" {
-			m.promptTitle = text
+			m.promptTitle = prompt
 		}
 		return
 	}
@@ -96,9 +97,9 @@ func (m *Mapper) prompt(r *record, text string, at int64) {
 		m.turn = ""
 	}
 	if m.promptTitle == "" {
-		m.promptTitle = text
+		m.promptTitle = prompt
 	}
-	m.openTurn(r, validate.Display(text, validate.MaxText), at)
+	m.openTurn(r, text.Display(prompt, validate.MaxText), at)
 	m.unprompted = false
 }
 
@@ -225,7 +226,7 @@ func (m *Mapper) taskNotification(text string, at int64) {
 func (m *Mapper) usage(msg *message, at int64) {
 	if u, ok := msg.tokens(); ok {
 		m.emit(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: at,
-			Usage: &agentbridge.UsageReport{Usage: u, MessageID: validate.Bound(msg.ID, 128)}})
+			Usage: &agentbridge.UsageReport{Usage: u, MessageID: text.Bound(msg.ID, 128)}})
 	}
 }
 
@@ -341,8 +342,8 @@ func (m *Mapper) toolUse(r *record, b *block, index int, at int64) {
 		m.emit(agentbridge.Event{
 			Kind: agentbridge.KindSubagentStarted, OccurredAt: at,
 			SubagentID: id, ParentAgentID: m.id,
-			Title: validate.Display(in.Description, validate.MaxTitle),
-			Type:  validate.Display(in.SubagentType, validate.MaxText),
+			Title: text.Display(in.Description, validate.MaxTitle),
+			Type:  text.Display(in.SubagentType, validate.MaxText),
 		})
 	case toolAskQuestion, toolExitPlan:
 		if !m.inferWaits {

@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -57,8 +58,8 @@ func (m *Mapper) Child(agentID, toolUseID, agentType, description string, at int
 	m.emit(agentbridge.Event{
 		Kind: agentbridge.KindSubagentStarted, OccurredAt: at,
 		SubagentID: subID, ParentAgentID: m.id,
-		Title: validate.Display(description, validate.MaxTitle),
-		Type:  validate.Display(agentType, validate.MaxText),
+		Title: text.Display(description, validate.MaxTitle),
+		Type:  text.Display(agentType, validate.MaxText),
 	})
 	return m.out, subID, true
 }

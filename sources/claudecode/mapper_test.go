@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -39,9 +41,9 @@ func regStep(st RegistryStatus, waitingFor, id string) step {
 func run(t *testing.T, infer bool, steps []step) (agentbridge.Snapshot, []agentbridge.Event) {
 	t.Helper()
 	m := NewMapper("s-1", MapperOptions{InferWaits: infer})
-	s := validate.NewSession("s-1", Harness)
+	s := fold.NewSession("s-1", Harness)
 	var all []agentbridge.Event
-	fold := func(evs []agentbridge.Event) {
+	apply := func(evs []agentbridge.Event) {
 		for _, e := range evs {
 			if is := s.Apply(e); len(is) > 0 {
 				t.Fatalf("fold rejects %s: %+v", e.Kind, is)
@@ -52,19 +54,19 @@ func run(t *testing.T, infer bool, steps []step) (agentbridge.Snapshot, []agentb
 	for _, st := range steps {
 		if st.endIdle {
 			if m.IdleEnds() {
-				fold(m.EndIdle(m.Turn(), 0))
+				apply(m.EndIdle(m.Turn(), 0))
 			}
 			continue
 		}
 		if st.reg != nil {
-			fold(m.Registry(*st.reg, 0))
+			apply(m.Registry(*st.reg, 0))
 			continue
 		}
 		evs, err := m.Line([]byte(st.line))
 		if err != nil && !errors.Is(err, ErrMalformed) {
 			t.Fatal(err)
 		}
-		fold(evs)
+		apply(evs)
 	}
 	return sourcestest.Shown(s), all
 }
@@ -242,7 +244,7 @@ func TestMapperRules(t *testing.T) {
 				t.Errorf("status %q lastTurn %q waitingFor %q; want %q %q %q", snap.Status, snap.LastTurn, snap.WaitingFor, tc.status, tc.lastTurn, tc.waiting)
 			}
 			if tc.title == "?" {
-				if strings.Contains(snap.Title, "alice") || strings.Contains(snap.Title, "sk-ant") || validate.UTF16Len(snap.Title) > validate.MaxTitle {
+				if strings.Contains(snap.Title, "alice") || strings.Contains(snap.Title, "sk-ant") || text.UTF16Len(snap.Title) > validate.MaxTitle {
 					t.Errorf("title leaks or is too long: %q", snap.Title)
 				}
 			} else if snap.Title != tc.title {
@@ -264,7 +266,7 @@ func TestMapperRules(t *testing.T) {
 func statusTrail(t *testing.T, infer bool, steps []step) string {
 	t.Helper()
 	_, evs := run(t, infer, steps)
-	s := validate.NewSession("s-1", Harness)
+	s := fold.NewSession("s-1", Harness)
 	var trail []string
 	for _, e := range evs {
 		s.Apply(e)
@@ -317,8 +319,8 @@ func TestTurnIDsUnique(t *testing.T) {
 // SetOrigin) are read as usual.
 func TestLateTailAfterExit(t *testing.T) {
 	m := NewMapper("s-1", MapperOptions{})
-	s := validate.NewSession("s-1", Harness)
-	fold := func(evs []agentbridge.Event) {
+	s := fold.NewSession("s-1", Harness)
+	apply := func(evs []agentbridge.Event) {
 		for _, e := range evs {
 			if is := s.Apply(e); len(is) > 0 {
 				t.Fatalf("fold rejects %s: %+v", e.Kind, is)
@@ -330,17 +332,17 @@ func TestLateTailAfterExit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fold(evs)
+		apply(evs)
 	}
 	m.Gone(time.Date(2026, 5, 1, 12, 0, 5, 0, time.UTC).UnixMilli())
-	fold(m.Exited(0, nil, ""))
+	apply(m.Exited(0, nil, ""))
 	if evs := m.LateExit(); len(evs) != 0 {
 		t.Fatalf("LateExit with no late line: %v", evs)
 	}
-	fold(m.LateExit())
+	apply(m.LateExit())
 	// The exit seen while its turn was open, the rest of that turn after.
 	m2 := NewMapper("s-2", MapperOptions{})
-	s2 := validate.NewSession("s-2", Harness)
+	s2 := fold.NewSession("s-2", Harness)
 	var turns int
 	for _, evs := range [][]agentbridge.Event{
 		evsOf(m2.Line([]byte(prompt(sid, 1, "p-1", "answer headless")))),
@@ -369,7 +371,7 @@ func TestLateTailAfterExit(t *testing.T) {
 	line(toolResult(sid, 3, "t1", "ok", false, ""))
 	line(reply(sid, 4, "Headless answer.", "end_turn"))
 	line(rec(sid, 5, "system", `"subtype":"turn_duration","durationMs":10`))
-	fold(m.LateExit())
+	apply(m.LateExit())
 	snap := sourcestest.Shown(s)
 	if snap.Status != sourcestest.StatusExited || snap.LastTurn != agentbridge.LastTurnCompleted || snap.Title != "answer headless" {
 		t.Errorf("after the late tail: %+v, want exited, last turn completed, titled", snap)
@@ -379,9 +381,9 @@ func TestLateTailAfterExit(t *testing.T) {
 	}
 	// A resumed process (bound with SetOrigin) writes on: read as usual.
 	m.SetOrigin(4242, "/work/proj", 0)
-	fold([]agentbridge.Event{m.Restate()})
+	apply([]agentbridge.Event{m.Restate()})
 	line(prompt(sid, 9, "p-9", "next"))
-	fold(m.LateExit())
+	apply(m.LateExit())
 	if snap := s.Snapshot(); snap.Status != agentbridge.StatusRunning {
 		t.Errorf("a new process's prompt: status %q, want running", snap.Status)
 	}

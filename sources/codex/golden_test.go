@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentbridge/agentbridge"
+	foldpkg "github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -50,11 +51,11 @@ func replay(tb testing.TB, e *Engine, dir string, names []string) []Pub {
 // the hub would reject, and returns the live sessions' snapshots by id.
 func fold(tb testing.TB, pubs []Pub) []agentbridge.Snapshot {
 	tb.Helper()
-	sessions := map[string]*validate.Session{}
+	sessions := map[string]*foldpkg.Session{}
 	for i, p := range pubs {
 		s := sessions[p.Session]
 		if s == nil {
-			s = validate.NewSession(p.Session, Harness)
+			s = foldpkg.NewSession(p.Session, Harness)
 			sessions[p.Session] = s
 		}
 		if is := s.Apply(p.Event); len(is) > 0 {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/validate"
+	foldpkg "github.com/agentbridge/agentbridge/fold"
 )
 
 // TestUsageMatchesRollouts replays recorded rollouts and compares each
@@ -36,11 +36,11 @@ func TestUsageMatchesRollouts(t *testing.T) {
 	} {
 		t.Run(tt.dir, func(t *testing.T) {
 			dir := filepath.Join("testdata/rollouts", tt.dir)
-			sessions := map[string]*validate.Session{}
+			sessions := map[string]*foldpkg.Session{}
 			for _, p := range replay(t, NewEngine(), dir, rolloutNames(t, dir)) {
 				s := sessions[p.Session]
 				if s == nil {
-					s = validate.NewSession(p.Session, Harness)
+					s = foldpkg.NewSession(p.Session, Harness)
 					sessions[p.Session] = s
 				}
 				if is := s.Apply(p.Event); len(is) > 0 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -20,7 +21,7 @@ func FuzzMap(f *testing.F) {
 		`{"type":"permission.requested","data":{"requestId":"r","permissionRequest":{"kind":"shell","fullCommandText":"ls"}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m := mapper{session: "fuzz"}
-		s := validate.NewSession("fuzz", Harness)
+		s := fold.NewSession("fuzz", Harness)
 		var buf []agentbridge.Event
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			var code string
@@ -37,7 +38,7 @@ func FuzzMap(f *testing.F) {
 				}
 			}
 		}
-		if len(m.tools) > validate.MaxOpenTools || len(m.waits) > validate.MaxOpenWaits ||
+		if len(m.tools) > fold.MaxOpenTools || len(m.waits) > fold.MaxOpenWaits ||
 			len(m.subagents) > validate.MaxSubagents || len(m.titles) > maxTitles {
 			t.Fatalf("state grew past its bounds: %d tools, %d waits, %d subagents, %d titles",
 				len(m.tools), len(m.waits), len(m.subagents), len(m.titles))

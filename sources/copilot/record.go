@@ -10,7 +10,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -430,7 +432,7 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		if r.AgentID != "" {
 			return out, "" // a subagent's own tool: shown as its subagent
 		}
-		if _, open := m.tools[id]; open || len(m.tools) >= validate.MaxOpenTools {
+		if _, open := m.tools[id]; open || len(m.tools) >= fold.MaxOpenTools {
 			return out, ""
 		}
 		if !m.inTurn {
@@ -449,7 +451,7 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		if reason == reasonQuestion && args.Question != "" {
 			reason = "answer: " + short(args.Question)
 		}
-		if reason != "" && len(m.waits) < validate.MaxOpenWaits {
+		if reason != "" && len(m.waits) < fold.MaxOpenWaits {
 			out, _ = m.openWait(out, at, toolWait(id), reason)
 		}
 		m.tools[id] = tool{wait: reason != ""}
@@ -493,7 +495,7 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		m.subagents[id] = true
 		return append(out, agentbridge.Event{
 			Kind: agentbridge.KindSubagentStarted, OccurredAt: at, SubagentID: id, ParentAgentID: m.session,
-			Type: validate.Display(d.AgentName, validate.MaxSubagentType), Title: title,
+			Type: text.Display(d.AgentName, validate.MaxSubagentType), Title: title,
 		}), ""
 	default: // subagent.completed, subagent.failed
 		if id == "" {
@@ -593,7 +595,7 @@ func (m *mapper) openWait(out []agentbridge.Event, at int64, id, reason string) 
 	if id == "" {
 		return out, sources.CodeInvalidRecord
 	}
-	if m.waits[id] || len(m.waits) >= validate.MaxOpenWaits {
+	if m.waits[id] || len(m.waits) >= fold.MaxOpenWaits {
 		return out, ""
 	}
 	if !m.inTurn {
@@ -659,7 +661,7 @@ func permissionReason(d *permissionData) string {
 	case "hook":
 		arg = firstOf(p.HookMessage, p.ToolName)
 	}
-	kind := validate.Display(p.Kind, 40)
+	kind := text.Display(p.Kind, 40)
 	if kind == "" {
 		kind = "a tool"
 	}
@@ -671,7 +673,7 @@ func permissionReason(d *permissionData) string {
 
 // short makes the argument of a waiting reason: redacted, paths cut to
 // their last element, at most maxArg characters.
-func short(s string) string { return validate.Display(s, maxArg) }
+func short(s string) string { return text.Display(s, maxArg) }
 
 // toolWait is the id of the wait a blocking tool opens.
 func toolWait(toolID string) string { return validate.SafeID("tool:" + toolID) }

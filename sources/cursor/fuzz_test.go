@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -17,7 +18,7 @@ func FuzzMap(f *testing.F) {
 	f.Add([]byte(`{"role":"user","message":{"content":[{"type":"text","text":"hi"}]}}` + "\n" + `{"type":"turn_ended","status":"success"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m := mapper{cwd: "/w"}
-		s := validate.NewSession("fuzz", Harness)
+		s := fold.NewSession("fuzz", Harness)
 		var buf []agentbridge.Event
 		for i, line := range bytes.Split(data, []byte("\n")) {
 			var code string
@@ -32,7 +33,7 @@ func FuzzMap(f *testing.F) {
 				}
 			}
 		}
-		if len(m.tools) > validate.MaxOpenTools {
+		if len(m.tools) > fold.MaxOpenTools {
 			t.Fatalf("%d open tools", len(m.tools))
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -104,7 +105,7 @@ func (m *mapper) Map(n int, line []byte, out []agentbridge.Event) ([]agentbridge
 		k := 0
 		for i := range m.blocks {
 			b := &m.blocks[i]
-			if b.Type != "tool_use" || len(m.tools) >= validate.MaxOpenTools {
+			if b.Type != "tool_use" || len(m.tools) >= fold.MaxOpenTools {
 				continue
 			}
 			k++

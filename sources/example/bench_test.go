@@ -17,9 +17,9 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
-	"github.com/agentbridge/agentbridge/validate"
 )
 
 // BenchmarkAppendToStream measures the latency from appending a record to
@@ -190,14 +190,14 @@ func writeAll(b *testing.B, path, s string) {
 // discard is a hub.Publisher that drops everything.
 type discard struct{}
 
-func (discard) Reset([]*validate.Session) error               { return nil }
-func (discard) Upsert(*validate.Session) error                { return nil }
+func (discard) Reset([]*fold.Session) error                   { return nil }
+func (discard) Upsert(*fold.Session) error                    { return nil }
 func (discard) Event(string, string, agentbridge.Event) error { return nil }
 func (discard) Remove(string) error                           { return nil }
 func (discard) Diagnostic(agentbridge.Diagnostic) error       { return nil }
 func (discard) Fold(string, string, agentbridge.Event) error  { return nil }
 func (discard) Flush()                                        {}
-func (discard) Session(string) *validate.Session              { return nil }
+func (discard) Session(string) *fold.Session                  { return nil }
 func (discard) Rescan()                                       {}
 func (discard) Restart(string)                                {}
 func (discard) Hide(string)                                   {}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	journals "github.com/agentbridge/agentbridge/sources/example/demo"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
@@ -28,7 +29,7 @@ type golden struct {
 func replay(t *testing.T, id string, data []byte) golden {
 	t.Helper()
 	g := golden{Events: []agentbridge.Event{}}
-	s := validate.NewSession(id, Harness)
+	s := fold.NewSession(id, Harness)
 	for i, line := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
 		e, ok, code := mapRecord(id, line, nil)
 		if code != "" {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -77,7 +78,7 @@ func mapRecord(id string, line []byte, r *record) (e agentbridge.Event, ok bool,
 	case "session":
 		e = agentbridge.Event{
 			Kind:  agentbridge.KindSessionStarted,
-			Title: validate.Display(r.Title, validate.MaxTitle),
+			Title: text.Display(r.Title, validate.MaxTitle),
 			Model: validate.Model(r.Model),
 			Cwd:   validate.CleanCwd(r.Cwd),
 		}
@@ -88,7 +89,7 @@ func mapRecord(id string, line []byte, r *record) (e agentbridge.Event, ok bool,
 		if !validate.ValidID(r.TurnID) {
 			return e, false, sources.CodeInvalidRecord
 		}
-		e = agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: r.TurnID, PromptText: validate.Display(r.Text, validate.MaxText)}
+		e = agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: r.TurnID, PromptText: text.Display(r.Text, validate.MaxText)}
 	case "tool_started":
 		if !validate.ValidID(r.ToolID) {
 			return e, false, sources.CodeInvalidRecord
@@ -125,13 +126,13 @@ func mapRecord(id string, line []byte, r *record) (e agentbridge.Event, ok bool,
 		}
 		e = agentbridge.Event{
 			Kind: agentbridge.KindSubagentStarted, SubagentID: r.SubagentID, ParentAgentID: parent,
-			Title: validate.Display(r.Title, validate.MaxTitle), Type: validate.Display(r.AgentType, validate.MaxText),
+			Title: text.Display(r.Title, validate.MaxTitle), Type: text.Display(r.AgentType, validate.MaxText),
 		}
 	case "subagent_done":
 		if !validate.ValidID(r.SubagentID) {
 			return e, false, sources.CodeInvalidRecord
 		}
-		e = agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: r.SubagentID, Outcome: outcome(r.OK, r.Cancelled), Summary: validate.Display(r.Summary, validate.MaxText)}
+		e = agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: r.SubagentID, Outcome: outcome(r.OK, r.Cancelled), Summary: text.Display(r.Summary, validate.MaxText)}
 	case "exit":
 		e = agentbridge.Event{Kind: agentbridge.KindAgentExited, Signal: signal(r.Signal)}
 		if r.Code != nil && *r.Code >= 0 && *r.Code <= 255 {
@@ -159,10 +160,10 @@ func outcome(ok *bool, cancelled bool) agentbridge.Outcome {
 	return agentbridge.OutcomeSuccess
 }
 
-// displayOr is validate.Display, or fallback when nothing printable is
+// displayOr is text.Display, or fallback when nothing printable is
 // left.
 func displayOr(s string, limit int, fallback string) string {
-	if d := validate.Display(s, limit); d != "" {
+	if d := text.Display(s, limit); d != "" {
 		return d
 	}
 	return fallback

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/fold"
 )
 
 // FuzzChat feeds any bytes, line by line, to the Gemini CLI chat mapper:
@@ -26,7 +26,7 @@ func FuzzChat(f *testing.F) {
 		if len(data) > 0 && data[0] == '#' {
 			c.Continue(chatMeta{SessionID: "s1"})
 		}
-		s := validate.NewSession("s1", HarnessGemini)
+		s := fold.NewSession("s1", HarnessGemini)
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			var ch Change
 			var events []agentbridge.Event
@@ -36,7 +36,7 @@ func FuzzChat(f *testing.F) {
 				ch, events, _ = c.Line(line)
 			}
 			if ch == Rebuilt {
-				s = validate.NewSession("s1", HarnessGemini)
+				s = fold.NewSession("s1", HarnessGemini)
 				events = c.Events()
 			}
 			for _, e := range events {
@@ -54,7 +54,7 @@ func FuzzBrain(f *testing.F) {
 		`{"step_index":1,"source":"MODEL","type":"PLANNER_RESPONSE","status":"DONE","content":"y"}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b := &Brain{}
-		s := validate.NewSession("c1", HarnessAntigravity)
+		s := fold.NewSession("c1", HarnessAntigravity)
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			events, _ := b.Line("c1", line)
 			for _, e := range events {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -73,8 +74,8 @@ func split(harness string, data []byte) []session {
 func replayFile(t *testing.T, harness, id string, lines [][]byte) golden {
 	t.Helper()
 	g := golden{Events: []goldenEvent{}}
-	s := validate.NewSession(id, harness)
-	fold := func(e agentbridge.Event) {
+	s := fold.NewSession(id, harness)
+	apply := func(e agentbridge.Event) {
 		if issues := s.Apply(e); len(issues) > 0 {
 			t.Fatalf("fold rejected %s: %+v", e.Kind, issues)
 		}
@@ -89,20 +90,20 @@ func replayFile(t *testing.T, harness, id string, lines [][]byte) golden {
 			switch ch {
 			case Appended:
 				for _, e := range events {
-					fold(e)
+					apply(e)
 				}
 			case Rebuilt:
 				g.Events = append(g.Events, goldenEvent{Rebuild: true})
-				s = validate.NewSession(id, harness)
+				s = fold.NewSession(id, harness)
 				for _, e := range chat.Events() {
-					fold(e)
+					apply(e)
 				}
 			}
 			continue
 		}
 		events, _ := brain.Line(id, line)
 		for _, e := range events {
-			fold(e)
+			apply(e)
 		}
 	}
 	g.Snapshot = s.Snapshot()

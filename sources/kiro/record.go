@@ -11,6 +11,7 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kit"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -78,7 +79,7 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 		s.turn = r.Data.MessageID // as the sidecar names it
 		out = append(out, agentbridge.Event{
 			Kind: agentbridge.KindTurnStarted, TurnID: validate.SafeID(r.Data.MessageID),
-			PromptText: validate.Display(promptText(r.Data.Content), validate.MaxText),
+			PromptText: text.Display(promptText(r.Data.Content), validate.MaxText),
 			OccurredAt: kit.UnixSeconds(r.Data.Meta.Timestamp),
 		})
 	case "AssistantMessage":
@@ -96,7 +97,7 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 			if id == "" || s.open[id] {
 				continue
 			}
-			name := validate.Display(t.Name, validate.MaxText)
+			name := text.Display(t.Name, validate.MaxText)
 			if name == "" {
 				name = "tool"
 			}
@@ -203,8 +204,8 @@ func (s *session) mapSidecar(data []byte, out []agentbridge.Event) ([]agentbridg
 		return out, sources.CodeInvalidJSON
 	}
 	cwd := validate.CleanCwd(sc.Cwd)
-	title := validate.Display(sc.Title, validate.MaxTitle)
-	model := validate.Display(sc.SessionState.RTSModelState.ModelInfo.ModelID, validate.MaxModel)
+	title := text.Display(sc.Title, validate.MaxTitle)
+	model := text.Display(sc.SessionState.RTSModelState.ModelInfo.ModelID, validate.MaxModel)
 	if (cwd != "" && cwd != s.cwd) || (title != "" && title != s.title) || (model != "" && model != s.model) {
 		s.cwd, s.title, s.model = cmp.Or(cwd, s.cwd), cmp.Or(title, s.title), cmp.Or(model, s.model)
 		out = append(out, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: cwd, Title: title, Model: model})

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -48,7 +49,7 @@ type golden struct {
 // folder folds mapped events as Sessions would, failing on a rejected one.
 type folder struct {
 	t  *testing.T
-	s  map[string]*validate.Session
+	s  map[string]*fold.Session
 	ev []event
 }
 
@@ -59,7 +60,7 @@ func (f *folder) add(outs []Out) {
 		validate.RedactEvent(&e)
 		s := f.s[o.Session]
 		if s == nil {
-			s = validate.NewSession(o.Session, Harness)
+			s = fold.NewSession(o.Session, Harness)
 			f.s[o.Session] = s
 		}
 		if is := s.Apply(e); len(is) > 0 {
@@ -142,7 +143,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := &folder{t: t, s: map[string]*validate.Session{}}
+			f := &folder{t: t, s: map[string]*fold.Session{}}
 			m := NewMapper()
 			for _, r := range recs {
 				f.add(m.Apply(r))
@@ -163,7 +164,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f = &folder{t: t, s: map[string]*validate.Session{}}
+			f = &folder{t: t, s: map[string]*fold.Session{}}
 			m = NewMapper()
 			for _, r := range recs {
 				f.add(m.Apply(r))

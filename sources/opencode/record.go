@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -459,7 +460,7 @@ func askReason(a Ask) string {
 	if perm == "" {
 		return what
 	}
-	return validate.Bound(perm+": "+what, validate.MaxWaitingFor)
+	return text.Bound(perm+": "+what, validate.MaxWaitingFor)
 }
 
 // moveOn ends the permission wait shown on root when its owner session

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/fold"
 )
 
 // TestRejectedCallEndsTheTurn: opencode stops a turn when the user rejects
@@ -33,7 +33,7 @@ func TestRejectedCallEndsTheTurn(t *testing.T) {
 		{"a tool that failed", []Record{sess, user, running, failed("exit status 1"), step}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &folder{t: t, s: map[string]*validate.Session{}}
+			f := &folder{t: t, s: map[string]*fold.Session{}}
 			m := NewMapper()
 			for _, r := range tc.recs {
 				f.add(m.Apply(r))
@@ -57,7 +57,7 @@ func TestMessageErrorIsTheTurnsError(t *testing.T) {
 	if !ok || r.Message.Error != "APIError" {
 		t.Fatalf("DecodeStorage: %+v %v", r.Message, ok)
 	}
-	f := &folder{t: t, s: map[string]*validate.Session{}}
+	f := &folder{t: t, s: map[string]*fold.Session{}}
 	m := NewMapper()
 	for _, rec := range []Record{
 		{Session: &SessionInfo{ID: "ses_1", Directory: "/w"}},
@@ -75,7 +75,7 @@ func TestMessageErrorIsTheTurnsError(t *testing.T) {
 // TestNestedSubagentNamesItsParent: a subagent session a subagent started
 // is listed under the root with parentId naming that subagent.
 func TestNestedSubagentNamesItsParent(t *testing.T) {
-	f := &folder{t: t, s: map[string]*validate.Session{}}
+	f := &folder{t: t, s: map[string]*fold.Session{}}
 	m := NewMapper()
 	for _, rec := range []Record{
 		{Session: &SessionInfo{ID: "ses_1", Directory: "/w"}},

@@ -9,6 +9,7 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kit"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -89,7 +90,7 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 	case "session":
 		out = append(out, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: validate.CleanCwd(r.Cwd), OccurredAt: at})
 	case "model_change":
-		if m := validate.Display(r.ModelID, validate.MaxModel); m != "" && m != s.model {
+		if m := text.Display(r.ModelID, validate.MaxModel); m != "" && m != s.model {
 			s.model = m
 			out = append(out, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Model: m, OccurredAt: at})
 		}
@@ -97,7 +98,7 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 		// the user's own name for the session (/name); a cleared name
 		// leaves the title shown as it is
 		if r.Name != nil {
-			if t := validate.Display(*r.Name, validate.MaxTitle); t != "" {
+			if t := text.Display(*r.Name, validate.MaxTitle); t != "" {
 				out = append(out, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Title: t, OccurredAt: at})
 			}
 		}
@@ -133,10 +134,10 @@ func (s *session) mapMessage(r *record, at int64, out []agentbridge.Event) ([]ag
 		s.turn = true
 		out = append(out, agentbridge.Event{
 			Kind: agentbridge.KindTurnStarted, TurnID: turn,
-			PromptText: validate.Display(s.promptText(m.Content), validate.MaxText), OccurredAt: at,
+			PromptText: text.Display(s.promptText(m.Content), validate.MaxText), OccurredAt: at,
 		})
 	case "assistant":
-		if mod := validate.Display(m.Model, validate.MaxModel); mod != "" && mod != s.model {
+		if mod := text.Display(m.Model, validate.MaxModel); mod != "" && mod != s.model {
 			s.model = mod
 			out = append(out, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Model: mod, OccurredAt: at})
 		}
@@ -150,7 +151,7 @@ func (s *session) mapMessage(r *record, at int64, out []agentbridge.Event) ([]ag
 			if b.Type != "toolCall" || id == "" || s.open[id] {
 				continue
 			}
-			name := validate.Display(b.Name, validate.MaxText)
+			name := text.Display(b.Name, validate.MaxText)
 			if name == "" {
 				name = "tool"
 			}

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/fold"
 )
 
 // FuzzMap feeds any bytes, line by line, to the chat mapper: it must not
@@ -16,7 +16,7 @@ func FuzzMap(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var st State
 		st.SetApprovalMode(ModeDefault) // approvals mapped too
-		s := validate.NewSession("s1", Harness)
+		s := fold.NewSession("s1", Harness)
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			events, _ := Map("s1", line, &st)
 			for _, e := range events {

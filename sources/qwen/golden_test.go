@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -34,7 +35,7 @@ func replay(t *testing.T, data []byte) golden {
 	var id string
 	var st State
 	st.SetApprovalMode(ModeDefault) // the mode the chats were recorded in
-	var s *validate.Session
+	var s *fold.Session
 	for i, line := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
 		if id == "" {
 			var r struct {
@@ -42,7 +43,7 @@ func replay(t *testing.T, data []byte) golden {
 			}
 			_ = json.Unmarshal(line, &r)
 			id = r.SessionID
-			s = validate.NewSession(id, Harness)
+			s = fold.NewSession(id, Harness)
 		}
 		events, code := Map(id, line, &st)
 		if code != "" {

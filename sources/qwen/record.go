@@ -11,6 +11,7 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kit"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -334,7 +335,7 @@ func approvalReason(name string, args jsontext.Value) string {
 			break
 		}
 	}
-	return validate.Display(reason, validate.MaxWaitingFor)
+	return text.Display(reason, validate.MaxWaitingFor)
 }
 
 func (st *State) has(id string) bool { return slices.Index(st.tools, id) >= 0 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -64,7 +65,7 @@ type Transition struct {
 }
 
 type kept struct {
-	s      *validate.Session
+	s      *fold.Session
 	hidden bool
 	aside  bool // restarted: upserted at Flush
 }
@@ -110,7 +111,7 @@ func (h *Hub) resetCall() Call {
 }
 
 // Reset replaces every session, after validate.Reset accepts them.
-func (h *Hub) Reset(list []*validate.Session) error {
+func (h *Hub) Reset(list []*fold.Session) error {
 	h.mu.Lock()
 	snaps := make([]agentbridge.Snapshot, len(list))
 	for i, s := range list {
@@ -128,7 +129,7 @@ func (h *Hub) Reset(list []*validate.Session) error {
 }
 
 // Upsert replaces one session, after validate.Snapshot accepts it.
-func (h *Hub) Upsert(s *validate.Session) error {
+func (h *Hub) Upsert(s *fold.Session) error {
 	h.mu.Lock()
 	snap := s.Snapshot()
 	if issues := validate.Snapshot(snap, nil); len(issues) > 0 {
@@ -152,7 +153,7 @@ func (h *Hub) Fold(id, harness string, e agentbridge.Event) error {
 	m := h.cur()
 	k := m[id]
 	if k == nil {
-		k = &kept{s: validate.NewSession(id, harness)}
+		k = &kept{s: fold.NewSession(id, harness)}
 	}
 	if issues := k.s.Apply(e); len(issues) > 0 {
 		h.done(Call{}, nil)
@@ -187,7 +188,7 @@ func (h *Hub) Flush() {
 }
 
 // Session returns the fold of a session, nil when there is none.
-func (h *Hub) Session(id string) *validate.Session {
+func (h *Hub) Session(id string) *fold.Session {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if k := h.cur()[id]; k != nil {
@@ -207,7 +208,7 @@ func (h *Hub) Rescan() {
 func (h *Hub) Restart(id string) {
 	h.mu.Lock()
 	if k := h.cur()[id]; k != nil {
-		k.s = validate.NewSession(id, k.s.Harness())
+		k.s = fold.NewSession(id, k.s.Harness())
 		k.aside = h.scan == nil
 	}
 	h.done(Call{}, nil)
@@ -348,7 +349,7 @@ func (h *Hub) Shown(id string) (agentbridge.Snapshot, bool) {
 
 // Shown returns f's snapshot with its status as ShownStatus says: a view
 // for tests, never a valid snapshot to publish.
-func Shown(f *validate.Session) agentbridge.Snapshot {
+func Shown(f *fold.Session) agentbridge.Snapshot {
 	s := f.Snapshot()
 	s.Status = ShownStatus(&s, f.Ended())
 	return s

@@ -10,6 +10,7 @@ import (
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kit"
+	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -77,13 +78,13 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 	if code := kit.Decode(line, r); code != "" {
 		return out, code
 	}
-	text := str(r.Content)
+	content := str(r.Content)
 	switch r.Role {
 	case "user":
 		switch {
 		case r.Injected:
 			// context Vibe adds itself (a "!" command's output): no turn
-		case strings.HasPrefix(strings.TrimSpace(text), tagCancellation):
+		case strings.HasPrefix(strings.TrimSpace(content), tagCancellation):
 			if s.turn {
 				out = s.done(agentbridge.OutcomeCancelled, out)
 			}
@@ -91,7 +92,7 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 			return out, sources.CodeInvalidRecord
 		default:
 			s.turn = true
-			out = append(out, agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: validate.SafeID(r.MessageID), PromptText: validate.Display(text, validate.MaxText)})
+			out = append(out, agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: validate.SafeID(r.MessageID), PromptText: text.Display(content, validate.MaxText)})
 		}
 	case "assistant":
 		if len(r.ToolCalls) == 0 {
@@ -106,14 +107,14 @@ func (s *session) mapRecord(line []byte, out []agentbridge.Event) ([]agentbridge
 		}
 	case "tool":
 		id := validate.SafeID(r.ToolCallID)
-		o := outcome(text)
+		o := outcome(content)
 		if s.open[id] {
 			delete(s.open, id)
 			out = append(out, agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: id, Outcome: o})
 		}
 		if s.subs[id] {
 			delete(s.subs, id)
-			if o == agentbridge.OutcomeSuccess && strings.Contains(text, "completed: False") {
+			if o == agentbridge.OutcomeSuccess && strings.Contains(content, "completed: False") {
 				o = agentbridge.OutcomeError
 			}
 			out = append(out, agentbridge.Event{Kind: agentbridge.KindSubagentDone, SubagentID: id, Outcome: o})
@@ -127,7 +128,7 @@ func (s *session) toolStarted(c toolCall, out []agentbridge.Event) []agentbridge
 	if id == "" || s.open[id] {
 		return out
 	}
-	name := cmp.Or(validate.Display(c.Function.Name, validate.MaxText), "tool")
+	name := cmp.Or(text.Display(c.Function.Name, validate.MaxText), "tool")
 	s.open[id] = true
 	out = append(out, agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: id, Name: name})
 	if c.Function.Name != taskTool || s.subs[id] || !validate.ValidID(s.id) {
@@ -142,7 +143,7 @@ func (s *session) toolStarted(c toolCall, out []agentbridge.Event) []agentbridge
 	s.subs[id] = true
 	return append(out, agentbridge.Event{
 		Kind: agentbridge.KindSubagentStarted, SubagentID: id, ParentAgentID: s.id,
-		Type: validate.Display(a.Agent, validate.MaxSubagentType), Title: validate.Display(a.Task, validate.MaxTitle),
+		Type: text.Display(a.Agent, validate.MaxSubagentType), Title: text.Display(a.Task, validate.MaxTitle),
 	})
 }
 
@@ -208,10 +209,10 @@ func (s *session) mapMeta(data []byte, out []agentbridge.Event) ([]agentbridge.E
 		return out, sources.CodeInvalidJSON
 	}
 	cwd := validate.CleanCwd(m.Environment.WorkingDirectory)
-	model := validate.Display(m.Config.ActiveModel, validate.MaxModel)
+	model := text.Display(m.Config.ActiveModel, validate.MaxModel)
 	var title string
 	if m.TitleSource == "manual" {
-		title = validate.Display(m.Title, validate.MaxTitle)
+		title = text.Display(m.Title, validate.MaxTitle)
 	}
 	if (cwd != "" && cwd != s.cwd) || (title != "" && title != s.title) || (model != "" && model != s.model) {
 		s.cwd, s.title, s.model = cmp.Or(cwd, s.cwd), cmp.Or(title, s.title), cmp.Or(model, s.model)

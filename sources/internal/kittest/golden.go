@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
@@ -68,7 +69,7 @@ func goldenLine(n int, code string, evs []agentbridge.Event) GoldenLine {
 func Replay(t testing.TB, m Mapper, id, harness string, journal, side []byte) Golden {
 	t.Helper()
 	var g Golden
-	s := validate.NewSession(id, harness)
+	s := fold.NewSession(id, harness)
 	apply := func(where []byte, evs []agentbridge.Event, code string) {
 		t.Helper()
 		switch code {

@@ -1,9 +1,10 @@
-package validate
+package fold
 
 import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // hstep is a journal event (ev) or a hook (hk), then the status and
@@ -215,7 +216,7 @@ func TestHookFusion(t *testing.T) {
 						t.Errorf("hstep %d: hook folded %d events %v, want %d", i, len(evs), evs, st.events)
 					}
 					for _, e := range evs {
-						if is := Event(e); len(is) > 0 {
+						if is := validate.Event(e); len(is) > 0 {
 							t.Errorf("hstep %d: hook folded an invalid event %+v: %v", i, e, is)
 						}
 					}
@@ -224,7 +225,7 @@ func TestHookFusion(t *testing.T) {
 				if got.Status != st.status || got.WaitingFor != st.reason {
 					t.Fatalf("hstep %d: status %q waitingFor %q, want %q %q", i, got.Status, got.WaitingFor, st.status, st.reason)
 				}
-				if is := Snapshot(got, Harnesses{"claude-code": true}); len(is) > 0 {
+				if is := validate.Snapshot(got, validate.Harnesses{"claude-code": true}); len(is) > 0 {
 					t.Fatalf("hstep %d: invalid snapshot: %v", i, is)
 				}
 			}
@@ -315,12 +316,12 @@ func FuzzHookFold(f *testing.F) {
 			default:
 				kind := HookKind(op%10 - 5)
 				for _, e := range s.Hook(Hook{Kind: kind, Key: key, ToolID: tool, Reason: "Approve x", At: at}) {
-					if is := Event(e); len(is) > 0 {
+					if is := validate.Event(e); len(is) > 0 {
 						t.Fatalf("invalid hook event %+v: %v", e, is)
 					}
 				}
 			}
-			if is := Snapshot(s.Snapshot(), Harnesses{"codex": true}); len(is) > 0 {
+			if is := validate.Snapshot(s.Snapshot(), validate.Harnesses{"codex": true}); len(is) > 0 {
 				t.Fatalf("invalid snapshot after op %d: %v", i, is)
 			}
 			if s.hk != nil && (len(s.hk.bind) > maxHookMemory || len(s.hk.settled) > maxHookMemory) {

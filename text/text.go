@@ -1,12 +1,28 @@
-package validate
+// Package text is the bridge's text toolkit: what every source, the hub
+// and the command line do to text from an agent's records before it is
+// shown or published. It imports only the standard library.
+//
+//   - Bound folds spaces, drops control characters and cuts text to a
+//     limit in UTF-16 code units, as the Terminay host counts them
+//     (UTF16Len); Valid and Problem are the display-text rule its result
+//     passes.
+//   - Redact replaces credentials; Display (and Name) turn a record's text
+//     into display text: redacted, paths shortened (ShortenPaths), bounded.
+//   - ContainsPath is the same path grammar as ShortenPaths, for the rule
+//     that a diagnostic carries no path.
+//   - Printable and EscapeJSON make text safe to print to a terminal.
+//
+// The limits themselves (a title's 512 characters, …) are the contract's:
+// package validate states them and the helpers that apply them to a
+// snapshot's fields.
+package text
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/agentbridge/agentbridge"
 )
 
 // Bound is the bounded-text helper: it folds newlines and tabs to spaces,
@@ -23,7 +39,7 @@ import (
 // such as most emoji, counts 2), and the result, "…" included, has at
 // most max of them (none when max ≤ 0). The result may be
 // empty; producers omit an empty field rather than publish it. The result
-// always passes the display-text rule (ValidText) when it is not empty.
+// always passes the display-text rule (Valid) when it is not empty.
 func Bound(s string, max int) string {
 	if max <= 0 {
 		return ""
@@ -82,6 +98,45 @@ func Bound(s string, max int) string {
 	out = strings.TrimRight(out, " ")
 	return out + ellipsis
 }
+
+// UTF16Len returns the length of s in UTF-16 code units, as JavaScript's
+// string.length counts it: 2 for a character outside the BMP, 1 for any
+// other (an invalid byte, which JavaScript never sees, counts 1).
+func UTF16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16Len(r)
+	}
+	return n
+}
+
+// Problem says what is wrong with display text s bounded to max
+// characters (UTF-16 units), or "" when nothing is.
+func Problem(s string, max int) string {
+	if s == "" {
+		return "must not be empty"
+	}
+	n := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return "must be valid UTF-8"
+		}
+		if unicode.IsControl(r) {
+			return "must not contain control characters (newlines, tabs, …); shorten it with the bounded-text helper"
+		}
+		n += utf16Len(r)
+		i += size
+	}
+	if n > max {
+		return fmt.Sprintf("must be at most %d characters (UTF-16 code units); shorten it with the bounded-text helper", max)
+	}
+	return ""
+}
+
+// Valid reports whether s is display text of at most max characters
+// (UTF-16 units): non-empty, valid UTF-8, no control characters.
+func Valid(s string, max int) bool { return Problem(s, max) == "" }
 
 // utf16Len is how many UTF-16 code units r takes: 2 outside the BMP.
 func utf16Len(r rune) int {
@@ -258,46 +313,4 @@ func hasPrefixFold(s, w string) bool {
 		}
 	}
 	return true
-}
-
-// redactText redacts *s and, when that changed it, bounds it again to max
-// so that the field stays within its limit.
-func redactText(s *string, max int) {
-	if r := Redact(*s); r != *s {
-		*s = Bound(r, max)
-	}
-}
-
-// RedactSnapshot redacts every display text of s in place: title, model,
-// waitingFor, tool, error and each subagent's type and title. A changed field is bounded
-// again to its limit. Ids and cwd are left alone.
-func RedactSnapshot(s *agentbridge.Snapshot) {
-	redactText(&s.Title, MaxTitle)
-	redactText(&s.Model, MaxModel)
-	redactText(&s.WaitingFor, MaxWaitingFor)
-	redactText(&s.Tool, MaxToolName)
-	redactText(&s.Error, MaxError)
-	for i := range s.Subagents {
-		redactText(&s.Subagents[i].Type, MaxSubagentType)
-		redactText(&s.Subagents[i].Title, MaxTitle)
-	}
-}
-
-// RedactEvent redacts every display text of e in place: title, model,
-// promptText, name, reason, summary, signal and type. A changed field is
-// bounded again to its limit. Ids and cwd are left alone.
-func RedactEvent(e *agentbridge.Event) {
-	redactText(&e.Title, MaxTitle)
-	redactText(&e.Model, MaxModel)
-	redactText(&e.PromptText, MaxTitle)
-	redactText(&e.Name, MaxText)
-	redactText(&e.Reason, MaxWaitingFor)
-	redactText(&e.Summary, MaxError)
-	redactText(&e.Signal, MaxSignal)
-	redactText(&e.Type, MaxSubagentType)
-}
-
-// RedactDiagnostic redacts the message of d in place.
-func RedactDiagnostic(d *agentbridge.Diagnostic) {
-	redactText(&d.Message, MaxDiagnosticText)
 }

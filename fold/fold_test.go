@@ -1,4 +1,4 @@
-package validate
+package fold
 
 import (
 	"strconv"
@@ -6,9 +6,14 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/validate/validatetest"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
+
+// pc is an expected issue: path and code; messages are not compared.
+type pc = validatetest.Want[validate.Code]
 
 type E = agentbridge.Event
 type S = agentbridge.Snapshot
@@ -22,7 +27,7 @@ type step struct {
 }
 
 func ok(e E) step                       { return step{e: e} }
-func rejected(e E, want ...string) step { return step{e, iss(want...)} }
+func rejected(e E, want ...string) step { return step{e, validatetest.Issues[validate.Code](want...)} }
 
 var sessionCmp = cmp.AllowUnexported(Session{}, openWait{}, openTool{}, counted{})
 
@@ -33,17 +38,19 @@ func run(t *testing.T, s *Session, steps []step) {
 	for i, st := range steps {
 		before := s.Clone()
 		got := s.Apply(st.e)
-		checkIssues(t, "Apply(step "+strconv.Itoa(i)+" "+string(st.e.Kind)+")", got, st.want)
+		validatetest.Check(t, "Apply(step "+strconv.Itoa(i)+" "+string(st.e.Kind)+")", got, st.want)
 		if len(got) > 0 {
 			if diff := cmp.Diff(before, s, sessionCmp, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("rejected step %d changed the session (-before +after):\n%s", i, diff)
 			}
 		}
-		if is := Snapshot(s.Snapshot(), nil); len(is) != 0 {
+		if is := validate.Snapshot(s.Snapshot(), nil); len(is) != 0 {
 			t.Errorf("after step %d the snapshot is invalid: %v", i, is)
 		}
 	}
 }
+
+func exit(n int) *int { return &n }
 
 func base(mod func(s *S)) S {
 	s := S{ID: "sess-1", Harness: "example-agent", Status: agentbridge.StatusIdle}
@@ -213,7 +220,7 @@ var foldCases = []foldCase{
 	}, base(func(s *S) { s.Status = "running" }), false},
 	{"event rules reject too", nil, []step{
 		rejected(E{Kind: "turn.started"}, "$.turnId", "missing_field"),
-		rejected(E{Kind: "turn.started", TurnID: "t", PromptText: strings.Repeat("x", MaxTitle+1)}, "$.promptText", "invalid_string"),
+		rejected(E{Kind: "turn.started", TurnID: "t", PromptText: strings.Repeat("x", validate.MaxTitle+1)}, "$.promptText", "invalid_string"),
 		rejected(E{Kind: "wait.started", WaitID: "w", State: "done"}, "$.state", "invalid_enum"),
 		rejected(E{Kind: "session.started", Cwd: "rel"}, "$.cwd", "invalid_path"),
 		rejected(E{Kind: "session.started", PID: -1}, "$.pid", "invalid_integer"),
@@ -277,7 +284,7 @@ func TestFoldLimits(t *testing.T) {
 		t.Parallel()
 		s := NewSession("s", "h")
 		var steps []step
-		for i := range MaxSubagents {
+		for i := range validate.MaxSubagents {
 			steps = append(steps, ok(E{Kind: "subagent.started", SubagentID: "a" + strconv.Itoa(i), ParentAgentID: "r"}))
 		}
 		steps = append(steps,
@@ -288,8 +295,8 @@ func TestFoldLimits(t *testing.T) {
 		)
 		run(t, s, steps)
 		subs := s.Snapshot().Subagents
-		if len(subs) != MaxSubagents {
-			t.Fatalf("len(subagents) = %d, want %d", len(subs), MaxSubagents)
+		if len(subs) != validate.MaxSubagents {
+			t.Fatalf("len(subagents) = %d, want %d", len(subs), validate.MaxSubagents)
 		}
 		for _, a := range subs {
 			if a.ID == "a3" {

@@ -1,9 +1,24 @@
-package validate
+// Package fold is where a lifecycle event becomes a snapshot: a Session
+// holds one session's state, Session.Apply checks an event (the rules of
+// package validate plus the state rules) and folds it, and Session.Hook
+// folds the second signal, the agents' hooks, into the same state. The
+// Session doc comment is the fold's specification. The fold never reads a
+// clock and does no I/O.
+package fold
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/text"
+	"github.com/agentbridge/agentbridge/validate"
+)
+
+// The fold's own bounds on what a Session keeps open.
+const (
+	MaxOpenWaits = 64   // waits open at once in a Session
+	MaxOpenTools = 1024 // tools open at once in a Session
 )
 
 // Session is one session's state as the fold sees it: its snapshot plus the
@@ -20,7 +35,7 @@ import (
 //     model, cwd and pid replace the current ones.
 //   - agent.metadata: a given title or model replaces the current one;
 //     promptText becomes the title only while there is none (bounded to
-//     MaxTitle). agentId changes nothing shown.
+//     validate.MaxTitle). agentId changes nothing shown.
 //   - turn.started: status running; open waits close (a new prompt
 //     supersedes a pending approval or question), except the waits hooks
 //     opened after the event's occurredAt; promptText becomes the title
@@ -28,7 +43,7 @@ import (
 //   - tool.started: the tool opens; status running, unless a wait is open,
 //     in which case the latest open wait's state and reason stay shown.
 //     The snapshot's tool is the name of the latest tool still open
-//     (bounded to MaxToolName), absent when none is.
+//     (bounded to validate.MaxToolName), absent when none is.
 //   - tool.finished: the tool closes; a wait a hook opened for that tool
 //     closes with it (the tool ran or was refused, so the prompt is over),
 //     and so does one known only from a notification opened before the
@@ -42,7 +57,7 @@ import (
 //     from outcome success / error / cancelled; lastTurnEndedAt =
 //     occurredAt (0, i.e. absent, when the event has none: the hub stamps
 //     occurredAt before applying); error = the summary of a failed turn
-//     (bounded to MaxError; absent for any other outcome); open waits and
+//     (bounded to validate.MaxError; absent for any other outcome); open waits and
 //     tools close, except the waits hooks opened after occurredAt, which
 //     stay shown. Running subagents are left as they are (background
 //     agents can outlive a turn).
@@ -53,7 +68,7 @@ import (
 //     (agentbridge.DefaultSubagentType when it has none) and title; its
 //     parentId is the event's parentAgentId when that names a listed
 //     subagent (a nested one), absent otherwise (under the root session).
-//     When MaxSubagents are listed, the oldest finished one makes room;
+//     When validate.MaxSubagents are listed, the oldest finished one makes room;
 //     when all of them are running the event is rejected (invalid_array
 //     at $.subagentId).
 //   - subagent.done: the subagent's status from outcome (success →
@@ -86,7 +101,7 @@ import (
 // than MaxOpenWaits open waits or MaxOpenTools open tools are
 // invalid_array. The fold never reads a clock.
 //
-// Hooks (Session.Hook, hookfold.go) are the second signal folded here,
+// Hooks (Session.Hook, hook.go) are the second signal folded here,
 // beside the journal's events, so that neither can leave the other's
 // state stale.
 type Session struct {
@@ -95,7 +110,7 @@ type Session struct {
 	waits   []openWait         // open waits, oldest first
 	tools   []openTool         // open tools, oldest first
 	stopped bool
-	hk      *hookState // what hooks told (hookfold.go); nil until the first hook
+	hk      *hookState // what hooks told (hook.go); nil until the first hook
 
 	at          int64 // occurredAt of the event being folded, else readAt: for the activity times
 	readAt      int64 // when the event being folded was read live (ApplyRead), 0 when unknown
@@ -125,7 +140,7 @@ type openWait struct {
 	id     string
 	state  agentbridge.Status
 	reason string
-	// a wait a hook opened (hookfold.go): the prompt's key, the tool it
+	// a wait a hook opened (hook.go): the prompt's key, the tool it
 	// is bound to ("" when unknown) and when the hook ran
 	hook      bool
 	key, tool string
@@ -206,7 +221,7 @@ func (s *Session) Stopped() bool { return s.stopped }
 // Apply checks e (Event's rules plus the state rules: wait.finished,
 // tool.finished and subagent.done need an open id, …) and, only when there
 // is no issue, folds it into the snapshot. The fold is deterministic.
-func (s *Session) Apply(e agentbridge.Event) []Issue {
+func (s *Session) Apply(e agentbridge.Event) []validate.Issue {
 	return s.ApplyRead(e, 0, 0)
 }
 
@@ -218,14 +233,14 @@ func (s *Session) Apply(e agentbridge.Event) []Issue {
 // the hub's clock stamp for an agent.done without occurredAt: its
 // lastTurnEndedAt and its time for the hook rules, but not an activity
 // time (a turn found ended at start-up ended at an unknown time).
-func (s *Session) ApplyRead(e agentbridge.Event, readAt, stamp int64) []Issue {
+func (s *Session) ApplyRead(e agentbridge.Event, readAt, stamp int64) []validate.Issue {
 	s.readAt = max(readAt, 0)
 	if e.OccurredAt == 0 && e.Kind == agentbridge.KindAgentDone && stamp > 0 {
 		e.OccurredAt = stamp
 		s.stamped = true
 	}
 	defer func() { s.readAt, s.stamped = 0, false }()
-	is := Event(e)
+	is := validate.Event(e)
 	is = usageIssues(is, &e)
 	is = s.stateIssues(is, &e)
 	if len(is) > 0 {
@@ -235,14 +250,19 @@ func (s *Session) ApplyRead(e agentbridge.Event, readAt, stamp int64) []Issue {
 	return nil
 }
 
-func usageIssues(is []Issue, e *agentbridge.Event) []Issue {
+// newIssue is one issue of the fold's rules, in validate's form.
+func newIssue(p string, c validate.Code, format string, args ...any) validate.Issue {
+	return validate.Issue{Path: p, Code: c, Message: fmt.Sprintf(format, args...)}
+}
+
+func usageIssues(is []validate.Issue, e *agentbridge.Event) []validate.Issue {
 	u := e.Usage
 	switch {
 	case u == nil:
 	case e.Kind != agentbridge.KindAgentMetadata:
-		is = append(is, newIssue("$.usage", UnknownField, "is not a field of a %s event", e.Kind))
+		is = append(is, newIssue("$.usage", validate.UnknownField, "is not a field of a %s event", e.Kind))
 	case u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadTokens < 0 || u.CacheWriteTokens < 0:
-		is = append(is, newIssue("$.usage", InvalidInteger, "token counts must not be negative"))
+		is = append(is, newIssue("$.usage", validate.InvalidInteger, "token counts must not be negative"))
 	}
 	return is
 }
@@ -284,49 +304,49 @@ func (s *Session) evictable() int {
 	return -1
 }
 
-func (s *Session) stateIssues(is []Issue, e *agentbridge.Event) []Issue {
+func (s *Session) stateIssues(is []validate.Issue, e *agentbridge.Event) []validate.Issue {
 	switch e.Kind {
 	case agentbridge.KindToolStarted:
-		if ValidID(e.ToolID) {
+		if validate.ValidID(e.ToolID) {
 			if s.toolIndex(e.ToolID) >= 0 {
-				is = append(is, newIssue("$.toolId", Duplicate, "names a tool that is already open"))
+				is = append(is, newIssue("$.toolId", validate.Duplicate, "names a tool that is already open"))
 			} else if len(s.tools) >= MaxOpenTools {
-				is = append(is, newIssue("$.toolId", InvalidArray, "would open more than %d tools at once", MaxOpenTools))
+				is = append(is, newIssue("$.toolId", validate.InvalidArray, "would open more than %d tools at once", MaxOpenTools))
 			}
 		}
 	case agentbridge.KindToolFinished:
-		if ValidID(e.ToolID) {
+		if validate.ValidID(e.ToolID) {
 			if s.toolIndex(e.ToolID) < 0 {
-				is = append(is, newIssue("$.toolId", InvalidID, "must name an open tool (this one is unknown or already finished)"))
+				is = append(is, newIssue("$.toolId", validate.InvalidID, "must name an open tool (this one is unknown or already finished)"))
 			}
 		}
 	case agentbridge.KindWaitStarted:
-		if ValidID(e.WaitID) {
+		if validate.ValidID(e.WaitID) {
 			if s.waitIndex(e.WaitID) >= 0 {
-				is = append(is, newIssue("$.waitId", Duplicate, "names a wait that is already open"))
+				is = append(is, newIssue("$.waitId", validate.Duplicate, "names a wait that is already open"))
 			} else if len(s.waits) >= MaxOpenWaits {
-				is = append(is, newIssue("$.waitId", InvalidArray, "would open more than %d waits at once", MaxOpenWaits))
+				is = append(is, newIssue("$.waitId", validate.InvalidArray, "would open more than %d waits at once", MaxOpenWaits))
 			}
 		}
 	case agentbridge.KindWaitFinished:
-		if ValidID(e.WaitID) && s.waitIndex(e.WaitID) < 0 {
-			is = append(is, newIssue("$.waitId", InvalidID, "must name an open wait (this one is unknown or already finished)"))
+		if validate.ValidID(e.WaitID) && s.waitIndex(e.WaitID) < 0 {
+			is = append(is, newIssue("$.waitId", validate.InvalidID, "must name an open wait (this one is unknown or already finished)"))
 		}
 	case agentbridge.KindSubagentStarted:
-		if ValidID(e.SubagentID) {
+		if validate.ValidID(e.SubagentID) {
 			if s.subagentIndex(e.SubagentID) >= 0 {
-				is = append(is, newIssue("$.subagentId", Duplicate, "names a subagent that is already listed"))
-			} else if len(s.snap.Subagents) >= MaxSubagents && s.evictable() < 0 {
-				is = append(is, newIssue("$.subagentId", InvalidArray, "would list more than %d running subagents", MaxSubagents))
+				is = append(is, newIssue("$.subagentId", validate.Duplicate, "names a subagent that is already listed"))
+			} else if len(s.snap.Subagents) >= validate.MaxSubagents && s.evictable() < 0 {
+				is = append(is, newIssue("$.subagentId", validate.InvalidArray, "would list more than %d running subagents", validate.MaxSubagents))
 			}
 		}
 	case agentbridge.KindSubagentDone:
-		if ValidID(e.SubagentID) {
+		if validate.ValidID(e.SubagentID) {
 			switch i := s.subagentIndex(e.SubagentID); {
 			case i < 0:
-				is = append(is, newIssue("$.subagentId", InvalidID, "must name a listed subagent (this one is unknown)"))
+				is = append(is, newIssue("$.subagentId", validate.InvalidID, "must name a listed subagent (this one is unknown)"))
 			case s.snap.Subagents[i].Status != agentbridge.SubagentRunning:
-				is = append(is, newIssue("$.subagentId", InvalidID, "must name a running subagent (this one is already done)"))
+				is = append(is, newIssue("$.subagentId", validate.InvalidID, "must name a running subagent (this one is already done)"))
 			}
 		}
 	}
@@ -399,7 +419,7 @@ func (s *Session) count(r *agentbridge.UsageReport) {
 
 func (s *Session) titleFromPrompt(prompt string) {
 	if s.snap.Title == "" && prompt != "" {
-		s.snap.Title = Bound(prompt, MaxTitle)
+		s.snap.Title = text.Bound(prompt, validate.MaxTitle)
 	}
 }
 
@@ -470,7 +490,7 @@ func (s *Session) fold(e *agentbridge.Event) {
 			}
 		}
 	case agentbridge.KindWaitStarted:
-		s.waits = append(s.waits, openWait{id: e.WaitID, state: e.State, reason: Bound(e.Reason, MaxWaitingFor)})
+		s.waits = append(s.waits, openWait{id: e.WaitID, state: e.State, reason: text.Bound(e.Reason, validate.MaxWaitingFor)})
 		s.showWaits()
 	case agentbridge.KindWaitFinished:
 		i := s.waitIndex(e.WaitID)
@@ -486,7 +506,7 @@ func (s *Session) fold(e *agentbridge.Event) {
 		s.snap.LastTurnEndedAt = e.OccurredAt
 		s.snap.Error = ""
 		if e.Outcome == agentbridge.OutcomeError {
-			s.snap.Error = Bound(e.Summary, MaxError)
+			s.snap.Error = text.Bound(e.Summary, validate.MaxError)
 		}
 		if len(keep) > 0 {
 			s.waits = keep
@@ -516,7 +536,7 @@ func (s *Session) fold(e *agentbridge.Event) {
 		}
 	case agentbridge.KindSubagentStarted:
 		subs := s.snap.Subagents
-		if len(subs) >= MaxSubagents {
+		if len(subs) >= validate.MaxSubagents {
 			i := s.evictable()
 			subs = append(subs[:i:i], subs[i+1:]...) // copy: never touch a shared array
 		}
@@ -545,7 +565,7 @@ func (s *Session) fold(e *agentbridge.Event) {
 func (s *Session) showTool() {
 	s.snap.Tool = ""
 	if n := len(s.tools); n > 0 {
-		s.snap.Tool = Bound(s.tools[n-1].name, MaxToolName)
+		s.snap.Tool = text.Bound(s.tools[n-1].name, validate.MaxToolName)
 	}
 }
 

@@ -1,4 +1,4 @@
-package validate
+package fold
 
 import (
 	"crypto/sha256"
@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/text"
+	"github.com/agentbridge/agentbridge/validate"
 )
 
 // HookKind is what a hook signal tells the fold.
@@ -197,11 +199,11 @@ func (s *Session) Hook(h Hook) []agentbridge.Event {
 	st := s.hk
 	switch h.Kind {
 	case HookTool:
-		if ValidID(h.Key) && ValidID(h.ToolID) {
+		if validate.ValidID(h.Key) && validate.ValidID(h.ToolID) {
 			st.bind = remember(st.bind, hookMark{h.Key, h.ToolID, h.At})
 		}
 	case HookAsk:
-		if !ValidID(h.Key) {
+		if !validate.ValidID(h.Key) {
 			return nil
 		}
 		tool := h.ToolID
@@ -215,7 +217,7 @@ func (s *Session) Hook(h Hook) []agentbridge.Event {
 			return nil
 		}
 		e := agentbridge.Event{Kind: agentbridge.KindWaitStarted, OccurredAt: max(h.At, 0), WaitID: hookWaitID(h.Key, tool),
-			State: agentbridge.StatusWaiting, Reason: Bound(h.Reason, MaxWaitingFor)}
+			State: agentbridge.StatusWaiting, Reason: text.Bound(h.Reason, validate.MaxWaitingFor)}
 		if len(s.Apply(e)) > 0 { // a duplicate, or too many open waits
 			return nil
 		}

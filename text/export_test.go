@@ -1,0 +1,5 @@
+package text
+
+// MayHoldSecret is mayHoldSecret, for FuzzRedact (package text_test,
+// which also uses validate).
+var MayHoldSecret = mayHoldSecret
