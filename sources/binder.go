@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -73,9 +74,9 @@ type ProcQuery struct {
 	// Started, when not zero, is when the agent's own log says the
 	// process that last wrote the session began (opencode's run's first
 	// line), and Runs when every process the log knows in the session's
-	// directory began (a process elsewhere is no candidate): a candidate
-	// is that process when Started is the first of Runs at or after its
-	// start (up to startLead later); with none the process is gone.
+	// directory began (a process elsewhere is no candidate): the runs go
+	// to the candidates in start order (ProcQuery.run), a candidate is
+	// that process when Started is its run; with none the process is gone.
 	Started time.Time
 	Runs    []time.Time
 	// Journal, when not empty, is a file the agent holds open for writing
@@ -112,8 +113,9 @@ const binderSlack = 2 * time.Second
 //     launcher whose child is also a candidate is left out (the child is
 //     the agent), and so is a process q.Taken names;
 //  2. the pid the agent's log names, when it is a candidate; the
-//     candidate that started last before the moment the log says the
-//     session's process began (q.Started), and none (ended) without one;
+//     candidate whose run is the one the log says the session's process
+//     began (q.Started), the runs and candidates matched in start order
+//     (ProcQuery.run), and none (ended) without one;
 //  3. the one candidate, when there is one (a process may write several
 //     sessions in turn: /clear, /new) and the cwd is known;
 //  4. the one candidate not taken by another live session;
@@ -205,26 +207,53 @@ func pick(cands []proc.Process, q ProcQuery, taken func(pid int) bool, holds fun
 }
 
 // run returns the candidate of in that began the log run q.Started
-// names: the one that started last at most slack after q.Started (and
-// at most startLead before it) with no other run of q.Runs beginning
-// between its start (less slack) and q.Started (that run is its); nil
-// when none did.
+// names, nil when none did. Runs and processes are matched in order: the
+// runs of q.Runs (with q.Started), by their first lines, go one by one to
+// the candidates, by their starts, that started before the run's first
+// line (up to slack after it) and at most startLead before it, each run
+// to the earliest such candidate that no earlier run took. So two TUIs
+// started at nearly the same moment, both before either first line, get
+// one run each, in the order they started, and a run whose process is
+// gone (its first line after every live candidate's run) gets none.
 func (q ProcQuery) run(in []proc.Process, slack time.Duration) *proc.Process {
-	var best *proc.Process
-	for i, c := range in {
-		if c.Started.After(q.Started.Add(slack)) || c.Started.Before(q.Started.Add(-startLead)) {
+	runs := slices.Clone(q.Runs)
+	if !slices.ContainsFunc(runs, q.Started.Equal) {
+		runs = append(runs, q.Started)
+	}
+	slices.SortFunc(runs, time.Time.Compare)
+	byStart := slices.Clone(in)
+	slices.SortStableFunc(byStart, func(a, b proc.Process) int {
+		if c := a.Started.Compare(b.Started); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.StartTime, b.StartTime)
+	})
+	var waiting []proc.Process // started, no run yet: oldest first
+	next := 0
+	for _, r := range runs {
+		for next < len(byStart) && !byStart[next].Started.After(r.Add(slack)) {
+			waiting = append(waiting, byStart[next])
+			next++
+		}
+		// one that started too long before the line is not its run's
+		// process (its own run is from before the log the source read)
+		waiting = slices.DeleteFunc(waiting, func(c proc.Process) bool { return c.Started.Before(r.Add(-startLead)) })
+		if !r.Equal(q.Started) {
+			if len(waiting) > 0 {
+				waiting = waiting[1:]
+			}
 			continue
 		}
-		if slices.ContainsFunc(q.Runs, func(r time.Time) bool {
-			return r.Before(q.Started) && !r.Before(c.Started.Add(-slack))
-		}) {
-			continue // another run began between it and this one: that run is its
+		if len(waiting) == 0 {
+			return nil
 		}
-		if best == nil || c.Started.After(best.Started) {
-			best = &in[i]
+		for i := range in {
+			if in[i].PID == waiting[0].PID {
+				return &in[i]
+			}
 		}
 	}
-	return best
+	return nil
 }
 
 // began reports whether process c may have begun the session: it started

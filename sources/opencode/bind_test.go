@@ -134,3 +134,64 @@ func TestProcessBindingByLog(t *testing.T) {
 	h.WaitFor(t, "ses_three on the first TUI, not the one started just after its first line", is("ses_three", agentbridge.StatusIdle, 30))
 	h.WaitFor(t, "ses_four on the second TUI", is("ses_four", agentbridge.StatusIdle, 31))
 }
+
+// TestProcessBindingSimultaneous: two opencode TUIs started in one
+// directory at nearly the same moment, both before either one's log run
+// begins: the runs go to the processes in the order they started, so
+// each session gets its own process (not both the later one), whichever
+// session the log names first, and the first TUI's quit ends its session
+// only. An opencode of another directory started between them, and one
+// in the directory started after both first lines (an old pid used
+// again), are neither session's.
+func TestProcessBindingSimultaneous(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		first  string // the session the log names first
+		second string
+	}{
+		{"first run's session named first", "ses_p1", "ses_p2"},
+		{"second run's session named first", "ses_p2", "ses_p1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			w := openWriter(t, filepath.Join(home, "opencode.db"))
+			for _, q := range oldSchema {
+				w.exec(q)
+			}
+			t0 := time.Now().Add(-time.Minute)
+			tree := proctest.Fake(t)
+			add := func(pid int, cwd string, started time.Time) {
+				tree.Add(proctest.Proc{PID: pid, PPID: 1, Exe: "/usr/bin/opencode", Cwd: cwd, Started: started})
+			}
+			add(40, "/srv/p", t0)
+			add(42, "/srv/elsewhere", t0.Add(200*time.Millisecond))
+			add(41, "/srv/p", t0.Add(400*time.Millisecond))
+			add(35, "/srv/p", t0.Add(10*time.Second)) // after both first lines
+			logLine := func(at time.Time, run, rest string) string {
+				return "timestamp=" + at.UTC().Format("2006-01-02T15:04:05.000Z") + " level=INFO run=" + run + " " + rest + "\n"
+			}
+			runOf := map[string]string{"ses_p1": "rA", "ses_p2": "rB"}
+			sourcestest.Append(t, filepath.Join(home, "log", "opencode.log"),
+				logLine(t0.Add(2*time.Second), "rA", `message="creating instance" directory=/srv/p`)+
+					logLine(t0.Add(2100*time.Millisecond), "rB", `message="creating instance" directory=/srv/p`)+
+					logLine(t0.Add(20*time.Second), runOf[tc.first], "message=loop session.id="+tc.first+" step=0")+
+					logLine(t0.Add(21*time.Second), runOf[tc.second], "message=loop session.id="+tc.second+" step=0"))
+			for _, id := range []string{tc.first, tc.second} {
+				w.exec("INSERT INTO session (id, project_id, directory, title, time_created, time_updated) VALUES (?, 'p', '/srv/p', 't', ?, ?)",
+					id, t0.Add(15*time.Second).UnixMilli(), t0.Add(30*time.Second).UnixMilli())
+			}
+			h := sourcestest.Start(t, New(sources.Options{Home: home, Linger: -1, Processes: tree}), nil)
+			is := sourcestest.StatusPID
+			h.WaitFor(t, "ses_p1 on the first TUI", is("ses_p1", agentbridge.StatusIdle, 40))
+			h.WaitFor(t, "ses_p2 on the second TUI", is("ses_p2", agentbridge.StatusIdle, 41))
+			tree.Kill(40)
+			h.WaitFor(t, "ses_p1 ended with the first TUI", is("ses_p1", sourcestest.StatusExited, 40))
+			if s, _ := h.Snapshot("ses_p2"); s.PID != 41 || s.Status != agentbridge.StatusIdle {
+				t.Errorf("ses_p2 %+v after the first TUI quit; want idle on 41", s)
+			}
+			if tree.Watched(42) || tree.Watched(35) {
+				t.Error("a process of another directory or one started after the runs began was taken")
+			}
+		})
+	}
+}
