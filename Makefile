@@ -14,13 +14,16 @@ GORELEASER ?= $(GO) run github.com/goreleaser/goreleaser/v2@v2.17.0
 FUZZTIME ?= 10m
 SOAKTIME ?= 10m
 
-.PHONY: help build install uninstall install-check run test lint crosscheck gotest nodetest live live-latest bench demo soak fuzz man release release-snapshot release-one release-check clean
+.PHONY: help build manifest install uninstall install-check run test lint crosscheck gotest nodetest live live-latest bench demo soak fuzz man release release-snapshot release-one release-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
 
 build: ## build bin/agentbridge
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentbridge
+
+manifest: ## write the Terminay manifest's harnesses and variables from the source registry (after adding an agent)
+	$(GO) generate ./sources/all
 
 install: build man ## install agentbridge, its man pages and shell completions under PREFIX (default ~/.local)
 	install -Dm755 $(BIN) $(DESTDIR)$(PREFIX)/bin/agentbridge

@@ -1,8 +1,12 @@
 // Package all links every built-in source into a program: importing it
 // runs each source package's init, which registers the source with
 // package sources. Adding an agent to the bridge is one package under
-// sources/ plus one line here.
+// sources/ plus one line here; go generate (make manifest) then writes
+// the agent's harnesses and variables into the Terminay extension's
+// manifest.
 package all
+
+//go:generate go run ../../internal/cmd/genmanifest ../../extensions/terminay/package.json
 
 import (
 	_ "github.com/agentbridge/agentbridge/sources/claudecode" // claude-code
