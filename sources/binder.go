@@ -514,11 +514,18 @@ func (ss *Sessions) ended(id string, en *entry, at time.Time) {
 // EndedAt reports that session id's process is gone, found so by the
 // source itself (a runtime file naming a dead pid, or one another process
 // took since): agent.exited at at (zero: now), unless the session already
-// exited or a live process is bound to it.
+// shows ended or a live process is bound to it. A session that exited and
+// that a later turn of its journal showed alive again (the fold takes a
+// turn after an exit for a resumed process) is ended again.
 func (ss *Sessions) EndedAt(id string, at time.Time) {
 	en := ss.m[id]
-	if en == nil || !en.exitedAt.IsZero() || en.unwatch != nil {
+	if en == nil || en.unwatch != nil {
 		return
+	}
+	if !en.exitedAt.IsZero() {
+		if f := ss.pub.Session(id); f == nil || f.Ended() != nil {
+			return
+		}
 	}
 	ss.ended(id, en, at)
 }

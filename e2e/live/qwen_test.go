@@ -320,12 +320,13 @@ func qwenKill(t *testing.T) {
 
 // The bridge restarts while one TUI runs and another, in another
 // directory, has quit: the restarted bridge shows the running one with
-// the same pid, and the other ended at once, never alive. (With both
-// TUIs in one directory the quit one's session was seen once, after a
-// restart, bound to nothing and not ended — the binder's limit for two
-// sessions of one directory that /proc cannot tell apart, reached when
-// the quit TUI's runtime file does not end it; its cause is not yet
-// known, so this scenario keeps the TUIs apart, as Pi's and Gemini's do.)
+// the same pid, and the other ended at once, never alive. (The quit
+// session was seen after a restart bound to nothing and not ended, in one
+// directory and in two: the restarted bridge read its runtime file before
+// its chat, ended it at the chat's first line, and the chat's turn, read
+// next, showed it alive again — fixed in the source, with
+// TestStaleRuntimeFileReadBeforeTheChat. The scenario keeps the TUIs
+// apart, as Pi's and Gemini's do.)
 func qwenRestart(t *testing.T) {
 	r := newQwenRig(t)
 	r.model.Script(Step{When: "first prompt", Text: "First answer."}, Step{When: "second prompt", Text: "Second answer."})

@@ -91,6 +91,31 @@ func TestStaleRuntimeFileEndsTheSession(t *testing.T) {
 	}
 }
 
+// After a bridge restart the runtime file of a TUI that quit can be read
+// before its chat: the chat's turn, read after the verdict, must not make
+// the ended session alive again (done, with no process).
+func TestStaleRuntimeFileReadBeforeTheChat(t *testing.T) {
+	home := t.TempDir()
+	const id = "33333333-4319-42fc-ae72-923eb867e18f"
+	chats := filepath.Join(home, "projects", "-work-proj", "chats")
+	agent, started := startAgent(t, "sleep", "60")
+	agent.Process.Kill()
+	agent.Wait() // its pid now names no process
+	sourcestest.Append(t, filepath.Join(chats, id+".runtime.json"), fmt.Sprintf("{\"pid\": %d, \"session_id\": %q, \"started_at\": %.3f}", agent.Process.Pid, id, float64(started.UnixMilli())/1000))
+	h := run(t, home) // the scan reads the runtime file; no chat yet
+	at := started.UTC().Format(time.RFC3339Nano)
+	sourcestest.Append(t, filepath.Join(chats, id+".jsonl"),
+		`{"uuid":"u1","sessionId":"`+id+`","timestamp":"`+at+`","type":"user","message":{"parts":[{"text":"hi"}]}}`+"\n"+
+			`{"uuid":"a1","sessionId":"`+id+`","timestamp":"`+at+`","type":"assistant","model":"qwen3-coder","message":{"role":"model","parts":[{"text":"done"}]}}`+"\n")
+	h.WaitFor(t, "the whole chat read, the session ended", func(h *sourcestest.Hub) bool {
+		s, ok := h.Shown(id)
+		return ok && s.Model == "qwen3-coder" && s.LastTurn == agentbridge.LastTurnCompleted
+	})
+	if s, _ := h.Shown(id); !kittest.Status(id, sourcestest.StatusExited)(h) {
+		t.Errorf("the session of a process that is gone shows %+v, want it ended", s)
+	}
+}
+
 // started_at is when the TUI wrote its runtime file, seconds after its
 // process started when the machine is busy (seen with the real 0.24.4):
 // the session is still bound to it.

@@ -82,7 +82,8 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	cfg.Agent = Agent
 	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
 		return &handler{Sessions: ss, root: root, reg: reg, states: map[string]*State{},
-			pids: map[string]runtimeFile{}, registry: map[string]registered{}, chats: map[string]string{}}
+			pids: map[string]runtimeFile{}, registry: map[string]registered{}, chats: map[string]string{},
+			gone: map[string]struct{}{}}
 	})
 }
 
@@ -172,6 +173,11 @@ type handler struct {
 	pids     map[string]runtimeFile // runtime files read, by session id
 	registry map[string]registered  // live registry records, by session id
 	chats    map[string]string      // session id → its chat, written since the last findOrphans
+	// gone holds the sessions whose runtime file names a process that is
+	// gone: their chat's later lines (a turn read after the verdict, when
+	// the runtime file was read first, as after a bridge restart) do not
+	// make them alive again.
+	gone map[string]struct{}
 }
 
 // MatchWhole picks the runtime files, which the runtime reads whole
@@ -228,6 +234,9 @@ func (h *handler) Line(p string, line []byte) {
 			}
 		}
 	}
+	if _, ok := h.gone[id]; ok {
+		h.EndedAt(id, time.Time{}) // a turn read after the verdict revived it
+	}
 }
 
 // readRuntime takes <id>.runtime.json and binds the session to its
@@ -239,6 +248,7 @@ func (h *handler) readRuntime(id string, data []byte) {
 		return
 	}
 	h.pids[id] = rt
+	delete(h.gone, id) // a new runtime file: a new verdict
 	if _, exact := h.registry[id]; !exact && h.Get(id) != nil {
 		h.bind(id, rt) // the registry's record, when there is one, wins
 	}
@@ -261,11 +271,13 @@ func (h *handler) bind(id string, rt runtimeFile) {
 	if written > 0 {
 		st, err := proc.ReadStat(h.ProcRoot(), rt.PID)
 		if err != nil {
+			h.gone[id] = struct{}{}
 			h.EndedAt(id, time.Time{}) // gone
 			return
 		}
 		at, err := proc.StartedAtIn(h.ProcRoot(), st)
 		if err != nil || at.Sub(time.Unix(0, int64(written))) > startSlack {
+			h.gone[id] = struct{}{}
 			h.EndedAt(id, time.Time{}) // the pid names another process now
 			return
 		}
@@ -275,6 +287,9 @@ func (h *handler) bind(id string, rt runtimeFile) {
 		h.Event(id, Harness, agentbridge.Event{Kind: agentbridge.KindSessionStarted, OccurredAt: at.UnixMilli()})
 	}
 	h.BindPID(id, rt.PID)
+	if h.Exited(id) {
+		h.gone[id] = struct{}{} // the pid names no process
+	}
 }
 
 // startSlack is how much later than the runtime file's started_at its
@@ -299,6 +314,7 @@ func (h *handler) Removed(p string) {
 		return
 	}
 	delete(h.states, id)
+	delete(h.gone, id)
 	h.Stop(id, "journal removed")
 }
 
@@ -308,6 +324,7 @@ func (h *handler) Rescan() {
 	clear(h.pids)
 	clear(h.chats)
 	clear(h.registry)
+	clear(h.gone)
 	h.Sessions.Rescan()
 }
 

@@ -111,6 +111,7 @@ func (h *handler) readRegistry(p string, data []byte) {
 		return // stale: the process is gone, or its pid was reused
 	}
 	h.registry[r.SessionID] = registered{path: p, pid: r.PID}
+	delete(h.gone, r.SessionID) // a live process has it
 	if h.Get(r.SessionID) != nil {
 		h.BindPID(r.SessionID, r.PID)
 	}
