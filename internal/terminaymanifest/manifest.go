@@ -13,7 +13,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/google/renameio/v2"
+	"github.com/google/renameio/v2/maybe"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/sources"
@@ -102,7 +102,7 @@ func WriteFile(path string, regs []sources.Registration) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("manifest: %w", err)
 	}
-	if err := renameio.WriteFile(path, out, fi.Mode().Perm()); err != nil {
+	if err := maybe.WriteFile(path, out, fi.Mode().Perm()); err != nil {
 		return false, fmt.Errorf("manifest: write: %w", err)
 	}
 	return true, nil
