@@ -335,12 +335,7 @@ func (ss *Sessions) Idle() {
 	if len(ss.bad) == 0 {
 		return
 	}
-	codes := make([]string, 0, len(ss.bad))
-	for c := range ss.bad {
-		codes = append(codes, c)
-	}
-	sort.Strings(codes)
-	for _, c := range codes {
+	for _, c := range slices.Sorted(maps.Keys(ss.bad)) {
 		ss.Diagnostic(agentbridge.Diagnostic{Code: c, Message: badMessage(c, ss.bad[c], ss.why)})
 	}
 	clear(ss.bad)

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sort"
+	"maps"
+	"slices"
 	"syscall"
 
 	"github.com/fsnotify/fsnotify"
@@ -44,12 +45,7 @@ func (t *Tailer) flushBad() {
 	if len(t.bad) == 0 {
 		return
 	}
-	codes := make([]string, 0, len(t.bad))
-	for c := range t.bad {
-		codes = append(codes, c)
-	}
-	sort.Strings(codes)
-	for _, c := range codes {
+	for _, c := range slices.Sorted(maps.Keys(t.bad)) {
 		n := t.bad[c]
 		switch c {
 		case CodeHeldLimit:
