@@ -55,6 +55,12 @@ func geminiProcess(t *testing.T, cwd string) (wrapper, child int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// The wrapper's end (its cleanup) would leave the child running.
+	t.Cleanup(func() {
+		if p, err := os.FindProcess(child); err == nil {
+			_ = p.Kill()
+		}
+	})
 	return wrapper, child
 }
 
