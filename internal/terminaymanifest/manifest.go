@@ -84,7 +84,8 @@ func Rewrite(doc []byte, regs []sources.Registration) ([]byte, error) {
 	return out, nil
 }
 
-// WriteFile rewrites the manifest at path (Rewrite) atomically, keeping
+// WriteFile rewrites the manifest at path (Rewrite), atomically where the
+// platform allows (renameio's maybe: not on Windows), keeping
 // its mode; it reports whether the file changed.
 func WriteFile(path string, regs []sources.Registration) (bool, error) {
 	doc, err := os.ReadFile(path)
