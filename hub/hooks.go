@@ -2,7 +2,6 @@ package hub
 
 import (
 	"maps"
-	"reflect"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
@@ -30,8 +29,9 @@ type heldHook struct {
 }
 
 // Hook folds a hook's signal into a session of a source, beside the
-// journal's events, in the session's one fold (fold.Session.Hook; for
-// a running source the fold its Sink keeps, in or out of view): the
+// journal's events, in the session's one fold (fold.Session.Hook; the
+// fold the source's store keeps, a running source's or a push source's,
+// in or out of view): the
 // lifecycle events it makes (wait.started, wait.finished) are streamed as
 // the source's own, then the upsert, committed at once (with what the
 // source folded before, as a Publisher call is). A hook for a session the
@@ -43,7 +43,7 @@ type heldHook struct {
 func (h *Hub) Hook(sourceID, sessionID string, hk fold.Hook) error {
 	h.mu.Lock()
 	s, ok := h.sources[sourceID]
-	if !ok {
+	if !ok || s.pub == nil {
 		h.mu.Unlock()
 		return ErrUnknownSource
 	}
@@ -52,31 +52,10 @@ func (h *Hub) Hook(sourceID, sessionID string, hk fold.Hook) error {
 		hk.At = now.UnixMilli()
 	}
 	s.hooked = now
-	if pub := s.pub; pub != nil {
-		// a running source: its folds are its publisher's, which commits
-		// under h.mu itself
-		h.mu.Unlock()
-		h.met.hook(sourceID, pub.hook(sessionID, hk, now))
-		return nil
-	}
-	defer h.mu.Unlock()
-	s.held = pruneHeld(s.held, now)
-	if s.sessions[sessionID] == nil {
-		if len(s.held) >= MaxHeldHooks {
-			s.held = s.held[1:]
-		}
-		s.held = append(s.held, heldHook{id: sessionID, hook: hk, at: now})
-		h.met.hook(sourceID, "held")
-		return nil
-	}
-	t := h.begin(s)
-	t.opHook(sessionID, hk)
-	if len(t.pend) > 0 {
-		h.met.hook(sourceID, "folded")
-	} else {
-		h.met.hook(sourceID, "unchanged")
-	}
-	h.commit(t)
+	pub := s.pub
+	// the folds are the source's store's, which commits under h.mu itself
+	h.mu.Unlock()
+	h.met.hook(sourceID, pub.hook(sessionID, hk, now))
 	return nil
 }
 
@@ -93,7 +72,7 @@ func pruneHeld(held []heldHook, now time.Time) []heldHook {
 	return held[:n]
 }
 
-// hook folds a hook into a session of a running source and commits what
+// hook folds a hook into a session of a source and commits what
 // it changed at once; it holds a hook for a session not reported yet. It
 // returns the result the metric counts.
 func (p *publisher) hook(id string, hk fold.Hook, now time.Time) string {
@@ -157,60 +136,6 @@ func (p *publisher) foldHeld(w *work) {
 	}
 	clear(p.held[n:])
 	p.held = p.held[:n]
-}
-
-// opHook folds one hook into a known session.
-func (t *txn) opHook(id string, hk fold.Hook) {
-	old := t.get(id)
-	if old == nil || old.fold == nil {
-		return
-	}
-	fold := old.fold.Clone()
-	evs := fold.Hook(hk)
-	if len(evs) == 0 {
-		t.over[id] = &sess{fold: fold, snap: old.snap} // what the hook taught the fold, nothing shown
-		return
-	}
-	snap := fold.Snapshot()
-	redactChanged(&snap, &old.snap)
-	for _, e := range evs {
-		at := snap
-		t.add(&entry{rec: Record{Name: agentbridge.RecordLifecycle}, source: t.src.info.ID, sessionID: id, snap: &at},
-			lifecycleData{Source: t.src.info.ID, SessionID: id, Event: e})
-	}
-	ss := &sess{fold: fold, snap: snap}
-	if reflect.DeepEqual(old.snap, snap) {
-		t.over[id] = ss
-		return
-	}
-	t.upsert(ss)
-}
-
-// foldHeld folds the held hooks of a push source's sessions that a commit
-// made known, in the order they were taken. h.mu must be held.
-func (h *Hub) foldHeld(s *source) {
-	if len(s.held) == 0 {
-		return
-	}
-	s.held = pruneHeld(s.held, h.now())
-	var t *txn
-	n := 0
-	for _, hh := range s.held {
-		if s.sessions[hh.id] == nil {
-			s.held[n] = hh
-			n++
-			continue
-		}
-		if t == nil {
-			t = h.begin(s)
-		}
-		t.opHook(hh.id, hh.hook)
-	}
-	clear(s.held[n:])
-	s.held = s.held[:n]
-	if t != nil {
-		h.commit(t)
-	}
 }
 
 // observes is the source's Observes as GET /v1/sources shows it: waiting

@@ -89,9 +89,10 @@ func TestHookHeldUntilTheSessionAppears(t *testing.T) {
 	for i := 0; i < 10*MaxHeldHooks; i++ {
 		h.Hook("codex", "nobody", hookAsk(now.UnixMilli()))
 	}
-	h.mu.Lock()
-	n := len(h.sources["codex"].held)
-	h.mu.Unlock()
+	p := h.sources["codex"].pub
+	p.mu.Lock()
+	n := len(p.held)
+	p.mu.Unlock()
 	if n > MaxHeldHooks {
 		t.Fatalf("%d held hooks", n)
 	}

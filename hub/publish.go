@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -87,11 +86,26 @@ func (t *txn) get(id string) *sess {
 
 func (t *txn) add(e *entry, data any) { t.pend = append(t.pend, pending{e, data}) }
 
-func (t *txn) upsert(ss *sess) {
+// upsert makes ss the session's state with an upsert record; data is the
+// record's data when it is encoded already (nil: encoded at commit).
+func (t *txn) upsert(ss *sess, data []byte) {
 	t.over[ss.snap.ID] = ss
 	snap := ss.snap
-	t.add(&entry{rec: Record{Name: agentbridge.RecordUpsert}, source: t.src.info.ID, host: t.src.host, sessionID: snap.ID, snap: &snap, act: ss.act, ended: ss.ended},
-		upsertData{Source: t.src.info.ID, Host: t.src.host, Snapshot: snap, Activity: ss.act, Ended: ss.ended})
+	var d any
+	if data == nil {
+		d = upsertData{Source: t.src.info.ID, Host: t.src.host, Snapshot: snap, Activity: ss.act, Ended: ss.ended}
+	}
+	t.add(&entry{rec: Record{Name: agentbridge.RecordUpsert, Data: data}, source: t.src.info.ID, host: t.src.host, sessionID: snap.ID, snap: &snap, act: ss.act, ended: ss.ended}, d)
+}
+
+// put makes ss the session's state: an upsert record unless a client would
+// see nothing new.
+func (t *txn) put(ss *sess) {
+	if old := t.get(ss.snap.ID); old != nil && old.same(ss) {
+		t.over[ss.snap.ID] = ss
+		return
+	}
+	t.upsert(ss, nil)
 }
 
 func (t *txn) remove(id string) {
@@ -139,7 +153,7 @@ func (t *txn) replace(items []*sess) {
 	t.add(&entry{rec: Record{Name: agentbridge.RecordReset}, source: t.src.info.ID, host: t.src.host, sessions: snaps, acts: acts, endeds: endeds},
 		resetData{Source: t.src.info.ID, Host: t.src.host, Sessions: snaps, Activity: acts, Ended: endeds})
 	for _, ss := range items[len(head):] {
-		t.upsert(ss)
+		t.upsert(ss, nil)
 	}
 }
 
@@ -186,7 +200,6 @@ func (h *Hub) commit(t *txn) {
 		h.deliver(e)
 	}
 	h.prunePartial()
-	h.foldHeld(s)
 }
 
 // finish commits t unless there are issues.
@@ -206,8 +219,8 @@ func nest(issues []validate.Issue, prefix string) []validate.Issue {
 	return validate.Nest(issues, prefix)
 }
 
-// opReset validates and applies a reset. items carry redacted snapshots;
-// folds are made from the snapshots when nil (push). More than
+// opReset validates and applies a reset. items carry redacted snapshots.
+// More than
 // MaxResetSessions are refused when strict (push: the contract's limit);
 // otherwise (a running source) the rest become upserts.
 func (t *txn) opReset(prefix string, items []*sess, strict bool) []validate.Issue {
@@ -236,28 +249,16 @@ func (t *txn) opReset(prefix string, items []*sess, strict bool) []validate.Issu
 	if len(issues) > 0 {
 		return nest(issues, prefix)
 	}
-	for _, ss := range items {
-		if ss.fold == nil {
-			ss.fold = fold.FromSnapshot(ss.snap)
-		}
-	}
 	t.replace(items)
 	return nil
 }
 
-// opUpsert validates and applies one snapshot.
+// opUpsert validates and applies one snapshot (put).
 func (t *txn) opUpsert(prefix string, ss *sess) []validate.Issue {
 	if issues := validate.Snapshot(ss.snap, t.src.enabled); len(issues) > 0 {
 		return nest(issues, prefix)
 	}
-	if ss.fold == nil {
-		ss.fold = fold.FromSnapshot(ss.snap)
-	}
-	if old := t.get(ss.snap.ID); old != nil && old.same(ss) {
-		t.over[ss.snap.ID] = ss // new fold state, nothing a client sees changed
-		return nil
-	}
-	t.upsert(ss)
+	t.put(ss)
 	return nil
 }
 
@@ -267,15 +268,6 @@ func idIssues(id, path string) []validate.Issue {
 		return nil
 	}
 	return []validate.Issue{{Path: path, Code: validate.InvalidID, Message: "must be 1-128 bytes of A-Z a-z 0-9 . _ : @ -"}}
-}
-
-// opRemove forgets one session; an unknown id is a no-op.
-func (t *txn) opRemove(prefix, id string) []validate.Issue {
-	if issues := idIssues(id, prefix+".sessionId"); len(issues) > 0 {
-		return issues
-	}
-	t.remove(id)
-	return nil
 }
 
 // opDiagnostic validates and records a diagnostic.
@@ -289,75 +281,6 @@ func (t *txn) opDiagnostic(prefix string, d agentbridge.Diagnostic) []validate.I
 	return nil
 }
 
-// opEvent folds one lifecycle event into a session, creating the session
-// when it is new. Issue paths read from the publish operation: prefix is the
-// operation ("$[2]" or "$"), so ".sessionId", ".harness" and ".event…".
-//
-// An agent.done or agent.exited without occurredAt is folded with the
-// hub's clock, so that lastTurnEndedAt and the end's time are always set; the lifecycle record still carries the
-// event as the source gave it, since occurredAt is only for timestamps the
-// agent itself gave. A session.stopped emits the lifecycle
-// record and then removes the session; one for a session the hub does not
-// know is a no-op. Every lifecycle event that changes the snapshot is
-// followed by an upsert record, so that a client applying only
-// reset/upsert/remove stays exact.
-func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validate.Issue {
-	validate.RedactEvent(&e)
-	given := e
-	if e.Kind == agentbridge.KindAgentExited && e.OccurredAt == 0 {
-		e.OccurredAt = t.h.now().UnixMilli() // the end's time: when the hub learnt of it
-	}
-	old := t.get(id)
-	var sf *fold.Session
-	if old == nil {
-		issues := idIssues(id, prefix+".sessionId")
-		switch {
-		case harness == "":
-			issues = append(issues, validate.Issue{Path: prefix + ".harness", Code: validate.MissingField, Message: "harness is needed when the event makes a new session"})
-		case !t.src.enabled[harness]:
-			issues = append(issues, validate.Issue{Path: prefix + ".harness", Code: validate.HarnessNotEnabled, Message: "harness is not declared or not switched on for this source"})
-		}
-		if len(issues) > 0 {
-			return issues
-		}
-		sf = fold.NewSession(id, harness)
-	} else {
-		sf = old.fold.Clone()
-	}
-	// A published event is read live: one without occurredAt has the
-	// moment it came for its activity times (fold.Session.ApplyRead).
-	// (An agent.done without one is stamped with it: lastTurnEndedAt.)
-	now := t.h.now().UnixMilli()
-	if issues := sf.ApplyRead(e, now, now); len(issues) > 0 {
-		return nest(issues, prefix+".event")
-	}
-	snap := sf.Snapshot()
-	var prev *agentbridge.Snapshot
-	if old != nil {
-		prev = &old.snap
-	}
-	redactChanged(&snap, prev)
-	lc := func(at agentbridge.Snapshot) {
-		t.add(&entry{rec: Record{Name: agentbridge.RecordLifecycle}, source: t.src.info.ID, sessionID: id, snap: &at},
-			lifecycleData{Source: t.src.info.ID, SessionID: id, Event: given})
-	}
-	if sf.Stopped() {
-		if old != nil {
-			lc(old.snap)
-			t.remove(id)
-		}
-		return nil
-	}
-	lc(snap)
-	ss := &sess{fold: sf, snap: snap, act: sf.Activity(), ended: sf.Ended()}
-	if old != nil && old.same(ss) {
-		t.over[id] = ss
-		return nil
-	}
-	t.upsert(ss)
-	return nil
-}
-
 // Publish applies the operations of a push source in order, all or
 // nothing: every operation is checked against the state the earlier ones
 // leave, and when any issue arises nothing is applied and an *InvalidError
@@ -366,6 +289,11 @@ func (t *txn) opEvent(prefix, id, harness string, e agentbridge.Event) []validat
 // single object may rewrite the "$[0]" prefix to "$".) A reset may hold at
 // most validate.MaxResetSessions sessions. It fails with ErrUnknownSource
 // or ErrNotPush for a source that is not a push source.
+//
+// A push source is a source with no tailer: its operations go through
+// the store a running source's Sink keeps (the same fold of an event,
+// clock stamps and read times, hook fold and held hooks; see Sink), in
+// one commit.
 func (h *Hub) Publish(sourceID string, ops []agentbridge.Op) error {
 	return h.publish(sourceID, ops, true)
 }
@@ -380,56 +308,86 @@ func (h *Hub) Check(sourceID string, ops []agentbridge.Op) error {
 
 func (h *Hub) publish(sourceID string, ops []agentbridge.Op, apply bool) error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	s, ok := h.sources[sourceID]
+	h.mu.Unlock()
 	if !ok || s.host != "" {
 		return ErrUnknownSource
 	}
 	if s.run != nil || !s.info.Push {
 		return ErrNotPush
 	}
-	t := h.begin(s)
+	return s.pub.batch(ops, apply)
+}
+
+// batch applies a push source's operations to its store in one commit,
+// all or nothing, or (apply false) only checks them. Each operation takes
+// the path of the running source's call that does the same (fold, put,
+// reset, forget) and adds its records to the one transaction. The
+// sessions the batch touches are copy-on-write clones (get), and the
+// changes of the work map are noted (note): a batch that is not kept
+// leaves the store as it was.
+func (p *publisher) batch(ops []agentbridge.Op, apply bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	gone, held := p.gone, slices.Clone(p.held)
+	p.batches++
+	p.open, p.goneShared = p.batches, true
+	t := h.begin(p.src)
 	var issues []validate.Issue
 	for i, op := range ops {
-		p := fmt.Sprintf("$[%d]", i)
+		at := fmt.Sprintf("$[%d]", i)
 		// Later operations are checked against the state the valid earlier
 		// ones leave; a rejected one changes nothing.
 		var got []validate.Issue
 		switch op.Op {
 		case "":
 			if apply {
-				got = []validate.Issue{{Path: p + ".op", Code: validate.MissingField, Message: "op is required"}}
+				got = []validate.Issue{{Path: at + ".op", Code: validate.MissingField, Message: "op is required"}}
 			}
 		case agentbridge.OpReset:
-			items := make([]*sess, len(op.Sessions))
+			ws := make([]*work, len(op.Sessions))
 			for j, sn := range op.Sessions {
-				sn = sn.Clone()
-				validate.RedactSnapshot(&sn)
-				defaultStatus(&sn)
-				items[j] = &sess{snap: sn}
+				ws[j] = pushed(sn)
 			}
-			got = t.opReset(p+".sessions", items, true)
+			got = p.reset(t, at+".sessions", ws, true)
 		case agentbridge.OpUpsert:
-			sn := op.Session.Clone()
-			validate.RedactSnapshot(&sn)
-			defaultStatus(&sn)
-			got = t.opUpsert(p+".session", &sess{snap: sn})
+			got = p.put(t, at+".session", pushed(op.Session))
 		case agentbridge.OpRemove:
-			got = t.opRemove(p, op.SessionID)
+			if got = idIssues(op.SessionID, at+".sessionId"); len(got) == 0 {
+				p.forget(op.SessionID)
+			}
 		case agentbridge.OpDiagnostic:
-			got = t.opDiagnostic(p+".diagnostic", op.Diagnostic)
+			got = t.opDiagnostic(at+".diagnostic", op.Diagnostic)
 		case agentbridge.OpEvent:
-			got = t.opEvent(p, op.SessionID, op.Harness, op.Event)
+			got = p.fold(op.SessionID, op.Harness, op.Event, intake{prefix: at, strict: true, locked: true})
 		default:
-			got = []validate.Issue{{Path: p + ".op", Code: validate.InvalidEnum, Message: "op must be one of reset, upsert, remove, diagnostic, event"}}
+			got = []validate.Issue{{Path: at + ".op", Code: validate.InvalidEnum, Message: "op must be one of reset, upsert, remove, diagnostic, event"}}
 		}
+		p.drain(t)
 		issues = append(issues, got...)
 	}
-	if !apply {
-		if len(issues) > 0 {
-			return &InvalidError{Issues: issues}
+	if !apply || len(issues) > 0 { // the store as it was
+		if p.replaced != nil {
+			p.work = p.replaced
 		}
-		return nil
+		for i := len(p.undo) - 1; i >= 0; i-- { // the first change of an entry last
+			if u := p.undo[i]; u.w == nil {
+				delete(p.work, u.id)
+			} else {
+				p.work[u.id] = u.w
+			}
+		}
+		p.gone, p.held = gone, held
+		clear(p.pend)
+		p.pend, p.dirty = p.pend[:0], nil
+	}
+	clear(p.undo)
+	p.open, p.undo, p.replaced, p.goneShared = 0, p.undo[:0], nil, false
+	if !apply {
+		return invalid(issues)
 	}
 	return h.finish(t, issues)
 }

@@ -352,16 +352,10 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 			}
 			ss := &sess{snap: rc.Snapshot, act: cleanActivity(rc.Activity[id]), ended: cleanEnded(rc.Ended[id])}
 			s.all[id] = ss
-			old := t.get(id)
-			switch {
-			case !h.visible(s, &ss.snap):
-				if old != nil {
-					t.remove(id)
-				}
-			case old != nil && old.same(ss):
-				t.over[id] = ss
-			default:
-				t.upsert(ss)
+			if h.visible(s, &ss.snap) {
+				t.put(ss)
+			} else {
+				t.remove(id)
 			}
 		case agentbridge.RecordRemove:
 			if s.all[rc.SessionID] != nil {

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"maps"
 	"slices"
 	"sync"
 
@@ -34,7 +35,21 @@ import (
 // before it, and gives the same stamp again whenever the session is built
 // again from the same records: a rescan, a restart of its journal, a
 // harness switched off and on. The same records therefore always give the
-// same snapshot. (Across bridge restarts the stamps are new.)
+// same snapshot. (Across bridge restarts the stamps are new.) A session
+// given whole (Upsert, Reset, a push source's upsert or reset) keeps the
+// stamps and the count of the one it replaces: the events after it are
+// new ones.
+//
+// Push sources. A push source (Hub.AddPush) is a source with no tailer:
+// its store is a publisher like this one, and Hub.Publish, Hub.Check and
+// Hub.Hook go through the same fold, hook fold, held hooks and clock rule
+// (a pushed agent.done without occurredAt is stamped, and an event without
+// it read, as a journal's is). What differs is a parameter of the one
+// path: an event of a push source never makes a session of a switched-off
+// harness (as Publisher.Event), a switched-off harness's sessions leave
+// its store (nothing would report them again), and since nothing builds
+// its sessions again from the same records, the clocks of a session that
+// left are not remembered (a session id used again is a new session).
 //
 // Read times. An event without occurredAt (the stamped agent.done
 // included) is folded with the moment the hub was handed it
@@ -96,14 +111,34 @@ type publisher struct {
 	h   *Hub
 	src *source
 
-	mu    sync.Mutex
-	work  map[string]*work // every session of the source, in view or not
-	scan  map[string]*work // during a scan: the sessions being built
-	gone  map[string]clocks
-	pend  []op       // records since the last commit, in call order
-	dirty []*work    // sessions folded since the last commit, first touch first
-	show  bool       // a Show is pending
-	held  []heldHook // hooks for sessions not reported yet (hooks.go)
+	mu   sync.Mutex
+	work map[string]*work // every session of the source, in view or not
+	scan map[string]*work // during a scan: the sessions being built
+	gone map[string]clocks
+	// rebuilds: the source may build a session again from the same records
+	// (it has a tailer), so the clocks of one that left are remembered
+	rebuilds bool
+	pend     []op       // records since the last commit, in call order
+	dirty    []*work    // sessions folded since the last commit, first touch first
+	show     bool       // a Show is pending
+	held     []heldHook // hooks for sessions not reported yet (hooks.go)
+
+	// An open batch of a push source (publisher.batch): its number (0:
+	// none), what the entries of work it changed held before it, the map
+	// it replaced whole (a reset), and whether gone is still shared with
+	// the state before it.
+	open       uint64
+	batches    uint64
+	undo       []undo
+	replaced   map[string]*work
+	goneShared bool
+}
+
+// undo is what an entry of the work map held before an open batch changed
+// it (nil: none).
+type undo struct {
+	id string
+	w  *work
 }
 
 // clocks are the hub's times a session's events were folded with, kept
@@ -130,6 +165,7 @@ type work struct {
 	nextEnded   *agentbridge.Ended
 	changed     bool
 	data        []byte // next, encoded as an upsert, when changed
+	owner       uint64 // the batch that made or cloned it (publisher.open)
 }
 
 // incarnation groups the lifecycle records of one session between two
@@ -160,8 +196,63 @@ type op struct {
 }
 
 func newPublisher(h *Hub, s *source) *publisher {
-	return &publisher{h: h, src: s, work: map[string]*work{}}
+	return &publisher{h: h, src: s, work: map[string]*work{}, rebuilds: s.run != nil}
 }
+
+// intake is what differs between the callers of the one fold: where its
+// issue paths start, whether a new session of a switched-off harness is
+// refused, and whether the caller holds the hub's lock.
+type intake struct {
+	prefix string // "$", or "$[2]" for an operation of a push batch
+	strict bool   // Publisher.Event and push sources: a switched-off harness makes no session
+	locked bool   // the hub's lock is held (a push batch)
+}
+
+// sink is the intake of a running source's Fold.
+var sink = intake{prefix: "$"}
+
+// invalid is the error of a rejected call: nil when there are no issues.
+func invalid(issues []validate.Issue) error {
+	if len(issues) == 0 {
+		return nil
+	}
+	return &InvalidError{Issues: issues}
+}
+
+// get returns the work of a session in the current map. In an open batch
+// a work the batch has not made or cloned yet is cloned first, so that a
+// batch that is not kept leaves the store as it was.
+func (p *publisher) get(id string) *work {
+	m := p.cur()
+	w := m[id]
+	if p.open == 0 || w != nil && w.owner == p.open {
+		return w
+	}
+	p.note(id)
+	if w == nil {
+		return nil
+	}
+	c := *w
+	c.fold = w.fold.Clone()
+	c.stamps, c.reads = slices.Clip(w.stamps), slices.Clip(w.reads)
+	c.owner = p.open
+	m[id] = &c
+	return &c
+}
+
+// note records what the work map holds for id before an open batch
+// changes it.
+func (p *publisher) note(id string) {
+	if p.open != 0 && p.replaced == nil {
+		p.undo = append(p.undo, undo{id, p.work[id]})
+	}
+}
+
+// fresh notes a work made now: an open batch owns it.
+func (p *publisher) fresh(w *work) { w.owner = p.open }
+
+// view is what clients see of w.
+func (w *work) view() *sess { return &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded} }
 
 func (p *publisher) cur() map[string]*work {
 	if p.scan != nil {
@@ -170,10 +261,13 @@ func (p *publisher) cur() map[string]*work {
 	return p.work
 }
 
-// declared reports whether harness is declared, and whether it is on.
-func (p *publisher) harness(harness string) (declared, on bool) {
-	p.h.mu.Lock()
-	defer p.h.mu.Unlock()
+// declared reports whether harness is declared, and whether it is on;
+// locked says the caller holds the hub's lock.
+func (p *publisher) harness(harness string, locked bool) (declared, on bool) {
+	if !locked {
+		p.h.mu.Lock()
+		defer p.h.mu.Unlock()
+	}
 	on, declared = p.src.enabled[harness]
 	return declared, on
 }
@@ -181,29 +275,37 @@ func (p *publisher) harness(harness string) (declared, on bool) {
 func (p *publisher) Fold(id, harness string, e agentbridge.Event) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.fold(id, harness, e, false)
+	if issues := p.fold(id, harness, e, sink); len(issues) > 0 {
+		return &InvalidError{Issues: issues}
+	}
+	if len(p.pend) >= maxPending {
+		p.commit(false)
+	}
+	return nil
 }
 
-// fold folds e; strict refuses a new session of a switched-off harness
-// (Publisher.Event, as push sources are refused).
-func (p *publisher) fold(id, harness string, e agentbridge.Event, strict bool) error {
+// fold folds e into the store, the one fold of an event of every local
+// source (Fold, Publisher.Event, a push source's event operation); in
+// says how the caller differs. A rejected event changes nothing.
+func (p *publisher) fold(id, harness string, e agentbridge.Event, in intake) []validate.Issue {
 	validate.RedactEvent(&e)
 	given := e
 	m := p.cur()
-	w := m[id]
+	w := p.get(id)
 	if w == nil {
-		issues := idIssues(id, "$.sessionId")
-		declared, on := p.harness(harness)
+		issues := idIssues(id, in.prefix+".sessionId")
+		declared, on := p.harness(harness, in.locked)
 		switch {
 		case harness == "":
-			issues = append(issues, validate.Issue{Path: "$.harness", Code: validate.MissingField, Message: "harness is needed when the event makes a new session"})
-		case !declared || (strict && !on):
-			issues = append(issues, validate.Issue{Path: "$.harness", Code: validate.HarnessNotEnabled, Message: "harness is not declared or not switched on for this source"})
+			issues = append(issues, validate.Issue{Path: in.prefix + ".harness", Code: validate.MissingField, Message: "harness is needed when the event makes a new session"})
+		case !declared || (in.strict && !on):
+			issues = append(issues, validate.Issue{Path: in.prefix + ".harness", Code: validate.HarnessNotEnabled, Message: "harness is not declared or not switched on for this source"})
 		}
 		if len(issues) > 0 {
-			return &InvalidError{Issues: issues}
+			return issues
 		}
 		w = &work{id: id, harness: harness, fold: fold.NewSession(id, harness)}
+		p.fresh(w)
 		if old := p.work[id]; p.scan != nil && old != nil {
 			w.stamps, w.reads = old.stamps, old.reads
 		} else if st, ok := p.gone[id]; ok {
@@ -233,7 +335,7 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, strict bool) e
 		e.OccurredAt = p.h.now().UnixMilli() // the end's time: when the hub learnt of it
 	}
 	if issues := w.fold.ApplyRead(e, readAt, at); len(issues) > 0 {
-		return &InvalidError{Issues: validate.Nest(issues, "$.event")}
+		return validate.Nest(issues, in.prefix+".event")
 	}
 	if undated {
 		if w.undated == len(w.reads) && len(w.reads) < maxStamps {
@@ -268,9 +370,6 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, strict bool) e
 		p.touch(w)
 		p.foldHeld(w)
 	}
-	if len(p.pend) >= maxPending {
-		p.commit(false)
-	}
 	return nil
 }
 
@@ -302,12 +401,15 @@ func (p *publisher) stop(w *work) {
 }
 
 func (p *publisher) keepStamps(w *work) {
-	if len(w.stamps) == 0 && len(w.reads) == 0 {
+	if !p.rebuilds || len(w.stamps) == 0 && len(w.reads) == 0 {
 		return
 	}
 	if p.gone == nil || len(p.gone) >= maxGone {
 		p.gone = map[string]clocks{}
+	} else if p.goneShared { // an open batch: the state before it keeps its own
+		p.gone = maps.Clone(p.gone)
 	}
+	p.goneShared = false
 	p.gone[w.id] = clocks{w.stamps, w.reads}
 }
 
@@ -349,7 +451,7 @@ func (p *publisher) Rescan() {
 func (p *publisher) Restart(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	w := p.cur()[id]
+	w := p.get(id)
 	if w == nil {
 		return
 	}
@@ -392,257 +494,6 @@ func (p *publisher) Show([]string) {
 	}
 	p.show = true
 	p.commit(true)
-}
-
-// commit publishes the pending records and upserts; all ends every
-// batch (Flush): a scan and sessions being built aside are committed only
-// then. p.mu must be held.
-func (p *publisher) commit(all bool) {
-	if len(p.pend) == 0 && len(p.dirty) == 0 && !(all && (p.scan != nil || p.show)) {
-		return
-	}
-	// Outside the hub's lock: the snapshots and their encodings.
-	keep := p.dirty[:0]
-	var ready []*work
-	for _, w := range p.dirty {
-		if w.aside && !all {
-			keep = append(keep, w)
-			continue
-		}
-		w.dirty, w.aside = false, false
-		if p.work[w.id] != w {
-			continue // stopped
-		}
-		w.next = w.fold.Snapshot()
-		w.nextAct = w.fold.Activity()
-		w.nextEnded = w.fold.Ended()
-		redactChanged(&w.next, w.shown)
-		w.changed = w.shown == nil || !snapshotEqual(&w.next, w.shown) || !w.nextAct.Equal(w.shownAct) || !w.nextEnded.Equal(w.shownEnded)
-		w.data = nil
-		if w.changed {
-			w.data = encode(upsertData{Source: p.src.info.ID, Snapshot: w.next, Activity: w.nextAct, Ended: w.nextEnded})
-		}
-		ready = append(ready, w)
-	}
-	p.dirty = keep
-	scan := all && p.scan != nil
-	show := all && p.show
-	p.show = false
-
-	h := p.h
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	pend := p.pend
-	p.pend = p.pend[:0]
-	if p.src.ctx.Err() != nil {
-		return // shutting down: the host ignores late calls
-	}
-	t := h.begin(p.src)
-	for _, w := range ready {
-		snap := new(agentbridge.Snapshot)
-		*snap = w.next
-		w.shown = snap // the latest snapshot, in view or not
-		w.shownAct = w.nextAct
-		w.shownEnded = w.nextEnded
-		if w.ref != nil && w.visible(p.src) {
-			w.ref.snap = snap
-		}
-		w.ref = nil
-	}
-	for _, o := range pend {
-		switch o.kind {
-		case opLifecycle:
-			if o.ref.snap == nil {
-				continue // out of view
-			}
-			if o.ref.stopped && t.get(o.id) == nil {
-				continue // never in view
-			}
-			t.add(&entry{rec: Record{Name: agentbridge.RecordLifecycle, Data: o.data}, source: p.src.info.ID, sessionID: o.id, snap: o.ref.snap}, nil)
-		case opRemove, opHide:
-			t.remove(o.id)
-		case opDiag:
-			t.add(&entry{rec: Record{Name: agentbridge.RecordDiagnostic}, source: p.src.info.ID}, diagData{Source: p.src.info.ID, Diagnostic: o.diag})
-		}
-	}
-	clear(pend)
-	for _, w := range ready {
-		data := w.data
-		w.data, w.next, w.nextAct, w.nextEnded = nil, agentbridge.Snapshot{}, nil, nil
-		if !w.visible(p.src) {
-			if t.get(w.id) != nil {
-				t.remove(w.id)
-			}
-			continue
-		}
-		if t.get(w.id) == nil || w.changed {
-			if data == nil {
-				data = encode(upsertData{Source: p.src.info.ID, Snapshot: *w.shown, Activity: w.shownAct, Ended: w.shownEnded})
-			}
-			t.over[w.id] = &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded}
-			t.add(&entry{rec: Record{Name: agentbridge.RecordUpsert, Data: data}, source: p.src.info.ID, sessionID: w.id, snap: w.shown, act: w.shownAct, ended: w.shownEnded}, nil)
-		}
-	}
-	if scan {
-		p.gone = nil
-		for id, w := range p.work {
-			if p.scan[id] == nil {
-				p.keepStamps(w)
-			}
-		}
-		p.work, p.scan = p.scan, nil
-	}
-	if scan || show {
-		p.replaceInView(t)
-	}
-	h.commit(t)
-}
-
-// replaceInView makes the sessions in view the source's whole state: one
-// reset. p.mu and the hub's lock must be held.
-func (p *publisher) replaceInView(t *txn) {
-	items := make([]*sess, 0, len(p.work))
-	ids := make([]string, 0, len(p.work))
-	for id, w := range p.work {
-		if w.visible(p.src) {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		w := p.work[id]
-		if w.shown == nil {
-			s := w.fold.Snapshot()
-			redactChanged(&s, w.shown)
-			w.shown = &s
-			w.shownAct = w.fold.Activity()
-			w.shownEnded = w.fold.Ended()
-		}
-		items = append(items, &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded})
-	}
-	if issues := t.opReset("$", items, false); len(issues) > 0 {
-		// Cannot happen: the fold keeps its snapshots valid.
-		p.h.log.Error("hub: a source's state failed validation", "source", p.src.info.ID, "issues", len(issues))
-	}
-}
-
-// visible reports whether w is in view: not hidden, its harness on. The
-// hub's lock must be held.
-func (w *work) visible(s *source) bool { return !w.hidden && s.enabled[w.harness] }
-
-// ---- Publisher: each call commits at once ----
-
-func (p *publisher) Event(sessionID, harness string, e agentbridge.Event) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.fold(sessionID, harness, e, true); err != nil {
-		return err
-	}
-	p.commit(false) // a scan stays open
-	return nil
-}
-
-func (p *publisher) Remove(sessionID string) error {
-	if issues := idIssues(sessionID, "$.sessionId"); len(issues) > 0 {
-		return &InvalidError{Issues: issues}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if w := p.cur()[sessionID]; w != nil {
-		delete(p.cur(), sessionID)
-		p.keepStamps(w)
-		if w.ref != nil {
-			w.ref.snap, w.ref.stopped = w.shown, true
-			w.ref = nil
-		}
-		w.dirty = false
-		p.dirty = slices.DeleteFunc(p.dirty, func(d *work) bool { return d == w })
-	}
-	if p.scan == nil {
-		p.pend = append(p.pend, op{kind: opRemove, id: sessionID})
-	}
-	p.commit(false) // a scan stays open
-	return nil
-}
-
-func (p *publisher) Diagnostic(d agentbridge.Diagnostic) error {
-	validate.RedactDiagnostic(&d)
-	if issues := validate.Diagnostic(d); len(issues) > 0 {
-		return &InvalidError{Issues: issues}
-	}
-	if d.Code == agentbridge.CodeFormatDrift {
-		p.h.met.drifted(p.src.info.ID)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.pend = append(p.pend, op{kind: opDiag, diag: d})
-	p.commit(false) // a scan and sessions being built aside wait for Flush
-	return nil
-}
-
-// Reset replaces the source's sessions with copies of the given folds.
-func (p *publisher) Reset(sessions []*fold.Session) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.scan = nil // this replaces whatever a scan was building
-	p.commit(true)
-	next := make(map[string]*work, len(sessions))
-	items := make([]*sess, len(sessions))
-	for i, s := range sessions {
-		if s == nil {
-			return &InvalidError{Issues: []validate.Issue{{Path: "$[" + itoa(i) + "]", Code: validate.InvalidType, Message: "session is missing"}}}
-		}
-		w := p.adopt(s)
-		next[w.id] = w
-		items[i] = &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded}
-	}
-	return p.apply(func(t *txn) []validate.Issue { return t.opReset("$", items, false) }, func() {
-		p.work = next
-		p.scan = nil
-	})
-}
-
-// apply runs one validated operation in its own commit, then done when
-// it was taken. p.mu must be held.
-func (p *publisher) apply(op func(t *txn) []validate.Issue, done func()) error {
-	h := p.h
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if p.src.ctx.Err() != nil {
-		return nil // shutting down: the host ignores late calls
-	}
-	t := h.begin(p.src)
-	if err := h.finish(t, op(t)); err != nil {
-		return err
-	}
-	done()
-	return nil
-}
-
-// Upsert replaces one session with a copy of the given fold.
-func (p *publisher) Upsert(s *fold.Session) error {
-	if s == nil {
-		return &InvalidError{Issues: []validate.Issue{{Path: "$", Code: validate.InvalidType, Message: "session is missing"}}}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.commit(false)
-	w := p.adopt(s)
-	return p.apply(func(t *txn) []validate.Issue {
-		return t.opUpsert("$", &sess{snap: *w.shown, act: w.shownAct, ended: w.shownEnded})
-	}, func() { p.work[w.id] = w })
-}
-
-// adopt makes a work session from a copy of a source's fold.
-func (p *publisher) adopt(s *fold.Session) *work {
-	f := s.Clone()
-	snap := f.Snapshot()
-	validate.RedactSnapshot(&snap)
-	w := &work{id: f.ID(), harness: f.Harness(), fold: f, shown: &snap, shownAct: f.Activity(), shownEnded: f.Ended()}
-	if old := p.work[w.id]; old != nil {
-		w.stamps = old.stamps
-	}
-	return w
 }
 
 func itoa(i int) string {

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -127,8 +126,7 @@ type source struct {
 	ctx      context.Context
 	ver      uint64 // bumped on every commit that touches the source
 	cache    *initCache
-	pub      *publisher // a running source's Sink (nil: a push source)
-	held     []heldHook // push sources: hooks for sessions not reported yet (hooks.go)
+	pub      *publisher // a local source's store: a running source's Sink, a push source's too (nil: a remote's)
 	hooked   time.Time  // when the latest hook was taken
 	// the latest refused hook payload's code and time (hooks.go)
 	refusedCode string
@@ -138,10 +136,9 @@ type source struct {
 	seen map[string][]string
 }
 
-// sess is one session: the fold state and the (redacted, valid) snapshot
-// clients see.
+// sess is one session as clients see it: the (redacted, valid) snapshot
+// and what is beside it. (Its fold is in the source's store.)
 type sess struct {
-	fold  *fold.Session
 	snap  agentbridge.Snapshot
 	act   *agentbridge.Activity // nil: none; never changed once stored
 	ended *agentbridge.Ended    // nil: not ended; never changed once stored
@@ -271,6 +268,7 @@ func (h *Hub) add(info agentbridge.SourceInfo, run Source) error {
 	for _, hr := range info.Harnesses {
 		s.enabled[hr.ID] = true
 	}
+	s.pub = newPublisher(h, s)
 	h.sources[info.ID] = s
 	h.order = append(h.order, info.ID)
 	return nil
@@ -298,7 +296,6 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	starts := make([]Start, len(runs))
 	for i, s := range runs {
-		s.pub = newPublisher(h, s)
 		starts[i] = Start{Enabled: s.enabledList(), Changes: s.changes, Publisher: s.pub}
 	}
 	h.mu.Unlock()
@@ -406,11 +403,16 @@ func (h *Hub) Source(id string) (agentbridge.SourceState, bool) {
 // hub emits that reset itself, with the sessions that remain.
 func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (agentbridge.SourceState, error) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	s, ok := h.sources[sourceID]
+	h.mu.Unlock()
 	if !ok || s.host != "" {
 		return agentbridge.SourceState{}, ErrUnknownSource
 	}
+	// The source's store first, then the hub: the order of every intake.
+	s.pub.mu.Lock()
+	defer s.pub.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if _, ok := s.enabled[harness]; !ok {
 		return agentbridge.SourceState{}, ErrUnknownHarness
 	}
@@ -420,16 +422,14 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (agentbridge.So
 	s.enabled[harness] = enabled
 
 	t := h.begin(s)
-	var drop []string
-	if !enabled {
+	if s.run != nil && !enabled {
+		var drop []string
 		for id, ss := range s.sessions {
 			if ss.snap.Harness == harness {
 				drop = append(drop, id)
 			}
 		}
 		slices.Sort(drop)
-	}
-	if s.run != nil {
 		for _, id := range drop {
 			t.remove(id)
 		}
@@ -438,11 +438,12 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (agentbridge.So
 	t.add(&entry{rec: Record{Name: agentbridge.RecordHarnesses}, source: s.info.ID},
 		harnessesData{Source: s.info.ID, EnabledHarnesses: list})
 	if s.run == nil {
-		keep := maps.Clone(s.sessions)
-		for _, id := range drop {
-			delete(keep, id)
+		// A push source has no tailer to report again: the switched-off
+		// sessions leave its store, and what is left is its whole state.
+		if !enabled {
+			s.pub.drop(harness)
 		}
-		t.replaceAll(keep)
+		s.pub.replaceInView(t)
 	}
 	h.commit(t)
 	h.switchRemotes(s)
