@@ -408,9 +408,12 @@ func (h *Hub) SetHarness(sourceID, harness string, enabled bool) (agentbridge.So
 	if !ok || s.host != "" {
 		return agentbridge.SourceState{}, ErrUnknownSource
 	}
-	// The source's store first, then the hub: the order of every intake.
-	s.pub.mu.Lock()
-	defer s.pub.mu.Unlock()
+	if s.run == nil {
+		// A push source's store changes too: it is locked first, then the
+		// hub, the order of every intake.
+		s.pub.mu.Lock()
+		defer s.pub.mu.Unlock()
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := s.enabled[harness]; !ok {
