@@ -55,8 +55,8 @@ var single = sources.Single{
 	ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
 	DefaultHome: sources.HomeUnder(".kiro"),
 	Observes: map[string]agentbridge.Observe{
-		"waiting":   {How: agentbridge.Unavailable},               // tool approvals are not written down
-		"exited":    {How: agentbridge.Inferred, From: "process"}, // the process found by cwd and name, then a pidfd
+		"waiting":   {How: agentbridge.Unavailable}, // tool approvals are not written down
+		"exited":    kit.Exited(),
 		"subagents": {How: agentbridge.Unavailable},               // no recording shows how subagents are written
 		"title":     {How: agentbridge.Observed, From: "sidecar"}, // the sidecar's title, else the first prompt
 		"model":     {How: agentbridge.Observed, From: "sidecar"}, // the sidecar's model
@@ -73,10 +73,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		Match: isSessionFile,
 		Dirs:  func(string) bool { return false }, // everything sits directly in sessions/cli
 	})
-	cfg.Agent = agent.Process
-	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
-		return kit.NewHandler(ss, agent)
-	})
+	return kit.Follow(ctx, st, cfg, agent)
 }
 
 // isSessionFile picks <uuid>.jsonl journals and their <uuid>.json sidecars.
