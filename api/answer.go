@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -173,9 +172,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req AnswerRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || (req.Decision != answer.Allow && req.Decision != answer.Deny) {
+	if err := decodeStrict(body, &req); err != nil || (req.Decision != answer.Allow && req.Decision != answer.Deny) {
 		s.problem(w, r, errorf(http.StatusUnprocessableEntity, "invalid-request", `the body must be {"decision": "allow"} or {"decision": "deny", "message": "why"}`))
 		return
 	}

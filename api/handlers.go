@@ -83,9 +83,7 @@ func (s *Server) handleSetHarness(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var sw HarnessSwitch
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sw); err != nil || sw.Enabled == nil {
+	if err := decodeStrict(body, &sw); err != nil || sw.Enabled == nil {
 		e := errorf(http.StatusUnprocessableEntity, "invalid-request", `the body must be {"enabled": true} or {"enabled": false}`)
 		e.Issues = harnessSwitchIssues(body)
 		s.problem(w, r, e)
@@ -376,6 +374,14 @@ func unnestSingle(is []validate.Issue) []validate.Issue {
 
 // readJSON reads a request body (already limited by requireJSON) and checks
 // that it is one well-formed JSON value: 413 over the limit, 400 otherwise.
+// decodeStrict decodes the JSON body into v, a field v does not have
+// being an error.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
 func readJSON(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(r.Body)
 	if err != nil {

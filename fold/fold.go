@@ -306,31 +306,13 @@ func (s *Session) evictable() int {
 
 func (s *Session) stateIssues(is []validate.Issue, e *agentbridge.Event) []validate.Issue {
 	switch e.Kind {
-	case agentbridge.KindToolStarted:
+	case agentbridge.KindToolStarted, agentbridge.KindToolFinished:
 		if validate.ValidID(e.ToolID) {
-			if s.toolIndex(e.ToolID) >= 0 {
-				is = append(is, newIssue("$.toolId", validate.Duplicate, "names a tool that is already open"))
-			} else if len(s.tools) >= MaxOpenTools {
-				is = append(is, newIssue("$.toolId", validate.InvalidArray, "would open more than %d tools at once", MaxOpenTools))
-			}
+			is = openIssues(is, e.Kind == agentbridge.KindToolStarted, "$.toolId", "tool", s.toolIndex(e.ToolID), len(s.tools), MaxOpenTools)
 		}
-	case agentbridge.KindToolFinished:
-		if validate.ValidID(e.ToolID) {
-			if s.toolIndex(e.ToolID) < 0 {
-				is = append(is, newIssue("$.toolId", validate.InvalidID, "must name an open tool (this one is unknown or already finished)"))
-			}
-		}
-	case agentbridge.KindWaitStarted:
+	case agentbridge.KindWaitStarted, agentbridge.KindWaitFinished:
 		if validate.ValidID(e.WaitID) {
-			if s.waitIndex(e.WaitID) >= 0 {
-				is = append(is, newIssue("$.waitId", validate.Duplicate, "names a wait that is already open"))
-			} else if len(s.waits) >= MaxOpenWaits {
-				is = append(is, newIssue("$.waitId", validate.InvalidArray, "would open more than %d waits at once", MaxOpenWaits))
-			}
-		}
-	case agentbridge.KindWaitFinished:
-		if validate.ValidID(e.WaitID) && s.waitIndex(e.WaitID) < 0 {
-			is = append(is, newIssue("$.waitId", validate.InvalidID, "must name an open wait (this one is unknown or already finished)"))
+			is = openIssues(is, e.Kind == agentbridge.KindWaitStarted, "$.waitId", "wait", s.waitIndex(e.WaitID), len(s.waits), MaxOpenWaits)
 		}
 	case agentbridge.KindSubagentStarted:
 		if validate.ValidID(e.SubagentID) {
@@ -349,6 +331,26 @@ func (s *Session) stateIssues(is []validate.Issue, e *agentbridge.Event) []valid
 				is = append(is, newIssue("$.subagentId", validate.InvalidID, "must name a running subagent (this one is already done)"))
 			}
 		}
+	}
+	return is
+}
+
+// openIssues checks a tool or wait (what) opened (opening) or finished
+// under the id at path, whose index among the open ones is index (-1: not
+// open): an opened one must not be open yet, and one more than the n open
+// must stay within limit; a finished one must be open.
+func openIssues(is []validate.Issue, opening bool, path, what string, index, n, limit int) []validate.Issue {
+	if !opening {
+		if index < 0 {
+			return append(is, newIssue(path, validate.InvalidID, "must name an open %s (this one is unknown or already finished)", what))
+		}
+		return is
+	}
+	switch {
+	case index >= 0:
+		return append(is, newIssue(path, validate.Duplicate, "names a %s that is already open", what))
+	case n >= limit:
+		return append(is, newIssue(path, validate.InvalidArray, "would open more than %d %ss at once", limit, what))
 	}
 	return is
 }

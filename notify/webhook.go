@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/defaults"
 )
 
 // Webhook is one receiver: where to POST, for which events, with which
@@ -76,21 +77,11 @@ type Webhooks struct {
 }
 
 func (w *Webhooks) defaults() {
-	if w.Attempts <= 0 {
-		w.Attempts = DefaultAttempts
-	}
-	if w.Backoff <= 0 {
-		w.Backoff = DefaultBackoff
-	}
-	if w.MaxBackoff <= 0 {
-		w.MaxBackoff = DefaultMaxBackoff
-	}
-	if w.Timeout <= 0 {
-		w.Timeout = DefaultTimeout
-	}
-	if w.Queue <= 0 {
-		w.Queue = DefaultQueue
-	}
+	defaults.Positive(&w.Attempts, DefaultAttempts)
+	defaults.Positive(&w.Backoff, DefaultBackoff)
+	defaults.Positive(&w.MaxBackoff, DefaultMaxBackoff)
+	defaults.Positive(&w.Timeout, DefaultTimeout)
+	defaults.Positive(&w.Queue, DefaultQueue)
 	if w.Client == nil {
 		w.Client = &http.Client{Timeout: w.Timeout}
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/config"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/defaults"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -92,15 +93,11 @@ func Run(ctx context.Context, r *hub.Remote, c config.Remote, o Options) error {
 	if o.Backoff.Min <= 0 {
 		o.Backoff = client.DefaultBackoff
 	}
-	if o.Queue <= 0 {
-		o.Queue = 1024
-	}
+	defaults.Positive(&o.Queue, 1024)
 	if o.SSH == "" {
 		o.SSH = "ssh"
 	}
-	if o.QueueBytes <= 0 {
-		o.QueueBytes = DefaultQueueBytes
-	}
+	defaults.Positive(&o.QueueBytes, DefaultQueueBytes)
 	f := &follower{r: r, c: c, o: o, log: o.Logger.With("remote", c.ID), msgs: make(chan msg, o.Queue), queued: newBudget(o.QueueBytes)}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

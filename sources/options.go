@@ -1,9 +1,12 @@
 package sources
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"os"
 
+	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 )
 
@@ -36,4 +39,47 @@ func DefaultHome(id string) (string, error) {
 		return h, nil
 	}
 	return "", fmt.Errorf("%s home: neither %s nor HOME names one", id, r.HomeEnv)
+}
+
+// Single describes a built-in source with one harness: what its Info says
+// and what RegisterSingle registers, so that a source package spells out
+// only what is its own.
+type Single struct {
+	// ID and DisplayName are the source's (agentbridge.SourceInfo).
+	ID, DisplayName string
+	// Harness is the id of the source's one harness, HarnessName its
+	// display name; empty means the source's DisplayName.
+	Harness, HarnessName string
+	// HomeEnv is the agent's own variable naming its home
+	// (Registration.HomeEnv), empty when it has none; it is the first of
+	// the environment variables the source reads.
+	HomeEnv string
+	// Env are the other environment variables the source reads.
+	Env []string
+	// DefaultHome is Registration.DefaultHome (HomeUnder(…) for most).
+	DefaultHome func(getenv func(string) string) string
+	// Observes is what the source can know, and from where.
+	Observes map[string]agentbridge.Observe
+}
+
+// Info returns the source's description. Each call returns its own
+// Observes map and environment list (never nil: [] in JSON).
+func (d Single) Info() agentbridge.SourceInfo {
+	env := make([]string, 0, 1+len(d.Env))
+	if d.HomeEnv != "" {
+		env = append(env, d.HomeEnv)
+	}
+	return agentbridge.SourceInfo{
+		ID:                   d.ID,
+		DisplayName:          d.DisplayName,
+		Harnesses:            []agentbridge.Harness{{ID: d.Harness, DisplayName: cmp.Or(d.HarnessName, d.DisplayName)}},
+		EnvironmentVariables: append(env, d.Env...),
+		Observes:             maps.Clone(d.Observes),
+	}
+}
+
+// RegisterSingle registers the source d describes, made by newSource
+// (RegisterNew).
+func RegisterSingle[S hub.Source](d Single, newSource func(Options) S) {
+	RegisterNew(Registration{Info: d.Info(), HomeEnv: d.HomeEnv, DefaultHome: d.DefaultHome}, newSource)
 }

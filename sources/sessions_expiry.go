@@ -20,20 +20,30 @@ func (ss *Sessions) startLinger(id string, en *entry, at time.Time) {
 		}
 		left = 0
 	}
+	en.timer = ss.after(id, en, left, func() {
+		en.timer = nil
+		ss.Stop(id, "process exited")
+	})
+}
+
+// after arms a one-shot timer of session id that runs f on the source's
+// goroutine once d has passed, unless the timer was stopped meanwhile (it
+// is no longer in ss.timers) or the session is no longer en; f runs with
+// the timer already forgotten.
+func (ss *Sessions) after(id string, en *entry, d time.Duration, f func()) *time.Timer {
 	var tm *time.Timer
-	tm = time.AfterFunc(left, func() {
+	tm = time.AfterFunc(d, func() {
 		activity.timers.Add(1)
 		ss.post(func() {
 			if _, ok := ss.timers[tm]; !ok || ss.m[id] != en {
 				return
 			}
 			delete(ss.timers, tm)
-			en.timer = nil
-			ss.Stop(id, "process exited")
+			f()
 		})
 	})
-	en.timer = tm
 	ss.timers[tm] = struct{}{}
+	return tm
 }
 
 // ExpireAfter makes sessions that are bound to no process and have not
@@ -57,29 +67,19 @@ func (ss *Sessions) touch(id string, en *entry) {
 }
 
 func (ss *Sessions) armExpiry(id string, en *entry, after time.Duration) {
-	var tm *time.Timer
-	tm = time.AfterFunc(after, func() {
-		activity.timers.Add(1)
-		ss.post(func() {
-			if _, ok := ss.timers[tm]; !ok || ss.m[id] != en {
-				return
-			}
-			delete(ss.timers, tm)
-			en.expiry = nil
-			if en.unwatch != nil || !en.exitedAt.IsZero() || en.hidden {
-				return
-			}
-			if left := en.last.Add(ss.expire).Sub(ss.now()); left > 0 {
-				ss.armExpiry(id, en, left)
-				return
-			}
-			en.hidden = true
-			ss.log.Debug("session inactive: hidden until it is written again", "session", id)
-			ss.pub.Hide(id)
-		})
+	en.expiry = ss.after(id, en, after, func() {
+		en.expiry = nil
+		if en.unwatch != nil || !en.exitedAt.IsZero() || en.hidden {
+			return
+		}
+		if left := en.last.Add(ss.expire).Sub(ss.now()); left > 0 {
+			ss.armExpiry(id, en, left)
+			return
+		}
+		en.hidden = true
+		ss.log.Debug("session inactive: hidden until it is written again", "session", id)
+		ss.pub.Hide(id)
 	})
-	en.expiry = tm
-	ss.timers[tm] = struct{}{}
 }
 
 func (ss *Sessions) stopExpiry(en *entry) {

@@ -16,6 +16,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/internal/defaults"
 )
 
 // Defaults of TailConfig.
@@ -219,16 +220,10 @@ func NewTailer(cfg TailConfig, h Handler) *Tailer {
 	if cfg.Window == 0 {
 		cfg.Window = DefaultWindow
 	}
-	if cfg.MaxLine <= 0 {
-		cfg.MaxLine = DefaultMaxLine
-	}
-	if cfg.MaxHeld <= 0 {
-		cfg.MaxHeld = DefaultMaxHeld
-	}
+	defaults.Positive(&cfg.MaxLine, DefaultMaxLine)
+	defaults.Positive(&cfg.MaxHeld, DefaultMaxHeld)
 	cfg.MaxHeld = max(cfg.MaxHeld, cfg.MaxLine)
-	if cfg.MaxJournal <= 0 {
-		cfg.MaxJournal = DefaultMaxJournal
-	}
+	defaults.Positive(&cfg.MaxJournal, DefaultMaxJournal)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -50,6 +50,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/defaults"
 )
 
 // Defaults of Options.
@@ -97,18 +98,10 @@ func New(h Hub, o Options) *Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Heartbeat <= 0 {
-		o.Heartbeat = DefaultHeartbeat
-	}
-	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = DefaultWriteTimeout
-	}
-	if o.Retry <= 0 {
-		o.Retry = DefaultRetry
-	}
-	if o.BufferSize <= 0 {
-		o.BufferSize = DefaultBufferSize
-	}
+	defaults.Positive(&o.Heartbeat, DefaultHeartbeat)
+	defaults.Positive(&o.WriteTimeout, DefaultWriteTimeout)
+	defaults.Positive(&o.Retry, DefaultRetry)
+	defaults.Positive(&o.BufferSize, DefaultBufferSize)
 	s := &Handler{hub: h, o: o, log: o.Logger, retry: []byte("retry: " + strconv.FormatInt(o.Retry.Milliseconds(), 10) + "\n")}
 	s.srv = r3.NewWithCallback(s.subscribed, nil)
 	s.srv.AutoReplay = false

@@ -206,64 +206,68 @@ func eventStringField(e *agentbridge.Event, key string) *string {
 // decodeSnapshot fills s from the object n; it returns nil presence when n
 // is not an object (reported).
 func decodeSnapshot(is []Issue, p string, n *node, s *agentbridge.Snapshot) (*presence, []Issue) {
-	if n.kind != kindObject {
-		return nil, append(is, typeIssue(p, "an object (a session snapshot)", n))
-	}
 	pr := &presence{}
-	is = eachMember(is, p, n, func(is []Issue, key string, v *node) ([]Issue, bool) {
+	return decodeObject(is, p, n, pr, "a session snapshot", func(is []Issue, key string, v *node) ([]Issue, bool) {
 		switch key {
-		case "id":
-			is = decodeStringAs(is, p, key, v, &s.ID, pr, InvalidString)
-		case "harness":
-			is = decodeStringAs(is, p, key, v, &s.Harness, pr, InvalidString)
 		case "pid":
 			var pid int64
 			is = decodeIntAs(is, p, key, v, &pid, pr, InvalidInteger)
 			s.PID = toInt(pid)
-		case "cwd":
-			is = decodeStringAs(is, p, key, v, &s.Cwd, pr, InvalidString)
-		case "title":
-			is = decodeStringAs(is, p, key, v, &s.Title, pr, InvalidString)
-		case "model":
-			is = decodeStringAs(is, p, key, v, &s.Model, pr, InvalidString)
-		case "status":
-			is = decodeStringAs(is, p, key, v, (*string)(&s.Status), pr, InvalidEnum)
-		case "waitingFor":
-			is = decodeStringAs(is, p, key, v, &s.WaitingFor, pr, InvalidString)
-		case "tool":
-			is = decodeStringAs(is, p, key, v, &s.Tool, pr, InvalidString)
-		case "lastTurn":
-			is = decodeStringAs(is, p, key, v, (*string)(&s.LastTurn), pr, InvalidEnum)
 		case "lastTurnEndedAt":
 			is = decodeIntAs(is, p, key, v, &s.LastTurnEndedAt, pr, InvalidInteger)
-		case "error":
-			is = decodeStringAs(is, p, key, v, &s.Error, pr, InvalidString)
+		case "status":
+			is = decodeStringAs(is, p, key, v, (*string)(&s.Status), pr, InvalidEnum)
+		case "lastTurn":
+			is = decodeStringAs(is, p, key, v, (*string)(&s.LastTurn), pr, InvalidEnum)
 		case "subagents":
-			sp := child(p, key)
-			if v.kind != kindArray {
-				pr.set(key, fieldBad)
-				return append(is, typeIssueAs(sp, "an array", v, InvalidArray)), true
+			var ok bool
+			if is, ok = expectKind(is, p, key, v, pr, kindArray, "an array", InvalidArray); !ok {
+				return is, true
 			}
-			pr.set(key, fieldOK)
+			sp := child(p, key)
 			s.Subagents = make([]agentbridge.Subagent, len(v.elems))
 			pr.subs = make([]*presence, len(v.elems))
 			for i := range v.elems {
 				pr.subs[i], is = decodeSubagent(is, index(sp, i), &v.elems[i], &s.Subagents[i])
 			}
 		default:
-			return is, false
+			dst := snapshotStringField(s, key)
+			if dst == nil {
+				return is, false
+			}
+			is = decodeStringAs(is, p, key, v, dst, pr, InvalidString)
 		}
 		return is, true
-	}, "a session snapshot")
-	return pr, is
+	})
+}
+
+// snapshotStringField returns the snapshot's plain string member key (not
+// an enum), or nil for a key that is no such member.
+func snapshotStringField(s *agentbridge.Snapshot, key string) *string {
+	switch key {
+	case "id":
+		return &s.ID
+	case "harness":
+		return &s.Harness
+	case "cwd":
+		return &s.Cwd
+	case "title":
+		return &s.Title
+	case "model":
+		return &s.Model
+	case "waitingFor":
+		return &s.WaitingFor
+	case "tool":
+		return &s.Tool
+	case "error":
+		return &s.Error
+	}
+	return nil
 }
 
 func decodeSubagent(is []Issue, p string, n *node, a *agentbridge.Subagent) (*presence, []Issue) {
-	if n.kind != kindObject {
-		return nil, append(is, typeIssue(p, "an object (a subagent)", n))
-	}
 	pr := &presence{}
-	is = eachMember(is, p, n, func(is []Issue, key string, v *node) ([]Issue, bool) {
+	return decodeObject(is, p, n, pr, "a subagent", func(is []Issue, key string, v *node) ([]Issue, bool) {
 		switch key {
 		case "id":
 			return decodeStringAs(is, p, key, v, &a.ID, pr, InvalidString), true
@@ -277,8 +281,17 @@ func decodeSubagent(is []Issue, p string, n *node, a *agentbridge.Subagent) (*pr
 			return decodeStringAs(is, p, key, v, (*string)(&a.Status), pr, InvalidEnum), true
 		}
 		return is, false
-	}, "a subagent")
-	return pr, is
+	})
+}
+
+// decodeObject decodes n, which must be an object (a what), member by
+// member with f (eachMember), and returns pr, where f records the members
+// it found; it returns nil presence when n is not an object (reported).
+func decodeObject(is []Issue, p string, n *node, pr *presence, what string, f func(is []Issue, key string, v *node) ([]Issue, bool)) (*presence, []Issue) {
+	if n.kind != kindObject {
+		return nil, append(is, typeIssue(p, "an object ("+what+")", n))
+	}
+	return pr, eachMember(is, p, n, f, what)
 }
 
 // eachMember calls f for every member of the object n, reporting a key
@@ -328,13 +341,23 @@ func decodeString(is []Issue, p, key string, v *node, dst *string, pr *presence)
 // decodeStringAs decodes a string; a value of another JSON type is an
 // issue with code.
 func decodeStringAs(is []Issue, p, key string, v *node, dst *string, pr *presence, code Code) []Issue {
-	if v.kind != kindString {
+	is, ok := expectKind(is, p, key, v, pr, kindString, "a string", code)
+	if ok {
+		*dst = v.str
+	}
+	return is
+}
+
+// expectKind reports whether the member key's value v is of JSON kind k and
+// marks it so in pr; a value of another kind is an issue with code, saying
+// it must be want.
+func expectKind(is []Issue, p, key string, v *node, pr *presence, k nodeKind, want string, code Code) ([]Issue, bool) {
+	if v.kind != k {
 		pr.set(key, fieldBad)
-		return append(is, typeIssueAs(child(p, key), "a string", v, code))
+		return append(is, typeIssueAs(child(p, key), want, v, code)), false
 	}
 	pr.set(key, fieldOK)
-	*dst = v.str
-	return is
+	return is, true
 }
 
 func decodeInt(is []Issue, p, key string, v *node, dst *int64, pr *presence) []Issue {
@@ -344,16 +367,15 @@ func decodeInt(is []Issue, p, key string, v *node, dst *int64, pr *presence) []I
 // decodeIntAs decodes an integer; a value of another JSON type is an
 // issue with code.
 func decodeIntAs(is []Issue, p, key string, v *node, dst *int64, pr *presence, code Code) []Issue {
-	if v.kind != kindNumber {
-		pr.set(key, fieldBad)
-		return append(is, typeIssueAs(child(p, key), "an integer", v, code))
+	is, ok := expectKind(is, p, key, v, pr, kindNumber, "an integer", code)
+	if !ok {
+		return is
 	}
 	n, ok := parseInteger(v.str)
 	if !ok {
 		pr.set(key, fieldBad)
 		return append(is, newIssue(child(p, key), InvalidInteger, "must be a whole number within 64 bits"))
 	}
-	pr.set(key, fieldOK)
 	*dst = n
 	return is
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/answer"
 	"github.com/agentbridge/agentbridge/api"
+	"github.com/agentbridge/agentbridge/client"
 )
 
 func newAnswerCmd(a *app) *cobra.Command {
@@ -72,22 +73,36 @@ func (a *app) answer(ctx context.Context, fs *pflag.FlagSet, session, decision, 
 	if e.Answerable == nil {
 		return fmt.Errorf("%s/%s has no prompt to answer now (it is not waiting, or its hook was not installed with --answer, or answering is off on the bridge)", e.Source, cell(e.Snapshot.ID))
 	}
-	body, err := json.Marshal(api.AnswerRequest{Decision: decision, Message: message})
-	if err != nil {
+	req := api.AnswerRequest{Decision: decision, Message: message}
+	if err := postAnswer(ctx, c.Client, e.Source, e.Snapshot.ID, e.Answerable.WaitID, req); err != nil {
 		return err
 	}
-	path := "/v1/sessions/" + url.PathEscape(e.Source) + "/" + url.PathEscape(e.Snapshot.ID) + "/waits/" + url.PathEscape(e.Answerable.WaitID) + "/answer"
-	resp, err := c.Do(ctx, http.MethodPost, path, nil, bytes.NewReader(body), "application/json")
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
 	what := e.Answerable.Tool
 	if e.Answerable.Request != "" {
 		what += ": " + e.Answerable.Request
 	}
 	verb := map[string]string{answer.Allow: "allowed", answer.Deny: "denied"}[decision]
 	fmt.Fprintf(a.stdout, "%s %s (%s/%s)\n", verb, cell(what), e.Source, cell(e.Snapshot.ID))
+	return nil
+}
+
+// sessionPath is the API path of session id of source.
+func sessionPath(source, id string) string {
+	return "/v1/sessions/" + url.PathEscape(source) + "/" + url.PathEscape(id)
+}
+
+// postAnswer answers the wait waitID of session id of source with req.
+func postAnswer(ctx context.Context, c *client.Client, source, id, waitID string, req api.AnswerRequest) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	path := sessionPath(source, id) + "/waits/" + url.PathEscape(waitID) + "/answer"
+	resp, err := c.Do(ctx, http.MethodPost, path, nil, bytes.NewReader(body), "application/json")
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
 	return nil
 }
 

@@ -69,22 +69,18 @@ again without --answer makes the hook plain again. See docs/answering.md.`,
 		c.Flags().String("config", "", "YAML config `file` (sources.<id>.home names an agent's home)")
 		mustComplete(c, "harness", fixedCompletions(install.Harnesses...))
 	}
-	in := &cobra.Command{
-		Use:   "install",
-		Short: "add the hook to the agents' settings",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.hooksEdit(cmd.Flags(), o, true)
-		},
+	edit := func(use, short string, install bool) *cobra.Command {
+		return &cobra.Command{
+			Use:   use,
+			Short: short,
+			Args:  noArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return a.hooksEdit(cmd.Flags(), o, install)
+			},
+		}
 	}
-	un := &cobra.Command{
-		Use:   "uninstall",
-		Short: "remove the hook from the agents' settings",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.hooksEdit(cmd.Flags(), o, false)
-		},
-	}
+	in := edit("install", "add the hook to the agents' settings", true)
+	un := edit("uninstall", "remove the hook from the agents' settings", false)
 	st := &cobra.Command{
 		Use:   "status",
 		Short: "show what is installed, per harness",

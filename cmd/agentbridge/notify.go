@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -202,8 +198,7 @@ func answerFromNotifications(ctx context.Context, c *client.Client, d *notify.De
 		var e struct {
 			Answerable *answer.Answerable `json:"answerable"`
 		}
-		path := "/v1/sessions/" + url.PathEscape(tr.Source) + "/" + url.PathEscape(tr.SessionID)
-		if c.GetJSON(gctx, path, nil, &e) != nil || e.Answerable == nil {
+		if c.GetJSON(gctx, sessionPath(tr.Source, tr.SessionID), nil, &e) != nil || e.Answerable == nil {
 			return nil
 		}
 		mu.Lock()
@@ -227,10 +222,8 @@ func answerFromNotifications(ctx context.Context, c *client.Client, d *notify.De
 			if a.Key == answer.Deny {
 				req.Message = "Denied from a desktop notification"
 			}
-			body, _ := json.Marshal(req)
 			actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			path := "/v1/sessions/" + url.PathEscape(a.Source) + "/" + url.PathEscape(a.SessionID) + "/waits/" + url.PathEscape(w.WaitID) + "/answer"
-			res, err := c.Do(actx, http.MethodPost, path, nil, bytes.NewReader(body), "application/json")
+			err := postAnswer(actx, c, a.Source, a.SessionID, w.WaitID, req)
 			cancel()
 			// the tool and the session, never the request: notify's
 			// stderr is a log (a service's journal), and the request is
@@ -240,7 +233,6 @@ func answerFromNotifications(ctx context.Context, c *client.Client, d *notify.De
 				fmt.Fprintf(stderr, "agentbridge notify: could not %s %s: %v\n", a.Key, what, err)
 				continue
 			}
-			res.Body.Close()
 			fmt.Fprintf(stderr, "agentbridge notify: %s %s\n", map[string]string{answer.Allow: "allowed", answer.Deny: "denied"}[a.Key], what)
 		}
 	}()

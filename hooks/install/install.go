@@ -218,15 +218,22 @@ func PlanInstallAnswer(t Target, command string, wait int) ([]Edit, error) {
 		}
 		return handler{Type: "command", Command: command, Timeout: sp.timeout}
 	}
-	e, err := planJSON(t, false, func(d *doc) error {
+	return planBoth(t, false, func(d *doc) error {
 		return addHandlers(d, source, events, handlerFor)
-	})
+	}, enableFeature)
+}
+
+// planBoth plans the edit of t's settings (planJSON) and, for a harness
+// whose hooks are switched on in a config file too, the edit of that file
+// (planText).
+func planBoth(t Target, uninstall bool, settings func(*doc) error, config func(string) (string, error)) ([]Edit, error) {
+	e, err := planJSON(t, uninstall, settings)
 	if err != nil {
 		return nil, err
 	}
 	plan := []Edit{e}
 	if cf := t.ConfigFile(); cf != "" {
-		e, err := planText(t, cf, false, enableFeature)
+		e, err := planText(t, cf, uninstall, config)
 		if err != nil {
 			return nil, err
 		}
@@ -246,19 +253,7 @@ func PlanUninstall(t Target) ([]Edit, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	e, err := planJSON(t, true, func(d *doc) error { removeHandlers(d, t.source()); return nil })
-	if err != nil {
-		return nil, err
-	}
-	plan := []Edit{e}
-	if cf := t.ConfigFile(); cf != "" {
-		e, err := planText(t, cf, true, disableFeature)
-		if err != nil {
-			return nil, err
-		}
-		plan = append(plan, e)
-	}
-	return plan, nil
+	return planBoth(t, true, func(d *doc) error { removeHandlers(d, t.source()); return nil }, disableFeature)
 }
 
 // Install plans and applies an install for one harness.

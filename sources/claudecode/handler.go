@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -162,15 +163,15 @@ func (h *handler) rootLine(id string, line []byte) {
 // subagents directory is walked before its parent's transcript is read).
 func (h *handler) Idle() {
 	if h.Live() {
-		for _, id := range sortedKeys(h.reread) {
+		for _, id := range slices.Sorted(maps.Keys(h.reread)) {
 			delete(h.reread, id)
-			for _, pid := range h.regPIDs() {
+			for _, pid := range slices.Sorted(maps.Keys(h.regs)) {
 				if rp := h.regs[pid]; rp.id == id {
 					h.applyRegistry(rp, "")
 				}
 			}
 		}
-		for _, id := range sortedKeys(h.pending) {
+		for _, id := range slices.Sorted(maps.Keys(h.pending)) {
 			if se := h.sessions[id]; se != nil && se.m.Started() {
 				h.joinPending(id, true)
 			}
@@ -193,7 +194,7 @@ func (h *handler) Truncated(path string) {
 			se.m = h.newMapper(id)
 			se.exited = false
 			h.reread[id] = true
-			for _, p := range sortedKeys(h.children) {
+			for _, p := range slices.Sorted(maps.Keys(h.children)) {
 				if c := h.children[p]; c.kind == childFile && c.parent == id && c.joined {
 					c.joined, c.subID, c.own = false, "", false
 					h.pending[id] = append(h.pending[id], c)
@@ -237,16 +238,16 @@ func (h *handler) Rescan() {
 // this install keeps a registry), joins the subagent transcripts found,
 // and sends the reset.
 func (h *handler) ScanDone() {
-	for _, pid := range h.regPIDs() {
+	for _, pid := range slices.Sorted(maps.Keys(h.regs)) {
 		h.applyRegistry(h.regs[pid], "")
 	}
-	for _, id := range sortedKeys(h.pending) {
+	for _, id := range slices.Sorted(maps.Keys(h.pending)) {
 		if se := h.sessions[id]; se != nil && se.m.Started() {
 			h.joinPending(id, false)
 		}
 	}
 	if len(h.sessions) > 0 && h.registryExists() {
-		for _, id := range h.sessionIDs() {
+		for _, id := range slices.Sorted(maps.Keys(h.sessions)) {
 			se := h.sessions[id]
 			if se.pid == 0 && se.hasFile && !se.exited {
 				se.exited = true
@@ -328,7 +329,7 @@ func (h *handler) recent(path string, _ fs.FileInfo) bool {
 
 func (h *handler) newMapper(id string) *Mapper {
 	m := NewMapper(id, MapperOptions{InferWaits: true})
-	for _, pid := range h.regPIDs() {
+	for _, pid := range slices.Sorted(maps.Keys(h.regs)) {
 		if rp := h.regs[pid]; rp.id == id {
 			m = NewMapper(id, MapperOptions{InferWaits: rp.entry.Status == RegistryNone})
 			m.SetOrigin(pid, rp.entry.Cwd, rp.entry.StartedAt)
@@ -375,31 +376,11 @@ func (h *handler) syncExit(id string, se *session) {
 	}
 }
 
-func (h *handler) sessionIDs() []string { return sortedKeys(h.sessions) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
 // ---- the registry ----
 
 func (h *handler) registryExists() bool {
 	fi, err := os.Stat(h.src.registryDir())
 	return err == nil && fi.IsDir()
-}
-
-func (h *handler) regPIDs() []int {
-	pids := make([]int, 0, len(h.regs))
-	for pid := range h.regs {
-		pids = append(pids, pid)
-	}
-	sort.Ints(pids)
-	return pids
 }
 
 // regFile is one registry file as read: data nil means removed.

@@ -184,12 +184,16 @@ type commandEndPayload struct {
 	} `json:"result"` // mcp_tool_call_end
 }
 
+func (p *commandEndPayload) subject() string { return p.CallID }
+
 type spawnEndPayload struct {
 	SenderThreadID   string `json:"sender_thread_id"`
 	NewThreadID      string `json:"new_thread_id"`
 	NewAgentNickname string `json:"new_agent_nickname"`
 	NewAgentRole     string `json:"new_agent_role"`
 }
+
+func (p *spawnEndPayload) subject() string { return p.NewThreadID }
 
 type agentStatus struct {
 	ThreadID string         `json:"thread_id"`
@@ -206,55 +210,28 @@ type closeEndPayload struct {
 	Status           jsontext.Value `json:"status"`
 }
 
+func (p *closeEndPayload) subject() string { return p.ReceiverThreadID }
+
+// decodeSubject decodes a record's payload (decode) and returns it with
+// the id of the call or thread it is about (validate.SafeID), which is
+// empty when the payload does not decode or names no usable id.
+func decodeSubject[T any, P interface {
+	*T
+	subject() string
+}](line, payload []byte) (T, string) {
+	var p T
+	if !decode(line, payload, P(&p)) {
+		return p, ""
+	}
+	return p, validate.SafeID(P(&p).subject())
+}
+
 func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload []byte, at int64) []agentbridge.Event {
 	switch ptype {
 	case "token_count":
 		return r.tokenCount(dst, line, payload, at)
-	case "task_started", "turn_started":
-		var p turnPayload
-		if !decode(line, payload, &p) {
-			return dst
-		}
-		r.taskEvents = true
-		if r.replayed(p.TurnID) {
-			return dst
-		}
-		id := validate.SafeID(p.TurnID)
-		if id == "" {
-			id = lineID("turn", r.line)
-		}
-		return r.startTurn(dst, id, at)
-	case "task_complete", "turn_complete":
-		var p turnPayload
-		if !decode(line, payload, &p) {
-			return dst
-		}
-		r.taskEvents = true
-		if !r.turnOpen || r.replayed(p.TurnID) {
-			return dst // no turn to end (a repeated or stray record, or history)
-		}
-		out := agentbridge.OutcomeSuccess
-		if (len(p.Error) > 0 && string(p.Error) != "null") || r.turnErr {
-			out = agentbridge.OutcomeError
-			if t := errorText(p.Error); t != "" {
-				r.turnErrText = t
-			}
-		}
-		return r.endTurn(r.ensureStarted(dst), out, at)
-	case "turn_aborted":
-		var p turnPayload
-		if !decode(line, payload, &p) {
-			return dst
-		}
-		r.taskEvents = true
-		if !r.turnOpen || r.replayed(p.TurnID) {
-			return dst
-		}
-		out := agentbridge.OutcomeCancelled
-		if p.Reason == "budget_limited" {
-			out, r.turnErrText = agentbridge.OutcomeError, "budget limited"
-		}
-		return r.endTurn(r.ensureStarted(dst), out, at)
+	case "task_started", "turn_started", "task_complete", "turn_complete", "turn_aborted":
+		return r.turnRecord(dst, ptype, line, payload, at)
 	case "error":
 		r.turnErr = true
 		var p userMessagePayload // {"message": …}
@@ -315,11 +292,7 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 		}
 		return r.SetName(dst, p.ThreadName)
 	case "exec_command_end", "patch_apply_end", "mcp_tool_call_end":
-		var p commandEndPayload
-		if !decode(line, payload, &p) {
-			return dst
-		}
-		id := validate.SafeID(p.CallID)
+		p, id := decodeSubject[commandEndPayload](line, payload)
 		if id == "" {
 			return dst
 		}
@@ -346,11 +319,7 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 		}
 		return dst
 	case "collab_agent_spawn_end":
-		var p spawnEndPayload
-		if !decode(line, payload, &p) {
-			return dst
-		}
-		child := validate.SafeID(p.NewThreadID)
+		p, child := decodeSubject[spawnEndPayload](line, payload)
 		if child == "" {
 			return dst
 		}
@@ -386,11 +355,7 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 		}
 		return dst
 	case "collab_close_end":
-		var p closeEndPayload
-		if !decode(line, payload, &p) {
-			return dst
-		}
-		id := validate.SafeID(p.ReceiverThreadID)
+		p, id := decodeSubject[closeEndPayload](line, payload)
 		if id == "" {
 			return dst
 		}
@@ -402,6 +367,44 @@ func (r *Rollout) eventMsg(dst []agentbridge.Event, ptype string, line, payload 
 		return append(dst, agentbridge.Event{Kind: agentbridge.KindSubagentDone, OccurredAt: at, SubagentID: id, Outcome: out})
 	}
 	return dst
+}
+
+// turnRecord handles the task events that start and end turns: a turn
+// started (task_started, turn_started), completed (task_complete,
+// turn_complete) or aborted (turn_aborted).
+func (r *Rollout) turnRecord(dst []agentbridge.Event, ptype string, line, payload []byte, at int64) []agentbridge.Event {
+	var p turnPayload
+	if !decode(line, payload, &p) {
+		return dst
+	}
+	r.taskEvents = true
+	if r.replayed(p.TurnID) {
+		return dst // history replayed into a subagent's rollout
+	}
+	if ptype == "task_started" || ptype == "turn_started" {
+		id := validate.SafeID(p.TurnID)
+		if id == "" {
+			id = lineID("turn", r.line)
+		}
+		return r.startTurn(dst, id, at)
+	}
+	if !r.turnOpen {
+		return dst // no turn to end (a repeated or stray record)
+	}
+	out := agentbridge.OutcomeSuccess
+	switch {
+	case ptype == "turn_aborted":
+		out = agentbridge.OutcomeCancelled
+		if p.Reason == "budget_limited" {
+			out, r.turnErrText = agentbridge.OutcomeError, "budget limited"
+		}
+	case (len(p.Error) > 0 && string(p.Error) != "null") || r.turnErr:
+		out = agentbridge.OutcomeError
+		if t := errorText(p.Error); t != "" {
+			r.turnErrText = t
+		}
+	}
+	return r.endTurn(r.ensureStarted(dst), out, at)
 }
 
 // replayed reports whether turn, the id of a turn record of a subagent's
@@ -514,6 +517,8 @@ type callPayload struct {
 	Output jsontext.Value `json:"output"`
 }
 
+func (p *callPayload) subject() string { return p.CallID }
+
 // toolID is the call's stable id: its call_id, else its item id, else one
 // made from kind and the line number, so that a call without ids still
 // opens and is closed at turn end.
@@ -569,11 +574,7 @@ func (r *Rollout) responseItem(dst []agentbridge.Event, ptype string, line, payl
 		}
 		return r.finishTool(dst, id, out, at)
 	case "function_call_output", "custom_tool_call_output", "tool_search_output", "local_shell_call_output":
-		var p callPayload
-		if !decode(line, payload, &p) {
-			return dst
-		}
-		id := validate.SafeID(p.CallID)
+		p, id := decodeSubject[callPayload](line, payload)
 		if id == "" {
 			return dst
 		}

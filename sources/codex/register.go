@@ -1,13 +1,5 @@
 package codex
 
-import (
-	"github.com/agentbridge/agentbridge/sources"
-)
+import "github.com/agentbridge/agentbridge/sources"
 
-func init() {
-	sources.RegisterNew(sources.Registration{
-		Info:        (&Source{}).Info(),
-		HomeEnv:     EnvHome,
-		DefaultHome: sources.HomeUnder(".codex"),
-	}, New)
-}
+func init() { sources.RegisterSingle(single, New) }

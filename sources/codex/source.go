@@ -99,25 +99,21 @@ func New(opt Options) *Source {
 	return &Source{opt: opt}
 }
 
-// observes is what the source can know, and from where.
-var observes = map[string]agentbridge.Observe{
-	"waiting":   {How: agentbridge.Unavailable},               // approvals are never persisted
-	"exited":    sources.ExitedByHolder(),                     // through the process holding the rollout
-	"subagents": {How: agentbridge.Observed, From: "journal"}, // subagent threads' own rollouts
-	"title":     {How: agentbridge.Observed, From: "journal"}, // the thread name or first prompt
-	"model":     {How: agentbridge.Observed, From: "journal"}, // turn_context records
+// single describes the source: what it can know, and from where.
+var single = sources.Single{
+	ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
+	DefaultHome: sources.HomeUnder(".codex"),
+	Observes: map[string]agentbridge.Observe{
+		"waiting":   {How: agentbridge.Unavailable},               // approvals are never persisted
+		"exited":    sources.ExitedByHolder(),                     // through the process holding the rollout
+		"subagents": {How: agentbridge.Observed, From: "journal"}, // subagent threads' own rollouts
+		"title":     {How: agentbridge.Observed, From: "journal"}, // the thread name or first prompt
+		"model":     {How: agentbridge.Observed, From: "journal"}, // turn_context records
+	},
 }
 
 // Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo {
-	return agentbridge.SourceInfo{
-		ID:                   ID,
-		DisplayName:          DisplayName,
-		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
-		EnvironmentVariables: []string{EnvHome},
-		Observes:             observes,
-	}
-}
+func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
 
 // Run follows the Codex home until ctx ends (hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {

@@ -38,12 +38,10 @@ const (
 	journalName = "events.jsonl"
 )
 
-// info describes the source.
-var info = agentbridge.SourceInfo{
-	ID:                   ID,
-	DisplayName:          DisplayName,
-	Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: "Copilot CLI"}},
-	EnvironmentVariables: []string{EnvHome},
+// single describes the source.
+var single = sources.Single{
+	ID: ID, DisplayName: DisplayName, Harness: Harness, HarnessName: "Copilot CLI", HomeEnv: EnvHome,
+	DefaultHome: sources.HomeUnder(".copilot"),
 	Observes: map[string]agentbridge.Observe{
 		"waiting":   {How: agentbridge.Observed, From: "journal"}, // permission.requested and the other requests are on disk
 		"exited":    {How: agentbridge.Observed, From: "process"}, // the lock file's process through a pidfd; session.shutdown
@@ -53,13 +51,7 @@ var info = agentbridge.SourceInfo{
 	},
 }
 
-func init() {
-	sources.RegisterNew(sources.Registration{
-		Info:        info,
-		HomeEnv:     EnvHome,
-		DefaultHome: sources.HomeUnder(".copilot"),
-	}, New)
-}
+func init() { sources.RegisterSingle(single, New) }
 
 // Source reports Copilot CLI's sessions. It implements hub.Source.
 type Source struct{ opt sources.Options }
@@ -75,7 +67,7 @@ func New(opt sources.Options) *Source { return &Source{opt: opt} }
 func SessionsDir(home string) string { return filepath.Join(home, "session-state") }
 
 // Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo { return info }
+func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
 
 // Run follows the journals until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {

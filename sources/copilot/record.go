@@ -475,24 +475,15 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		if id == "" {
 			id = validate.SafeID(r.AgentID)
 		}
-		if id == "" {
-			return out, sources.CodeInvalidRecord
-		}
-		if m.subagents[id] || len(m.subagents) >= validate.MaxSubagents {
-			return out, ""
-		}
-		if !m.inTurn {
-			out = m.startTurn(out, at, "", "")
+		out, code, ok := m.open(out, at, &m.subagents, id, validate.MaxSubagents)
+		if !ok {
+			return out, code
 		}
 		title := m.titles[id]
 		if title == "" {
 			title = validate.Title(d.AgentDisplayName)
 		}
 		delete(m.titles, id)
-		if m.subagents == nil {
-			m.subagents = map[string]bool{}
-		}
-		m.subagents[id] = true
 		return append(out, agentbridge.Event{
 			Kind: agentbridge.KindSubagentStarted, OccurredAt: at, SubagentID: id, ParentAgentID: m.session,
 			Type: text.Display(d.AgentName, validate.MaxSubagentType), Title: title,
@@ -592,20 +583,32 @@ func (m *mapper) openWait(out []agentbridge.Event, at int64, id, reason string) 
 	if m.env.Type != typeToolStart {
 		id = waitID(m.env.Type, id)
 	}
-	if id == "" {
-		return out, sources.CodeInvalidRecord
+	out, code, ok := m.open(out, at, &m.waits, id, fold.MaxOpenWaits)
+	if !ok {
+		return out, code
 	}
-	if m.waits[id] || len(m.waits) >= fold.MaxOpenWaits {
-		return out, ""
+	return append(out, agentbridge.Event{Kind: agentbridge.KindWaitStarted, OccurredAt: at, WaitID: id, State: agentbridge.StatusWaiting, Reason: reason}), ""
+}
+
+// open adds id to the open ids *set (a wait's or a subagent's; made when
+// nil), opening a turn first when none is, and reports whether it did: an
+// empty id is an unusable record (code), one already open or one more
+// than limit open ones is ignored.
+func (m *mapper) open(out []agentbridge.Event, at int64, set *map[string]bool, id string, limit int) (_ []agentbridge.Event, code string, ok bool) {
+	if id == "" {
+		return out, sources.CodeInvalidRecord, false
+	}
+	if (*set)[id] || len(*set) >= limit {
+		return out, "", false
 	}
 	if !m.inTurn {
 		out = m.startTurn(out, at, "", "")
 	}
-	if m.waits == nil {
-		m.waits = map[string]bool{}
+	if *set == nil {
+		*set = map[string]bool{}
 	}
-	m.waits[id] = true
-	return append(out, agentbridge.Event{Kind: agentbridge.KindWaitStarted, OccurredAt: at, WaitID: id, State: agentbridge.StatusWaiting, Reason: reason}), ""
+	(*set)[id] = true
+	return out, "", true
 }
 
 // closeWait finishes an open wait; nothing for one that is not open.

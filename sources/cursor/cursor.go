@@ -28,11 +28,10 @@ const (
 	Harness     = "cursor-agent"
 )
 
-var info = agentbridge.SourceInfo{
-	ID:                   ID,
-	DisplayName:          DisplayName,
-	Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: "Cursor Agent"}},
-	EnvironmentVariables: []string{},
+// single describes the source.
+var single = sources.Single{
+	ID: ID, DisplayName: DisplayName, Harness: Harness, HarnessName: "Cursor Agent",
+	DefaultHome: sources.HomeUnder(".cursor"),
 	Observes: map[string]agentbridge.Observe{
 		"waiting":   {How: agentbridge.Unavailable},               // approvals are not written to the transcript
 		"exited":    {How: agentbridge.Inferred, From: "process"}, // the cursor-agent process in the session's cwd, then a pidfd
@@ -42,12 +41,7 @@ var info = agentbridge.SourceInfo{
 	},
 }
 
-func init() {
-	sources.RegisterNew(sources.Registration{
-		Info:        info,
-		DefaultHome: sources.HomeUnder(".cursor"),
-	}, New)
-}
+func init() { sources.RegisterSingle(single, New) }
 
 // Source reports cursor-agent's sessions. It implements hub.Source.
 type Source struct{ opt sources.Options }
@@ -57,7 +51,7 @@ type Source struct{ opt sources.Options }
 func New(opt sources.Options) *Source { return &Source{opt: opt} }
 
 // Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo { return info }
+func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
 
 // ProjectsDir returns where Cursor under home keeps its projects.
 func ProjectsDir(home string) string { return filepath.Join(home, "projects") }

@@ -68,23 +68,21 @@ func New(cfg Config) *Source { return &Source{cfg: cfg} }
 // SessionsDir returns where the agent under home keeps its journals.
 func SessionsDir(home string) string { return filepath.Join(home, "sessions") }
 
-// Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo {
-	return agentbridge.SourceInfo{
-		ID:                   ID,
-		DisplayName:          DisplayName,
-		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
-		EnvironmentVariables: []string{EnvHome},
-		Observes: map[string]agentbridge.Observe{
-			"waiting":   {How: agentbridge.Observed, From: "journal"}, // approval_needed records
-			"exited":    {How: agentbridge.Observed, From: "journal"}, // exit records, and the journal's process through a pidfd
-			"subagents": {How: agentbridge.Observed, From: "journal"},
-			"tools":     {How: agentbridge.Observed, From: "journal"},
-			"title":     {How: agentbridge.Observed, From: "journal"},
-			"model":     {How: agentbridge.Observed, From: "journal"},
-		},
-	}
+// single describes the source.
+var single = sources.Single{
+	ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
+	Observes: map[string]agentbridge.Observe{
+		"waiting":   {How: agentbridge.Observed, From: "journal"}, // approval_needed records
+		"exited":    {How: agentbridge.Observed, From: "journal"}, // exit records, and the journal's process through a pidfd
+		"subagents": {How: agentbridge.Observed, From: "journal"},
+		"tools":     {How: agentbridge.Observed, From: "journal"},
+		"title":     {How: agentbridge.Observed, From: "journal"},
+		"model":     {How: agentbridge.Observed, From: "journal"},
+	},
 }
+
+// Info describes the source.
+func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
 
 // Run follows the journals until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {

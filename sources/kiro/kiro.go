@@ -50,22 +50,21 @@ func New(o sources.Options) *Source { return &Source{cfg: o} }
 // SessionsDir returns where Kiro CLI under home keeps its journals.
 func SessionsDir(home string) string { return filepath.Join(home, "sessions", "cli") }
 
-// Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo {
-	return agentbridge.SourceInfo{
-		ID:                   ID,
-		DisplayName:          DisplayName,
-		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
-		EnvironmentVariables: []string{EnvHome},
-		Observes: map[string]agentbridge.Observe{
-			"waiting":   {How: agentbridge.Unavailable},               // tool approvals are not written down
-			"exited":    {How: agentbridge.Inferred, From: "process"}, // the process found by cwd and name, then a pidfd
-			"subagents": {How: agentbridge.Unavailable},               // no recording shows how subagents are written
-			"title":     {How: agentbridge.Observed, From: "sidecar"}, // the sidecar's title, else the first prompt
-			"model":     {How: agentbridge.Observed, From: "sidecar"}, // the sidecar's model
-		},
-	}
+// single describes the source.
+var single = sources.Single{
+	ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
+	DefaultHome: sources.HomeUnder(".kiro"),
+	Observes: map[string]agentbridge.Observe{
+		"waiting":   {How: agentbridge.Unavailable}, // tool approvals are not written down
+		"exited":    kit.Exited(),
+		"subagents": {How: agentbridge.Unavailable},               // no recording shows how subagents are written
+		"title":     {How: agentbridge.Observed, From: "sidecar"}, // the sidecar's title, else the first prompt
+		"model":     {How: agentbridge.Observed, From: "sidecar"}, // the sidecar's model
+	},
 }
+
+// Info describes the source.
+func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
 
 // Run follows the journals until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
@@ -74,10 +73,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		Match: isSessionFile,
 		Dirs:  func(string) bool { return false }, // everything sits directly in sessions/cli
 	})
-	cfg.Agent = agent.Process
-	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
-		return kit.NewHandler(ss, agent)
-	})
+	return kit.Follow(ctx, st, cfg, agent)
 }
 
 // isSessionFile picks <uuid>.jsonl journals and their <uuid>.json sidecars.

@@ -88,23 +88,23 @@ func partDest(p *PartInfo) ([]any, func()) {
 }
 
 func scanMessage(sc scanner, head ...any) (*MessageInfo, error) {
-	m := &MessageInfo{}
-	dest, fill := messageDest(m)
-	if err := sc.Scan(append(head, dest...)...); err != nil {
-		return nil, err
-	}
-	fill()
-	return m, nil
+	return scanRow(sc, messageDest, head)
 }
 
 func scanPart(sc scanner, head ...any) (*PartInfo, error) {
-	p := &PartInfo{}
-	dest, fill := partDest(p)
-	if err := sc.Scan(append(head, dest...)...); err != nil {
+	return scanRow(sc, partDest, head)
+}
+
+// scanRow scans a row into head and then the columns dest gives of a new
+// T, which it fills once the scan succeeded.
+func scanRow[T any](sc scanner, dest func(*T) ([]any, func()), head []any) (*T, error) {
+	v := new(T)
+	cols, fill := dest(v)
+	if err := sc.Scan(append(head, cols...)...); err != nil {
 		return nil, err
 	}
 	fill()
-	return p, nil
+	return v, nil
 }
 
 func closeRows(rows *sql.Rows) error {

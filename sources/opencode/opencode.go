@@ -48,11 +48,11 @@ const (
 	EnvDataHome = "XDG_DATA_HOME" // the home is $XDG_DATA_HOME/opencode
 )
 
-var info = agentbridge.SourceInfo{
-	ID:                   ID,
-	DisplayName:          DisplayName,
-	Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: "opencode"}},
-	EnvironmentVariables: []string{EnvDataHome},
+// single describes the source.
+var single = sources.Single{
+	ID: ID, DisplayName: DisplayName, Harness: Harness, HarnessName: "opencode",
+	Env:         []string{EnvDataHome},
+	DefaultHome: DefaultHome,
 	Observes: map[string]agentbridge.Observe{
 		"waiting":   {How: agentbridge.Observed, From: "log"},      // log/opencode.log: message=asking
 		"exited":    {How: agentbridge.Inferred, From: "process"},  // the opencode process in the session's directory, then a pidfd
@@ -71,13 +71,7 @@ func DefaultHome(getenv func(string) string) string {
 	return sources.HomeUnder(".local", "share", "opencode")(getenv)
 }
 
-func init() {
-	sources.Register(sources.Registration{
-		Info:        info,
-		DefaultHome: DefaultHome,
-		New:         func(o sources.Options) hub.Source { return New(o) },
-	})
-}
+func init() { sources.RegisterSingle(single, New) }
 
 // Source follows one opencode home. It implements hub.Source.
 type Source struct{ o sources.Options }
@@ -86,7 +80,7 @@ type Source struct{ o sources.Options }
 func New(o sources.Options) *Source { return &Source{o: o} }
 
 // Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo { return info }
+func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
 
 // Agent says which processes are opencode's: its native binary (one
 // process per TUI, its server inside it), or Node or Bun running the

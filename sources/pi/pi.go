@@ -65,22 +65,22 @@ func sessionsDir(home string, getenv func(string) string) string {
 // SessionsDir returns where Pi under home keeps its journals by default.
 func SessionsDir(home string) string { return filepath.Join(home, "sessions") }
 
-// Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo {
-	return agentbridge.SourceInfo{
-		ID:                   ID,
-		DisplayName:          DisplayName,
-		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
-		EnvironmentVariables: []string{EnvHome, EnvSessions},
-		Observes: map[string]agentbridge.Observe{
-			"waiting":   {How: agentbridge.Unavailable},               // Pi asks for no approvals
-			"exited":    {How: agentbridge.Inferred, From: "process"}, // the process found by cwd and name, then a pidfd
-			"subagents": {How: agentbridge.Unavailable},               // Pi has no subagents of its own
-			"title":     {How: agentbridge.Observed, From: "journal"}, // /name, else the first prompt
-			"model":     {How: agentbridge.Observed, From: "journal"}, // model_change and each reply's model
-		},
-	}
+// single describes the source.
+var single = sources.Single{
+	ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
+	Env:         []string{EnvSessions},
+	DefaultHome: sources.HomeUnder(".pi", "agent"),
+	Observes: map[string]agentbridge.Observe{
+		"waiting":   {How: agentbridge.Unavailable}, // Pi asks for no approvals
+		"exited":    kit.Exited(),
+		"subagents": {How: agentbridge.Unavailable},               // Pi has no subagents of its own
+		"title":     {How: agentbridge.Observed, From: "journal"}, // /name, else the first prompt
+		"model":     {How: agentbridge.Observed, From: "journal"}, // model_change and each reply's model
+	},
 }
+
+// Info describes the source.
+func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
 
 // Run follows the journals until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
@@ -90,10 +90,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		Match: isJournal,
 		Dirs:  func(p string) bool { return filepath.Dir(p) == root }, // --<cwd>--/ only
 	})
-	cfg.Agent = agent.Process
-	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
-		return kit.NewHandler(ss, agent)
-	})
+	return kit.Follow(ctx, st, cfg, agent)
 }
 
 // isJournal picks <timestamp>_<uuid>.jsonl files.

@@ -2,10 +2,4 @@ package pi
 
 import "github.com/agentbridge/agentbridge/sources"
 
-func init() {
-	sources.RegisterNew(sources.Registration{
-		Info:        (&Source{}).Info(),
-		HomeEnv:     EnvHome,
-		DefaultHome: sources.HomeUnder(".pi", "agent"),
-	}, New)
-}
+func init() { sources.RegisterSingle(single, New) }

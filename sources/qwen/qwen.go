@@ -33,11 +33,10 @@ const (
 	EnvHome     = "QWEN_HOME"
 )
 
-var info = agentbridge.SourceInfo{
-	ID:                   ID,
-	DisplayName:          DisplayName,
-	Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
-	EnvironmentVariables: []string{EnvHome},
+// single describes the source.
+var single = sources.Single{
+	ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
+	DefaultHome: sources.HomeUnder(".qwen"),
 	Observes: map[string]agentbridge.Observe{
 		// A pending approval is a functionCall of a tool that asks in the
 		// session's approval mode (mode.go) with nothing after it; a tool
@@ -50,13 +49,7 @@ var info = agentbridge.SourceInfo{
 	},
 }
 
-func init() {
-	sources.RegisterNew(sources.Registration{
-		Info:        info,
-		HomeEnv:     EnvHome,
-		DefaultHome: sources.HomeUnder(".qwen"),
-	}, New)
-}
+func init() { sources.RegisterSingle(single, New) }
 
 // Source follows Qwen Code's chats. It implements hub.Source.
 type Source struct{ o sources.Options }
@@ -65,7 +58,7 @@ type Source struct{ o sources.Options }
 func New(o sources.Options) *Source { return &Source{o: o} }
 
 // Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo { return info }
+func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
 
 // Run follows the chats until ctx ends.
 func (s *Source) Run(ctx context.Context, st hub.Start) error {

@@ -53,22 +53,21 @@ func New(o sources.Options) *Source { return &Source{cfg: o} }
 // SessionsDir returns where Vibe under home keeps its session directories.
 func SessionsDir(home string) string { return filepath.Join(home, "logs", "session") }
 
-// Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo {
-	return agentbridge.SourceInfo{
-		ID:                   ID,
-		DisplayName:          DisplayName,
-		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
-		EnvironmentVariables: []string{EnvHome},
-		Observes: map[string]agentbridge.Observe{
-			"waiting":   {How: agentbridge.Unavailable},               // tool approvals are not written down
-			"exited":    {How: agentbridge.Inferred, From: "process"}, // the process found by cwd and name, then a pidfd
-			"subagents": {How: agentbridge.Observed, From: "journal"}, // task tool calls and their results
-			"title":     {How: agentbridge.Observed, From: "journal"}, // the first prompt, or meta.json's manual title
-			"model":     {How: agentbridge.Observed, From: "sidecar"}, // meta.json's active model
-		},
-	}
+// single describes the source.
+var single = sources.Single{
+	ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
+	DefaultHome: sources.HomeUnder(".vibe"),
+	Observes: map[string]agentbridge.Observe{
+		"waiting":   {How: agentbridge.Unavailable}, // tool approvals are not written down
+		"exited":    kit.Exited(),
+		"subagents": {How: agentbridge.Observed, From: "journal"}, // task tool calls and their results
+		"title":     {How: agentbridge.Observed, From: "journal"}, // the first prompt, or meta.json's manual title
+		"model":     {How: agentbridge.Observed, From: "sidecar"}, // meta.json's active model
+	},
 }
+
+// Info describes the source.
+func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
 
 // Run follows the session directories until ctx ends (see hub.Source).
 func (s *Source) Run(ctx context.Context, st hub.Start) error {
@@ -81,10 +80,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		},
 		Dirs: func(p string) bool { return filepath.Dir(p) == root }, // session directories, never their agents/
 	})
-	cfg.Agent = agent.Process
-	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
-		return kit.NewHandler(ss, agent)
-	})
+	return kit.Follow(ctx, st, cfg, agent)
 }
 
 // idOf is the session id of a file in a session directory: the

@@ -1,6 +1,7 @@
 package kit
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 )
@@ -58,6 +60,22 @@ type Handler[S any] struct {
 	born     map[string]time.Time // session id → when it began (session.started), for StartWindow
 	sides    sideFiles
 	evs      []agentbridge.Event // scratch
+}
+
+// Exited is what a source whose sessions' processes Handler finds
+// observes of "exited": the process found by cwd and name
+// (Sessions.FindProcess), then its exit through a pidfd.
+func Exited() agentbridge.Observe {
+	return agentbridge.Observe{How: agentbridge.Inferred, From: "process"}
+}
+
+// Follow follows the files cfg names until ctx ends (sources.Follow) with
+// the Handler of a, the sessions' processes found by a.Process.
+func Follow[S any](ctx context.Context, st hub.Start, cfg sources.FollowConfig, a *Agent[S]) error {
+	cfg.Agent = a.Process
+	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
+		return NewHandler(ss, a)
+	})
 }
 
 // NewHandler returns the Handler of a for ss.
