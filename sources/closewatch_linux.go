@@ -25,14 +25,18 @@ import (
 // given to NewCloseWatch (Close waits for it). onClosed runs on that
 // goroutine: hand the work to the source's own goroutine (Sessions.Post).
 type CloseWatch struct {
-	fd, wake int
 	onClosed func(path string)
 	agent    proc.Agent
 
-	mu     sync.Mutex
-	byWD   map[int32]string
-	byPath map[string]int32
-	done   chan struct{}
+	// mu guards the descriptors too: run closes them (and sets them to -1)
+	// under it, so that a late Add, Remove or signal never reaches a
+	// descriptor number the process has since given to something else
+	// (a client's socket, say).
+	mu       sync.Mutex
+	fd, wake int
+	byWD     map[int32]string
+	byPath   map[string]int32
+	done     chan struct{}
 }
 
 // NewCloseWatch starts a watch; agent says which processes count as
@@ -69,6 +73,9 @@ func (w *CloseWatch) Add(path string) error {
 	if _, ok := w.byPath[path]; ok {
 		return nil
 	}
+	if w.fd < 0 {
+		return errors.New("close watch: closed")
+	}
 	wd, err := unix.InotifyAddWatch(w.fd, path, unix.IN_CLOSE_WRITE|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF)
 	if err != nil {
 		return fmt.Errorf("close watch: add: %w", err)
@@ -82,7 +89,7 @@ func (w *CloseWatch) Add(path string) error {
 func (w *CloseWatch) Remove(path string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if wd, ok := w.byPath[path]; ok {
+	if wd, ok := w.byPath[path]; ok && w.fd >= 0 {
 		unix.InotifyRmWatch(w.fd, uint32(wd))
 		delete(w.byPath, path)
 		delete(w.byWD, wd)
@@ -95,17 +102,29 @@ func (w *CloseWatch) Close() {
 	<-w.done
 }
 
+// signal wakes run to end; once run has ended it does nothing.
 func (w *CloseWatch) signal() {
-	one := [8]byte{1}
-	unix.Write(w.wake, one[:])
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.wake >= 0 {
+		one := [8]byte{1}
+		unix.Write(w.wake, one[:])
+	}
 }
 
 func (w *CloseWatch) run() {
 	defer close(w.done)
-	defer unix.Close(w.wake)
-	defer unix.Close(w.fd)
+	defer func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		unix.Close(w.wake)
+		unix.Close(w.fd)
+		w.fd, w.wake = -1, -1
+	}()
+	// Only run closes the descriptors: it reads them without the lock.
+	fd := w.fd
 	buf := make([]byte, 16*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
-	fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}, {Fd: int32(w.wake), Events: unix.POLLIN}}
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(w.wake), Events: unix.POLLIN}}
 	for {
 		_, err := unix.Poll(fds, -1)
 		if err != nil && !errors.Is(err, unix.EINTR) {
@@ -117,7 +136,7 @@ func (w *CloseWatch) run() {
 		if fds[0].Revents == 0 {
 			continue
 		}
-		n, err := unix.Read(w.fd, buf)
+		n, err := unix.Read(fd, buf)
 		if err != nil {
 			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 				continue

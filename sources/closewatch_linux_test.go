@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentbridge/agentbridge/internal/testenv"
 	"github.com/agentbridge/agentbridge/proc"
 )
@@ -164,5 +166,52 @@ func TestCloseWatchEndsWithContext(t *testing.T) {
 	case <-w.done:
 	case <-time.After(time.Minute):
 		t.Fatal("the watch goroutine did not end with its context")
+	}
+}
+
+// TestCloseAfterEndWritesNowhere: a watch whose context ended has closed
+// its descriptors; Close (the source's deferred call) and a late Add must
+// not write to, or watch through, the numbers the process gave out again
+// since (an accepted client socket got the wake-up's 8 bytes in front of
+// its HTTP response).
+func TestCloseAfterEndWritesNowhere(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := NewCloseWatch(ctx, proc.Agent{}, func(string) {})
+	if err != nil {
+		testenv.Missing(t, "no inotify: %v", err)
+	}
+	w.mu.Lock()
+	wake := w.wake
+	w.mu.Unlock()
+	cancel()
+	<-w.done
+	// Take the freed number: descriptors are handed out lowest first.
+	reused := -1
+	var extra []int
+	for range 64 {
+		fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fd == wake {
+			reused = fd
+			break
+		}
+		extra = append(extra, fd)
+	}
+	for _, fd := range extra {
+		unix.Close(fd)
+	}
+	if reused < 0 {
+		t.Fatalf("descriptor %d was not handed out again", wake)
+	}
+	defer unix.Close(reused)
+	w.Close()
+	if err := w.Add(filepath.Join(t.TempDir(), "x")); err == nil {
+		t.Error("Add on an ended watch succeeded")
+	}
+	var b [8]byte
+	if n, err := unix.Read(reused, b[:]); err == nil {
+		t.Fatalf("Close wrote %d bytes into a descriptor it no longer owns", n)
 	}
 }
