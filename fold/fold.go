@@ -101,6 +101,10 @@ const (
 // than MaxOpenWaits open waits or MaxOpenTools open tools are
 // invalid_array. The fold never reads a clock.
 //
+// View (view.go) is what a source's mapper reads of the fold: whether a
+// turn is open (turn.started opens it, agent.done closes it) and the open
+// tools and running subagents.
+//
 // Hooks (Session.Hook, hook.go) are the second signal folded here,
 // beside the journal's events, so that neither can leave the other's
 // state stale.
@@ -110,6 +114,7 @@ type Session struct {
 	waits   []openWait         // open waits, oldest first
 	tools   []openTool         // open tools, oldest first
 	stopped bool
+	inTurn  bool       // a turn.started folded and no agent.done since (View.InTurn)
 	hk      *hookState // what hooks told (hook.go); nil until the first hook
 
 	at          int64 // occurredAt of the event being folded, else readAt: for the activity times
@@ -477,6 +482,7 @@ func (s *Session) fold(e *agentbridge.Event) {
 		s.hk.fenceAt(e.OccurredAt)
 		s.showWaits()
 		s.turnStarted = s.at
+		s.inTurn = true
 		s.titleFromPrompt(e.PromptText)
 	case agentbridge.KindToolStarted:
 		s.tools = append(s.tools, openTool{e.ToolID, e.Name, s.at})
@@ -501,6 +507,7 @@ func (s *Session) fold(e *agentbridge.Event) {
 	case agentbridge.KindAgentDone:
 		keep := s.newerHookWaits(e.OccurredAt)
 		s.closeAll()
+		s.inTurn = false
 		s.hk.fenceAt(e.OccurredAt)
 		s.setStatus(agentbridge.StatusIdle)
 		s.statusSince = s.at // a turn's end is a new idle, even from idle

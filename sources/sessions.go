@@ -135,6 +135,11 @@ func (ss *Sessions) Get(id string) *fold.Session {
 	return ss.pub.Session(id)
 }
 
+// View returns the read-only view of session id's fold that a mapper
+// reads before it maps the session's next line (fold.View), the empty
+// view when the session is unknown. Valid until the next event.
+func (ss *Sessions) View(id string) fold.View { return fold.ViewOf(ss.Get(id)) }
+
 // Exited reports whether session id is known and exited: agent.exited was
 // folded (its process ended) and no new process took it up since. It is
 // cheap (no snapshot copy), for use per line.

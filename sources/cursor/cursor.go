@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
@@ -180,7 +181,7 @@ func (h *handler) Line(path string, line []byte) {
 		h.maps[tr.session] = m
 	}
 	var code string
-	h.buf, code = m.Map(n, line, h.buf[:0])
+	h.buf, code = m.Map(h.View(tr.session), n, line, h.buf[:0])
 	if code != "" {
 		h.BadLine(code)
 	}
@@ -205,7 +206,7 @@ func (h *handler) subLine(path string, tr transcript, n int, line []byte) {
 	}
 	h.sub = mapper{started: true}
 	var code string
-	h.buf, code = h.sub.Map(n, line, h.buf[:0])
+	h.buf, code = h.sub.Map(fold.ViewOf(nil), n, line, h.buf[:0])
 	if code != "" {
 		h.BadLine(code)
 		return

@@ -22,7 +22,7 @@ func FuzzMap(f *testing.F) {
 		var buf []agentbridge.Event
 		for i, line := range bytes.Split(data, []byte("\n")) {
 			var code string
-			buf, code = m.Map(i+1, line, buf[:0])
+			buf, code = m.Map(s, i+1, line, buf[:0])
 			if code != "" && code != sources.CodeInvalidJSON && code != sources.CodeInvalidRecord {
 				t.Fatalf("undocumented code %q", code)
 			}
@@ -33,8 +33,8 @@ func FuzzMap(f *testing.F) {
 				}
 			}
 		}
-		if len(m.tools) > fold.MaxOpenTools {
-			t.Fatalf("%d open tools", len(m.tools))
+		if n := len(s.OpenTools(nil)); n > fold.MaxOpenTools {
+			t.Fatalf("%d open tools", n)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -18,9 +19,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 func TestGolden(t *testing.T) {
 	kittest.GoldenDir(t, filepath.Join("testdata", "journals"), Harness, nil, func(string) kittest.Mapper {
 		m, n := &mapper{cwd: "/home/ana/shop"}, 0
-		return kittest.Mapper{Line: func(line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
+		return kittest.Mapper{Viewed: func(v fold.View, line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
 			n++
-			return m.Map(n, line, out)
+			return m.Map(v, n, line, out)
 		}}
 	}, *update)
 }

@@ -44,25 +44,26 @@ var decodeOptions = []json.Options{
 const maxBlocks = 256
 
 // mapper maps the lines of one transcript, in order, to lifecycle events:
-// the pure part of the source (bytes, the line's number and this small
-// state in; events out). Cursor's lines carry no ids and no times: turn and
-// tool ids are made from the line's number ("L12", "L12.2"), which is the
-// same every time the file is read, and no event has an occurredAt (the
-// hub takes its own clock).
+// the pure part of the source (bytes, the line's number, the view of the
+// session's fold and this small state in; events out). Cursor's lines
+// carry no ids and no times: turn and tool ids are made from the line's
+// number ("L12", "L12.2"), which is the same every time the file is read,
+// and no event has an occurredAt (the hub takes its own clock). Whether a
+// turn is open and which tools are comes from the fold (fold.View).
 type mapper struct {
 	cwd     string // from the project directory's name, when unambiguous
-	started bool
-	inTurn  bool
-	tools   []string // open tool ids, oldest first
+	started bool   // session.started was mapped (the transcript's first line)
 	rec     record
 	blocks  []block
+	tools   []string // scratch: the open tools while one line is mapped, oldest first
 }
 
 // Map maps line number n (1-based) of the transcript to its events,
-// appended to out. code is "" for a line used or deliberately ignored,
+// appended to out; v is the view of the session's fold as the lines
+// before left it. code is "" for a line used or deliberately ignored,
 // sources.CodeInvalidJSON for a line that is not a JSON object of the
 // transcript's shape.
-func (m *mapper) Map(n int, line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
+func (m *mapper) Map(v fold.View, n int, line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
 	m.rec = record{}
 	if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &m.rec, decodeOptions...) != nil {
 		return out, sources.CodeInvalidJSON
@@ -73,12 +74,12 @@ func (m *mapper) Map(n int, line []byte, out []agentbridge.Event) ([]agentbridge
 	}
 	r := &m.rec
 	if r.Role == "" {
-		if r.Type == "turn_ended" && m.inTurn {
-			m.inTurn, m.tools = false, m.tools[:0]
+		if r.Type == "turn_ended" && v.InTurn() {
 			return append(out, agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: Outcome(r.Status)}), ""
 		}
 		return out, "" // another roleless record: nothing known
 	}
+	m.tools = v.OpenTools(m.tools[:0])
 	text, ok := m.content()
 	if !ok {
 		return out, sources.CodeInvalidRecord
@@ -91,12 +92,10 @@ func (m *mapper) Map(n int, line []byte, out []agentbridge.Event) ([]agentbridge
 		}
 		// A prompt starts a turn; in a transcript without turn_ended the
 		// last one is still open and simply goes on as this one.
-		m.inTurn = true
 		out = m.finishTools(out, agentbridge.OutcomeSuccess)
 		return append(out, agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "L" + strconv.Itoa(n), PromptText: validate.Title(text)}), ""
 	case "assistant", "model":
-		if !m.inTurn { // an answer with no prompt before it (e.g. the file begins mid-conversation)
-			m.inTurn = true
+		if !v.InTurn() { // an answer with no prompt before it (e.g. the file begins mid-conversation)
 			out = append(out, agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "L" + strconv.Itoa(n)})
 		}
 		out = m.results(out)

@@ -21,11 +21,25 @@ import (
 // it is skipped with.
 type MapFunc func(data []byte, out []agentbridge.Event) ([]agentbridge.Event, string)
 
-// Mapper is one session's mapping: Line for journal lines and, when the
-// source reads a side file, Side for it (nil otherwise).
+// ViewFunc is a source's mapping of one journal line that reads the
+// session's fold (fold.View) as the events of the lines before left it.
+type ViewFunc func(v fold.View, data []byte, out []agentbridge.Event) ([]agentbridge.Event, string)
+
+// Mapper is one session's mapping: Line (or Viewed, for a mapping that
+// reads the fold's view) for journal lines and, when the source reads a
+// side file, Side for it (nil otherwise).
 type Mapper struct {
-	Line MapFunc
-	Side MapFunc
+	Line   MapFunc
+	Viewed ViewFunc
+	Side   MapFunc
+}
+
+// line maps one journal line, handing Viewed the view of s.
+func (m Mapper) line(s *fold.Session, data []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
+	if m.Viewed != nil {
+		return m.Viewed(fold.ViewOf(s), data, out)
+	}
+	return m.Line(data, out)
 }
 
 // Golden is what one session becomes: per journal line (and, last, its
@@ -87,7 +101,7 @@ func Replay(t testing.TB, m Mapper, id, harness string, journal, side []byte) Go
 		}
 	}
 	for i, line := range bytes.Split(bytes.TrimRight(journal, "\n"), []byte("\n")) {
-		evs, code := m.Line(line, nil)
+		evs, code := m.line(s, line, nil)
 		apply(line, evs, code)
 		if code != "" || len(evs) > 0 {
 			g.Lines = append(g.Lines, goldenLine(i+1, code, evs))
@@ -160,8 +174,14 @@ func BenchLines(b *testing.B, dir string, newMapper func(id string) Mapper) {
 	for b.Loop() {
 		for _, lines := range journals {
 			m := newMapper("bench")
+			s := fold.NewSession("bench", "bench")
 			for _, l := range lines {
-				out, _ = m.Line(l, out[:0])
+				out, _ = m.line(s, l, out[:0])
+				if m.Viewed != nil {
+					for _, e := range out {
+						s.Apply(e)
+					}
+				}
 			}
 		}
 	}

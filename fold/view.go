@@ -1,0 +1,66 @@
+package fold
+
+import "github.com/agentbridge/agentbridge"
+
+// View is the read-only part of a session's fold that a source's mapper
+// reads to interpret the next line of the session's journal: whether a
+// turn is open and which tools and subagents the journal's events opened
+// and have not closed. A mapper keeps only what the journal's format
+// needs (ids to interpret later lines, a cwd, …) and takes this state
+// from the fold, so that the two cannot drift apart (an agent.exited the
+// bridge folds when the process ends closes tools the journal never
+// closes).
+//
+// A View holds only what journal events change, never what hooks fold
+// (open waits, the status), which the hub folds from another goroutine:
+// a source may read it on its own goroutine while hooks come in.
+type View interface {
+	// InTurn reports whether a turn.started was folded and no agent.done
+	// since. agent.exited does not end it: the journal may still tell
+	// how the turn ended (its last lines read after the process's exit).
+	InTurn() bool
+	// OpenTools appends the ids of the open tools to dst, oldest first.
+	OpenTools(dst []string) []string
+	// ToolOpen reports whether tool id is open.
+	ToolOpen(id string) bool
+	// SubagentRunning reports whether subagent id is listed and running.
+	SubagentRunning(id string) bool
+}
+
+// ViewOf returns the view of s; a nil s is the view of a session not
+// known yet: no turn, nothing open.
+func ViewOf(s *Session) View {
+	if s == nil {
+		return empty{}
+	}
+	return s
+}
+
+// empty is the view of a session not known yet.
+type empty struct{}
+
+func (empty) InTurn() bool                    { return false }
+func (empty) OpenTools(dst []string) []string { return dst }
+func (empty) ToolOpen(string) bool            { return false }
+func (empty) SubagentRunning(string) bool     { return false }
+
+// InTurn implements View.
+func (s *Session) InTurn() bool { return s.inTurn }
+
+// OpenTools implements View.
+func (s *Session) OpenTools(dst []string) []string {
+	for _, t := range s.tools {
+		dst = append(dst, t.id)
+	}
+	return dst
+}
+
+// ToolOpen implements View.
+func (s *Session) ToolOpen(id string) bool { return s.toolIndex(id) >= 0 }
+
+// SubagentRunning implements View. It reads the snapshot's subagents
+// only, which hooks never change.
+func (s *Session) SubagentRunning(id string) bool {
+	i := s.subagentIndex(id)
+	return i >= 0 && s.snap.Subagents[i].Status == agentbridge.SubagentRunning
+}
