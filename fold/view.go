@@ -25,6 +25,9 @@ type View interface {
 	ToolOpen(id string) bool
 	// SubagentRunning reports whether subagent id is listed and running.
 	SubagentRunning(id string) bool
+	// RunningSubagents appends the ids of the running subagents to dst,
+	// oldest first.
+	RunningSubagents(dst []string) []string
 }
 
 // ViewOf returns the view of s; a nil s is the view of a session not
@@ -43,6 +46,8 @@ func (empty) InTurn() bool                    { return false }
 func (empty) OpenTools(dst []string) []string { return dst }
 func (empty) ToolOpen(string) bool            { return false }
 func (empty) SubagentRunning(string) bool     { return false }
+
+func (empty) RunningSubagents(dst []string) []string { return dst }
 
 // InTurn implements View.
 func (s *Session) InTurn() bool { return s.inTurn }
@@ -63,4 +68,15 @@ func (s *Session) ToolOpen(id string) bool { return s.toolIndex(id) >= 0 }
 func (s *Session) SubagentRunning(id string) bool {
 	i := s.subagentIndex(id)
 	return i >= 0 && s.snap.Subagents[i].Status == agentbridge.SubagentRunning
+}
+
+// RunningSubagents implements View. It reads the snapshot's subagents
+// only, which hooks never change.
+func (s *Session) RunningSubagents(dst []string) []string {
+	for i := range s.snap.Subagents {
+		if s.snap.Subagents[i].Status == agentbridge.SubagentRunning {
+			dst = append(dst, s.snap.Subagents[i].ID)
+		}
+	}
+	return dst
 }

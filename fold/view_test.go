@@ -10,7 +10,7 @@ import (
 // TestView: the view tells what the journal's events opened and did not
 // close; agent.exited closes the tools but not the turn, agent.done both.
 func TestView(t *testing.T) {
-	if v := ViewOf(nil); v.InTurn() || v.OpenTools(nil) != nil || v.ToolOpen("t1") || v.SubagentRunning("a1") {
+	if v := ViewOf(nil); v.InTurn() || v.OpenTools(nil) != nil || v.ToolOpen("t1") || v.SubagentRunning("a1") || v.RunningSubagents(nil) != nil {
 		t.Fatal("the view of an unknown session is not empty")
 	}
 	s := NewSession("s1", "cursor")
@@ -25,7 +25,8 @@ func TestView(t *testing.T) {
 	apply(agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "t1", Name: "Read"})
 	apply(agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "t2", Name: "Task"})
 	apply(agentbridge.Event{Kind: agentbridge.KindSubagentStarted, SubagentID: "t2", ParentAgentID: "s1"})
-	if !v.InTurn() || !slices.Equal(v.OpenTools(nil), []string{"t1", "t2"}) || !v.ToolOpen("t2") || !v.SubagentRunning("t2") {
+	if !v.InTurn() || !slices.Equal(v.OpenTools(nil), []string{"t1", "t2"}) || !v.ToolOpen("t2") || !v.SubagentRunning("t2") ||
+		!slices.Equal(v.RunningSubagents(nil), []string{"t2"}) {
 		t.Fatalf("in a turn: InTurn %v, tools %v", v.InTurn(), v.OpenTools(nil))
 	}
 	apply(agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: "t1", Outcome: agentbridge.OutcomeSuccess})
@@ -33,7 +34,7 @@ func TestView(t *testing.T) {
 		t.Fatalf("tool t1 still open: %v", v.OpenTools(nil))
 	}
 	apply(agentbridge.Event{Kind: agentbridge.KindAgentExited})
-	if !v.InTurn() || v.OpenTools(nil) != nil || v.SubagentRunning("t2") {
+	if !v.InTurn() || v.OpenTools(nil) != nil || v.SubagentRunning("t2") || v.RunningSubagents(nil) != nil {
 		t.Fatalf("after exit: InTurn %v (want true), tools %v, subagent running %v", v.InTurn(), v.OpenTools(nil), v.SubagentRunning("t2"))
 	}
 	apply(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess})

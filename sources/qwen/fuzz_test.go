@@ -18,7 +18,7 @@ func FuzzMap(f *testing.F) {
 		st.SetApprovalMode(ModeDefault) // approvals mapped too
 		s := fold.NewSession("s1", Harness)
 		for _, line := range bytes.Split(data, []byte("\n")) {
-			events, _ := Map("s1", line, &st)
+			events, _ := Map("s1", s, line, &st)
 			for _, e := range events {
 				if issues := s.Apply(e); len(issues) > 0 {
 					t.Fatalf("fold rejected %+v: %+v", e, issues)

@@ -45,7 +45,7 @@ func replay(t *testing.T, data []byte) golden {
 			id = r.SessionID
 			s = fold.NewSession(id, Harness)
 		}
-		events, code := Map(id, line, &st)
+		events, code := Map(id, fold.ViewOf(s), line, &st)
 		if code != "" {
 			t.Fatalf("line %d skipped: %s", i+1, code)
 		}

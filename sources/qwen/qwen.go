@@ -210,7 +210,7 @@ func (h *handler) Line(p string, line []byte) {
 		st.SetApprovalMode(h.approvalMode(id))
 	}
 	h.chats[id] = p
-	events, code := Map(id, line, st)
+	events, code := Map(id, h.View(id), line, st)
 	if code != "" {
 		h.BadLine(code)
 		return

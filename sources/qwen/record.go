@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/internal/kit"
 	"github.com/agentbridge/agentbridge/text"
@@ -67,25 +68,50 @@ type record struct {
 	} `json:"usageMetadata"`
 }
 
-// State is what the mapping carries from one line of a chat to the next.
+// State is what the mapping carries from one line of a chat to the next:
+// what the chat's format needs. Whether a turn is open and which tools
+// and subagents run come from the session's fold (fold.View), loaded
+// into the scratch fields at each line.
 type State struct {
 	started bool
-	open    bool
 	meta    kit.Meta // the title from the first prompt, the model last reported
-	tools   []string // started, not finished
-	waits   []string // the tools of tools that wait for the user's approval
-	subs    []string // the tools of tools that are subagents (the agent tool), running
-	bg      []string // subagents launched in the background, running past their turn
-	mode    string   // the approval mode (mode.go); "" is unknown: no approvals inferred
+	// waits are the tools that wait for the user's approval. They stay
+	// here (the fold's waits are also the hooks', which the hub folds from
+	// another goroutine), kept to the tools the fold has open.
+	waits []string
+	mode  string // the approval mode (mode.go); "" is unknown: no approvals inferred
+
+	// scratch, loaded from the view at each line (load)
+	open  bool     // a turn is open
+	tools []string // started, not finished
+	subs  []string // the tools of tools that are subagents (the agent tool), running
+	bg    []string // subagents launched in the background, running past their turn
+}
+
+// load loads what the fold knows into the scratch fields and drops the
+// waits of tools the fold closed (an agent.exited closes them all).
+func (st *State) load(v fold.View) {
+	st.open = v.InTurn()
+	st.tools = v.OpenTools(st.tools[:0])
+	st.waits = slices.DeleteFunc(st.waits, func(w string) bool { return !st.has(w) })
+	st.subs, st.bg = st.subs[:0], v.RunningSubagents(st.bg[:0])
+	st.bg = slices.DeleteFunc(st.bg, func(a string) bool {
+		if st.has(a) {
+			st.subs = append(st.subs, a)
+			return true
+		}
+		return false
+	})
 }
 
 // SetApprovalMode sets the approval mode the session runs in (ModeDefault
 // and the others), which decides which tool calls wait for the user.
 func (st *State) SetApprovalMode(mode string) { st.mode = mode }
 
-// Map maps one chat line of session id to its events. code is a
+// Map maps one chat line of session id to its events; v is the view of
+// the session's fold as the lines before left it. code is a
 // sources.Code* for a line that was skipped.
-func Map(id string, line []byte, st *State) (events []agentbridge.Event, code string) {
+func Map(id string, v fold.View, line []byte, st *State) (events []agentbridge.Event, code string) {
 	if len(line) == 0 || line[0] != '{' {
 		return nil, sources.CodeInvalidJSON
 	}
@@ -97,6 +123,7 @@ func Map(id string, line []byte, st *State) (events []agentbridge.Event, code st
 		return nil, sources.CodeInvalidRecord
 	}
 	at := sources.Millis(r.Timestamp)
+	st.load(v)
 	add := func(e agentbridge.Event) { events = append(events, e) }
 	if !st.started {
 		st.started = true
