@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -62,12 +63,16 @@ func BenchmarkMap(b *testing.B) {
 	b.ReportAllocs()
 	var buf []agentbridge.Event
 	m := mapper{session: "s"}
+	s := fold.NewSession("s", Harness)
 	b.ResetTimer()
 	for i := range b.N {
 		if i%len(lines) == 0 {
-			m = mapper{session: "s"}
+			m, s = mapper{session: "s"}, fold.NewSession("s", Harness)
 		}
-		buf, _ = m.Map(lines[i%len(lines)], buf[:0])
+		buf, _ = m.Map(s, lines[i%len(lines)], buf[:0])
+		for _, e := range buf {
+			s.Apply(e)
+		}
 	}
 }
 

@@ -132,7 +132,7 @@ func (h *handler) Line(path string, line []byte) {
 		h.maps[id] = m
 	}
 	var code string
-	h.buf, code = m.Map(line, h.buf[:0])
+	h.buf, code = m.Map(h.View(id), line, h.buf[:0])
 	if code != "" {
 		h.BadLine(code)
 	}

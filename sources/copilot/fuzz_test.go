@@ -25,7 +25,7 @@ func FuzzMap(f *testing.F) {
 		var buf []agentbridge.Event
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			var code string
-			buf, code = m.Map(line, buf[:0])
+			buf, code = m.Map(s, line, buf[:0])
 			switch code {
 			case "", sources.CodeInvalidJSON, sources.CodeInvalidRecord:
 			default:

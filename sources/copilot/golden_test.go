@@ -60,7 +60,7 @@ func TestGolden(t *testing.T) {
 	for name, data := range goldenInputs(t) {
 		t.Run(name, func(t *testing.T) {
 			m := &mapper{session: "s-" + name}
-			got := kittest.Replay(t, kittest.Mapper{Line: m.Map}, "s-"+name, Harness, data, nil)
+			got := kittest.Replay(t, kittest.Mapper{Viewed: m.Map}, "s-"+name, Harness, data, nil)
 			sourcestest.Golden(t, filepath.Join("testdata", "golden", name+".json"), got, *update)
 		})
 	}

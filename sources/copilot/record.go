@@ -1,7 +1,6 @@
 package copilot
 
 import (
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -168,30 +167,40 @@ var decodeOptions = []json.Options{
 	jsontext.AllowInvalidUTF8(true),    // text is bounded and cleaned later
 }
 
-// tool is an open tool call of the root agent.
-type tool struct {
-	wait bool // it opened a wait (ask_user, exit_plan_mode)
-}
-
 // mapper maps the records of one journal, in order, to lifecycle events.
-// It is the pure part of the source: bytes and this small state in,
-// events out, no I/O. Its maps are bounded by the fold's own limits.
+// It is the pure part of the source: bytes, the view of the session's
+// fold and this small state in, events out, no I/O. Whether a turn is
+// open and which tools and subagents run come from the fold (fold.View);
+// the mapper keeps what the journal's format needs. Its maps are bounded
+// by the fold's own limits.
 type mapper struct {
 	session    string // the session id: the parent of its subagents
-	inTurn     bool
-	inCall     bool // between assistant.turn_start and assistant.turn_end: a model call runs
-	toolsAsked bool // the model call asked for tools
-	replied    bool // the model call wrote an assistant.message
-	usageRecs  bool // the journal has session.usage_record: the counts are there, not in assistant.message
-	compaction bool // a compaction opened the turn
+	shutdown   bool   // session.shutdown ended the process and its turn (the fold keeps a turn open across agent.exited), until a turn starts
+	inCall     bool   // between assistant.turn_start and assistant.turn_end: a model call runs
+	toolsAsked bool   // the model call asked for tools
+	replied    bool   // the model call wrote an assistant.message
+	usageRecs  bool   // the journal has session.usage_record: the counts are there, not in assistant.message
+	compaction bool   // a compaction opened the turn
 	turns      int
 	model      string
-	tools      map[string]tool   // open tools of the root agent
-	waits      map[string]bool   // open waits
-	subagents  map[string]bool   // running subagents
-	titles     map[string]string // tool call id → its description, for the subagent it starts
+	// waits are the open waits. They stay here: the fold's waits are
+	// also the hooks', which a View does not show.
+	waits  map[string]bool
+	titles map[string]string // tool call id → its description, for the subagent it starts
+
+	// scratch, loaded from the view at each line (load)
+	inTurn    bool
+	tools     []string // open tools of the root agent, oldest first
+	subagents []string // running subagents, oldest first
 
 	env envelope // decode scratch
+}
+
+// load loads what the fold knows into the scratch fields.
+func (m *mapper) load(v fold.View) {
+	m.inTurn = v.InTurn() && !m.shutdown
+	m.tools = v.OpenTools(m.tools[:0])
+	m.subagents = v.RunningSubagents(m.subagents[:0])
 }
 
 // maxArgsBytes bounds the tool arguments looked into for a description
@@ -202,16 +211,18 @@ const maxArgsBytes = 64 << 10
 // subagent has not started yet.
 const maxTitles = 64
 
-// Map maps one journal line to the events it means, appended to out. code
+// Map maps one journal line to the events it means, appended to out; v is
+// the view of the session's fold as the lines before left it. code
 // is "" for a line that was used or deliberately ignored (a record type
 // the mapping does not read), sources.CodeInvalidJSON for a line that is
 // not a JSON object with a string type, and sources.CodeInvalidRecord for
 // a known record whose data has the wrong shape.
-func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
+func (m *mapper) Map(v fold.View, line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
 	m.env = envelope{}
 	if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &m.env, decodeOptions...) != nil || m.env.Type == "" {
 		return out, sources.CodeInvalidJSON
 	}
+	m.load(v)
 	r := &m.env
 	at := sources.Millis(r.Timestamp)
 	switch r.Type {
@@ -368,6 +379,7 @@ func (m *mapper) Map(line []byte, out []agentbridge.Event) ([]agentbridge.Event,
 		return m.endTurn(out, at, outcome), ""
 	case typeSessionShutdown:
 		m.clear()
+		m.shutdown = true
 		return append(out, agentbridge.Event{Kind: agentbridge.KindAgentExited, OccurredAt: at}), ""
 	case typeToolStart, typeToolComplete, typeSubagentStarted, typeSubagentDone, typeSubagentFailed:
 		var d toolData
@@ -432,14 +444,11 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		if r.AgentID != "" {
 			return out, "" // a subagent's own tool: shown as its subagent
 		}
-		if _, open := m.tools[id]; open || len(m.tools) >= fold.MaxOpenTools {
+		if slices.Contains(m.tools, id) || len(m.tools) >= fold.MaxOpenTools {
 			return out, ""
 		}
 		if !m.inTurn {
 			out = m.startTurn(out, at, "", "")
-		}
-		if m.tools == nil {
-			m.tools = map[string]tool{}
 		}
 		name := validate.Label(d.ToolName)
 		if name == "" {
@@ -454,18 +463,13 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		if reason != "" && len(m.waits) < fold.MaxOpenWaits {
 			out, _ = m.openWait(out, at, toolWait(id), reason)
 		}
-		m.tools[id] = tool{wait: reason != ""}
 		return out, ""
 	case typeToolComplete:
 		delete(m.titles, id)
-		t, open := m.tools[id]
-		if r.AgentID != "" || d.IsUserRequested || !open {
+		if r.AgentID != "" || d.IsUserRequested || !slices.Contains(m.tools, id) {
 			return out, "" // a subagent's tool, a `!` shell escape, or a tool never seen open
 		}
-		delete(m.tools, id)
-		if t.wait {
-			out = m.closeWait(out, at, toolWait(id))
-		}
+		out = m.closeWait(out, at, toolWait(id)) // the wait a blocking tool opened
 		outcome := agentbridge.OutcomeSuccess
 		if d.Success != nil && !*d.Success {
 			outcome = agentbridge.OutcomeError
@@ -475,7 +479,7 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		if id == "" {
 			id = validate.SafeID(r.AgentID)
 		}
-		out, code, ok := m.open(out, at, &m.subagents, id, validate.MaxSubagents)
+		out, code, ok := m.open(out, at, id, slices.Contains(m.subagents, id), len(m.subagents), validate.MaxSubagents)
 		if !ok {
 			return out, code
 		}
@@ -492,10 +496,9 @@ func (m *mapper) tool(out []agentbridge.Event, at int64, d *toolData) ([]agentbr
 		if id == "" {
 			id = validate.SafeID(r.AgentID)
 		}
-		if !m.subagents[id] {
+		if !slices.Contains(m.subagents, id) {
 			return out, ""
 		}
-		delete(m.subagents, id)
 		outcome := agentbridge.OutcomeSuccess
 		if r.Type == typeSubagentFailed {
 			outcome = agentbridge.OutcomeError
@@ -516,6 +519,7 @@ func (m *mapper) startTurn(out []agentbridge.Event, at int64, interaction, promp
 		id = "turn-" + strconv.Itoa(m.turns)
 	}
 	m.inTurn, m.inCall, m.toolsAsked, m.replied, m.compaction = true, false, false, false, false
+	m.shutdown = false
 	return append(out, agentbridge.Event{Kind: agentbridge.KindTurnStarted, OccurredAt: at, TurnID: id, PromptText: prompt})
 }
 
@@ -525,7 +529,8 @@ func (m *mapper) endTurn(out []agentbridge.Event, at int64, outcome agentbridge.
 	if !m.inTurn {
 		return out
 	}
-	for _, id := range slices.Sorted(maps.Keys(m.subagents)) {
+	slices.Sort(m.subagents)
+	for _, id := range m.subagents {
 		out = append(out, agentbridge.Event{Kind: agentbridge.KindSubagentDone, OccurredAt: at, SubagentID: id, Outcome: outcome})
 	}
 	m.clear()
@@ -539,19 +544,18 @@ func (m *mapper) endTurnKeep(out []agentbridge.Event, at int64, outcome agentbri
 		return out
 	}
 	subs := m.subagents
-	m.subagents = nil
 	m.clear()
 	m.subagents = subs
 	return append(out, agentbridge.Event{Kind: agentbridge.KindAgentDone, OccurredAt: at, Outcome: outcome})
 }
 
-// clear forgets the open turn, its tools, waits and subagents (the fold
-// closes them with agent.done and agent.exited).
+// clear forgets the open turn, its tools, waits and subagents for the
+// rest of the line (the fold closes them with agent.done and
+// agent.exited).
 func (m *mapper) clear() {
 	m.inTurn, m.inCall, m.toolsAsked, m.replied, m.compaction = false, false, false, false, false
-	clear(m.tools)
+	m.tools, m.subagents = m.tools[:0], m.subagents[:0]
 	clear(m.waits)
-	clear(m.subagents)
 	clear(m.titles)
 }
 
@@ -583,31 +587,31 @@ func (m *mapper) openWait(out []agentbridge.Event, at int64, id, reason string) 
 	if m.env.Type != typeToolStart {
 		id = waitID(m.env.Type, id)
 	}
-	out, code, ok := m.open(out, at, &m.waits, id, fold.MaxOpenWaits)
+	out, code, ok := m.open(out, at, id, m.waits[id], len(m.waits), fold.MaxOpenWaits)
 	if !ok {
 		return out, code
 	}
+	if m.waits == nil {
+		m.waits = map[string]bool{}
+	}
+	m.waits[id] = true
 	return append(out, agentbridge.Event{Kind: agentbridge.KindWaitStarted, OccurredAt: at, WaitID: id, State: agentbridge.StatusWaiting, Reason: reason}), ""
 }
 
-// open adds id to the open ids *set (a wait's or a subagent's; made when
-// nil), opening a turn first when none is, and reports whether it did: an
-// empty id is an unusable record (code), one already open or one more
-// than limit open ones is ignored.
-func (m *mapper) open(out []agentbridge.Event, at int64, set *map[string]bool, id string, limit int) (_ []agentbridge.Event, code string, ok bool) {
+// open decides whether id (a wait's or a subagent's) opens, given whether
+// it is open already and how many of its kind are (n), opening a turn
+// first when none is: an empty id is an unusable record (code), one
+// already open or one more than limit open ones is ignored.
+func (m *mapper) open(out []agentbridge.Event, at int64, id string, isOpen bool, n, limit int) (_ []agentbridge.Event, code string, ok bool) {
 	if id == "" {
 		return out, sources.CodeInvalidRecord, false
 	}
-	if (*set)[id] || len(*set) >= limit {
+	if isOpen || n >= limit {
 		return out, "", false
 	}
 	if !m.inTurn {
 		out = m.startTurn(out, at, "", "")
 	}
-	if *set == nil {
-		*set = map[string]bool{}
-	}
-	(*set)[id] = true
 	return out, "", true
 }
 

@@ -15,7 +15,7 @@ import (
 // cache counts per model call; its assistant.message carries none).
 func TestUsageMatchesJournals(t *testing.T) {
 	kittest.CheckUsage(t, filepath.Join("testdata", "journals"), Harness, nil,
-		func(id string) kittest.Mapper { return kittest.Mapper{Line: (&mapper{session: id}).Map} },
+		func(id string) kittest.Mapper { return kittest.Mapper{Viewed: (&mapper{session: id}).Map} },
 		map[string]*agentbridge.Usage{
 			"background-subagent":             {OutputTokens: 36},
 			"compaction-escape-error":         nil,
