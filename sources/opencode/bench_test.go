@@ -43,7 +43,7 @@ func BenchmarkMap(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		m := NewMapper()
+		m := NewMapper(nil)
 		for _, r := range recs {
 			m.Apply(r)
 		}

@@ -53,6 +53,17 @@ type folder struct {
 	ev []event
 }
 
+// apply maps records and folds their events.
+func (f *folder) apply(m *Mapper, recs []Record) {
+	f.t.Helper()
+	for _, r := range recs {
+		f.add(m.Apply(r))
+	}
+}
+
+// view is the view of session id's fold, as Sessions.View gives it.
+func (f *folder) view(id string) fold.View { return fold.ViewOf(f.s[id]) }
+
 func (f *folder) add(outs []Out) {
 	f.t.Helper()
 	for _, o := range outs {
@@ -144,7 +155,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := &folder{t: t, s: map[string]*fold.Session{}}
-			m := NewMapper()
+			m := NewMapper(f.view)
 			for _, r := range recs {
 				f.add(m.Apply(r))
 				for i := 0; i < len(asks); i++ {
@@ -165,7 +176,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			f = &folder{t: t, s: map[string]*fold.Session{}}
-			m = NewMapper()
+			m = NewMapper(f.view)
 			for _, r := range recs {
 				f.add(m.Apply(r))
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources"
 )
 
@@ -99,7 +100,7 @@ func (h *handler) closeAll() {
 
 func (h *handler) reset() {
 	h.closeAll()
-	h.m = NewMapper()
+	h.m = NewMapper(func(id string) fold.View { return h.View(id) })
 	h.dbs = map[string]*DB{}
 	h.dirty = map[string]bool{}
 	h.trailDBs = map[string]bool{}

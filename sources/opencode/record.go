@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -81,9 +82,12 @@ type session struct {
 	done    bool   // subagent: subagent.done sent
 	title   string
 	model   string
-	turn    string          // the latest user message that opened a turn
-	ended   string          // the latest assistant message that ended a turn
-	tools   map[string]tool // open tool parts by part id
+	turn    string // the latest user message that opened a turn
+	ended   string // the latest assistant message that ended a turn
+	// tools are the open tool parts by part id, with what a log's
+	// permission request is matched by (a subagent's are in no fold); a
+	// root's are kept to the tools its fold has open (Mapper.live)
+	tools map[string]tool
 	// the latest assistant message with a tool call the user rejected, and
 	// the latest one completed with finish tool-calls: both together end
 	// the turn (opencode stops after a rejection)
@@ -99,17 +103,42 @@ type tool struct {
 }
 
 // Mapper turns records into lifecycle events. It keeps a little state per
-// session (what was sent already, the open tools and wait), so that a
+// session (what was sent already, the open tool parts and wait), so that a
 // record read twice or a row updated many times yields each event once.
 // It does no I/O: the source feeds it, in the order opencode wrote.
 type Mapper struct {
-	s map[string]*session
+	s     map[string]*session
+	views Views
 	// Skipped counts records skipped by code (CodeUnknownStatus).
 	Skipped map[string]int
 }
 
-// NewMapper returns an empty Mapper.
-func NewMapper() *Mapper { return &Mapper{s: map[string]*session{}, Skipped: map[string]int{}} }
+// Views returns the view of a root session's fold (fold.View) as the
+// events mapped so far left it.
+type Views func(session string) fold.View
+
+// NewMapper returns an empty Mapper that reads the root sessions' folds
+// through views (nil: every view is empty).
+func NewMapper(views Views) *Mapper {
+	if views == nil {
+		views = func(string) fold.View { return fold.ViewOf(nil) }
+	}
+	return &Mapper{s: map[string]*session{}, views: views, Skipped: map[string]int{}}
+}
+
+// live drops from a root session's tool parts those its fold closed
+// (agent.exited closes them; the records never do).
+func (m *Mapper) live(id string, s *session) {
+	if s.parent != "" || len(s.tools) == 0 {
+		return
+	}
+	v := m.views(id)
+	for p := range s.tools {
+		if !v.ToolOpen(p) {
+			delete(s.tools, p)
+		}
+	}
+}
 
 // Forget drops a session's state (its database went away).
 func (m *Mapper) Forget(id string) { delete(m.s, id) }
@@ -337,6 +366,7 @@ func (m *Mapper) part(in *PartInfo) []Out {
 	if s.tools == nil {
 		s.tools = map[string]tool{}
 	}
+	m.live(in.SessionID, s)
 	_, isOpen := s.tools[in.ID]
 	name := validate.Label(in.Tool)
 	switch {
@@ -394,6 +424,9 @@ func (m *Mapper) Ask(a Ask) (out []Out, ok bool) {
 
 // asker finds the session and tool part a permission request is for.
 func (m *Mapper) asker(a Ask) (owner, part string) {
+	for id, s := range m.s {
+		m.live(id, s)
+	}
 	if s := m.s[a.Session]; s != nil {
 		if p := pickTool(s.tools, a); p != "" {
 			return a.Session, p

@@ -34,7 +34,7 @@ func TestRejectedCallEndsTheTurn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &folder{t: t, s: map[string]*fold.Session{}}
-			m := NewMapper()
+			m := NewMapper(f.view)
 			for _, r := range tc.recs {
 				f.add(m.Apply(r))
 			}
@@ -57,15 +57,10 @@ func TestMessageErrorIsTheTurnsError(t *testing.T) {
 	if !ok || r.Message.Error != "APIError" {
 		t.Fatalf("DecodeStorage: %+v %v", r.Message, ok)
 	}
-	f := &folder{t: t, s: map[string]*fold.Session{}}
-	m := NewMapper()
-	for _, rec := range []Record{
-		{Session: &SessionInfo{ID: "ses_1", Directory: "/w"}},
-		{Message: &MessageInfo{ID: "msg_1", SessionID: "ses_1", Role: "user"}},
+	f, m := inTurn(t)
+	f.apply(m, []Record{
 		r,
-	} {
-		f.add(m.Apply(rec))
-	}
+	})
 	snap := f.s["ses_1"].Snapshot()
 	if snap.LastTurn != agentbridge.LastTurnFailed || snap.Error != "Insufficient balance or no resource package. Please recharge." {
 		t.Errorf("last turn %q, error %q", snap.LastTurn, snap.Error)
@@ -75,16 +70,11 @@ func TestMessageErrorIsTheTurnsError(t *testing.T) {
 // TestNestedSubagentNamesItsParent: a subagent session a subagent started
 // is listed under the root with parentId naming that subagent.
 func TestNestedSubagentNamesItsParent(t *testing.T) {
-	f := &folder{t: t, s: map[string]*fold.Session{}}
-	m := NewMapper()
-	for _, rec := range []Record{
-		{Session: &SessionInfo{ID: "ses_1", Directory: "/w"}},
-		{Message: &MessageInfo{ID: "msg_1", SessionID: "ses_1", Role: "user"}},
+	f, m := inTurn(t)
+	f.apply(m, []Record{
 		{Session: &SessionInfo{ID: "ses_2", ParentID: "ses_1", Directory: "/w", Title: "look around (@explore subagent)"}},
 		{Session: &SessionInfo{ID: "ses_3", ParentID: "ses_2", Directory: "/w", Title: "dig deeper (@general subagent)"}},
-	} {
-		f.add(m.Apply(rec))
-	}
+	})
 	subs := f.s["ses_1"].Snapshot().Subagents
 	if len(subs) != 2 || subs[0].ID != "ses_2" || subs[0].ParentID != "" || subs[1].ID != "ses_3" || subs[1].ParentID != "ses_2" {
 		t.Errorf("subagents %+v, want ses_2 under the root and ses_3 under ses_2", subs)
@@ -94,4 +84,38 @@ func TestNestedSubagentNamesItsParent(t *testing.T) {
 			t.Errorf("subagent %s without a type", s.ID)
 		}
 	}
+}
+
+// TestToolsEndWithTheProcess: the bridge folds agent.exited when the
+// agent's process ends, which closes its tools; the records never say
+// so. A permission request logged afterwards is not placed on such a
+// tool (which would show the ended session waiting, as if resumed), and
+// the tool part's late completion maps to nothing.
+func TestToolsEndWithTheProcess(t *testing.T) {
+	f, m := inTurn(t)
+	f.apply(m, []Record{
+		{Part: &PartInfo{ID: "prt_1", MessageID: "msg_2", SessionID: "ses_1", Type: "tool", Tool: "bash", Status: "running", Started: 5}},
+	})
+	f.add([]Out{{"ses_1", agentbridge.Event{Kind: agentbridge.KindAgentExited, OccurredAt: 10}}})
+	if out, ok := m.Ask(Ask{ID: "per_1", Permission: "bash", Session: "ses_1", At: 11}); ok || len(out) > 0 {
+		t.Errorf("a request after the exit was placed: %+v", out)
+	}
+	if out := m.Apply(Record{Part: &PartInfo{ID: "prt_1", MessageID: "msg_2", SessionID: "ses_1", Type: "tool", Tool: "bash", Status: "completed"}}); len(out) > 0 {
+		t.Errorf("the tool's completion after the exit maps to %+v, want nothing", out)
+	}
+	if f.s["ses_1"].Ended() == nil {
+		t.Error("the session no longer shows as ended")
+	}
+}
+
+// inTurn returns a folder and its Mapper, with root session ses_1 in a
+// turn (user message msg_1).
+func inTurn(t *testing.T) (*folder, *Mapper) {
+	f := &folder{t: t, s: map[string]*fold.Session{}}
+	m := NewMapper(f.view)
+	f.apply(m, []Record{
+		{Session: &SessionInfo{ID: "ses_1", Directory: "/w"}},
+		{Message: &MessageInfo{ID: "msg_1", SessionID: "ses_1", Role: "user"}},
+	})
+	return f, m
 }

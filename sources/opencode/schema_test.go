@@ -104,7 +104,7 @@ func TestSchemaDrift(t *testing.T) {
 		}
 	})
 	t.Run("unknown tool status", func(t *testing.T) {
-		m := NewMapper()
+		m := NewMapper(nil)
 		m.Apply(Record{Session: &SessionInfo{ID: "ses_a"}})
 		if out := m.Apply(Record{Part: &PartInfo{ID: "prt_a", SessionID: "ses_a", Type: "tool", Tool: "bash", Status: "paused"}}); len(out) != 0 {
 			t.Errorf("an unknown status mapped to %+v", out)
@@ -173,7 +173,7 @@ func FuzzDB(f *testing.F) {
 			return
 		}
 		defer d.Close()
-		m := NewMapper()
+		m := NewMapper(nil)
 		if recs, err := d.Scan(context.Background(), 0); err == nil {
 			for _, r := range recs {
 				m.Apply(r)

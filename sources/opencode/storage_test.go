@@ -71,7 +71,7 @@ func storageRecords(t *testing.T, root string) []Record {
 // model, and the subagent under it, with the subagent's running tool not
 // shown as a tool of the root.
 func TestStorage(t *testing.T) {
-	m := NewMapper()
+	m := NewMapper(nil)
 	var got []Out
 	for _, r := range storageRecords(t, "testdata/storage") {
 		got = append(got, m.Apply(r)...)
