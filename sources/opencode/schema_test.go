@@ -237,8 +237,13 @@ func TestDatabaseBeingCreated(t *testing.T) {
 	if n := queries.Load() - q; n != 0 {
 		t.Fatalf("%d queries on a database file without a header; want none (a reader's lock makes opencode's first write fail)", n)
 	}
+	// As opencode 1.18 opens its database: journal_mode=WAL is its first
+	// write, made with no busy timeout (the one a reader's lock would
+	// fail), then busy_timeout=5000 before its migrations, which from here
+	// on may meet the source's reads (the header exists now).
 	w := openWriterOpts(t, p, "_pragma=busy_timeout(0)")
 	w.exec("PRAGMA journal_mode=WAL")
+	w.exec("PRAGMA busy_timeout=5000")
 	for _, x := range oldSchema {
 		w.exec(x)
 	}
