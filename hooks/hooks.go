@@ -6,6 +6,12 @@
 // inputs are reduced to a short reason ("Approve Bash: git push"),
 // redacted, bounded and with paths shortened, and to a digest that names
 // the call across its hooks.
+//
+// What each event means to an agent is not here: each source package
+// declares its agent's vocabulary (sources.Hooks) in its registration, and
+// Decode looks it up in the registry by source id (docs/hooks.md, "Where
+// each agent's hooks are declared"). The type lives in package sources,
+// which this package imports and which must never import this one.
 package hooks
 
 import (
@@ -19,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/agentbridge/agentbridge/fold"
+	"github.com/agentbridge/agentbridge/sources"
 
 	"github.com/agentbridge/agentbridge/text"
 
@@ -69,27 +76,18 @@ type Signal struct {
 // MaxRequest bounds Signal.Request, in characters.
 const MaxRequest = 4096
 
-// agent is one agent's hook vocabulary: what each event name means.
-type agent struct {
-	events map[string]fold.HookKind
-	// notify decodes a Notification's kind (Claude Code); nil: no such event
-	notify func(p *payload) (fold.HookKind, string)
-}
-
-var agents = map[string]agent{
-	"claude-code": claudeCode,
-	"codex":       codex,
-	"gemini":      gemini,
-	"qwen":        qwen,
-}
+// The vocabularies (which event means what, how a Notification is read)
+// are the agents' own: each source package declares its sources.Hooks in
+// its registration, and Decode, Sources and Events look them up in the
+// registry. A program (or test) links the sources it takes hooks from,
+// usually by importing sources/all.
 
 // Sources lists the source ids that take hooks, sorted.
 func Sources() []string {
-	ids := make([]string, 0, len(agents))
-	for id := range agents {
-		ids = append(ids, id)
+	var ids []string
+	for _, r := range sources.HookRegistrations() {
+		ids = append(ids, r.Info.ID)
 	}
-	slices.Sort(ids)
 	return ids
 }
 
@@ -98,12 +96,12 @@ func Sources() []string {
 // hooks install` registers. Events the bridge takes but has no use for
 // (SubagentStop) are not among them: each hook costs the agent a process.
 func Events(source string) []string {
-	a, ok := agents[source]
+	a, ok := sources.LookupHooks(source)
 	if !ok {
 		return nil
 	}
-	out := make([]string, 0, len(a.events))
-	for ev, k := range a.events {
+	out := make([]string, 0, len(a.Events))
+	for ev, k := range a.Events {
 		if k != fold.HookNone {
 			out = append(out, ev)
 		}
@@ -115,20 +113,20 @@ func Events(source string) []string {
 // payload is the part of a hook payload the bridge reads. Both agents
 // send snake_case fields.
 type payload struct {
-	Event            string          `json:"hook_event_name"`
-	SessionID        string          `json:"session_id"`
-	ToolName         string          `json:"tool_name"`
-	ToolInput        json.RawMessage `json:"tool_input"`
-	ToolUseID        string          `json:"tool_use_id"`
-	Message          string          `json:"message"`
-	NotificationType string          `json:"notification_type"`
-	Details          *geminiDetails  `json:"details"` // Gemini CLI's Notification
+	Event            string               `json:"hook_event_name"`
+	SessionID        string               `json:"session_id"`
+	ToolName         string               `json:"tool_name"`
+	ToolInput        json.RawMessage      `json:"tool_input"`
+	ToolUseID        string               `json:"tool_use_id"`
+	Message          string               `json:"message"`
+	NotificationType string               `json:"notification_type"`
+	Details          *sources.HookDetails `json:"details"` // Gemini CLI's Notification
 }
 
 // Decode decodes one payload of source. It fails with ErrUnknownSource, or
 // an *Error for a payload it refuses.
 func Decode(source string, body []byte) (Signal, error) {
-	a, ok := agents[source]
+	a, ok := sources.LookupHooks(source)
 	if !ok {
 		return Signal{}, ErrUnknownSource
 	}
@@ -150,7 +148,7 @@ func Decode(source string, body []byte) (Signal, error) {
 	if p.Event == "" {
 		return Signal{}, fail(CodeInvalidPayload, "hook_event_name is missing")
 	}
-	kind, known := a.events[p.Event]
+	kind, known := a.Events[p.Event]
 	if !known {
 		return Signal{}, fail(CodeUnknownEvent, "this source's hooks have no such event")
 	}
@@ -165,8 +163,8 @@ func Decode(source string, body []byte) (Signal, error) {
 	case fold.HookTool, fold.HookAnswered:
 		sig.Hook.Key = key(p.ToolName, p.ToolInput)
 	case fold.HookAsk:
-		if p.Event == "Notification" && a.notify != nil {
-			sig.Hook.Kind, sig.Hook.Reason = a.notify(&p)
+		if p.Event == "Notification" && a.Notify != nil {
+			sig.Hook.Kind, sig.Hook.Reason = a.Notify(sources.HookNotification{Type: p.NotificationType, Message: p.Message, Details: p.Details})
 			if sig.Hook.Kind == fold.HookAsk {
 				sig.Hook.Key = fold.HookNotified
 			}

@@ -60,6 +60,9 @@ type Single struct {
 	DefaultHome func(getenv func(string) string) string
 	// Observes is what the source can know, and from where.
 	Observes map[string]agentbridge.Observe
+	// Hooks is the agent's hook vocabulary (Registration.Hooks), nil for
+	// none.
+	Hooks *Hooks
 }
 
 // Info returns the source's description. Each call returns its own
@@ -81,5 +84,5 @@ func (d Single) Info() agentbridge.SourceInfo {
 // RegisterSingle registers the source d describes, made by newSource
 // (RegisterNew).
 func RegisterSingle[S hub.Source](d Single, newSource func(Options) S) {
-	RegisterNew(Registration{Info: d.Info(), HomeEnv: d.HomeEnv, DefaultHome: d.DefaultHome}, newSource)
+	RegisterNew(Registration{Info: d.Info(), HomeEnv: d.HomeEnv, DefaultHome: d.DefaultHome, Hooks: d.Hooks}, newSource)
 }

@@ -38,6 +38,9 @@ type Registration struct {
 	// New makes the source for a resolved home. It must not touch the
 	// file system before Run.
 	New func(o Options) hub.Source
+	// Hooks is the agent's hook vocabulary (Hooks); nil: the agent has no
+	// hooks the bridge takes.
+	Hooks *Hooks
 }
 
 // Options is what a registered source is made with.
@@ -71,7 +74,8 @@ var (
 
 // Register adds a built-in source. It is called from the source package's
 // init and panics on a programming error: an invalid or duplicate id, no
-// harness, or no constructor.
+// harness, no constructor, or hooks of a harness not the source's or
+// without events.
 func Register(r Registration) {
 	id := r.Info.ID
 	switch {
@@ -85,6 +89,14 @@ func Register(r Registration) {
 	for _, h := range r.Info.Harnesses {
 		if !validate.ValidHarnessID(h.ID) {
 			panic(fmt.Sprintf("sources: register %q: invalid harness id %q", id, h.ID))
+		}
+	}
+	if h := r.Hooks; h != nil {
+		if !slices.ContainsFunc(r.Info.Harnesses, func(x agentbridge.Harness) bool { return x.ID == h.Harness }) {
+			panic(fmt.Sprintf("sources: register %q: hooks of harness %q, not the source's", id, h.Harness))
+		}
+		if len(h.Events) == 0 {
+			panic(fmt.Sprintf("sources: register %q: hooks without events", id))
 		}
 	}
 	regMu.Lock()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/hub"
 )
 
@@ -128,5 +129,52 @@ func TestReadSmall(t *testing.T) {
 		if tc.want != nil && !errors.Is(err, tc.want) {
 			t.Errorf("ReadSmall(%s) error %v, want %v", filepath.Base(tc.path), err, tc.want)
 		}
+	}
+}
+
+// A hook vocabulary is the source's own: it names one of the source's
+// harnesses and at least one event; the registry finds it by source and
+// by harness.
+func TestRegisterHooks(t *testing.T) {
+	mk := func(id string, hooks *Hooks) Registration {
+		return Registration{
+			Info:  agentbridge.SourceInfo{ID: id, Harnesses: []agentbridge.Harness{{ID: id + "-cli", DisplayName: id}}},
+			New:   func(Options) hub.Source { return nil },
+			Hooks: hooks,
+		}
+	}
+	events := map[string]fold.HookKind{"Stop": fold.HookTurnEnd}
+	for name, r := range map[string]Registration{
+		"another harness": mk("test-hooks-other", &Hooks{Harness: "elsewhere", Events: events}),
+		"no events":       mk("test-hooks-empty", &Hooks{Harness: "test-hooks-empty-cli"}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Error("Register did not panic")
+				}
+			}()
+			Register(r)
+		})
+	}
+	Register(mk("test-hooks", &Hooks{Harness: "test-hooks-cli", Events: events}))
+	Register(mk("test-no-hooks", nil))
+	defer func() {
+		regMu.Lock()
+		delete(regs, "test-hooks")
+		delete(regs, "test-no-hooks")
+		regMu.Unlock()
+	}()
+	if h, ok := LookupHooks("test-hooks"); !ok || h.Events["Stop"] != fold.HookTurnEnd {
+		t.Errorf("LookupHooks(test-hooks) = %v, %v", h, ok)
+	}
+	if _, ok := LookupHooks("test-no-hooks"); ok {
+		t.Error("a source without hooks has hooks")
+	}
+	if r, ok := HooksOfHarness("test-hooks-cli"); !ok || r.Info.ID != "test-hooks" {
+		t.Errorf("HooksOfHarness(test-hooks-cli) = %q, %v", r.Info.ID, ok)
+	}
+	if _, ok := HooksOfHarness("test-no-hooks-cli"); ok {
+		t.Error("a harness without hooks has hooks")
 	}
 }

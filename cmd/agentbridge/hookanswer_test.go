@@ -14,6 +14,8 @@ import (
 
 	"github.com/agentbridge/agentbridge/api"
 	"github.com/agentbridge/agentbridge/hooks/install"
+	"github.com/agentbridge/agentbridge/sources/claudecode"
+	codexsrc "github.com/agentbridge/agentbridge/sources/codex"
 )
 
 // TestHookAnswerPrintsTheDecision: what an answering hook prints for each
@@ -141,8 +143,8 @@ func TestHooksInstallAnswer(t *testing.T) {
 		file, source string
 		wait         int
 	}{
-		{filepath.Join(claude, "settings.json"), "claude-code", install.ClaudeAnswerWait},
-		{filepath.Join(codex, "hooks.json"), "codex", install.CodexAnswerWait},
+		{filepath.Join(claude, "settings.json"), "claude-code", claudecode.HookAnswerWait},
+		{filepath.Join(codex, "hooks.json"), "codex", codexsrc.HookAnswerWait},
 	} {
 		hs := hooksOf(tt.file)
 		perm := hs["PermissionRequest"][0].Hooks[0]
@@ -159,7 +161,7 @@ func TestHooksInstallAnswer(t *testing.T) {
 		}
 	}
 	out, _, _ := run("status", "--harness", "claude-code")
-	if !strings.Contains(out, "installed (11 events)") || !strings.Contains(out, "answering: the permission hook waits up to "+strconv.Itoa(install.ClaudeAnswerWait)+" s") {
+	if !strings.Contains(out, "installed (11 events)") || !strings.Contains(out, "answering: the permission hook waits up to "+strconv.Itoa(claudecode.HookAnswerWait)+" s") {
 		t.Errorf("status: %s", out)
 	}
 	// installing without --answer makes the hook plain again

@@ -54,8 +54,8 @@ directory exists.
 
 install --answer makes Claude Code's and Codex's PermissionRequest hook wait
 for an answer given through the bridge (the dashboard's buttons, a desktop
-notification's actions, 'agentbridge answer'): up to ` + strconv.Itoa(install.ClaudeAnswerWait) + ` s for Claude Code,
-whose own dialog stays usable meanwhile, and ` + strconv.Itoa(install.CodexAnswerWait) + ` s for Codex, which shows
+notification's actions, 'agentbridge answer'): up to ` + answerWaitText("claude-code") + ` s for Claude Code,
+whose own dialog stays usable meanwhile, and ` + answerWaitText("codex") + ` s for Codex, which shows
 its own approval only once the hook has ended (--answer-wait sets another
 bound). The bridge must have answering on too (hooks.answer: true in its
 config, or serve --answer); otherwise the hook gives up at once. Installing
@@ -65,9 +65,9 @@ again without --answer makes the hook plain again. See docs/answering.md.`,
 	}
 	var o hooksOptions
 	flags := func(c *cobra.Command) {
-		c.Flags().StringSliceVar(&o.harnesses, "harness", nil, "only these harness `ids`: "+strings.Join(install.Harnesses, ", "))
+		c.Flags().StringSliceVar(&o.harnesses, "harness", nil, "only these harness `ids`: "+strings.Join(install.Harnesses(), ", "))
 		c.Flags().String("config", "", "YAML config `file` (sources.<id>.home names an agent's home)")
-		mustComplete(c, "harness", fixedCompletions(install.Harnesses...))
+		mustComplete(c, "harness", fixedCompletions(install.Harnesses()...))
 	}
 	edit := func(use, short string, install bool) *cobra.Command {
 		return &cobra.Command{
@@ -123,13 +123,13 @@ func (a *app) hookTargets(fs *pflag.FlagSet, names []string) (targets []install.
 		return nil, false, err
 	}
 	if len(names) == 0 {
-		names = install.Harnesses
+		names = install.Harnesses()
 	} else {
 		explicit = true
 	}
 	for _, n := range names {
-		if !slices.Contains(install.Harnesses, n) {
-			return nil, false, usagef("--harness: no hooks for %q (harnesses with hooks: %s)", n, strings.Join(install.Harnesses, ", "))
+		if !slices.Contains(install.Harnesses(), n) {
+			return nil, false, usagef("--harness: no hooks for %q (harnesses with hooks: %s)", n, strings.Join(install.Harnesses(), ", "))
 		}
 		src := install.Source(n)
 		r, ok := sources.Lookup(src)
@@ -353,4 +353,11 @@ func (a *app) hooksStatus(fs *pflag.FlagSet, o hooksOptions) error {
 		}
 	}
 	return nil
+}
+
+// answerWaitText is the default wait of harness's answering hook, in
+// seconds, as text.
+func answerWaitText(harness string) string {
+	w, _ := install.Answerable(harness)
+	return strconv.Itoa(w)
 }

@@ -3,7 +3,11 @@
 // settings.json (under CLAUDE_CONFIG_DIR), Codex's hooks.json and the
 // hooks feature flag of its config.toml (under CODEX_HOME), Gemini CLI's
 // settings.json (under its .gemini directory), Qwen Code's settings.json
-// (under QWEN_HOME, default ~/.qwen).
+// (under QWEN_HOME, default ~/.qwen). What it knows of each agent (the
+// harnesses with hooks, their events, file, timeout, whether the file
+// takes comments or needs a feature flag, the answering hook's wait) is
+// the sources.Hooks its source registers; the package holds no table per
+// agent.
 //
 // Edits merge with what the user has: a file is parsed with a real parser
 // that keeps its text (hujson for JSON, go-toml's for TOML), only the
@@ -24,6 +28,7 @@ package install
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -37,69 +42,75 @@ import (
 
 	"github.com/agentbridge/agentbridge/hooks"
 	"github.com/agentbridge/agentbridge/internal/binpath"
+	"github.com/agentbridge/agentbridge/sources"
 )
 
 // BackupSuffix is appended to a file's name for its backup.
 const BackupSuffix = ".agentbridge-backup"
 
 // Timeout is the hook timeout written for each handler, in seconds (the
-// command itself ends within one second); Gemini CLI counts milliseconds.
+// command itself ends within one second), unless the agent's
+// sources.Hooks sets another (Codex); an agent that counts milliseconds
+// (Gemini CLI) gets it in milliseconds.
 const Timeout = 5
-
-// CodexTimeout is the timeout written for Codex's handlers, in seconds:
-// Codex clamps its SessionEnd and Interrupt hooks to 3 s and warns about
-// it at every start ("clamping Interrupt hook timeout to 3s"), so every
-// handler gets 3.
-const CodexTimeout = 3
-
-// ClaudeAnswerWait is how long an answering PermissionRequest hook of
-// Claude Code waits, in seconds (docs/answering.md): Claude Code keeps its
-// own dialog usable while the hook runs, so a long wait costs nothing.
-const ClaudeAnswerWait = 300
-
-// CodexAnswerWait is how long an answering PermissionRequest hook of Codex
-// waits, in seconds (docs/answering.md): Codex shows its own approval only
-// once the hook has ended, so the wait is short.
-const CodexAnswerWait = 20
 
 // answerMargin is added to an answering hook's wait for its handler's
 // timeout: the agent must never kill the hook before it gives up itself.
 const answerMargin = 5
 
 // Answerable reports whether a harness's permission prompts can be
-// answered through the bridge (install --answer), and its default wait.
+// answered through the bridge (install --answer), and its default wait
+// (sources.Hooks.AnswerWait).
 func Answerable(harness string) (wait int, ok bool) {
-	w := specs[harness].answer
+	w := specOf(harness).AnswerWait
 	return w, w > 0
 }
 
 // maxSettings bounds a settings file that is read.
 const maxSettings = 4 << 20
 
-// Harnesses are the harness ids that take hooks, sorted.
-var Harnesses = []string{"claude-code", "codex", "gemini-cli", "qwen-code"}
+// Harnesses returns the harness ids that take hooks, sorted: those whose
+// source registers a hook vocabulary (sources.Hooks).
+func Harnesses() []string {
+	var out []string
+	for _, r := range sources.HookRegistrations() {
+		out = append(out, r.Hooks.Harness)
+	}
+	slices.Sort(out)
+	return out
+}
 
-// spec is where a harness keeps its hooks.
+// spec is what install knows of a harness's hooks: its source id (what
+// `agentbridge hook` is given) and the hooks its source registers.
 type spec struct {
-	source  string // the source id: what `agentbridge hook` is given
-	file    string // the hooks file in the agent's home
-	config  bool   // Codex: the feature flag in config.toml
-	timeout int    // the handler's timeout, in the agent's unit
-	dialect dialect
-	// answer is the default wait of an answering PermissionRequest hook
-	// (AnswerCommand), in seconds; 0: the harness cannot be answered
-	answer int
+	source string
+	sources.Hooks
 }
 
-var specs = map[string]spec{
-	"claude-code": {source: "claude-code", file: "settings.json", timeout: Timeout, answer: ClaudeAnswerWait},
-	"codex":       {source: "codex", file: "hooks.json", config: true, timeout: CodexTimeout, answer: CodexAnswerWait},
-	"gemini-cli":  {source: "gemini", file: "settings.json", timeout: Timeout * 1000, dialect: dialect{comments: true}},
-	"qwen-code":   {source: "qwen", file: "settings.json", timeout: Timeout, dialect: dialect{comments: true}},
+// specOf returns harness's spec (the zero spec for a harness without
+// hooks).
+func specOf(harness string) spec {
+	r, ok := sources.HooksOfHarness(harness)
+	if !ok {
+		return spec{}
+	}
+	return spec{source: r.Info.ID, Hooks: *r.Hooks}
 }
+
+// timeout is the handler's timeout in the agent's unit.
+func (sp spec) timeout() int {
+	t := cmp.Or(sp.Timeout, Timeout)
+	if sp.Millis {
+		t *= 1000
+	}
+	return t
+}
+
+// dialect is what the agent reads back of its hooks file.
+func (sp spec) dialect() dialect { return dialect{comments: sp.Comments} }
 
 // Source is the source id of a harness with hooks ("" for none).
-func Source(harness string) string { return specs[harness].source }
+func Source(harness string) string { return specOf(harness).source }
 
 // Target is one agent's home where hooks are installed.
 type Target struct {
@@ -109,25 +120,25 @@ type Target struct {
 
 // HooksFile is the JSON file that holds the agent's hooks.
 func (t Target) HooksFile() string {
-	if f := specs[t.Harness].file; f != "" {
+	if f := specOf(t.Harness).File; f != "" {
 		return filepath.Join(t.Home, f)
 	}
 	return filepath.Join(t.Home, "settings.json")
 }
 
-func (t Target) source() string { return specs[t.Harness].source }
+func (t Target) source() string { return specOf(t.Harness).source }
 
 // ConfigFile is Codex's config.toml ("" for other harnesses).
 func (t Target) ConfigFile() string {
-	if specs[t.Harness].config {
+	if specOf(t.Harness).FeatureFlag {
 		return filepath.Join(t.Home, "config.toml")
 	}
 	return ""
 }
 
 func (t Target) check() error {
-	if !slices.Contains(Harnesses, t.Harness) {
-		return fmt.Errorf("no hooks for harness %q (harnesses with hooks: %s)", t.Harness, strings.Join(Harnesses, ", "))
+	if hs := Harnesses(); !slices.Contains(hs, t.Harness) {
+		return fmt.Errorf("no hooks for harness %q (harnesses with hooks: %s)", t.Harness, strings.Join(hs, ", "))
 	}
 	if !filepath.IsAbs(t.Home) {
 		return fmt.Errorf("%s: the agent's home must be an absolute path", t.Harness)
@@ -211,12 +222,12 @@ func PlanInstallAnswer(t Target, command string, wait int) ([]Edit, error) {
 		return nil, fmt.Errorf("the answer wait must be between 1 and %d seconds", int(maxAnswerWait/time.Second))
 	}
 	events := hooks.Events(source)
-	sp := specs[t.Harness]
+	sp := specOf(t.Harness)
 	handlerFor := func(ev string) handler {
 		if wait > 0 && ev == answerEvent {
 			return handler{Type: "command", Command: AnswerCommand(prog, source, wait), Timeout: wait + answerMargin}
 		}
-		return handler{Type: "command", Command: command, Timeout: sp.timeout}
+		return handler{Type: "command", Command: command, Timeout: sp.timeout()}
 	}
 	return planBoth(t, false, func(d *doc) error {
 		return addHandlers(d, source, events, handlerFor)
@@ -313,7 +324,7 @@ func Status(t Target, prog string) State {
 		st.Problem = err.Error()
 		return st
 	}
-	d, err := parseDoc(b, specs[t.Harness].dialect)
+	d, err := parseDoc(b, specOf(t.Harness).dialect())
 	if err != nil {
 		st.Problem = fmt.Sprintf("%s: %v", filepath.Base(st.File), err)
 		return st

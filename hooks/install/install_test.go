@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentbridge/agentbridge/hooks"
 	"github.com/agentbridge/agentbridge/internal/testenv"
+	"github.com/agentbridge/agentbridge/sources/codex"
 )
 
 const prog = "/opt/agent bridge/bin/agentbridge"
@@ -129,7 +130,7 @@ func TestClaudeCodeRoundTrip(t *testing.T) {
 }
 
 func TestMissingFiles(t *testing.T) {
-	for _, harness := range Harnesses {
+	for _, harness := range Harnesses() {
 		t.Run(harness, func(t *testing.T) {
 			home := filepath.Join(t.TempDir(), "not-yet")
 			tg := Target{Harness: harness, Home: home}
@@ -363,8 +364,8 @@ func TestCodexTimeout(t *testing.T) {
 	}
 	decode()
 	for _, ev := range hooks.Events("codex") {
-		if h := doc.Hooks[ev][0].Hooks[0]; h.Timeout != CodexTimeout {
-			t.Errorf("%s: timeout %d, want %d", ev, h.Timeout, CodexTimeout)
+		if h := doc.Hooks[ev][0].Hooks[0]; h.Timeout != codex.HookTimeout {
+			t.Errorf("%s: timeout %d, want %d", ev, h.Timeout, codex.HookTimeout)
 		}
 	}
 	old := strings.ReplaceAll(string(read(t, tg.HooksFile())), `"timeout": 3`, `"timeout": 5`)
@@ -376,7 +377,7 @@ func TestCodexTimeout(t *testing.T) {
 	}
 	decode()
 	for _, ev := range hooks.Events("codex") {
-		if hs := doc.Hooks[ev]; len(hs) != 1 || hs[0].Hooks[0].Timeout != CodexTimeout {
+		if hs := doc.Hooks[ev]; len(hs) != 1 || hs[0].Hooks[0].Timeout != codex.HookTimeout {
 			t.Errorf("%s: %+v", ev, hs)
 		}
 	}

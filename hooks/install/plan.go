@@ -62,7 +62,7 @@ func planJSON(t Target, uninstall bool, change func(*doc) error) (Edit, error) {
 	if err != nil {
 		return e, err
 	}
-	dl := specs[t.Harness].dialect
+	dl := specOf(t.Harness).dialect()
 	d, err := parseDoc(e.Before, dl)
 	if err != nil {
 		return e, fmt.Errorf("%s: %w (nothing was changed)", e.File, err)

@@ -8,9 +8,11 @@ import (
 func init() {
 	info := New(Options{Home: "/"}).Info() // "/" has no sessions/: the static description
 	info.Observes["waiting"] = agentbridge.Observe{How: agentbridge.Observed, From: "registry"}
+	hooks := Hooks()
 	sources.RegisterNew(sources.Registration{
 		Info:        info,
 		HomeEnv:     EnvConfigDir,
 		DefaultHome: sources.HomeUnder(".claude"),
+		Hooks:       &hooks,
 	}, New)
 }

@@ -103,6 +103,7 @@ func New(opt Options) *Source {
 var single = sources.Single{
 	ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
 	DefaultHome: sources.HomeUnder(".codex"),
+	Hooks:       &hookVocabulary,
 	Observes: map[string]agentbridge.Observe{
 		"waiting":   {How: agentbridge.Unavailable},               // approvals are never persisted
 		"exited":    sources.ExitedByHolder(),                     // through the process holding the rollout

@@ -68,6 +68,7 @@ func init() {
 			}
 			return sources.HomeUnder(".gemini")(getenv)
 		},
+		Hooks: &hookVocabulary,
 	}, New)
 }
 

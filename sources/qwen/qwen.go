@@ -22,6 +22,7 @@ import (
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/claudecode"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -37,6 +38,7 @@ const (
 var single = sources.Single{
 	ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
 	DefaultHome: sources.HomeUnder(".qwen"),
+	Hooks:       &hookVocabulary,
 	Observes: map[string]agentbridge.Observe{
 		// A pending approval is a functionCall of a tool that asks in the
 		// session's approval mode (mode.go) with nothing after it; a tool
@@ -48,6 +50,18 @@ var single = sources.Single{
 		"model":     {How: agentbridge.Observed, From: "journal"},
 	},
 }
+
+// hookVocabulary is Qwen Code's hook vocabulary: the events and payloads
+// of Claude Code (as its 0.24 CLI builds them: PermissionRequest without a
+// tool id, a Notification "Qwen Code needs your permission to use X" of
+// type permission_prompt), without StopFailure, installed in settings.json
+// of its home, which may hold comments; its prompts cannot be answered
+// through the bridge.
+var hookVocabulary = func() sources.Hooks {
+	h := claudecode.Hooks().WithoutEvents("StopFailure")
+	h.Harness, h.Comments, h.AnswerWait = Harness, true, 0
+	return h
+}()
 
 func init() { sources.RegisterSingle(single, New) }
 
