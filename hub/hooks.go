@@ -96,8 +96,17 @@ func (p *publisher) hook(id string, hk fold.Hook, now time.Time) string {
 
 // hookInto folds hk into w's fold and queues the lifecycle records it
 // made, as fold does for an event; p.mu must be held.
+//
+// A hook never writes the fold a source was handed: a running source
+// reads it on its own goroutine without p.mu (Sink.Session) while a hook
+// comes in on an HTTP handler's. It folds into a copy, which replaces the
+// fold under p.mu; the source's next Sink.Session returns it. Hooks are
+// few (a prompt, a tool call), so the copy costs the journal's path
+// nothing.
 func (p *publisher) hookInto(w *work, hk fold.Hook) bool {
-	evs := w.fold.Hook(hk)
+	f := w.fold.Clone()
+	evs := f.Hook(hk)
+	w.fold = f // even with no records: a hook may change the hook state only
 	if len(evs) == 0 {
 		return false
 	}

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -141,5 +142,61 @@ func TestHookObserves(t *testing.T) {
 	now = now.Add(HookFresh)
 	if s, _ := h.Source("codex"); s.Observes["waiting"].How != agentbridge.Unavailable {
 		t.Fatalf("hooks gone quiet: %+v", s.Observes)
+	}
+}
+
+// TestSessionReadWhileHooksFold reads a session's fold as a running source
+// does (Sink.Session on the source's goroutine, then its snapshot, end and
+// view, without the hub's locks) while an agent's hooks arrive over HTTP
+// and fold into the same session (Hub.Hook on another goroutine). What the
+// source reads must be a whole state, never one a hook is half-way through
+// (a waiting status without its reason, or the reason of a closed prompt);
+// under -race, any read of memory a hook writes fails the test.
+func TestSessionReadWhileHooksFold(t *testing.T) {
+	h := newHub(t, Options{})
+	f := newFake(info("claude-code", "claude-code"))
+	pub := running(t, h, f)[0].Publisher
+	if err := pub.Event("s1", "claude-code", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: 10}); err != nil {
+		t.Fatal(err)
+	}
+	const prompts = 200
+	done := make(chan struct{})
+	go func() { // the agent's hooks, as the HTTP handler hands them in
+		defer close(done)
+		for i := range prompts {
+			key := "k" + strconv.Itoa(i)
+			at := int64(100 + 2*i)
+			if err := h.Hook("claude-code", "s1", fold.Hook{Kind: fold.HookAsk, Key: key, Reason: "Approve Bash: git push", At: at}); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := h.Hook("claude-code", "s1", fold.Hook{Kind: fold.HookAnswered, Key: key, At: at + 1}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	reads := 0
+	for { // the source's goroutine
+		s := pub.Session("s1")
+		if s == nil {
+			t.Fatal("the source's session is missing")
+		}
+		snap := s.Snapshot()
+		if (snap.Status == agentbridge.StatusWaiting) != (snap.WaitingFor != "") {
+			t.Fatalf("read %d: a torn snapshot: status %q, waitingFor %q", reads, snap.Status, snap.WaitingFor)
+		}
+		if s.Ended() != nil || !fold.ViewOf(s).InTurn() {
+			t.Fatalf("read %d: the turn in progress is not shown: ended %v, in turn %v", reads, s.Ended(), fold.ViewOf(s).InTurn())
+		}
+		reads++
+		select {
+		case <-done:
+			if got := statusOf(t, h, "s1"); got.Status != agentbridge.StatusRunning {
+				t.Fatalf("after every prompt was answered: %+v", got)
+			}
+			return
+		default:
+		}
 	}
 }

@@ -61,6 +61,14 @@ import (
 //
 // A Sink is safe for concurrent use, but a source calls it from one
 // goroutine; Session's result may only be read on that goroutine.
+//
+// Reading a fold. The fold Session returns is written only by the calls of
+// the source's own goroutine (Fold, Restart, …), so the source reads it
+// without a lock. Hub.Hook, which comes in on another goroutine, never
+// writes it: a hook folds into a copy of the fold that replaces it, under
+// the Sink's lock, and the source sees the hook's effect from its next
+// call of Session on. A fold the source keeps across a Sink call is
+// therefore a stale copy, never a torn one.
 type Sink interface {
 	Publisher
 	// Fold folds e into session id of harness, creating the session (status
@@ -73,7 +81,9 @@ type Sink interface {
 	Flush()
 	// Session returns the fold of a session the source reported (in view
 	// or not, in a scan the one being built), nil when there is none. It is
-	// read only and valid until the next call of the Sink.
+	// read only and valid until the next call of the Sink. The source may
+	// read all of it on its own goroutine while hooks come in: a hook
+	// never writes a fold Session returned (see Sink, Reading a fold).
 	Session(sessionID string) *fold.Session
 	// Rescan starts a scan: the sessions are built again, aside, from the
 	// calls that follow, and the next Flush makes them the source's whole

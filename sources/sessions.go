@@ -127,7 +127,10 @@ func (ss *Sessions) Enabled(harness string) bool { return ss.enabled[harness] }
 func (ss *Sessions) Live() bool { return ss.live }
 
 // Get returns the session's state as the hub folded it, or nil when it is
-// unknown. It is read only (use Event) and valid until the next call.
+// unknown. It is read only (use Event) and valid until the next call. It
+// may be read whole on the source's goroutine while the agent's hooks
+// come in: the hub folds a hook into a copy, never into a fold it handed
+// out (hub.Sink.Session), so a Get kept past a call is stale, never torn.
 func (ss *Sessions) Get(id string) *fold.Session {
 	if ss.m[id] == nil {
 		return nil
@@ -137,7 +140,8 @@ func (ss *Sessions) Get(id string) *fold.Session {
 
 // View returns the read-only view of session id's fold that a mapper
 // reads before it maps the session's next line (fold.View), the empty
-// view when the session is unknown. Valid until the next event.
+// view when the session is unknown. Valid until the next event; safe to
+// read while hooks come in, as Get is. It costs no copy (per line).
 func (ss *Sessions) View(id string) fold.View { return fold.ViewOf(ss.Get(id)) }
 
 // Exited reports whether session id is known and exited: agent.exited was
