@@ -12,8 +12,11 @@ import "github.com/agentbridge/agentbridge"
 // closes).
 //
 // A View holds only what journal events change, never what hooks fold
-// (open waits, the status), which the hub folds from another goroutine:
-// a source may read it on its own goroutine while hooks come in.
+// (open waits, the status): no hook changes the turn, the open tools or
+// the running subagents, so a mapper reads the journal's state alone.
+// (That is not what makes it safe to read while hooks come in: the hub
+// folds a hook into a copy of the session, never into one a source was
+// handed; see hub.Sink.)
 type View interface {
 	// InTurn reports whether a turn.started was folded and no agent.done
 	// since. agent.exited does not end it: the journal may still tell
