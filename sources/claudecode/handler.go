@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 )
@@ -328,10 +329,11 @@ func (h *handler) recent(path string, _ fs.FileInfo) bool {
 // ---- sessions ----
 
 func (h *handler) newMapper(id string) *Mapper {
-	m := NewMapper(id, MapperOptions{InferWaits: true})
+	view := func() fold.View { return h.ss.View(id) }
+	m := NewMapper(id, MapperOptions{InferWaits: true, View: view})
 	for _, pid := range slices.Sorted(maps.Keys(h.regs)) {
 		if rp := h.regs[pid]; rp.id == id {
-			m = NewMapper(id, MapperOptions{InferWaits: rp.entry.Status == RegistryNone})
+			m = NewMapper(id, MapperOptions{InferWaits: rp.entry.Status == RegistryNone, View: view})
 			m.SetOrigin(pid, rp.entry.Cwd, rp.entry.StartedAt)
 		}
 	}

@@ -80,8 +80,9 @@ func (m *Mapper) Gone(at int64) { m.goneAt = at }
 // the time of exit in epoch ms, 0 when unknown; signal is e.g. "SIGKILL".
 func (m *Mapper) Exited(at int64, exitCode *int, signal string) []agentbridge.Event {
 	m.out = m.out[:0]
+	m.load()
 	m.exit(at, exitCode, signal)
-	return m.out
+	return m.done(m.out)
 }
 
 // movesStatus reports whether an event kind can take a session out of
@@ -122,8 +123,9 @@ func (m *Mapper) LateExit() []agentbridge.Event {
 	if !m.lateMoved {
 		return nil
 	}
+	m.load()
 	m.exit(0, nil, "")
-	return m.out
+	return m.done(m.out)
 }
 
 // ---- the live registry ----
@@ -156,6 +158,7 @@ type RegistryState struct {
 // transcript.
 func (m *Mapper) Registry(st RegistryState, at int64) []agentbridge.Event {
 	m.out = m.out[:0]
+	m.load()
 	if st.Status != RegistryNone && m.inferWaits {
 		m.inferWaits = false
 		for _, id := range m.toolOrder {
@@ -176,7 +179,7 @@ func (m *Mapper) Registry(st RegistryState, at int64) []agentbridge.Event {
 	if st.Status == RegistryWaiting && m.regWait == "" && m.turn != "" {
 		m.openRegistryWait(at, "")
 	}
-	return m.out
+	return m.done(m.out)
 }
 
 // openRegistryWait opens the wait the registry reports. Its reason names
@@ -238,12 +241,13 @@ func (m *Mapper) EndIdle(turnID string, at int64) []agentbridge.Event {
 	if m.turn == "" || m.turn != turnID {
 		return nil
 	}
+	m.load()
 	outcome := agentbridge.OutcomeCancelled
 	if m.answered {
 		outcome = agentbridge.OutcomeSuccess
 	}
 	m.finishTurn(outcome, "", at)
-	return m.out
+	return m.done(m.out)
 }
 
 // Turn returns the id of the open turn ("" when none).
