@@ -363,8 +363,13 @@ func (m *Mapper) startEvent() agentbridge.Event {
 }
 
 // Restate returns session.started with the session's current title, model,
-// cwd and pid: sent when the bridge forgot a session (it stopped after
-// exiting) that its transcript brings back.
+// cwd and pid. It is still needed beside the fold's view: when the hub
+// dropped a session (it stopped after exiting: no fold, an empty view)
+// that its transcript brings back, a new fold knows nothing of what
+// earlier lines told (the title, model and cwd, which only the mapper
+// keeps) nor of the pid the registry gave; and a new process that takes
+// up the session (claude --resume) is bound by session.started with its
+// pid.
 func (m *Mapper) Restate() agentbridge.Event {
 	m.started = true
 	e := m.startEvent()
