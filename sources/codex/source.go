@@ -358,24 +358,11 @@ func (h *handler) closed(path string) {
 // quietly.
 func (h *handler) publish(pubs []Pub) {
 	for _, p := range pubs {
-		if p.Event.Kind == agentbridge.KindSubagentDone && !h.subagentRunning(p.Session, p.Event.SubagentID) {
+		if p.Event.Kind == agentbridge.KindSubagentDone && !h.View(p.Session).SubagentRunning(p.Event.SubagentID) {
 			continue
 		}
 		h.Event(p.Session, Harness, p.Event)
 	}
-}
-
-func (h *handler) subagentRunning(session, id string) bool {
-	s := h.Get(session)
-	if s == nil {
-		return false
-	}
-	for _, sa := range s.Snapshot().Subagents {
-		if sa.ID == id {
-			return sa.Status == agentbridge.SubagentRunning
-		}
-	}
-	return false
 }
 
 // keyOf is the engine key of a rollout path: its file name without
