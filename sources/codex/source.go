@@ -57,6 +57,7 @@ import (
 	"strings"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
@@ -150,6 +151,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	}
 	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
 		h.Sessions = ss
+		h.eng.SetViews(func(id string) fold.View { return ss.View(id) })
 		return h
 	})
 }
