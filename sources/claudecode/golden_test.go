@@ -46,8 +46,9 @@ func replay(t *testing.T, path string, o MapperOptions) (log []byte, sess *fold.
 	if id == "" {
 		id = strings.TrimSuffix(filepath.Base(path), ".jsonl")
 	}
+	s := fold.NewSession(SessionID(id), Harness)
+	o.View = func() fold.View { return s } // the mapper reads the fold it is checked against
 	m := NewMapper(id, o)
-	s := fold.NewSession(m.ID(), Harness)
 	var buf bytes.Buffer
 	apply := func(n int, evs []agentbridge.Event) {
 		for _, e := range evs {

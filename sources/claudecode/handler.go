@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 )
@@ -328,10 +329,11 @@ func (h *handler) recent(path string, _ fs.FileInfo) bool {
 // ---- sessions ----
 
 func (h *handler) newMapper(id string) *Mapper {
-	m := NewMapper(id, MapperOptions{InferWaits: true})
+	view := func() fold.View { return h.ss.View(id) }
+	m := NewMapper(id, MapperOptions{InferWaits: true, View: view})
 	for _, pid := range slices.Sorted(maps.Keys(h.regs)) {
 		if rp := h.regs[pid]; rp.id == id {
-			m = NewMapper(id, MapperOptions{InferWaits: rp.entry.Status == RegistryNone})
+			m = NewMapper(id, MapperOptions{InferWaits: rp.entry.Status == RegistryNone, View: view})
 			m.SetOrigin(pid, rp.entry.Cwd, rp.entry.StartedAt)
 		}
 	}
@@ -362,17 +364,24 @@ func (h *handler) publish(id string, se *session, evs []agentbridge.Event) {
 	}
 }
 
-// syncExit tells the mapper that its bound process exited when Sessions saw
-// it first (through the pidfd), so that it does not close tools and waits
-// the fold already closed.
+// syncExit tells the mapper that the fold already ended its bound process
+// (Sessions saw the process end first, through the pidfd, and folded
+// agent.exited), and marks the session exited so that the registry's word
+// of the same end folds no second agent.exited. The view shows the
+// fold's tools and subagents closed; what it cannot show the mapper keeps
+// and ends here (Mapper.ExitFolded): when the process was seen gone,
+// which tells the lines it wrote before (its late tail, LateExit) from a
+// later process's; the turn that tail goes on; the waits the mapper
+// opened (a View never shows waits: hooks fold them from another
+// goroutine). A view that told whether and when the process ended would
+// make it needless.
 func (h *handler) syncExit(id string, se *session) {
 	if se.pid == 0 || se.exited {
 		return
 	}
 	if h.ss.Exited(id) {
 		se.exited = true
-		se.m.Gone(time.Now().UnixMilli())
-		se.m.Exited(0, nil, "")
+		se.m.ExitFolded(time.Now().UnixMilli())
 	}
 }
 

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/text"
 	"github.com/agentbridge/agentbridge/validate"
@@ -71,12 +74,18 @@ type Mapper struct {
 	turns      int
 	used       map[string]struct{} // turn ids given out, so none repeats
 
-	tools     map[string]*openTool // open tools by id
-	toolOrder []string             // open tool ids in start order
-	subs      map[string]*subagent // running subagents by id
-	subOrder  []string
-	agents    map[string]string   // Claude agentId → subagent id
-	everSub   map[string]struct{} // every subagent id ever started
+	// Which tools are open and which subagents run is the fold's (view,
+	// loaded into toolOrder and subOrder at each call, see load); the
+	// mapper keeps only what their records said, for the ids the fold has
+	// open.
+	view      func() fold.View
+	own       *fold.Session        // the mapper's own fold when no view is given (MapperOptions.View)
+	tools     map[string]*openTool // what the tool_use of each open tool said, by id
+	toolOrder []string             // scratch: the open tool ids in start order
+	subs      map[string]*subagent // how each running subagent was launched, by id
+	subOrder  []string             // scratch: the running subagent ids in start order
+	agents    map[string]string    // Claude agentId → subagent id
+	everSub   map[string]struct{}  // every subagent id ever started
 
 	reg     RegistryState // last registry state applied
 	regWait string        // open registry wait id
@@ -126,23 +135,63 @@ type MapperOptions struct {
 	// marked isSidechain, are read as the session's (in a root transcript
 	// they belong to a subagent and are skipped).
 	Sidechain bool
+	// View returns the view of the session's fold (Sessions.View), which
+	// tells which tools are open and which subagents run: the fold folds
+	// events the mapper does not make (agent.exited when the process
+	// ends) and refuses some it makes. Nil: the mapper folds its own
+	// events into a fold of its own (a transcript that is no session: a
+	// subagent's; tests).
+	View func() fold.View
 }
 
 // NewMapper returns a mapper for the session with the given id (the
 // transcript's file stem). An id that is not an identity value is replaced
 // by a stable derived one (see SessionID).
 func NewMapper(sessionID string, o MapperOptions) *Mapper {
-	return &Mapper{
+	m := &Mapper{
 		id:         SessionID(sessionID),
 		pid:        o.PID,
 		inferWaits: o.InferWaits,
 		sidechain:  o.Sidechain,
+		view:       o.View,
 		tools:      map[string]*openTool{},
 		subs:       map[string]*subagent{},
 		agents:     map[string]string{},
 		used:       map[string]struct{}{},
 		everSub:    map[string]struct{}{},
 	}
+	if m.view == nil {
+		m.own = fold.NewSession(m.id, Harness)
+		m.view = func() fold.View { return m.own }
+	}
+	return m
+}
+
+// load takes from the session's fold which tools are open and which
+// subagents run, and forgets what the mapper kept of the others (the fold
+// closed them: an agent.exited, a restart, a refused event). Every call
+// that maps something calls it first.
+func (m *Mapper) load() {
+	v := m.view()
+	m.toolOrder = slices.DeleteFunc(v.OpenTools(m.toolOrder[:0]), func(id string) bool { return m.tools[id] == nil })
+	if len(m.tools) > len(m.toolOrder) {
+		maps.DeleteFunc(m.tools, func(id string, _ *openTool) bool { return !slices.Contains(m.toolOrder, id) })
+	}
+	m.subOrder = slices.DeleteFunc(v.RunningSubagents(m.subOrder[:0]), func(id string) bool { return m.subs[id] == nil })
+	if len(m.subs) > len(m.subOrder) {
+		maps.DeleteFunc(m.subs, func(id string, _ *subagent) bool { return !slices.Contains(m.subOrder, id) })
+	}
+}
+
+// done folds evs into the mapper's own fold, when it has one, and
+// returns them.
+func (m *Mapper) done(evs []agentbridge.Event) []agentbridge.Event {
+	if m.own != nil {
+		for _, e := range evs {
+			m.own.Apply(e)
+		}
+	}
+	return evs
 }
 
 // SessionID returns the session id the bridge publishes for a Claude Code
@@ -187,8 +236,9 @@ func (m *Mapper) Line(line []byte) ([]agentbridge.Event, error) {
 		*r = record{}
 		return nil, fmt.Errorf("%w: %s", ErrMalformed, err)
 	}
+	m.load()
 	m.record(r)
-	return m.out, nil
+	return m.done(m.out), nil
 }
 
 // jsonProblem describes a decoding error without quoting the input.
@@ -213,7 +263,7 @@ func (m *Mapper) Version() string { return m.rec.Version }
 func (m *Mapper) Start() []agentbridge.Event {
 	m.out = m.out[:0]
 	m.ensureStarted()
-	return m.out
+	return m.done(m.out)
 }
 
 func (m *Mapper) record(r *record) {
@@ -313,11 +363,18 @@ func (m *Mapper) startEvent() agentbridge.Event {
 }
 
 // Restate returns session.started with the session's current title, model,
-// cwd and pid: sent when the bridge forgot a session (it stopped after
-// exiting) that its transcript brings back.
+// cwd and pid. It is still needed beside the fold's view: when the hub
+// dropped a session (it stopped after exiting: no fold, an empty view)
+// that its transcript brings back, a new fold knows nothing of what
+// earlier lines told (the title, model and cwd, which only the mapper
+// keeps) nor of the pid the registry gave; and a new process that takes
+// up the session (claude --resume) is bound by session.started with its
+// pid.
 func (m *Mapper) Restate() agentbridge.Event {
 	m.started = true
-	return m.startEvent()
+	e := m.startEvent()
+	m.done([]agentbridge.Event{e})
+	return e
 }
 
 // LastAt returns the time of the latest record read (epoch ms; 0: none).

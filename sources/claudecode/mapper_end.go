@@ -80,8 +80,9 @@ func (m *Mapper) Gone(at int64) { m.goneAt = at }
 // the time of exit in epoch ms, 0 when unknown; signal is e.g. "SIGKILL".
 func (m *Mapper) Exited(at int64, exitCode *int, signal string) []agentbridge.Event {
 	m.out = m.out[:0]
+	m.load()
 	m.exit(at, exitCode, signal)
-	return m.out
+	return m.done(m.out)
 }
 
 // movesStatus reports whether an event kind can take a session out of
@@ -101,15 +102,32 @@ func (m *Mapper) exit(at int64, exitCode *int, signal string) {
 	for _, id := range append([]string(nil), m.subOrder...) {
 		m.subDone(id, agentbridge.OutcomeCancelled, at)
 	}
-	clear(m.tools)
-	m.toolOrder = m.toolOrder[:0]
+	m.endProcess()
+	m.emit(agentbridge.Event{Kind: agentbridge.KindAgentExited, OccurredAt: at, ExitCode: exitCode, Signal: signal})
+}
+
+// endProcess ends what the mapper keeps of a process that ended. The
+// fold's agent.exited closes the tools, subagents and waits, and the view
+// shows the tools and subagents closed; the rest is the mapper's: the
+// open turn, which the process's late tail (see Gone) goes on under its
+// own id; the waits it opened (the registry's, a job's), which a View
+// never shows; the registry's state.
+func (m *Mapper) endProcess() {
 	if m.turn != "" {
 		m.exitTurn, m.turn = m.turn, ""
 	}
 	m.regWait, m.regWaitTool, m.jobWait = "", "", ""
 	m.reg = RegistryState{}
 	m.lateMoved = false
-	m.emit(agentbridge.Event{Kind: agentbridge.KindAgentExited, OccurredAt: at, ExitCode: exitCode, Signal: signal})
+}
+
+// ExitFolded tells the mapper that the bridge folded its process's end
+// itself (agent.exited: Sessions saw the process end through its pidfd
+// before the registry did), at epoch ms at (the caller's clock, as for
+// Gone). It returns no events: the fold closed what was open.
+func (m *Mapper) ExitFolded(at int64) {
+	m.Gone(at)
+	m.endProcess()
 }
 
 // LateExit ends the session again when lines its exited process wrote,
@@ -122,8 +140,9 @@ func (m *Mapper) LateExit() []agentbridge.Event {
 	if !m.lateMoved {
 		return nil
 	}
+	m.load()
 	m.exit(0, nil, "")
-	return m.out
+	return m.done(m.out)
 }
 
 // ---- the live registry ----
@@ -156,6 +175,7 @@ type RegistryState struct {
 // transcript.
 func (m *Mapper) Registry(st RegistryState, at int64) []agentbridge.Event {
 	m.out = m.out[:0]
+	m.load()
 	if st.Status != RegistryNone && m.inferWaits {
 		m.inferWaits = false
 		for _, id := range m.toolOrder {
@@ -176,7 +196,7 @@ func (m *Mapper) Registry(st RegistryState, at int64) []agentbridge.Event {
 	if st.Status == RegistryWaiting && m.regWait == "" && m.turn != "" {
 		m.openRegistryWait(at, "")
 	}
-	return m.out
+	return m.done(m.out)
 }
 
 // openRegistryWait opens the wait the registry reports. Its reason names
@@ -238,12 +258,13 @@ func (m *Mapper) EndIdle(turnID string, at int64) []agentbridge.Event {
 	if m.turn == "" || m.turn != turnID {
 		return nil
 	}
+	m.load()
 	outcome := agentbridge.OutcomeCancelled
 	if m.answered {
 		outcome = agentbridge.OutcomeSuccess
 	}
 	m.finishTurn(outcome, "", at)
-	return m.out
+	return m.done(m.out)
 }
 
 // Turn returns the id of the open turn ("" when none).

@@ -22,6 +22,7 @@ import (
 // its own, "agent-<agentID>", kept across turns until its transcript ends.
 func (m *Mapper) Child(agentID, toolUseID, agentType, description string, at int64) (evs []agentbridge.Event, subID string, own bool) {
 	m.out = m.out[:0]
+	m.load()
 	aid := validate.SafeID(agentID)
 	if id := validate.SafeID(toolUseID); id != "" {
 		// The parent's tool_use starts (or started) this subagent under the
@@ -61,12 +62,13 @@ func (m *Mapper) Child(agentID, toolUseID, agentType, description string, at int
 		Title: text.Display(description, validate.MaxTitle),
 		Type:  text.Display(agentType, validate.MaxText),
 	})
-	return m.out, subID, true
+	return m.done(m.out), subID, true
 }
 
 // ChildDone ends a subagent that Child started from its own transcript.
 func (m *Mapper) ChildDone(subID string, outcome agentbridge.Outcome, at int64) []agentbridge.Event {
 	m.out = m.out[:0]
+	m.load()
 	m.subDone(subID, outcome, at)
-	return m.out
+	return m.done(m.out)
 }

@@ -361,3 +361,33 @@ func TestHomeAppearsLater(t *testing.T) {
 		t.Errorf("session %+v, want pid %d waiting for approve Bash", s, p.Process.Pid)
 	}
 }
+
+// TestTailAfterTheProcessDied: the bridge sees the process die (its
+// pidfd; a killed claude leaves its registry file) before it reads the
+// transcript's last lines, which the process wrote before it died. They
+// still tell how its turn went (a tool ran, the turn completed), and the
+// session then ends exited again, not idle with no process (syncExit).
+func TestTailAfterTheProcessDied(t *testing.T) {
+	e := startLive(t, nil)
+	p := helper(t)
+	const sid = "abababab-0000-4000-8000-000000000007"
+	path := filepath.Join("projects", "-work-proj", sid+".jsonl")
+	e.registry(p.Process.Pid, sid, "busy", "", 1)
+	e.append(path, prompt(sid, 1, "p", "go"))
+	e.view.waitFor(t, "running", sid, status(agentbridge.StatusRunning))
+	if err := p.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	e.view.waitFor(t, "killed", sid, status(sourcestest.StatusExited))
+	e.append(path, toolUse(sid, 2, "toolu_a", "Bash", `{"command":"ls"}`), toolResult(sid, 3, "toolu_a", "ok", false, ""),
+		reply(sid, 4, "done", "end_turn"))
+	e.view.waitFor(t, "the tail read", sid, func(s agentbridge.Snapshot, ok bool) bool {
+		return ok && s.LastTurn == agentbridge.LastTurnCompleted
+	})
+	// One more line, in a later read: the tail's batch is over by then.
+	e.append(path, rec(sid, 5, "custom-title", `"customTitle":"tail read"`))
+	s := e.view.waitFor(t, "a later line", sid, func(s agentbridge.Snapshot, ok bool) bool { return ok && s.Title == "tail read" })
+	if s.Status != sourcestest.StatusExited || s.Tool != "" {
+		t.Errorf("after the tail: status %q, tool %q; want exited, none", s.Status, s.Tool)
+	}
+}

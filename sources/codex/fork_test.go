@@ -49,7 +49,7 @@ func TestForkedSubagentRunsUntilItsOwnTurnEnds(t *testing.T) {
 			}
 			key := keyOf(helper)
 			status := func() (agentbridge.SubagentStatus, string) {
-				snaps := fold(t, pubs)
+				snaps := foldAll(t, pubs)
 				if len(snaps) != 1 {
 					t.Fatalf("%d sessions, want the parent's only", len(snaps))
 				}

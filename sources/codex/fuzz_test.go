@@ -32,6 +32,6 @@ func FuzzRollout(f *testing.F) {
 		pubs = append(pubs, e.SetName("p", "name /x/y/z")...)
 		pubs = append(pubs, e.Close("a")...)
 		checkPublishable(t, pubs)
-		fold(t, pubs)
+		foldAll(t, pubs)
 	})
 }

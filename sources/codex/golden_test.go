@@ -47,9 +47,9 @@ func replay(tb testing.TB, e *Engine, dir string, names []string) []Pub {
 	return all
 }
 
-// fold applies events through the contract's fold, failing on any event
+// foldAll applies events through the contract's fold, failing on any event
 // the hub would reject, and returns the live sessions' snapshots by id.
-func fold(tb testing.TB, pubs []Pub) []agentbridge.Snapshot {
+func foldAll(tb testing.TB, pubs []Pub) []agentbridge.Snapshot {
 	tb.Helper()
 	sessions := map[string]*foldpkg.Session{}
 	for i, p := range pubs {
@@ -130,7 +130,7 @@ func TestGolden(t *testing.T) {
 			dir := filepath.Join("testdata/rollouts", c.Name())
 			pubs := replay(t, NewEngine(), dir, rolloutNames(t, dir))
 			checkPublishable(t, pubs)
-			snaps := fold(t, pubs)
+			snaps := foldAll(t, pubs)
 
 			var ev bytes.Buffer
 			for _, p := range pubs {
@@ -179,11 +179,11 @@ func TestSubagentOrder(t *testing.T) {
 	for _, c := range []string{"subagent-parent-link", "subagent-lifecycle", "live-0.171-subagents", "live-0.165-subagents"} {
 		dir := filepath.Join("testdata/rollouts", c)
 		names := rolloutNames(t, dir)
-		want := fold(t, replay(t, NewEngine(), dir, names))
+		want := foldAll(t, replay(t, NewEngine(), dir, names))
 		rev := slices.Clone(names)
 		slices.Reverse(rev)
 		t.Run(c, func(t *testing.T) {
-			got := fold(t, replay(t, NewEngine(), dir, rev))
+			got := foldAll(t, replay(t, NewEngine(), dir, rev))
 			if len(got) != 1 {
 				t.Fatalf("children first: %d sessions, want only the parent's", len(got))
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -292,6 +293,12 @@ func (r *Rollout) startTool(dst []agentbridge.Event, id, name string, at int64) 
 	}
 	r.tools = append(r.tools, id)
 	return append(dst, agentbridge.Event{Kind: agentbridge.KindToolStarted, OccurredAt: at, ToolID: id, Name: name})
+}
+
+// keepTools drops the open tools v does not show open (the session's
+// fold closed them).
+func (r *Rollout) keepTools(v fold.View) {
+	r.tools = slices.DeleteFunc(r.tools, func(id string) bool { return !v.ToolOpen(id) })
 }
 
 func (r *Rollout) finishTool(dst []agentbridge.Event, id string, out agentbridge.Outcome, at int64) []agentbridge.Event {

@@ -32,7 +32,7 @@ func run(t *testing.T, lines ...string) ([]Pub, agentbridge.Snapshot) {
 	}
 	pubs = append(pubs, e.Flush("k")...)
 	checkPublishable(t, pubs)
-	snaps := fold(t, pubs)
+	snaps := foldAll(t, pubs)
 	if len(snaps) != 1 {
 		t.Fatalf("got %d sessions, want 1: %+v", len(snaps), pubs)
 	}
@@ -286,11 +286,11 @@ func TestEngineSessionIndex(t *testing.T) {
 	// a later entry renames it
 	pubs = append(pubs, e.SetName("019e0000-0000-7000-8000-000000000001", "renamed")...)
 	checkPublishable(t, pubs)
-	snaps := fold(t, pubs)
+	snaps := foldAll(t, pubs)
 	if len(snaps) != 1 || snaps[0].Title != "renamed" {
 		t.Fatalf("snapshots %+v, want one titled renamed", snaps)
 	}
-	before := fold(t, pubs[:len(pubs)-1])
+	before := foldAll(t, pubs[:len(pubs)-1])
 	if before[0].Title != "latest name" {
 		t.Errorf("title before the rename %q, want the latest index entry", before[0].Title)
 	}
@@ -322,19 +322,19 @@ func TestEngineSubagentNeverRoot(t *testing.T) {
 	// the parent appears: the child is listed under it
 	pubs = append(pubs, e.Line("p", []byte(`{"type":"session_meta","payload":{"id":"019f6249-055d-76d3-b381-cd9d3eb99189","source":"cli"}}`))...)
 	pubs = append(pubs, e.Flush("p")...)
-	snaps := fold(t, pubs)
+	snaps := foldAll(t, pubs)
 	if len(snaps) != 1 || len(snaps[0].Subagents) != 1 || snaps[0].Subagents[0].Status != agentbridge.SubagentRunning {
 		t.Fatalf("snapshots %+v, want the parent with one running subagent", snaps)
 	}
 	// the child's turn ends: completed
 	pubs = append(pubs, e.Line("c", []byte(doneLine))...)
-	snaps = fold(t, pubs)
+	snaps = foldAll(t, pubs)
 	if snaps[0].Subagents[0].Status != agentbridge.SubagentCompleted {
 		t.Errorf("subagent %+v, want completed", snaps[0].Subagents[0])
 	}
 	// removing the parent's rollout stops the session
 	pubs = append(pubs, e.Close("p")...)
-	if snaps = fold(t, pubs); len(snaps) != 0 {
+	if snaps = foldAll(t, pubs); len(snaps) != 0 {
 		t.Errorf("after the parent's rollout went away: %+v, want no session", snaps)
 	}
 }

@@ -57,6 +57,7 @@ import (
 	"strings"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
@@ -151,6 +152,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 	}
 	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
 		h.Sessions = ss
+		h.eng.SetViews(func(id string) fold.View { return ss.View(id) })
 		return h
 	})
 }
@@ -359,24 +361,11 @@ func (h *handler) closed(path string) {
 // quietly.
 func (h *handler) publish(pubs []Pub) {
 	for _, p := range pubs {
-		if p.Event.Kind == agentbridge.KindSubagentDone && !h.subagentRunning(p.Session, p.Event.SubagentID) {
+		if p.Event.Kind == agentbridge.KindSubagentDone && !h.View(p.Session).SubagentRunning(p.Event.SubagentID) {
 			continue
 		}
 		h.Event(p.Session, Harness, p.Event)
 	}
-}
-
-func (h *handler) subagentRunning(session, id string) bool {
-	s := h.Get(session)
-	if s == nil {
-		return false
-	}
-	for _, sa := range s.Snapshot().Subagents {
-		if sa.ID == id {
-			return sa.Status == agentbridge.SubagentRunning
-		}
-	}
-	return false
 }
 
 // keyOf is the engine key of a rollout path: its file name without

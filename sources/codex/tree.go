@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -53,6 +54,25 @@ type Engine struct {
 	bad     bool
 	kind    string // Kind
 	known   bool
+	// views, when set (SetViews), gives the view of a root session's
+	// fold: a root rollout's open tools are kept to the ones it has open.
+	views func(session string) fold.View
+}
+
+// SetViews makes the engine read a root session's fold (fold.View) before
+// it maps the next line of its rollout: a tool the fold closed (an
+// agent.exited folded when the process died, the journal never closing
+// the tool) is no longer open for the rollout either, so that its late
+// end or the end of a resumed turn does not finish it a second time. A
+// subagent's rollout is no session and keeps its own tools.
+func (e *Engine) SetViews(views func(session string) fold.View) { e.views = views }
+
+// loadView keeps a root rollout's open tools to the ones its fold has
+// open.
+func (e *Engine) loadView(f *fileState) {
+	if e.views != nil && f.thread != nil && f.thread.root {
+		f.r.keepTools(e.views(f.thread.id))
+	}
 }
 
 type fileState struct {
@@ -90,6 +110,7 @@ func (e *Engine) Known(key string) bool { _, ok := e.files[key]; return ok }
 func (e *Engine) Line(key string, line []byte) []Pub {
 	e.out = e.out[:0]
 	f := e.file(key)
+	e.loadView(f)
 	e.events = f.r.Line(e.events[:0], line)
 	e.bad = f.r.Bad()
 	e.kind, e.known = f.r.Kind()
@@ -111,6 +132,7 @@ func (e *Engine) Flush(key string) []Pub {
 	if !ok {
 		return e.out
 	}
+	e.loadView(f)
 	e.events = f.r.Flush(e.events[:0])
 	e.route(f)
 	return e.out
