@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -64,12 +65,16 @@ func resolveBaseline(top, rev string) (commit, name string, err error) {
 	return commit, commit[:10] + how, nil
 }
 
+// errNoCheckout is buildBaseline's error when the bench does not run in
+// a git checkout.
+var errNoCheckout = errors.New("-baseline needs the bench run from its git checkout (or -baseline none)")
+
 // buildBaseline builds the bench program of this checkout against the
 // packages of rev, under root.
 func buildBaseline(rev, root string) (*baseline, error) {
 	top, err := git(".", "rev-parse", "--show-toplevel")
 	if err != nil {
-		return nil, fmt.Errorf("-baseline needs the bench run from its git checkout (or -baseline none): %w", err)
+		return nil, fmt.Errorf("%w: %w", errNoCheckout, err)
 	}
 	commit, name, err := resolveBaseline(top, rev)
 	if err != nil {
@@ -150,7 +155,7 @@ func compareRows(got, was []row, rev string) []row {
 		out = append(out, row{
 			Measure:  g.Measure + ", against the bridge of " + rev,
 			Bridge:   fmt.Sprintf("%.1f %s", g.Figure, g.Unit),
-			Baseline: fmt.Sprintf("%.1f %s (the bridge of %s: same phase, corpus and bench program)", w.Figure, w.Unit, rev),
+			Baseline: fmt.Sprintf("%.1f %s (same phase, corpus and bench program)", w.Figure, w.Unit),
 			Ratio:    fmt.Sprintf("%.2f×", r),
 			Target:   "no regression (" + tol + ")",
 			Verdict:  verdict(ok, fmt.Sprintf("%.2f× the baseline revision", r)),

@@ -247,10 +247,15 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 	var base *baseline
 	if cfg.Baseline != "" && hasAny(cfg.Phases, cfg.BasePhases) {
 		fmt.Fprintf(stderr, "building the bridge of %s…\n", cfg.Baseline)
-		if base, err = buildBaseline(cfg.Baseline, root); err != nil {
+		base, err = buildBaseline(cfg.Baseline, root)
+		switch {
+		case errors.Is(err, errNoCheckout) && cfg.Baseline == "auto":
+			fmt.Fprintln(stderr, "no baseline revision: not in a git checkout")
+		case err != nil:
 			return err
+		default:
+			fmt.Fprintf(stderr, "baseline: %s\n", base.rev)
 		}
-		fmt.Fprintf(stderr, "baseline: %s\n", base.rev)
 	}
 	var history, live, turnHistory, turnLive *corpus
 	var rows []row
