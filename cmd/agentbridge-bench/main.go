@@ -45,6 +45,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -299,6 +300,10 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 		default:
 			c = &corpus{Root: root}
 		}
+		// The corpus's dirty pages written back now, not during the
+		// first phase that reads it (and not during this tree's run of a
+		// phase the baseline revision runs after it).
+		syscall.Sync()
 		fmt.Fprintf(stderr, "phase %s…\n", ph)
 		t0 := time.Now()
 		var got []row
