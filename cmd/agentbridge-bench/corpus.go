@@ -198,7 +198,6 @@ func (c *corpus) journalPath(kind string, i int) string {
 // within the last minutes. It stops with an error before writing more than
 // maxBytes.
 func generate(root string, old, recent int, maxBytes int64) (*corpus, error) {
-	c := &corpus{Root: root, ClaudeDir: filepath.Join(root, "claude"), CodexHome: filepath.Join(root, "codex"), Old: old, Recent: recent}
 	tpl := map[string][]*template{}
 	for _, k := range []string{kindClaude, kindCodex} {
 		t, err := loadTemplates(k)
@@ -207,11 +206,23 @@ func generate(root string, old, recent int, maxBytes int64) (*corpus, error) {
 		}
 		tpl[k] = t
 	}
+	pick := func(kind string, i int) *template { ts := tpl[kind]; return ts[(i/2)%len(ts)] }
+	return layOut(root, old, recent, maxBytes,
+		func(kind string, i int) int64 { return int64(pick(kind, i).size) },
+		func(dst []byte, kind string, i int) []byte {
+			return pick(kind, i).render(dst, sessionUUID(kind, i), 0, false)
+		})
+}
+
+// layOut writes old+recent journals under root, alternating Claude Code
+// and Codex, journal i of a kind being render(dst, kind, i) of about
+// size(kind, i) bytes, dated as generate says. It stops with an error
+// before writing more than maxBytes.
+func layOut(root string, old, recent int, maxBytes int64, size func(kind string, i int) int64, render func(dst []byte, kind string, i int) []byte) (*corpus, error) {
+	c := &corpus{Root: root, ClaudeDir: filepath.Join(root, "claude"), CodexHome: filepath.Join(root, "codex"), Old: old, Recent: recent}
 	var est int64
 	for i := range old + recent {
-		kind := []string{kindClaude, kindCodex}[i%2]
-		ts := tpl[kind]
-		est += int64(ts[(i/2)%len(ts)].size)
+		est += size([]string{kindClaude, kindCodex}[i%2], i)
 	}
 	if est > maxBytes {
 		return nil, fmt.Errorf("the corpus would hold %d MiB, over the limit of %d MiB: ask for fewer journals", est>>20, maxBytes>>20)
@@ -225,10 +236,8 @@ func generate(root string, old, recent int, maxBytes int64) (*corpus, error) {
 	var buf []byte
 	for i := range old + recent {
 		kind := []string{kindClaude, kindCodex}[i%2]
-		ts := tpl[kind]
-		t := ts[(i/2)%len(ts)]
 		p := c.journalPath(kind, i)
-		buf = t.render(buf[:0], sessionUUID(kind, i), 0, false)
+		buf = render(buf[:0], kind, i)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return nil, fmt.Errorf("make corpus: %w", err)
 		}

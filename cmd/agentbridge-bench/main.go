@@ -17,7 +17,12 @@
 //     bare r3labs/sse server, and that one encode serves every client;
 //   - idle CPU and wake-ups with thousands of journals watched, against a
 //     bare fsnotify watcher on the same directories;
-//   - RSS with many live sessions and stream clients.
+//   - RSS with many live sessions and stream clients;
+//   - cold start, append latency, idle and RSS again over the turn-heavy
+//     workload (turns.go: journals in which every two records make a
+//     turn), each also against the bridge of a baseline revision
+//     (-baseline, baseline.go): the same phase, corpus and bench program,
+//     built with that revision's packages, in the same run.
 //
 // Each phase runs in a fresh child process (the same binary), so that one
 // phase's heap and goroutines do not colour the next one's numbers.
@@ -40,6 +45,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -63,6 +69,9 @@ type config struct {
 	Profile      string
 	IdleTrace    string
 	InProcess    bool
+	Turns        int    // turns per journal of the turn-heavy workload
+	Baseline     string // revision whose bridge the baseline phases also run ("" none)
+	BasePhases   []string
 
 	ingestBytes int           // IngestMB in bytes (tests set less)
 	streamBytes int           // StreamMB in bytes (tests set less)
@@ -72,7 +81,12 @@ type config struct {
 	corpus string // child: the corpus description file
 }
 
-var allPhases = []string{"cold", "ingest", "stream", "latency", "fanout", "idle", "rss"}
+var allPhases = []string{"cold", "ingest", "stream", "latency", "fanout", "idle", "rss",
+	"turns-cold", "turns-latency", "turns-idle", "turns-rss"}
+
+// turnPhases are the phases of the turn-heavy workload, which -baseline
+// runs on the baseline revision's bridge too by default.
+var turnPhases = []string{"turns-cold", "turns-latency", "turns-idle", "turns-rss"}
 
 func main() {
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
@@ -118,6 +132,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.Profile, "profile", "", "write a CPU profile per phase (and a heap profile for rss) into this directory")
 	fs.StringVar(&cfg.IdleTrace, "idle-trace", "", "write a runtime trace of the bridge's idle window to this file (go tool trace FILE)")
 	fs.BoolVar(&cfg.InProcess, "inprocess", false, "run every phase in this process instead of a child process each")
+	fs.IntVar(&cfg.Turns, "turns", 40, "turns per journal of the turn-heavy workload (two records each)")
+	fs.StringVar(&cfg.Baseline, "baseline", "auto", "git revision whose bridge the -baseline-phases also run, in the same run (auto: the merge-base with main, or HEAD~ on main itself; none: no such baseline)")
+	basePhases := fs.String("baseline-phases", strings.Join(turnPhases, ","), "phases run on the -baseline revision's bridge too")
 	fs.StringVar(&cfg.phase, "phase", "", "internal: run one phase (child process)")
 	fs.StringVar(&cfg.corpus, "corpus", "", "internal: the corpus description of the phase")
 	if err := fs.Parse(args); err != nil {
@@ -143,6 +160,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		def("rss-sessions", &cfg.RSSSessions, 200)
 		def("rss-clients", &cfg.RSSClients, 20)
 		def("repeat", &cfg.Repeat, 1)
+		def("turns", &cfg.Turns, 20)
 		if !set["idle"] {
 			cfg.Idle = 5 * time.Second
 		}
@@ -167,7 +185,21 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 		cfg.Phases = append(cfg.Phases, p)
 	}
+	if cfg.Baseline == "none" {
+		cfg.Baseline = ""
+	}
+	for _, p := range strings.Split(*basePhases, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !contains(allPhases, p) {
+			return nil, fmt.Errorf("-baseline-phases: unknown phase %q", p)
+		}
+		cfg.BasePhases = append(cfg.BasePhases, p)
+	}
 	switch {
+	case cfg.Turns < 1:
+		return nil, errors.New("-turns must be ≥ 1")
 	case cfg.Old < 0 || cfg.Recent < 1 || cfg.RSSSessions < 2:
 		return nil, errors.New("-old must be ≥ 0, -recent ≥ 1, -rss-sessions ≥ 2")
 	case cfg.IngestMB < 1 || cfg.StreamMB < 1 || cfg.Appends < 1 || cfg.FanoutEvents < 1 || cfg.Repeat < 1 || cfg.RSSClients < 1:
@@ -176,6 +208,16 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("-idle and -append-gap must be positive")
 	}
 	return cfg, nil
+}
+
+// hasAny reports whether list holds any of want.
+func hasAny(list, want []string) bool {
+	for _, w := range want {
+		if contains(list, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(list []string, s string) bool {
@@ -203,12 +245,42 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 			return fmt.Errorf("profile dir: %w", err)
 		}
 	}
-	var history, live *corpus
+	var base *baseline
+	if cfg.Baseline != "" && hasAny(cfg.Phases, cfg.BasePhases) {
+		fmt.Fprintf(stderr, "building the bridge of %s…\n", cfg.Baseline)
+		base, err = buildBaseline(cfg.Baseline, root)
+		switch {
+		case errors.Is(err, errNoCheckout) && cfg.Baseline == "auto":
+			fmt.Fprintln(stderr, "no baseline revision: not in a git checkout")
+		case err != nil:
+			return err
+		default:
+			fmt.Fprintf(stderr, "baseline: %s\n", base.rev)
+		}
+	}
+	var history, live, turnHistory, turnLive *corpus
 	var rows []row
 	started := time.Now()
+	maxBytes := int64(cfg.MaxHistoryMB) << 20
 	for _, ph := range cfg.Phases {
 		var c *corpus
 		switch ph {
+		case "turns-cold", "turns-idle":
+			if turnHistory == nil {
+				fmt.Fprintf(stderr, "generating %d old + %d recent turn-heavy journals…\n", cfg.Old, cfg.Recent)
+				if turnHistory, err = generateTurns(filepath.Join(root, "turns-history"), cfg.Old, cfg.Recent, cfg.Turns, maxBytes); err != nil {
+					return err
+				}
+			}
+			c = turnHistory
+		case "turns-rss":
+			if turnLive == nil {
+				fmt.Fprintf(stderr, "generating %d live turn-heavy journals…\n", cfg.RSSSessions)
+				if turnLive, err = generateTurns(filepath.Join(root, "turns-live"), 0, cfg.RSSSessions, cfg.Turns, maxBytes); err != nil {
+					return err
+				}
+			}
+			c = turnLive
 		case "cold", "idle":
 			if history == nil {
 				fmt.Fprintf(stderr, "generating %d old + %d recent journals…\n", cfg.Old, cfg.Recent)
@@ -228,29 +300,43 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 		default:
 			c = &corpus{Root: root}
 		}
+		// The corpus's dirty pages written back now, not during the
+		// first phase that reads it (and not during this tree's run of a
+		// phase the baseline revision runs after it).
+		syscall.Sync()
 		fmt.Fprintf(stderr, "phase %s…\n", ph)
 		t0 := time.Now()
 		var got []row
 		if cfg.InProcess {
 			got, err = runPhase(cfg, ph, c)
 		} else {
-			got, err = runChild(cfg, ph, c, root, stderr)
+			got, err = runChild(cfg, "", ph, c, root, stderr)
 		}
 		if err != nil {
 			return fmt.Errorf("phase %s: %w", ph, err)
 		}
 		fmt.Fprintf(stderr, "phase %s done in %v\n", ph, time.Since(t0).Round(time.Millisecond))
 		rows = append(rows, got...)
+		if base != nil && contains(cfg.BasePhases, ph) {
+			fmt.Fprintf(stderr, "phase %s on the bridge of %s…\n", ph, base.rev)
+			was, err := runChild(cfg, base.exe, ph, c, root, stderr)
+			if err != nil {
+				return fmt.Errorf("phase %s on the bridge of %s: %w", ph, base.rev, err)
+			}
+			rows = append(rows, compareRows(got, was, base.rev)...)
+		}
 	}
 	printTable(stdout, cfg, rows, time.Since(started))
 	return nil
 }
 
-// runChild runs one phase in a child process of this binary.
-func runChild(cfg *config, ph string, c *corpus, root string, stderr io.Writer) ([]row, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find own binary: %w", err)
+// runChild runs one phase in a child process of exe ("": this binary).
+func runChild(cfg *config, exe, ph string, c *corpus, root string, stderr io.Writer) ([]row, error) {
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("find own binary: %w", err)
+		}
 	}
 	desc := filepath.Join(root, "corpus-"+ph+".json")
 	data, _ := json.Marshal(c)
@@ -288,6 +374,7 @@ func childArgs(cfg *config, ph, desc string) []string {
 		"-rss-sessions", strconv.Itoa(cfg.RSSSessions),
 		"-rss-clients", strconv.Itoa(cfg.RSSClients),
 		"-repeat", strconv.Itoa(cfg.Repeat),
+		"-turns", strconv.Itoa(cfg.Turns),
 		"-profile", cfg.Profile,
 		"-idle-trace", cfg.IdleTrace,
 	}
@@ -333,7 +420,15 @@ func runPhase(cfg *config, ph string, c *corpus) ([]row, error) {
 	case "stream":
 		rows, err = phaseStream(cfg, c.Root)
 	case "latency":
-		rows, err = phaseLatency(cfg, c.Root)
+		rows, err = phaseLatency(cfg, c.Root, false)
+	case "turns-cold":
+		rows, err = phaseCold(cfg, c)
+	case "turns-latency":
+		rows, err = phaseLatency(cfg, c.Root, true)
+	case "turns-idle":
+		rows, err = phaseIdle(cfg, c)
+	case "turns-rss":
+		rows, err = phaseRSS(cfg, c)
 	case "fanout":
 		rows, err = phaseFanout(cfg)
 	case "idle":
@@ -348,6 +443,11 @@ func runPhase(cfg *config, ph string, c *corpus) ([]row, error) {
 		}
 	default:
 		err = fmt.Errorf("unknown phase %q", ph)
+	}
+	if contains(turnPhases, ph) {
+		for i := range rows {
+			rows[i].Measure = fmt.Sprintf("turn-heavy (a turn per two records, %d turns per journal): %s", cfg.Turns, rows[i].Measure)
+		}
 	}
 	return rows, err
 }

@@ -135,7 +135,7 @@ func TestPhasesSmall(t *testing.T) {
 		t.Skip("runs the bridge")
 	}
 	cfg, err := parseFlags([]string{"-quick", "-old", "6", "-recent", "4", "-ingest-mb", "1", "-appends", "5",
-		"-append-gap", "2ms", "-fanout-events", "20", "-clients", "1,3", "-idle", "200ms", "-rss-sessions", "6", "-rss-clients", "2"}, io.Discard)
+		"-append-gap", "2ms", "-fanout-events", "20", "-clients", "1,3", "-idle", "200ms", "-rss-sessions", "6", "-rss-clients", "2", "-turns", "3", "-baseline", "none"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,13 +151,15 @@ func TestPhasesSmall(t *testing.T) {
 	t.Log(errOut.String())
 	table := out.String()
 	for _, want := range []string{"cold start to ready", "ingest of one live Claude Code", "ingest of the same Codex rollout",
-		"stream client reading", "append → stream latency", "delivered to 3 stream client", "encoded per event", "idle over", "memory with 6 live sessions"} {
+		"stream client reading", "append → stream latency", "delivered to 3 stream client", "encoded per event", "idle over", "memory with 6 live sessions",
+		"turn-heavy (a turn per two records, 3 turns per journal): cold start", "turn-heavy (a turn per two records, 3 turns per journal): append → stream latency",
+		"turn-heavy (a turn per two records, 3 turns per journal): idle", "turn-heavy (a turn per two records, 3 turns per journal): memory"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
 	}
-	if n := strings.Count(table, "\n| "); n != 14 {
-		t.Errorf("table has %d rows, want 14:\n%s", n, table)
+	if n := strings.Count(table, "\n| "); n != 19 {
+		t.Errorf("table has %d rows, want 19:\n%s", n, table)
 	}
 	// The corpora are gone.
 	left, _ := filepath.Glob(filepath.Join(cfg.Dir, "*"))

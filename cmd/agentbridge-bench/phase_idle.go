@@ -69,6 +69,8 @@ func phaseIdle(cfg *config, c *corpus) ([]row, error) {
 			(int64(wakes)-int64(sysmon))-(int64(baseWakes)-int64(baseSysmon))),
 		Target:  "≈ 0 CPU; no wake-ups beyond the 15 s heartbeat",
 		Verdict: verdict(share < 0.001, fmt.Sprintf("%.2f%% of a core", 100*share)),
+		// Under a thousandth of a core either way is the target met: noise.
+		Figure: msf(cpu), Unit: "ms CPU", Slack: 1.5, Floor: cfg.Idle.Seconds(),
 	}}, nil
 }
 
@@ -150,5 +152,6 @@ func phaseRSS(cfg *config, c *corpus) ([]row, error) {
 		Ratio:    fmt.Sprintf("%.1f× the baseline", float64(rss)/float64(rss0)),
 		Target:   "RSS ≤ 80 MiB",
 		Verdict:  verdict(mib(rss) <= 80, fmt.Sprintf("%.1f MiB over", mib(rss)-80)),
+		Figure:   mib(rss), Unit: "MiB VmRSS", Slack: 1.1, Floor: 2,
 	}}, nil
 }

@@ -61,9 +61,10 @@ func (s *seen) all() bool {
 	return true
 }
 
-// drive appends n prompt lines to p with jittered gaps and returns the
-// latency of each once every one arrived (or the timeout passed).
-func drive(p, session string, n int, gap time.Duration, s *seen) ([]time.Duration, error) {
+// drive appends n writes of line(i) to p with jittered gaps and returns
+// the latency of each once every one arrived (or the timeout passed).
+// line(i) carries the marker "bench-latency-<i>".
+func drive(p string, line func(i int) []byte, n int, gap time.Duration, s *seen) ([]time.Duration, error) {
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
@@ -71,9 +72,9 @@ func drive(p, session string, n int, gap time.Duration, s *seen) ([]time.Duratio
 	defer f.Close()
 	sent := make([]time.Time, n)
 	for i := range n {
-		line := promptLine(session, "bench-latency-"+strconv.Itoa(i), 1_000_000+i)
+		data := line(i)
 		sent[i] = time.Now()
-		if _, err := f.Write(line); err != nil {
+		if _, err := f.Write(data); err != nil {
 			return nil, fmt.Errorf("append: %w", err)
 		}
 		time.Sleep(gap/2 + rand.N(gap))
@@ -101,20 +102,41 @@ func pct(ds []time.Duration, q float64) time.Duration {
 	return s[i]
 }
 
-func phaseLatency(cfg *config, root string) ([]row, error) {
+// latencyMarker is the text whose arrival the latency phases time.
+func latencyMarker(i int) string { return "bench-latency-" + strconv.Itoa(i) }
+
+// phaseLatency times appends to a live Claude Code transcript until they
+// reach a stream client: each append a prompt record or, with turns, a
+// whole turn (prompt and answer records in one write) of the turn-heavy
+// workload, appended to a turn-heavy transcript.
+func phaseLatency(cfg *config, root string, turns bool) ([]row, error) {
 	dir, err := os.MkdirTemp(root, "latency-")
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
 
-	// Baseline: a bare fsnotify reader of the same kind of file.
-	bare, err := bareLatency(cfg, dir)
-	if err != nil {
+	session := sessionUUID(kindClaude, 0)
+	line := func(i int) []byte { return promptLine(session, latencyMarker(i), 1_000_000+i) }
+	what := "appends"
+	var c *corpus
+	if turns {
+		ts, err := loadTurnSource(kindClaude)
+		if err != nil {
+			return nil, err
+		}
+		line = func(i int) []byte { return ts.promptTurn(session, cfg.Turns+1+i, latencyMarker(i)) }
+		what = "appended turns (prompt + answer records per write)"
+		c, err = generateTurns(filepath.Join(dir, "corpus"), 0, 20, cfg.Turns, 64<<20)
+		if err != nil {
+			return nil, err
+		}
+	} else if c, err = generate(filepath.Join(dir, "corpus"), 0, 20, 64<<20); err != nil {
 		return nil, err
 	}
 
-	c, err := generate(filepath.Join(dir, "corpus"), 0, 20, 64<<20)
+	// Baseline: a bare fsnotify reader of the same writes.
+	bare, err := bareLatency(cfg, dir, line)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +156,7 @@ func phaseLatency(cfg *config, root string) ([]row, error) {
 	go cl.read(false, func(ev client.Event) { s.mark(ev.Data) })
 	<-cl.ready
 	p := c.journalPath(kindClaude, 0)
-	lat, err := drive(p, sessionUUID(kindClaude, 0), cfg.Appends, cfg.AppendGap, s)
+	lat, err := drive(p, line, cfg.Appends, cfg.AppendGap, s)
 	if err != nil {
 		return nil, err
 	}
@@ -142,18 +164,19 @@ func phaseLatency(cfg *config, root string) ([]row, error) {
 	b50, b99, bmx := pct(bare, 0.5), pct(bare, 0.99), pct(bare, 1)
 	r := float64(p99) / float64(b99)
 	return []row{{
-		Measure:  fmt.Sprintf("append → stream latency, p50 / p99 / max (%d appends, ~%v apart, SSE over loopback)", cfg.Appends, cfg.AppendGap),
+		Measure:  fmt.Sprintf("append → stream latency, p50 / p99 / max (%d %s, ~%v apart, SSE over loopback)", cfg.Appends, what, cfg.AppendGap),
 		Bridge:   ms(p50) + " / " + ms(p99) + " / " + ms(mx),
 		Baseline: ms(b50) + " / " + ms(b99) + " / " + ms(bmx) + " (bare fsnotify reader)",
 		Ratio:    fmt.Sprintf("%.1f× (p99)", r),
 		Target:   "p99 ≤ 10 ms",
 		Verdict:  verdict(p99 <= 10*time.Millisecond, fmt.Sprintf("p99 %.1f ms over", float64((p99-10*time.Millisecond).Microseconds())/1000)),
+		Figure:   msf(p99), Unit: "ms (p99)", Slack: 1.5, Floor: 1,
 	}}, nil
 }
 
 // bareLatency is the baseline: fsnotify on the directory, read from the
 // last offset to EOF on every write event.
-func bareLatency(cfg *config, dir string) ([]time.Duration, error) {
+func bareLatency(cfg *config, dir string, line func(i int) []byte) ([]time.Duration, error) {
 	bd := filepath.Join(dir, "bare")
 	if err := os.MkdirAll(bd, 0o755); err != nil {
 		return nil, fmt.Errorf("make dir: %w", err)
@@ -195,7 +218,7 @@ func bareLatency(cfg *config, dir string) ([]time.Duration, error) {
 			}
 		}
 	}()
-	lat, err := drive(p, "bare", cfg.Appends, cfg.AppendGap, s)
+	lat, err := drive(p, line, cfg.Appends, cfg.AppendGap, s)
 	w.Close()
 	<-done
 	return lat, err
