@@ -37,18 +37,19 @@ type Agent struct {
 	Handler HandlerMaker
 }
 
-// HandlerMaker makes the Handler of agent a's sessions ss; it runs on the
-// source's goroutine (Follow).
+// HandlerMaker makes the Handler of the sessions ss of agent a's source
+// made with o; it runs on the source's goroutine (Follow).
 type HandlerMaker interface {
-	NewHandler(a *Agent, ss *Sessions) Handler
+	NewHandler(a *Agent, o Options, ss *Sessions) Handler
 }
 
 // HandlerFunc is a HandlerMaker written by hand, for a source whose
-// handler does more than Journals can say.
-type HandlerFunc func(ss *Sessions) Handler
+// handler does more than Journals can say; o is the source's (its Home
+// names where the files are).
+type HandlerFunc func(o Options, ss *Sessions) Handler
 
-// NewHandler returns f(ss).
-func (f HandlerFunc) NewHandler(_ *Agent, ss *Sessions) Handler { return f(ss) }
+// NewHandler returns f(o, ss).
+func (f HandlerFunc) NewHandler(_ *Agent, o Options, ss *Sessions) Handler { return f(o, ss) }
 
 // RegisterAgent registers the source a describes (Register): its
 // constructor is a.New.
@@ -77,7 +78,7 @@ func (s *AgentSource) Info() agentbridge.SourceInfo { return s.a.Info() }
 func (s *AgentSource) Run(ctx context.Context, st hub.Start) error {
 	cfg := s.o.Follow(s.a.Tail(s.o))
 	cfg.Agent = s.a.Process
-	return Follow(ctx, st, cfg, func(ss *Sessions) Handler { return s.a.Handler.NewHandler(s.a, ss) })
+	return Follow(ctx, st, cfg, func(ss *Sessions) Handler { return s.a.Handler.NewHandler(s.a, s.o, ss) })
 }
 
 var _ hub.Source = (*AgentSource)(nil)

@@ -22,7 +22,7 @@ func TestRegisterAgent(t *testing.T) {
 		},
 		Optional: true,
 		Tail:     func(o Options) TailConfig { return TailConfig{Roots: []string{o.Home}} },
-		Handler:  HandlerFunc(func(ss *Sessions) Handler { return nil }),
+		Handler:  HandlerFunc(func(Options, *Sessions) Handler { return nil }),
 	}
 	RegisterAgent(a)
 	defer func() {

@@ -37,7 +37,7 @@
 //		Tail: func(o sources.Options) sources.TailConfig {
 //			return sources.TailConfig{Roots: []string{SessionsDir(o.Home)}, Match: isJournal}
 //		},
-//		Handler: sources.HandlerFunc(func(ss *sources.Sessions) sources.Handler { return &handler{Sessions: ss} }),
+//		Handler: sources.HandlerFunc(func(_ sources.Options, ss *sources.Sessions) sources.Handler { return &handler{Sessions: ss} }),
 //	}
 //
 //	func init() { sources.RegisterAgent(agent) }

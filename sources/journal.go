@@ -43,7 +43,7 @@ type Journals[S any] struct {
 // NewHandler returns the journal handler of j for the sessions ss of
 // agent a (a.Harness is every session's harness); it implements
 // HandlerMaker.
-func (j *Journals[S]) NewHandler(a *Agent, ss *Sessions) Handler {
+func (j *Journals[S]) NewHandler(a *Agent, _ Options, ss *Sessions) Handler {
 	return &journalHandler[S]{
 		Sessions: ss, harness: a.Harness, a: j, states: map[string]S{}, journals: map[string]string{}, born: map[string]time.Time{},
 	}

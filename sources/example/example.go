@@ -98,7 +98,7 @@ var agent = &sources.Agent{
 			Dirs:  func(string) bool { return false }, // journals sit directly in sessions/
 		}
 	},
-	Handler: sources.HandlerFunc(func(ss *sources.Sessions) sources.Handler { return &handler{Sessions: ss} }),
+	Handler: sources.HandlerFunc(func(_ sources.Options, ss *sources.Sessions) sources.Handler { return &handler{Sessions: ss} }),
 }
 
 // isJournal picks <id>.jsonl files whose stem is a valid session id.
