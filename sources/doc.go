@@ -8,10 +8,15 @@
 //
 // # The shape of a source
 //
-// A source's Run calls Follow with a TailConfig and a constructor for its
-// Handler: a small type that embeds *Sessions (which supplies Rescan,
-// ScanDone, Idle and Diagnostic) and adds Line, Truncated and Removed
-// (see package example, the model to copy):
+// A source with one harness is one Agent, registered from init with
+// RegisterAgent: its Single (ids, homes, environment, observes, hooks), the
+// files it follows (Tail), its agent's processes (Process) and its
+// Handler's maker. Most agents' handler is declarative, a *Journals
+// (which session a file is, per-session state, a line mapper, a side
+// file). A source whose handler does more writes it (see package example,
+// the model to copy), a small type that embeds *Sessions (which supplies
+// Rescan, ScanDone, Idle and Diagnostic) and adds Line, Truncated and
+// Removed, and names it with HandlerFunc:
 //
 //	type handler struct {
 //		*sources.Sessions
@@ -27,13 +32,19 @@
 //	func (h *handler) Truncated(path string) { h.Restart(idOf(path)) }
 //	func (h *handler) Removed(path string)   { h.Stop(idOf(path), "journal removed") }
 //
-//	func (s *Source) Run(ctx context.Context, st hub.Start) error {
-//		return sources.Follow(ctx, st, sources.FollowConfig{
-//			Tail:   sources.TailConfig{Roots: []string{dir}, Window: s.window},
-//			Linger: s.linger,
-//			Logger: s.log,
-//		}, func(ss *sources.Sessions) sources.Handler { return &handler{Sessions: ss} })
+//	var agent = &sources.Agent{
+//		Single: sources.Single{ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome},
+//		Tail: func(o sources.Options) sources.TailConfig {
+//			return sources.TailConfig{Roots: []string{SessionsDir(o.Home)}, Match: isJournal}
+//		},
+//		Handler: sources.HandlerFunc(func(_ sources.Options, ss *sources.Sessions) sources.Handler { return &handler{Sessions: ss} }),
 //	}
+//
+//	func init() { sources.RegisterAgent(agent) }
+//
+// A source that needs more than one harness or its own Run calls Follow
+// itself with a TailConfig and a constructor for its Handler, and
+// registers with Register (RegisterSingle when it has one harness).
 //
 // Optional capabilities are found by interface on the Handler: one that
 // also implements WholeFiles gets small side files (an agent's process

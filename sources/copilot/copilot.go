@@ -15,7 +15,6 @@
 package copilot
 
 import (
-	"context"
 	"github.com/agentbridge/agentbridge/validate"
 	"io/fs"
 	"maps"
@@ -24,7 +23,6 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 )
@@ -38,52 +36,56 @@ const (
 	journalName = "events.jsonl"
 )
 
-// single describes the source.
-var single = sources.Single{
-	ID: ID, DisplayName: DisplayName, Harness: Harness, HarnessName: "Copilot CLI", HomeEnv: EnvHome,
-	DefaultHome: sources.HomeUnder(".copilot"),
-	Observes: map[string]agentbridge.Observe{
-		"waiting":   {How: agentbridge.Observed, From: "journal"}, // permission.requested and the other requests are on disk
-		"exited":    {How: agentbridge.Observed, From: "process"}, // the lock file's process through a pidfd; session.shutdown
-		"subagents": {How: agentbridge.Observed, From: "journal"}, // subagent.started / completed / failed
-		"title":     {How: agentbridge.Observed, From: "journal"}, // session.title_changed, else the first prompt
-		"model":     {How: agentbridge.Observed, From: "journal"}, // model_change, auto_mode_resolved, assistant.message
+// agent is the source: its identity, its journals and their handler
+// (newHandler).
+var agent = &sources.Agent{
+	Single: sources.Single{
+		ID: ID, DisplayName: DisplayName, Harness: Harness, HarnessName: "Copilot CLI", HomeEnv: EnvHome,
+		DefaultHome: sources.HomeUnder(".copilot"),
+		Observes: map[string]agentbridge.Observe{
+			"waiting":   {How: agentbridge.Observed, From: "journal"}, // permission.requested and the other requests are on disk
+			"exited":    {How: agentbridge.Observed, From: "process"}, // the lock file's process through a pidfd; session.shutdown
+			"subagents": {How: agentbridge.Observed, From: "journal"}, // subagent.started / completed / failed
+			"title":     {How: agentbridge.Observed, From: "journal"}, // session.title_changed, else the first prompt
+			"model":     {How: agentbridge.Observed, From: "journal"}, // model_change, auto_mode_resolved, assistant.message
+		},
 	},
+	Process: Agent,
+	Tail: func(o sources.Options) sources.TailConfig {
+		root := sessionsRoot(o.Home)
+		return sources.TailConfig{
+			Roots: []string{root},
+			Match: func(p string) bool { return sessionID(root, p) != "" },
+			Dirs:  func(p string) bool { return filepath.Dir(p) == root && validate.ValidID(filepath.Base(p)) },
+			// A journal older than the window is read at start when a live
+			// process has its session (a lock names it): Copilot does not
+			// hold the journal open, so the default (its holder) never is.
+			Recent: func(p string, _ fs.FileInfo) bool { return liveLatest(proc.Root, lockPIDs(filepath.Dir(p))) > 0 },
+		}
+	},
+	Handler: sources.HandlerFunc(func(o sources.Options, ss *sources.Sessions) sources.Handler {
+		return newHandler(ss, sessionsRoot(o.Home))
+	}),
 }
 
-func init() { sources.RegisterSingle(single, New) }
+func init() { sources.RegisterAgent(agent) }
 
 // Source reports Copilot CLI's sessions. It implements hub.Source.
-type Source struct{ opt sources.Options }
+type Source = sources.AgentSource
 
 // New returns the source for opt.Home (Copilot's home: $COPILOT_HOME, else
 // ~/.copilot); it touches nothing until Run. opt.Window bounds which
 // journals are read at start, and how long a session with no process and
 // no event stays; opt.Linger how long an exited one stays.
-func New(opt sources.Options) *Source { return &Source{opt: opt} }
+func New(opt sources.Options) *Source { return agent.New(opt) }
 
 // SessionsDir returns where Copilot under home keeps its session
 // directories.
 func SessionsDir(home string) string { return filepath.Join(home, "session-state") }
 
-// Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
-
-// Run follows the journals until ctx ends (see hub.Source).
-func (s *Source) Run(ctx context.Context, st hub.Start) error {
-	root := filepath.Clean(SessionsDir(s.opt.Home))
-	cfg := s.opt.Follow(sources.TailConfig{
-		Roots: []string{root},
-		Match: func(p string) bool { return sessionID(root, p) != "" },
-		Dirs:  func(p string) bool { return filepath.Dir(p) == root && validate.ValidID(filepath.Base(p)) },
-		// A journal older than the window is read at start when a live
-		// process has its session (a lock names it): Copilot does not
-		// hold the journal open, so the default (its holder) never is.
-		Recent: func(p string, _ fs.FileInfo) bool { return liveLatest(proc.Root, lockPIDs(filepath.Dir(p))) > 0 },
-	})
-	cfg.Agent = Agent
-	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler { return newHandler(ss, root) })
-}
+// sessionsRoot is SessionsDir(home), cleaned: the root the journals' paths
+// are parsed against.
+func sessionsRoot(home string) string { return filepath.Clean(SessionsDir(home)) }
 
 // sessionID returns the session of a journal path under root
 // (root/<id>/events.jsonl), or "" when path is no journal.
@@ -215,5 +217,3 @@ func (h *handler) Removed(path string) {
 	delete(h.pending, id)
 	h.Stop(id, "journal removed")
 }
-
-var _ hub.Source = (*Source)(nil)

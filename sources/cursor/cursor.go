@@ -10,13 +10,11 @@
 package cursor
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/fold"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/validate"
@@ -29,45 +27,49 @@ const (
 	Harness     = "cursor-agent"
 )
 
-// single describes the source.
-var single = sources.Single{
-	ID: ID, DisplayName: DisplayName, Harness: Harness, HarnessName: "Cursor Agent",
-	DefaultHome: sources.HomeUnder(".cursor"),
-	Observes: map[string]agentbridge.Observe{
-		"waiting":   {How: agentbridge.Unavailable},               // approvals are not written to the transcript
-		"exited":    {How: agentbridge.Inferred, From: "process"}, // the cursor-agent process in the session's cwd, then a pidfd
-		"subagents": {How: agentbridge.Observed, From: "journal"}, // subagents/<uuid>.jsonl beside the parent's transcript
-		"title":     {How: agentbridge.Observed, From: "journal"}, // the first prompt
-		"model":     {How: agentbridge.Unavailable},               // the transcript does not name it
+// agent is the source: its identity, its transcripts and their handler
+// (newHandler).
+var agent = &sources.Agent{
+	Single: sources.Single{
+		ID: ID, DisplayName: DisplayName, Harness: Harness, HarnessName: "Cursor Agent",
+		DefaultHome: sources.HomeUnder(".cursor"),
+		Observes: map[string]agentbridge.Observe{
+			"waiting":   {How: agentbridge.Unavailable},               // approvals are not written to the transcript
+			"exited":    {How: agentbridge.Inferred, From: "process"}, // the cursor-agent process in the session's cwd, then a pidfd
+			"subagents": {How: agentbridge.Observed, From: "journal"}, // subagents/<uuid>.jsonl beside the parent's transcript
+			"title":     {How: agentbridge.Observed, From: "journal"}, // the first prompt
+			"model":     {How: agentbridge.Unavailable},               // the transcript does not name it
+		},
 	},
+	Process: Agent,
+	Tail: func(o sources.Options) sources.TailConfig {
+		root := projectsRoot(o.Home)
+		return sources.TailConfig{
+			Roots: []string{root},
+			Match: func(p string) bool { _, ok := parsePath(root, p); return ok },
+			Dirs:  func(p string) bool { return descend(root, p) },
+		}
+	},
+	Handler: sources.HandlerFunc(func(o sources.Options, ss *sources.Sessions) sources.Handler {
+		return newHandler(ss, projectsRoot(o.Home))
+	}),
 }
 
-func init() { sources.RegisterSingle(single, New) }
+func init() { sources.RegisterAgent(agent) }
 
 // Source reports cursor-agent's sessions. It implements hub.Source.
-type Source struct{ opt sources.Options }
+type Source = sources.AgentSource
 
 // New returns the source for opt.Home (~/.cursor); it touches nothing
 // until Run.
-func New(opt sources.Options) *Source { return &Source{opt: opt} }
-
-// Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
+func New(opt sources.Options) *Source { return agent.New(opt) }
 
 // ProjectsDir returns where Cursor under home keeps its projects.
 func ProjectsDir(home string) string { return filepath.Join(home, "projects") }
 
-// Run follows the transcripts until ctx ends (see hub.Source).
-func (s *Source) Run(ctx context.Context, st hub.Start) error {
-	root := filepath.Clean(ProjectsDir(s.opt.Home))
-	cfg := s.opt.Follow(sources.TailConfig{
-		Roots: []string{root},
-		Match: func(p string) bool { _, ok := parsePath(root, p); return ok },
-		Dirs:  func(p string) bool { return descend(root, p) },
-	})
-	cfg.Agent = Agent
-	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler { return newHandler(ss, root) })
-}
+// projectsRoot is ProjectsDir(home), cleaned: the root the transcripts'
+// paths are parsed against.
+func projectsRoot(home string) string { return filepath.Clean(ProjectsDir(home)) }
 
 // Agent says which processes are cursor-agent's: its launcher runs the
 // Node it ships with on its script, both kept in the install's
@@ -288,5 +290,3 @@ func (h *handler) forget(path string, tr transcript) bool {
 	delete(h.maps, tr.session)
 	return true
 }
-
-var _ hub.Source = (*Source)(nil)

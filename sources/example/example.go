@@ -4,8 +4,16 @@
 // publish-lifecycle-events (session, prompt, tool_started, approval_needed,
 // approval_resolved, complete) plus tool_finished, subagent_started,
 // subagent_done and exit. It is the model every other file-based source
-// copies: a pure mapping from a record to an event (record.go), and a
-// Handler that embeds *sources.Sessions (this file).
+// copies: one sources.Agent (this file: its identity, the files it
+// follows, its handler) registered with one line (register.go), and a pure
+// mapping from a record to an event (record.go).
+//
+// Its handler is written by hand (a sources.HandlerFunc embedding
+// *sources.Sessions) because this agent may hold its journal open, so a
+// session's process is bound by the journal's holder. An agent that does
+// not, and whose journal lines map with a little per-session state, says
+// so declaratively instead: a *sources.Journals as the Agent's Handler,
+// its Process named (see package pi).
 //
 // Journal record fields (all optional unless said):
 //
@@ -25,14 +33,12 @@
 package example
 
 import (
-	"context"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/validate"
 )
@@ -60,43 +66,39 @@ type Config struct {
 }
 
 // Source reports the Example Agent's sessions. It implements hub.Source.
-type Source struct{ cfg Config }
+type Source = sources.AgentSource
 
 // New returns the source for cfg; it touches nothing until Run.
-func New(cfg Config) *Source { return &Source{cfg: cfg} }
+func New(cfg Config) *Source {
+	return agent.New(sources.Options{Home: cfg.Home, Window: cfg.Window, Linger: cfg.Linger, Logger: cfg.Logger})
+}
 
 // SessionsDir returns where the agent under home keeps its journals.
 func SessionsDir(home string) string { return filepath.Join(home, "sessions") }
 
-// single describes the source.
-var single = sources.Single{
-	ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
-	Observes: map[string]agentbridge.Observe{
-		"waiting":   {How: agentbridge.Observed, From: "journal"}, // approval_needed records
-		"exited":    {How: agentbridge.Observed, From: "journal"}, // exit records, and the journal's process through a pidfd
-		"subagents": {How: agentbridge.Observed, From: "journal"},
-		"tools":     {How: agentbridge.Observed, From: "journal"},
-		"title":     {How: agentbridge.Observed, From: "journal"},
-		"model":     {How: agentbridge.Observed, From: "journal"},
-	},
-}
-
-// Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
-
-// Run follows the journals until ctx ends (see hub.Source).
-func (s *Source) Run(ctx context.Context, st hub.Start) error {
-	dir := SessionsDir(s.cfg.Home)
-	return sources.Follow(ctx, st, sources.FollowConfig{
-		Tail: sources.TailConfig{
-			Roots:  []string{dir},
-			Match:  isJournal,
-			Dirs:   func(string) bool { return false }, // journals sit directly in sessions/
-			Window: s.cfg.Window,
+// agent is the source: what it is (Single), the files it follows (Tail)
+// and the handler of its sessions. register.go registers it.
+var agent = &sources.Agent{
+	Single: sources.Single{
+		ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
+		Observes: map[string]agentbridge.Observe{
+			"waiting":   {How: agentbridge.Observed, From: "journal"}, // approval_needed records
+			"exited":    {How: agentbridge.Observed, From: "journal"}, // exit records, and the journal's process through a pidfd
+			"subagents": {How: agentbridge.Observed, From: "journal"},
+			"tools":     {How: agentbridge.Observed, From: "journal"},
+			"title":     {How: agentbridge.Observed, From: "journal"},
+			"model":     {How: agentbridge.Observed, From: "journal"},
 		},
-		Linger: s.cfg.Linger,
-		Logger: s.cfg.Logger,
-	}, func(ss *sources.Sessions) sources.Handler { return &handler{Sessions: ss} })
+	},
+	Optional: true, // the reference agent: only when its home is named
+	Tail: func(o sources.Options) sources.TailConfig {
+		return sources.TailConfig{
+			Roots: []string{SessionsDir(o.Home)},
+			Match: isJournal,
+			Dirs:  func(string) bool { return false }, // journals sit directly in sessions/
+		}
+	},
+	Handler: sources.HandlerFunc(func(_ sources.Options, ss *sources.Sessions) sources.Handler { return &handler{Sessions: ss} }),
 }
 
 // isJournal picks <id>.jsonl files whose stem is a valid session id.
@@ -131,5 +133,3 @@ func (h *handler) Truncated(path string) { h.Restart(sources.Stem(path, ".jsonl"
 
 // Removed ends the session: its journal is gone.
 func (h *handler) Removed(path string) { h.Stop(sources.Stem(path, ".jsonl"), "journal removed") }
-
-var _ hub.Source = (*Source)(nil)

@@ -11,21 +11,18 @@
 // turn as ended. The sidecar is read whole with sources.ReadSmall when it
 // or the journal changes. The session id is the file name's <uuid>. Kiro
 // CLI opens its journal only to write, so the process (comm "kiro-cli") is
-// found by its working directory (kit.Procs) and watched with a pidfd.
+// found by its working directory (Sessions.FindProcess) and watched with a pidfd.
 // Headless runs (kiro-cli chat --no-interactive) may write no journal at
 // all: such a run is not seen.
 package kiro
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
-	"github.com/agentbridge/agentbridge/sources/internal/kit"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -41,39 +38,48 @@ const (
 const maxSidecar = 4 << 20
 
 // Source reports Kiro CLI's sessions. It implements hub.Source.
-type Source struct{ cfg sources.Options }
+type Source = sources.AgentSource
 
 // New returns the source for the agent's home o.Home (Window, Linger and
 // Logger as sources.Options says); it touches nothing until Run.
-func New(o sources.Options) *Source { return &Source{cfg: o} }
+func New(o sources.Options) *Source { return agent.New(o) }
 
 // SessionsDir returns where Kiro CLI under home keeps its journals.
 func SessionsDir(home string) string { return filepath.Join(home, "sessions", "cli") }
 
-// single describes the source.
-var single = sources.Single{
-	ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
-	DefaultHome: sources.HomeUnder(".kiro"),
-	Observes: map[string]agentbridge.Observe{
-		"waiting":   {How: agentbridge.Unavailable}, // tool approvals are not written down
-		"exited":    kit.Exited(),
-		"subagents": {How: agentbridge.Unavailable},               // no recording shows how subagents are written
-		"title":     {How: agentbridge.Observed, From: "sidecar"}, // the sidecar's title, else the first prompt
-		"model":     {How: agentbridge.Observed, From: "sidecar"}, // the sidecar's model
+// agent is the source: Kiro CLI's journals and sidecars, mapped with the
+// journal handler (sources.Journals).
+var agent = &sources.Agent{
+	Single: sources.Single{
+		ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
+		DefaultHome: sources.HomeUnder(".kiro"),
+		Observes: map[string]agentbridge.Observe{
+			"waiting":   {How: agentbridge.Unavailable}, // tool approvals are not written down
+			"exited":    sources.ProcessExited(),
+			"subagents": {How: agentbridge.Unavailable},               // no recording shows how subagents are written
+			"title":     {How: agentbridge.Observed, From: "sidecar"}, // the sidecar's title, else the first prompt
+			"model":     {How: agentbridge.Observed, From: "sidecar"}, // the sidecar's model
+		},
 	},
-}
-
-// Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
-
-// Run follows the journals until ctx ends (see hub.Source).
-func (s *Source) Run(ctx context.Context, st hub.Start) error {
-	cfg := s.cfg.Follow(sources.TailConfig{
-		Roots: []string{SessionsDir(s.cfg.Home)},
-		Match: isSessionFile,
-		Dirs:  func(string) bool { return false }, // everything sits directly in sessions/cli
-	})
-	return kit.Follow(ctx, st, cfg, agent)
+	Process: proc.Agent{Exact: true, Names: []string{"kiro-cli"}}, // the kiro-cli chat process, not its kiro-cli-chat helper
+	Tail: func(o sources.Options) sources.TailConfig {
+		return sources.TailConfig{
+			Roots: []string{SessionsDir(o.Home)},
+			Match: isSessionFile,
+			Dirs:  func(string) bool { return false }, // everything sits directly in sessions/cli
+		}
+	},
+	Handler: &sources.Journals[*session]{
+		Files: func(p string) (id, journal, side string) {
+			id, _ = idOf(p)
+			stem := filepath.Join(filepath.Dir(p), id)
+			return id, stem + ".jsonl", stem + ".json"
+		},
+		New:       func(string) *session { return newSession() },
+		Line:      (*session).mapRecord,
+		Side:      (*session).mapSidecar,
+		SideLimit: maxSidecar,
+	},
 }
 
 // isSessionFile picks <uuid>.jsonl journals and their <uuid>.json sidecars.
@@ -93,20 +99,3 @@ func idOf(path string) (id string, side bool) {
 	}
 	return "", false
 }
-
-// agent describes Kiro CLI's journals and sidecars to kit.Handler.
-var agent = &kit.Agent[*session]{
-	Harness: Harness,
-	Process: proc.Agent{Exact: true, Names: []string{"kiro-cli"}}, // the kiro-cli chat process, not its kiro-cli-chat helper
-	Files: func(p string) (id, journal, side string) {
-		id, _ = idOf(p)
-		stem := filepath.Join(filepath.Dir(p), id)
-		return id, stem + ".jsonl", stem + ".json"
-	},
-	New:       func(string) *session { return newSession() },
-	Line:      (*session).mapRecord,
-	Side:      (*session).mapSidecar,
-	SideLimit: maxSidecar,
-}
-
-var _ hub.Source = (*Source)(nil)

@@ -11,23 +11,20 @@
 // little per-journal state. The session id is the journal name's <uuid>
 // (the header's id). Pi has no approval prompts, so a session is never
 // waiting. Pi opens its journal only to append, so the process is found by
-// its working directory and command name (kit.Procs) and watched with a
+// its working directory and command name (Sessions.FindProcess) and watched with a
 // pidfd; of several Pi processes in one directory, the one that started
 // just before a session began (Pi creates a session at startup) and runs
 // no other session is taken.
 package pi
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
-	"github.com/agentbridge/agentbridge/sources/internal/kit"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -41,15 +38,12 @@ const (
 )
 
 // Source reports Pi's sessions. It implements hub.Source.
-type Source struct {
-	cfg sources.Options
-	dir string // the sessions directory
-}
+type Source = sources.AgentSource
 
 // New returns the source for the agent's home o.Home (Window, Linger and
 // Logger as sources.Options says; o.Getenv reads
 // PI_CODING_AGENT_SESSION_DIR); it touches nothing until Run.
-func New(o sources.Options) *Source { return &Source{cfg: o, dir: sessionsDir(o.Home, o.Getenv)} }
+func New(o sources.Options) *Source { return agent.New(o) }
 
 // sessionsDir is $PI_CODING_AGENT_SESSION_DIR when it is absolute (Pi's
 // own order: the variable wins over the home), else home/sessions.
@@ -65,32 +59,40 @@ func sessionsDir(home string, getenv func(string) string) string {
 // SessionsDir returns where Pi under home keeps its journals by default.
 func SessionsDir(home string) string { return filepath.Join(home, "sessions") }
 
-// single describes the source.
-var single = sources.Single{
-	ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
-	Env:         []string{EnvSessions},
-	DefaultHome: sources.HomeUnder(".pi", "agent"),
-	Observes: map[string]agentbridge.Observe{
-		"waiting":   {How: agentbridge.Unavailable}, // Pi asks for no approvals
-		"exited":    kit.Exited(),
-		"subagents": {How: agentbridge.Unavailable},               // Pi has no subagents of its own
-		"title":     {How: agentbridge.Observed, From: "journal"}, // /name, else the first prompt
-		"model":     {How: agentbridge.Observed, From: "journal"}, // model_change and each reply's model
+// agent is the source: Pi's journals, mapped by (*session).mapRecord with
+// the journal handler (sources.Journals); there is no side file.
+var agent = &sources.Agent{
+	Single: sources.Single{
+		ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
+		Env:         []string{EnvSessions},
+		DefaultHome: sources.HomeUnder(".pi", "agent"),
+		Observes: map[string]agentbridge.Observe{
+			"waiting":   {How: agentbridge.Unavailable}, // Pi asks for no approvals
+			"exited":    sources.ProcessExited(),
+			"subagents": {How: agentbridge.Unavailable},               // Pi has no subagents of its own
+			"title":     {How: agentbridge.Observed, From: "journal"}, // /name, else the first prompt
+			"model":     {How: agentbridge.Observed, From: "journal"}, // model_change and each reply's model
+		},
 	},
-}
-
-// Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
-
-// Run follows the journals until ctx ends (see hub.Source).
-func (s *Source) Run(ctx context.Context, st hub.Start) error {
-	root := s.dir
-	cfg := s.cfg.Follow(sources.TailConfig{
-		Roots: []string{root},
-		Match: isJournal,
-		Dirs:  func(p string) bool { return filepath.Dir(p) == root }, // --<cwd>--/ only
-	})
-	return kit.Follow(ctx, st, cfg, agent)
+	Process: proc.Agent{Exact: true, Names: []string{"pi"}}, // Pi sets its process title
+	Tail: func(o sources.Options) sources.TailConfig {
+		root := sessionsDir(o.Home, o.Getenv)
+		return sources.TailConfig{
+			Roots: []string{root},
+			Match: isJournal,
+			Dirs:  func(p string) bool { return filepath.Dir(p) == root }, // --<cwd>--/ only
+		}
+	},
+	Handler: &sources.Journals[*session]{
+		Files: func(p string) (string, string, string) { return sessionID(p), p, "" },
+		New:   func(string) *session { return newSession() },
+		Line:  (*session).mapRecord,
+		// Pi creates a new session as it starts (the header's timestamp is a
+		// few seconds after the process began: 2–3 s measured under load), so
+		// of two TUIs in one directory the one started just before a session
+		// began is its writer.
+		StartWindow: 20 * time.Second,
+	},
 }
 
 // isJournal picks <timestamp>_<uuid>.jsonl files.
@@ -104,19 +106,3 @@ func sessionID(path string) string {
 	stem := sources.Stem(path, ".jsonl")
 	return stem[strings.LastIndexByte(stem, '_')+1:]
 }
-
-// agent describes Pi's journals to kit.Handler; there is no side file.
-var agent = &kit.Agent[*session]{
-	Harness: Harness,
-	Process: proc.Agent{Exact: true, Names: []string{"pi"}}, // Pi sets its process title
-	Files:   func(p string) (string, string, string) { return sessionID(p), p, "" },
-	New:     func(string) *session { return newSession() },
-	Line:    (*session).mapRecord,
-	// Pi creates a new session as it starts (the header's timestamp is a
-	// few seconds after the process began: 2–3 s measured under load), so
-	// of two TUIs in one directory the one started just before a session
-	// began is its writer.
-	StartWindow: 20 * time.Second,
-}
-
-var _ hub.Source = (*Source)(nil)

@@ -9,7 +9,6 @@ package qwen
 
 import (
 	"bytes"
-	"context"
 	"io/fs"
 	"math"
 	"path/filepath"
@@ -19,7 +18,6 @@ import (
 	json "github.com/go-json-experiment/json"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/claudecode"
@@ -34,23 +32,6 @@ const (
 	EnvHome     = "QWEN_HOME"
 )
 
-// single describes the source.
-var single = sources.Single{
-	ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
-	DefaultHome: sources.HomeUnder(".qwen"),
-	Hooks:       &hookVocabulary,
-	Observes: map[string]agentbridge.Observe{
-		// A pending approval is a functionCall of a tool that asks in the
-		// session's approval mode (mode.go) with nothing after it; a tool
-		// that runs without asking looks the same until its result.
-		"waiting":   {How: agentbridge.Inferred, From: "journal"},
-		"exited":    {How: agentbridge.Observed, From: "process"}, // the pid of the live registry's record (else of <id>.runtime.json), by pidfd
-		"subagents": {How: agentbridge.Observed, From: "journal"}, // the agent tool's functionCall and tool_result
-		"title":     {How: agentbridge.Observed, From: "journal"},
-		"model":     {How: agentbridge.Observed, From: "journal"},
-	},
-}
-
 // hookVocabulary is Qwen Code's hook vocabulary: the events and payloads
 // of Claude Code (as its 0.24 CLI builds them: PermissionRequest without a
 // tool id, a Notification "Qwen Code needs your permission to use X" of
@@ -63,35 +44,56 @@ var hookVocabulary = func() sources.Hooks {
 	return h
 }()
 
-func init() { sources.RegisterSingle(single, New) }
-
-// Source follows Qwen Code's chats. It implements hub.Source.
-type Source struct{ o sources.Options }
-
-// New returns the source for o.Home ($QWEN_HOME).
-func New(o sources.Options) *Source { return &Source{o: o} }
-
-// Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
-
-// Run follows the chats until ctx ends.
-func (s *Source) Run(ctx context.Context, st hub.Start) error {
-	root := filepath.Join(s.o.Home, "projects")
-	reg := filepath.Join(s.o.Home, "sessions")
-	cfg := s.o.Follow(sources.TailConfig{
-		Roots: []string{root, reg},
-		Match: func(p string) bool { _, runtime, ok := kindOf(root, p); return ok && !runtime },
-		Dirs:  func(p string) bool { return descend(root, p) },
-		// A registry record is written when its process starts: however
-		// old, it is read (a stale one names no live process).
-		Recent: func(p string, _ fs.FileInfo) bool { return isRegistry(reg, p) },
-	})
-	cfg.Agent = Agent
-	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
+// agent is the source: its identity and hooks, its chats and registry
+// records, and their handler.
+var agent = &sources.Agent{
+	Single: sources.Single{
+		ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
+		DefaultHome: sources.HomeUnder(".qwen"),
+		Hooks:       &hookVocabulary,
+		Observes: map[string]agentbridge.Observe{
+			// A pending approval is a functionCall of a tool that asks in the
+			// session's approval mode (mode.go) with nothing after it; a tool
+			// that runs without asking looks the same until its result.
+			"waiting":   {How: agentbridge.Inferred, From: "journal"},
+			"exited":    {How: agentbridge.Observed, From: "process"}, // the pid of the live registry's record (else of <id>.runtime.json), by pidfd
+			"subagents": {How: agentbridge.Observed, From: "journal"}, // the agent tool's functionCall and tool_result
+			"title":     {How: agentbridge.Observed, From: "journal"},
+			"model":     {How: agentbridge.Observed, From: "journal"},
+		},
+	},
+	Process: Agent,
+	Tail: func(o sources.Options) sources.TailConfig {
+		root, reg := dirs(o.Home)
+		return sources.TailConfig{
+			Roots: []string{root, reg},
+			Match: func(p string) bool { _, runtime, ok := kindOf(root, p); return ok && !runtime },
+			Dirs:  func(p string) bool { return descend(root, p) },
+			// A registry record is written when its process starts: however
+			// old, it is read (a stale one names no live process).
+			Recent: func(p string, _ fs.FileInfo) bool { return isRegistry(reg, p) },
+		}
+	},
+	Handler: sources.HandlerFunc(func(o sources.Options, ss *sources.Sessions) sources.Handler {
+		root, reg := dirs(o.Home)
 		return &handler{Sessions: ss, root: root, reg: reg, states: map[string]*State{},
 			pids: map[string]runtimeFile{}, registry: map[string]registered{}, chats: map[string]string{},
 			gone: map[string]struct{}{}}
-	})
+	}),
+}
+
+func init() { sources.RegisterAgent(agent) }
+
+// Source follows Qwen Code's chats. It implements hub.Source.
+type Source = sources.AgentSource
+
+// New returns the source for o.Home ($QWEN_HOME).
+func New(o sources.Options) *Source { return agent.New(o) }
+
+// dirs returns where Qwen Code under home keeps its chats (projects/) and
+// its registry of live sessions (sessions/).
+func dirs(home string) (root, reg string) {
+	return filepath.Join(home, "projects"), filepath.Join(home, "sessions")
 }
 
 // Agent says which processes are Qwen Code's: Node running its package's
@@ -334,5 +336,3 @@ func (h *handler) Rescan() {
 	clear(h.gone)
 	h.Sessions.Rescan()
 }
-
-var _ hub.Source = (*Source)(nil)

@@ -13,18 +13,15 @@
 // assistant message that calls no tool; a subagent is a task tool call
 // and ends with its result. The session id is the directory's name. Vibe
 // opens its files only to write, so the process (comm "vibe") is found by
-// its working directory (kit.Procs) and watched with a pidfd.
+// its working directory (Sessions.FindProcess) and watched with a pidfd.
 package vibe
 
 import (
-	"context"
 	"path/filepath"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
-	"github.com/agentbridge/agentbridge/sources/internal/kit"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -44,63 +41,54 @@ const (
 )
 
 // Source reports Mistral Vibe's sessions. It implements hub.Source.
-type Source struct{ cfg sources.Options }
+type Source = sources.AgentSource
 
 // New returns the source for the agent's home o.Home (Window, Linger and
 // Logger as sources.Options says); it touches nothing until Run.
-func New(o sources.Options) *Source { return &Source{cfg: o} }
+func New(o sources.Options) *Source { return agent.New(o) }
 
 // SessionsDir returns where Vibe under home keeps its session directories.
 func SessionsDir(home string) string { return filepath.Join(home, "logs", "session") }
 
-// single describes the source.
-var single = sources.Single{
-	ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
-	DefaultHome: sources.HomeUnder(".vibe"),
-	Observes: map[string]agentbridge.Observe{
-		"waiting":   {How: agentbridge.Unavailable}, // tool approvals are not written down
-		"exited":    kit.Exited(),
-		"subagents": {How: agentbridge.Observed, From: "journal"}, // task tool calls and their results
-		"title":     {How: agentbridge.Observed, From: "journal"}, // the first prompt, or meta.json's manual title
-		"model":     {How: agentbridge.Observed, From: "sidecar"}, // meta.json's active model
-	},
-}
-
-// Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
-
-// Run follows the session directories until ctx ends (see hub.Source).
-func (s *Source) Run(ctx context.Context, st hub.Start) error {
-	root := SessionsDir(s.cfg.Home)
-	cfg := s.cfg.Follow(sources.TailConfig{
-		Roots: []string{root},
-		Match: func(p string) bool {
-			b := filepath.Base(p)
-			return (b == messagesFile || b == metaFile) && filepath.Dir(filepath.Dir(p)) == root && validate.ValidID(idOf(p))
+// agent is the source: Vibe's session directories, mapped with the
+// journal handler (sources.Journals). Vibe writes meta.json after the
+// messages it saves, so each save is followed by a meta.json read.
+var agent = &sources.Agent{
+	Single: sources.Single{
+		ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
+		DefaultHome: sources.HomeUnder(".vibe"),
+		Observes: map[string]agentbridge.Observe{
+			"waiting":   {How: agentbridge.Unavailable}, // tool approvals are not written down
+			"exited":    sources.ProcessExited(),
+			"subagents": {How: agentbridge.Observed, From: "journal"}, // task tool calls and their results
+			"title":     {How: agentbridge.Observed, From: "journal"}, // the first prompt, or meta.json's manual title
+			"model":     {How: agentbridge.Observed, From: "sidecar"}, // meta.json's active model
 		},
-		Dirs: func(p string) bool { return filepath.Dir(p) == root }, // session directories, never their agents/
-	})
-	return kit.Follow(ctx, st, cfg, agent)
+	},
+	Process: proc.Agent{Exact: true, Names: []string{"vibe"}},
+	Tail: func(o sources.Options) sources.TailConfig {
+		root := SessionsDir(o.Home)
+		return sources.TailConfig{
+			Roots: []string{root},
+			Match: func(p string) bool {
+				b := filepath.Base(p)
+				return (b == messagesFile || b == metaFile) && filepath.Dir(filepath.Dir(p)) == root && validate.ValidID(idOf(p))
+			},
+			Dirs: func(p string) bool { return filepath.Dir(p) == root }, // session directories, never their agents/
+		}
+	},
+	Handler: &sources.Journals[*session]{
+		Files: func(p string) (id, journal, side string) {
+			dir := filepath.Dir(p)
+			return filepath.Base(dir), filepath.Join(dir, messagesFile), filepath.Join(dir, metaFile)
+		},
+		New:       newSession,
+		Line:      (*session).mapRecord,
+		Side:      (*session).mapMeta,
+		SideLimit: maxMeta,
+	},
 }
 
 // idOf is the session id of a file in a session directory: the
 // directory's name.
 func idOf(path string) string { return filepath.Base(filepath.Dir(path)) }
-
-// agent describes Vibe's session directories to kit.Handler. Vibe writes
-// meta.json after the messages it saves, so each save is followed by a
-// meta.json read.
-var agent = &kit.Agent[*session]{
-	Harness: Harness,
-	Process: proc.Agent{Exact: true, Names: []string{"vibe"}},
-	Files: func(p string) (id, journal, side string) {
-		dir := filepath.Dir(p)
-		return filepath.Base(dir), filepath.Join(dir, messagesFile), filepath.Join(dir, metaFile)
-	},
-	New:       newSession,
-	Line:      (*session).mapRecord,
-	Side:      (*session).mapMeta,
-	SideLimit: maxMeta,
-}
-
-var _ hub.Source = (*Source)(nil)

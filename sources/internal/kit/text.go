@@ -1,11 +1,10 @@
-// Package kit holds what the Pi, Kiro CLI and Mistral Vibe sources share
-// (and Meta, which Gemini and Qwen use too):
-// one Handler for an agent that Agent describes (its journals, its side
-// file read whole once per wake, its pure mapping), finding the agent's
-// process by its working directory (none of these agents holds its
-// journal open between writes), and the record rules: epoch-seconds times
-// and decoding a line. Display text, cwds and ids follow the toolkit of
-// package validate (Display, CleanCwd, SafeID), as every source's do.
+// Package kit holds the record rules the Pi, Kiro CLI and Mistral Vibe
+// sources share (and Meta, which Gemini and Qwen use too): epoch-seconds
+// times, decoding a line, and the title and model a session reported.
+// Their shape (files, process, per-session state, mapper, side file) is
+// package sources' Agent and Journals. Display text, cwds and ids follow
+// the toolkit of package validate (Display, CleanCwd, SafeID), as every
+// source's do.
 package kit
 
 import (

@@ -1,7 +1,6 @@
-package kit
+package sources
 
 import (
-	"context"
 	"errors"
 	"maps"
 	"os"
@@ -9,9 +8,6 @@ import (
 	"time"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
-	"github.com/agentbridge/agentbridge/proc"
-	"github.com/agentbridge/agentbridge/sources"
 )
 
 // MapFunc is a source's pure mapping of one input (a journal line, or a
@@ -20,14 +16,11 @@ import (
 // deliberately ignored).
 type MapFunc[S any] func(st S, data []byte, out []agentbridge.Event) ([]agentbridge.Event, string)
 
-// Agent describes one agent's files to Handler.
-type Agent[S any] struct {
-	// Harness is the harness of every session.
-	Harness string
-	// Process says which processes are the agent's: the source's
-	// FollowConfig.Agent, by which the runtime finds a session's process
-	// (Sessions.FindProcess).
-	Process proc.Agent
+// Journals describes an agent's files to the declarative journal handler
+// (see Agent): which session a file is, the per-session mapping state, the
+// line mapper and the side file's. An Agent whose Handler is a *Journals
+// follows them with that handler.
+type Journals[S any] struct {
 	// Files returns, for a path the tailer follows, the session it belongs
 	// to, that session's journal, and its side file ("" when the agent
 	// keeps none).
@@ -37,24 +30,41 @@ type Agent[S any] struct {
 	// Line maps one journal line.
 	Line MapFunc[S]
 	// Side maps a whole side file (nil when the agent keeps none); it is
-	// read with sources.ReadSmall, at most SideLimit bytes.
+	// read with ReadSmall, at most SideLimit bytes.
 	Side      MapFunc[S]
 	SideLimit int64
 	// StartWindow, when not zero, says that the agent creates a new
 	// session right after its process starts, and how long after at most:
 	// it settles which of several free processes in one cwd is a new
-	// session's (sources.ProcQuery.Window).
+	// session's (ProcQuery.Window).
 	StartWindow time.Duration
 }
 
-// Handler is the sources.Handler of an agent that Agent describes: it maps
+// NewHandler returns the journal handler of j for the sessions ss of
+// agent a (a.Harness is every session's harness); it implements
+// HandlerMaker.
+func (j *Journals[S]) NewHandler(a *Agent, _ Options, ss *Sessions) Handler {
+	return &journalHandler[S]{
+		Sessions: ss, harness: a.Harness, a: j, states: map[string]S{}, journals: map[string]string{}, born: map[string]time.Time{},
+	}
+}
+
+// ProcessExited is what a source whose sessions' processes the journal
+// handler finds observes of "exited": the process found by cwd and name
+// (Sessions.FindProcess), then its exit through a pidfd.
+func ProcessExited() agentbridge.Observe {
+	return agentbridge.Observe{How: agentbridge.Inferred, From: "process"}
+}
+
+// journalHandler is the Handler of an agent that Journals describes: it maps
 // journal lines as they come, reads a changed side file whole once per
 // wake (at Idle, however many lines announced it), has the runtime find a
 // session's process by cwd (Sessions.FindProcess), and drops a session's state when its journal is
 // cut, replaced, removed or rescanned. It runs on the source's goroutine.
-type Handler[S any] struct {
-	*sources.Sessions
-	a        *Agent[S]
+type journalHandler[S any] struct {
+	*Sessions
+	harness  string
+	a        *Journals[S]
 	states   map[string]S         // by session id
 	journals map[string]string    // session id → its journal, for the side files read at Idle
 	born     map[string]time.Time // session id → when it began (session.started), for StartWindow
@@ -62,30 +72,7 @@ type Handler[S any] struct {
 	evs      []agentbridge.Event // scratch
 }
 
-// Exited is what a source whose sessions' processes Handler finds
-// observes of "exited": the process found by cwd and name
-// (Sessions.FindProcess), then its exit through a pidfd.
-func Exited() agentbridge.Observe {
-	return agentbridge.Observe{How: agentbridge.Inferred, From: "process"}
-}
-
-// Follow follows the files cfg names until ctx ends (sources.Follow) with
-// the Handler of a, the sessions' processes found by a.Process.
-func Follow[S any](ctx context.Context, st hub.Start, cfg sources.FollowConfig, a *Agent[S]) error {
-	cfg.Agent = a.Process
-	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
-		return NewHandler(ss, a)
-	})
-}
-
-// NewHandler returns the Handler of a for ss.
-func NewHandler[S any](ss *sources.Sessions, a *Agent[S]) *Handler[S] {
-	return &Handler[S]{
-		Sessions: ss, a: a, states: map[string]S{}, journals: map[string]string{}, born: map[string]time.Time{},
-	}
-}
-
-func (h *Handler[S]) state(id string) S {
+func (h *journalHandler[S]) state(id string) S {
 	st, ok := h.states[id]
 	if !ok {
 		st = h.a.New(id)
@@ -98,7 +85,7 @@ func (h *Handler[S]) state(id string) S {
 // (a journal line is followed by a side file write for these agents, and
 // a side file's own lines say it changed), and returns whether path is the
 // side file.
-func (h *Handler[S]) mark(path string) (id string, side bool) {
+func (h *journalHandler[S]) mark(path string) (id string, side bool) {
 	id, journal, sidePath := h.a.Files(path)
 	if h.a.Side != nil && sidePath != "" {
 		h.sides.Mark(id, sidePath)
@@ -109,7 +96,7 @@ func (h *Handler[S]) mark(path string) (id string, side bool) {
 
 // Line maps one journal line and folds its events into the session; a
 // side file's line only marks it.
-func (h *Handler[S]) Line(path string, line []byte) {
+func (h *journalHandler[S]) Line(path string, line []byte) {
 	id, side := h.mark(path)
 	if side {
 		return
@@ -125,7 +112,7 @@ func (h *Handler[S]) Line(path string, line []byte) {
 // Truncated drops the session's state when its journal was cut or
 // replaced (it is read again from the start); a side file rewritten is
 // only read again.
-func (h *Handler[S]) Truncated(path string) {
+func (h *journalHandler[S]) Truncated(path string) {
 	if id, side := h.mark(path); !side {
 		delete(h.states, id)
 		delete(h.born, id)
@@ -134,7 +121,7 @@ func (h *Handler[S]) Truncated(path string) {
 }
 
 // Removed ends the session when its journal is gone.
-func (h *Handler[S]) Removed(path string) {
+func (h *journalHandler[S]) Removed(path string) {
 	id, _, sidePath := h.a.Files(path)
 	if path == sidePath {
 		return
@@ -147,7 +134,7 @@ func (h *Handler[S]) Removed(path string) {
 }
 
 // Rescan forgets every session: all files are read again from the start.
-func (h *Handler[S]) Rescan() {
+func (h *journalHandler[S]) Rescan() {
 	clear(h.states)
 	clear(h.journals)
 	clear(h.born)
@@ -157,7 +144,7 @@ func (h *Handler[S]) Rescan() {
 
 // Idle reads the side files that changed, then lets Sessions find the
 // processes asked for (one pass over /proc) and flush.
-func (h *Handler[S]) Idle() {
+func (h *journalHandler[S]) Idle() {
 	h.sides.Read(h.a.SideLimit, func(id string, data []byte) {
 		var code string
 		h.evs, code = h.a.Side(h.state(id), data, h.evs[:0])
@@ -174,7 +161,7 @@ func (h *Handler[S]) Idle() {
 // write) when a session.started names its cwd, and when a turn starts in
 // a session with no process: one whose process ended (a resumed session
 // is written by a new process) or was never found.
-func (h *Handler[S]) publish(id, journal string) {
+func (h *journalHandler[S]) publish(id, journal string) {
 	for _, e := range h.evs {
 		if e.Kind == agentbridge.KindSessionStarted {
 			if e.OccurredAt > 0 {
@@ -187,7 +174,7 @@ func (h *Handler[S]) publish(id, journal string) {
 			e.OccurredAt = 0
 		}
 		orphan := e.Kind == agentbridge.KindTurnStarted && h.Exited(id)
-		if !h.Event(id, h.a.Harness, e) {
+		if !h.Event(id, h.harness, e) {
 			continue
 		}
 		switch {
@@ -204,12 +191,12 @@ func (h *Handler[S]) publish(id, journal string) {
 // find asks for session id's process: in cwd, running when the journal
 // was last written, and (StartWindow) started just before the session
 // began.
-func (h *Handler[S]) find(id, cwd, journal string) {
+func (h *journalHandler[S]) find(id, cwd, journal string) {
 	fi, err := os.Stat(journal)
 	if err != nil {
 		return
 	}
-	h.FindProcess(id, sources.ProcQuery{Cwd: cwd, Running: fi.ModTime(), Born: h.born[id], Window: h.a.StartWindow})
+	h.FindProcess(id, ProcQuery{Cwd: cwd, Running: fi.ModTime(), Born: h.born[id], Window: h.a.StartWindow})
 }
 
 // sideFiles remembers which sessions' side files (sidecars an agent
@@ -231,22 +218,22 @@ func (s *sideFiles) Forget(id string) { delete(s.paths, id) }
 // Reset drops every mark.
 func (s *sideFiles) Reset() { clear(s.paths) }
 
-// Read reads each marked side file with sources.ReadSmall (regular files
+// Read reads each marked side file with ReadSmall (regular files
 // of at most limit bytes), in session id order, hands the bytes to f, and
 // drops the marks. A side file that is missing or not a small regular
 // file is skipped until its next change; one that is a FIFO, a device
 // (or a link to one) or too large is reported to bad with its typed code
-// (sources.CodeSideNotRegular, CodeSideTooLarge).
+// (CodeSideNotRegular, CodeSideTooLarge).
 func (s *sideFiles) Read(limit int64, f func(id string, data []byte), bad func(code string)) {
 	for _, id := range slices.Sorted(maps.Keys(s.paths)) {
-		data, err := sources.ReadSmall(s.paths[id], limit)
+		data, err := ReadSmall(s.paths[id], limit)
 		switch {
 		case err == nil:
 			f(id, data)
-		case errors.Is(err, sources.ErrNotRegular):
-			bad(sources.CodeSideNotRegular)
-		case errors.Is(err, sources.ErrTooLarge):
-			bad(sources.CodeSideTooLarge)
+		case errors.Is(err, ErrNotRegular):
+			bad(CodeSideNotRegular)
+		case errors.Is(err, ErrTooLarge):
+			bad(CodeSideTooLarge)
 		}
 	}
 	clear(s.paths)

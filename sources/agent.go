@@ -1,0 +1,84 @@
+package sources
+
+import (
+	"context"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/proc"
+)
+
+// Agent is the registration shape of a source with one harness: its Single
+// (ids, homes, environment, observes, hook vocabulary), the files it
+// follows, its agent's processes and its handler. A source package
+// declares one Agent and registers it with RegisterAgent from init; the
+// source it makes (AgentSource) follows the files with the handler.
+//
+// Most agents' handler is declarative: a *Journals (files, per-session
+// state, line mapper, side file), whose handler finds a session's process
+// by cwd and Process. A source whose handler does more than Journals can
+// say writes its own Handler and names it with HandlerFunc; the
+// registration is the same.
+type Agent struct {
+	Single
+	// Optional sources run only when their home is named explicitly
+	// (Registration.Optional).
+	Optional bool
+	// Process says which processes are the agent's (FollowConfig.Agent),
+	// by which the runtime finds a session's process
+	// (Sessions.FindProcess); zero when the handler binds processes
+	// otherwise.
+	Process proc.Agent
+	// Tail returns the files a source made with o follows (roots, Match,
+	// Dirs); its Window and MaxLine are o's (Options.Follow).
+	Tail func(o Options) TailConfig
+	// Handler makes the handler of the source's sessions: a *Journals, or
+	// a HandlerFunc.
+	Handler HandlerMaker
+}
+
+// HandlerMaker makes the Handler of the sessions ss of agent a's source
+// made with o; it runs on the source's goroutine (Follow).
+type HandlerMaker interface {
+	NewHandler(a *Agent, o Options, ss *Sessions) Handler
+}
+
+// HandlerFunc is a HandlerMaker written by hand, for a source whose
+// handler does more than Journals can say; o is the source's (its Home
+// names where the files are).
+type HandlerFunc func(o Options, ss *Sessions) Handler
+
+// NewHandler returns f(o, ss).
+func (f HandlerFunc) NewHandler(_ *Agent, o Options, ss *Sessions) Handler { return f(o, ss) }
+
+// RegisterAgent registers the source a describes (Register): its
+// constructor is a.New.
+func RegisterAgent(a *Agent) {
+	Register(Registration{
+		Info: a.Info(), HomeEnv: a.HomeEnv, DefaultHome: a.DefaultHome, Optional: a.Optional, Hooks: a.Hooks,
+		New: func(o Options) hub.Source { return a.New(o) },
+	})
+}
+
+// New returns the source of a for the agent's home o.Home; it touches
+// nothing until Run.
+func (a *Agent) New(o Options) *AgentSource { return &AgentSource{a: a, o: o} }
+
+// AgentSource is the source an Agent makes. It implements hub.Source.
+type AgentSource struct {
+	a *Agent
+	o Options
+}
+
+// Info describes the source.
+func (s *AgentSource) Info() agentbridge.SourceInfo { return s.a.Info() }
+
+// Run follows the agent's files until ctx ends (see hub.Source), with its
+// handler and the sessions' processes found by a.Process.
+func (s *AgentSource) Run(ctx context.Context, st hub.Start) error {
+	cfg := s.o.Follow(s.a.Tail(s.o))
+	cfg.Agent = s.a.Process
+	return Follow(ctx, st, cfg, func(ss *Sessions) Handler { return s.a.Handler.NewHandler(s.a, s.o, ss) })
+}
+
+var _ hub.Source = (*AgentSource)(nil)
