@@ -1,7 +1,8 @@
-package kittest
+package sourcestest
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -9,12 +10,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/fold"
-	"github.com/agentbridge/agentbridge/sources"
-	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
 )
+
+// SkipCodes are the codes a mapping may skip a line with:
+// sources.CodeInvalidJSON and sources.CodeInvalidRecord, spelled out here
+// because package sources' own tests import this package (TestSkipCodes
+// keeps the two in step).
+var SkipCodes = map[string]bool{"invalid-json": true, "invalid-record": true}
 
 // MapFunc is a source's pure mapping of one input (a journal line, or a
 // whole side file) to the events it yields, appended to out, and the code
@@ -42,11 +49,11 @@ func (m Mapper) line(s *fold.Session, data []byte, out []agentbridge.Event) ([]a
 	return m.Line(data, out)
 }
 
-// Golden is what one session becomes: per journal line (and, last, its
+// LineGolden is what one session becomes: per journal line (and, last, its
 // side file, read as the source reads it once the journal's writes are
 // in), the events it maps to or the code it is skipped with, and the
 // snapshot the events fold into.
-type Golden struct {
+type LineGolden struct {
 	Lines    []GoldenLine          `json:"lines"`
 	Side     *GoldenLine           `json:"side,omitempty"`
 	Snapshot agentbridge.Snapshot  `json:"snapshot"`
@@ -76,19 +83,17 @@ func goldenLine(n int, code string, evs []agentbridge.Event) GoldenLine {
 	return g
 }
 
-// Replay maps a journal line by line, then its side file when side is not
+// MapLines maps a journal line by line, then its side file when side is not
 // nil, and folds every event into a session of harness, failing the test
 // on an event the validator or the fold refuses: a mapping must only say
 // what the fold accepts.
-func Replay(t testing.TB, m Mapper, id, harness string, journal, side []byte) Golden {
+func MapLines(t testing.TB, m Mapper, id, harness string, journal, side []byte) LineGolden {
 	t.Helper()
-	var g Golden
+	var g LineGolden
 	s := fold.NewSession(id, harness)
 	apply := func(where []byte, evs []agentbridge.Event, code string) {
 		t.Helper()
-		switch code {
-		case "", sources.CodeInvalidJSON, sources.CodeInvalidRecord:
-		default:
+		if code != "" && !SkipCodes[code] {
 			t.Fatalf("unknown code %q", code)
 		}
 		for _, e := range evs {
@@ -122,30 +127,41 @@ func Replay(t testing.TB, m Mapper, id, harness string, journal, side []byte) Go
 }
 
 // GoldenDir replays every dir/<name>.jsonl (with its side file, the name
-// sideName returns, when there is one) through a fresh Mapper and compares
-// the result with testdata/golden/<name>.json; update rewrites those.
+// sideName returns, when there is one) as session s-<name> through a fresh
+// Mapper and compares the result with testdata/golden/<name>.json; update
+// rewrites those. It is GoldenFS over dir.
 func GoldenDir(t *testing.T, dir, harness string, sideName func(journal string) string, newMapper func(id string) Mapper, update bool) {
-	names, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	t.Helper()
+	GoldenFS(t, os.DirFS(dir), harness, func(name string) string { return "s-" + name }, sideName, newMapper, update)
+}
+
+// GoldenFS replays every <name>.jsonl at the top of fsys (with its side
+// file, the name sideName returns, when there is one) as session
+// id(<name>) through a fresh Mapper and compares the result with
+// testdata/golden/<name>.json; update rewrites those.
+func GoldenFS(t *testing.T, fsys fs.FS, harness string, id func(name string) string, sideName func(journal string) string, newMapper func(id string) Mapper, update bool) {
+	t.Helper()
+	names, err := fs.Glob(fsys, "*.jsonl")
 	if err != nil || len(names) == 0 {
-		t.Fatalf("no journals in %s: %v", dir, err)
+		t.Fatalf("no journals: %v", err)
 	}
 	for _, name := range names {
-		base := strings.TrimSuffix(filepath.Base(name), ".jsonl")
+		base := strings.TrimSuffix(name, ".jsonl")
 		t.Run(base, func(t *testing.T) {
-			journal, err := os.ReadFile(name)
+			journal, err := fs.ReadFile(fsys, name)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var side []byte
 			if sideName != nil {
-				side, err = os.ReadFile(sideName(name))
+				side, err = fs.ReadFile(fsys, sideName(name))
 				if err != nil && !errors.Is(err, fs.ErrNotExist) {
 					t.Fatal(err)
 				}
 			}
-			id := "s-" + base
-			got := Replay(t, newMapper(id), id, harness, journal, side)
-			sourcestest.Golden(t, filepath.Join("testdata", "golden", base+".json"), got, update)
+			sid := id(base)
+			got := MapLines(t, newMapper(sid), sid, harness, journal, side)
+			Golden(t, filepath.Join("testdata", "golden", base+".json"), got, update)
 		})
 	}
 }
@@ -207,7 +223,7 @@ func CheckUsage(t *testing.T, dir, harness string, sideName func(journal string)
 				}
 			}
 			id := "s-" + name
-			g := Replay(t, newMapper(id), id, harness, journal, side)
+			g := MapLines(t, newMapper(id), id, harness, journal, side)
 			var got *agentbridge.Usage
 			if g.Activity != nil {
 				got = g.Activity.Usage
@@ -219,5 +235,36 @@ func CheckUsage(t *testing.T, dir, harness string, sideName func(journal string)
 				t.Errorf("usage = %+v, want the journal's own %+v", *got, *w)
 			}
 		})
+	}
+}
+
+// Golden compares got, as indented JSON, with the golden file at path (a
+// *T of the same type is decoded from it and compared with go-cmp); with
+// update it writes the file instead.
+func Golden[T any](t testing.TB, path string, got T, update bool) {
+	t.Helper()
+	if update {
+		b, err := json.MarshalIndent(got, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the test with -update to create it)", err)
+	}
+	var want T
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
 	}
 }
