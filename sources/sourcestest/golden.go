@@ -89,6 +89,14 @@ func goldenLine(n int, code string, evs []agentbridge.Event) GoldenLine {
 // what the fold accepts.
 func MapLines(t testing.TB, m Mapper, id, harness string, journal, side []byte) LineGolden {
 	t.Helper()
+	g, _ := MapSession(t, m, id, harness, journal, side)
+	return g
+}
+
+// MapSession is MapLines that also returns the session the events were
+// folded into (for what a user is shown: ShownStatus, Session.Ended).
+func MapSession(t testing.TB, m Mapper, id, harness string, journal, side []byte) (LineGolden, *fold.Session) {
+	t.Helper()
 	var g LineGolden
 	s := fold.NewSession(id, harness)
 	apply := func(where []byte, evs []agentbridge.Event, code string) {
@@ -123,7 +131,20 @@ func MapLines(t testing.TB, m Mapper, id, harness string, journal, side []byte) 
 	if issues := validate.Snapshot(g.Snapshot, validate.Harnesses{harness: true}); len(issues) > 0 {
 		t.Fatalf("final snapshot invalid: %+v", issues)
 	}
-	return g
+	return g, s
+}
+
+// AllEvents returns the events of every line, then of the side file, in
+// order (without their usage, which the lines list beside them).
+func (g LineGolden) AllEvents() []agentbridge.Event {
+	var out []agentbridge.Event
+	for _, l := range g.Lines {
+		out = append(out, l.Events...)
+	}
+	if g.Side != nil {
+		out = append(out, g.Side.Events...)
+	}
+	return out
 }
 
 // GoldenDir replays every dir/<name>.jsonl (with its side file, the name
