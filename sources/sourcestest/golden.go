@@ -34,11 +34,13 @@ type ViewFunc func(v fold.View, data []byte, out []agentbridge.Event) ([]agentbr
 
 // Mapper is one session's mapping: Line (or Viewed, for a mapping that
 // reads the fold's view) for journal lines and, when the source reads a
-// side file, Side for it (nil otherwise).
+// side file, Side for it (nil otherwise); End, when not nil, is what the
+// mapping says once the journal is read (as a source's first read ends).
 type Mapper struct {
 	Line   MapFunc
 	Viewed ViewFunc
 	Side   MapFunc
+	End    func(out []agentbridge.Event) []agentbridge.Event
 }
 
 // line maps one journal line, handing Viewed the view of s.
@@ -49,13 +51,15 @@ func (m Mapper) line(s *fold.Session, data []byte, out []agentbridge.Event) ([]a
 	return m.Line(data, out)
 }
 
-// LineGolden is what one session becomes: per journal line (and, last, its
+// LineGolden is what one session becomes: per journal line (then its
 // side file, read as the source reads it once the journal's writes are
-// in), the events it maps to or the code it is skipped with, and the
-// snapshot the events fold into.
+// in, and the mapping's end, Mapper.End), the events it maps to or the
+// code it is skipped with, and the snapshot and activity the events fold
+// into.
 type LineGolden struct {
 	Lines    []GoldenLine          `json:"lines"`
 	Side     *GoldenLine           `json:"side,omitempty"`
+	End      *GoldenLine           `json:"end,omitempty"`
 	Snapshot agentbridge.Snapshot  `json:"snapshot"`
 	Activity *agentbridge.Activity `json:"activity,omitempty"`
 }
@@ -126,6 +130,14 @@ func MapSession(t testing.TB, m Mapper, id, harness string, journal, side []byte
 		l := goldenLine(0, code, evs)
 		g.Side = &l
 	}
+	if m.End != nil {
+		evs := m.End(nil)
+		apply(nil, evs, "")
+		if len(evs) > 0 {
+			l := goldenLine(0, "", evs)
+			g.End = &l
+		}
+	}
 	g.Snapshot = s.Snapshot()
 	g.Activity = s.Activity()
 	if issues := validate.Snapshot(g.Snapshot, validate.Harnesses{harness: true}); len(issues) > 0 {
@@ -134,15 +146,18 @@ func MapSession(t testing.TB, m Mapper, id, harness string, journal, side []byte
 	return g, s
 }
 
-// AllEvents returns the events of every line, then of the side file, in
-// order (without their usage, which the lines list beside them).
+// AllEvents returns the events of every line, then of the side file and
+// the end, in order (without their usage, which the lines list beside
+// them).
 func (g LineGolden) AllEvents() []agentbridge.Event {
 	var out []agentbridge.Event
 	for _, l := range g.Lines {
 		out = append(out, l.Events...)
 	}
-	if g.Side != nil {
-		out = append(out, g.Side.Events...)
+	for _, l := range []*GoldenLine{g.Side, g.End} {
+		if l != nil {
+			out = append(out, l.Events...)
+		}
 	}
 	return out
 }
