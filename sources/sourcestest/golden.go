@@ -36,11 +36,15 @@ type ViewFunc func(v fold.View, data []byte, out []agentbridge.Event) ([]agentbr
 // reads the fold's view) for journal lines and, when the source reads a
 // side file, Side for it (nil otherwise); End, when not nil, is what the
 // mapping says once the journal is read (as a source's first read ends).
+// Rebuilt, when not nil, says after each line whether the mapping threw
+// the session away and rebuilt it (an agent that rewrites its journal
+// whole): the line's events are then folded into a new session.
 type Mapper struct {
-	Line   MapFunc
-	Viewed ViewFunc
-	Side   MapFunc
-	End    func(out []agentbridge.Event) []agentbridge.Event
+	Line    MapFunc
+	Viewed  ViewFunc
+	Side    MapFunc
+	End     func(out []agentbridge.Event) []agentbridge.Event
+	Rebuilt func() bool
 }
 
 // line maps one journal line, handing Viewed the view of s.
@@ -66,8 +70,11 @@ type LineGolden struct {
 
 // GoldenLine is one input's result.
 type GoldenLine struct {
-	Line    int                 `json:"line,omitempty"`
-	Skipped string              `json:"skipped,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
+	// Rebuild says the line's events rebuild the session from nothing
+	// (Mapper.Rebuilt).
+	Rebuild bool                `json:"rebuild,omitempty"`
 	Events  []agentbridge.Event `json:"events,omitempty"`
 	// Usage lists the token counts the line's events carry (Event.Usage,
 	// which is not part of an event's JSON), in order.
@@ -119,9 +126,15 @@ func MapSession(t testing.TB, m Mapper, id, harness string, journal, side []byte
 	}
 	for i, line := range bytes.Split(bytes.TrimRight(journal, "\n"), []byte("\n")) {
 		evs, code := m.line(s, line, nil)
+		rebuilt := m.Rebuilt != nil && m.Rebuilt()
+		if rebuilt {
+			s = fold.NewSession(id, harness)
+		}
 		apply(line, evs, code)
-		if code != "" || len(evs) > 0 {
-			g.Lines = append(g.Lines, goldenLine(i+1, code, evs))
+		if code != "" || len(evs) > 0 || rebuilt {
+			l := goldenLine(i+1, code, evs)
+			l.Rebuild = rebuilt
+			g.Lines = append(g.Lines, l)
 		}
 	}
 	if side != nil && m.Side != nil {
