@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,7 +71,9 @@ type LineGolden struct {
 
 // GoldenLine is one input's result.
 type GoldenLine struct {
-	Line    int    `json:"line,omitempty"`
+	Line int `json:"line,omitempty"`
+	// Session is the session the events are for, in a FilesGolden.
+	Session string `json:"session,omitempty"`
 	Skipped string `json:"skipped,omitempty"`
 	// Rebuild says the line's events rebuild the session from nothing
 	// (Mapper.Rebuilt).
@@ -316,4 +319,107 @@ func Golden[T any](t testing.TB, path string, got T, update bool) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
 	}
+}
+
+// SessionEvent is one event an Engine publishes and the session it is for.
+type SessionEvent struct {
+	Session string            `json:"session"`
+	Event   agentbridge.Event `json:"event"`
+}
+
+// Engine is the mapping of a source whose journals speak for several
+// sessions (a subagent's rollout for its parent's session): Line maps one
+// line of journal name to the events it publishes and the code it is
+// skipped with; End, when not nil, is what it publishes once a journal is
+// read to its end.
+type Engine struct {
+	Line func(name string, line []byte) ([]SessionEvent, string)
+	End  func(name string) []SessionEvent
+}
+
+// Journal is one journal an Engine reads: its name and content.
+type Journal struct {
+	Name string
+	Data []byte
+}
+
+// FilesGolden is what an Engine makes of journals read one after the
+// other: per journal, its lines' results as in LineGolden (one entry per
+// line and session, GoldenLine.Session naming it), then the snapshots of
+// the sessions the events fold into that are not stopped, by id.
+type FilesGolden struct {
+	Files     []FileGolden           `json:"files"`
+	Snapshots []agentbridge.Snapshot `json:"snapshots"`
+}
+
+// FileGolden is one journal's part of a FilesGolden.
+type FileGolden struct {
+	Name  string       `json:"name"`
+	Lines []GoldenLine `json:"lines"`
+	End   []GoldenLine `json:"end,omitempty"`
+}
+
+// MapFiles maps journals line by line through e, in order, folding every
+// event into its session of harness; it fails the test on an event the
+// validator or the fold refuses, as MapLines does.
+func MapFiles(t testing.TB, e Engine, harness string, journals []Journal) FilesGolden {
+	t.Helper()
+	var g FilesGolden
+	sessions := map[string]*fold.Session{}
+	entries := func(n int, code string, evs []SessionEvent) []GoldenLine {
+		t.Helper()
+		if code != "" && !SkipCodes[code] {
+			t.Fatalf("unknown code %q", code)
+		}
+		var out []GoldenLine
+		if code != "" && len(evs) == 0 {
+			out = append(out, goldenLine(n, code, nil))
+		}
+		for i := 0; i < len(evs); {
+			id := evs[i].Session
+			s := sessions[id]
+			if s == nil {
+				s = fold.NewSession(id, harness)
+				sessions[id] = s
+			}
+			var run []agentbridge.Event
+			for ; i < len(evs) && evs[i].Session == id; i++ {
+				ev := evs[i].Event
+				if issues := validate.Event(ev); len(issues) > 0 {
+					t.Fatalf("invalid %s for %s: %+v", ev.Kind, id, issues)
+				}
+				if issues := s.Apply(ev); len(issues) > 0 {
+					t.Fatalf("fold refused %s for %s: %+v", ev.Kind, id, issues)
+				}
+				run = append(run, ev)
+			}
+			l := goldenLine(n, code, run)
+			l.Session = id
+			out = append(out, l)
+		}
+		return out
+	}
+	for _, j := range journals {
+		f := FileGolden{Name: j.Name, Lines: []GoldenLine{}}
+		for i, line := range bytes.Split(bytes.TrimRight(j.Data, "\n"), []byte("\n")) {
+			evs, code := e.Line(j.Name, line)
+			f.Lines = append(f.Lines, entries(i+1, code, evs)...)
+		}
+		if e.End != nil {
+			f.End = entries(0, "", e.End(j.Name))
+		}
+		g.Files = append(g.Files, f)
+	}
+	for _, s := range sessions {
+		if s.Stopped() {
+			continue
+		}
+		snap := s.Snapshot()
+		if issues := validate.Snapshot(snap, validate.Harnesses{harness: true}); len(issues) > 0 {
+			t.Fatalf("snapshot of %s invalid: %+v", snap.ID, issues)
+		}
+		g.Snapshots = append(g.Snapshots, snap)
+	}
+	slices.SortFunc(g.Snapshots, func(a, b agentbridge.Snapshot) int { return strings.Compare(a.ID, b.ID) })
+	return g
 }
