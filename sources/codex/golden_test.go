@@ -161,7 +161,7 @@ func TestGolden(t *testing.T) {
 				js = append(js, sourcestest.Journal{Name: name, Data: data})
 			}
 			checkPublishable(t, replay(t, NewEngine(), dir, rolloutNames(t, dir)))
-			got := sourcestest.MapFiles(t, engine(NewEngine()), Harness, js)
+			got := sourcestest.MapFiles(t, func(func(string) foldpkg.View) sourcestest.Engine { return engine(NewEngine()) }, Harness, js)
 			sourcestest.Golden(t, filepath.Join("testdata", "golden", c.Name()+".json"), got, *update)
 		})
 	}

@@ -330,11 +330,13 @@ type SessionEvent struct {
 // Engine is the mapping of a source whose journals speak for several
 // sessions (a subagent's rollout for its parent's session): Line maps one
 // line of journal name to the events it publishes and the code it is
-// skipped with; End, when not nil, is what it publishes once a journal is
-// read to its end.
+// skipped with; After, when not nil, what it publishes once a line's
+// events are folded (entries of the same line); End, when not nil, what it
+// publishes once a journal is read to its end.
 type Engine struct {
-	Line func(name string, line []byte) ([]SessionEvent, string)
-	End  func(name string) []SessionEvent
+	Line  func(name string, line []byte) ([]SessionEvent, string)
+	After func(name string) []SessionEvent
+	End   func(name string) []SessionEvent
 }
 
 // Journal is one journal an Engine reads: its name and content.
@@ -359,13 +361,16 @@ type FileGolden struct {
 	End   []GoldenLine `json:"end,omitempty"`
 }
 
-// MapFiles maps journals line by line through e, in order, folding every
-// event into its session of harness; it fails the test on an event the
-// validator or the fold refuses, as MapLines does.
-func MapFiles(t testing.TB, e Engine, harness string, journals []Journal) FilesGolden {
+// MapFiles maps journals line by line, in order, through the Engine
+// newEngine makes (handed each session's fold view, as Sessions.View hands
+// a running source), folding every event into its session of harness; it
+// fails the test on an event the validator or the fold refuses, as
+// MapLines does.
+func MapFiles(t testing.TB, newEngine func(view func(session string) fold.View) Engine, harness string, journals []Journal) FilesGolden {
 	t.Helper()
 	var g FilesGolden
 	sessions := map[string]*fold.Session{}
+	e := newEngine(func(id string) fold.View { return fold.ViewOf(sessions[id]) })
 	entries := func(n int, code string, evs []SessionEvent) []GoldenLine {
 		t.Helper()
 		if code != "" && !SkipCodes[code] {
@@ -404,6 +409,9 @@ func MapFiles(t testing.TB, e Engine, harness string, journals []Journal) FilesG
 		for i, line := range bytes.Split(bytes.TrimRight(j.Data, "\n"), []byte("\n")) {
 			evs, code := e.Line(j.Name, line)
 			f.Lines = append(f.Lines, entries(i+1, code, evs)...)
+			if e.After != nil {
+				f.Lines = append(f.Lines, entries(i+1, "", e.After(j.Name))...)
+			}
 		}
 		if e.End != nil {
 			f.End = entries(0, "", e.End(j.Name))
