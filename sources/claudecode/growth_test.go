@@ -53,14 +53,15 @@ func TestRecordedGrowth(t *testing.T) {
 				t.Fatal(err)
 			}
 			sid := firstSessionID(data)
-			var want agentbridge.Snapshot
-			golden, err := os.ReadFile(filepath.Join("testdata", "golden", goldenName(journal)+".snapshot.json"))
+			var g sourcestest.LineGolden
+			golden, err := os.ReadFile(filepath.Join("testdata", "golden", goldenName(journal)+".json"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := json.Unmarshal(golden, &want); err != nil {
+			if err := json.Unmarshal(golden, &g); err != nil {
 				t.Fatal(err)
 			}
+			want := g.Snapshot
 			var src *Source
 			e := startLiveWith(t, nil, &src)
 			p := filepath.Join(e.dir, "projects", "-rec", sid+".jsonl")

@@ -2,8 +2,6 @@ package codex
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	foldpkg "github.com/agentbridge/agentbridge/fold"
+	"github.com/agentbridge/agentbridge/sources"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
 )
 
@@ -113,10 +113,34 @@ func rolloutNames(tb testing.TB, dir string) []string {
 	return names
 }
 
-// TestGolden replays every fixture under testdata/rollouts/<case>/ and
-// compares the published events (testdata/golden/<case>.events.jsonl) and
-// the folded snapshots (testdata/golden/<case>.snapshot.json). Run with
-// -update to rewrite them after a deliberate mapping change.
+// engine is an Engine's mapping for the golden harness: each rollout by
+// its key, a line that is not a JSON object skipped as invalid-json, a
+// flush at each rollout's end.
+func engine(e *Engine) sourcestest.Engine {
+	pubs := func(ps []Pub) []sourcestest.SessionEvent {
+		out := make([]sourcestest.SessionEvent, 0, len(ps))
+		for _, p := range ps {
+			out = append(out, sourcestest.SessionEvent{Session: p.Session, Event: p.Event})
+		}
+		return out
+	}
+	return sourcestest.Engine{
+		Line: func(name string, line []byte) ([]sourcestest.SessionEvent, string) {
+			evs := pubs(e.Line(keyOf(name), line))
+			if e.Bad() {
+				return evs, sources.CodeInvalidJSON
+			}
+			return evs, ""
+		},
+		End: func(name string) []sourcestest.SessionEvent { return pubs(e.Flush(keyOf(name))) },
+	}
+}
+
+// TestGolden replays every fixture under testdata/rollouts/<case>/, file
+// by file in name order, line by line, and compares the events of every
+// line (by session) and the folded snapshots with
+// testdata/golden/<case>.json. Run with -update to rewrite them after a
+// deliberate mapping change.
 func TestGolden(t *testing.T) {
 	cases, err := os.ReadDir("testdata/rollouts")
 	if err != nil {
@@ -128,47 +152,18 @@ func TestGolden(t *testing.T) {
 		}
 		t.Run(c.Name(), func(t *testing.T) {
 			dir := filepath.Join("testdata/rollouts", c.Name())
-			pubs := replay(t, NewEngine(), dir, rolloutNames(t, dir))
-			checkPublishable(t, pubs)
-			snaps := foldAll(t, pubs)
-
-			var ev bytes.Buffer
-			for _, p := range pubs {
-				b, err := json.Marshal(struct {
-					Pub
-					Usage *agentbridge.UsageReport `json:"usage,omitempty"`
-				}{p, p.Event.Usage})
+			var js []sourcestest.Journal
+			for _, name := range rolloutNames(t, dir) {
+				data, err := os.ReadFile(filepath.Join(dir, name))
 				if err != nil {
 					t.Fatal(err)
 				}
-				ev.Write(b)
-				ev.WriteByte('\n')
+				js = append(js, sourcestest.Journal{Name: name, Data: data})
 			}
-			sn, err := json.MarshalIndent(snaps, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			sn = append(sn, '\n')
-			golden(t, filepath.Join("testdata/golden", c.Name()+".events.jsonl"), ev.Bytes())
-			golden(t, filepath.Join("testdata/golden", c.Name()+".snapshot.json"), sn)
+			checkPublishable(t, replay(t, NewEngine(), dir, rolloutNames(t, dir)))
+			got := sourcestest.MapFiles(t, func(func(string) foldpkg.View) sourcestest.Engine { return engine(NewEngine()) }, Harness, js)
+			sourcestest.Golden(t, filepath.Join("testdata", "golden", c.Name()+".json"), got, *update)
 		})
-	}
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
 	}
 }
 

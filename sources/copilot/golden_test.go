@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,7 +59,7 @@ func TestGolden(t *testing.T) {
 	for name, data := range goldenInputs(t) {
 		t.Run(name, func(t *testing.T) {
 			m := &mapper{session: "s-" + name}
-			got := kittest.Replay(t, kittest.Mapper{Viewed: m.Map}, "s-"+name, Harness, data, nil)
+			got := sourcestest.MapLines(t, sourcestest.Mapper{Viewed: m.Map}, "s-"+name, Harness, data, nil)
 			sourcestest.Golden(t, filepath.Join("testdata", "golden", name+".json"), got, *update)
 		})
 	}

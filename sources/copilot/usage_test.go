@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/sources/internal/kittest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // TestUsageMatchesJournals: the session's tokens are the sums of the
@@ -14,8 +14,8 @@ import (
 // no input counts), or session.usage_record (1.0.102: input, output and
 // cache counts per model call; its assistant.message carries none).
 func TestUsageMatchesJournals(t *testing.T) {
-	kittest.CheckUsage(t, filepath.Join("testdata", "journals"), Harness, nil,
-		func(id string) kittest.Mapper { return kittest.Mapper{Viewed: (&mapper{session: id}).Map} },
+	sourcestest.CheckUsage(t, filepath.Join("testdata", "journals"), Harness, nil,
+		func(id string) sourcestest.Mapper { return sourcestest.Mapper{Viewed: (&mapper{session: id}).Map} },
 		map[string]*agentbridge.Usage{
 			"background-subagent":             {OutputTokens: 36},
 			"compaction-escape-error":         nil,

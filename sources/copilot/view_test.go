@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/sources/internal/kittest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // TestShutdownEndsTurn: session.shutdown ends the process and the turn it
@@ -20,7 +20,7 @@ func TestShutdownEndsTurn(t *testing.T) {
 		`{"type":"session.shutdown","data":{"shutdownType":"routine"},"id":"e4","timestamp":"2026-08-05T15:38:11.000Z"}`,
 		`{"type":"session.resume","data":{"context":{"cwd":"/w"}},"id":"e5","timestamp":"2026-08-05T15:38:12.000Z"}`,
 	}, "\n")
-	g := kittest.Replay(t, kittest.Mapper{Viewed: (&mapper{session: "s1"}).Map}, "s1", Harness, []byte(journal), nil)
+	g := sourcestest.MapLines(t, sourcestest.Mapper{Viewed: (&mapper{session: "s1"}).Map}, "s1", Harness, []byte(journal), nil)
 	last := g.Lines[len(g.Lines)-1]
 	if last.Line != 5 || len(last.Events) != 1 || last.Events[0].Kind != agentbridge.KindSessionStarted {
 		t.Fatalf("the resume maps to %+v, want session.started alone", last)

@@ -2,12 +2,12 @@ package cursor
 
 import (
 	"flag"
-	"github.com/agentbridge/agentbridge/sources/internal/kittest"
 	"path/filepath"
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/fold"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -17,9 +17,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // compares the events of every line and the final snapshot with
 // testdata/golden/<name>.json (-update rewrites them).
 func TestGolden(t *testing.T) {
-	kittest.GoldenDir(t, filepath.Join("testdata", "journals"), Harness, nil, func(string) kittest.Mapper {
+	sourcestest.GoldenDir(t, filepath.Join("testdata", "journals"), Harness, nil, func(string) sourcestest.Mapper {
 		m, n := &mapper{cwd: "/home/ana/shop"}, 0
-		return kittest.Mapper{Viewed: func(v fold.View, line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
+		return sourcestest.Mapper{Viewed: func(v fold.View, line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
 			n++
 			return m.Map(v, n, line, out)
 		}}

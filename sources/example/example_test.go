@@ -36,7 +36,7 @@ func goldenSnapshot(t *testing.T, stem string) agentbridge.Snapshot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var g golden
+	var g sourcestest.LineGolden
 	if err := json.Unmarshal(b, &g); err != nil {
 		t.Fatal(err)
 	}

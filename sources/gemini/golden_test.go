@@ -10,27 +10,17 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
-	"github.com/agentbridge/agentbridge/validate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-// golden is what one session file becomes: the events reported, in order
-// (a rebuild shows as a "rebuild" marker followed by the replay), and the
-// snapshot they fold into.
-type golden struct {
-	Events   []goldenEvent         `json:"events"`
-	Snapshot agentbridge.Snapshot  `json:"snapshot"`
-	Shown    agentbridge.Status    `json:"-"` // what a user sees (sourcestest.ShownStatus)
-	Activity *agentbridge.Activity `json:"activity,omitempty"`
-}
-
-type goldenEvent struct {
-	Rebuild bool                     `json:"rebuild,omitempty"`
-	Event   *agentbridge.Event       `json:"event,omitempty"`
-	Usage   *agentbridge.UsageReport `json:"usage,omitempty"`
+// replayed is a session file mapped and folded: the golden, and what a
+// user is shown (sourcestest.ShownStatus), which the golden file does not
+// hold.
+type replayed struct {
+	sourcestest.LineGolden
+	Shown agentbridge.Status
 }
 
 // session is one session's lines, cut out of a recording that holds
@@ -69,50 +59,45 @@ func split(harness string, data []byte) []session {
 	return out
 }
 
-// replayFile maps one session's lines the way the source does and folds
-// the events, failing on an event the fold rejects.
-func replayFile(t *testing.T, harness, id string, lines [][]byte) golden {
-	t.Helper()
-	g := golden{Events: []goldenEvent{}}
-	s := fold.NewSession(id, harness)
-	apply := func(e agentbridge.Event) {
-		if issues := s.Apply(e); len(issues) > 0 {
-			t.Fatalf("fold rejected %s: %+v", e.Kind, issues)
-		}
-		u := e.Usage
-		e.Usage = nil // not part of the event's JSON: shown beside it
-		g.Events = append(g.Events, goldenEvent{Event: &e, Usage: u})
+// mapper maps one session file the way the source does: a Gemini CLI
+// chat (whose rewrite rebuilds the session from the chat's events) or an
+// Antigravity transcript.
+func mapper(harness, id string) sourcestest.Mapper {
+	if harness != HarnessGemini {
+		brain := &Brain{}
+		return sourcestest.Mapper{Line: func(line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
+			evs, code := brain.Line(id, line)
+			return append(out, evs...), code
+		}}
 	}
-	chat, brain := &Chat{}, &Brain{}
-	for _, line := range lines {
-		if harness == HarnessGemini {
-			ch, events, _ := chat.Line(line)
+	chat, rebuilt := &Chat{}, false
+	return sourcestest.Mapper{
+		Line: func(line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
+			ch, evs, code := chat.Line(line)
 			switch ch {
 			case Appended:
-				for _, e := range events {
-					apply(e)
-				}
+				out = append(out, evs...)
 			case Rebuilt:
-				g.Events = append(g.Events, goldenEvent{Rebuild: true})
-				s = fold.NewSession(id, harness)
-				for _, e := range chat.Events() {
-					apply(e)
-				}
+				rebuilt = true
+				out = append(out, chat.Events()...)
 			}
-			continue
-		}
-		events, _ := brain.Line(id, line)
-		for _, e := range events {
-			apply(e)
-		}
+			return out, code
+		},
+		Rebuilt: func() bool {
+			r := rebuilt
+			rebuilt = false
+			return r
+		},
 	}
-	g.Snapshot = s.Snapshot()
-	g.Shown = sourcestest.ShownStatus(&g.Snapshot, s.Ended())
-	g.Activity = s.Activity()
-	if issues := validate.Snapshot(g.Snapshot, validate.Harnesses{harness: true}); len(issues) > 0 {
-		t.Fatalf("final snapshot invalid: %+v", issues)
-	}
-	return g
+}
+
+// replayFile maps one session's lines the way the source does and folds
+// the events (sourcestest.MapSession), failing on an event the fold
+// rejects.
+func replayFile(t *testing.T, harness, id string, lines [][]byte) replayed {
+	t.Helper()
+	g, s := sourcestest.MapSession(t, mapper(harness, id), id, harness, bytes.Join(lines, []byte("\n")), nil)
+	return replayed{LineGolden: g, Shown: sourcestest.ShownStatus(&g.Snapshot, s.Ended())}
 }
 
 // goldenCases lists every recorded file under testdata with its harness.
@@ -161,15 +146,14 @@ func goldenCases(t *testing.T) map[string]struct {
 	return cases
 }
 
-// TestGolden maps every recorded file to its events and final snapshot
-// and compares them with testdata/golden/<name>.json.
+// TestGolden maps every recorded file, line by line, and compares the
+// events of every line and the final snapshot with
+// testdata/golden/<name>.json (-update rewrites them).
 func TestGolden(t *testing.T) {
 	for name, c := range goldenCases(t) {
 		t.Run(name, func(t *testing.T) {
 			got := replayFile(t, c.harness, "sess-1", c.lines)
-			got.Shown = "" // not in the file
-			path := filepath.Join("testdata", "golden", name+".json")
-			sourcestest.Golden(t, path, got, *update)
+			sourcestest.Golden(t, filepath.Join("testdata", "golden", name+".json"), got.LineGolden, *update)
 		})
 	}
 }
@@ -181,8 +165,8 @@ func TestRecordedOutcomes(t *testing.T) {
 	for name, c := range goldenCases(t) {
 		g := replayFile(t, c.harness, "sess-1", c.lines)
 		turns := 0
-		for _, e := range g.Events {
-			if e.Event != nil && e.Event.Kind == agentbridge.KindTurnStarted {
+		for _, e := range g.AllEvents() {
+			if e.Kind == agentbridge.KindTurnStarted {
 				turns++
 			}
 		}

@@ -37,16 +37,19 @@ func TestRealShellApproval(t *testing.T) {
 		var turns int
 		var tools []string
 		var outcome agentbridge.Outcome
-		for _, e := range g.Events {
-			switch {
-			case e.Rebuild:
+		for _, l := range g.Lines {
+			if l.Rebuild {
 				t.Errorf("%s: rebuilt", c.file)
-			case e.Event.Kind == agentbridge.KindTurnStarted:
+			}
+		}
+		for _, e := range g.AllEvents() {
+			switch e.Kind {
+			case agentbridge.KindTurnStarted:
 				turns++
-			case e.Event.Kind == agentbridge.KindToolStarted:
-				tools = append(tools, e.Event.Name)
-			case e.Event.Kind == agentbridge.KindToolFinished:
-				outcome = e.Event.Outcome
+			case agentbridge.KindToolStarted:
+				tools = append(tools, e.Name)
+			case agentbridge.KindToolFinished:
+				outcome = e.Outcome
 			}
 		}
 		snap := g.Snapshot

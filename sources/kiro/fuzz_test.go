@@ -3,7 +3,7 @@ package kiro
 import (
 	"testing"
 
-	"github.com/agentbridge/agentbridge/sources/internal/kittest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // FuzzSession maps a whole journal line by line, then a sidecar, with one
@@ -15,6 +15,6 @@ func FuzzSession(f *testing.F) {
 	f.Add([]byte(`{"version":"v1","kind":"Prompt","data":{"message_id":"p1","content":[{"kind":"text","data":"hi"}]}}`),
 		[]byte(`{"cwd":"/w","session_state":{"conversation_metadata":{"user_turn_metadatas":[{"message_ids":["p1"],"end_reason":"Cancelled"}]}}}`))
 	f.Fuzz(func(t *testing.T, journal, side []byte) {
-		kittest.Replay(t, mapper("fuzz"), "fuzz", Harness, journal, side)
+		sourcestest.MapLines(t, mapper("fuzz"), "fuzz", Harness, journal, side)
 	})
 }

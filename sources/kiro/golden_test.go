@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbridge/agentbridge/sources/internal/kittest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-func mapper(string) kittest.Mapper {
+func mapper(string) sourcestest.Mapper {
 	s := newSession()
-	return kittest.Mapper{Line: s.mapRecord, Side: s.mapSidecar}
+	return sourcestest.Mapper{Line: s.mapRecord, Side: s.mapSidecar}
 }
 
 // sidecarOf is <name>.json beside <name>.jsonl.
@@ -25,5 +25,5 @@ func sidecarOf(journal string) string { return strings.TrimSuffix(journal, "l") 
 // interrupted turn, /clear, bad lines) and compares the events and the
 // snapshot they fold into with testdata/golden/<name>.json.
 func TestGolden(t *testing.T) {
-	kittest.GoldenDir(t, filepath.Join("testdata", "sessions"), Harness, sidecarOf, mapper, *update)
+	sourcestest.GoldenDir(t, filepath.Join("testdata", "sessions"), Harness, sidecarOf, mapper, *update)
 }

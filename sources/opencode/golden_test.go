@@ -7,11 +7,9 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
-	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 	"github.com/agentbridge/agentbridge/validate"
@@ -35,22 +33,10 @@ func copyDB(t testing.TB, src string) string {
 	return p
 }
 
-// event is one mapped event and the session it is for.
-type event struct {
-	Session string            `json:"session"`
-	Event   agentbridge.Event `json:"event"`
-}
-
-type golden struct {
-	Events    []event                `json:"events"`
-	Snapshots []agentbridge.Snapshot `json:"snapshots"`
-}
-
 // folder folds mapped events as Sessions would, failing on a rejected one.
 type folder struct {
-	t  *testing.T
-	s  map[string]*fold.Session
-	ev []event
+	t *testing.T
+	s map[string]*fold.Session
 }
 
 // apply maps records and folds their events.
@@ -77,25 +63,7 @@ func (f *folder) add(outs []Out) {
 		if is := s.Apply(e); len(is) > 0 {
 			f.t.Fatalf("fold rejected %s for %s: %+v", e.Kind, o.Session, is)
 		}
-		f.ev = append(f.ev, event{o.Session, e})
 	}
-}
-
-func (f *folder) golden() golden {
-	g := golden{Events: f.ev}
-	ids := make([]string, 0, len(f.s))
-	for id := range f.s {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		snap := f.s[id].Snapshot()
-		if is := validate.Snapshot(snap, validate.Harnesses{Harness: true}); len(is) > 0 {
-			f.t.Fatalf("snapshot %s invalid: %+v", id, is)
-		}
-		g.Snapshots = append(g.Snapshots, snap)
-	}
-	return g
 }
 
 // logAsks reads the permission requests of a log fixture, attributed as
@@ -123,16 +91,55 @@ func logAsks(t *testing.T, path string) []Ask {
 	return asks
 }
 
-func checkGolden(t *testing.T, name string, got golden) {
+// rows maps the records of an opencode database as the golden harness's
+// journal "rows", line n being the nth record (then, once its events are
+// folded, the log's permission requests it made answerable, asks), their
+// events redacted as Sessions redacts them.
+func rows(t *testing.T, name string, recs []Record, asks []Ask) (sourcestest.FilesGolden, *Mapper) {
 	t.Helper()
-	sourcestest.Golden(t, filepath.Join("testdata", "golden", name+".json"), got, *update)
+	var m *Mapper
+	next := 0
+	g := sourcestest.MapFiles(t, func(view func(string) fold.View) sourcestest.Engine {
+		m = NewMapper(view)
+		redacted := func(outs []Out) []sourcestest.SessionEvent {
+			var out []sourcestest.SessionEvent
+			for _, o := range outs {
+				e := o.Event
+				validate.RedactEvent(&e)
+				out = append(out, sourcestest.SessionEvent{Session: o.Session, Event: e})
+			}
+			return out
+		}
+		return sourcestest.Engine{
+			Line: func(string, []byte) ([]sourcestest.SessionEvent, string) {
+				if next == len(recs) { // the one empty line of no records
+					return nil, ""
+				}
+				next++
+				return redacted(m.Apply(recs[next-1])), ""
+			},
+			After: func(string) []sourcestest.SessionEvent {
+				var out []Out
+				for i := 0; i < len(asks); i++ {
+					if o, ok := m.Ask(asks[i]); ok {
+						out = append(out, o...)
+						asks = append(asks[:i], asks[i+1:]...)
+						i--
+					}
+				}
+				return redacted(out)
+			},
+		}
+	}, Harness, []sourcestest.Journal{{Name: name, Data: bytes.Repeat([]byte("row\n"), len(recs))}})
+	return g, m
 }
 
 // TestGolden maps the databases the real opencode CLI wrote (see
 // testdata/SOURCES.md), twice: as the live source reads them, the event
 // journal from its first row with the log's permission requests placed
 // as soon as their tool runs; and as the start reads them, from the
-// tables. Both are compared with testdata/golden.
+// tables. Each is compared with testdata/golden/<name>.{journal,scan}.json
+// (-update rewrites them).
 func TestGolden(t *testing.T) {
 	fixtures, _ := filepath.Glob("testdata/cli/*.db")
 	if len(fixtures) == 0 {
@@ -154,33 +161,17 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := &folder{t: t, s: map[string]*fold.Session{}}
-			m := NewMapper(f.view)
-			for _, r := range recs {
-				f.add(m.Apply(r))
-				for i := 0; i < len(asks); i++ {
-					if out, ok := m.Ask(asks[i]); ok {
-						f.add(out)
-						asks = append(asks[:i], asks[i+1:]...)
-						i--
-					}
-				}
-			}
+			g, m := rows(t, "journal", recs, asks)
 			if len(m.Skipped) > 0 {
 				t.Errorf("skipped: %v", m.Skipped)
 			}
-			checkGolden(t, name+".journal", f.golden())
+			sourcestest.Golden(t, filepath.Join("testdata", "golden", name+".journal.json"), g, *update)
 
-			recs, err = d.Scan(context.Background(), 0)
-			if err != nil {
+			if recs, err = d.Scan(context.Background(), 0); err != nil {
 				t.Fatal(err)
 			}
-			f = &folder{t: t, s: map[string]*fold.Session{}}
-			m = NewMapper(f.view)
-			for _, r := range recs {
-				f.add(m.Apply(r))
-			}
-			checkGolden(t, name+".scan", f.golden())
+			g, _ = rows(t, "scan", recs, nil)
+			sourcestest.Golden(t, filepath.Join("testdata", "golden", name+".scan.json"), g, *update)
 		})
 	}
 }

@@ -3,7 +3,7 @@ package pi
 import (
 	"testing"
 
-	"github.com/agentbridge/agentbridge/sources/internal/kittest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // FuzzJournal maps a whole journal, line by line with one session's
@@ -15,6 +15,6 @@ func FuzzJournal(f *testing.F) {
 	f.Add([]byte(`{"type":"session","id":"u","timestamp":"2026-01-01T00:00:00Z","cwd":"/w"}` + "\n" +
 		`{"type":"message","id":"a1","message":{"role":"assistant","content":[{"type":"toolCall","id":"t1","name":"bash"}],"stopReason":"toolUse"}}`))
 	f.Fuzz(func(t *testing.T, journal []byte) {
-		kittest.Replay(t, mapper("fuzz"), "fuzz", Harness, journal, nil)
+		sourcestest.MapLines(t, mapper("fuzz"), "fuzz", Harness, journal, nil)
 	})
 }

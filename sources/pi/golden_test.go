@@ -5,12 +5,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agentbridge/agentbridge/sources/internal/kittest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-func mapper(string) kittest.Mapper { return kittest.Mapper{Line: newSession().mapRecord} }
+func mapper(string) sourcestest.Mapper { return sourcestest.Mapper{Line: newSession().mapRecord} }
 
 // TestGolden maps each journal in testdata/journals (recordings of real Pi
 // sessions, and journals written from Pi's session format for the entries
@@ -18,5 +18,5 @@ func mapper(string) kittest.Mapper { return kittest.Mapper{Line: newSession().ma
 // commands, bad lines) and compares the events and the snapshot they fold
 // into with testdata/golden.
 func TestGolden(t *testing.T) {
-	kittest.GoldenDir(t, filepath.Join("testdata", "journals"), Harness, nil, mapper, *update)
+	sourcestest.GoldenDir(t, filepath.Join("testdata", "journals"), Harness, nil, mapper, *update)
 }

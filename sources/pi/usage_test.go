@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/sources/internal/kittest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // TestUsageMatchesJournals: the session's tokens are the sums of the
 // journals' own assistant message.usage (input, output, cacheRead,
 // cacheWrite), worked out from the files apart from the mapping.
 func TestUsageMatchesJournals(t *testing.T) {
-	kittest.CheckUsage(t, filepath.Join("testdata", "journals"), Harness, nil, mapper, map[string]*agentbridge.Usage{
+	sourcestest.CheckUsage(t, filepath.Join("testdata", "journals"), Harness, nil, mapper, map[string]*agentbridge.Usage{
 		"bad-lines":         nil,
 		"checkpoint-rewind": {InputTokens: 8104, OutputTokens: 99, CacheReadTokens: 14336},
 		"model-context":     {InputTokens: 6457, OutputTokens: 36},

@@ -9,68 +9,53 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/fold"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
-	"github.com/agentbridge/agentbridge/validate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-type golden struct {
-	Events   []agentbridge.Event       `json:"events"`
-	Usage    []agentbridge.UsageReport `json:"usage,omitempty"` // the events' Event.Usage, in order
-	Snapshot agentbridge.Snapshot      `json:"snapshot"`
-	Shown    agentbridge.Status        `json:"-"` // what a user sees (sourcestest.ShownStatus)
-	Activity *agentbridge.Activity     `json:"activity,omitempty"`
+// replayed is a chat mapped and folded: the golden, and what a user is
+// shown (sourcestest.ShownStatus), which the golden file does not hold.
+type replayed struct {
+	sourcestest.LineGolden
+	Shown agentbridge.Status
 }
 
-// replay maps a chat the way the source does and folds the events,
-// failing on a skipped line or an event the fold rejects.
-func replay(t *testing.T, data []byte) golden {
-	t.Helper()
-	g := golden{Events: []agentbridge.Event{}}
-	var id string
+// mapper maps a chat the way the source does, in the approval mode the
+// chats were recorded in.
+func mapper(id string) sourcestest.Mapper {
 	var st State
-	st.SetApprovalMode(ModeDefault) // the mode the chats were recorded in
-	var s *fold.Session
-	for i, line := range bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n")) {
-		if id == "" {
-			var r struct {
-				SessionID string `json:"sessionId"`
-			}
-			_ = json.Unmarshal(line, &r)
-			id = r.SessionID
-			s = fold.NewSession(id, Harness)
-		}
-		events, code := Map(id, fold.ViewOf(s), line, &st)
-		if code != "" {
-			t.Fatalf("line %d skipped: %s", i+1, code)
-		}
-		for _, e := range events {
-			if issues := s.Apply(e); len(issues) > 0 {
-				t.Fatalf("line %d: fold rejected %s: %+v", i+1, e.Kind, issues)
-			}
-			if e.Usage != nil {
-				g.Usage = append(g.Usage, *e.Usage)
-				e.Usage = nil
-			}
-			g.Events = append(g.Events, e)
-		}
-	}
-	g.Snapshot = s.Snapshot()
-	g.Shown = sourcestest.ShownStatus(&g.Snapshot, s.Ended())
-	g.Activity = s.Activity()
-	if issues := validate.Snapshot(g.Snapshot, validate.Harnesses{Harness: true}); len(issues) > 0 {
-		t.Fatalf("final snapshot invalid: %+v", issues)
-	}
-	return g
+	st.SetApprovalMode(ModeDefault)
+	return sourcestest.Mapper{Viewed: func(v fold.View, line []byte, out []agentbridge.Event) ([]agentbridge.Event, string) {
+		evs, code := Map(id, v, line, &st)
+		return append(out, evs...), code
+	}}
 }
 
-// TestGolden maps each recorded chat to its events and final snapshot and
-// compares them with testdata/golden/<chat>.json.
+// chatID is the session id of a chat: its first record's sessionId.
+func chatID(data []byte) string {
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	_ = json.Unmarshal(line, &r)
+	return r.SessionID
+}
+
+// replay maps a chat line by line (sourcestest.MapSession) as its session
+// does and folds the events, failing on an event the fold rejects.
+func replay(t *testing.T, data []byte) replayed {
+	t.Helper()
+	id := chatID(data)
+	g, s := sourcestest.MapSession(t, mapper(id), id, Harness, data, nil)
+	return replayed{LineGolden: g, Shown: sourcestest.ShownStatus(&g.Snapshot, s.Ended())}
+}
+
+// TestGolden maps each recorded chat, line by line, and compares the
+// events of every line and the final snapshot with
+// testdata/golden/<chat>.json (-update rewrites them).
 func TestGolden(t *testing.T) {
 	chats, _ := filepath.Glob("testdata/journals/*.jsonl")
 	if len(chats) < 3 {
@@ -83,28 +68,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := replay(t, data)
-			path := filepath.Join("testdata", "golden", name+".json")
-			if *update {
-				b, _ := json.MarshalIndent(got, "", "  ")
-				_ = os.MkdirAll(filepath.Dir(path), 0o755)
-				if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			data, err = os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to write it)", err)
-			}
-			var want golden
-			if err := json.Unmarshal(data, &want); err != nil {
-				t.Fatal(err)
-			}
-			want.Shown = got.Shown // not in the file
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("mapping changed (-golden +now):\n%s", diff)
-			}
+			sourcestest.Golden(t, filepath.Join("testdata", "golden", name+".json"), replay(t, data).LineGolden, *update)
 		})
 	}
 }
@@ -118,7 +82,7 @@ func TestRecordedTUISession(t *testing.T) {
 	g := replay(t, data)
 	var kinds []string
 	outcomes := map[agentbridge.Outcome]int{}
-	for _, e := range g.Events {
+	for _, e := range g.AllEvents() {
 		kinds = append(kinds, string(e.Kind))
 		if e.Kind == agentbridge.KindAgentDone {
 			outcomes[e.Outcome]++
@@ -196,7 +160,7 @@ func TestRecordedEscThenPrompt(t *testing.T) {
 	data := recorded(t, "v0.24.4-tui-esc-then-prompt")
 	g := replay(t, data)
 	var turns []string
-	for _, e := range g.Events {
+	for _, e := range g.AllEvents() {
 		switch e.Kind {
 		case agentbridge.KindTurnStarted:
 			turns = append(turns, "started")
@@ -228,7 +192,7 @@ func TestRecordedBackgroundSubagent(t *testing.T) {
 		t.Errorf("after the notification: %+v", s)
 	}
 	turns := 0
-	for _, e := range after.Events {
+	for _, e := range after.AllEvents() {
 		if e.Kind == agentbridge.KindTurnStarted {
 			turns++
 		}

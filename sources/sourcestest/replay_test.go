@@ -3,6 +3,7 @@ package sourcestest_test
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -122,5 +123,14 @@ func TestAfter(t *testing.T) {
 func TestCodesMatchSources(t *testing.T) {
 	if sourcestest.CodeInvalidEvent != sources.CodeInvalidEvent || sourcestest.CodePublishRefused != sources.CodePublishRefused {
 		t.Error("the diagnostic codes differ from package sources'")
+	}
+}
+
+// TestSkipCodes keeps the codes the golden harness accepts those of
+// package sources.
+func TestSkipCodes(t *testing.T) {
+	want := map[string]bool{sources.CodeInvalidJSON: true, sources.CodeInvalidRecord: true}
+	if !maps.Equal(sourcestest.SkipCodes, want) {
+		t.Errorf("SkipCodes = %v, want %v", sourcestest.SkipCodes, want)
 	}
 }

@@ -2,13 +2,10 @@ package sourcestest
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentbridge/agentbridge/hub"
 )
@@ -77,36 +74,5 @@ func Append(t testing.TB, path, s string) {
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// Golden compares got, as indented JSON, with the golden file at path (a
-// *T of the same type is decoded from it and compared with go-cmp); with
-// update it writes the file instead.
-func Golden[T any](t testing.TB, path string, got T, update bool) {
-	t.Helper()
-	if update {
-		b, err := json.MarshalIndent(got, "", "  ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run the test with -update to create it)", err)
-	}
-	var want T
-	if err := json.Unmarshal(b, &want); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
 	}
 }

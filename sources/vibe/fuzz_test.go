@@ -3,7 +3,7 @@ package vibe
 import (
 	"testing"
 
-	"github.com/agentbridge/agentbridge/sources/internal/kittest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 // FuzzSession maps a whole messages.jsonl line by line, then a meta.json,
@@ -15,6 +15,6 @@ func FuzzSession(f *testing.F) {
 	f.Add([]byte(`{"role":"user","content":"hi","message_id":"u1"}`+"\n"+`{"role":"assistant","tool_calls":[{"id":"t1","function":{"name":"task","arguments":"{\"agent\":\"explore\"}"}}]}`),
 		[]byte(`{"environment":{"working_directory":"/w"},"config":{"active_model":"m"}}`))
 	f.Fuzz(func(t *testing.T, journal, side []byte) {
-		kittest.Replay(t, mapper("fuzz"), "fuzz", Harness, journal, side)
+		sourcestest.MapLines(t, mapper("fuzz"), "fuzz", Harness, journal, side)
 	})
 }

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbridge/agentbridge/sources/internal/kittest"
+	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-func mapper(id string) kittest.Mapper {
+func mapper(id string) sourcestest.Mapper {
 	s := newSession(id)
-	return kittest.Mapper{Line: s.mapRecord, Side: s.mapMeta}
+	return sourcestest.Mapper{Line: s.mapRecord, Side: s.mapMeta}
 }
 
 // metaOf is <name>.meta.json beside <name>.jsonl (a session directory's
@@ -27,5 +27,5 @@ func metaOf(journal string) string { return strings.TrimSuffix(journal, ".jsonl"
 // interrupted turn, bad lines) and compares the events and the snapshot
 // they fold into with testdata/golden/<name>.json.
 func TestGolden(t *testing.T) {
-	kittest.GoldenDir(t, filepath.Join("testdata", "sessions"), Harness, metaOf, mapper, *update)
+	sourcestest.GoldenDir(t, filepath.Join("testdata", "sessions"), Harness, metaOf, mapper, *update)
 }
