@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/fold"
+	"github.com/agentbridge/agentbridge/proc/proctest"
 	"github.com/agentbridge/agentbridge/sources"
 	"github.com/agentbridge/agentbridge/sources/sourcestest"
 )
@@ -21,7 +22,10 @@ import (
 // completion, which is not timed against the target).
 func BenchmarkWaitingLatency(b *testing.B) {
 	home := b.TempDir()
-	h := run(b, sources.Options{Home: home})
+	// A Copilot process runs in the session's cwd: with none, the
+	// session ends (agent.exited) as soon as the binder looks for it, in
+	// the burst that shows it running.
+	h := run(b, sources.Options{Home: home, Processes: proctest.Running(b, "/usr/bin/copilot", "/work/app")})
 	p := filepath.Join(SessionsDir(home), sid, journalName)
 	sourcestest.Append(b, p, startRecord("/work/app")+line(typeUserMessage, map[string]any{"content": "go"}))
 	h.WaitFor(b, "running", status(h, sid, agentbridge.StatusRunning))
@@ -38,6 +42,11 @@ func BenchmarkWaitingLatency(b *testing.B) {
 		h.WaitFor(b, "running", status(h, sid, agentbridge.StatusRunning))
 	}
 	b.StopTimer()
+	for _, c := range h.Calls() {
+		if c.Event.Kind == agentbridge.KindAgentExited {
+			b.Fatal("the session was reported exited though its process runs")
+		}
+	}
 	slices.Sort(lat)
 	p50, p99 := lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]
 	b.ReportMetric(float64(p50)/float64(time.Millisecond), "ms-p50-to-waiting")
