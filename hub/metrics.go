@@ -22,10 +22,9 @@ type metrics struct {
 
 func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		records: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agentbridge_records_published_total",
-			Help: "Stream records published, by event name.",
-		}, []string{"event"}),
+		records: counterVec("agentbridge_records_published_total",
+			"Stream records published, by event name.",
+			"event"),
 		clients: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "agentbridge_stream_clients",
 			Help: "Stream clients connected.",
@@ -34,18 +33,15 @@ func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
 			Name: "agentbridge_stream_clients_cut_off_total",
 			Help: "Stream clients cut off because they did not keep up.",
 		}),
-		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agentbridge_publish_rejections_total",
-			Help: "Publish calls rejected by validation, by source.",
-		}, []string{"source"}),
-		hooks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agentbridge_hooks_total",
-			Help: "Hook payloads taken, by source and result: folded (changed the session), unchanged (a duplicate, a late hook, a binding), held (for a session not reported yet), refused.",
-		}, []string{"source", "result"}),
-		drift: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agentbridge_format_drift_total",
-			Help: "format-drift diagnostics raised, by source: an agent's journal stopped making sense (unknown record kinds, a session with records but no recognised turn).",
-		}, []string{"source"}),
+		rejections: counterVec("agentbridge_publish_rejections_total",
+			"Publish calls rejected by validation, by source.",
+			"source"),
+		hooks: counterVec("agentbridge_hooks_total",
+			"Hook payloads taken, by source and result: folded (changed the session), unchanged (a duplicate, a late hook, a binding), held (for a session not reported yet), refused.",
+			"source", "result"),
+		drift: counterVec("agentbridge_format_drift_total",
+			"format-drift diagnostics raised, by source: an agent's journal stopped making sense (unknown record kinds, a session with records but no recognised turn).",
+			"source"),
 	}
 	if reg == nil {
 		return m
@@ -60,6 +56,12 @@ func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
 		}
 	}
 	return m
+}
+
+// counterVec returns a counter named name, with help and the label names
+// labels.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 }
 
 // source registers a source's own instruments: a Source that is also a
