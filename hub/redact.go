@@ -17,22 +17,14 @@ func redactChanged(snap, prev *agentbridge.Snapshot) {
 		return
 	}
 	var t agentbridge.Snapshot
-	title, model, waiting := snap.Title != prev.Title, snap.Model != prev.Model, snap.WaitingFor != prev.WaitingFor
-	if title {
-		t.Title = snap.Title
-	}
-	if model {
-		t.Model = snap.Model
-	}
-	if waiting {
-		t.WaitingFor = snap.WaitingFor
-	}
-	tool, errText := snap.Tool != prev.Tool, snap.Error != prev.Error
-	if tool {
-		t.Tool = snap.Tool
-	}
-	if errText {
-		t.Error = snap.Error
+	cur, old, tmp := displayTexts(snap), displayTexts(prev), displayTexts(&t)
+	var differs [len(cur)]bool
+	anyText := false
+	for i := range cur {
+		if *cur[i] != *old[i] {
+			differs[i], anyText = true, true
+			*tmp[i] = *cur[i]
+		}
 	}
 	var changed []int
 	for i := range snap.Subagents {
@@ -43,26 +35,22 @@ func redactChanged(snap, prev *agentbridge.Snapshot) {
 		changed = append(changed, i)
 		t.Subagents = append(t.Subagents, agentbridge.Subagent{Type: s.Type, Title: s.Title})
 	}
-	if !title && !model && !waiting && !tool && !errText && len(changed) == 0 {
+	if !anyText && len(changed) == 0 {
 		return
 	}
 	validate.RedactSnapshot(&t)
-	if title {
-		snap.Title = t.Title
-	}
-	if model {
-		snap.Model = t.Model
-	}
-	if waiting {
-		snap.WaitingFor = t.WaitingFor
-	}
-	if tool {
-		snap.Tool = t.Tool
-	}
-	if errText {
-		snap.Error = t.Error
+	for i := range cur {
+		if differs[i] {
+			*cur[i] = *tmp[i]
+		}
 	}
 	for j, i := range changed {
 		snap.Subagents[i].Type, snap.Subagents[i].Title = t.Subagents[j].Type, t.Subagents[j].Title
 	}
+}
+
+// displayTexts returns the display texts of s that validate.RedactSnapshot
+// redacts, besides the subagents': title, model, waitingFor, tool, error.
+func displayTexts(s *agentbridge.Snapshot) [5]*string {
+	return [5]*string{&s.Title, &s.Model, &s.WaitingFor, &s.Tool, &s.Error}
 }
