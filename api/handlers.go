@@ -55,16 +55,21 @@ type HarnessSwitch struct {
 	Enabled *bool `json:"enabled"`
 }
 
+// orEmpty returns l, or an empty list when l is nil: a list is [] in a
+// response, never null.
+func orEmpty[T any](l []T) []T {
+	if l == nil {
+		return []T{}
+	}
+	return l
+}
+
 func (s *Server) handleSources(w http.ResponseWriter, r *http.Request) {
 	if err := onlyParams(r); err != nil {
 		s.problem(w, r, err)
 		return
 	}
-	src := s.Hub.Sources()
-	if src == nil {
-		src = []agentbridge.SourceState{}
-	}
-	s.writeJSON(w, http.StatusOK, SourcesResponse{Sources: src})
+	s.writeJSON(w, http.StatusOK, SourcesResponse{Sources: orEmpty(s.Hub.Sources())})
 }
 
 func (s *Server) handleSetHarness(w http.ResponseWriter, r *http.Request) {
@@ -175,11 +180,7 @@ func (s *Server) handleDiagnostics(w http.ResponseWriter, r *http.Request) {
 		s.problem(w, r, err)
 		return
 	}
-	d := s.Hub.Diagnostics()
-	if d == nil {
-		d = []agentbridge.DiagnosticEntry{}
-	}
-	s.writeJSON(w, http.StatusOK, DiagnosticsResponse{Diagnostics: d})
+	s.writeJSON(w, http.StatusOK, DiagnosticsResponse{Diagnostics: orEmpty(s.Hub.Diagnostics())})
 }
 
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
