@@ -232,14 +232,9 @@ func enableFeature(s string) (string, error) {
 		out = b.String()
 	}
 	// the edit must decode to the same settings with the feature on
-	want := maps.Clone(m)
-	f, _ := want["features"].(map[string]any)
-	f = maps.Clone(f)
+	want, f := withoutFeatureKeys(m)
 	if f == nil {
 		f = map[string]any{}
-	}
-	for _, k := range featureKeys {
-		delete(f, k)
 	}
 	f["hooks"] = true
 	want["features"] = f
@@ -250,6 +245,23 @@ func enableFeature(s string) (string, error) {
 		out = string(utf8BOM) + out
 	}
 	return out, nil
+}
+
+// withoutFeatureKeys returns a copy of the settings m whose [features]
+// table, when m has one, is a copy without the feature keys; f is that
+// copy (nil when m has no such table).
+func withoutFeatureKeys(m map[string]any) (c, f map[string]any) {
+	c = maps.Clone(m)
+	f, ok := c["features"].(map[string]any)
+	if !ok {
+		return c, nil
+	}
+	f = maps.Clone(f)
+	for _, k := range featureKeys {
+		delete(f, k)
+	}
+	c["features"] = f
+	return c, f
 }
 
 // checkTOML decodes an edited text and compares it with want.
@@ -303,16 +315,9 @@ func disableFeature(s string) (string, error) {
 		return "", errTOMLEdit
 	}
 	strip := func(m map[string]any) map[string]any {
-		m = maps.Clone(m)
-		if f, ok := m["features"].(map[string]any); ok {
-			f = maps.Clone(f)
-			for _, k := range featureKeys {
-				delete(f, k)
-			}
-			m["features"] = f
-			if len(f) == 0 {
-				delete(m, "features")
-			}
+		m, _ = withoutFeatureKeys(m)
+		if f, ok := m["features"].(map[string]any); ok && len(f) == 0 {
+			delete(m, "features")
 		}
 		return m
 	}
