@@ -428,10 +428,7 @@ func derive(r chatRecord, st turnState) chatEntry {
 			text = shown
 		}
 		st.open, st.tools = true, ""
-		add(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: r.ID, OccurredAt: at})
-		if e, ok := st.meta.FirstTitle(text); ok {
-			add(e)
-		}
+		st.meta.StartTurn(add, r.ID, at, text)
 	case "gemini":
 		if e, ok := st.meta.Model(r.Model); ok {
 			add(e)

@@ -163,10 +163,7 @@ func Map(id string, v fold.View, line []byte, st *State) (events []agentbridge.E
 			add(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeCancelled, OccurredAt: at})
 		}
 		st.open = true
-		add(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: r.UUID, OccurredAt: at})
-		if e, ok := st.meta.FirstTitle(text); ok {
-			add(e)
-		}
+		st.meta.StartTurn(add, r.UUID, at, text)
 	case "assistant":
 		if e, ok := st.meta.Model(r.Model); ok {
 			add(e)

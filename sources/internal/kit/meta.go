@@ -36,3 +36,13 @@ func (m *Meta) Model(model string) (agentbridge.Event, bool) {
 	m.model = v
 	return agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Model: v}, true
 }
+
+// StartTurn adds, through add, the turn.started event of turn id at at,
+// then the agent.metadata event FirstTitle gives for the prompt text, if
+// any.
+func (m *Meta) StartTurn(add func(agentbridge.Event), id string, at int64, text string) {
+	add(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: id, OccurredAt: at})
+	if e, ok := m.FirstTitle(text); ok {
+		add(e)
+	}
+}
