@@ -8,7 +8,7 @@ import (
 	"github.com/agentbridge/agentbridge/proc"
 )
 
-// Agent is the registration shape of a source with one harness: its Single
+// Agent is the registration shape of a source: its Single
 // (ids, homes, environment, observes, hook vocabulary), the files it
 // follows, its agent's processes and its handler. A source package
 // declares one Agent and registers it with RegisterAgent from init; the
@@ -32,6 +32,10 @@ type Agent struct {
 	// Tail returns the files a source made with o follows (roots, Match,
 	// Dirs); its Window and MaxLine are o's (Options.Follow).
 	Tail func(o Options) TailConfig
+	// RootsFor, when set, is FollowConfig.RootsFor of a source made with
+	// o: the roots of the harnesses switched on, for a source with more
+	// than one (Single.Harnesses) whose harnesses keep their files apart.
+	RootsFor func(o Options, enabled []string) []string
 	// Handler makes the handler of the source's sessions: a *Journals, or
 	// a HandlerFunc.
 	Handler HandlerMaker
@@ -78,6 +82,9 @@ func (s *AgentSource) Info() agentbridge.SourceInfo { return s.a.Info() }
 func (s *AgentSource) Run(ctx context.Context, st hub.Start) error {
 	cfg := s.o.Follow(s.a.Tail(s.o))
 	cfg.Agent = s.a.Process
+	if s.a.RootsFor != nil {
+		cfg.RootsFor = func(enabled []string) []string { return s.a.RootsFor(s.o, enabled) }
+	}
 	return Follow(ctx, st, cfg, func(ss *Sessions) Handler { return s.a.Handler.NewHandler(s.a, s.o, ss) })
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
@@ -50,6 +51,10 @@ type Single struct {
 	// Harness is the id of the source's one harness, HarnessName its
 	// display name; empty means the source's DisplayName.
 	Harness, HarnessName string
+	// Harnesses, when set, are the harnesses of a source with more than
+	// one (gemini: Gemini CLI and Antigravity CLI under one home), in the
+	// order Info lists them; Harness and HarnessName are then unused.
+	Harnesses []agentbridge.Harness
 	// HomeEnv is the agent's own variable naming its home
 	// (Registration.HomeEnv), empty when it has none; it is the first of
 	// the environment variables the source reads.
@@ -72,10 +77,14 @@ func (d Single) Info() agentbridge.SourceInfo {
 	if d.HomeEnv != "" {
 		env = append(env, d.HomeEnv)
 	}
+	hs := slices.Clone(d.Harnesses)
+	if hs == nil {
+		hs = []agentbridge.Harness{{ID: d.Harness, DisplayName: cmp.Or(d.HarnessName, d.DisplayName)}}
+	}
 	return agentbridge.SourceInfo{
 		ID:                   d.ID,
 		DisplayName:          d.DisplayName,
-		Harnesses:            []agentbridge.Harness{{ID: d.Harness, DisplayName: cmp.Or(d.HarnessName, d.DisplayName)}},
+		Harnesses:            hs,
 		EnvironmentVariables: append(env, d.Env...),
 		Observes:             maps.Clone(d.Observes),
 	}
