@@ -39,6 +39,11 @@ type Agent struct {
 	// Handler makes the handler of the source's sessions: a *Journals, or
 	// a HandlerFunc.
 	Handler HandlerMaker
+	// Run, when set, is the run of a source that keeps more beside its
+	// tailer than a handler can own (codex: a close watch living as long
+	// as the run); it calls Follow itself, and Tail, RootsFor, Process
+	// and Handler are unused. o is the source's.
+	Run func(ctx context.Context, st hub.Start, o Options) error
 }
 
 // HandlerMaker makes the Handler of the sessions ss of agent a's source
@@ -78,8 +83,12 @@ type AgentSource struct {
 func (s *AgentSource) Info() agentbridge.SourceInfo { return s.a.Info() }
 
 // Run follows the agent's files until ctx ends (see hub.Source), with its
-// handler and the sessions' processes found by a.Process.
+// handler and the sessions' processes found by a.Process; or runs a.Run
+// when the agent has one.
 func (s *AgentSource) Run(ctx context.Context, st hub.Start) error {
+	if s.a.Run != nil {
+		return s.a.Run(ctx, st, s.o)
+	}
 	cfg := s.o.Follow(s.a.Tail(s.o))
 	cfg.Agent = s.a.Process
 	if s.a.RootsFor != nil {
