@@ -3,6 +3,8 @@ package sources
 import (
 	"context"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
@@ -44,6 +46,10 @@ type Agent struct {
 	// as the run); it calls Follow itself, and Tail, RootsFor, Process
 	// and Handler are unused. o is the source's.
 	Run func(ctx context.Context, st hub.Start, o Options) error
+	// Metrics, when set, are the source's own instruments (opencode: the
+	// queries it ran): the source RegisterAgent makes is then a
+	// *CollectingSource, which the hub exposes at GET /metrics.
+	Metrics prometheus.Collector
 }
 
 // HandlerMaker makes the Handler of the sessions ss of agent a's source
@@ -65,8 +71,22 @@ func (f HandlerFunc) NewHandler(_ *Agent, o Options, ss *Sessions) Handler { ret
 func RegisterAgent(a *Agent) {
 	Register(Registration{
 		Info: a.Info(), HomeEnv: a.HomeEnv, DefaultHome: a.DefaultHome, Optional: a.Optional, Hooks: a.Hooks,
-		New: func(o Options) hub.Source { return a.New(o) },
+		New: func(o Options) hub.Source {
+			if a.Metrics != nil {
+				return &CollectingSource{a.New(o), a.Metrics}
+			}
+			return a.New(o)
+		},
 	})
+}
+
+// CollectingSource is the source of an Agent with Metrics: its
+// AgentSource, and the agent's Metrics as its prometheus.Collector (a
+// hub.Source that is a Collector has its instruments exposed with the
+// hub's).
+type CollectingSource struct {
+	*AgentSource
+	prometheus.Collector
 }
 
 // New returns the source of a for the agent's home o.Home; it touches
@@ -97,4 +117,7 @@ func (s *AgentSource) Run(ctx context.Context, st hub.Start) error {
 	return Follow(ctx, st, cfg, func(ss *Sessions) Handler { return s.a.Handler.NewHandler(s.a, s.o, ss) })
 }
 
-var _ hub.Source = (*AgentSource)(nil)
+var (
+	_ hub.Source = (*AgentSource)(nil)
+	_ hub.Source = (*CollectingSource)(nil)
+)
