@@ -42,9 +42,10 @@ func DefaultHome(id string) (string, error) {
 	return "", fmt.Errorf("%s home: neither %s nor HOME names one", id, r.HomeEnv)
 }
 
-// Single describes a built-in source with one harness: what its Info says
-// and what RegisterSingle registers, so that a source package spells out
-// only what is its own.
+// Single describes a built-in source: what its Info says and what
+// RegisterAgent registers, so that a source package spells out only what
+// is its own. Most sources have one harness (Harness); a source with more
+// lists them (Harnesses).
 type Single struct {
 	// ID and DisplayName are the source's (agentbridge.SourceInfo).
 	ID, DisplayName string
@@ -88,10 +89,4 @@ func (d Single) Info() agentbridge.SourceInfo {
 		EnvironmentVariables: append(env, d.Env...),
 		Observes:             maps.Clone(d.Observes),
 	}
-}
-
-// RegisterSingle registers the source d describes, made by newSource
-// (RegisterNew).
-func RegisterSingle[S hub.Source](d Single, newSource func(Options) S) {
-	RegisterNew(Registration{Info: d.Info(), HomeEnv: d.HomeEnv, DefaultHome: d.DefaultHome, Hooks: d.Hooks}, newSource)
 }
