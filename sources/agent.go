@@ -3,12 +3,14 @@ package sources
 import (
 	"context"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
 )
 
-// Agent is the registration shape of a source with one harness: its Single
+// Agent is the registration shape of a source: its Single
 // (ids, homes, environment, observes, hook vocabulary), the files it
 // follows, its agent's processes and its handler. A source package
 // declares one Agent and registers it with RegisterAgent from init; the
@@ -32,9 +34,22 @@ type Agent struct {
 	// Tail returns the files a source made with o follows (roots, Match,
 	// Dirs); its Window and MaxLine are o's (Options.Follow).
 	Tail func(o Options) TailConfig
+	// RootsFor, when set, is FollowConfig.RootsFor of a source made with
+	// o: the roots of the harnesses switched on, for a source with more
+	// than one (Single.Harnesses) whose harnesses keep their files apart.
+	RootsFor func(o Options, enabled []string) []string
 	// Handler makes the handler of the source's sessions: a *Journals, or
 	// a HandlerFunc.
 	Handler HandlerMaker
+	// Run, when set, is the run of a source that keeps more beside its
+	// tailer than a handler can own (codex: a close watch living as long
+	// as the run); it calls Follow itself, and Tail, RootsFor, Process
+	// and Handler are unused. o is the source's.
+	Run func(ctx context.Context, st hub.Start, o Options) error
+	// Metrics, when set, are the source's own instruments (opencode: the
+	// queries it ran): the source RegisterAgent makes is then a
+	// *CollectingSource, which the hub exposes at GET /metrics.
+	Metrics prometheus.Collector
 }
 
 // HandlerMaker makes the Handler of the sessions ss of agent a's source
@@ -56,8 +71,22 @@ func (f HandlerFunc) NewHandler(_ *Agent, o Options, ss *Sessions) Handler { ret
 func RegisterAgent(a *Agent) {
 	Register(Registration{
 		Info: a.Info(), HomeEnv: a.HomeEnv, DefaultHome: a.DefaultHome, Optional: a.Optional, Hooks: a.Hooks,
-		New: func(o Options) hub.Source { return a.New(o) },
+		New: func(o Options) hub.Source {
+			if a.Metrics != nil {
+				return &CollectingSource{a.New(o), a.Metrics}
+			}
+			return a.New(o)
+		},
 	})
+}
+
+// CollectingSource is the source of an Agent with Metrics: its
+// AgentSource, and the agent's Metrics as its prometheus.Collector (a
+// hub.Source that is a Collector has its instruments exposed with the
+// hub's).
+type CollectingSource struct {
+	*AgentSource
+	prometheus.Collector
 }
 
 // New returns the source of a for the agent's home o.Home; it touches
@@ -74,11 +103,21 @@ type AgentSource struct {
 func (s *AgentSource) Info() agentbridge.SourceInfo { return s.a.Info() }
 
 // Run follows the agent's files until ctx ends (see hub.Source), with its
-// handler and the sessions' processes found by a.Process.
+// handler and the sessions' processes found by a.Process; or runs a.Run
+// when the agent has one.
 func (s *AgentSource) Run(ctx context.Context, st hub.Start) error {
+	if s.a.Run != nil {
+		return s.a.Run(ctx, st, s.o)
+	}
 	cfg := s.o.Follow(s.a.Tail(s.o))
 	cfg.Agent = s.a.Process
+	if s.a.RootsFor != nil {
+		cfg.RootsFor = func(enabled []string) []string { return s.a.RootsFor(s.o, enabled) }
+	}
 	return Follow(ctx, st, cfg, func(ss *Sessions) Handler { return s.a.Handler.NewHandler(s.a, s.o, ss) })
 }
 
-var _ hub.Source = (*AgentSource)(nil)
+var (
+	_ hub.Source = (*AgentSource)(nil)
+	_ hub.Source = (*CollectingSource)(nil)
+)

@@ -1,11 +1,16 @@
 package sources
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/fold"
+	"github.com/agentbridge/agentbridge/hub"
 )
 
 // An Agent registers as what it declares: its description, its home
@@ -24,12 +29,7 @@ func TestRegisterAgent(t *testing.T) {
 		Tail:     func(o Options) TailConfig { return TailConfig{Roots: []string{o.Home}} },
 		Handler:  HandlerFunc(func(Options, *Sessions) Handler { return nil }),
 	}
-	RegisterAgent(a)
-	defer func() {
-		regMu.Lock()
-		delete(regs, "test-agent")
-		regMu.Unlock()
-	}()
+	registerAgent(t, a)
 	r, ok := Lookup("test-agent")
 	if !ok {
 		t.Fatal("the agent is not registered")
@@ -50,4 +50,50 @@ func TestRegisterAgent(t *testing.T) {
 	if got := r.New(Options{Home: "/srv/agent"}).Info(); !reflect.DeepEqual(got, a.Info()) {
 		t.Errorf("the source says %+v", got)
 	}
+}
+
+// An Agent with several harnesses lists them all, in its order; one with
+// its own Run runs it with the source's options; one with Metrics makes a
+// source the hub can collect (a prometheus.Collector), one without does
+// not.
+func TestAgentHarnessesRunMetrics(t *testing.T) {
+	harnesses := []agentbridge.Harness{{ID: "b-cli", DisplayName: "B"}, {ID: "a-cli", DisplayName: "A"}}
+	ran := ""
+	counter := prometheus.NewCounter(prometheus.CounterOpts{Name: "test_agent_total", Help: "test"})
+	counter.Add(3)
+	a := &Agent{
+		Single:  Single{ID: "test-agent2", DisplayName: "Test", Harnesses: harnesses},
+		Run:     func(_ context.Context, _ hub.Start, o Options) error { ran = o.Home; return nil },
+		Metrics: counter,
+	}
+	if got := a.Info().Harnesses; !reflect.DeepEqual(got, harnesses) {
+		t.Errorf("harnesses %+v, want %+v", got, harnesses)
+	}
+	registerAgent(t, a)
+	r, _ := Lookup("test-agent2")
+	src := r.New(Options{Home: "/srv/agent"})
+	if err := src.Run(context.Background(), hub.Start{}); err != nil || ran != "/srv/agent" {
+		t.Errorf("Run = %v, ran with home %q; want the agent's Run with the source's home", err, ran)
+	}
+	c, ok := src.(prometheus.Collector)
+	if !ok {
+		t.Fatal("the source of an agent with Metrics is no prometheus.Collector")
+	}
+	if v := testutil.ToFloat64(c); v != 3 {
+		t.Errorf("collected %v, want the agent's metric (3)", v)
+	}
+	if _, ok := hub.Source(a.New(Options{})).(prometheus.Collector); ok {
+		t.Error("an AgentSource is a prometheus.Collector by itself")
+	}
+}
+
+// registerAgent registers a for the test's length.
+func registerAgent(t *testing.T, a *Agent) {
+	t.Helper()
+	RegisterAgent(a)
+	t.Cleanup(func() {
+		regMu.Lock()
+		delete(regs, a.ID)
+		regMu.Unlock()
+	})
 }

@@ -8,7 +8,7 @@
 //
 // # The shape of a source
 //
-// A source with one harness is one Agent, registered from init with
+// A source is one Agent, registered from init with
 // RegisterAgent: its Single (ids, homes, environment, observes, hooks), the
 // files it follows (Tail), its agent's processes (Process) and its
 // Handler's maker. Most agents' handler is declarative, a *Journals
@@ -42,9 +42,14 @@
 //
 //	func init() { sources.RegisterAgent(agent) }
 //
-// A source that needs more than one harness or its own Run calls Follow
-// itself with a TailConfig and a constructor for its Handler, and
-// registers with Register (RegisterSingle when it has one harness).
+// A source with several harnesses lists them (Single.Harnesses) and says
+// which roots each switched-on set follows (Agent.RootsFor; gemini). A
+// source that keeps more beside its tailer than a handler can own writes
+// its own Run, which calls Follow itself (Agent.Run: codex's close watch,
+// opencode's database watch); its own instruments are Agent.Metrics. Only
+// claudecode still registers with RegisterNew: its Info depends on its
+// home (whether the live registry exists) and its Source keeps state of
+// its own.
 //
 // Optional capabilities are found by interface on the Handler: one that
 // also implements WholeFiles gets small side files (an agent's process

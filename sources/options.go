@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/hub"
@@ -41,15 +42,20 @@ func DefaultHome(id string) (string, error) {
 	return "", fmt.Errorf("%s home: neither %s nor HOME names one", id, r.HomeEnv)
 }
 
-// Single describes a built-in source with one harness: what its Info says
-// and what RegisterSingle registers, so that a source package spells out
-// only what is its own.
+// Single describes a built-in source: what its Info says and what
+// RegisterAgent registers, so that a source package spells out only what
+// is its own. Most sources have one harness (Harness); a source with more
+// lists them (Harnesses).
 type Single struct {
 	// ID and DisplayName are the source's (agentbridge.SourceInfo).
 	ID, DisplayName string
 	// Harness is the id of the source's one harness, HarnessName its
 	// display name; empty means the source's DisplayName.
 	Harness, HarnessName string
+	// Harnesses, when set, are the harnesses of a source with more than
+	// one (gemini: Gemini CLI and Antigravity CLI under one home), in the
+	// order Info lists them; Harness and HarnessName are then unused.
+	Harnesses []agentbridge.Harness
 	// HomeEnv is the agent's own variable naming its home
 	// (Registration.HomeEnv), empty when it has none; it is the first of
 	// the environment variables the source reads.
@@ -72,17 +78,15 @@ func (d Single) Info() agentbridge.SourceInfo {
 	if d.HomeEnv != "" {
 		env = append(env, d.HomeEnv)
 	}
+	hs := slices.Clone(d.Harnesses)
+	if hs == nil {
+		hs = []agentbridge.Harness{{ID: d.Harness, DisplayName: cmp.Or(d.HarnessName, d.DisplayName)}}
+	}
 	return agentbridge.SourceInfo{
 		ID:                   d.ID,
 		DisplayName:          d.DisplayName,
-		Harnesses:            []agentbridge.Harness{{ID: d.Harness, DisplayName: cmp.Or(d.HarnessName, d.DisplayName)}},
+		Harnesses:            hs,
 		EnvironmentVariables: append(env, d.Env...),
 		Observes:             maps.Clone(d.Observes),
 	}
-}
-
-// RegisterSingle registers the source d describes, made by newSource
-// (RegisterNew).
-func RegisterSingle[S hub.Source](d Single, newSource func(Options) S) {
-	RegisterNew(Registration{Info: d.Info(), HomeEnv: d.HomeEnv, DefaultHome: d.DefaultHome, Hooks: d.Hooks}, newSource)
 }

@@ -2,4 +2,4 @@ package codex
 
 import "github.com/agentbridge/agentbridge/sources"
 
-func init() { sources.RegisterSingle(single, New) }
+func init() { sources.RegisterAgent(agent) }

@@ -88,20 +88,19 @@ type Options = sources.Options
 func DefaultHome() (string, error) { return sources.DefaultHome(ID) }
 
 // Source reports Codex sessions; it implements hub.Source.
-type Source struct {
-	opt Options
-}
+type Source = sources.AgentSource
 
 // New returns a Source for opt. It touches nothing until Run.
 func New(opt Options) *Source {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Source{opt: opt}
+	return agent.New(opt)
 }
 
-// single describes the source: what it can know, and from where.
-var single = sources.Single{
+// agent describes the source: what it can know, and from where. Its run
+// is its own (follow): a close watch lives beside the tailer.
+var agent = &sources.Agent{Single: sources.Single{
 	ID: ID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvHome,
 	DefaultHome: sources.HomeUnder(".codex"),
 	Hooks:       &hookVocabulary,
@@ -112,14 +111,11 @@ var single = sources.Single{
 		"title":     {How: agentbridge.Observed, From: "journal"}, // the thread name or first prompt
 		"model":     {How: agentbridge.Observed, From: "journal"}, // turn_context records
 	},
-}
+}, Run: follow}
 
-// Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
-
-// Run follows the Codex home until ctx ends (hub.Source).
-func (s *Source) Run(ctx context.Context, st hub.Start) error {
-	home := s.opt.Home
+// follow follows the Codex home o.Home until ctx ends (hub.Source).
+func follow(ctx context.Context, st hub.Start, o Options) error {
+	home := o.Home
 	if home == "" {
 		var err error
 		if home, err = DefaultHome(); err != nil {
@@ -135,9 +131,9 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		seen:     map[string]bool{},
 		dirty:    map[string]bool{},
 		looked:   map[string]bool{},
-		log:      s.opt.Logger,
+		log:      o.Logger,
 	}
-	cfg := s.opt.Follow(sources.TailConfig{Roots: []string{home}, Match: h.match, Dirs: h.dirs, Recent: h.recent})
+	cfg := o.Follow(sources.TailConfig{Roots: []string{home}, Match: h.match, Dirs: h.dirs, Recent: h.recent})
 	cfg.Agent = Agent
 	cw, err := sources.NewCloseWatch(ctx, Agent, func(path string) {
 		if ss := h.Sessions; ss != nil {
@@ -145,7 +141,7 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 		}
 	})
 	if err != nil {
-		s.opt.Logger.Debug("no close watch: sessions hosted by the Codex daemon end only with it", "err", err)
+		o.Logger.Debug("no close watch: sessions hosted by the Codex daemon end only with it", "err", err)
 	} else {
 		h.closes = cw
 		defer cw.Close()

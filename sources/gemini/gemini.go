@@ -15,7 +15,6 @@
 package gemini
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 
@@ -37,81 +36,75 @@ const (
 	EnvHome            = "GEMINI_CLI_HOME" // the directory that holds .gemini
 )
 
-// info describes the source.
-var info = agentbridge.SourceInfo{
-	ID:          ID,
-	DisplayName: DisplayName,
-	Harnesses: []agentbridge.Harness{
-		{ID: HarnessAntigravity, DisplayName: "Antigravity CLI"},
-		{ID: HarnessGemini, DisplayName: "Gemini CLI"},
-	},
-	EnvironmentVariables: []string{EnvHome},
-	Observes: map[string]agentbridge.Observe{
-		"waiting": {How: agentbridge.Unavailable}, // confirmations are not written before they are answered
-		// Gemini CLI: the process running in the chat's project (procs.go),
-		// its exit seen with a pidfd; Antigravity: no process is known,
-		// its sessions expire after the window.
-		"exited":    {How: agentbridge.Inferred, From: "process"},
-		"subagents": {How: agentbridge.Observed, From: "journal"},
-		"title":     {How: agentbridge.Observed, From: "journal"},
-		"model":     {How: agentbridge.Observed, From: "journal"},
-	},
-}
-
-func init() {
-	sources.RegisterNew(sources.Registration{
-		Info:    info,
-		HomeEnv: "", // GEMINI_CLI_HOME names the parent of .gemini: resolved by DefaultHome
-		DefaultHome: func(getenv func(string) string) string {
-			if h := getenv(EnvHome); filepath.IsAbs(h) {
-				return filepath.Join(h, ".gemini")
-			}
-			return sources.HomeUnder(".gemini")(getenv)
+// agent describes the source: two harnesses under one home, each
+// followed only while switched on (RootsFor).
+var agent = &sources.Agent{
+	Single: sources.Single{
+		ID: ID, DisplayName: DisplayName,
+		Harnesses: []agentbridge.Harness{
+			{ID: HarnessAntigravity, DisplayName: "Antigravity CLI"},
+			{ID: HarnessGemini, DisplayName: "Gemini CLI"},
+		},
+		Env:         []string{EnvHome}, // no HomeEnv: GEMINI_CLI_HOME names the parent of .gemini, resolved by DefaultHome
+		DefaultHome: defaultHome,
+		Observes: map[string]agentbridge.Observe{
+			"waiting": {How: agentbridge.Unavailable}, // confirmations are not written before they are answered
+			// Gemini CLI: the process running in the chat's project (procs.go),
+			// its exit seen with a pidfd; Antigravity: no process is known,
+			// its sessions expire after the window.
+			"exited":    {How: agentbridge.Inferred, From: "process"},
+			"subagents": {How: agentbridge.Observed, From: "journal"},
+			"title":     {How: agentbridge.Observed, From: "journal"},
+			"model":     {How: agentbridge.Observed, From: "journal"},
 		},
 		Hooks: &hookVocabulary,
-	}, New)
-}
-
-// Source follows both harnesses' files under one home. It implements
-// hub.Source.
-type Source struct {
-	o sources.Options
-}
-
-// New returns the source for o.Home (the .gemini directory).
-func New(o sources.Options) *Source { return &Source{o: o} }
-
-// Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo { return info }
-
-func (s *Source) chatsRoot() string { return filepath.Join(s.o.Home, "tmp") }
-func (s *Source) brainRoot() string { return filepath.Join(s.o.Home, "antigravity-cli", "brain") }
-
-// Run follows the files of the switched-on harnesses until ctx ends.
-func (s *Source) Run(ctx context.Context, st hub.Start) error {
-	chats, brain := s.chatsRoot(), s.brainRoot()
-	cfg := s.o.Follow(sources.TailConfig{
-		Roots: []string{chats, brain},
-		Match: func(p string) bool { return kindOf(chats, brain, p) != nil },
-		Dirs:  func(p string) bool { return descend(chats, brain, p) },
-	})
-	cfg.RootsFor = func(enabled []string) []string {
+	},
+	Tail: func(o sources.Options) sources.TailConfig {
+		chats, brain := chatsRoot(o), brainRoot(o)
+		return sources.TailConfig{
+			Roots: []string{chats, brain},
+			Match: func(p string) bool { return kindOf(chats, brain, p) != nil },
+			Dirs:  func(p string) bool { return descend(chats, brain, p) },
+		}
+	},
+	RootsFor: func(o sources.Options, enabled []string) []string {
 		var roots []string
 		for _, h := range enabled {
 			switch h {
 			case HarnessAntigravity:
-				roots = append(roots, brain)
+				roots = append(roots, brainRoot(o))
 			case HarnessGemini:
-				roots = append(roots, chats)
+				roots = append(roots, chatsRoot(o))
 			}
 		}
 		return roots
-	}
-	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
-		return &handler{Sessions: ss, chats: chats, brain: brain, files: map[string]*file{}, childOf: map[string]string{}, cwds: map[string]string{},
-			held: map[string]int{}, asked: map[string]string{}, gone: map[string]chatMeta{}, history: filepath.Join(s.o.Home, "antigravity-cli", "history.jsonl")}
-	})
+	},
+	Handler: sources.HandlerFunc(func(o sources.Options, ss *sources.Sessions) sources.Handler {
+		return &handler{Sessions: ss, chats: chatsRoot(o), brain: brainRoot(o), files: map[string]*file{}, childOf: map[string]string{}, cwds: map[string]string{},
+			held: map[string]int{}, asked: map[string]string{}, gone: map[string]chatMeta{}, history: filepath.Join(o.Home, "antigravity-cli", "history.jsonl")}
+	}),
 }
+
+// defaultHome is $GEMINI_CLI_HOME/.gemini when that is absolute, else
+// ~/.gemini.
+func defaultHome(getenv func(string) string) string {
+	if h := getenv(EnvHome); filepath.IsAbs(h) {
+		return filepath.Join(h, ".gemini")
+	}
+	return sources.HomeUnder(".gemini")(getenv)
+}
+
+func init() { sources.RegisterAgent(agent) }
+
+// Source follows both harnesses' files under one home. It implements
+// hub.Source.
+type Source = sources.AgentSource
+
+// New returns the source for o.Home (the .gemini directory).
+func New(o sources.Options) *Source { return agent.New(o) }
+
+func chatsRoot(o sources.Options) string { return filepath.Join(o.Home, "tmp") }
+func brainRoot(o sources.Options) string { return filepath.Join(o.Home, "antigravity-cli", "brain") }
 
 // where says what a followed file is.
 type where struct {

@@ -48,8 +48,9 @@ const (
 	EnvDataHome = "XDG_DATA_HOME" // the home is $XDG_DATA_HOME/opencode
 )
 
-// single describes the source.
-var single = sources.Single{
+// agent describes the source. Its run is its own (follow): a watch of
+// the databases lives beside the tailer; its Metrics count the queries.
+var agent = &sources.Agent{Single: sources.Single{
 	ID: ID, DisplayName: DisplayName, Harness: Harness, HarnessName: "opencode",
 	Env:         []string{EnvDataHome},
 	DefaultHome: DefaultHome,
@@ -60,7 +61,7 @@ var single = sources.Single{
 		"title":     {How: agentbridge.Observed, From: "database"}, // session.title
 		"model":     {How: agentbridge.Observed, From: "database"}, // the assistant message's modelID
 	},
-}
+}, Run: follow, Metrics: queryCounter{}}
 
 // DefaultHome is opencode's data directory: $XDG_DATA_HOME/opencode when
 // that is absolute, else ~/.local/share/opencode.
@@ -71,16 +72,16 @@ func DefaultHome(getenv func(string) string) string {
 	return sources.HomeUnder(".local", "share", "opencode")(getenv)
 }
 
-func init() { sources.RegisterSingle(single, New) }
+func init() { sources.RegisterAgent(agent) }
 
-// Source follows one opencode home. It implements hub.Source.
-type Source struct{ o sources.Options }
+// Source follows one opencode home. It implements hub.Source, and
+// prometheus.Collector (its query count).
+type Source = sources.CollectingSource
 
 // New returns the source for o.Home (opencode's data directory).
-func New(o sources.Options) *Source { return &Source{o: o} }
-
-// Info describes the source.
-func (s *Source) Info() agentbridge.SourceInfo { return single.Info() }
+func New(o sources.Options) *Source {
+	return &Source{AgentSource: agent.New(o), Collector: agent.Metrics}
+}
 
 // Agent says which processes are opencode's: its native binary (one
 // process per TUI, its server inside it), or Node or Bun running the
@@ -107,24 +108,27 @@ func dbOf(home, p string) string {
 var queriesDesc = prometheus.NewDesc("agentbridge_opencode_queries_total",
 	"Read-only queries the opencode source ran against opencode's databases in this process; none while they do not change.", nil, nil)
 
-// Describe and Collect make the source a prometheus.Collector: the hub
-// exposes its query count with its own metrics, so that a client (the
+// queryCounter is the source's prometheus.Collector (Agent.Metrics): the
+// hub exposes its query count with its own metrics, so that a client (the
 // live suite) can check that an idle bridge queries nothing, without a
 // debug interface.
-func (s *Source) Describe(ch chan<- *prometheus.Desc) { ch <- queriesDesc }
+type queryCounter struct{}
+
+// Describe sends the query count's description.
+func (queryCounter) Describe(ch chan<- *prometheus.Desc) { ch <- queriesDesc }
 
 // Collect sends the query count.
-func (s *Source) Collect(ch chan<- prometheus.Metric) {
+func (queryCounter) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, float64(queries.Load()))
 }
 
-// Run follows the home until ctx ends.
-func (s *Source) Run(ctx context.Context, st hub.Start) error {
-	home := filepath.Clean(s.o.Home)
+// follow follows the home o.Home until ctx ends (Agent.Run).
+func follow(ctx context.Context, st hub.Start, o sources.Options) error {
+	home := filepath.Clean(o.Home)
 	logs, storage := filepath.Join(home, "log"), filepath.Join(home, "storage")
 	ctx, cancel := context.WithCancel(ctx)
 	var h *handler
-	w := newDirWatch(home, s.o.Logger)
+	w := newDirWatch(home, o.Logger)
 	defer func() {
 		cancel()
 		w.wait()
@@ -137,14 +141,14 @@ func (s *Source) Run(ctx context.Context, st hub.Start) error {
 			Roots:  []string{logs, storage},
 			Match:  func(p string) bool { return filepath.Dir(p) == logs && strings.HasSuffix(p, ".log") },
 			Dirs:   func(p string) bool { return storageDir(storage, p) },
-			Window: s.o.Window,
+			Window: o.Window,
 		},
-		Linger:    s.o.Linger,
-		Logger:    s.o.Logger,
+		Linger:    o.Linger,
+		Logger:    o.Logger,
 		Agent:     Agent,
-		Processes: s.o.Processes,
+		Processes: o.Processes,
 	}, func(ss *sources.Sessions) sources.Handler {
-		h = newHandler(ctx, ss, home, s.o.Window, w, s.o.Logger)
+		h = newHandler(ctx, ss, home, o.Window, w, o.Logger)
 		return h
 	})
 }
