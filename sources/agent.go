@@ -2,6 +2,7 @@ package sources
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -38,6 +39,11 @@ type Agent struct {
 	// o: the roots of the harnesses switched on, for a source with more
 	// than one (Single.Harnesses) whose harnesses keep their files apart.
 	RootsFor func(o Options, enabled []string) []string
+	// InfoFor, when set, is the Info of a source made with o, computed
+	// when it is made (claudecode: whether "waiting" is observed depends
+	// on what its home holds); the registration's Info stays
+	// Single.Info().
+	InfoFor func(o Options) agentbridge.SourceInfo
 	// Handler makes the handler of the source's sessions: a *Journals, or
 	// a HandlerFunc.
 	Handler HandlerMaker
@@ -91,16 +97,36 @@ type CollectingSource struct {
 
 // New returns the source of a for the agent's home o.Home; it touches
 // nothing until Run.
-func (a *Agent) New(o Options) *AgentSource { return &AgentSource{a: a, o: o} }
+func (a *Agent) New(o Options) *AgentSource {
+	s := &AgentSource{a: a, o: o}
+	if a.InfoFor != nil {
+		info := a.InfoFor(o)
+		s.info = &info
+	}
+	return s
+}
 
 // AgentSource is the source an Agent makes. It implements hub.Source.
 type AgentSource struct {
-	a *Agent
-	o Options
+	a      *Agent
+	o      Options
+	info   *agentbridge.SourceInfo // a.InfoFor(o), when a has InfoFor
+	tailer atomic.Pointer[Tailer]  // the running tailer (Tailer)
 }
 
-// Info describes the source.
-func (s *AgentSource) Info() agentbridge.SourceInfo { return s.a.Info() }
+// Info describes the source: a.InfoFor(o) as it was when the source was
+// made, else a.Info().
+func (s *AgentSource) Info() agentbridge.SourceInfo {
+	if s.info != nil {
+		return *s.info
+	}
+	return s.a.Info()
+}
+
+// Tailer returns the tailer of the running source, nil before Run has
+// made it or when the agent has its own Run: its Wakes, Opens and Scans
+// are a test's witnesses.
+func (s *AgentSource) Tailer() *Tailer { return s.tailer.Load() }
 
 // Run follows the agent's files until ctx ends (see hub.Source), with its
 // handler and the sessions' processes found by a.Process; or runs a.Run
@@ -110,7 +136,7 @@ func (s *AgentSource) Run(ctx context.Context, st hub.Start) error {
 		return s.a.Run(ctx, st, s.o)
 	}
 	cfg := s.o.Follow(s.a.Tail(s.o))
-	cfg.Agent = s.a.Process
+	cfg.Agent, cfg.OnTailer = s.a.Process, s.tailer.Store
 	if s.a.RootsFor != nil {
 		cfg.RootsFor = func(enabled []string) []string { return s.a.RootsFor(s.o, enabled) }
 	}

@@ -52,6 +52,35 @@ func TestRegisterAgent(t *testing.T) {
 	}
 }
 
+// An Agent whose Info depends on its home registers its static Info,
+// and each source it makes describes what its own home holds, as it was
+// when the source was made.
+func TestAgentInfoFor(t *testing.T) {
+	a := &Agent{
+		Single: Single{ID: "test-agent", DisplayName: "Test Agent", Harness: "test-agent-cli", DefaultHome: HomeUnder(".test-agent"),
+			Observes: map[string]agentbridge.Observe{"waiting": {How: agentbridge.Observed, From: "registry"}}},
+		Tail:    func(o Options) TailConfig { return TailConfig{Roots: []string{o.Home}} },
+		Handler: HandlerFunc(func(Options, *Sessions) Handler { return nil }),
+	}
+	a.InfoFor = func(o Options) agentbridge.SourceInfo {
+		info := a.Single.Info()
+		if o.Home != "/with-registry" {
+			info.Observes["waiting"] = agentbridge.Observe{How: agentbridge.Inferred, From: "journal"}
+		}
+		return info
+	}
+	registerAgent(t, a)
+	r, _ := Lookup("test-agent")
+	if got := r.Info.Observes["waiting"].How; got != agentbridge.Observed {
+		t.Errorf("registered waiting %q, want the static %q", got, agentbridge.Observed)
+	}
+	for home, want := range map[string]agentbridge.Observation{"/with-registry": agentbridge.Observed, "/without": agentbridge.Inferred} {
+		if got := r.New(Options{Home: home}).Info().Observes["waiting"].How; got != want {
+			t.Errorf("source of %s says waiting %q, want %q", home, got, want)
+		}
+	}
+}
+
 // An Agent with several harnesses lists them all, in its order; one with
 // its own Run runs it with the source's options; one with Metrics makes a
 // source the hub can collect (a prometheus.Collector), one without does

@@ -2,6 +2,7 @@ package sources
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -72,13 +73,17 @@ func Follow(ctx context.Context, st hub.Start, cfg FollowConfig, newHandler func
 	}
 	tc := cfg.Tail
 	tc.Roots = rootsFor(st.Enabled)
+	h := newHandler(ss)
 	if tc.Recent == nil {
 		tc.Recent = ss.HeldOpen
+		if r, ok := h.(RecentFiles); ok {
+			tc.Recent = r.Recent
+		}
 	}
 	if tc.Logger == nil {
 		tc.Logger = cfg.Logger
 	}
-	t = NewTailer(tc, newHandler(ss))
+	t = NewTailer(tc, h)
 	if cfg.OnTailer != nil {
 		cfg.OnTailer(t)
 	}
@@ -125,4 +130,14 @@ func statKey(path string) (proc.FileKey, error) {
 	}
 	k, _ := proc.KeyOf(fi)
 	return k, nil
+}
+
+// RecentFiles is implemented by a Handler that decides itself which files
+// older than the window a scan reads (TailConfig.Recent), from what it has
+// read so far (claudecode: the registry's live sessions and their
+// subagents); Follow asks it when the FollowConfig names no Recent, in
+// place of Sessions.HeldOpen.
+type RecentFiles interface {
+	// Recent is TailConfig.Recent.
+	Recent(path string, info fs.FileInfo) bool
 }

@@ -187,6 +187,7 @@ type Tailer struct {
 
 	wakes    atomic.Uint64
 	opens    atomic.Uint64
+	scans    atomic.Uint64
 	rewrites atomic.Uint64 // in-place rewrites found
 	bytesIn  atomic.Uint64 // bytes read from journals
 }
@@ -391,6 +392,10 @@ func (t *Tailer) Wakes() uint64 { return t.wakes.Load() }
 // Opens counts the journal files Run opened since it started.
 func (t *Tailer) Opens() uint64 { return t.opens.Load() }
 
+// Scans counts the scans Run completed (each ended by the handler's
+// ScanDone) since it started.
+func (t *Tailer) Scans() uint64 { return t.scans.Load() }
+
 func (t *Tailer) signal() {
 	select {
 	case t.wake <- struct{}{}:
@@ -424,6 +429,7 @@ func (t *Tailer) rebuild() {
 	}
 	t.flushBad()
 	t.h.ScanDone()
+	t.scans.Add(1)
 }
 
 func (t *Tailer) openWatcher() error {
