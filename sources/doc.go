@@ -46,10 +46,10 @@
 // which roots each switched-on set follows (Agent.RootsFor; gemini). A
 // source that keeps more beside its tailer than a handler can own writes
 // its own Run, which calls Follow itself (Agent.Run: codex's close watch,
-// opencode's database watch); its own instruments are Agent.Metrics. Only
-// claudecode still registers with RegisterNew: its Info depends on its
-// home (whether the live registry exists) and its Source keeps state of
-// its own.
+// opencode's database watch); its own instruments are Agent.Metrics. A
+// source whose Info depends on its home says so with Agent.InfoFor
+// (claudecode: whether the live registry exists), and a handler that
+// chooses which old files a scan reads implements RecentFiles.
 //
 // Optional capabilities are found by interface on the Handler: one that
 // also implements WholeFiles gets small side files (an agent's process

@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
 )
 
 // Follow returns the FollowConfig of a source made with o that follows
@@ -19,13 +18,6 @@ func (o Options) Follow(tail TailConfig) FollowConfig {
 	tail.Window = o.Window
 	tail.MaxLine = o.MaxLine
 	return FollowConfig{Tail: tail, Linger: o.Linger, Logger: o.Logger, Processes: o.Processes}
-}
-
-// RegisterNew is Register for a source package whose constructor takes
-// Options as they are (New(o Options) *Source): r.New is set to it.
-func RegisterNew[S hub.Source](r Registration, newSource func(Options) S) {
-	r.New = func(o Options) hub.Source { return newSource(o) }
-	Register(r)
 }
 
 // DefaultHome returns the home of the registered source id as the server

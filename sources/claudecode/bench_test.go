@@ -105,7 +105,7 @@ func startup(b *testing.B, dir string) time.Duration {
 		defer close(done)
 		_ = src.Run(ctx, hub.Start{Enabled: []string{Harness}, Publisher: nopPublisher{}})
 	}()
-	for src.scans.Load() == 0 {
+	for scans(src) == 0 {
 		time.Sleep(50 * time.Microsecond)
 	}
 	d := time.Since(t0)

@@ -72,7 +72,7 @@ func TestRecordedGrowth(t *testing.T) {
 			}
 			defer f.Close()
 			prev := 0
-			tl := src.tailer.Load()
+			tl := src.Tailer()
 			for _, off := range growthOffsets(t, ev, sid, len(data)) {
 				w := tl.Wakes()
 				if _, err := f.Write(data[prev:off]); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ const (
 // tailer's goroutine (sources.Follow).
 type handler struct {
 	*sources.Sessions
-	src      *Source
+	log      *slog.Logger
 	ss       *sources.Sessions
 	projects string
 	registry string
@@ -103,9 +104,9 @@ type childMeta struct {
 	ToolUseID   string `json:"toolUseId"`
 }
 
-func newHandler(src *Source, ss *sources.Sessions) *handler {
+func newHandler(o Options, ss *sources.Sessions) *handler {
 	return &handler{
-		Sessions: ss, src: src, ss: ss, projects: src.projectsDir(), registry: src.registryDir(), jobs: src.jobsDir(),
+		Sessions: ss, log: o.Logger, ss: ss, projects: projectsDir(o), registry: registryDir(o), jobs: jobsDir(o),
 		jobStates: map[string]Job{},
 		sessions:  map[string]*session{}, children: map[string]*child{},
 		pending: map[string][]*child{}, metas: map[string]childMeta{}, regs: map[int]*regProc{},
@@ -257,7 +258,6 @@ func (h *handler) ScanDone() {
 		}
 	}
 	h.ss.ScanDone()
-	h.src.scans.Add(1)
 }
 
 // MatchWhole implements sources.WholeFiles: the registry's <pid>.json
@@ -299,11 +299,12 @@ func transcriptOf(meta string) (string, bool) {
 	return stem + ".jsonl", ok
 }
 
-// recent is the tailer's Recent: at a scan, a registry file is read
+// Recent is the tailer's Recent: at a scan, a registry file is read
 // whatever its age (an idle process does not rewrite it), an old
 // transcript when a live process in the registry writes it, and a
-// sidecar when its transcript was read.
-func (h *handler) recent(path string, _ fs.FileInfo) bool {
+// sidecar when its transcript was read. It implements
+// sources.RecentFiles (TailConfig.Recent).
+func (h *handler) Recent(path string, _ fs.FileInfo) bool {
 	if filepath.Dir(path) == h.registry {
 		return true
 	}
@@ -388,7 +389,7 @@ func (h *handler) syncExit(id string, se *session) {
 // ---- the registry ----
 
 func (h *handler) registryExists() bool {
-	fi, err := os.Stat(h.src.registryDir())
+	fi, err := os.Stat(h.registry)
 	return err == nil && fi.IsDir()
 }
 
@@ -404,7 +405,7 @@ type regFile struct {
 func (h *handler) registryFile(f regFile) {
 	rp := h.regs[f.pid]
 	if f.data == nil {
-		h.src.o.Logger.Debug("registry file removed", "pid", f.pid, "known", rp != nil)
+		h.log.Debug("registry file removed", "pid", f.pid, "known", rp != nil)
 		if rp == nil {
 			return
 		}
@@ -415,7 +416,7 @@ func (h *handler) registryFile(f regFile) {
 		return
 	}
 	e, err := ParseRegistry(f.pid, f.data)
-	h.src.o.Logger.Debug("registry file", "pid", f.pid, "live", h.Live(), "err", err, "session", e.SessionID, "status", e.Status)
+	h.log.Debug("registry file", "pid", f.pid, "live", h.Live(), "err", err, "session", e.SessionID, "status", e.Status)
 	if errors.Is(err, ErrPartial) {
 		return
 	}
@@ -425,7 +426,7 @@ func (h *handler) registryFile(f regFile) {
 	}
 	if rp == nil {
 		if !isAgent(f.pid) {
-			h.src.o.Logger.Debug("registry file names a process that is not Claude Code", "pid", f.pid)
+			h.log.Debug("registry file names a process that is not Claude Code", "pid", f.pid)
 			h.ss.BadLine(codeInvalidRegistry)
 			return
 		}

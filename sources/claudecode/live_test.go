@@ -149,6 +149,15 @@ func startLive(t *testing.T, prepare func(dir string)) *liveEnv {
 	return startLiveWith(t, prepare, nil)
 }
 
+// scans counts the scans src's running tailer completed (0 before it
+// runs).
+func scans(src *Source) uint64 {
+	if tl := src.Tailer(); tl != nil {
+		return tl.Scans()
+	}
+	return 0
+}
+
 // startLiveWith is startLive that also hands out the source.
 func startLiveWith(t *testing.T, prepare func(dir string), srcOut **Source) *liveEnv {
 	t.Helper()
@@ -183,7 +192,7 @@ func startLiveWith(t *testing.T, prepare func(dir string), srcOut **Source) *liv
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); src.scans.Load() == 0; {
+	for deadline := time.Now().Add(10 * time.Second); scans(src) == 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("the source did not finish its first scan")
 		}

@@ -1,16 +1,12 @@
 package claudecode
 
 import (
-	"context"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/proc"
 	"github.com/agentbridge/agentbridge/sources"
 )
@@ -24,55 +20,78 @@ type Options = sources.Options
 // $CLAUDE_CONFIG_DIR when set (and absolute), else ~/.claude.
 func DefaultConfigDir() (string, error) { return sources.DefaultHome(SourceID) }
 
-// Source reports Claude Code sessions: it implements hub.Source.
-type Source struct {
-	o      Options
-	info   agentbridge.SourceInfo
-	tailer atomic.Pointer[sources.Tailer] // the running tailer, for tests
-	scans  atomic.Int64                   // completed scans, for tests
-}
-
-var _ hub.Source = (*Source)(nil)
+// Source reports Claude Code sessions: the sources.AgentSource of the
+// agent this package registers.
+type Source = sources.AgentSource
 
 // New returns a Source for o. It reads nothing yet, except whether the
 // live registry directory exists, which decides what Info says about
-// waiting.
+// waiting: "waiting" is observed when the Claude Code install keeps the
+// live registry (sessions/<pid>.json, 2.1.x) at the time the source is
+// created, inferred otherwise (from a pending AskUserQuestion or
+// ExitPlanMode tool); a registry that appears later is used all the same,
+// but Info does not change while the hub runs.
 func New(o Options) *Source {
 	o.Home = filepath.Clean(o.Home)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	waiting := agentbridge.Observe{How: agentbridge.Inferred, From: "journal"}
-	if fi, err := os.Stat(filepath.Join(o.Home, "sessions")); err == nil && fi.IsDir() {
-		waiting = agentbridge.Observe{How: agentbridge.Observed, From: "registry"}
-	}
-	return &Source{o: o, info: agentbridge.SourceInfo{
-		ID:                   SourceID,
-		DisplayName:          DisplayName,
-		Harnesses:            []agentbridge.Harness{{ID: Harness, DisplayName: DisplayName}},
-		EnvironmentVariables: []string{EnvConfigDir},
-		Observes: map[string]agentbridge.Observe{
-			"waiting":   waiting,
-			"exited":    {How: agentbridge.Observed, From: "process"},
-			"subagents": {How: agentbridge.Observed, From: "journal"},
-			"title":     {How: agentbridge.Observed, From: "journal"},
-			"model":     {How: agentbridge.Observed, From: "journal"},
-		},
-	}}
+	return agent.New(o)
 }
 
-// Info implements hub.Source. "waiting" is observed when the Claude Code
-// install keeps the live registry (sessions/<pid>.json, 2.1.x) at the time
-// the source is created, inferred otherwise (from a pending AskUserQuestion
-// or ExitPlanMode tool); a registry that appears later is used all the
-// same, but Info does not change while the hub runs.
-func (s *Source) Info() agentbridge.SourceInfo { return s.info }
+// single is what Info says of a source whose home keeps the live
+// registry, and what the registration says.
+var single = sources.Single{
+	ID: SourceID, DisplayName: DisplayName, Harness: Harness, HomeEnv: EnvConfigDir,
+	DefaultHome: sources.HomeUnder(".claude"),
+	Observes: map[string]agentbridge.Observe{
+		"waiting":   {How: agentbridge.Observed, From: "registry"},
+		"exited":    {How: agentbridge.Observed, From: "process"},
+		"subagents": {How: agentbridge.Observed, From: "journal"},
+		"title":     {How: agentbridge.Observed, From: "journal"},
+		"model":     {How: agentbridge.Observed, From: "journal"},
+	},
+	Hooks: new(Hooks()),
+}
 
-func (s *Source) projectsDir() string { return filepath.Join(s.o.Home, "projects") }
-func (s *Source) registryDir() string { return filepath.Join(s.o.Home, "sessions") }
+// agent is Claude Code's registration. Its source follows the registry
+// and the transcripts with sources.Follow. The registry root comes first,
+// so that its files are read before the transcripts at every scan: the
+// transcripts of live processes are bound (and read even when old) from
+// the start (the handler's Recent). The registry files and the subagents'
+// .meta.json sidecars are whole files (sources.WholeFiles), read through
+// sources.ReadSmall.
+var agent = &sources.Agent{
+	Single:  single,
+	Process: Agent,
+	InfoFor: func(o Options) agentbridge.SourceInfo {
+		info := single.Info()
+		if fi, err := os.Stat(registryDir(o)); err != nil || !fi.IsDir() {
+			info.Observes["waiting"] = agentbridge.Observe{How: agentbridge.Inferred, From: "journal"}
+		}
+		return info
+	},
+	Tail: func(o Options) sources.TailConfig {
+		projects, jobs := projectsDir(o), jobsDir(o)
+		return sources.TailConfig{
+			Roots: []string{registryDir(o), jobs, projects},
+			Match: func(p string) bool { return strings.HasPrefix(p, projects+"/") && isTranscript(p) },
+			Dirs: func(p string) bool {
+				if rel, ok := strings.CutPrefix(p, jobs+"/"); ok {
+					return !strings.Contains(rel, "/") // jobs/<short>, not its tmp/
+				}
+				return strings.HasPrefix(p, projects+"/")
+			},
+		}
+	},
+	Handler: sources.HandlerFunc(func(o Options, ss *sources.Sessions) sources.Handler { return newHandler(o, ss) }),
+}
+
+func projectsDir(o Options) string { return filepath.Join(o.Home, "projects") }
+func registryDir(o Options) string { return filepath.Join(o.Home, "sessions") }
 
 // jobsDir is where the daemon keeps background sessions' state (jobs.go).
-func (s *Source) jobsDir() string { return filepath.Join(s.o.Home, "jobs") }
+func jobsDir(o Options) string { return filepath.Join(o.Home, "jobs") }
 
 // Agent is how a Claude Code process is told from others: its executable
 // or command name is "claude" (the native build, whose executable lies in
@@ -84,33 +103,6 @@ func (s *Source) jobsDir() string { return filepath.Join(s.o.Home, "jobs") }
 // Transcripts are never bound by who holds them open: Claude Code does not
 // keep them open.
 var Agent = proc.Agent{Names: []string{"claude"}, Runtimes: []string{"node", "bun"}, Packages: []string{"claude-code"}, Versions: []string{"claude"}}
-
-// Run implements hub.Source: it follows the registry and the transcripts
-// with sources.Follow until ctx ends. The registry root comes first, so
-// that its files are read before the transcripts at every scan: the
-// transcripts of live processes are bound (and read even when old) from
-// the start. The registry files and the subagents' .meta.json sidecars
-// are whole files (sources.WholeFiles), read through sources.ReadSmall.
-func (s *Source) Run(ctx context.Context, st hub.Start) error {
-	projects := s.projectsDir()
-	var h *handler
-	cfg := s.o.Follow(sources.TailConfig{
-		Roots: []string{s.registryDir(), s.jobsDir(), projects},
-		Match: func(p string) bool { return strings.HasPrefix(p, projects+"/") && isTranscript(p) },
-		Dirs: func(p string) bool {
-			if rel, ok := strings.CutPrefix(p, s.jobsDir()+"/"); ok {
-				return !strings.Contains(rel, "/") // jobs/<short>, not its tmp/
-			}
-			return strings.HasPrefix(p, projects+"/")
-		},
-		Recent: func(p string, fi fs.FileInfo) bool { return h.recent(p, fi) },
-	})
-	cfg.Agent, cfg.OnTailer = Agent, s.tailer.Store
-	return sources.Follow(ctx, st, cfg, func(ss *sources.Sessions) sources.Handler {
-		h = newHandler(s, ss)
-		return h
-	})
-}
 
 // isTranscript picks the files the tailer follows: JSONL transcripts under
 // projects/ (root sessions and subagents alike).

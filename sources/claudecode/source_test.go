@@ -175,7 +175,7 @@ func TestStartupScan(t *testing.T) {
 	if want := []string{live, recent}; !slices.Equal(ids, want) {
 		t.Errorf("sessions after the scan: %v, want %v", ids, want)
 	}
-	tl := src.tailer.Load()
+	tl := src.Tailer()
 	if n := tl.Opens(); n > 6 {
 		t.Errorf("the scan opened %d transcripts; old ones must only be stat'ed", n)
 	}

@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"unicode/utf8"
@@ -22,10 +23,10 @@ func FuzzWholeFiles(f *testing.F) {
 	f.Add([]byte("\x00\xff"), []byte(""))
 	f.Fuzz(func(t *testing.T, meta, reg []byte) {
 		dir := t.TempDir()
-		src := New(Options{Home: dir})
+		o := Options{Home: dir, Logger: slog.New(slog.DiscardHandler)} // as New makes it
 		pub := sourcestest.New()
 		ss := sources.NewSessions(context.Background(), pub, []string{Harness}, 0, func(fn func()) { fn() }, nil)
-		h := newHandler(src, ss)
+		h := newHandler(o, ss)
 		const sid = "7d7d7d7d-0000-4000-8000-000000000001"
 		tr := filepath.Join(dir, "projects", "-p", sid, "subagents", "agent-a1.jsonl")
 		if !h.MatchWhole(filepath.Join(dir, "projects", "-p", sid, "subagents", "agent-a1"+metaSuffix)) || !h.MatchWhole(filepath.Join(dir, "sessions", "4194000.json")) {
