@@ -68,6 +68,9 @@ type Options struct {
 	// Tested gives, by harness id, the versions of its agent CLI the live
 	// suite tested (GET /v1/sources shows them beside the versions seen).
 	Tested map[string]agentbridge.VersionRange
+	// Recorder is handed the facts of every commit (the bridge's
+	// history); nil: none.
+	Recorder Recorder
 }
 
 // Hub is the ordered, validating state of every source: the sessions they
