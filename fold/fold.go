@@ -180,6 +180,25 @@ func (s *Session) PID() int { return s.snap.PID }
 // Status returns the status the snapshot shows.
 func (s *Session) Status() agentbridge.Status { return s.snap.Status }
 
+// Model returns the model the snapshot shows ("": none). Like the other
+// accessors it copies nothing: cheaper than Snapshot for one field.
+func (s *Session) Model() string { return s.snap.Model }
+
+// Cwd returns the working directory the snapshot shows ("": none).
+func (s *Session) Cwd() string { return s.snap.Cwd }
+
+// Title returns the title the snapshot shows ("": none).
+func (s *Session) Title() string { return s.snap.Title }
+
+// Usage returns the session's token totals, Activity's usage, without
+// making an Activity; zero when none were reported.
+func (s *Session) Usage() agentbridge.Usage {
+	if s.usage == nil {
+		return agentbridge.Usage{}
+	}
+	return *s.usage
+}
+
 // Snapshot returns a copy of the current snapshot.
 func (s *Session) Snapshot() agentbridge.Snapshot { return s.snap.Clone() }
 

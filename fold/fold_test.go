@@ -47,6 +47,22 @@ func run(t *testing.T, s *Session, steps []step) {
 		if is := validate.Snapshot(s.Snapshot(), nil); len(is) != 0 {
 			t.Errorf("after step %d the snapshot is invalid: %v", i, is)
 		}
+		accessorsAgree(t, s, i)
+	}
+}
+
+// accessorsAgree checks that the cheap accessors (Model, Cwd, Title,
+// Usage: the hub's recorder reads them per event) say what Snapshot and
+// Activity say.
+func accessorsAgree(t *testing.T, s *Session, step int) {
+	t.Helper()
+	sn, u := s.Snapshot(), agentbridge.Usage{}
+	if a := s.Activity(); a != nil && a.Usage != nil {
+		u = *a.Usage
+	}
+	got := [4]any{s.Model(), s.Cwd(), s.Title(), s.Usage()}
+	if want := [4]any{sn.Model, sn.Cwd, sn.Title, u}; got != want {
+		t.Errorf("after step %d the accessors say %v, the snapshot and activity %v", step, got, want)
 	}
 }
 

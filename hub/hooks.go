@@ -95,7 +95,8 @@ func (p *publisher) hook(id string, hk fold.Hook, now time.Time) string {
 }
 
 // hookInto folds hk into w's fold and queues the lifecycle records it
-// made, as fold does for an event; p.mu must be held.
+// made and their facts (Fact.Hook), as fold does for an event; p.mu must
+// be held.
 //
 // A hook never writes the fold a source was handed: a running source
 // reads it on its own goroutine without p.mu (Sink.Session) while a hook
@@ -109,6 +110,11 @@ func (p *publisher) hookInto(w *work, hk fold.Hook) bool {
 	w.fold = f // even with no records: a hook may change the hook state only
 	if len(evs) == 0 {
 		return false
+	}
+	if p.h.rec != nil {
+		for i := range evs {
+			p.record(w, &evs[i], evs[i].OccurredAt, true)
+		}
 	}
 	if p.scan != nil {
 		return true // built aside: the scan's reset shows it

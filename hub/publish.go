@@ -68,6 +68,7 @@ type txn struct {
 	over  map[string]*sess // nil value: removed
 	reset bool             // over is the whole new state
 	pend  []pending
+	facts []Fact // for the recorder (recorder.go)
 }
 
 type pending struct {
@@ -157,9 +158,9 @@ func (t *txn) replace(items []*sess) {
 	}
 }
 
-// commit applies t to the hub: the state, then one record per pending
-// entry with the next revision, kept in the ring and handed to every
-// subscriber. h.mu must be held.
+// commit applies t to the hub: the state, its facts to the recorder, then
+// one record per pending entry with the next revision, kept in the ring
+// and handed to every subscriber. h.mu must be held.
 func (h *Hub) commit(t *txn) {
 	s := t.src
 	if t.reset {
@@ -178,6 +179,7 @@ func (h *Hub) commit(t *txn) {
 			}
 		}
 	}
+	h.record(t)
 	if len(t.pend) == 0 {
 		return
 	}
@@ -325,7 +327,8 @@ func (h *Hub) publish(sourceID string, ops []agentbridge.Op, apply bool) error {
 // reset, forget) and adds its records to the one transaction. The
 // sessions the batch touches are copy-on-write clones (get), and the
 // changes of the work map are noted (note): a batch that is not kept
-// leaves the store as it was.
+// leaves the store as it was, and its facts (Options.Recorder) are
+// dropped with its transaction.
 func (p *publisher) batch(ops []agentbridge.Op, apply bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

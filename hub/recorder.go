@@ -22,7 +22,8 @@ type Fact struct {
 	// Event is the event as folded (redacted). Its OccurredAt is the time
 	// the hub folded it at: the journal's, else the moment the hub read
 	// it, else the stamp it gave an agent.done; 0 when none is known (an
-	// undated record found by a scan).
+	// undated record found by a scan). A session that came without an
+	// event (Kind "") has the moment the hub took it.
 	Event agentbridge.Event
 	// Fresh marks the first event of a session built from nothing (a new
 	// session, a scan, a journal read again): what its journal said before
@@ -37,4 +38,88 @@ type Fact struct {
 	Title string
 	Usage agentbridge.Usage  // its token totals
 	Ended *agentbridge.Ended // shared: do not change it
+}
+
+// The tap: where the facts are made and handed out. A publisher collects
+// the facts of what it folds in p.facts (only when the hub has a
+// recorder), in fold order; publisher.flush moves them to the transaction
+// that commits them, and Hub.commit hands them to the recorder. Facts of
+// a scan wait for the scan's commit and go with a scan that is dropped;
+// those of a push batch go with its transaction when it is refused; those
+// of a source that is shutting down are dropped with its records.
+
+// record notes the fact of e, just folded into w at at (by a hook when
+// hook), with the session as the fold leaves it; the first fact of a fold
+// built from nothing is Fresh. p.mu must be held and the hub must have a
+// recorder.
+func (p *publisher) record(w *work, e *agentbridge.Event, at int64, hook bool) {
+	f := w.fold
+	p.facts = append(p.facts, Fact{Source: p.src.info.ID, SessionID: w.id, Harness: w.harness, Event: *e,
+		Fresh: w.fresh, Hook: hook, Model: f.Model(), Cwd: f.Cwd(), Title: f.Title(), Usage: f.Usage(), Ended: f.Ended()})
+	p.facts[len(p.facts)-1].Event.OccurredAt = at
+	w.fresh = false
+}
+
+// recordWhole notes the fact of w, a session given whole (its shown
+// snapshot, activity and end), taken at the hub's clock. p.mu and the
+// hub's lock must be held and the hub must have a recorder.
+func (p *publisher) recordWhole(w *work) {
+	p.facts = append(p.facts, wholeFact("", p.src.info.ID, w.shown, w.shownAct, w.shownEnded, p.h.now().UnixMilli()))
+}
+
+// wholeFact is the fact of a session that came without an event (given
+// whole, a remote's upsert or reset), at at: Event.Kind "".
+func wholeFact(host, source string, snap *agentbridge.Snapshot, act *agentbridge.Activity, ended *agentbridge.Ended, at int64) Fact {
+	var u agentbridge.Usage
+	if act != nil && act.Usage != nil {
+		u = *act.Usage
+	}
+	return Fact{Host: host, Source: source, SessionID: snap.ID, Harness: snap.Harness, Event: agentbridge.Event{OccurredAt: at},
+		Model: snap.Model, Cwd: snap.Cwd, Title: snap.Title, Usage: u, Ended: ended}
+}
+
+// foldedAt is the time an event was folded at: its own, else the moment
+// it was read, else the hub's stamp of an agent.done; 0 when none is
+// known.
+func foldedAt(own, readAt, stamp int64) int64 {
+	switch {
+	case own != 0:
+		return own
+	case readAt != 0:
+		return readAt
+	}
+	return stamp
+}
+
+// hand moves the facts collected so far to t, which hands them to the
+// recorder when it is committed; a scan's wait for the commit that ends
+// it (ending). p.mu and the hub's lock must be held.
+func (p *publisher) hand(t *txn, ending bool) {
+	if len(p.facts) == 0 || p.scan != nil && !ending {
+		return
+	}
+	if len(t.facts) == 0 { // the publisher's buffer: commit gives it back
+		t.facts, p.facts = p.facts, t.facts[:0]
+		return
+	}
+	t.facts = append(t.facts, p.facts...)
+	p.dropFacts()
+}
+
+// dropFacts forgets the facts collected so far (a scan dropped, a push
+// batch refused, a source shutting down). p.mu must be held.
+func (p *publisher) dropFacts() {
+	clear(p.facts)
+	p.facts = p.facts[:0]
+}
+
+// record hands t's facts to the recorder: t is being committed. h.mu must
+// be held.
+func (h *Hub) record(t *txn) {
+	if len(t.facts) == 0 || h.rec == nil {
+		return
+	}
+	h.rec.Record(t.facts)
+	clear(t.facts) // Record copied what it keeps
+	t.facts = t.facts[:0]
 }

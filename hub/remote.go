@@ -231,6 +231,12 @@ func checkRemote(snap *agentbridge.Snapshot) bool {
 // one record per changed session and batch. What a record carries is
 // checked by the host's rules; a record that breaks them is left out and
 // counted in the result.
+//
+// With a recorder (Options.Recorder) each lifecycle record of a session
+// the hub holds, in view or not, and each session a reset or upsert of
+// the batch makes the hub hold (Event.Kind "", with the remote's usage
+// totals) is a Fact with Host set, handed out by the commit of its source;
+// remotes carry no folds, so none is Fresh.
 func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 	n := len(recs)
 	skip := make([]bool, n)
@@ -308,6 +314,10 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 	h := r.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	var now int64 // the time of the facts (Options.Recorder)
+	if h.rec != nil {
+		now = h.now().UnixMilli()
+	}
 	var t *txn
 	for i := range recs {
 		rc := &recs[i]
@@ -337,6 +347,9 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 				ss := &sess{snap: snap, act: cleanActivity(rc.Activity[snap.ID]), ended: cleanEnded(rc.Ended[snap.ID])}
 				s.all[snap.ID] = ss
 				r.n++
+				if h.rec != nil {
+					t.facts = append(t.facts, wholeFact(r.id, s.info.ID, &ss.snap, ss.act, ss.ended, now))
+				}
 				if h.visible(s, &snap) {
 					vis[snap.ID] = ss
 				}
@@ -352,6 +365,9 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 			}
 			ss := &sess{snap: rc.Snapshot, act: cleanActivity(rc.Activity[id]), ended: cleanEnded(rc.Ended[id])}
 			s.all[id] = ss
+			if h.rec != nil {
+				t.facts = append(t.facts, wholeFact(r.id, s.info.ID, &ss.snap, ss.act, ss.ended, now))
+			}
 			if h.visible(s, &ss.snap) {
 				t.put(ss)
 			} else {
@@ -365,6 +381,9 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 			}
 			t.remove(rc.SessionID)
 		case agentbridge.RecordLifecycle:
+			if h.rec != nil {
+				r.lifecycleFact(t, s, rc, after[i], now)
+			}
 			snap := after[i]
 			if snap == nil || !h.visible(s, snap) {
 				snap = nil
@@ -403,4 +422,32 @@ func (r *Remote) room() bool {
 		r.h.commit(t)
 	}
 	return false
+}
+
+// lifecycleFact notes the fact of a remote's lifecycle record in t, in
+// view or not: the session as the batch leaves it (after: its upsert later
+// in the batch, else the one the hub holds), with its usage and end as the
+// hub holds them (the upsert that follows brings the new ones); the event
+// at its own time, else now. A session the hub does not hold and will not
+// make room for has none. h.mu must be held.
+func (r *Remote) lifecycleFact(t *txn, s *source, rc *RemoteRecord, after *agentbridge.Snapshot, now int64) {
+	held := s.all[rc.SessionID]
+	snap := after
+	switch {
+	case held == nil && (after == nil || r.n >= MaxRemoteSessions):
+		return
+	case snap == nil:
+		snap = &held.snap
+	}
+	var act *agentbridge.Activity
+	var ended *agentbridge.Ended
+	if held != nil {
+		act, ended = held.act, held.ended
+	}
+	f := wholeFact(r.id, s.info.ID, snap, act, ended, now)
+	f.Event = rc.Event
+	if f.Event.OccurredAt == 0 {
+		f.Event.OccurredAt = now
+	}
+	t.facts = append(t.facts, f)
 }

@@ -59,6 +59,22 @@ import (
 // start-up, whose age is unknown) have none: their stamp sets
 // lastTurnEndedAt only. The read times are remembered like the stamps.
 //
+// Facts. When the hub has a recorder (Options.Recorder), every event it
+// folds (Fold, Event, a push source's event, a hook: Fact.Hook) is also a
+// Fact, made as it is folded: the event as given, at the time it was
+// folded at (its occurredAt, else its read time, else the stamp of an
+// agent.done), with the session's model, cwd, title, usage totals and end
+// as the fold leaves them; so is every session given whole (Upsert, Reset,
+// a push source's upsert or reset: Event.Kind "", at the hub's clock). The
+// first event folded into a fold built from nothing (a new session, each
+// session of a scan, a journal read again after Restart) is Fresh. The
+// facts are collected in order and handed to the recorder by the commit
+// that publishes what they folded, under the hub's lock: a scan's by the
+// Flush that ends it (a scan dropped, by Rescan or Reset, drops them: what
+// replaces it tells them again), a restarted session's by the next commit,
+// a push batch's only when the batch is kept; a source shutting down drops
+// them with its records. Without a recorder no fact is made.
+//
 // A Sink is safe for concurrent use, but a source calls it from one
 // goroutine; Session's result may only be read on that goroutine.
 //
@@ -132,6 +148,7 @@ type publisher struct {
 	dirty    []*work    // sessions folded since the last commit, first touch first
 	show     bool       // a Show is pending
 	held     []heldHook // hooks for sessions not reported yet (hooks.go)
+	facts    []Fact     // for the recorder, since the last commit (recorder.go)
 
 	// An open batch of a push source (publisher.batch): its number (0:
 	// none), what the entries of work it changed held before it, the map
@@ -176,6 +193,7 @@ type work struct {
 	changed     bool
 	data        []byte // next, encoded as an upsert, when changed
 	owner       uint64 // the batch that made or cloned it (publisher.open)
+	fresh       bool   // its fold was built from nothing and has no fact yet (Fact.Fresh)
 }
 
 // incarnation groups the lifecycle records of one session between two
@@ -314,7 +332,7 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, in intake) []v
 		if len(issues) > 0 {
 			return issues
 		}
-		w = &work{id: id, harness: harness, fold: fold.NewSession(id, harness)}
+		w = &work{id: id, harness: harness, fold: fold.NewSession(id, harness), fresh: true}
 		p.fresh(w)
 		if old := p.work[id]; p.scan != nil && old != nil {
 			w.stamps, w.reads = old.stamps, old.reads
@@ -346,6 +364,9 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, in intake) []v
 	}
 	if issues := w.fold.ApplyRead(e, readAt, at); len(issues) > 0 {
 		return validate.Nest(issues, in.prefix+".event")
+	}
+	if p.h.rec != nil { // e: as given, but for an agent.exited's time
+		p.record(w, &e, foldedAt(e.OccurredAt, readAt, at), false)
 	}
 	if undated {
 		if w.undated == len(w.reads) && len(w.reads) < maxStamps {
@@ -451,11 +472,21 @@ func (p *publisher) Rescan() {
 	// A scan still open is dropped (this one replaces it), and so are the
 	// sessions being built aside: the scan builds them anew.
 	p.commit(false)
+	p.dropScan()
 	for _, w := range p.dirty {
 		w.dirty, w.aside = false, false
 	}
 	p.dirty = nil
 	p.scan = map[string]*work{}
+}
+
+// dropScan drops a scan still open, with the facts of what it folded:
+// what replaces it tells them again. p.mu must be held.
+func (p *publisher) dropScan() {
+	if p.scan != nil {
+		p.scan = nil
+		p.dropFacts()
+	}
 }
 
 func (p *publisher) Restart(id string) {
@@ -466,7 +497,7 @@ func (p *publisher) Restart(id string) {
 		return
 	}
 	w.fold = fold.NewSession(id, w.harness)
-	w.dones, w.undated = 0, 0
+	w.dones, w.undated, w.fresh = 0, 0, true
 	if p.scan != nil {
 		return
 	}

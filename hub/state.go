@@ -69,7 +69,13 @@ type Options struct {
 	// suite tested (GET /v1/sources shows them beside the versions seen).
 	Tested map[string]agentbridge.VersionRange
 	// Recorder is handed the facts of every commit (the bridge's
-	// history); nil: none.
+	// history): every event folded into a session (journal, push source,
+	// hook) and every session given whole or upserted by a remote, in
+	// order, once the commit is certain (see Recorder, Fact and Sink). Its
+	// Record runs under the hub's lock, on the goroutine that commits: it
+	// must only take the facts (copy them, queue them) and never block,
+	// call the hub or do I/O, or every source and client waits on it. nil:
+	// none, and no fact is made.
 	Recorder Recorder
 }
 
@@ -112,6 +118,7 @@ type Hub struct {
 	running   bool
 	evictions int
 	tested    map[string]agentbridge.VersionRange // Options.Tested, read only
+	rec       Recorder                            // Options.Recorder, read only; nil: no facts are made
 }
 
 // revRange is a closed range of revisions.
@@ -205,6 +212,7 @@ func New(o Options) *Hub {
 		sources:  map[string]*source{},
 		subs:     map[*Subscription]struct{}{},
 		tested:   maps.Clone(o.Tested),
+		rec:      o.Recorder,
 	}
 	h.met = newMetrics(h, o.Registry)
 	h.reserve()

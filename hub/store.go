@@ -15,7 +15,8 @@ import (
 // batch (Flush): a scan and sessions being built aside are committed only
 // then. p.mu must be held.
 func (p *publisher) commit(all bool) {
-	if len(p.pend) == 0 && len(p.dirty) == 0 && !(all && (p.scan != nil || p.show)) {
+	facts := len(p.facts) > 0 && (p.scan == nil || all) // a scan's wait for its end
+	if len(p.pend) == 0 && len(p.dirty) == 0 && !facts && !(all && (p.scan != nil || p.show)) {
 		return
 	}
 	scan := all && p.scan != nil
@@ -29,11 +30,15 @@ func (p *publisher) commit(all bool) {
 	if p.src.ctx.Err() != nil {
 		clear(p.pend)
 		p.pend = p.pend[:0]
+		p.dropFacts()
 		return // shutting down: the host ignores late calls
 	}
 	t := h.begin(p.src)
 	p.flush(t, ready, scan, show)
 	h.commit(t)
+	if len(p.facts) == 0 && cap(t.facts) > cap(p.facts) {
+		p.facts = t.facts[:0] // the buffer flush lent t, emptied by the recorder
+	}
 }
 
 // prepare makes the snapshots and encodings of the sessions folded since
@@ -69,15 +74,17 @@ func (p *publisher) prepare(all bool) (ready []*work) {
 // operation, a Publisher call's held hooks). p.mu and the hub's lock must
 // be held.
 func (p *publisher) drain(t *txn) {
-	if len(p.pend) > 0 || len(p.dirty) > 0 {
+	if len(p.pend) > 0 || len(p.dirty) > 0 || len(p.facts) > 0 {
 		p.flush(t, p.prepare(false), false, false)
 	}
 }
 
-// flush adds to t the pending records, in call order, then an upsert of
+// flush adds to t the facts collected for the recorder (a scan's only
+// when scan), the pending records, in call order, then an upsert of
 // every ready session whose snapshot changed; scan ends a scan, show
 // answers a Show. p.mu and the hub's lock must be held.
 func (p *publisher) flush(t *txn, ready []*work, scan, show bool) {
+	p.hand(t, scan)
 	pend := p.pend
 	p.pend = p.pend[:0]
 	for _, w := range ready {
@@ -237,7 +244,7 @@ func (p *publisher) Diagnostic(d agentbridge.Diagnostic) error {
 func (p *publisher) Reset(sessions []*fold.Session) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.scan = nil // this replaces whatever a scan was building
+	p.dropScan() // this replaces whatever a scan was building
 	p.commit(true)
 	ws := make([]*work, len(sessions))
 	for i, s := range sessions {
@@ -298,7 +305,8 @@ func pushed(sn agentbridge.Snapshot) *work {
 // take keeps w, a session given whole (adopt, pushed), in the store: its
 // fold made from its snapshot when it has none, the clocks of the session
 // it replaces kept with their counts (the events that follow are new:
-// see Sink). p.mu must be held.
+// see Sink), its fact (Event.Kind "", not Fresh) noted for the recorder.
+// p.mu and the hub's lock must be held.
 func (p *publisher) take(w *work) {
 	if w.fold == nil {
 		w.fold = fold.FromSnapshot(*w.shown)
@@ -307,6 +315,9 @@ func (p *publisher) take(w *work) {
 		w.stamps, w.dones, w.reads, w.undated = old.stamps, old.dones, old.reads, old.undated
 	}
 	p.fresh(w)
+	if p.h.rec != nil {
+		p.recordWhole(w)
+	}
 }
 
 // put validates one session given whole and makes it the session's state:
