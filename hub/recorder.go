@@ -106,8 +106,8 @@ func (p *publisher) hand(t *txn, ending bool) {
 	p.dropFacts()
 }
 
-// dropFacts forgets the facts collected so far (a scan dropped, a push
-// batch refused, a source shutting down). p.mu must be held.
+// dropFacts forgets the facts collected so far (a scan dropped, a source
+// shutting down) and keeps the buffer. p.mu must be held.
 func (p *publisher) dropFacts() {
 	clear(p.facts)
 	p.facts = p.facts[:0]
