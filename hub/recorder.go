@@ -25,10 +25,13 @@ type Fact struct {
 	// undated record found by a scan). A session that came without an
 	// event (Kind "") has the moment the hub took it.
 	Event agentbridge.Event
-	// Fresh marks the first event of a session built from nothing (a new
-	// session, a scan, a journal read again): what its journal said before
-	// is told again from here on, so a recorder replaces what it kept of
-	// the session from journal events.
+	// Fresh marks the first event of a session a journal source builds
+	// from nothing and tells from its start (each session of a scan, a
+	// journal read again after Restart, a session first folded in this
+	// run): what its journal said before is told again from here on, so a
+	// recorder replaces what it kept of the session from journal events.
+	// A session that comes back after it left in this run, and every
+	// session of a push source, is never Fresh (see freshFold).
 	Fresh bool
 	// Hook marks an event a hook made (not told again by a scan).
 	Hook bool
@@ -48,6 +51,29 @@ type Fact struct {
 // those of a push batch go with its transaction when it is refused; those
 // of a source that is shutting down are dropped with its records.
 
+// maxTold bounds the sessions a publisher remembers folding (freshFold);
+// past it a session that comes back after it left is told as Fresh, and a
+// recorder replaces what it kept of it.
+const maxTold = 1 << 17
+
+// freshFold reports whether a fold made now from nothing for session id
+// starts the session's journal again from its start (Fact.Fresh): always
+// in a scan, otherwise only the first time this run folds the session. A
+// session that left and comes back (its journal written again after it
+// stopped, or after Remove) is read on from where its tailer was, so its
+// new fold tells only what is new. A push source's sessions are never
+// told again: none of its folds is Fresh. p.mu must be held.
+func (p *publisher) freshFold(id string) bool {
+	if !p.rebuilds || p.h.rec == nil {
+		return false
+	}
+	if p.scan != nil {
+		return true
+	}
+	_, told := p.told[id]
+	return !told
+}
+
 // record notes the fact of e, just folded into w at at (by a hook when
 // hook), with the session as the fold leaves it; the first fact of a fold
 // built from nothing is Fresh. p.mu must be held and the hub must have a
@@ -58,6 +84,12 @@ func (p *publisher) record(w *work, e *agentbridge.Event, at int64, hook bool) {
 		Fresh: w.fresh, Hook: hook, Model: f.Model(), Cwd: f.Cwd(), Title: f.Title(), Usage: f.Usage(), Ended: f.Ended()})
 	p.facts[len(p.facts)-1].Event.OccurredAt = at
 	w.fresh = false
+	if p.rebuilds && len(p.told) < maxTold {
+		if p.told == nil {
+			p.told = map[string]struct{}{}
+		}
+		p.told[w.id] = struct{}{}
+	}
 }
 
 // recordWhole notes the fact of w, a session given whole (its shown

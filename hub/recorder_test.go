@@ -259,7 +259,7 @@ func TestRecorderPushBatches(t *testing.T) {
 		want  []string
 	}{
 		{"accepted: in order", false, []agentbridge.Op{turn("s1", "t1"), upsert, turn("s2", "t2")},
-			[]string{"/p/s1 turn.started fresh", "/p/s2 (whole)", "/p/s2 turn.started"}},
+			[]string{"/p/s1 turn.started", "/p/s2 (whole)", "/p/s2 turn.started"}}, // a push source's sessions are never told again: never fresh
 		{"refused: none", false, []agentbridge.Op{turn("s1", "t1"), upsert, bad}, []string{}},
 		{"checked: none", true, []agentbridge.Op{turn("s1", "t1"), upsert}, []string{}},
 	} {
@@ -282,13 +282,13 @@ func TestRecorderPushBatches(t *testing.T) {
 			if diff := cmp.Diff(c.want, brief(got)); diff != "" {
 				t.Fatalf("facts (-want +got):\n%s", diff)
 			}
-			// what a refused batch folded is folded again, fresh
+			// what a refused batch folded is folded again (a push source's
+			// sessions are never fresh)
 			if err := h.Publish("p", []agentbridge.Op{turn("s1", "t1")}); err != nil {
 				t.Fatal(err)
 			}
-			fresh := len(c.want) == 0
-			if got := rec.facts(); len(got) != 1 || got[0].Fresh != fresh {
-				t.Errorf("the next batch: %v, want fresh %v", brief(got), fresh)
+			if got := rec.facts(); len(got) != 1 || got[0].Fresh || got[0].Event.Kind != agentbridge.KindTurnStarted {
+				t.Errorf("the next batch: %v, want one turn.started, not fresh", brief(got))
 			}
 		})
 	}
@@ -376,5 +376,32 @@ func TestRecorderShutdownDropsFacts(t *testing.T) {
 	defer p.mu.Unlock()
 	if len(p.facts) != 0 {
 		t.Errorf("a source shutting down still holds %d facts", len(p.facts))
+	}
+}
+
+// TestRecorderSessionBackAfterItLeftIsNotFresh: a session that left the
+// hub (stopped, or removed) and whose journal is written again is read on
+// from where its tailer was, so its new fold is no Fresh start: a recorder
+// must keep the turns it recorded before.
+func TestRecorderSessionBackAfterItLeftIsNotFresh(t *testing.T) {
+	rec := &recorder{}
+	_, s, _ := sinkOf(t, Options{Recorder: rec})
+	mustFold(t, s, "s1", "a", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t0", OccurredAt: 1})
+	mustFold(t, s, "s1", "", agentbridge.Event{Kind: agentbridge.KindSessionStopped, OccurredAt: 2})
+	mustFold(t, s, "s2", "a", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t0", OccurredAt: 1})
+	s.Flush()
+	if err := s.Remove("s2"); err != nil {
+		t.Fatal(err)
+	}
+	mustFold(t, s, "s1", "a", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: 3})
+	mustFold(t, s, "s2", "a", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: 3})
+	mustFold(t, s, "s3", "a", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: 3})
+	s.Flush()
+	want := []string{
+		"/src/s1 turn.started fresh", "/src/s1 session.stopped", "/src/s2 turn.started fresh",
+		"/src/s1 turn.started", "/src/s2 turn.started", "/src/s3 turn.started fresh",
+	}
+	if diff := cmp.Diff(want, brief(rec.facts())); diff != "" {
+		t.Errorf("facts (-want +got):\n%s", diff)
 	}
 }

@@ -66,8 +66,9 @@ import (
 // agent.done), with the session's model, cwd, title, usage totals and end
 // as the fold leaves them; so is every session given whole (Upsert, Reset,
 // a push source's upsert or reset: Event.Kind "", at the hub's clock). The
-// first event folded into a fold built from nothing (a new session, each
-// session of a scan, a journal read again after Restart) is Fresh. The
+// first event folded into a fold built from nothing (each session of a
+// scan, a journal read again after Restart, a session folded for the first
+// time in this run; never a push source's) is Fresh. The
 // facts are collected in order and handed to the recorder by the commit
 // that publishes what they folded, under the hub's lock: a scan's by the
 // Flush that ends it (a scan dropped, by Rescan or Reset, drops them: what
@@ -144,11 +145,12 @@ type publisher struct {
 	// rebuilds: the source may build a session again from the same records
 	// (it has a tailer), so the clocks of one that left are remembered
 	rebuilds bool
-	pend     []op       // records since the last commit, in call order
-	dirty    []*work    // sessions folded since the last commit, first touch first
-	show     bool       // a Show is pending
-	held     []heldHook // hooks for sessions not reported yet (hooks.go)
-	facts    []Fact     // for the recorder, since the last commit (recorder.go)
+	pend     []op                // records since the last commit, in call order
+	dirty    []*work             // sessions folded since the last commit, first touch first
+	show     bool                // a Show is pending
+	held     []heldHook          // hooks for sessions not reported yet (hooks.go)
+	facts    []Fact              // for the recorder, since the last commit (recorder.go)
+	told     map[string]struct{} // sessions folded since the hub started (recorder.go; at most maxTold)
 
 	// An open batch of a push source (publisher.batch): its number (0:
 	// none), what the entries of work it changed held before it, the map
@@ -332,7 +334,7 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, in intake) []v
 		if len(issues) > 0 {
 			return issues
 		}
-		w = &work{id: id, harness: harness, fold: fold.NewSession(id, harness), fresh: true}
+		w = &work{id: id, harness: harness, fold: fold.NewSession(id, harness), fresh: p.freshFold(id)}
 		p.fresh(w)
 		if old := p.work[id]; p.scan != nil && old != nil {
 			w.stamps, w.reads = old.stamps, old.reads
