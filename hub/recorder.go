@@ -39,8 +39,13 @@ type Fact struct {
 	Model string
 	Cwd   string
 	Title string
-	Usage agentbridge.Usage  // its token totals
-	Ended *agentbridge.Ended // shared: do not change it
+	// Status is the session's status after the fact: a recorder closes
+	// the waits it holds open when it is neither waiting nor blocked (the
+	// fold closes a hook's wait when the journal shows the agent went on,
+	// with no wait.finished).
+	Status agentbridge.Status
+	Usage  agentbridge.Usage  // its token totals
+	Ended  *agentbridge.Ended // shared: do not change it
 }
 
 // The tap: where the facts are made and handed out. A publisher collects
@@ -81,7 +86,7 @@ func (p *publisher) freshFold(id string) bool {
 func (p *publisher) record(w *work, e *agentbridge.Event, at int64, hook bool) {
 	f := w.fold
 	p.facts = append(p.facts, Fact{Source: p.src.info.ID, SessionID: w.id, Harness: w.harness, Event: *e,
-		Fresh: w.fresh, Hook: hook, Model: f.Model(), Cwd: f.Cwd(), Title: f.Title(), Usage: f.Usage(), Ended: f.Ended()})
+		Fresh: w.fresh, Hook: hook, Status: f.Status(), Model: f.Model(), Cwd: f.Cwd(), Title: f.Title(), Usage: f.Usage(), Ended: f.Ended()})
 	p.facts[len(p.facts)-1].Event.OccurredAt = at
 	w.fresh = false
 	if p.rebuilds && len(p.told) < maxTold {
@@ -107,7 +112,7 @@ func wholeFact(host, source string, snap *agentbridge.Snapshot, act *agentbridge
 		u = *act.Usage
 	}
 	return Fact{Host: host, Source: source, SessionID: snap.ID, Harness: snap.Harness, Event: agentbridge.Event{OccurredAt: at},
-		Model: snap.Model, Cwd: snap.Cwd, Title: snap.Title, Usage: u, Ended: ended}
+		Status: snap.Status, Model: snap.Model, Cwd: snap.Cwd, Title: snap.Title, Usage: u, Ended: ended}
 }
 
 // foldedAt is the time an event was folded at: its own, else the moment

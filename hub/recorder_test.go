@@ -91,6 +91,9 @@ func TestRecorderJournalFactsCarryTimeUsageAndModel(t *testing.T) {
 	}
 	want[0].Fresh = true
 	want[5].Ended = ended
+	for i, st := range []agentbridge.Status{"idle", "running", "running", "running", "idle", "idle"} {
+		want[i].Status = st
+	}
 	if diff := cmp.Diff(want, rec.facts()); diff != "" {
 		t.Errorf("facts (-want +got):\n%s", diff)
 	}
@@ -150,6 +153,9 @@ func TestRecorderHookFactsAreMarked(t *testing.T) {
 	}
 	if f := got[1]; f.Event.OccurredAt != 12 || f.Event.State != agentbridge.StatusWaiting || f.Event.Reason != "Approve Bash: git push" || f.Title != "Ship it" {
 		t.Errorf("the prompt's fact: %+v", f)
+	}
+	if got[1].Status != agentbridge.StatusWaiting || got[2].Status != agentbridge.StatusRunning {
+		t.Errorf("statuses after the prompt and the answer: %q, %q; want waiting, running", got[1].Status, got[2].Status)
 	}
 	if f := got[2]; f.Event.OccurredAt != 14 || f.Event.WaitID != got[1].Event.WaitID {
 		t.Errorf("the answer's fact: %+v", f)
@@ -232,8 +238,8 @@ func TestRecorderSessionsGivenWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Fact{
-		{Source: "src", SessionID: "s1", Harness: "a", Event: agentbridge.Event{OccurredAt: nowMs}, Model: "gpt-5", Cwd: "/work/app", Title: "Port the CLI", Usage: use.Usage},
-		{Source: "src", SessionID: "s2", Harness: "b", Event: agentbridge.Event{OccurredAt: nowMs}},
+		{Source: "src", SessionID: "s1", Harness: "a", Event: agentbridge.Event{OccurredAt: nowMs}, Status: agentbridge.StatusIdle, Model: "gpt-5", Cwd: "/work/app", Title: "Port the CLI", Usage: use.Usage},
+		{Source: "src", SessionID: "s2", Harness: "b", Event: agentbridge.Event{OccurredAt: nowMs}, Status: agentbridge.StatusRunning},
 	}
 	if diff := cmp.Diff(want, rec.facts()); diff != "" {
 		t.Errorf("facts (-want +got):\n%s", diff)
@@ -312,10 +318,10 @@ func TestRecorderRemoteFactsCarryTheHost(t *testing.T) {
 	})
 	want := []Fact{
 		{Host: "devbox", Source: "claude-code", SessionID: "r1", Harness: "claude-code", Event: agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: 50},
-			Model: "claude-opus-4", Cwd: "/srv/api", Title: "Tune the cache"},
+			Status: agentbridge.StatusRunning, Model: "claude-opus-4", Cwd: "/srv/api", Title: "Tune the cache"},
 		{Host: "devbox", Source: "claude-code", SessionID: "r1", Harness: "claude-code", Event: agentbridge.Event{OccurredAt: nowMs},
-			Model: "claude-opus-4", Cwd: "/srv/api", Title: "Tune the cache", Usage: agentbridge.Usage{InputTokens: 40, OutputTokens: 2}},
-		{Host: "devbox", Source: "codex", SessionID: "r2", Harness: "codex", Event: agentbridge.Event{OccurredAt: nowMs}},
+			Status: agentbridge.StatusRunning, Model: "claude-opus-4", Cwd: "/srv/api", Title: "Tune the cache", Usage: agentbridge.Usage{InputTokens: 40, OutputTokens: 2}},
+		{Host: "devbox", Source: "codex", SessionID: "r2", Harness: "codex", Event: agentbridge.Event{OccurredAt: nowMs}, Status: agentbridge.StatusIdle},
 	}
 	if diff := cmp.Diff(want, rec.facts()); diff != "" {
 		t.Errorf("facts (-want +got):\n%s", diff)
