@@ -12,6 +12,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -31,6 +32,7 @@ import (
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
 
+	"github.com/agentbridge/agentbridge/history"
 	"github.com/agentbridge/agentbridge/internal/smallfile"
 
 	"github.com/agentbridge/agentbridge/validate"
@@ -110,6 +112,10 @@ type Config struct {
 	// Hooks is the hooks section: what the bridge does with the agents'
 	// hooks beyond folding them.
 	Hooks Hooks `koanf:"hooks"`
+	// History is the history section: whether the bridge keeps what its
+	// sessions did (GET /v1/history, GET /v1/usage), for how long, where,
+	// and the prices its cost estimates use.
+	History History `koanf:"history"`
 
 	// File is the YAML file that was loaded, empty when none was.
 	File string `koanf:"-"`
@@ -131,6 +137,58 @@ type Hooks struct {
 	// /v1/sessions/{source}/{id}/waits/{waitId}/answer), and every answer
 	// is written to the audit log in StateDir (AnswersFile).
 	Answer bool `koanf:"answer"`
+}
+
+// History is the history section.
+type History struct {
+	// Enabled keeps the history (default true): the sessions, turns,
+	// waits and usage the bridge sees, in an SQLite database (File).
+	Enabled bool `koanf:"enabled"`
+	// Retention is how long the history is kept (default 90 days; at
+	// least an hour): older sessions are pruned at start and every day. It
+	// takes a Go duration or a number of days ("90d").
+	Retention time.Duration `koanf:"retention"`
+	// Prices are the user's prices per model, before the built-in table
+	// (history.Price: USD per million tokens; a model ending in "*" is a
+	// prefix).
+	Prices []history.Price `koanf:"prices"`
+	// File is the database; default history.db in StateDir, "" when there
+	// is no state directory (the history is then off).
+	File string `koanf:"file"`
+}
+
+// DefaultRetention is history.retention's default.
+const DefaultRetention = 90 * 24 * time.Hour
+
+// MinRetention is the shortest history.retention accepted.
+const MinRetention = time.Hour
+
+// check validates the history section.
+func (h History) check(bad func(string, ...any)) {
+	if h.Retention < MinRetention {
+		bad("history.retention: %v is below the minimum %v", h.Retention, MinRetention)
+	}
+	seen := map[string]bool{}
+	for i, p := range h.Prices {
+		at := fmt.Sprintf("history.prices[%d]", i)
+		switch {
+		case p.Model == "":
+			bad("%s.model: name the model (a name, or a prefix ending in *)", at)
+		case strings.Contains(strings.TrimSuffix(p.Model, "*"), "*"):
+			bad("%s.model: %q has a * before its end (only a final * makes a prefix)", at, p.Model)
+		case seen[p.Model]:
+			bad("%s.model: %q is priced twice", at, p.Model)
+		}
+		seen[p.Model] = true
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"input", p.Input}, {"output", p.Output}, {"cacheRead", p.CacheRead}, {"cacheWrite", p.CacheWrite}} {
+			if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+				bad("%s.%s: %v is not a price (USD per million tokens, 0 or more)", at, f.name, f.v)
+			}
+		}
+	}
 }
 
 // AnswersFile is the answers' audit log in StateDir, "" without one.
@@ -266,19 +324,22 @@ func (c *Config) ClientAddr() string {
 // envKeys maps every AGENTBRIDGE_* variable to its key. Variables outside
 // this map and envIgnored are an error.
 var envKeys = map[string]string{
-	"AGENTBRIDGE_LISTEN":          "listen",
-	"AGENTBRIDGE_ALLOW_REMOTE":    "allowRemote",
-	"AGENTBRIDGE_AUTH":            "auth",
-	"AGENTBRIDGE_TOKEN":           "token",
-	"AGENTBRIDGE_TOKEN_FILE":      "tokenFile",
-	"AGENTBRIDGE_ALLOWED_HOSTS":   "allowedHosts",
-	"AGENTBRIDGE_ALLOWED_ORIGINS": "allowedOrigins",
-	"AGENTBRIDGE_WINDOW":          "window",
-	"AGENTBRIDGE_LINGER":          "linger",
-	"AGENTBRIDGE_HEARTBEAT":       "heartbeat",
-	"AGENTBRIDGE_LOG_LEVEL":       "logLevel",
-	"AGENTBRIDGE_ADDR":            "addr",
-	"AGENTBRIDGE_HOOKS_ANSWER":    "hooks.answer",
+	"AGENTBRIDGE_LISTEN":            "listen",
+	"AGENTBRIDGE_ALLOW_REMOTE":      "allowRemote",
+	"AGENTBRIDGE_AUTH":              "auth",
+	"AGENTBRIDGE_TOKEN":             "token",
+	"AGENTBRIDGE_TOKEN_FILE":        "tokenFile",
+	"AGENTBRIDGE_ALLOWED_HOSTS":     "allowedHosts",
+	"AGENTBRIDGE_ALLOWED_ORIGINS":   "allowedOrigins",
+	"AGENTBRIDGE_WINDOW":            "window",
+	"AGENTBRIDGE_LINGER":            "linger",
+	"AGENTBRIDGE_HEARTBEAT":         "heartbeat",
+	"AGENTBRIDGE_LOG_LEVEL":         "logLevel",
+	"AGENTBRIDGE_ADDR":              "addr",
+	"AGENTBRIDGE_HOOKS_ANSWER":      "hooks.answer",
+	"AGENTBRIDGE_HISTORY_ENABLED":   "history.enabled",
+	"AGENTBRIDGE_HISTORY_RETENTION": "history.retention",
+	"AGENTBRIDGE_HISTORY_FILE":      "history.file",
 }
 
 // envIgnored are AGENTBRIDGE_* variables that are not settings: the config
@@ -317,11 +378,15 @@ var flagKeys = map[string]string{
 	"example-agent-home": "exampleAgentHome",
 	"addr":               "addr",
 	"answer":             "hooks.answer",
+	"history":            "history.enabled",
+	"history-retention":  "history.retention",
+	"history-file":       "history.file",
 }
 
 // RegisterFlags adds the server's flags to fs: --config, --listen,
 // --allow-remote, --auth, --token-file, --allowed-host, --allowed-origin,
-// --window, --linger, --heartbeat, --log-level and the agent homes. There is
+// --window, --linger, --heartbeat, --log-level, the agent homes and the
+// history's --history, --history-retention and --history-file. There is
 // deliberately no --token: a token in argv is visible to every local user.
 func RegisterFlags(fs *pflag.FlagSet) {
 	fs.String("config", "", "YAML config `file` (default $XDG_CONFIG_HOME/agentbridge/config.yaml when present)")
@@ -338,6 +403,9 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	fs.String("claude-config-dir", "", "Claude Code home (default $CLAUDE_CONFIG_DIR or ~/.claude)")
 	fs.String("codex-home", "", "Codex home (default $CODEX_HOME or ~/.codex)")
 	fs.String("example-agent-home", "", "example agent home (default $EXAMPLE_AGENT_HOME; unset = off)")
+	fs.Bool("history", true, "keep the history of sessions, turns, waits and usage (--history=false: off)")
+	fs.String("history-retention", "90d", "how long the history is kept (`age`: 90d, 720h)")
+	fs.String("history-file", "", "the history's database `file` (default history.db in the state directory)")
 }
 
 // environ is a KEY=VALUE environment as os.Environ returns it.
@@ -454,6 +522,7 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 	dc := &mapstructure.DecoderConfig{
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
 			durationNeedsUnit,
+			durationInDays,
 			mapstructure.StringToTimeDurationHookFunc(),
 			mapstructure.StringToSliceHookFunc(","),
 			mapstructure.TextUnmarshallerHookFunc()),
@@ -466,7 +535,7 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 	}
 	c.File = loaded
 	c.Env = env
-	homes := []*string{&c.ClaudeConfigDir, &c.CodexHome, &c.ExampleAgentHome, &c.TokenFile}
+	homes := []*string{&c.ClaudeConfigDir, &c.CodexHome, &c.ExampleAgentHome, &c.TokenFile, &c.History.File}
 	for id, sw := range c.Sources {
 		if sw.Home != "" {
 			abs, err := filepath.Abs(sw.Home)
@@ -489,6 +558,9 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 	if c.TokenFile != "" {
 		c.StateDir = filepath.Dir(c.TokenFile)
 	}
+	if c.History.File == "" && c.StateDir != "" {
+		c.History.File = filepath.Join(c.StateDir, "history.db")
+	}
 	if err := c.Validate(); err != nil {
 		return nil, og.validateError(err)
 	}
@@ -500,6 +572,19 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 func durationNeedsUnit(from, to reflect.Type, data any) (any, error) {
 	if to == reflect.TypeFor[time.Duration]() && from != to && from.Kind() != reflect.String {
 		return nil, fmt.Errorf("%v is not a duration; give a unit, e.g. 90s, 10m or 2h", data)
+	}
+	return data, nil
+}
+
+// durationInDays reads a duration written in days ("90d"), which Go's
+// durations lack; others are left to StringToTimeDurationHookFunc.
+func durationInDays(from, to reflect.Type, data any) (any, error) {
+	if s, ok := data.(string); ok && to == reflect.TypeFor[time.Duration]() && strings.HasSuffix(s, "d") {
+		d, err := history.ParseAge(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", s, err)
+		}
+		return d, nil
 	}
 	return data, nil
 }
@@ -563,6 +648,7 @@ func defaults(e environ) map[string]any {
 		"codexHome":        "",
 		"exampleAgentHome": "",
 		"addr":             "",
+		"history":          map[string]any{"enabled": true, "retention": "90d", "file": ""},
 	}
 }
 
@@ -674,6 +760,7 @@ func (c *Config) Validate() error {
 	for i, w := range c.Notify.Webhooks {
 		w.check(i, bad)
 	}
+	c.History.check(bad)
 	errs = append(errs, checkRemotes(c.Remotes)...)
 	return errors.Join(errs...)
 }
