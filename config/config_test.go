@@ -268,7 +268,9 @@ func TestLoadHistory(t *testing.T) {
 				return History{Retention: 48 * time.Hour, File: filepath.Join(home, ".local/state/agentbridge/history.db")}
 			}},
 		{"beside the token file", "tokenFile: /srv/ab/token\n", nil, nil,
-			func(string) History { return History{Enabled: true, Retention: DefaultRetention, File: "/srv/ab/history.db"} }},
+			func(string) History {
+				return History{Enabled: true, Retention: DefaultRetention, File: "/srv/ab/history.db"}
+			}},
 		{"no state directory", "", []string{"HOME=", "AGENTBRIDGE_TOKEN=0123456789abcdef0123456789abcdef"}, nil,
 			func(string) History { return History{Enabled: true, Retention: DefaultRetention} }},
 	}
