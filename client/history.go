@@ -131,6 +131,12 @@ func (c *Client) HistoryCSV(ctx context.Context, q HistoryQuery) ([]byte, error)
 	return c.getRaw(ctx, "/v1/history", v, "text/csv")
 }
 
+// HistoryJSON fetches GET /v1/history: the answer's bytes, as the bridge
+// wrote them ({"sessions": [...]}).
+func (c *Client) HistoryJSON(ctx context.Context, q HistoryQuery) ([]byte, error) {
+	return c.getRaw(ctx, "/v1/history", q.values(), "application/json")
+}
+
 // UsageCSV fetches GET /v1/usage?format=csv: the table's rows as CSV.
 func (c *Client) UsageCSV(ctx context.Context, q UsageQuery) ([]byte, error) {
 	v := q.values()
