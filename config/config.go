@@ -12,7 +12,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -32,7 +31,6 @@ import (
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
 
-	"github.com/agentbridge/agentbridge/history"
 	"github.com/agentbridge/agentbridge/internal/smallfile"
 
 	"github.com/agentbridge/agentbridge/validate"
@@ -137,58 +135,6 @@ type Hooks struct {
 	// /v1/sessions/{source}/{id}/waits/{waitId}/answer), and every answer
 	// is written to the audit log in StateDir (AnswersFile).
 	Answer bool `koanf:"answer"`
-}
-
-// History is the history section.
-type History struct {
-	// Enabled keeps the history (default true): the sessions, turns,
-	// waits and usage the bridge sees, in an SQLite database (File).
-	Enabled bool `koanf:"enabled"`
-	// Retention is how long the history is kept (default 90 days; at
-	// least an hour): older sessions are pruned at start and every day. It
-	// takes a Go duration or a number of days ("90d").
-	Retention time.Duration `koanf:"retention"`
-	// Prices are the user's prices per model, before the built-in table
-	// (history.Price: USD per million tokens; a model ending in "*" is a
-	// prefix).
-	Prices []history.Price `koanf:"prices"`
-	// File is the database; default history.db in StateDir, "" when there
-	// is no state directory (the history is then off).
-	File string `koanf:"file"`
-}
-
-// DefaultRetention is history.retention's default.
-const DefaultRetention = 90 * 24 * time.Hour
-
-// MinRetention is the shortest history.retention accepted.
-const MinRetention = time.Hour
-
-// check validates the history section.
-func (h History) check(bad func(string, ...any)) {
-	if h.Retention < MinRetention {
-		bad("history.retention: %v is below the minimum %v", h.Retention, MinRetention)
-	}
-	seen := map[string]bool{}
-	for i, p := range h.Prices {
-		at := fmt.Sprintf("history.prices[%d]", i)
-		switch {
-		case p.Model == "":
-			bad("%s.model: name the model (a name, or a prefix ending in *)", at)
-		case strings.Contains(strings.TrimSuffix(p.Model, "*"), "*"):
-			bad("%s.model: %q has a * before its end (only a final * makes a prefix)", at, p.Model)
-		case seen[p.Model]:
-			bad("%s.model: %q is priced twice", at, p.Model)
-		}
-		seen[p.Model] = true
-		for _, f := range []struct {
-			name string
-			v    float64
-		}{{"input", p.Input}, {"output", p.Output}, {"cacheRead", p.CacheRead}, {"cacheWrite", p.CacheWrite}} {
-			if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
-				bad("%s.%s: %v is not a price (USD per million tokens, 0 or more)", at, f.name, f.v)
-			}
-		}
-	}
 }
 
 // AnswersFile is the answers' audit log in StateDir, "" without one.
@@ -572,19 +518,6 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 func durationNeedsUnit(from, to reflect.Type, data any) (any, error) {
 	if to == reflect.TypeFor[time.Duration]() && from != to && from.Kind() != reflect.String {
 		return nil, fmt.Errorf("%v is not a duration; give a unit, e.g. 90s, 10m or 2h", data)
-	}
-	return data, nil
-}
-
-// durationInDays reads a duration written in days ("90d"), which Go's
-// durations lack; others are left to StringToTimeDurationHookFunc.
-func durationInDays(from, to reflect.Type, data any) (any, error) {
-	if s, ok := data.(string); ok && to == reflect.TypeFor[time.Duration]() && strings.HasSuffix(s, "d") {
-		d, err := history.ParseAge(s)
-		if err != nil {
-			return nil, fmt.Errorf("%q: %v", s, err)
-		}
-		return d, nil
 	}
 	return data, nil
 }
