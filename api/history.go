@@ -25,7 +25,7 @@ type History interface {
 	Sessions(ctx context.Context, q history.Query) ([]agentbridge.HistorySession, error)
 	// Usage sums the usage of the sessions q selects.
 	Usage(ctx context.Context, q history.UsageQuery) (agentbridge.UsageTable, error)
-	// Prune removes what ended before before.
+	// Prune removes the sessions whose last event is before before.
 	Prune(ctx context.Context, before time.Time) (history.PruneResult, error)
 }
 
