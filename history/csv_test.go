@@ -14,7 +14,7 @@ import (
 
 var csvStart = time.Date(2026, 12, 7, 9, 30, 0, 0, time.FixedZone("CET", 3600))
 
-func at(d time.Duration) int64 { return csvStart.Add(d).UnixMilli() }
+func csvAt(d time.Duration) int64 { return csvStart.Add(d).UnixMilli() }
 
 // TestWriteSessionsCSV: one row per turn with its session's columns, a
 // session without turns on one row, times in RFC 3339 UTC, a cost empty
@@ -24,16 +24,16 @@ func TestWriteSessionsCSV(t *testing.T) {
 	cost := &agentbridge.Cost{USD: 0.0375, Estimate: true, PricesAsOf: "2026-11-01", UnpricedTokens: 3}
 	sessions := []agentbridge.HistorySession{{
 		Source: "claude-code", ID: "s1", Harness: "claude-code", Title: "say \"hi\", then\nstop", Model: "claude-sonnet-4-5",
-		Cwd: "/home/u/p", Project: "/home/u/p", StartedAt: at(0), LastAt: at(time.Hour), Ended: &agentbridge.Ended{At: at(time.Hour)},
+		Cwd: "/home/u/p", Project: "/home/u/p", StartedAt: csvAt(0), LastAt: csvAt(time.Hour), Ended: &agentbridge.Ended{At: csvAt(time.Hour)},
 		ActiveMs: 120000, WaitingMs: 7000, Usage: agentbridge.Usage{InputTokens: 10, OutputTokens: 20, CacheReadTokens: 30, CacheWriteTokens: 40}, Cost: cost,
 		Turns: []agentbridge.HistoryTurn{
-			{Index: 0, ID: "t-1", StartedAt: at(0), EndedAt: at(2 * time.Minute), Outcome: agentbridge.OutcomeSuccess, Model: "claude-sonnet-4-5",
+			{Index: 0, ID: "t-1", StartedAt: csvAt(0), EndedAt: csvAt(2 * time.Minute), Outcome: agentbridge.OutcomeSuccess, Model: "claude-sonnet-4-5",
 				Usage: agentbridge.Usage{InputTokens: 10, OutputTokens: 20, CacheReadTokens: 30, CacheWriteTokens: 40}, Cost: cost, Tools: 3,
 				Waits: []agentbridge.HistoryWait{
-					{State: agentbridge.StatusWaiting, StartedAt: at(time.Minute), EndedAt: at(time.Minute) + 7000, Answered: agentbridge.WaitAnswered},
-					{State: agentbridge.StatusWaiting, StartedAt: at(90 * time.Second)}, // open: not counted
+					{State: agentbridge.StatusWaiting, StartedAt: csvAt(time.Minute), EndedAt: csvAt(time.Minute) + 7000, Answered: agentbridge.WaitAnswered},
+					{State: agentbridge.StatusWaiting, StartedAt: csvAt(90 * time.Second)}, // open: not counted
 				}},
-			{Index: 1, StartedAt: at(time.Hour)},
+			{Index: 1, StartedAt: csvAt(time.Hour)},
 		},
 	}, {
 		Host: "laptop", Source: "codex", ID: "c1", Harness: "codex", Title: "-1+2", Cwd: "@home", Usage: agentbridge.Usage{OutputTokens: 5},
