@@ -7,9 +7,12 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
@@ -240,6 +243,42 @@ func ParseUsageQuery(q url.Values, now time.Time) (history.UsageQuery, string, e
 	return uq, format, nil
 }
 
+// localZone is the bridge's local time zone under its IANA name (days are
+// counted in it without tz, and the usage table names it), else
+// time.Local, whose name is "Local".
+var localZone = sync.OnceValue(func() *time.Location {
+	tz, set := os.LookupEnv("TZ")
+	return namedZone(tz, set, func() (string, error) { return os.Readlink("/etc/localtime") })
+})
+
+// namedZone finds the IANA name of the local zone as Go's time.Local
+// finds the zone: TZ when it is set (":Europe/Paris" too; empty is UTC),
+// else the zoneinfo file /etc/localtime links to (link); nil when it has
+// no name.
+func namedZone(tz string, set bool, link func() (string, error)) *time.Location {
+	if set && tz == "" {
+		return time.UTC
+	}
+	if tz = strings.TrimPrefix(tz, ":"); set {
+		if loc, err := time.LoadLocation(tz); err == nil && tz != "Local" && !filepath.IsAbs(tz) {
+			return loc
+		}
+		return nil // TZ names a file or nothing Go knows: no name to give
+	}
+	target, err := link()
+	if err != nil {
+		return nil
+	}
+	_, name, ok := strings.Cut(target, "zoneinfo/")
+	if !ok || name == "" {
+		return nil
+	}
+	if loc, err := time.LoadLocation(name); err == nil {
+		return loc
+	}
+	return nil
+}
+
 // onlyQuery refuses a parameter other than allowed, naming it when it is
 // printable and short.
 func onlyQuery(q url.Values, allowed []string) error {
@@ -315,6 +354,9 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.problem(w, r, err)
 		return
+	}
+	if uq.Loc == nil {
+		uq.Loc = localZone() // nil when it has no name: the store's time.Local
 	}
 	t, err := s.History.Usage(r.Context(), uq)
 	if err != nil {

@@ -217,8 +217,45 @@ func TestUsageQuery(t *testing.T) {
 	if resp, _ := f.do(t, req{path: "/v1/usage?by=day"}); resp.StatusCode != 200 {
 		t.Fatal(resp.Status)
 	}
-	if _, uq, _ := h.asked(); uq.Loc != nil {
-		t.Errorf("without tz the store got zone %v, want nil (the bridge's local zone)", uq.Loc)
+	if _, uq, _ := h.asked(); uq.Loc != localZone() {
+		t.Errorf("without tz the store got zone %v, want the bridge's local zone %v", uq.Loc, localZone())
+	}
+}
+
+// TestNamedZone: the local zone is named as Go finds it: TZ when set
+// (empty: UTC), else the zoneinfo file /etc/localtime links to; without a
+// name, nil (the store then counts in time.Local).
+func TestNamedZone(t *testing.T) {
+	t.Parallel()
+	link := func(target string) func() (string, error) {
+		return func() (string, error) {
+			if target == "" {
+				return "", errors.New("not a link")
+			}
+			return target, nil
+		}
+	}
+	for _, tt := range []struct {
+		tz     string
+		set    bool
+		target string
+		want   string // "" for nil
+	}{
+		{"Europe/Paris", true, "/usr/share/zoneinfo/Asia/Tokyo", "Europe/Paris"},
+		{":America/New_York", true, "", "America/New_York"},
+		{"", true, "/usr/share/zoneinfo/Asia/Tokyo", "UTC"},
+		{"Mars/Olympus", true, "/usr/share/zoneinfo/Asia/Tokyo", ""},
+		{"/etc/localtime", true, "", ""},
+		{"", false, "/usr/share/zoneinfo/Asia/Tokyo", "Asia/Tokyo"},
+		{"", false, "../usr/share/zoneinfo/Europe/Berlin", "Europe/Berlin"},
+		{"", false, "/etc/mytime", ""},
+		{"", false, "/usr/share/zoneinfo/Nowhere/Else", ""},
+		{"", false, "", ""},
+	} {
+		got := namedZone(tt.tz, tt.set, link(tt.target))
+		if (got == nil) != (tt.want == "") || (got != nil && got.String() != tt.want) {
+			t.Errorf("namedZone(%q, %v, link to %q) = %v, want %q", tt.tz, tt.set, tt.target, got, tt.want)
+		}
 	}
 }
 
