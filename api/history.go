@@ -256,10 +256,7 @@ var localZone = sync.OnceValue(func() *time.Location {
 // else the zoneinfo file /etc/localtime links to (link); nil when it has
 // no name.
 func namedZone(tz string, set bool, link func() (string, error)) *time.Location {
-	if set && tz == "" {
-		return time.UTC
-	}
-	if tz = strings.TrimPrefix(tz, ":"); set {
+	if tz = strings.TrimPrefix(tz, ":"); set { // LoadLocation(""): UTC
 		if loc, err := time.LoadLocation(tz); err == nil && tz != "Local" && !filepath.IsAbs(tz) {
 			return loc
 		}
