@@ -19,6 +19,8 @@ import (
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/api"
+	"github.com/agentbridge/agentbridge/history"
+	"github.com/agentbridge/agentbridge/internal/bridgetest"
 	"github.com/agentbridge/agentbridge/internal/testlog"
 )
 
@@ -103,7 +105,8 @@ func newNetFixture(t *testing.T, mutate func(*api.Server)) *netFixture {
 			w.Header().Set("Content-Type", "text/event-stream")
 			io.WriteString(w, "retry: 3000\n\n")
 		}),
-		Logger: slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:  slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		History: bridgetest.NewHistory(nil, agentbridge.UsageTable{}, history.PruneResult{}),
 	}
 	if mutate != nil {
 		mutate(s)
@@ -140,6 +143,10 @@ var v1Routes = []apiRoute{
 	{"POST", "/v1/validate/reset", `{"sessions":[]}`},
 	{"POST", "/v1/validate/diagnostic", `{"code":"x","message":"y"}`},
 	{"POST", "/v1/validate/event", `{"kind":"session.started","at":1700000000000}`},
+	{"GET", "/v1/history", ""},
+	{"GET", "/v1/history?format=csv", ""},
+	{"GET", "/v1/usage?by=day", ""},
+	{"POST", "/v1/history/prune", `{"olderThan":"90d"}`},
 }
 
 var postRoutes = func() []apiRoute {

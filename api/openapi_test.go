@@ -78,7 +78,8 @@ func TestSpecMatchesRouter(t *testing.T) {
 func TestResponsesMatchSpec(t *testing.T) {
 	t.Parallel()
 	doc := loadSpec(t)
-	f := newFixture(t, nil)
+	f := newFixture(t, func(s *Server) { s.History = sampleHistory() })
+	off := newFixture(t, nil)
 	doc.Servers = openapi3.Servers{{URL: f.ts.URL}}
 	router, err := legacy.NewRouter(doc)
 	if err != nil {
@@ -115,10 +116,23 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{"sources 401", req{path: "/v1/sources", noToken: true}, 401, false, false},
 		{"sessions foreign origin", req{path: "/v1/sessions", headers: map[string]string{"Origin": "https://evil.example"}}, 403, false, false},
 		{"dashboard token trade", req{path: "/?token=" + testToken, noToken: true}, 303, true, false},
+		{"history", req{path: "/v1/history?from=30d&project=/home/u/p&outcome=success&limit=10&turns=5"}, 200, false, false},
+		{"history csv", req{path: "/v1/history?format=csv"}, 200, false, false},
+		{"history 400", req{path: "/v1/history?from=soon"}, 400, false, true},
+		{"usage", req{path: "/v1/usage?by=day&split=model&tz=UTC&from=1764547200000"}, 200, false, false},
+		{"usage csv", req{path: "/v1/usage?by=harness&format=csv"}, 200, false, false},
+		{"usage without by", req{path: "/v1/usage"}, 400, false, true},
+		{"prune", req{method: "POST", path: "/v1/history/prune", body: `{"olderThan":"90d"}`}, 200, false, false},
+		{"prune 422", req{method: "POST", path: "/v1/history/prune", body: `{"olderThan":7}`}, 422, false, true},
+		{"history off", req{path: "/v1/history", host: "off"}, 404, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := f.do(t, tt.req)
+			ff := f
+			if tt.req.host == "off" { // the fixture without a history
+				ff, tt.req.host = off, ""
+			}
+			resp, body := ff.do(t, tt.req)
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status %d, want %d (%s)", resp.StatusCode, tt.status, body)
 			}

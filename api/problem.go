@@ -85,6 +85,8 @@ var titles = map[string]string{
 	"unknown-wait":           "Unknown wait",
 	"too-many-answers":       "Too many answers",
 	"wait-closed":            "The wait is closed",
+	"history-off":            "The history is off",
+	"history-unavailable":    "The history is unavailable",
 }
 
 // problem writes err as a problem document. An *Error is written as is; a

@@ -126,6 +126,12 @@ type Server struct {
 	// set too; off, those routes are 404.
 	AnswerLinks bool
 
+	// History is the bridge's history (GET /v1/history, GET /v1/usage,
+	// POST /v1/history/prune); nil turns it off: those routes answer a 404
+	// problem, history-off.
+	History History
+
+	now         func() time.Time // the clock of relative times; nil: time.Now
 	answerLimit *rate.Limiter
 	port        string
 	cookie      string // SessionCookie(Token); empty without a token
@@ -182,10 +188,13 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/sessions/{source}/{id}", s.handleSession)
 		r.Get("/diagnostics", s.handleDiagnostics)
 		r.Get("/events", s.handleEvents)
+		r.Get("/history", s.handleHistory)
+		r.Get("/usage", s.handleUsage)
 		r.Group(func(r chi.Router) {
 			r.Use(s.crossOriginProtection(), s.requireJSON)
 			r.Post("/sources/{source}/harnesses/{harness}", s.handleSetHarness)
 			r.Post("/sources/{source}/publish", s.handlePublish)
+			r.Post("/history/prune", s.handlePrune)
 			for kind := range validate.Kinds {
 				r.Post("/validate/"+kind, s.handleValidate(kind))
 			}

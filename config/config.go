@@ -110,6 +110,10 @@ type Config struct {
 	// Hooks is the hooks section: what the bridge does with the agents'
 	// hooks beyond folding them.
 	Hooks Hooks `koanf:"hooks"`
+	// History is the history section: whether the bridge keeps what its
+	// sessions did (GET /v1/history, GET /v1/usage), for how long, where,
+	// and the prices its cost estimates use.
+	History History `koanf:"history"`
 
 	// File is the YAML file that was loaded, empty when none was.
 	File string `koanf:"-"`
@@ -266,19 +270,22 @@ func (c *Config) ClientAddr() string {
 // envKeys maps every AGENTBRIDGE_* variable to its key. Variables outside
 // this map and envIgnored are an error.
 var envKeys = map[string]string{
-	"AGENTBRIDGE_LISTEN":          "listen",
-	"AGENTBRIDGE_ALLOW_REMOTE":    "allowRemote",
-	"AGENTBRIDGE_AUTH":            "auth",
-	"AGENTBRIDGE_TOKEN":           "token",
-	"AGENTBRIDGE_TOKEN_FILE":      "tokenFile",
-	"AGENTBRIDGE_ALLOWED_HOSTS":   "allowedHosts",
-	"AGENTBRIDGE_ALLOWED_ORIGINS": "allowedOrigins",
-	"AGENTBRIDGE_WINDOW":          "window",
-	"AGENTBRIDGE_LINGER":          "linger",
-	"AGENTBRIDGE_HEARTBEAT":       "heartbeat",
-	"AGENTBRIDGE_LOG_LEVEL":       "logLevel",
-	"AGENTBRIDGE_ADDR":            "addr",
-	"AGENTBRIDGE_HOOKS_ANSWER":    "hooks.answer",
+	"AGENTBRIDGE_LISTEN":            "listen",
+	"AGENTBRIDGE_ALLOW_REMOTE":      "allowRemote",
+	"AGENTBRIDGE_AUTH":              "auth",
+	"AGENTBRIDGE_TOKEN":             "token",
+	"AGENTBRIDGE_TOKEN_FILE":        "tokenFile",
+	"AGENTBRIDGE_ALLOWED_HOSTS":     "allowedHosts",
+	"AGENTBRIDGE_ALLOWED_ORIGINS":   "allowedOrigins",
+	"AGENTBRIDGE_WINDOW":            "window",
+	"AGENTBRIDGE_LINGER":            "linger",
+	"AGENTBRIDGE_HEARTBEAT":         "heartbeat",
+	"AGENTBRIDGE_LOG_LEVEL":         "logLevel",
+	"AGENTBRIDGE_ADDR":              "addr",
+	"AGENTBRIDGE_HOOKS_ANSWER":      "hooks.answer",
+	"AGENTBRIDGE_HISTORY_ENABLED":   "history.enabled",
+	"AGENTBRIDGE_HISTORY_RETENTION": "history.retention",
+	"AGENTBRIDGE_HISTORY_FILE":      "history.file",
 }
 
 // envIgnored are AGENTBRIDGE_* variables that are not settings: the config
@@ -317,11 +324,15 @@ var flagKeys = map[string]string{
 	"example-agent-home": "exampleAgentHome",
 	"addr":               "addr",
 	"answer":             "hooks.answer",
+	"history":            "history.enabled",
+	"history-retention":  "history.retention",
+	"history-file":       "history.file",
 }
 
 // RegisterFlags adds the server's flags to fs: --config, --listen,
 // --allow-remote, --auth, --token-file, --allowed-host, --allowed-origin,
-// --window, --linger, --heartbeat, --log-level and the agent homes. There is
+// --window, --linger, --heartbeat, --log-level, the agent homes and the
+// history's --history, --history-retention and --history-file. There is
 // deliberately no --token: a token in argv is visible to every local user.
 func RegisterFlags(fs *pflag.FlagSet) {
 	fs.String("config", "", "YAML config `file` (default $XDG_CONFIG_HOME/agentbridge/config.yaml when present)")
@@ -338,6 +349,9 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	fs.String("claude-config-dir", "", "Claude Code home (default $CLAUDE_CONFIG_DIR or ~/.claude)")
 	fs.String("codex-home", "", "Codex home (default $CODEX_HOME or ~/.codex)")
 	fs.String("example-agent-home", "", "example agent home (default $EXAMPLE_AGENT_HOME; unset = off)")
+	fs.Bool("history", true, "keep the history of sessions, turns, waits and usage (--history=false: off)")
+	fs.String("history-retention", "90d", "how long the history is kept (`age`: 90d, 720h)")
+	fs.String("history-file", "", "the history's database `file` (default history.db in the state directory)")
 }
 
 // environ is a KEY=VALUE environment as os.Environ returns it.
@@ -454,6 +468,7 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 	dc := &mapstructure.DecoderConfig{
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
 			durationNeedsUnit,
+			durationInDays,
 			mapstructure.StringToTimeDurationHookFunc(),
 			mapstructure.StringToSliceHookFunc(","),
 			mapstructure.TextUnmarshallerHookFunc()),
@@ -466,7 +481,7 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 	}
 	c.File = loaded
 	c.Env = env
-	homes := []*string{&c.ClaudeConfigDir, &c.CodexHome, &c.ExampleAgentHome, &c.TokenFile}
+	homes := []*string{&c.ClaudeConfigDir, &c.CodexHome, &c.ExampleAgentHome, &c.TokenFile, &c.History.File}
 	for id, sw := range c.Sources {
 		if sw.Home != "" {
 			abs, err := filepath.Abs(sw.Home)
@@ -488,6 +503,9 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 	}
 	if c.TokenFile != "" {
 		c.StateDir = filepath.Dir(c.TokenFile)
+	}
+	if c.History.File == "" && c.StateDir != "" {
+		c.History.File = filepath.Join(c.StateDir, "history.db")
 	}
 	if err := c.Validate(); err != nil {
 		return nil, og.validateError(err)
@@ -563,6 +581,7 @@ func defaults(e environ) map[string]any {
 		"codexHome":        "",
 		"exampleAgentHome": "",
 		"addr":             "",
+		"history":          map[string]any{"enabled": true, "retention": "90d", "file": ""},
 	}
 }
 
@@ -674,6 +693,7 @@ func (c *Config) Validate() error {
 	for i, w := range c.Notify.Webhooks {
 		w.check(i, bad)
 	}
+	c.History.check(bad)
 	errs = append(errs, checkRemotes(c.Remotes)...)
 	return errors.Join(errs...)
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
+
+	"github.com/agentbridge/agentbridge/history"
 )
 
 // setup returns a home directory and an environment pointing at it.
@@ -59,6 +61,8 @@ func TestLoadDefaults(t *testing.T) {
 		Heartbeat:      15 * time.Second,
 		LogLevel:       "info",
 		Env:            env,
+		History: History{Enabled: true, Retention: 90 * 24 * time.Hour,
+			File: filepath.Join(home, ".local/state/agentbridge/history.db")},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Load defaults mismatch (-want +got):\n%s", diff)
@@ -206,6 +210,21 @@ func TestLoadErrors(t *testing.T) {
 		{"webhook answerUrl with a query", "notify:\n  webhooks: [{url: \"https://x\", events: [waiting], answerUrl: \"https://bridge/?a=1\"}]\n", nil, nil, []string{"notify.webhooks[0].answerUrl"}},
 		{"webhook answerUrl with a user", "notify:\n  webhooks: [{url: \"https://x\", events: [waiting], answerUrl: \"https://u:p@bridge\"}]\n", nil, nil, []string{"notify.webhooks[0].answerUrl"}},
 		{"webhook answerUrl with a fragment", "notify:\n  webhooks: [{url: \"https://x\", events: [waiting], answerUrl: \"https://bridge/#x\"}]\n", nil, nil, []string{"notify.webhooks[0].answerUrl"}},
+		{"history retention not a duration", "history: {retention: forever}\n", nil, nil, []string{"history.retention", "forever"}},
+		{"history retention in bad days", "", []string{"AGENTBRIDGE_HISTORY_RETENTION=1.5d"}, nil, []string{"AGENTBRIDGE_HISTORY_RETENTION", "1.5d"}},
+		{"history retention too many days", "", nil, []string{"--history-retention=999999d"}, []string{"--history-retention", "too many days"}},
+		{"history retention below an hour", "history: {retention: 10m}\n", nil, nil, []string{"history.retention", "minimum"}},
+		{"history retention without unit", "history: {retention: 90}\n", nil, nil, []string{"history.retention", "unit"}},
+		{"history enabled not a bool", "", []string{"AGENTBRIDGE_HISTORY_ENABLED=perhaps"}, nil, []string{"AGENTBRIDGE_HISTORY_ENABLED"}},
+		{"history price without model", "history:\n  prices: [{model: a, input: 1}, {input: 3, output: 15}]\n", nil, nil, []string{"history.prices[1].model"}},
+		{"history price negative", "history:\n  prices: [{model: gpt-5, input: 1.25, output: -10}]\n", nil, nil, []string{"history.prices[0].output", "-10"}},
+		{"history price NaN", "history:\n  prices: [{model: gpt-5, cacheRead: .nan}]\n", nil, nil, []string{"history.prices[0].cacheRead", "NaN"}},
+		{"history price infinite", "history:\n  prices: [{model: gpt-5, cacheWrite: .inf}]\n", nil, nil, []string{"history.prices[0].cacheWrite"}},
+		{"history price not a number", "history:\n  prices: [{model: gpt-5, input: cheap}]\n", nil, nil, []string{"history.prices[0].input", "cheap"}},
+		{"history price star inside", "history:\n  prices: [{model: \"claude-*-4\"}]\n", nil, nil, []string{"history.prices[0].model", "claude-*-4"}},
+		{"history price twice", "history:\n  prices: [{model: gpt-5}, {model: gpt-5}]\n", nil, nil, []string{"history.prices[1].model", "twice"}},
+		{"history price unknown key", "history:\n  prices: [{model: gpt-5, reasoning: 3}]\n", nil, nil, []string{"reasoning"}},
+		{"history unknown key", "history: {keep: forever}\n", nil, nil, []string{"keep"}},
 		{"webhook answerUrl without waiting", "notify:\n  webhooks: [{url: \"https://x\", events: [failed], answerUrl: \"https://bridge\"}]\n", nil, nil, []string{"notify.webhooks[0].answerUrl", "waiting"}},
 	}
 	for _, tt := range tests {
@@ -223,6 +242,64 @@ func TestLoadErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLoadHistory: the history section from every layer: durations in
+// days or Go's units, the user's prices, the database in the state
+// directory unless named (relative: made absolute), none without one.
+func TestLoadHistory(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		yaml string
+		env  []string
+		args []string
+		want func(home string) History
+	}{
+		{"file", "history:\n  enabled: false\n  retention: 30d\n  file: /srv/h.db\n  prices:\n    - {model: \"claude-sonnet-4*\", input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75}\n    - {model: my-model}\n", nil, nil,
+			func(string) History {
+				return History{Retention: 30 * 24 * time.Hour, File: "/srv/h.db", Prices: []history.Price{
+					{Model: "claude-sonnet-4*", Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}, {Model: "my-model"}}}
+			}},
+		{"environment", "history: {enabled: false}\n", []string{"AGENTBRIDGE_HISTORY_ENABLED=true", "AGENTBRIDGE_HISTORY_RETENTION=720h", "AGENTBRIDGE_HISTORY_FILE=/var/h.db"}, nil,
+			func(string) History { return History{Enabled: true, Retention: 720 * time.Hour, File: "/var/h.db"} }},
+		{"flags", "", []string{"AGENTBRIDGE_HISTORY_RETENTION=720h"}, []string{"--history=false", "--history-retention=2d"},
+			func(home string) History {
+				return History{Retention: 48 * time.Hour, File: filepath.Join(home, ".local/state/agentbridge/history.db")}
+			}},
+		{"beside the token file", "tokenFile: /srv/ab/token\n", nil, nil,
+			func(string) History {
+				return History{Enabled: true, Retention: DefaultRetention, File: "/srv/ab/history.db"}
+			}},
+		{"no state directory", "", []string{"HOME=", "AGENTBRIDGE_TOKEN=0123456789abcdef0123456789abcdef"}, nil,
+			func(string) History { return History{Enabled: true, Retention: DefaultRetention} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home, env := setup(t, tt.yaml)
+			if tt.yaml != "" {
+				env = append(env, "AGENTBRIDGE_CONFIG="+filepath.Join(home, ".config", "agentbridge", "config.yaml"))
+			}
+			c, err := Load(flags(t, tt.args...), append(env, tt.env...))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if diff := cmp.Diff(tt.want(home), c.History); diff != "" {
+				t.Errorf("history (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("relative file", func(t *testing.T) {
+		_, env := setup(t, "")
+		c, err := Load(flags(t, "--history-file=h.db"), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wd, _ := os.Getwd(); c.History.File != filepath.Join(wd, "h.db") {
+			t.Errorf("file %q, want h.db in the working directory", c.History.File)
+		}
+	})
 }
 
 func TestLoadRemoteAllowedWithToken(t *testing.T) {

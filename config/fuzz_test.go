@@ -10,6 +10,7 @@ import (
 // loaded config passes Validate.
 func FuzzLoad(f *testing.F) {
 	f.Add([]byte("listen: 127.0.0.1:7391\npush:\n  - id: p\n    harnesses: [{id: h}]\n"))
+	f.Add([]byte("history:\n  enabled: true\n  retention: 30d\n  file: h.db\n  prices:\n    - {model: \"gpt-5*\", input: 1.25, output: 10, cacheRead: 0.125}\n"))
 	f.Fuzz(func(t *testing.T, yaml []byte) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "config.yaml")

@@ -129,7 +129,7 @@ func TestManPages(t *testing.T) {
 	if err := a.execute(context.Background(), []string{"man", dir}); err != nil {
 		t.Fatalf("man: %v %s", err, stderr.String())
 	}
-	for _, page := range []string{"agentbridge.1", "agentbridge-serve.1", "agentbridge-sessions.1", "agentbridge-open.1", "agentbridge-demo.1"} {
+	for _, page := range []string{"agentbridge.1", "agentbridge-serve.1", "agentbridge-sessions.1", "agentbridge-open.1", "agentbridge-demo.1", "agentbridge-history.1", "agentbridge-history-export.1", "agentbridge-history-prune.1", "agentbridge-usage.1"} {
 		b, err := os.ReadFile(filepath.Join(dir, page))
 		if err != nil {
 			t.Errorf("no man page %s: %v", page, err)

@@ -48,6 +48,8 @@ type Options struct {
 	Listener func(net.Listener) net.Listener
 	// Answer turns answering on (api.Server.Answers).
 	Answer bool
+	// History is the bridge's history (api.Server.History); nil: off.
+	History api.History
 }
 
 // Bridge is a hub, its stream and its API served on a loopback port.
@@ -107,6 +109,9 @@ func Start(t testing.TB, o Options) *Bridge {
 	s := &api.Server{Hub: h, Events: sse.New(h, o.SSE), Addr: b.Addr, Token: token, Gatherer: reg, OpenAPI: []byte("openapi: 3.0.3\n")}
 	if o.Answer {
 		s.Answers = answer.New()
+	}
+	if o.History != nil {
+		s.History = o.History
 	}
 	ts.Config.Handler = s.Handler()
 	ts.Start()
