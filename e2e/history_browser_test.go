@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -86,6 +87,9 @@ func startFakeHistory(t *testing.T) (*fakeHistory, string) {
 	})
 	mux.HandleFunc("GET /v1/usage", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		if !onlyParams(w, q, "from", "to", "by", "split", "tz") {
+			return
+		}
 		f.mu.Lock()
 		f.queries = append(f.queries, q)
 		mode := f.mode
@@ -114,6 +118,9 @@ func startFakeHistory(t *testing.T) (*fakeHistory, string) {
 		writeJSON(w, http.StatusOK, table)
 	})
 	mux.HandleFunc("GET /v1/history", func(w http.ResponseWriter, r *http.Request) {
+		if !onlyParams(w, r.URL.Query(), "from", "to", "limit") {
+			return
+		}
 		f.mu.Lock()
 		mode := f.mode
 		f.mu.Unlock()
@@ -144,6 +151,13 @@ func (f *fakeHistory) setMode(m string) {
 	f.mu.Lock()
 	f.mode = m
 	f.mu.Unlock()
+}
+
+// count is how many usage queries the page made.
+func (f *fakeHistory) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.queries)
 }
 
 func (f *fakeHistory) lastQuery() url.Values {
@@ -218,6 +232,18 @@ func fakeSessions(today int64) []agentbridge.HistorySession {
 			Turns: []agentbridge.HistoryTurn{{Index: 0, StartedAt: today - 5*24*60*m + 14*60*m, EndedAt: today - 5*24*60*m + 15*60*m, Outcome: agentbridge.OutcomeSuccess}},
 		},
 	}
+}
+
+// onlyParams answers 400, as the bridge does, to a query with a parameter
+// the route does not take (the page's, out of all it could).
+func onlyParams(w http.ResponseWriter, q url.Values, allowed ...string) bool {
+	for name := range q {
+		if !slices.Contains(allowed, name) {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"type": "urn:agentbridge:problem:bad-query", "title": "Bad query", "status": 400, "detail": name + ": unknown query parameter"})
+			return false
+		}
+	}
+	return true
 }
 
 func writeHistoryOff(w http.ResponseWriter) {
@@ -455,6 +481,10 @@ func TestHistoryView(t *testing.T) {
 		if title := evalString(t, ctx, `document.getElementById('timeline-title').textContent`); title != "Fix flaky settlement tests" {
 			t.Errorf("timeline title %q", title)
 		}
+		const says = "The timeline of Fix flaky settlement tests: 3 turns (1 completed, 1 failed, 1 cancelled), 3 waits for you"
+		if label := evalString(t, ctx, `document.getElementById('chart-timeline').getAttribute('aria-label')`); label != says {
+			t.Errorf("the timeline's text alternative is %q, want %q", label, says)
+		}
 		pngTimeline := shot(t, ctx, chromedp.Screenshot(chromedp.CSS(`#chart-timeline`)), "history-timeline.png")
 		// Each outcome's colour is drawn.
 		for name, c := range map[string]string{"completed": "#2ea55a", "failed": "#d93a32", "waiting": "#e59a1c"} {
@@ -537,6 +567,7 @@ func TestHistoryView(t *testing.T) {
 		if page[1] <= page[2] {
 			t.Errorf("the sessions table does not scroll inside its box (%.0f ≤ %.0f)", page[1], page[2])
 		}
+		shot(t, ctx, chromedp.FullScreenshot(100), "history-narrow-page.png")
 		b := shot(t, ctx, chromedp.CaptureScreenshot(), "history-narrow.png")
 		img := decodePNG(t, b)
 		if w := img.Bounds().Dx(); w != 390 {
@@ -608,6 +639,17 @@ func TestHistoryView(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitJS(t, ctx, "the live view", `!document.getElementById('live-view').hidden && document.getElementById('history-view').hidden && document.getElementById('tab-live').getAttribute('aria-current') === 'page'`)
+	})
+
+	t.Run("coming back to History asks the bridge again", func(t *testing.T) {
+		before := f.count()
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#tab-history`))); err != nil {
+			t.Fatal(err)
+		}
+		waitJS(t, ctx, "the charts again", fmt.Sprintf(drawn, 30))
+		if f.count() <= before {
+			t.Error("the History view showed what it had, not what the bridge has now")
+		}
 	})
 }
 

@@ -850,8 +850,11 @@ function route() {
     if (on) $(id).setAttribute('aria-current', 'page');
     else $(id).removeAttribute('aria-current');
   }
-  if (hist) historyView.show(r);
-  else historyView.hide();
+  if (hist) {
+    // The tab goes back to this range (and session) from the live view.
+    $('tab-history').setAttribute('href', location.hash);
+    historyView.show(r);
+  } else historyView.hide();
 }
 window.addEventListener('hashchange', route);
 route();

@@ -65,8 +65,9 @@ function clock(ms, withDay) {
 
 /**
  * Sets up the History view. `agentLabel(harnessId)` names an agent.
- * Returns {show(route), hide()}: show fetches what the route's range needs
- * (once per range, or on Refresh) and opens its session's timeline.
+ * Returns {show(route), hide(), relabel()}: show fetches what the route's
+ * range needs (on entering the view, for another range, or on Refresh)
+ * and opens its session's timeline.
  */
 export function initHistory({ client, agentLabel = (id) => id }) {
   const charts = {}; // name → Chart
@@ -115,7 +116,7 @@ export function initHistory({ client, agentLabel = (id) => id }) {
       const params = rangeParams(range, tz);
       const [usage, hist] = await Promise.all([
         client.fetchUsage({ by: 'day', split: 'harness', ...params }),
-        client.fetchHistory({ ...params, limit: SESSION_LIMIT }),
+        client.fetchHistory({ from: params.from, to: params.to, limit: SESSION_LIMIT }), // tz is usage's alone
       ]);
       if (gen !== loading) return;
       const sessions = (hist?.sessions ?? []).slice().sort((a, b) => (b.startedAt || 0) - (a.startedAt || 0));
@@ -367,13 +368,21 @@ export function initHistory({ client, agentLabel = (id) => id }) {
       },
     };
     chart('chart-timeline', { type: 'bar', data: { labels: ['Turns', 'Waits'], datasets }, options: opts });
+    const byOutcome = TURN_OUTCOMES.map((o) => [OUTCOME_WORDS[o], tl.turns.filter((x) => x.outcome === o).length]).filter(([, n]) => n);
+    $('chart-timeline').setAttribute(
+      'aria-label',
+      `The timeline of ${s.title || s.id}: ${tl.turns.length} turn${tl.turns.length === 1 ? '' : 's'}` +
+        (byOutcome.length ? ` (${byOutcome.map(([w, n]) => `${n} ${w}`).join(', ')})` : '') +
+        `, ${tl.waits.length} wait${tl.waits.length === 1 ? '' : 's'} for you`,
+    );
     if (wasHidden) box.scrollIntoView({ block: 'nearest' });
   }
 
   return {
     show(r) {
+      // Entering the view, or another range: ask again (the history grows).
+      const again = !visible || !route || route.days !== r.days || !data;
       visible = true;
-      const again = !route || route.days !== r.days || !data;
       route = r;
       for (const b of rangeButtons) b.setAttribute('aria-pressed', String(Number(b.dataset.days) === r.days));
       if (again) load(r.days);
