@@ -445,6 +445,9 @@ func TestHistoryView(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("sessions table (-want +got):\n%s", diff)
 		}
+		if h := evalString(t, ctx, `document.getElementById('hist-sessions-heading').textContent`); h != "Sessions (3)" {
+			t.Errorf("the table's heading reads %q", h)
+		}
 		if !strings.Contains(rows[0][0], "09:00") {
 			t.Errorf("the first session started %q, want 09:00 in %s", rows[0][0], historyZone)
 		}

@@ -296,6 +296,8 @@ export function initHistory({ client, agentLabel = (id) => id }) {
     });
     reconcile(body, rows);
     $('hist-sessions-empty').hidden = rows.length > 0;
+    const n = data.sessions.length;
+    $('hist-sessions-heading').textContent = n >= SESSION_LIMIT ? `Sessions (the newest ${SESSION_LIMIT})` : `Sessions (${n})`;
   }
 
   function renderTimeline(t = theme()) {
