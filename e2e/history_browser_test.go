@@ -105,15 +105,9 @@ func startFakeHistory(t *testing.T) (*fakeHistory, string) {
 		}
 		from, _ := time.Parse(time.RFC3339Nano, q.Get("from"))
 		to, _ := time.Parse(time.RFC3339Nano, q.Get("to"))
-		table := agentbridge.UsageTable{By: q.Get("by"), Split: q.Get("split"), From: from.UnixMilli(), To: to.UnixMilli(), TZ: loc.String(), Rows: []agentbridge.UsageRow{}}
-		if mode == "data" {
-			for _, u := range fakeUsageRows {
-				row := agentbridge.UsageRow{Key: days[len(days)-1-u.ago], SplitKey: u.harness, Usage: agentbridge.Usage{InputTokens: u.tokens}, Tokens: u.tokens, Sessions: 1, Turns: 2, WaitingMs: u.waitingMs}
-				if u.usd >= 0 {
-					row.Cost = &agentbridge.Cost{USD: u.usd, Estimate: true, PricesAsOf: fakePricesAsOf}
-				}
-				table.Rows = append(table.Rows, row)
-			}
+		table := fakeTable(from, to, loc, days, q.Get("by"), q.Get("split"))
+		if mode == "empty" {
+			table.Rows = []agentbridge.UsageRow{}
 		}
 		writeJSON(w, http.StatusOK, table)
 	})
@@ -187,14 +181,34 @@ func fakeRange(q url.Values) ([]string, *time.Location, error) {
 	if f := from.In(loc); f.Hour() != 0 || f.Minute() != 0 {
 		return nil, nil, fmt.Errorf("from %s is not a midnight in %s", f, loc)
 	}
-	var days []string
-	for d := from.In(loc); d.Before(to); d = d.AddDate(0, 0, 1) {
-		days = append(days, d.Format("2006-01-02"))
-	}
+	days := dayList(from, to, loc)
 	if len(days) == 0 {
 		return nil, nil, fmt.Errorf("empty range %s–%s", from, to)
 	}
 	return days, loc, nil
+}
+
+// dayList is the dates (2006-01-02) in loc of the days [from, to) starts.
+func dayList(from, to time.Time, loc *time.Location) []string {
+	var days []string
+	for d := from.In(loc); d.Before(to); d = d.AddDate(0, 0, 1) {
+		days = append(days, d.Format("2006-01-02"))
+	}
+	return days
+}
+
+// fakeTable is the usage of fakeUsageRows over [from, to), whose days in
+// loc are days.
+func fakeTable(from, to time.Time, loc *time.Location, days []string, by, split string) agentbridge.UsageTable {
+	table := agentbridge.UsageTable{By: by, Split: split, From: from.UnixMilli(), To: to.UnixMilli(), TZ: loc.String(), Rows: []agentbridge.UsageRow{}}
+	for _, u := range fakeUsageRows {
+		row := agentbridge.UsageRow{Key: days[len(days)-1-u.ago], SplitKey: u.harness, Usage: agentbridge.Usage{InputTokens: u.tokens}, Tokens: u.tokens, Sessions: 1, Turns: 2, WaitingMs: u.waitingMs}
+		if u.usd >= 0 {
+			row.Cost = &agentbridge.Cost{USD: u.usd, Estimate: true, PricesAsOf: fakePricesAsOf}
+		}
+		table.Rows = append(table.Rows, row)
+	}
+	return table
 }
 
 // fakeSessions are three sessions around today's midnight (epoch ms).
