@@ -644,7 +644,7 @@ func TestHistoryView(t *testing.T) {
 		}
 		waitJS(t, ctx, "the history-off state", `document.getElementById('hist-empty').dataset.state === 'off'`)
 		txt := evalString(t, ctx, `document.getElementById('hist-empty').innerText`)
-		if !strings.Contains(txt, "History is off") || !strings.Contains(txt, "history.enabled") {
+		if !strings.Contains(txt, "History is off") || !strings.Contains(txt, "history.enabled") || !strings.Contains(txt, "this bridge keeps no history (history.enabled is false)") {
 			t.Errorf("history-off state reads %q", txt)
 		}
 		shot(t, ctx, chromedp.CaptureScreenshot(), "history-off.png")

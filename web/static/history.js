@@ -142,12 +142,15 @@ export function initHistory({ client, agentLabel = (id) => id }) {
       $('hist-status').textContent = '';
       const type = err?.problem?.type ?? '';
       if (err?.status === 404 && (type.endsWith('history-off') || err?.problem?.code === 'history-off')) {
+        // The bridge's own words say why (its setting, or no state directory).
+        const why = err.problem?.detail;
         setState(
           'off',
           h('strong', { text: 'History is off.' }),
-          'This bridge keeps no history. It is on unless the configuration says ',
+          why ? `The bridge says: ${why}. ` : 'This bridge keeps no history. ',
+          'History is on by default; without ',
           h('code', { text: 'history.enabled: false' }),
-          '; remove that and restart the bridge to record sessions from then on.',
+          ' in the configuration, a restarted bridge records sessions from then on.',
         );
       } else if (err?.status === 401 || err?.status === 403) {
         setState('unauthorized', h('strong', { text: 'Sign in to see the history.' }), 'Open the dashboard with ', h('code', { text: 'agentbridge open' }), '.');
