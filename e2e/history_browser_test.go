@@ -18,6 +18,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	_ "time/tzdata" // the zones the fake bridge counts days in, on any machine
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
@@ -129,7 +130,14 @@ func startFakeHistory(t *testing.T) (*fakeHistory, string) {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"status": 400, "detail": "to"})
 				return
 			}
-			sessions = fakeSessions(to.Add(-24 * time.Hour).UnixMilli())
+			// Today's midnight in the page's zone (a day of 23 or 25 hours included).
+			loc, err := time.LoadLocation(historyZone)
+			if err != nil {
+				writeJSON(w, http.StatusInternalServerError, map[string]any{"status": 500, "detail": err.Error()})
+				return
+			}
+			end := to.In(loc)
+			sessions = fakeSessions(time.Date(end.Year(), end.Month(), end.Day()-1, 0, 0, 0, 0, loc).UnixMilli())
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"sessions": sessions})
 	})
