@@ -1,6 +1,8 @@
 package web
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"io"
 	"io/fs"
 	"mime"
@@ -8,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -72,7 +75,19 @@ func TestDashboardLoadsOnlyEmbeddedFiles(t *testing.T) {
 // parsed as HTML: the page builds its DOM with textContent only.
 func TestDashboardNeverParsesHTML(t *testing.T) {
 	banned := regexp.MustCompile(`\.innerHTML\s*=|\.outerHTML\s*=|insertAdjacentHTML|document\.write|\beval\(|new Function\(`)
-	for _, name := range []string{"app.js", "view.js", "agentbridge-client.js"} {
+	// Every script: the page's own and the vendored Chart.js (which must
+	// not need eval either, or the page would need a looser policy).
+	names, err := fs.Glob(FS(), "*.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names = append(names, "vendor/chart.umd.min.js")
+	for _, want := range []string{"app.js", "view.js", "agentbridge-client.js", "history.js", "history-data.js", "dom.js"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("%s is not embedded", want)
+		}
+	}
+	for _, name := range names {
 		body, err := fs.ReadFile(FS(), name)
 		if err != nil {
 			t.Fatal(err)
@@ -80,6 +95,33 @@ func TestDashboardNeverParsesHTML(t *testing.T) {
 		if m := banned.Find(body); m != nil {
 			t.Errorf("%s uses %q", name, m)
 		}
+	}
+}
+
+// The vendored Chart.js is the one its README names: the version in the
+// script's banner and the file's SHA-256.
+func TestVendoredChartJS(t *testing.T) {
+	script, err := fs.ReadFile(FS(), "vendor/chart.umd.min.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := fs.ReadFile(FS(), "vendor/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`Chart\.js v(4\.\d+\.\d+)`).FindSubmatch(script)
+	if m == nil {
+		t.Fatal("the script has no Chart.js 4 banner")
+	}
+	if !strings.Contains(string(readme), "Chart.js "+string(m[1])) || !strings.Contains(string(readme), "chart.js@"+string(m[1])) {
+		t.Errorf("vendor/README.md does not name Chart.js %s, the version of the script", m[1])
+	}
+	sum := fmt.Sprintf("%x", sha256.Sum256(script))
+	if !strings.Contains(string(readme), sum) {
+		t.Errorf("vendor/README.md does not carry the script's sha256 %s", sum)
+	}
+	if _, err := fs.Stat(FS(), "vendor/chart.js-LICENSE.md"); err != nil {
+		t.Errorf("Chart.js's licence is not beside it: %v", err)
 	}
 }
 
@@ -93,6 +135,7 @@ func TestHandlerServesTheClientModule(t *testing.T) {
 		{"/agentbridge-client.js", "text/javascript", "export class AgentBridgeClient"},
 		{"/app.js", "text/javascript", "from './agentbridge-client.js'"},
 		{"/style.css", "text/css", "prefers-color-scheme: dark"},
+		{"/vendor/chart.umd.min.js", "text/javascript", "Chart.js v4"},
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {

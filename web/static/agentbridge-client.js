@@ -169,6 +169,14 @@ export class SSEParser {
   }
 }
 
+/** A query string ("?a=1&b=2", or "" for none) of the parameters set. */
+function query(params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+  const text = q.toString();
+  return text ? `?${text}` : '';
+}
+
 /** An error answered by the bridge as an RFC 9457 problem (or any non-2xx). */
 export class ProblemError extends Error {
   constructor(status, problem) {
@@ -344,8 +352,24 @@ export class AgentBridgeClient {
 
   /** GET /v1/sessions with optional filters, as the bridge answers it. */
   async fetchSessions(filter = {}) {
-    const q = new URLSearchParams(filter).toString();
-    return this.#request('GET', `/v1/sessions${q ? `?${q}` : ''}`);
+    return this.#request('GET', `/v1/sessions${query(filter)}`);
+  }
+
+  /**
+   * GET /v1/usage with its parameters (by, split, from, to, tz, …): a
+   * UsageTable. Rejects with a ProblemError; 404 with the problem type
+   * ending in `history-off` when the bridge keeps no history.
+   */
+  async fetchUsage(params = {}) {
+    return this.#request('GET', `/v1/usage${query(params)}`);
+  }
+
+  /**
+   * GET /v1/history with its parameters (from, to, limit, harness, …):
+   * {sessions: [HistorySession]}, newest first. Rejects like fetchUsage.
+   */
+  async fetchHistory(params = {}) {
+    return this.#request('GET', `/v1/history${query(params)}`);
   }
 
   // ---- internals ----

@@ -17,36 +17,11 @@ import {
   subagentTree,
   totalTokens,
 } from './view.js';
+import { h, reconcile } from './dom.js';
+import { initHistory } from './history.js';
+import { parseHash } from './history-data.js';
 
 const $ = (id) => document.getElementById(id);
-
-/** Creates an element; string and number children become text nodes. */
-function h(tag, attrs = {}, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === 'class') el.className = v;
-    else if (k === 'text') el.textContent = v;
-    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
-    else el.setAttribute(k, v === true ? '' : String(v));
-  }
-  for (const c of children.flat()) {
-    if (c === undefined || c === null || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return el;
-}
-
-/** Puts exactly `nodes` into `parent`, in order, moving only what must move. */
-function reconcile(parent, nodes, from = 0) {
-  let i = from;
-  for (const n of nodes) {
-    const at = parent.children[i];
-    if (at !== n) parent.insertBefore(n, at ?? null);
-    i++;
-  }
-  while (parent.children.length > i) parent.lastElementChild.remove();
-}
 
 // ---- token hygiene: the bridge trades ?token= for a cookie and redirects;
 // should a token still be in the address bar, take it out of history.
@@ -78,6 +53,7 @@ function saveFilters() {
 
 const client = new AgentBridgeClient();
 let state = client.state;
+const historyView = initHistory({ client, agentLabel });
 let frame = 0;
 const pending = new Map(); // "source/harness" → true while its switch POST runs
 const openSubs = new Set(); // session keys whose subagent tree is open
@@ -94,6 +70,7 @@ client.subscribe((s, change) => {
   announce(change);
   notifyChange(change);
   scheduleRender();
+  if (change.type === 'sources') historyView.relabel();
 });
 
 // ---- answering a permission prompt (opt-in on the bridge) ----
@@ -853,6 +830,34 @@ document.addEventListener('visibilitychange', () => {
 window.addEventListener('pageshow', (e) => {
   if (e.persisted) client.reconnect();
 });
+
+// ---- the views: Live (the sessions now) and History, by the address's
+// hash (#history?days=30&source=…&id=…), so a view can be linked.
+/** An agent's name from the sources' harnesses (its id when none says). */
+function agentLabel(harnessId) {
+  for (const src of state.sources) {
+    const hh = src.harnesses.find((x) => x.id === harnessId);
+    if (hh) return hh.displayName;
+  }
+  return harnessId;
+}
+function route() {
+  const r = parseHash(location.hash);
+  const hist = r.view === 'history';
+  $('live-view').hidden = hist;
+  $('history-view').hidden = !hist;
+  for (const [id, on] of [['tab-live', !hist], ['tab-history', hist]]) {
+    if (on) $(id).setAttribute('aria-current', 'page');
+    else $(id).removeAttribute('aria-current');
+  }
+  if (hist) {
+    // The tab goes back to this range (and session) from the live view.
+    $('tab-history').setAttribute('href', location.hash);
+    historyView.show(r);
+  } else historyView.hide();
+}
+window.addEventListener('hashchange', route);
+route();
 
 // Exposed for the browser test and for curious users in the console.
 window.agentbridge = { client };
