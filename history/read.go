@@ -299,8 +299,8 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) (agentbridge.UsageTable
 // contribution is one usage, turn or wait row to sum, with its session's
 // keys.
 type contribution struct {
-	sid                                  int64
-	at                                   int64
+	sid                                   int64
+	at                                    int64
 	model, project, harness, sessionModel string
 }
 

@@ -102,16 +102,10 @@ var ErrNewerSchema = errors.New("the history database was written by a newer age
 // history's (other tables, views or triggers where its tables belong).
 var ErrForeign = errors.New("not an agentbridge history database")
 
-// migrate puts the database in WAL mode and brings its schema to
+// migrate checks the database's schema (version, objects) before it
+// writes anything, then puts it in WAL mode and brings its schema to
 // schemaVersion, each step in a transaction with its version.
 func migrate(ctx context.Context, db *sql.DB) error {
-	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
-		return fmt.Errorf("open the database: %w", err)
-	}
-	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("open the database: journal mode %q, not WAL", mode)
-	}
 	var v int
 	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return fmt.Errorf("read the schema version: %w", err)
@@ -128,6 +122,18 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	if v == 0 && len(objects) > 0 {
 		return fmt.Errorf("%w: it holds %s %q", ErrForeign, objects[0].typ, objects[0].name)
+	}
+	if v > 0 {
+		if err := checkObjects(objects); err != nil {
+			return err // checked before anything is written
+		}
+	}
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+		return fmt.Errorf("open the database: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("open the database: journal mode %q, not WAL", mode)
 	}
 	if v == 0 {
 		// Pages freed by a prune return to the file system with
