@@ -67,8 +67,9 @@ type Store struct {
 	wdb *sql.DB // one connection, write transactions (BEGIN IMMEDIATE)
 	rdb *sql.DB // readers (query_only)
 
-	mu      sync.Mutex // guards queue, lost, running
+	mu      sync.Mutex // guards queue, spare, lost, running
 	queue   []item
+	spare   []item // the last queue written, emptied, for reuse
 	lost    int // facts dropped since the writer last looked
 	running bool
 	wake    chan struct{} // cap 1: the queue has something

@@ -20,6 +20,10 @@ import (
 // not touch is dropped (it is read again from the database when needed).
 const maxStates = 4096
 
+// maxSpare bounds the queue's spare buffer, which Record appends to while
+// the writer writes the other: a queue that grew past it is not kept.
+const maxSpare = 4096
+
 // maxProjects bounds the cache of project roots by working directory.
 const maxProjects = 4096
 
@@ -127,10 +131,8 @@ func (s *Store) retain(ctx context.Context) {
 
 // flush writes the queue.
 func (s *Store) flush(ctx context.Context) {
-	s.mu.Lock()
-	q, lost := s.queue, s.lost
-	s.queue, s.lost = nil, 0
-	s.mu.Unlock()
+	q, lost := s.take()
+	defer s.giveBack(q)
 	if lost > 0 {
 		s.log.Warn("history: the write queue was full; facts dropped", "facts", lost)
 	}
@@ -154,6 +156,28 @@ func (s *Store) flush(ctx context.Context) {
 		return
 	}
 	s.written.Add(float64(n))
+}
+
+// take takes the queue (and the count of facts lost since the last take);
+// Record appends to the spare buffer meanwhile.
+func (s *Store) take() ([]item, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, lost := s.queue, s.lost
+	s.queue, s.spare, s.lost = s.spare, nil, 0
+	return q, lost
+}
+
+// giveBack keeps a written queue, emptied, as the next spare buffer,
+// unless it grew past maxSpare.
+func (s *Store) giveBack(q []item) {
+	if cap(q) > maxSpare {
+		return
+	}
+	clear(q) // no fact kept alive by the spare
+	s.mu.Lock()
+	s.spare = q[:0]
+	s.mu.Unlock()
 }
 
 // write folds the items into the database in one transaction. On error
