@@ -70,7 +70,7 @@ type Store struct {
 	mu      sync.Mutex // guards queue, spare, lost, running
 	queue   []item
 	spare   []item // the last queue written, emptied, for reuse
-	lost    int // facts dropped since the writer last looked
+	lost    int    // facts dropped since the writer last looked
 	running bool
 	wake    chan struct{} // cap 1: the queue has something
 
