@@ -18,6 +18,7 @@ import (
 	_ "modernc.org/sqlite" // the driver "sqlite"
 
 	"github.com/agentbridge/agentbridge/hub"
+	"github.com/agentbridge/agentbridge/internal/smallfile"
 )
 
 // DefaultRetention is how long the history keeps a session after its last
@@ -220,7 +221,7 @@ func checkRegular(name string, create bool) error {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return errors.New("is a symbolic link (refused)")
 	case !fi.Mode().IsRegular():
-		return fmt.Errorf("is not a regular file (%s)", kindOf(fi.Mode()))
+		return notRegular(fi.Mode())
 	}
 	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
@@ -231,24 +232,15 @@ func checkRegular(name string, create bool) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("is not a regular file (%s)", kindOf(fi.Mode()))
+		return notRegular(fi.Mode())
 	}
 	return nil
 }
 
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a file"
+func notRegular(m fs.FileMode) error {
+	return fmt.Errorf("is a %s: %w", smallfile.Type(m), smallfile.ErrNotRegular)
 }
+
 
 // openPool opens a connection pool on the database: the writer's (one
 // connection, transactions BEGIN IMMEDIATE so that they never fail to
