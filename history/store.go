@@ -241,7 +241,6 @@ func notRegular(m fs.FileMode) error {
 	return fmt.Errorf("is a %s: %w", smallfile.Type(m), smallfile.ErrNotRegular)
 }
 
-
 // openPool opens a connection pool on the database: the writer's (one
 // connection, transactions BEGIN IMMEDIATE so that they never fail to
 // upgrade a read lock) or the readers' (query_only). Every connection
