@@ -83,7 +83,12 @@ func (s *Store) Sessions(ctx context.Context, q Query) ([]agentbridge.HistorySes
 	}
 	from, to := rangeMs(q)
 	cond, args := filter(q)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT s.sid, s.host, s.source, s.id, s.harness, s.title, s.model, s.cwd,
+	tx, err := s.read(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("history: list sessions: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	rows, err := tx.QueryContext(ctx, `SELECT s.sid, s.host, s.source, s.id, s.harness, s.title, s.model, s.cwd,
 		s.project, s.started_at, s.last_at, s.ended FROM sessions s
 		WHERE `+cond+` AND s.last_at >= ? AND s.started_at < ? ORDER BY s.last_at DESC, s.sid DESC LIMIT ?`,
 		append(args, from, to, limit)...)
@@ -114,7 +119,7 @@ func (s *Store) Sessions(ctx context.Context, q Query) ([]agentbridge.HistorySes
 		return nil, fmt.Errorf("history: list sessions: %w", err)
 	}
 	for i := range out {
-		if err := s.detail(ctx, sids[i], &out[i], turns); err != nil {
+		if err := s.detail(ctx, tx, sids[i], &out[i], turns); err != nil {
 			return nil, fmt.Errorf("history: list sessions: %w", err)
 		}
 	}
@@ -122,8 +127,8 @@ func (s *Store) Sessions(ctx context.Context, q Query) ([]agentbridge.HistorySes
 }
 
 // detail fills a session's turns, waits, usage and cost.
-func (s *Store) detail(ctx context.Context, sid int64, h *agentbridge.HistorySession, limit int) error {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT idx, turn_id, started_at, COALESCE(ended_at, 0), outcome, model, tools
+func (s *Store) detail(ctx context.Context, tx *sql.Tx, sid int64, h *agentbridge.HistorySession, limit int) error {
+	rows, err := tx.QueryContext(ctx, `SELECT idx, turn_id, started_at, COALESCE(ended_at, 0), outcome, model, tools
 		FROM turns WHERE sid=? ORDER BY idx DESC LIMIT ?`, sid, limit)
 	if err != nil {
 		return err
@@ -146,11 +151,11 @@ func (s *Store) detail(ctx context.Context, sid int64, h *agentbridge.HistorySes
 	for i := range h.Turns {
 		byIdx[h.Turns[i].Index] = &h.Turns[i]
 	}
-	if err := s.rdb.QueryRowContext(ctx, `SELECT COALESCE(SUM(ended_at - started_at), 0) FROM turns
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(ended_at - started_at), 0) FROM turns
 		WHERE sid=? AND ended_at IS NOT NULL AND started_at > 0 AND ended_at >= started_at`, sid).Scan(&h.ActiveMs); err != nil {
 		return err
 	}
-	rows, err = s.rdb.QueryContext(ctx, `SELECT turn, wait_id, state, reason, started_at, COALESCE(ended_at, 0),
+	rows, err = tx.QueryContext(ctx, `SELECT turn, wait_id, state, reason, started_at, COALESCE(ended_at, 0),
 		ended_at IS NOT NULL, answered FROM waits WHERE sid=? ORDER BY started_at, wid`, sid)
 	if err != nil {
 		return err
@@ -173,7 +178,7 @@ func (s *Store) detail(ctx context.Context, sid int64, h *agentbridge.HistorySes
 	if err := closeRows(rows); err != nil {
 		return err
 	}
-	rows, err = s.rdb.QueryContext(ctx, `SELECT turn, model, SUM(input), SUM(output), SUM(cache_read), SUM(cache_write)
+	rows, err = tx.QueryContext(ctx, `SELECT turn, model, SUM(input), SUM(output), SUM(cache_read), SUM(cache_write)
 		FROM usage WHERE sid=? GROUP BY turn, model`, sid)
 	if err != nil {
 		return err
@@ -234,7 +239,12 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) (agentbridge.UsageTable
 		total: usageAcc{sids: map[int64]bool{}}}
 	cond, args := filter(q.Query)
 	rangeArgs := append(args, from, to)
-	if err := s.sumRows(ctx, `SELECT u.sid, u.at, u.model, s.project, s.harness, s.model,
+	tx, err := s.read(ctx)
+	if err != nil {
+		return agentbridge.UsageTable{}, fmt.Errorf("history: sum usage: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	if err := s.sumRows(ctx, tx, `SELECT u.sid, u.at, u.model, s.project, s.harness, s.model,
 		u.input, u.output, u.cache_read, u.cache_write FROM usage u JOIN sessions s ON s.sid = u.sid
 		WHERE `+cond+` AND u.at >= ? AND u.at < ?`, rangeArgs, func(c contribution, rows *sql.Rows) error {
 		var in agentbridge.Usage
@@ -250,7 +260,7 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) (agentbridge.UsageTable
 	}); err != nil {
 		return agentbridge.UsageTable{}, err
 	}
-	if err := s.sumRows(ctx, `SELECT t.sid, t.started_at, t.model, s.project, s.harness, s.model,
+	if err := s.sumRows(ctx, tx, `SELECT t.sid, t.started_at, t.model, s.project, s.harness, s.model,
 		COALESCE(t.ended_at - t.started_at, -1) FROM turns t JOIN sessions s ON s.sid = t.sid
 		WHERE `+cond+` AND t.started_at >= ? AND t.started_at < ?`, rangeArgs, func(c contribution, rows *sql.Rows) error {
 		var ms int64
@@ -265,7 +275,7 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) (agentbridge.UsageTable
 	}); err != nil {
 		return agentbridge.UsageTable{}, err
 	}
-	if err := s.sumRows(ctx, `SELECT w.sid, w.started_at, COALESCE(t.model, ''), s.project, s.harness, s.model,
+	if err := s.sumRows(ctx, tx, `SELECT w.sid, w.started_at, COALESCE(t.model, ''), s.project, s.harness, s.model,
 		COALESCE(w.ended_at - w.started_at, -1) FROM waits w JOIN sessions s ON s.sid = w.sid
 		LEFT JOIN turns t ON t.sid = w.sid AND t.idx = w.turn
 		WHERE `+cond+` AND w.started_at >= ? AND w.started_at < ?`, rangeArgs, func(c contribution, rows *sql.Rows) error {
@@ -359,8 +369,8 @@ func (u *usageSum) add(c contribution, f func(a *usageAcc, model string)) {
 }
 
 // sumRows runs a query and hands each row to scan.
-func (s *Store) sumRows(ctx context.Context, query string, args []any, scan func(contribution, *sql.Rows) error) error {
-	rows, err := s.rdb.QueryContext(ctx, query, args...)
+func (s *Store) sumRows(ctx context.Context, tx *sql.Tx, query string, args []any, scan func(contribution, *sql.Rows) error) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("history: sum usage: %w", err)
 	}
@@ -374,6 +384,12 @@ func (s *Store) sumRows(ctx context.Context, query string, args []any, scan func
 		return fmt.Errorf("history: sum usage: %w", err)
 	}
 	return nil
+}
+
+// read begins a read transaction: every query of an answer reads the same
+// snapshot of the database (WAL), whatever the writer commits meanwhile.
+func (s *Store) read(ctx context.Context) (*sql.Tx, error) {
+	return s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 }
 
 // Prune removes the sessions whose last event is before before (an

@@ -79,6 +79,8 @@ type Store struct {
 	written prometheus.Counter
 	failed  prometheus.Counter
 
+	overflow bool // the writer logged a loss and has not written without one since
+
 	// wmu serializes write transactions (the writer's and Prune's) and
 	// guards the writer's state below.
 	wmu      sync.Mutex
@@ -148,8 +150,9 @@ func Open(path string, o Options) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the database. Facts recorded and not written by Run are
-// lost; Run (ended with its context) writes them first.
+// Close closes the database; call it after Run returned. Facts recorded
+// and not written are lost: Run, ended with its context, writes them
+// first.
 func (s *Store) Close() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()

@@ -133,8 +133,12 @@ func (s *Store) retain(ctx context.Context) {
 func (s *Store) flush(ctx context.Context) {
 	q, lost := s.take()
 	defer s.giveBack(q)
-	if lost > 0 {
+	switch {
+	case lost > 0 && !s.overflow:
+		s.overflow = true // once per overflow: the counter has every loss
 		s.log.Warn("history: the write queue was full; facts dropped", "facts", lost)
+	case lost == 0:
+		s.overflow = false
 	}
 	if len(q) == 0 {
 		return
