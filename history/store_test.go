@@ -361,3 +361,29 @@ func TestQueries(t *testing.T) {
 		t.Errorf("ActiveMs with Turns 1 = %d, want every turn's %d", got[1].ActiveMs, wantJournal().ActiveMs)
 	}
 }
+
+// TestRunWritesTheQueueAtItsEnd: facts recorded just before the writer's
+// context ends are written before Run returns.
+func TestRunWritesTheQueueAtItsEnd(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "h.db")
+	s, err := Open(path, Options{Retention: -1, Project: func(cwd string) string { return cwd + "#root" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	s.Record(journal())
+	cancel() // before Run even starts: it still writes the queue
+	go func() { done <- s.Run(ctx) }()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := sessions(t, s, Query{})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]agentbridge.HistorySession{wantJournal()}, got); diff != "" {
+		t.Errorf("history after Run ended (-want +got):\n%s", diff)
+	}
+}

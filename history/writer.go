@@ -104,7 +104,7 @@ func (s *Store) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			s.flush(context.WithoutCancel(ctx))
+			s.flush(ctx)
 			return nil
 		case <-s.wake:
 			s.flush(ctx)
@@ -144,7 +144,7 @@ func (s *Store) flush(ctx context.Context) {
 		return
 	}
 	s.wmu.Lock()
-	err := s.write(ctx, q)
+	err := s.write(context.WithoutCancel(ctx), q) // a write begun is finished, even at shutdown
 	s.wmu.Unlock()
 	n := 0
 	for _, it := range q {
