@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -385,5 +386,52 @@ func TestRunWritesTheQueueAtItsEnd(t *testing.T) {
 	}
 	if diff := cmp.Diff([]agentbridge.HistorySession{wantJournal()}, got); diff != "" {
 		t.Errorf("history after Run ended (-want +got):\n%s", diff)
+	}
+}
+
+// TestProjectRule: the default project of a cwd is the nearest directory
+// at or above it holding a .git entry (a directory, or a linked
+// worktree's file), else the cwd itself; one that is not absolute and
+// clean is its own project.
+func TestProjectRule(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	for _, d := range []string{"repo/.git", "repo/a/b", "wt/x", "none/y"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(base, "wt/.git"), []byte("gitdir: ../repo/.git/worktrees/wt\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for cwd, want := range map[string]string{
+		filepath.Join(base, "repo/a/b"): filepath.Join(base, "repo"),
+		filepath.Join(base, "repo"):     filepath.Join(base, "repo"),
+		filepath.Join(base, "wt/x"):     filepath.Join(base, "wt"),
+		filepath.Join(base, "none/y"):   filepath.Join(base, "none/y"),
+		"relative/dir":                  "relative/dir",
+	} {
+		if got := repoRoot(cwd); got != want {
+			t.Errorf("repoRoot(%q) = %q, want %q", cwd, got, want)
+		}
+	}
+}
+
+// TestFactWithoutEvent: a session given whole (a remote's update: no
+// event) changes the session and its usage, and makes no turn.
+func TestFactWithoutEvent(t *testing.T) {
+	t.Parallel()
+	s := running(t, filepath.Join(t.TempDir(), "h.db"), Options{})
+	code := 0
+	record(t, s, hub.Fact{Host: "box", Source: "codex", SessionID: "r", Harness: "codex", Fresh: true,
+		Event: agentbridge.Event{OccurredAt: base}, Model: "gpt-5", Cwd: "/r", Title: "fix it",
+		Usage: agentbridge.Usage{InputTokens: 1_000_000}, Ended: &agentbridge.Ended{At: base, ExitCode: &code}})
+	got := sessions(t, s, Query{})
+	want := []agentbridge.HistorySession{{Host: "box", Source: "codex", ID: "r", Harness: "codex", Title: "fix it",
+		Model: "gpt-5", Cwd: "/r", Project: "/r", StartedAt: base, LastAt: base,
+		Ended: &agentbridge.Ended{At: base, ExitCode: &code}, Usage: agentbridge.Usage{InputTokens: 1_000_000},
+		Cost: &agentbridge.Cost{USD: 1.25, Estimate: true, PricesAsOf: PricesAsOf}, Turns: []agentbridge.HistoryTurn{}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
 	}
 }
