@@ -82,8 +82,9 @@ var builtinPrices = []Price{
 
 	// Google: the Gemini API pricing page (ai.google.dev, "Gemini Developer
 	// API pricing"), paid tier, prompts up to 200k tokens. CacheRead is the
-	// context-caching price; cache storage (per hour) is not counted, and a
-	// cache write is billed as input.
+	// context-caching price (a tenth of input; for 3.5 Flash, whose page
+	// gives input and output only, that tenth is assumed); cache storage
+	// (per hour) is not counted, and a cache write is billed as input.
 	{Model: "gemini-2.0-flash*", Input: 0.1, Output: 0.4, CacheRead: 0.025, CacheWrite: 0.1},
 	{Model: "gemini-2.5-pro*", Input: 1.25, Output: 10, CacheRead: 0.125, CacheWrite: 1.25},
 	{Model: "gemini-2.5-flash*", Input: 0.3, Output: 2.5, CacheRead: 0.03, CacheWrite: 0.3},
@@ -94,16 +95,20 @@ var builtinPrices = []Price{
 	{Model: "gemini-3.1-flash-lite*", Input: 0.25, Output: 1.5, CacheRead: 0.025, CacheWrite: 0.25},
 	{Model: "gemini-3.5-flash*", Input: 1.5, Output: 9, CacheRead: 0.15, CacheWrite: 1.5},
 
-	// Alibaba: Model Studio's Qwen-Coder page (alibabacloud.com, "Code
-	// capabilities (Qwen-Coder)"), international list price of the first
-	// context tier (up to 32k input tokens); an implicit cache hit is 20% of
-	// input. The mainland page lists ¥4/¥16 (plus) and ¥1/¥4 (flash) per
-	// million for the same tier.
+	// Alibaba: Model Studio's Qwen-Coder pages (help.aliyun.com and
+	// alibabacloud.com, "Qwen-Coder"), the first context tier (up to 32k
+	// input tokens); an implicit cache hit is 20% of input (both pages). The
+	// mainland page lists ¥4/¥16 (plus) and ¥1/¥4 (flash) per million; the
+	// USD figures are the international (Singapore) list prices, which the
+	// check of PricesAsOf could not see on a page of its own: override them
+	// in history.prices if they moved. Qwen Code's own free model
+	// ("coder-model") has no price.
 	{Model: "qwen3-coder-plus*", Input: 1, Output: 5, CacheRead: 0.2, CacheWrite: 1},
 	{Model: "qwen3-coder-flash*", Input: 0.3, Output: 1.5, CacheRead: 0.06, CacheWrite: 0.3},
 
-	// Mistral: the API pricing page (mistral.ai, "Pricing"); no cache
-	// prices are published, so cached input is billed as input.
+	// Mistral: the API pricing page (mistral.ai, "Pricing") and Devstral 2's
+	// model page; no cache prices are published, so cached input is billed
+	// as input.
 	{Model: "devstral-2*", Input: 0.4, Output: 2, CacheRead: 0.4, CacheWrite: 0.4},
 	{Model: "devstral-medium*", Input: 0.4, Output: 2, CacheRead: 0.4, CacheWrite: 0.4},
 	{Model: "devstral-small*", Input: 0.1, Output: 0.3, CacheRead: 0.1, CacheWrite: 0.1},

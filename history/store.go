@@ -21,10 +21,6 @@ import (
 	"github.com/agentbridge/agentbridge/internal/smallfile"
 )
 
-// DefaultRetention is how long the history keeps a session after its last
-// event when Options.Retention is 0.
-const DefaultRetention = 90 * 24 * time.Hour
-
 // MaxQueue bounds the facts recorded and not yet written. Past it, Record
 // drops the facts it is handed (counted in
 // agentbridge_history_dropped_facts_total, logged once per overflow): the
