@@ -27,6 +27,8 @@ const maxSpare = 4096
 // maxProjects bounds the cache of project roots by working directory.
 const maxProjects = 4096
 
+var _ hub.Recorder = (*Store)(nil)
+
 // Record queues facts for the writer: it copies them under a mutex and
 // wakes the writer, and never blocks, does I/O or waits for the disk
 // (hub.Recorder). Past MaxQueue facts waiting, the facts are dropped and
