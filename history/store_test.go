@@ -435,3 +435,27 @@ func TestFactWithoutEvent(t *testing.T) {
 		t.Errorf("history (-want +got):\n%s", diff)
 	}
 }
+
+// TestStatusClosesWaits: a fact after which the session is neither
+// waiting nor blocked closes the waits the history holds open (the fold
+// closed a hook's wait because the journal shows the agent went on); a
+// fact with no status closes nothing.
+func TestStatusClosesWaits(t *testing.T) {
+	t.Parallel()
+	s := running(t, filepath.Join(t.TempDir(), "h.db"), Options{})
+	ss := &session{source: "x", id: "1", harness: "x"}
+	with := func(f hub.Fact, st agentbridge.Status) hub.Fact { f.Status = st; return f }
+	hook := with(ss.fact(base+1, agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "h", State: agentbridge.StatusWaiting}), agentbridge.StatusWaiting)
+	hook.Hook = true
+	record(t, s,
+		with(ss.fact(base, agentbridge.Event{Kind: agentbridge.KindTurnStarted}), agentbridge.StatusRunning),
+		hook,
+		ss.fact(base+2, agentbridge.Event{Kind: agentbridge.KindAgentMetadata}), // no status: nothing closes
+		with(ss.fact(base+3, agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: "t"}), agentbridge.StatusRunning),
+	)
+	got := sessions(t, s, Query{})
+	want := []agentbridge.HistoryWait{{ID: "h", State: agentbridge.StatusWaiting, StartedAt: base + 1, EndedAt: base + 3, Answered: agentbridge.WaitAnswered}}
+	if diff := cmp.Diff(want, got[0].Turns[0].Waits); diff != "" {
+		t.Errorf("waits (-want +got):\n%s", diff)
+	}
+}

@@ -486,6 +486,26 @@ func (w *txn) fact(f *hub.Fact) error {
 		}
 		st.usage = f.Usage
 	}
+	if err := w.event(st, f, t); err != nil {
+		return err
+	}
+	// The session is neither waiting nor blocked after it: the fold closed
+	// its waits (a hook's, when the journal shows the agent went on with
+	// no wait.finished).
+	if f.Status != "" && f.Status != agentbridge.StatusWaiting && f.Status != agentbridge.StatusBlocked && len(st.waits) > 0 {
+		for _, ow := range st.waits {
+			if err := w.endWait(ow, t, agentbridge.WaitAnswered); err != nil {
+				return err
+			}
+		}
+		st.waits = st.waits[:0]
+	}
+	return nil
+}
+
+// event folds the fact's event at t.
+func (w *txn) event(st *sessionState, f *hub.Fact, t int64) error {
+	e := &f.Event
 	switch e.Kind {
 	case agentbridge.KindTurnStarted:
 		if err := w.endTurn(st, t, "", agentbridge.WaitTurnEnded); err != nil {
