@@ -491,14 +491,11 @@ func (w *txn) fact(f *hub.Fact) error {
 	}
 	// The session is neither waiting nor blocked after it: the fold closed
 	// its waits (a hook's, when the journal shows the agent went on with
-	// no wait.finished).
-	if f.Status != "" && f.Status != agentbridge.StatusWaiting && f.Status != agentbridge.StatusBlocked && len(st.waits) > 0 {
-		for _, ow := range st.waits {
-			if err := w.endWait(ow, t, agentbridge.WaitAnswered); err != nil {
-				return err
-			}
-		}
-		st.waits = st.waits[:0]
+	// no wait.finished). A wait newer than the fact stays: a journal told
+	// again from its start (Fresh) reaches it later, while its hook is not
+	// told again.
+	if f.Status != "" && f.Status != agentbridge.StatusWaiting && f.Status != agentbridge.StatusBlocked {
+		return w.endWaits(st, t, agentbridge.WaitAnswered)
 	}
 	return nil
 }
@@ -593,10 +590,17 @@ func (w *txn) endTurn(st *sessionState, t int64, outcome agentbridge.Outcome, ho
 			return fmt.Errorf("end the tools: %w", err)
 		}
 	}
+	return w.endWaits(st, t, how)
+}
+
+// endWaits ends the session's open waits that started at or before t
+// (all of them when t is unknown) as answered how; a newer one (a hook's
+// wait, while the journal is told again) stays open.
+func (w *txn) endWaits(st *sessionState, t int64, how string) error {
 	keep := st.waits[:0]
 	for _, ow := range st.waits {
 		if t != 0 && ow.at > t {
-			keep = append(keep, ow) // a hook's wait newer than the end
+			keep = append(keep, ow)
 			continue
 		}
 		if err := w.endWait(ow, t, how); err != nil {
