@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/agentbridge/agentbridge"
@@ -155,7 +156,8 @@ func TestRetention(t *testing.T) {
 // instead of growing or blocking.
 func TestQueueBound(t *testing.T) {
 	t.Parallel()
-	s, err := Open(filepath.Join(t.TempDir(), "h.db"), Options{})
+	reg := prometheus.NewRegistry()
+	s, err := Open(filepath.Join(t.TempDir(), "h.db"), Options{Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +174,17 @@ func TestQueueBound(t *testing.T) {
 	}
 	if got := testCounter(s.dropped); got != float64(lost) {
 		t.Errorf("dropped counter = %v, want %d", got, lost)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	registered := false
+	for _, mf := range mfs {
+		registered = registered || mf.GetName() == "agentbridge_history_dropped_facts_total"
+	}
+	if !registered {
+		t.Error("agentbridge_history_dropped_facts_total is not registered")
 	}
 }
 
