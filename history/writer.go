@@ -195,7 +195,7 @@ func (s *Store) write(ctx context.Context, q []item) error {
 		s.sessions = map[sessionKey]*sessionState{}
 		return fmt.Errorf("begin: %w", err)
 	}
-	w := &txn{Store: s, ctx: ctx, tx: tx, touched: map[*sessionState]bool{}}
+	w := &txn{Store: s, ctx: ctx, tx: tx, touched: map[*sessionState]bool{}, stmts: map[string]*sql.Stmt{}}
 	err = w.apply(q)
 	if err == nil {
 		err = w.finish()
@@ -256,10 +256,38 @@ type txn struct {
 	ctx     context.Context
 	tx      *sql.Tx
 	touched map[*sessionState]bool
+	stmts   map[string]*sql.Stmt // closed with the transaction
+}
+
+// prepared returns the transaction's statement of query, prepared at its
+// first use: a busy transaction (a rescan's) parses each query once.
+func (w *txn) prepared(query string) (*sql.Stmt, error) {
+	if st := w.stmts[query]; st != nil {
+		return st, nil
+	}
+	st, err := w.tx.PrepareContext(w.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	w.stmts[query] = st
+	return st, nil
 }
 
 func (w *txn) exec(query string, args ...any) (sql.Result, error) {
-	return w.tx.ExecContext(w.ctx, query, args...)
+	st, err := w.prepared(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(w.ctx, args...)
+}
+
+// one runs a query of one row into dest.
+func (w *txn) one(query string, args []any, dest ...any) error {
+	st, err := w.prepared(query)
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(w.ctx, args...).Scan(dest...)
 }
 
 func (w *txn) apply(q []item) error {
@@ -304,7 +332,7 @@ func (w *txn) state(k sessionKey, create bool) (*sessionState, error) {
 	st := w.sessions[k]
 	if st != nil && !st.checked {
 		var one int
-		err := w.tx.QueryRowContext(w.ctx, "SELECT 1 FROM sessions WHERE sid=?", st.sid).Scan(&one)
+		err := w.one("SELECT 1 FROM sessions WHERE sid=?", []any{st.sid}, &one)
 		if errors.Is(err, sql.ErrNoRows) {
 			delete(w.sessions, k)
 			st = nil
@@ -379,19 +407,7 @@ func (w *txn) loadOpen(st *sessionState) error {
 	if err := closeRows(rows); err != nil {
 		return err
 	}
-	rows, err = w.tx.QueryContext(w.ctx, "SELECT wid, wait_id, started_at FROM waits WHERE sid=? AND ended_at IS NULL ORDER BY wid", st.sid)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var ow openWait
-		if err := rows.Scan(&ow.wid, &ow.id, &ow.at); err != nil {
-			rows.Close()
-			return err
-		}
-		st.waits = append(st.waits, ow)
-	}
-	if err := closeRows(rows); err != nil {
+	if err := w.openWaits(st); err != nil {
 		return err
 	}
 	u := &st.usage
@@ -421,16 +437,25 @@ func (w *txn) fresh(st *sessionState) error {
 	st.nextTurn, st.turn, st.turnDirty = 0, nil, false
 	clear(st.tools)
 	st.usage = agentbridge.Usage{}
+	if err := w.openWaits(st); err != nil {
+		return fmt.Errorf("read a session's waits: %w", err)
+	}
+	return nil
+}
+
+// openWaits reads the session's open waits (in the order they started)
+// into its state.
+func (w *txn) openWaits(st *sessionState) error {
 	st.waits = st.waits[:0]
 	rows, err := w.tx.QueryContext(w.ctx, "SELECT wid, wait_id, started_at FROM waits WHERE sid=? AND ended_at IS NULL ORDER BY wid", st.sid)
 	if err != nil {
-		return fmt.Errorf("read a session's waits: %w", err)
+		return err
 	}
 	for rows.Next() {
 		var ow openWait
 		if err := rows.Scan(&ow.wid, &ow.id, &ow.at); err != nil {
 			rows.Close()
-			return fmt.Errorf("read a session's waits: %w", err)
+			return err
 		}
 		st.waits = append(st.waits, ow)
 	}
@@ -525,8 +550,8 @@ func (w *txn) event(st *sessionState, f *hub.Fact, t int64) error {
 			return nil
 		}
 		var tid int64
-		if err := w.tx.QueryRowContext(w.ctx, `INSERT INTO tools (sid, turn, tool_id, name, started_at)
-			VALUES (?, ?, ?, ?, ?) RETURNING tid`, st.sid, st.turnIdx(), e.ToolID, e.Name, t).Scan(&tid); err != nil {
+		if err := w.one(`INSERT INTO tools (sid, turn, tool_id, name, started_at) VALUES (?, ?, ?, ?, ?) RETURNING tid`,
+			[]any{st.sid, st.turnIdx(), e.ToolID, e.Name, t}, &tid); err != nil {
 			return fmt.Errorf("add a tool: %w", err)
 		}
 		st.tools[e.ToolID] = tid
@@ -550,8 +575,8 @@ func (w *txn) event(st *sessionState, f *hub.Fact, t int64) error {
 			}
 		}
 		ow := openWait{id: e.WaitID, at: t}
-		if err := w.tx.QueryRowContext(w.ctx, `INSERT INTO waits (sid, turn, wait_id, state, reason, started_at, journal)
-			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING wid`, st.sid, st.turnIdx(), e.WaitID, e.State, e.Reason, t, !f.Hook).Scan(&ow.wid); err != nil {
+		if err := w.one(`INSERT INTO waits (sid, turn, wait_id, state, reason, started_at, journal)
+			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING wid`, []any{st.sid, st.turnIdx(), e.WaitID, e.State, e.Reason, t, !f.Hook}, &ow.wid); err != nil {
 			return fmt.Errorf("add a wait: %w", err)
 		}
 		st.waits = append(st.waits, ow)
