@@ -25,7 +25,7 @@ func BenchmarkRecord(b *testing.B) {
 	for b.Loop() {
 		s.Record(facts)
 		if n++; n%256 == 0 {
-			q, _ := s.take()
+			q, _, _ := s.take()
 			s.giveBack(q)
 		}
 	}

@@ -64,12 +64,17 @@ type Store struct {
 	wdb *sql.DB // one connection, write transactions (BEGIN IMMEDIATE)
 	rdb *sql.DB // readers (query_only)
 
-	mu      sync.Mutex // guards queue, spare, lost, running
-	queue   []item
-	spare   []item // the last queue written, emptied, for reuse
-	lost    int    // facts dropped since the writer last looked
-	running bool
-	wake    chan struct{} // cap 1: the queue has something
+	maxQueue int // MaxQueue (smaller in tests)
+
+	mu    sync.Mutex // guards queue, spare, lost, freshLost, running
+	queue []item
+	spare []item // the last queue written, emptied, for reuse
+	lost  int    // facts dropped since the writer last looked
+	// freshLost maps a session whose Fresh fact was dropped to the place
+	// in queue where it was.
+	freshLost map[sessionKey]int
+	running   bool
+	wake      chan struct{} // cap 1: the queue has something
 
 	dropped prometheus.Counter
 	written prometheus.Counter
@@ -126,6 +131,7 @@ func Open(path string, o Options) (*Store, error) {
 	s := &Store{
 		o: o, log: o.Logger, prices: pr,
 		wake:     make(chan struct{}, 1),
+		maxQueue: MaxQueue,
 		sessions: map[sessionKey]*sessionState{},
 		projects: map[string]string{},
 	}

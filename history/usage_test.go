@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/hub"
 )
 
 // TestUsage: tokens and cost where the model call was recorded, turns
@@ -194,4 +195,44 @@ func testCounter(c interface{ Write(*dto.Metric) error }) float64 {
 		return -1
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestOverflowLosingAFreshFact: when the full queue drops a retelling's
+// Fresh fact, the retelling's facts that are kept replace what the
+// session's journal told before, instead of doubling it.
+func TestOverflowLosingAFreshFact(t *testing.T) {
+	t.Parallel()
+	s, err := Open(filepath.Join(t.TempDir(), "h.db"), Options{Project: func(cwd string) string { return cwd + "#root" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.maxQueue = 64
+	ctx := context.Background()
+	write := func() {
+		if q, marks, _ := s.take(); len(q) > 0 {
+			if err := s.write(ctx, q, marks); err != nil {
+				t.Fatal(err)
+			}
+			s.carry(marks)
+		}
+	}
+	s.Record(journal())
+	write()
+	filler := &session{source: "x", id: "filler", harness: "x"}
+	for range s.maxQueue {
+		s.Record([]hub.Fact{filler.fact(base, agentbridge.Event{Kind: agentbridge.KindAgentMetadata})})
+	}
+	retold := journal()
+	s.Record(retold[:5]) // dropped: the queue is full
+	write()
+	s.Record(retold[5:])
+	write()
+	got, err := s.Sessions(ctx, Query{Source: "claude"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || len(got[0].Turns) != 1 || got[0].Turns[0].ID != "t2" || got[0].Turns[0].Index != 0 {
+		t.Fatalf("after the loss: %+v, want only the kept turn t2, numbered 0", got)
+	}
 }

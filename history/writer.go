@@ -24,6 +24,9 @@ const maxStates = 4096
 // the writer writes the other: a queue that grew past it is not kept.
 const maxSpare = 4096
 
+// maxFreshLost bounds the sessions whose dropped Fresh fact is remembered.
+const maxFreshLost = 4096
+
 // maxProjects bounds the cache of project roots by working directory.
 const maxProjects = 4096
 
@@ -38,8 +41,13 @@ func (s *Store) Record(facts []hub.Fact) {
 		return
 	}
 	s.mu.Lock()
-	if len(s.queue)+len(facts) > MaxQueue {
+	if len(s.queue)+len(facts) > s.maxQueue {
 		s.lost += len(facts)
+		for i := range facts {
+			if facts[i].Fresh {
+				s.lostFresh(&facts[i])
+			}
+		}
 		s.mu.Unlock()
 		s.dropped.Add(float64(len(facts)))
 		return
@@ -49,6 +57,20 @@ func (s *Store) Record(facts []hub.Fact) {
 	}
 	s.mu.Unlock()
 	s.signal()
+}
+
+// lostFresh notes that a Fresh fact of f's session was dropped where the
+// queue ends now: its next fact kept is written as Fresh (see
+// Store.freshLost). s.mu must be held.
+func (s *Store) lostFresh(f *hub.Fact) {
+	k := sessionKey{f.Host, f.Source, f.SessionID}
+	if _, ok := s.freshLost[k]; !ok && len(s.freshLost) >= maxFreshLost {
+		return
+	}
+	if s.freshLost == nil {
+		s.freshLost = map[sessionKey]int{}
+	}
+	s.freshLost[k] = len(s.queue) // the latest wins: a retelling replaces all before it
 }
 
 // Answered records that the session's open wait was answered through the
@@ -133,7 +155,7 @@ func (s *Store) retain(ctx context.Context) {
 
 // flush writes the queue.
 func (s *Store) flush(ctx context.Context) {
-	q, lost := s.take()
+	q, marks, lost := s.take()
 	defer s.giveBack(q)
 	switch {
 	case lost > 0 && !s.overflow:
@@ -146,8 +168,9 @@ func (s *Store) flush(ctx context.Context) {
 		return
 	}
 	s.wmu.Lock()
-	err := s.write(context.WithoutCancel(ctx), q) // a write begun is finished, even at shutdown
+	err := s.write(context.WithoutCancel(ctx), q, marks) // a write begun is finished, even at shutdown
 	s.wmu.Unlock()
+	s.carry(marks)
 	n := 0
 	for _, it := range q {
 		if it.sync != nil {
@@ -166,12 +189,31 @@ func (s *Store) flush(ctx context.Context) {
 
 // take takes the queue (and the count of facts lost since the last take);
 // Record appends to the spare buffer meanwhile.
-func (s *Store) take() ([]item, int) {
+func (s *Store) take() ([]item, map[sessionKey]int, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	q, lost := s.queue, s.lost
-	s.queue, s.spare, s.lost = s.spare, nil, 0
-	return q, lost
+	q, marks, lost := s.queue, s.freshLost, s.lost
+	s.queue, s.spare, s.freshLost, s.lost = s.spare, nil, nil, 0
+	return q, marks, lost
+}
+
+// carry keeps the marks of lost Fresh facts whose session had no fact
+// after the loss in the queue just written: its first fact of the next
+// queue is Fresh (unless a later loss marked a later place).
+func (s *Store) carry(marks map[sessionKey]int) {
+	if len(marks) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range marks {
+		if _, later := s.freshLost[k]; !later && len(s.freshLost) < maxFreshLost {
+			if s.freshLost == nil {
+				s.freshLost = map[sessionKey]int{}
+			}
+			s.freshLost[k] = 0
+		}
+	}
 }
 
 // giveBack keeps a written queue, emptied, as the next spare buffer,
@@ -189,14 +231,14 @@ func (s *Store) giveBack(q []item) {
 // write folds the items into the database in one transaction. On error
 // the transaction is rolled back and the writer's state dropped (it is
 // read again from the database).
-func (s *Store) write(ctx context.Context, q []item) error {
+func (s *Store) write(ctx context.Context, q []item, marks map[sessionKey]int) error {
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		s.sessions = map[sessionKey]*sessionState{}
 		return fmt.Errorf("begin: %w", err)
 	}
 	w := &txn{Store: s, ctx: ctx, tx: tx, touched: map[*sessionState]bool{}, stmts: map[string]*sql.Stmt{}}
-	err = w.apply(q)
+	err = w.apply(q, marks)
 	if err == nil {
 		err = w.finish()
 	}
@@ -290,13 +332,24 @@ func (w *txn) one(query string, args []any, dest ...any) error {
 	return st.QueryRowContext(w.ctx, args...).Scan(dest...)
 }
 
-func (w *txn) apply(q []item) error {
-	for _, it := range q {
+// apply folds the queue's items. A fact kept after a Fresh fact of its
+// session was dropped (marks: the place of the loss) is written as Fresh:
+// what the session's journal told before the retelling goes, instead of
+// being doubled by what is kept of the retelling; the mark is then spent.
+func (w *txn) apply(q []item, marks map[sessionKey]int) error {
+	for i, it := range q {
 		var err error
 		switch {
 		case it.answered != nil:
 			err = w.answered(it.answered)
 		case it.sync == nil:
+			if len(marks) > 0 {
+				k := sessionKey{it.fact.Host, it.fact.Source, it.fact.SessionID}
+				if at, ok := marks[k]; ok && i >= at {
+					it.fact.Fresh = true
+					delete(marks, k)
+				}
+			}
 			err = w.fact(&it.fact)
 		}
 		if err != nil {
