@@ -323,6 +323,15 @@ func (w *txn) exec(query string, args ...any) (sql.Result, error) {
 	return st.ExecContext(w.ctx, args...)
 }
 
+// query runs a query of rows.
+func (w *txn) query(query string, args ...any) (*sql.Rows, error) {
+	st, err := w.prepared(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(w.ctx, args...)
+}
+
 // one runs a query of one row into dest.
 func (w *txn) one(query string, args []any, dest ...any) error {
 	st, err := w.prepared(query)
@@ -408,15 +417,14 @@ func (w *txn) state(k sessionKey, create bool) (*sessionState, error) {
 // load reads a session's state from the database.
 func (w *txn) load(k sessionKey, create bool) (*sessionState, error) {
 	st := &sessionState{tools: map[string]int64{}}
-	err := w.tx.QueryRowContext(w.ctx, `SELECT sid, harness, title, model, cwd, project, started_at, last_at, ended
-		FROM sessions WHERE host=? AND source=? AND id=?`, k.host, k.source, k.id).
-		Scan(&st.sid, &st.harness, &st.title, &st.model, &st.cwd, &st.project, &st.startedAt, &st.lastAt, &st.ended)
+	err := w.one(`SELECT sid, harness, title, model, cwd, project, started_at, last_at, ended
+		FROM sessions WHERE host=? AND source=? AND id=?`, []any{k.host, k.source, k.id},
+		&st.sid, &st.harness, &st.title, &st.model, &st.cwd, &st.project, &st.startedAt, &st.lastAt, &st.ended)
 	switch {
 	case errors.Is(err, sql.ErrNoRows) && !create:
 		return nil, nil
 	case errors.Is(err, sql.ErrNoRows):
-		err = w.tx.QueryRowContext(w.ctx, `INSERT INTO sessions (host, source, id) VALUES (?, ?, ?) RETURNING sid`,
-			k.host, k.source, k.id).Scan(&st.sid)
+		err = w.one(`INSERT INTO sessions (host, source, id) VALUES (?, ?, ?) RETURNING sid`, []any{k.host, k.source, k.id}, &st.sid)
 		if err != nil {
 			return nil, fmt.Errorf("add a session: %w", err)
 		}
@@ -432,19 +440,19 @@ func (w *txn) load(k sessionKey, create bool) (*sessionState, error) {
 
 func (w *txn) loadOpen(st *sessionState) error {
 	var next int
-	if err := w.tx.QueryRowContext(w.ctx, "SELECT COALESCE(MAX(idx)+1, 0) FROM turns WHERE sid=?", st.sid).Scan(&next); err != nil {
+	if err := w.one("SELECT COALESCE(MAX(idx)+1, 0) FROM turns WHERE sid=?", []any{st.sid}, &next); err != nil {
 		return err
 	}
 	st.nextTurn = next
 	t := openTurn{}
-	err := w.tx.QueryRowContext(w.ctx, "SELECT idx, model, tools FROM turns WHERE sid=? AND idx=? AND ended_at IS NULL",
-		st.sid, next-1).Scan(&t.idx, &t.model, &t.tools)
+	err := w.one("SELECT idx, model, tools FROM turns WHERE sid=? AND idx=? AND ended_at IS NULL",
+		[]any{st.sid, next - 1}, &t.idx, &t.model, &t.tools)
 	if err == nil {
 		st.turn = &t
 	} else if !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
-	rows, err := w.tx.QueryContext(w.ctx, "SELECT tid, tool_id FROM tools WHERE sid=? AND ended_at IS NULL", st.sid)
+	rows, err := w.query("SELECT tid, tool_id FROM tools WHERE sid=? AND ended_at IS NULL", st.sid)
 	if err != nil {
 		return err
 	}
@@ -464,9 +472,9 @@ func (w *txn) loadOpen(st *sessionState) error {
 		return err
 	}
 	u := &st.usage
-	return w.tx.QueryRowContext(w.ctx, `SELECT COALESCE(SUM(input),0), COALESCE(SUM(output),0),
-		COALESCE(SUM(cache_read),0), COALESCE(SUM(cache_write),0) FROM usage WHERE sid=?`, st.sid).
-		Scan(&u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens)
+	return w.one(`SELECT COALESCE(SUM(input),0), COALESCE(SUM(output),0),
+		COALESCE(SUM(cache_read),0), COALESCE(SUM(cache_write),0) FROM usage WHERE sid=?`, []any{st.sid},
+		&u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens)
 }
 
 func closeRows(rows *sql.Rows) error {
@@ -500,7 +508,7 @@ func (w *txn) fresh(st *sessionState) error {
 // into its state.
 func (w *txn) openWaits(st *sessionState) error {
 	st.waits = st.waits[:0]
-	rows, err := w.tx.QueryContext(w.ctx, "SELECT wid, wait_id, started_at FROM waits WHERE sid=? AND ended_at IS NULL ORDER BY wid", st.sid)
+	rows, err := w.query("SELECT wid, wait_id, started_at FROM waits WHERE sid=? AND ended_at IS NULL ORDER BY wid", st.sid)
 	if err != nil {
 		return err
 	}
