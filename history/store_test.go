@@ -459,3 +459,18 @@ func TestStatusClosesWaits(t *testing.T) {
 		t.Errorf("waits (-want +got):\n%s", diff)
 	}
 }
+
+// TestWholeAgainKeepsTheTime: a session given whole again later (a
+// remote's reset) does not move its last event's time.
+func TestWholeAgainKeepsTheTime(t *testing.T) {
+	t.Parallel()
+	s := running(t, filepath.Join(t.TempDir(), "h.db"), Options{})
+	whole := func(at int64) hub.Fact {
+		return hub.Fact{Host: "box", Source: "codex", SessionID: "r", Harness: "codex", Event: agentbridge.Event{OccurredAt: at}, Model: "gpt-5"}
+	}
+	record(t, s, whole(base), whole(base+3600_000))
+	got := sessions(t, s, Query{})
+	if len(got) != 1 || got[0].StartedAt != base || got[0].LastAt != base {
+		t.Errorf("after a second snapshot: %+v, want started and last at the first", got)
+	}
+}

@@ -536,8 +536,10 @@ func (w *txn) fact(f *hub.Fact) error {
 	}
 	e := &f.Event
 	t := e.OccurredAt
-	if t == 0 {
-		t = st.lastAt // undated: the session's last known time
+	if t == 0 || e.Kind == "" && st.lastAt != 0 {
+		// Undated, or a session given whole again (a reset, a remote's
+		// upsert: no new activity): the session's last known time.
+		t = st.lastAt
 	}
 	if t != 0 {
 		if st.startedAt == 0 || t < st.startedAt {
