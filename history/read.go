@@ -244,9 +244,12 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) (agentbridge.UsageTable
 		return agentbridge.UsageTable{}, fmt.Errorf("history: sum usage: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	if err := s.sumRows(ctx, tx, `SELECT u.sid, u.at, u.model, s.project, s.harness, s.model,
-		u.input, u.output, u.cache_read, u.cache_write FROM usage u JOIN sessions s ON s.sid = u.sid
-		WHERE `+cond+` AND u.at >= ? AND u.at < ?`, rangeArgs, func(c contribution, rows *sql.Rows) error {
+	// Rows are summed in SQL by session, quarter of an hour and model: a
+	// quarter lies in one day of every time zone (their offsets are
+	// multiples of 15 minutes), so the days come out exact.
+	if err := s.sumRows(ctx, tx, `SELECT u.sid, u.at / `+quarter+` * `+quarter+`, u.model, s.project, s.harness, s.model,
+		SUM(u.input), SUM(u.output), SUM(u.cache_read), SUM(u.cache_write) FROM usage u JOIN sessions s ON s.sid = u.sid
+		WHERE `+cond+` AND u.at >= ? AND u.at < ? GROUP BY u.sid, u.at / `+quarter+`, u.model`, rangeArgs, func(c contribution, rows *sql.Rows) error {
 		var in agentbridge.Usage
 		if err := rows.Scan(&c.sid, &c.at, &c.model, &c.project, &c.harness, &c.sessionModel,
 			&in.InputTokens, &in.OutputTokens, &in.CacheReadTokens, &in.CacheWriteTokens); err != nil {
@@ -260,32 +263,35 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) (agentbridge.UsageTable
 	}); err != nil {
 		return agentbridge.UsageTable{}, err
 	}
-	if err := s.sumRows(ctx, tx, `SELECT t.sid, t.started_at, t.model, s.project, s.harness, s.model,
-		COALESCE(t.ended_at - t.started_at, -1) FROM turns t JOIN sessions s ON s.sid = t.sid
-		WHERE `+cond+` AND t.started_at >= ? AND t.started_at < ?`, rangeArgs, func(c contribution, rows *sql.Rows) error {
-		var ms int64
-		if err := rows.Scan(&c.sid, &c.at, &c.model, &c.project, &c.harness, &c.sessionModel, &ms); err != nil {
-			return err
-		}
-		u.add(c, func(a *usageAcc, _ string) {
-			a.row.Turns++
-			a.row.ActiveMs += max(ms, 0)
-		})
-		return nil
-	}); err != nil {
+	if err := s.sumRows(ctx, tx, `SELECT t.sid, t.started_at / `+quarter+` * `+quarter+`, t.model, s.project, s.harness, s.model,
+		COUNT(*), SUM(MAX(COALESCE(t.ended_at - t.started_at, 0), 0)) FROM turns t JOIN sessions s ON s.sid = t.sid
+		WHERE `+cond+` AND t.started_at >= ? AND t.started_at < ? GROUP BY t.sid, t.started_at / `+quarter+`, t.model`,
+		rangeArgs, func(c contribution, rows *sql.Rows) error {
+			var n int
+			var ms int64
+			if err := rows.Scan(&c.sid, &c.at, &c.model, &c.project, &c.harness, &c.sessionModel, &n, &ms); err != nil {
+				return err
+			}
+			u.add(c, func(a *usageAcc, _ string) {
+				a.row.Turns += n
+				a.row.ActiveMs += ms
+			})
+			return nil
+		}); err != nil {
 		return agentbridge.UsageTable{}, err
 	}
-	if err := s.sumRows(ctx, tx, `SELECT w.sid, w.started_at, COALESCE(t.model, ''), s.project, s.harness, s.model,
-		COALESCE(w.ended_at - w.started_at, -1) FROM waits w JOIN sessions s ON s.sid = w.sid
+	if err := s.sumRows(ctx, tx, `SELECT w.sid, w.started_at / `+quarter+` * `+quarter+`, COALESCE(t.model, ''), s.project, s.harness, s.model,
+		SUM(MAX(COALESCE(w.ended_at - w.started_at, 0), 0)) FROM waits w JOIN sessions s ON s.sid = w.sid
 		LEFT JOIN turns t ON t.sid = w.sid AND t.idx = w.turn
-		WHERE `+cond+` AND w.started_at >= ? AND w.started_at < ?`, rangeArgs, func(c contribution, rows *sql.Rows) error {
-		var ms int64
-		if err := rows.Scan(&c.sid, &c.at, &c.model, &c.project, &c.harness, &c.sessionModel, &ms); err != nil {
-			return err
-		}
-		u.add(c, func(a *usageAcc, _ string) { a.row.WaitingMs += max(ms, 0) })
-		return nil
-	}); err != nil {
+		WHERE `+cond+` AND w.started_at >= ? AND w.started_at < ? GROUP BY w.sid, w.started_at / `+quarter+`, t.model`,
+		rangeArgs, func(c contribution, rows *sql.Rows) error {
+			var ms int64
+			if err := rows.Scan(&c.sid, &c.at, &c.model, &c.project, &c.harness, &c.sessionModel, &ms); err != nil {
+				return err
+			}
+			u.add(c, func(a *usageAcc, _ string) { a.row.WaitingMs += ms })
+			return nil
+		}); err != nil {
 		return agentbridge.UsageTable{}, err
 	}
 	tz := loc.String()
@@ -305,6 +311,10 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) (agentbridge.UsageTable
 	tab.Total = u.total.finish()
 	return tab, nil
 }
+
+// quarter is the bucket, in ms, usage is summed in before its rows are
+// keyed: a quarter of an hour.
+const quarter = "900000"
 
 // contribution is one usage, turn or wait row to sum, with its session's
 // keys.
