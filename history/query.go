@@ -37,6 +37,10 @@ const (
 	DefaultTurns = 500
 )
 
+// DefaultRetention is how long the history keeps a session after its last
+// event when Options.Retention is 0.
+const DefaultRetention = 90 * 24 * time.Hour
+
 // PruneResult says what a prune removed.
 type PruneResult struct {
 	Sessions int `json:"sessions"`

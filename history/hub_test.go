@@ -1,0 +1,95 @@
+package history
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentbridge/agentbridge"
+	"github.com/agentbridge/agentbridge/fold"
+	"github.com/agentbridge/agentbridge/hub"
+)
+
+// journalSource is a source the test drives through its Start.
+type journalSource struct{ started chan hub.Start }
+
+func (j *journalSource) Info() agentbridge.SourceInfo {
+	return agentbridge.SourceInfo{ID: "claude-code", DisplayName: "claude-code", EnvironmentVariables: []string{},
+		Harnesses: []agentbridge.Harness{{ID: "claude-code", DisplayName: "claude-code"}}}
+}
+
+func (j *journalSource) Run(ctx context.Context, st hub.Start) error {
+	j.started <- st
+	<-ctx.Done()
+	return nil
+}
+
+// TestThroughTheHub: a journal folded by a real hub, with a hook's wait,
+// scanned again (a restart's rescan), gives the history of what it says,
+// once.
+func TestThroughTheHub(t *testing.T) {
+	t.Parallel()
+	s := running(t, filepath.Join(t.TempDir(), "h.db"), Options{})
+	h := hub.New(hub.Options{Recorder: s, Now: func() time.Time { return time.UnixMilli(base + 60_000) }})
+	src := &journalSource{started: make(chan hub.Start, 1)}
+	if err := h.Add(src); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }() //nolint:errcheck // ends with ctx
+	t.Cleanup(func() { cancel(); <-done })
+	sink := (<-src.started).Publisher
+	use := func(in, out int64) *agentbridge.UsageReport {
+		return &agentbridge.UsageReport{Usage: agentbridge.Usage{InputTokens: in, OutputTokens: out}}
+	}
+	journal := []agentbridge.Event{
+		{Kind: agentbridge.KindSessionStarted, OccurredAt: base, Model: "claude-opus-4-6", Cwd: "/w/app"},
+		{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: base + 1000},
+		{Kind: agentbridge.KindAgentMetadata, OccurredAt: base + 2000, Usage: use(100, 10)},
+		{Kind: agentbridge.KindToolStarted, ToolID: "tool1", Name: "Bash", OccurredAt: base + 3000},
+		{Kind: agentbridge.KindToolFinished, ToolID: "tool1", Outcome: agentbridge.OutcomeSuccess, OccurredAt: base + 9000},
+		{Kind: agentbridge.KindAgentMetadata, OccurredAt: base + 10000, Usage: use(200, 20)},
+		{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess, OccurredAt: base + 11000},
+	}
+	scan := func(upTo int) {
+		sink.Rescan()
+		for _, e := range journal[:upTo] {
+			if err := sink.Fold("s1", "claude-code", e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sink.Flush()
+	}
+	scan(4) // up to the tool's start
+	if err := h.Hook("claude-code", "s1", fold.Hook{Kind: fold.HookAsk, Key: "k1", ToolID: "tool1", Reason: "Approve Bash", At: base + 4000}); err != nil {
+		t.Fatal(err)
+	}
+	scan(len(journal)) // a restart: the whole journal again
+	scan(len(journal)) // and again
+	if err := s.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := sessions(t, s, Query{})
+	if len(got) != 1 {
+		t.Fatalf("%d sessions, want 1", len(got))
+	}
+	want := agentbridge.HistoryTurn{Index: 0, ID: "t1", StartedAt: base + 1000, EndedAt: base + 11000,
+		Outcome: agentbridge.OutcomeSuccess, Model: "claude-opus-4-6", Tools: 1,
+		Usage: agentbridge.Usage{InputTokens: 300, OutputTokens: 30},
+		Cost:  &agentbridge.Cost{USD: (300*5 + 30*25) / 1e6, Estimate: true, PricesAsOf: PricesAsOf},
+		Waits: []agentbridge.HistoryWait{{ID: got[0].Turns[0].Waits[0].ID, State: agentbridge.StatusWaiting, Reason: "Approve Bash",
+			StartedAt: base + 4000, EndedAt: base + 9000, Answered: agentbridge.WaitAnswered}}}
+	if len(got[0].Turns) != 1 {
+		t.Fatalf("turns %+v, want 1", got[0].Turns)
+	}
+	if diff := cmp.Diff(want, got[0].Turns[0]); diff != "" {
+		t.Errorf("the turn (-want +got):\n%s", diff)
+	}
+	if got[0].Usage != want.Usage || got[0].Project != "/w/app#root" || got[0].WaitingMs != 5000 || got[0].ActiveMs != 10000 {
+		t.Errorf("session: usage %+v, project %q, waiting %d, active %d", got[0].Usage, got[0].Project, got[0].WaitingMs, got[0].ActiveMs)
+	}
+}
