@@ -215,6 +215,9 @@ func (s *Server) answerWait(rec answer.Record) (*answer.Conflict, error) {
 	switch {
 	case err == nil:
 		rec.Result = answer.ResultAccepted
+		if s.History != nil {
+			s.History.Answered("", rec.Source, rec.SessionID, s.clock().UnixMilli())
+		}
 	case errors.As(err, &conflict):
 		rec.Result, rec.State = answer.ResultConflict, conflict.State
 	case errors.Is(err, answer.ErrNoWait):

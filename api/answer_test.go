@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -318,5 +319,32 @@ func TestAnswerAfterTheSessionEnded(t *testing.T) {
 	}
 	if v := verdict(t, got); v.Decision != answer.None {
 		t.Errorf("the hook of an ended session got %+v", v)
+	}
+}
+
+// TestAnswerIsNotedInTheHistory: an answer through the bridge is told to
+// the history (a wait it shows as answered from the bridge); a refused
+// second answer is not.
+func TestAnswerIsNotedInTheHistory(t *testing.T) {
+	t.Parallel()
+	hist := &fakeHistory{}
+	f, _, _ := answerFixture(t, true, func(s *Server) { s.History = hist })
+	resp, got, _ := waitingHook(t, f, "60")
+	if resp.StatusCode != 200 {
+		t.Fatalf("the waiting hook got %d", resp.StatusCode)
+	}
+	e := entryOf(t, f)
+	if e.Answerable == nil {
+		t.Fatalf("the prompt is not answerable: %+v", e)
+	}
+	if r, body := postAnswer(t, f, e.Answerable.WaitID, `{"decision":"allow"}`, nil); r.StatusCode != 200 {
+		t.Fatalf("answer %d %s", r.StatusCode, body)
+	}
+	verdict(t, got)
+	postAnswer(t, f, e.Answerable.WaitID, `{"decision":"allow"}`, nil) // refused: already answered
+	hist.mu.Lock()
+	defer hist.mu.Unlock()
+	if want := []string{"/claude-code/" + answerSID}; !slices.Equal(hist.answered, want) {
+		t.Errorf("the history was told of answers %q, want %q", hist.answered, want)
 	}
 }

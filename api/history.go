@@ -30,6 +30,9 @@ type History interface {
 	Usage(ctx context.Context, q history.UsageQuery) (agentbridge.UsageTable, error)
 	// Prune removes the sessions whose last event is before before.
 	Prune(ctx context.Context, before time.Time) (history.PruneResult, error)
+	// Answered notes that the open wait of a session was answered through
+	// the bridge (POST …/answer) at at (epoch ms); it must not block.
+	Answered(host, source, sessionID string, at int64)
 }
 
 // HistoryResponse is the body of GET /v1/history.
@@ -298,6 +301,9 @@ func historyOff() *Error {
 // storeFailed is the problem of a history that failed to answer: the
 // cause is logged, never shown (it may name the database's path).
 func (s *Server) storeFailed(r *http.Request, err error) *Error {
+	if errors.Is(err, history.ErrQuery) { // the routes check first; a rule only the store knows
+		return errorf(http.StatusBadRequest, "bad-query", "the history refused the query: %v", err)
+	}
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		return errorf(http.StatusServiceUnavailable, "history-unavailable", "the request ended before the history answered")
 	}

@@ -32,6 +32,7 @@ type fakeHistory struct {
 	query    history.Query
 	usage    history.UsageQuery
 	before   time.Time
+	answered []string // host/source/session of each answer through the bridge
 }
 
 func (h *fakeHistory) Sessions(_ context.Context, q history.Query) ([]agentbridge.HistorySession, error) {
@@ -55,6 +56,13 @@ func (h *fakeHistory) Prune(_ context.Context, before time.Time) (history.PruneR
 	defer h.mu.Unlock()
 	h.before = before
 	return history.PruneResult{Sessions: 3, Turns: 12}, h.err
+}
+
+// Answered records an answer through the bridge.
+func (h *fakeHistory) Answered(host, source, sessionID string, at int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.answered = append(h.answered, host+"/"+source+"/"+sessionID)
 }
 
 func (h *fakeHistory) asked() (history.Query, history.UsageQuery, time.Time) {

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"reflect"
 	"strings"
 	"time"
@@ -29,7 +28,7 @@ type History struct {
 }
 
 // DefaultRetention is history.retention's default.
-const DefaultRetention = 90 * 24 * time.Hour
+const DefaultRetention = history.DefaultRetention
 
 // MinRetention is the shortest history.retention accepted.
 const MinRetention = time.Hour
@@ -39,26 +38,8 @@ func (h History) check(bad func(string, ...any)) {
 	if h.Retention < MinRetention {
 		bad("history.retention: %v is below the minimum %v", h.Retention, MinRetention)
 	}
-	seen := map[string]bool{}
-	for i, p := range h.Prices {
-		at := fmt.Sprintf("history.prices[%d]", i)
-		switch {
-		case p.Model == "":
-			bad("%s.model: name the model (a name, or a prefix ending in *)", at)
-		case strings.Contains(strings.TrimSuffix(p.Model, "*"), "*"):
-			bad("%s.model: %q has a * before its end (only a final * makes a prefix)", at, p.Model)
-		case seen[p.Model]:
-			bad("%s.model: %q is priced twice", at, p.Model)
-		}
-		seen[p.Model] = true
-		for _, f := range []struct {
-			name string
-			v    float64
-		}{{"input", p.Input}, {"output", p.Output}, {"cacheRead", p.CacheRead}, {"cacheWrite", p.CacheWrite}} {
-			if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
-				bad("%s.%s: %v is not a price (USD per million tokens, 0 or more)", at, f.name, f.v)
-			}
-		}
+	if err := history.ValidatePrices(h.Prices); err != nil {
+		bad("history.%v", err) // "history.prices[i] …": the entry named
 	}
 }
 

@@ -132,15 +132,15 @@ func ValidatePrices(ps []Price) error {
 	for i, p := range ps {
 		switch m := p.Model; {
 		case strings.TrimSpace(m) == "":
-			return fmt.Errorf("prices[%d]: the model is empty", i)
+			return fmt.Errorf("prices[%d].model: the model is empty (name it, or a prefix ending in *)", i)
 		case len(m) > maxModelName:
-			return fmt.Errorf("prices[%d]: the model is longer than %d bytes", i, maxModelName)
+			return fmt.Errorf("prices[%d].model: longer than %d bytes", i, maxModelName)
 		case strings.Contains(strings.TrimSuffix(m, "*"), "*"):
-			return fmt.Errorf("prices[%d] (%q): \"*\" may only end the model", i, m)
+			return fmt.Errorf("prices[%d].model: %q has a \"*\" before its end (only a final * makes a prefix)", i, m)
 		}
 		key := normalize(p.Model)
 		if seen[key] {
-			return fmt.Errorf("prices[%d] (%q): the model is listed twice", i, p.Model)
+			return fmt.Errorf("prices[%d].model: %q is priced twice", i, p.Model)
 		}
 		seen[key] = true
 		for _, v := range []struct {
@@ -148,7 +148,7 @@ func ValidatePrices(ps []Price) error {
 			v    float64
 		}{{"input", p.Input}, {"output", p.Output}, {"cacheRead", p.CacheRead}, {"cacheWrite", p.CacheWrite}} {
 			if math.IsNaN(v.v) || math.IsInf(v.v, 0) || v.v < 0 {
-				return fmt.Errorf("prices[%d] (%q): %s must be a number ≥ 0, not %v", i, p.Model, v.name, v.v)
+				return fmt.Errorf("prices[%d].%s: %v is not a price of %q (USD per million tokens, 0 or more)", i, v.name, v.v, p.Model)
 			}
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/agentbridge/agentbridge/api"
 	"github.com/agentbridge/agentbridge/client"
 	"github.com/agentbridge/agentbridge/config"
+	"github.com/agentbridge/agentbridge/history"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/notify"
 	"github.com/agentbridge/agentbridge/remote"
@@ -170,6 +171,11 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 	if f := cfg.RevisionFile(); f != "" {
 		ho.Revisions = f // revisions grow across restarts, however fast the last run was
 	}
+	hist := openHistory(cfg, log, reg)
+	if hist != nil {
+		defer hist.Close() // after the writer ended (below)
+		ho.Recorder = hist
+	}
 	h := hub.New(ho)
 	srcs := buildSources(cfg, log)
 	for _, s := range srcs {
@@ -207,6 +213,9 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 		AllowedHosts: cfg.AllowedHosts, AllowedOrigins: cfg.AllowedOrigins,
 		Gatherer: reg, Version: versionString(), Logger: log,
 	}
+	if hist != nil {
+		apiSrv.History = hist
+	}
 	if f := cfg.AnswersFile(); cfg.Hooks.Answer && f == "" {
 		// every answer is audited: without a place for the log, none
 		log.Warn("answering stays off: there is no state directory for its audit log")
@@ -228,6 +237,21 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 
+	// The history's writer outlives the hub: it ends after the sources
+	// stopped, writing what they told last.
+	histCtx, histStop := context.WithCancel(context.Background())
+	defer histStop()
+	histDone := make(chan struct{})
+	if hist != nil {
+		go func() {
+			defer close(histDone)
+			if err := hist.Run(histCtx); err != nil {
+				log.Error("history writer stopped", "err", err)
+			}
+		}()
+	} else {
+		close(histDone)
+	}
 	hubDone := make(chan error, 1)
 	go func() { hubDone <- h.Run(ctx) }()
 	var followers sync.WaitGroup
@@ -268,6 +292,8 @@ func (a *app) serve(parent context.Context, cfg *config.Config, opt serveOptions
 		log.Warn("sources did not stop in time")
 	}
 	<-hooksDone // its requests end with ctx
+	histStop()
+	<-histDone // what was recorded is written before the store closes
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", serveErr)
 	}
@@ -353,4 +379,25 @@ func newWebhooks(cfg *config.Config, h *hub.Hub, answers *answer.Waits, log *slo
 		w.Hooks = append(w.Hooks, notify.Webhook{URL: c.URL, Events: c.Events, Headers: c.Headers, AnswerURL: c.AnswerURL})
 	}
 	return w
+}
+
+// openHistory opens the history store the configuration names; nil when
+// the history is off or cannot be opened (the bridge runs on without it:
+// the history routes then answer history-off, and the log says why).
+func openHistory(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) *history.Store {
+	if !cfg.History.Enabled {
+		return nil
+	}
+	if cfg.History.File == "" {
+		log.Warn("history stays off: there is no state directory for its database")
+		return nil
+	}
+	st, err := history.Open(cfg.History.File, history.Options{
+		Prices: cfg.History.Prices, Retention: cfg.History.Retention, Logger: log, Registry: reg,
+	})
+	if err != nil {
+		log.Error("history stays off: its database could not be opened", "err", err)
+		return nil
+	}
+	return st
 }

@@ -2,7 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -421,5 +424,74 @@ func TestServeFallsBackWhenTheAddressIsTaken(t *testing.T) {
 	}
 	if got == "" || got == busy || !strings.Contains(out.String(), got) {
 		t.Errorf("listened at %q (busy: %s), printed %q", got, busy, out.String())
+	}
+}
+
+// TestServeKeepsHistoryAcrossRestarts: what a push source told is in the
+// history after the bridge stopped and started again (the writer writes
+// what it was told before the store closes), and with --history=false the
+// history routes answer history-off.
+func TestServeKeepsHistoryAcrossRestarts(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	env := []string{"HOME=" + home}
+	cfgDir := filepath.Join(home, ".config", "agentbridge")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	yaml := "push:\n  - id: example-push\n    displayName: Example Agent\n    harnesses:\n      - {id: example-agent, displayName: Example Agent}\n"
+	if err := os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	ev := func(e agentbridge.Event) map[string]any {
+		return map[string]any{"op": "event", "sessionId": "s1", "harness": "example-agent", "event": e}
+	}
+	ops := []map[string]any{
+		ev(agentbridge.Event{Kind: agentbridge.KindSessionStarted, OccurredAt: now - 5000, Cwd: "/work/app"}),
+		ev(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: now - 4000}),
+		ev(agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w1", State: agentbridge.StatusWaiting, Reason: "Approve Bash", OccurredAt: now - 3000}),
+		ev(agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w1", OccurredAt: now - 2000}),
+		ev(agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess, OccurredAt: now - 1000}),
+	}
+	body, err := json.Marshal(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, stop, _ := startServe(t, env, "--listen=127.0.0.1:0")
+	c := client.New(u.Host, u.Query().Get("token"))
+	res, err := c.Do(t.Context(), http.MethodPost, "/v1/sources/example-push/publish", nil, bytes.NewReader(body), "")
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	res.Body.Close()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	u, stop, _ = startServe(t, env, "--listen=127.0.0.1:0")
+	c = client.New(u.Host, u.Query().Get("token"))
+	got, err := c.History(t.Context(), client.HistoryQuery{})
+	if err != nil {
+		t.Fatalf("history after a restart: %v", err)
+	}
+	if len(got) != 1 || got[0].ID != "s1" || len(got[0].Turns) != 1 {
+		t.Fatalf("history after a restart: %+v, want session s1 with one turn", got)
+	}
+	turn := got[0].Turns[0]
+	if turn.Outcome != agentbridge.OutcomeSuccess || turn.StartedAt != now-4000 || turn.EndedAt != now-1000 ||
+		len(turn.Waits) != 1 || turn.Waits[0].StartedAt != now-3000 || turn.Waits[0].EndedAt != now-2000 || got[0].WaitingMs != 1000 {
+		t.Errorf("the turn after a restart: %+v (waiting %d ms)", turn, got[0].WaitingMs)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	u, stop, _ = startServe(t, env, "--listen=127.0.0.1:0", "--history=false")
+	defer stop()
+	_, err = client.New(u.Host, u.Query().Get("token")).History(t.Context(), client.HistoryQuery{})
+	var se *client.StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusNotFound || !strings.Contains(err.Error(), "history") {
+		t.Errorf("history with --history=false: %v, want a 404 saying the history is off", err)
 	}
 }

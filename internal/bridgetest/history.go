@@ -20,6 +20,7 @@ type History struct {
 	queries  []history.Query
 	usage    []history.UsageQuery
 	prunes   []time.Time
+	answered []string // host/source/session of each answer through the bridge
 }
 
 // NewHistory returns a fake history that answers sessions to every query,
@@ -62,6 +63,13 @@ func (h *History) Prune(_ context.Context, before time.Time) (history.PruneResul
 	return h.pruned, h.err
 }
 
+// Answered records an answer through the bridge.
+func (h *History) Answered(host, source, sessionID string, at int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.answered = append(h.answered, host+"/"+source+"/"+sessionID)
+}
+
 // Queries returns the queries Sessions was asked, in order.
 func (h *History) Queries() []history.Query {
 	h.mu.Lock()
@@ -81,4 +89,12 @@ func (h *History) Prunes() []time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]time.Time(nil), h.prunes...)
+}
+
+// AnsweredAt returns the sessions (host/source/id) answered through the
+// bridge so far, in order.
+func (h *History) AnsweredAt() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.answered...)
 }
