@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -216,7 +215,7 @@ func checkRegular(name string, create bool) error {
 		if !create {
 			return nil
 		}
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|smallfile.OpenFlags, 0o600)
 		if err != nil {
 			return fmt.Errorf("create: %w", err)
 		}
@@ -228,7 +227,7 @@ func checkRegular(name string, create bool) error {
 	case !fi.Mode().IsRegular():
 		return notRegular(fi.Mode())
 	}
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(name, os.O_RDONLY|smallfile.OpenFlags, 0)
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
