@@ -218,6 +218,16 @@ func normalize(model string) string {
 	return m
 }
 
+// BuiltinPrice returns the built-in table's price of model, as a store
+// with no user prices looks it up (an exact name, else the longest prefix,
+// in the forms agents write it); ok false when the table has none. It lets
+// a check of the history's costs price tokens itself.
+func BuiltinPrice(model string) (price Price, ok bool) {
+	p := prices{builtin: patterns(builtinPrices)}
+	price, _, ok = p.lookup(model)
+	return price, ok
+}
+
 // lookup returns the price of a model and whether it came from the user's
 // list; ok false when none matches.
 func (p *prices) lookup(model string) (price Price, user, ok bool) {

@@ -65,6 +65,28 @@ func TestPriceLookup(t *testing.T) {
 	}
 }
 
+// TestBuiltinPrice: the exported lookup prices a model as a store without
+// user prices does, all four prices, and none for a model the table lacks.
+func TestBuiltinPrice(t *testing.T) {
+	t.Parallel()
+	store, err := newPrices(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range []string{"claude-opus-4-6", "claude-sonnet-4.5", "anthropic/claude-haiku-4-5-20251001", "gpt-5.4-mini", "gpt-5.2", "gemini-3-flash-preview", "qwen3-coder-plus", "mock-model", "claude-opus-5", ""} {
+		want, _, wantOK := store.lookup(model)
+		if got, ok := BuiltinPrice(model); got != want || ok != wantOK {
+			t.Errorf("BuiltinPrice(%q) = %+v, %v; the store's lookup %+v, %v", model, got, ok, want, wantOK)
+		}
+	}
+	if p, ok := BuiltinPrice("claude-opus-4-6"); !ok || p != (Price{Model: "claude-opus-4-6*", Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25}) {
+		t.Errorf("BuiltinPrice(claude-opus-4-6) = %+v, %v; want the table's claude-opus-4-6* row", p, ok)
+	}
+	if _, ok := BuiltinPrice("mock-model"); ok {
+		t.Error("mock-model has a price")
+	}
+}
+
 // TestCost: the tally's cost says where its prices came from and counts
 // the tokens it could not price.
 func TestCost(t *testing.T) {
