@@ -26,6 +26,10 @@ var repoRoot string
 var binDir string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeAgentEnv) != "" {
+		fakeAgent()
+		return
+	}
 	os.Exit(runMain(m))
 }
 
@@ -78,6 +82,16 @@ func startBridge(t *testing.T) *bridge { t.Helper(); return startBridgeConfig(t,
 // env is added to the bridge's environment.
 func startBridgeConfig(t *testing.T, config string, env ...string) *bridge {
 	t.Helper()
+	b := newBridge(t, config, env...)
+	b.start()
+	return b
+}
+
+// newBridge is startBridgeConfig without the start: the bridge's home and
+// configuration are made, for the test to fill the home before it starts
+// the bridge (b.start).
+func newBridge(t *testing.T, config string, env ...string) *bridge {
+	t.Helper()
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
@@ -105,7 +119,6 @@ func startBridgeConfig(t *testing.T, config string, env ...string) *bridge {
 	b.env = append(b.env, env...)
 	b.base = "http://" + b.addr
 	b.bin = agentbridgeBin(t)
-	b.start()
 	t.Cleanup(b.stop)
 	return b
 }
