@@ -40,16 +40,18 @@ const historyFrom = "2026-01-01T00:00:00Z"
 // a bridge killed (SIGKILL) midway, while records are appended and its
 // history written, and started again on the same home and state, loses no
 // session, turn or wait: its history equals that of a bridge that ran the
-// same replay without the kill.
+// same replay without the kill. So does one stopped (SIGTERM) and started
+// again.
 func TestHistoryReplayMatchesJournalsAcrossKill(t *testing.T) {
-	ref := replayDay(t, false)
-	killed := replayDay(t, true)
+	ref := replayDay(t, 0)
+	killed := replayDay(t, syscall.SIGKILL)
+	restarted := replayDay(t, syscall.SIGTERM)
 
 	// Both bridges counted exactly what the journals record, per day and
 	// harness, and priced it with the table; every journal's session is in
 	// their history, with the tokens its journal records.
 	want := journalUsage(t, ref.journals)
-	for _, r := range []*replayed{ref, killed} {
+	for _, r := range []*replayed{ref, killed, restarted} {
 		retry(t, r.name+": GET /v1/usage?by=day&split=harness equal to the journals' sums", func() string {
 			u, err := r.getUsage()
 			if err != nil {
@@ -66,8 +68,9 @@ func TestHistoryReplayMatchesJournalsAcrossKill(t *testing.T) {
 		})
 	}
 
-	// The killed bridge has the same turns and waits as the one without
-	// the kill (which has long finished: what it shows is all it will).
+	// The killed bridge, and the restarted one, have the same turns and
+	// waits as the one without a stop (which has long finished: what it
+	// shows is all it will).
 	// Only what comes from the journals is compared: the times a bridge
 	// stamps itself (an agent.done without a time, a session's start the
 	// journal does not date, the ends of a turn or wait that came with such
@@ -86,28 +89,30 @@ func TestHistoryReplayMatchesJournalsAcrossKill(t *testing.T) {
 	}
 	t.Logf("%d sessions, %d turns, %d waits", len(h), turns, waits)
 	if turns < len(recordings) || waits == 0 {
-		t.Fatalf("the replay without a kill has %d turns and %d waits: too few to compare", turns, waits)
+		t.Fatalf("the replay without a stop has %d turns and %d waits: too few to compare", turns, waits)
 	}
-	retry(t, "GET /v1/history and /v1/usage after a kill and a restart equal to the run without (-without +killed)", func() string {
-		var diffs []string
-		for _, get := range []func(*replayed) (any, error){
-			func(r *replayed) (any, error) { h, err := r.getHistory(); return r.comparable(h), err },
-			func(r *replayed) (any, error) { u, err := r.getUsage(); return comparableRows(u), err },
-		} {
-			a, err := get(ref)
-			if err != nil {
-				return err.Error()
+	for _, r := range []*replayed{killed, restarted} {
+		retry(t, "GET /v1/history and /v1/usage "+r.name+" equal to the run without a stop (-without +"+r.name+")", func() string {
+			var diffs []string
+			for _, get := range []func(*replayed) (any, error){
+				func(r *replayed) (any, error) { h, err := r.getHistory(); return r.comparable(h), err },
+				func(r *replayed) (any, error) { u, err := r.getUsage(); return comparableRows(u), err },
+			} {
+				a, err := get(ref)
+				if err != nil {
+					return err.Error()
+				}
+				b, err := get(r)
+				if err != nil {
+					return err.Error()
+				}
+				if d := cmp.Diff(a, b); d != "" {
+					diffs = append(diffs, d)
+				}
 			}
-			b, err := get(killed)
-			if err != nil {
-				return err.Error()
-			}
-			if d := cmp.Diff(a, b); d != "" {
-				diffs = append(diffs, d)
-			}
-		}
-		return strings.Join(diffs, "\n")
-	})
+			return strings.Join(diffs, "\n")
+		})
+	}
 }
 
 // replayed is a bridge a replay ran through.
@@ -121,15 +126,18 @@ type replayed struct {
 // replayDay lays the recordings' first records into a new bridge's home,
 // starts the bridge, and appends the rest record by record, the journals
 // interleaved, the old ones made a day old once a quarter of the rest is
-// appended and they are in the history; with kill, the bridge is killed
-// (SIGKILL) soon after, while the appending goes on, a quarter more is
-// appended while it is down, and it is started again on the same home and
-// state directory for the last quarter.
-func replayDay(t *testing.T, kill bool) *replayed {
+// appended and they are in the history; with a signal, the bridge is
+// sent it (SIGKILL, SIGTERM) soon after, while the appending goes on, a
+// quarter more is appended while it is down, and it is started again on
+// the same home and state directory for the last quarter.
+func replayDay(t *testing.T, stop syscall.Signal) *replayed {
 	t.Helper()
-	r := &replayed{name: "without a kill"}
-	if kill {
+	r := &replayed{name: "without a stop"}
+	switch stop {
+	case syscall.SIGKILL:
 		r.name = "killed"
+	case syscall.SIGTERM:
+		r.name = "restarted"
 	}
 	b := newBridge(t, historyConfig)
 	r.c = client.New(b.addr, b.token)
@@ -184,14 +192,14 @@ func replayDay(t *testing.T, kill bool) *replayed {
 			t.Fatal(err)
 		}
 	}
-	if !kill {
+	if stop == 0 {
 		write(n/4, n)
 		return r
 	}
-	// A burst of records, and the kill while the bridge reads them and
+	// A burst of records, and the signal while the bridge reads them and
 	// writes its history; the appending goes on.
 	write(n/4, n/4+n/16)
-	if err := b.proc.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := b.proc.Cmd.Process.Signal(stop); err != nil {
 		t.Fatal(err)
 	}
 	write(n/4+n/16, n/2)
