@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -27,11 +28,10 @@ func (j *journalSource) Run(ctx context.Context, st hub.Start) error {
 	return nil
 }
 
-// TestThroughTheHub: a journal folded by a real hub, with a hook's wait,
-// scanned again (a restart's rescan), gives the history of what it says,
-// once.
-func TestThroughTheHub(t *testing.T) {
-	t.Parallel()
+// throughAHub runs a store and a hub recording into it, with one journal
+// source whose Publisher it returns; both end with the test.
+func throughAHub(t *testing.T) (*Store, *hub.Hub, hub.Sink) {
+	t.Helper()
 	s := running(t, filepath.Join(t.TempDir(), "h.db"), Options{})
 	h := hub.New(hub.Options{Recorder: s, Now: func() time.Time { return time.UnixMilli(base + 60_000) }})
 	src := &journalSource{started: make(chan hub.Start, 1)}
@@ -42,7 +42,15 @@ func TestThroughTheHub(t *testing.T) {
 	done := make(chan struct{})
 	go func() { h.Run(ctx); close(done) }() //nolint:errcheck // ends with ctx
 	t.Cleanup(func() { cancel(); <-done })
-	sink := (<-src.started).Publisher
+	return s, h, (<-src.started).Publisher
+}
+
+// TestThroughTheHub: a journal folded by a real hub, with a hook's wait,
+// scanned again (a restart's rescan), gives the history of what it says,
+// once.
+func TestThroughTheHub(t *testing.T) {
+	t.Parallel()
+	s, h, sink := throughAHub(t)
 	use := func(in, out int64) *agentbridge.UsageReport {
 		return &agentbridge.UsageReport{Usage: agentbridge.Usage{InputTokens: in, OutputTokens: out}}
 	}
@@ -91,5 +99,70 @@ func TestThroughTheHub(t *testing.T) {
 	}
 	if got[0].Usage != want.Usage || got[0].Project != "/w/app#root" || got[0].WaitingMs != 5000 || got[0].ActiveMs != 10000 {
 		t.Errorf("session: usage %+v, project %q, waiting %d, active %d", got[0].Usage, got[0].Project, got[0].WaitingMs, got[0].ActiveMs)
+	}
+}
+
+// TestUsageOfASessionBackAfterItLeft: a session that stops and is written
+// again in the same run comes back with a fold built anew, whose counts
+// start from zero (added counts) or start again at the journal's totals
+// (Codex's Total reports): the history keeps what it counted before and
+// adds only what is new, so its totals are the journal's, also after a
+// prune (which leaves the writer's state of the sessions it keeps).
+func TestUsageOfASessionBackAfterItLeft(t *testing.T) {
+	t.Parallel()
+	for _, total := range []bool{false, true} {
+		t.Run(fmt.Sprintf("total=%v", total), func(t *testing.T) {
+			t.Parallel()
+			s, _, sink := throughAHub(t)
+			var sum int64
+			use := func(in int64) *agentbridge.UsageReport {
+				if sum += in; total {
+					return &agentbridge.UsageReport{Usage: agentbridge.Usage{InputTokens: sum}, Total: true}
+				}
+				return &agentbridge.UsageReport{Usage: agentbridge.Usage{InputTokens: in}}
+			}
+			fold := func(es ...agentbridge.Event) {
+				for _, e := range es {
+					if err := sink.Fold("s1", "claude-code", e); err != nil {
+						t.Fatal(err)
+					}
+				}
+				sink.Flush()
+			}
+			fold(agentbridge.Event{Kind: agentbridge.KindSessionStarted, OccurredAt: base, Model: "claude-opus-4-6"},
+				agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: base + 1000},
+				agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: base + 2000, Usage: use(1000)},
+				agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess, OccurredAt: base + 3000},
+				agentbridge.Event{Kind: agentbridge.KindSessionStopped, OccurredAt: base + 4000})
+			fold(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t2", OccurredAt: base + 10_000},
+				agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: base + 11_000, Usage: use(100)})
+			if err := s.Sync(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Prune(context.Background(), time.UnixMilli(base-1)); err != nil {
+				t.Fatal(err)
+			}
+			fold(agentbridge.Event{Kind: agentbridge.KindAgentMetadata, OccurredAt: base + 12_000, Usage: use(10)},
+				agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess, OccurredAt: base + 13_000})
+			if err := s.Sync(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got := sessions(t, s, Query{})
+			if len(got) != 1 || len(got[0].Turns) != 2 {
+				t.Fatalf("sessions %+v, want one with two turns", got)
+			}
+			want := agentbridge.Usage{InputTokens: 1110}
+			if got[0].Usage != want || got[0].Turns[0].Usage.InputTokens != 1000 || got[0].Turns[1].Usage.InputTokens != 110 {
+				t.Errorf("usage %+v, turns %+v and %+v; want %+v: 1000 then 110",
+					got[0].Usage, got[0].Turns[0].Usage, got[0].Turns[1].Usage, want)
+			}
+			tab, err := s.Usage(context.Background(), UsageQuery{By: agentbridge.UsageByDay, Loc: time.UTC})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tab.Total.Usage != want {
+				t.Errorf("usage by day: total %+v, want %+v", tab.Total.Usage, want)
+			}
+		})
 	}
 }

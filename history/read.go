@@ -438,7 +438,9 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (PruneResult, error
 	if err := tx.Commit(); err != nil {
 		return PruneResult{}, fmt.Errorf("history: prune: %w", err)
 	}
-	clear(s.sessions) // read again from what is left
+	// The writer's state of a pruned session goes at its next fact (state
+	// checks its row); the others keep theirs (what the hub's folds
+	// counted, which the rows do not say).
 	if n > 0 {
 		if _, err := s.wdb.ExecContext(ctx, "PRAGMA incremental_vacuum"); err != nil {
 			s.log.Warn("history: incremental vacuum failed", "err", err)

@@ -474,3 +474,23 @@ func TestWholeAgainKeepsTheTime(t *testing.T) {
 		t.Errorf("after a second snapshot: %+v, want started and last at the first", got)
 	}
 }
+
+// TestRecountAddsToWhatWasUsed: a session given whole from a snapshot (a
+// push source's upsert: its fold built anew, counts from zero: Recount)
+// keeps what it used before, and what its new fold counts is added.
+func TestRecountAddsToWhatWasUsed(t *testing.T) {
+	t.Parallel()
+	s := running(t, filepath.Join(t.TempDir(), "h.db"), Options{})
+	ss := &session{source: "p", id: "1", harness: "qwen", model: "qwen3-coder-plus"}
+	record(t, s,
+		ss.fact(base, agentbridge.Event{Kind: agentbridge.KindTurnStarted}),
+		ss.fact(base+1, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Usage: use(500, 50, 0, 0)}))
+	ss.usage = agentbridge.Usage{}
+	whole := ss.fact(base+2, agentbridge.Event{})
+	whole.Recount = true
+	record(t, s, whole, ss.fact(base+3, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Usage: use(20, 2, 0, 0)}))
+	got := sessions(t, s, Query{})
+	if want := (agentbridge.Usage{InputTokens: 520, OutputTokens: 52}); len(got) != 1 || got[0].Usage != want {
+		t.Errorf("sessions %+v, want one that used %+v", got, want)
+	}
+}

@@ -272,11 +272,12 @@ type sessionState struct {
 	ended                      sql.NullString // JSON of agentbridge.Ended
 	nextTurn                   int
 	turn                       *openTurn
-	tools                      map[string]int64 // open tool id → its row
-	waits                      []openWait       // in the order they started
-	usage                      agentbridge.Usage
-	checked                    bool // its row was seen in this transaction
-	turnDirty                  bool // the open turn's model or tools changed
+	tools                      map[string]int64  // open tool id → its row
+	waits                      []openWait        // in the order they started
+	usage                      agentbridge.Usage // the sum of its usage rows
+	seen                       agentbridge.Usage // the totals of the hub's fold at its last fact
+	checked                    bool              // its row was seen in this transaction
+	turnDirty                  bool              // the open turn's model or tools changed
 }
 
 type openTurn struct {
@@ -472,9 +473,13 @@ func (w *txn) loadOpen(st *sessionState) error {
 		return err
 	}
 	u := &st.usage
-	return w.one(`SELECT COALESCE(SUM(input),0), COALESCE(SUM(output),0),
+	if err := w.one(`SELECT COALESCE(SUM(input),0), COALESCE(SUM(output),0),
 		COALESCE(SUM(cache_read),0), COALESCE(SUM(cache_write),0) FROM usage WHERE sid=?`, []any{st.sid},
-		&u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens)
+		&u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens); err != nil {
+		return err
+	}
+	st.seen = st.usage // as when the fold was not built anew since the rows began
+	return nil
 }
 
 func closeRows(rows *sql.Rows) error {
@@ -497,7 +502,7 @@ func (w *txn) fresh(st *sessionState) error {
 	}
 	st.nextTurn, st.turn, st.turnDirty = 0, nil, false
 	clear(st.tools)
-	st.usage = agentbridge.Usage{}
+	st.usage, st.seen = agentbridge.Usage{}, agentbridge.Usage{}
 	if err := w.openWaits(st); err != nil {
 		return fmt.Errorf("read a session's waits: %w", err)
 	}
@@ -566,13 +571,8 @@ func (w *txn) fact(f *hub.Fact) error {
 		st.turn.model, st.turnDirty = f.Model, true
 	}
 	// Usage first: the counts an agent.done carries are its turn's.
-	if d := f.Usage.Sub(st.usage); d != (agentbridge.Usage{}) {
-		if _, err := w.exec(`INSERT INTO usage (sid, turn, at, model, input, output, cache_read, cache_write)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, st.sid, st.turnIdx(), t, f.Model,
-			d.InputTokens, d.OutputTokens, d.CacheReadTokens, d.CacheWriteTokens); err != nil {
-			return fmt.Errorf("add usage: %w", err)
-		}
-		st.usage = f.Usage
+	if err := w.usage(st, f, t); err != nil {
+		return err
 	}
 	if err := w.event(st, f, t); err != nil {
 		return err
@@ -585,6 +585,31 @@ func (w *txn) fact(f *hub.Fact) error {
 	if f.Status != "" && f.Status != agentbridge.StatusWaiting && f.Status != agentbridge.StatusBlocked {
 		return w.endWaits(st, t, agentbridge.WaitAnswered)
 	}
+	return nil
+}
+
+// usage adds what the session used since its last fact, at t: the change
+// of the fold's totals since then (a fold built anew, Recount, counts from
+// zero again), or, when the event's report gives the session's totals
+// (Total), the change of the usage counted so far.
+func (w *txn) usage(st *sessionState, f *hub.Fact, t int64) error {
+	if f.Recount {
+		st.seen = agentbridge.Usage{}
+	}
+	d := f.Usage.Sub(st.seen)
+	if r := f.Event.Usage; r != nil && r.Total {
+		d = f.Usage.Sub(st.usage)
+	}
+	st.seen = f.Usage
+	if d == (agentbridge.Usage{}) {
+		return nil
+	}
+	if _, err := w.exec(`INSERT INTO usage (sid, turn, at, model, input, output, cache_read, cache_write)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, st.sid, st.turnIdx(), t, f.Model,
+		d.InputTokens, d.OutputTokens, d.CacheReadTokens, d.CacheWriteTokens); err != nil {
+		return fmt.Errorf("add usage: %w", err)
+	}
+	st.usage = st.usage.Add(d)
 	return nil
 }
 

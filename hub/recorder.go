@@ -33,6 +33,12 @@ type Fact struct {
 	// A session that comes back after it left in this run, and every
 	// session of a push source, is never Fresh (see freshFold).
 	Fresh bool
+	// Recount marks the first fact of a fold built anew that is not Fresh
+	// (a session that comes back after it left, a session given whole
+	// from a snapshot): its Usage counts from zero again here, while what
+	// the session used before it stays used. (A usage report with Total
+	// set makes Usage the session's totals, whatever the fold.)
+	Recount bool
 	// Hook marks an event a hook made (not told again by a scan).
 	Hook bool
 	// The session after the fact.
@@ -81,14 +87,15 @@ func (p *publisher) freshFold(id string) bool {
 
 // record notes the fact of e, just folded into w at at (by a hook when
 // hook), with the session as the fold leaves it; the first fact of a fold
-// built from nothing is Fresh. p.mu must be held and the hub must have a
-// recorder.
+// built from nothing is Fresh, or Recount when it does not tell the
+// session again. p.mu must be held and the hub must have a recorder.
 func (p *publisher) record(w *work, e *agentbridge.Event, at int64, hook bool) {
 	f := w.fold
 	p.facts = append(p.facts, Fact{Source: p.src.info.ID, SessionID: w.id, Harness: w.harness, Event: *e,
-		Fresh: w.fresh, Hook: hook, Status: f.Status(), Model: f.Model(), Cwd: f.Cwd(), Title: f.Title(), Usage: f.Usage(), Ended: f.Ended()})
+		Fresh: w.fresh, Recount: w.anew && !w.fresh, Hook: hook,
+		Status: f.Status(), Model: f.Model(), Cwd: f.Cwd(), Title: f.Title(), Usage: f.Usage(), Ended: f.Ended()})
 	p.facts[len(p.facts)-1].Event.OccurredAt = at
-	w.fresh = false
+	w.fresh, w.anew = false, false
 	if p.rebuilds && len(p.told) < maxTold {
 		if p.told == nil {
 			p.told = map[string]struct{}{}
@@ -98,10 +105,12 @@ func (p *publisher) record(w *work, e *agentbridge.Event, at int64, hook bool) {
 }
 
 // recordWhole notes the fact of w, a session given whole (its shown
-// snapshot, activity and end), taken at the hub's clock. p.mu and the
-// hub's lock must be held and the hub must have a recorder.
-func (p *publisher) recordWhole(w *work) {
+// snapshot, activity and end), taken at the hub's clock; Recount when its
+// fold was just built from the snapshot (anew). p.mu and the hub's lock
+// must be held and the hub must have a recorder.
+func (p *publisher) recordWhole(w *work, anew bool) {
 	p.facts = append(p.facts, wholeFact("", p.src.info.ID, w.shown, w.shownAct, w.shownEnded, p.h.now().UnixMilli()))
+	p.facts[len(p.facts)-1].Recount = anew
 }
 
 // wholeFact is the fact of a session that came without an event (given

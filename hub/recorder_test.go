@@ -49,6 +49,9 @@ func brief(fs []Fact) []string {
 		if f.Fresh {
 			s += " fresh"
 		}
+		if f.Recount {
+			s += " recount"
+		}
 		if f.Hook {
 			s += " hook"
 		}
@@ -265,7 +268,9 @@ func TestRecorderPushBatches(t *testing.T) {
 		want  []string
 	}{
 		{"accepted: in order", false, []agentbridge.Op{turn("s1", "t1"), upsert, turn("s2", "t2")},
-			[]string{"/p/s1 turn.started", "/p/s2 (whole)", "/p/s2 turn.started"}}, // a push source's sessions are never told again: never fresh
+			// a push source's sessions are never told again: never fresh; a
+			// fold built anew (a new session, one given whole) counts again
+			[]string{"/p/s1 turn.started recount", "/p/s2 (whole) recount", "/p/s2 turn.started"}},
 		{"refused: none", false, []agentbridge.Op{turn("s1", "t1"), upsert, bad}, []string{}},
 		{"checked: none", true, []agentbridge.Op{turn("s1", "t1"), upsert}, []string{}},
 	} {
@@ -388,7 +393,8 @@ func TestRecorderShutdownDropsFacts(t *testing.T) {
 // TestRecorderSessionBackAfterItLeftIsNotFresh: a session that left the
 // hub (stopped, or removed) and whose journal is written again is read on
 // from where its tailer was, so its new fold is no Fresh start: a recorder
-// must keep the turns it recorded before.
+// must keep the turns it recorded before. Its fold's counts start again
+// from zero: Recount.
 func TestRecorderSessionBackAfterItLeftIsNotFresh(t *testing.T) {
 	rec := &recorder{}
 	_, s, _ := sinkOf(t, Options{Recorder: rec})
@@ -405,7 +411,7 @@ func TestRecorderSessionBackAfterItLeftIsNotFresh(t *testing.T) {
 	s.Flush()
 	want := []string{
 		"/src/s1 turn.started fresh", "/src/s1 session.stopped", "/src/s2 turn.started fresh",
-		"/src/s1 turn.started", "/src/s2 turn.started", "/src/s3 turn.started fresh",
+		"/src/s1 turn.started recount", "/src/s2 turn.started recount", "/src/s3 turn.started fresh",
 	}
 	if diff := cmp.Diff(want, brief(rec.facts())); diff != "" {
 		t.Errorf("facts (-want +got):\n%s", diff)

@@ -196,6 +196,7 @@ type work struct {
 	data        []byte // next, encoded as an upsert, when changed
 	owner       uint64 // the batch that made or cloned it (publisher.open)
 	fresh       bool   // its fold was built from nothing and has no fact yet (Fact.Fresh)
+	anew        bool   // its fold was built from nothing and has no fact yet, Fresh or not (Fact.Recount)
 }
 
 // incarnation groups the lifecycle records of one session between two
@@ -334,7 +335,7 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, in intake) []v
 		if len(issues) > 0 {
 			return issues
 		}
-		w = &work{id: id, harness: harness, fold: fold.NewSession(id, harness), fresh: p.freshFold(id)}
+		w = &work{id: id, harness: harness, fold: fold.NewSession(id, harness), fresh: p.freshFold(id), anew: true}
 		p.fresh(w)
 		if old := p.work[id]; p.scan != nil && old != nil {
 			w.stamps, w.reads = old.stamps, old.reads
@@ -499,7 +500,7 @@ func (p *publisher) Restart(id string) {
 		return
 	}
 	w.fold = fold.NewSession(id, w.harness)
-	w.dones, w.undated, w.fresh = 0, 0, true
+	w.dones, w.undated, w.fresh, w.anew = 0, 0, true, true
 	if p.scan != nil {
 		return
 	}

@@ -305,10 +305,12 @@ func pushed(sn agentbridge.Snapshot) *work {
 // take keeps w, a session given whole (adopt, pushed), in the store: its
 // fold made from its snapshot when it has none, the clocks of the session
 // it replaces kept with their counts (the events that follow are new:
-// see Sink), its fact (Event.Kind "", not Fresh) noted for the recorder.
+// see Sink), its fact (Event.Kind "", not Fresh; Recount when its fold is made from
+// the snapshot) noted for the recorder.
 // p.mu and the hub's lock must be held.
 func (p *publisher) take(w *work) {
-	if w.fold == nil {
+	anew := w.fold == nil
+	if anew {
 		w.fold = fold.FromSnapshot(*w.shown)
 	}
 	if old := p.work[w.id]; old != nil {
@@ -316,7 +318,7 @@ func (p *publisher) take(w *work) {
 	}
 	p.fresh(w)
 	if p.h.rec != nil {
-		p.recordWhole(w)
+		p.recordWhole(w, anew)
 	}
 }
 
