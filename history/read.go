@@ -151,8 +151,8 @@ func (s *Store) detail(ctx context.Context, tx *sql.Tx, sid int64, h *agentbridg
 	for i := range h.Turns {
 		byIdx[h.Turns[i].Index] = &h.Turns[i]
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(ended_at - started_at), 0) FROM turns
-		WHERE sid=? AND ended_at IS NOT NULL AND started_at > 0 AND ended_at >= started_at`, sid).Scan(&h.ActiveMs); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(`+spanMs("turns")+`), 0) FROM turns WHERE sid=?`,
+		sid).Scan(&h.ActiveMs); err != nil {
 		return err
 	}
 	rows, err = tx.QueryContext(ctx, `SELECT turn, wait_id, state, reason, started_at, COALESCE(ended_at, 0),
@@ -264,7 +264,7 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) (agentbridge.UsageTable
 		return agentbridge.UsageTable{}, err
 	}
 	if err := s.sumRows(ctx, tx, `SELECT t.sid, t.started_at / `+quarter+` * `+quarter+`, t.model, s.project, s.harness, s.model,
-		COUNT(*), SUM(MAX(COALESCE(t.ended_at - t.started_at, 0), 0)) FROM turns t JOIN sessions s ON s.sid = t.sid
+		COUNT(*), SUM(`+spanMs("t")+`) FROM turns t JOIN sessions s ON s.sid = t.sid
 		WHERE `+cond+` AND t.started_at >= ? AND t.started_at < ? GROUP BY t.sid, t.started_at / `+quarter+`, t.model`,
 		rangeArgs, func(c contribution, rows *sql.Rows) error {
 			var n int
@@ -281,7 +281,7 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) (agentbridge.UsageTable
 		return agentbridge.UsageTable{}, err
 	}
 	if err := s.sumRows(ctx, tx, `SELECT w.sid, w.started_at / `+quarter+` * `+quarter+`, COALESCE(t.model, ''), s.project, s.harness, s.model,
-		SUM(MAX(COALESCE(w.ended_at - w.started_at, 0), 0)) FROM waits w JOIN sessions s ON s.sid = w.sid
+		SUM(`+spanMs("w")+`) FROM waits w JOIN sessions s ON s.sid = w.sid
 		LEFT JOIN turns t ON t.sid = w.sid AND t.idx = w.turn
 		WHERE `+cond+` AND w.started_at >= ? AND w.started_at < ? GROUP BY w.sid, w.started_at / `+quarter+`, t.model`,
 		rangeArgs, func(c contribution, rows *sql.Rows) error {
@@ -310,6 +310,13 @@ func (s *Store) Usage(ctx context.Context, q UsageQuery) (agentbridge.UsageTable
 	})
 	tab.Total = u.total.finish()
 	return tab, nil
+}
+
+// spanMs is the SQL of the length in ms of the turn or wait of alias a: 0
+// while it is open, or when its start is unknown (0) or after its end.
+func spanMs(a string) string {
+	return "CASE WHEN " + a + ".started_at > 0 AND " + a + ".ended_at >= " + a + ".started_at THEN " +
+		a + ".ended_at - " + a + ".started_at ELSE 0 END"
 }
 
 // quarter is the bucket, in ms, usage is summed in before its rows are

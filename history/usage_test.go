@@ -236,3 +236,29 @@ func TestOverflowLosingAFreshFact(t *testing.T) {
 		t.Fatalf("after the loss: %+v, want only the kept turn t2, numbered 0", got)
 	}
 }
+
+// TestUsageOfUndatedStarts: a turn or wait whose start is unknown (0: an
+// undated first record of a scan) adds no time: it ended 56 years after
+// the epoch, not after it started. Its turn still counts.
+func TestUsageOfUndatedStarts(t *testing.T) {
+	t.Parallel()
+	s := running(t, filepath.Join(t.TempDir(), "h.db"), Options{})
+	ss := &session{source: "x", id: "1", harness: "x", fresh: true}
+	record(t, s,
+		ss.fact(0, agentbridge.Event{Kind: agentbridge.KindTurnStarted}),
+		ss.fact(0, agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w", State: agentbridge.StatusWaiting}),
+		ss.fact(base, agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w"}),
+		ss.fact(base+1000, agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess}),
+	)
+	got, err := s.Usage(context.Background(), UsageQuery{By: agentbridge.UsageByHarness})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tot := got.Total; tot.Turns != 1 || tot.ActiveMs != 0 || tot.WaitingMs != 0 {
+		t.Errorf("total: %d turns, active %d ms, waiting %d ms; want 1 turn and no time", tot.Turns, tot.ActiveMs, tot.WaitingMs)
+	}
+	h := sessions(t, s, Query{})
+	if len(h) != 1 || h[0].ActiveMs != 0 || h[0].WaitingMs != 0 {
+		t.Errorf("sessions %+v, want one with no time", h)
+	}
+}
