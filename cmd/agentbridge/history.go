@@ -70,17 +70,19 @@ func (f *historyFilter) filter(now time.Time) (client.HistoryFilter, error) {
 	return hf, nil
 }
 
-// parseSince reads --since: a length of time before now, an RFC 3339 time
-// or epoch milliseconds.
+// parseSince reads --since: epoch milliseconds (digits only, as the
+// bridge reads from: "0" is the epoch, not no time at all), a length of
+// time before now or an RFC 3339 time.
 func parseSince(s string, now time.Time) (time.Time, bool) {
+	if s != "" && strings.Trim(s, "0123456789") == "" {
+		ms, err := strconv.ParseInt(s, 10, 64)
+		return time.UnixMilli(ms), err == nil
+	}
 	if d, err := history.ParseAge(s); err == nil {
 		return now.Add(-d), true
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, true
-	}
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms >= 0 {
-		return time.UnixMilli(ms), true
 	}
 	return time.Time{}, false
 }

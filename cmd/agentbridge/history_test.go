@@ -212,3 +212,28 @@ func TestHistoryUsageErrors(t *testing.T) {
 		t.Errorf("a failing store: exit %d, %q", code, errs)
 	}
 }
+
+// TestParseSince: --since reads digits as epoch ms (0 is all of the
+// history, as the bridge's from reads it), else a length of time or an
+// RFC 3339 time.
+func TestParseSince(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_800_000_000_000)
+	for in, want := range map[string]int64{
+		"0":                    0,
+		"1700000000000":        1_700_000_000_000,
+		"7d":                   now.Add(-7 * 24 * time.Hour).UnixMilli(),
+		"90m":                  now.Add(-90 * time.Minute).UnixMilli(),
+		"2026-12-01T10:00:00Z": time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC).UnixMilli(),
+	} {
+		got, ok := parseSince(in, now)
+		if !ok || got.UnixMilli() != want {
+			t.Errorf("parseSince(%q) = %v, %v; want %d", in, got.UnixMilli(), ok, want)
+		}
+	}
+	for _, in := range []string{"", "-5", "99999999999999999999", "soon"} {
+		if _, ok := parseSince(in, now); ok {
+			t.Errorf("parseSince(%q) accepted", in)
+		}
+	}
+}
