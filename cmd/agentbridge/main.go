@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	_ "time/tzdata" // zones a client names (tz, --tz) on a system without a zone database
 
 	"github.com/spf13/cobra"
 )
