@@ -135,6 +135,25 @@ func TestPrune(t *testing.T) {
 	}
 }
 
+// TestPruneOfASessionStillGoing: a session pruned while the hub still
+// folds it comes back with what it uses after the prune, not with all it
+// used before (which the prune removed, and which would land on the day
+// of its next fact).
+func TestPruneOfASessionStillGoing(t *testing.T) {
+	t.Parallel()
+	s := running(t, filepath.Join(t.TempDir(), "h.db"), Options{Retention: -1})
+	ss := &session{source: "x", id: "1", harness: "x", model: "gpt-5", fresh: true}
+	record(t, s, ss.fact(base, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Usage: use(1000, 100, 0, 0)}))
+	if res, err := s.Prune(context.Background(), time.UnixMilli(base+1)); err != nil || res.Sessions != 1 {
+		t.Fatalf("Prune = %+v, %v; want the session removed", res, err)
+	}
+	record(t, s, ss.fact(base+3600_000, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Usage: use(10, 1, 0, 0)}))
+	got := sessions(t, s, Query{})
+	if want := (agentbridge.Usage{InputTokens: 10, OutputTokens: 1}); len(got) != 1 || got[0].Usage != want {
+		t.Errorf("after the prune: %+v, want one session that used %+v", got, want)
+	}
+}
+
 // TestRetention: Run prunes what is past the retention when it starts.
 func TestRetention(t *testing.T) {
 	t.Parallel()

@@ -389,16 +389,19 @@ func (w *txn) finish() error {
 
 // state returns the session's state, read from the database (and its row
 // made when missing) the first time the writer meets it, and checked once
-// per transaction (another process may have pruned it). create false: nil
-// for a session the history does not hold.
+// per transaction (a prune may have removed it). create false: nil for a
+// session the history does not hold. A session pruned while the hub still
+// folds it starts again from what its fold counted so far: only what it
+// uses after the prune is added.
 func (w *txn) state(k sessionKey, create bool) (*sessionState, error) {
 	st := w.sessions[k]
+	var pruned *sessionState
 	if st != nil && !st.checked {
 		var one int
 		err := w.one("SELECT 1 FROM sessions WHERE sid=?", []any{st.sid}, &one)
 		if errors.Is(err, sql.ErrNoRows) {
 			delete(w.sessions, k)
-			st = nil
+			pruned, st = st, nil
 		} else if err != nil {
 			return nil, fmt.Errorf("check a session: %w", err)
 		}
@@ -407,6 +410,9 @@ func (w *txn) state(k sessionKey, create bool) (*sessionState, error) {
 		var err error
 		if st, err = w.load(k, create); err != nil || st == nil {
 			return nil, err
+		}
+		if pruned != nil {
+			st.seen = pruned.seen
 		}
 		w.sessions[k] = st
 	}
