@@ -18,8 +18,8 @@ import (
 // an event in [From, To), of the project, harness, source, host and
 // outcome given ("" for any).
 type HistoryFilter struct {
-	// From is the start of the range; zero: Since before now, else the
-	// bridge's default (7 days before now).
+	// From is the start of the range (one before 1970: the epoch); zero:
+	// Since before now, else the bridge's default (7 days before now).
 	From time.Time
 	// Since is a length of time before now, as the bridge's clock tells
 	// it; used when From is zero.
@@ -56,12 +56,13 @@ type PruneResult struct {
 	Turns    int `json:"turns"`
 }
 
-// values is the filter as query parameters.
+// values is the filter as query parameters; a From before the epoch is
+// the epoch (the bridge takes no earlier time).
 func (f HistoryFilter) values() url.Values {
 	q := url.Values{}
 	switch {
 	case !f.From.IsZero():
-		q.Set("from", strconv.FormatInt(f.From.UnixMilli(), 10))
+		q.Set("from", strconv.FormatInt(max(f.From.UnixMilli(), 0), 10))
 	case f.Since > 0:
 		q.Set("from", f.Since.String())
 	}

@@ -111,3 +111,21 @@ func isStatus(err error, status int) bool {
 	var se *client.StatusError
 	return errors.As(err, &se) && se.Status == status
 }
+
+// TestHistoryFromBeforeTheEpoch: a range that starts before 1970 (the
+// CLI's --since 36500d, "all of it") asks from the epoch, which the
+// bridge takes, instead of negative milliseconds, which it refuses.
+func TestHistoryFromBeforeTheEpoch(t *testing.T) {
+	h := bridgetest.NewHistory(histSessions, histTable, history.PruneResult{})
+	c := bridgetest.Start(t, bridgetest.Options{History: h}).Client()
+	from := time.Date(1926, 12, 8, 0, 0, 0, 0, time.UTC)
+	if _, err := c.History(context.Background(), client.HistoryQuery{HistoryFilter: client.HistoryFilter{From: from}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Usage(context.Background(), client.UsageQuery{HistoryFilter: client.HistoryFilter{From: from}, By: "day"}); err != nil {
+		t.Fatal(err)
+	}
+	if q := h.Queries()[0]; q.From.UnixMilli() != 0 {
+		t.Errorf("from %v, want the epoch", q.From)
+	}
+}
