@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -492,5 +493,31 @@ func TestRecountAddsToWhatWasUsed(t *testing.T) {
 	got := sessions(t, s, Query{})
 	if want := (agentbridge.Usage{InputTokens: 520, OutputTokens: 52}); len(got) != 1 || got[0].Usage != want {
 		t.Errorf("sessions %+v, want one that used %+v", got, want)
+	}
+}
+
+// TestRecountSurvivesManySessions: the writer keeps the state of a
+// session whose fold was built anew (Recount) even when it holds more
+// sessions than it keeps states of: the rows do not say what the fold
+// counted, so a state read again would take back what it used before.
+func TestRecountSurvivesManySessions(t *testing.T) {
+	t.Parallel()
+	s := running(t, filepath.Join(t.TempDir(), "h.db"), Options{})
+	ss := &session{source: "p", id: "back", harness: "x", model: "gpt-5"}
+	record(t, s, ss.fact(base, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Usage: use(1000, 0, 0, 0)}))
+	ss.usage = agentbridge.Usage{}
+	again := ss.fact(base+1, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Usage: use(10, 0, 0, 0)})
+	again.Recount = true
+	record(t, s, again)
+	others := make([]hub.Fact, 0, maxStates+1)
+	for i := range maxStates + 1 {
+		o := &session{source: "p", id: fmt.Sprintf("other-%d", i), harness: "x"}
+		others = append(others, o.fact(base+2, agentbridge.Event{Kind: agentbridge.KindTurnStarted}))
+	}
+	record(t, s, others...)
+	record(t, s, ss.fact(base+3, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Usage: use(10, 0, 0, 0)}))
+	got := sessions(t, s, Query{Source: "p", Limit: 1})
+	if want := (agentbridge.Usage{InputTokens: 1020}); len(got) != 1 || got[0].ID != "back" || got[0].Usage != want {
+		t.Errorf("sessions %+v, want back that used %+v", got, want)
 	}
 }

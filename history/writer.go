@@ -17,7 +17,9 @@ import (
 
 // maxStates bounds the per-session state the writer keeps between
 // transactions; past it, the state of sessions the last transaction did
-// not touch is dropped (it is read again from the database when needed).
+// not touch is dropped (it is read again from the database when needed),
+// but for a session whose fold's totals differ from its rows' sum (its
+// fold was built anew: Recount), which the database does not hold.
 const maxStates = 4096
 
 // maxSpare bounds the queue's spare buffer, which Record appends to while
@@ -252,7 +254,7 @@ func (s *Store) write(ctx context.Context, q []item, marks map[sessionKey]int) e
 	}
 	if len(s.sessions) > maxStates {
 		for k, st := range s.sessions {
-			if !w.touched[st] {
+			if !w.touched[st] && st.seen == st.usage { // else the fold counted anew: the rows cannot say so
 				delete(s.sessions, k)
 			}
 		}
