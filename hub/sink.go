@@ -68,7 +68,9 @@ import (
 // a push source's upsert or reset: Event.Kind "", at the hub's clock). The
 // first event folded into a fold built from nothing (each session of a
 // scan, a journal read again after Restart, a session folded for the first
-// time in this run; never a push source's) is Fresh. The
+// time in this run; never a push source's) is Fresh; that of any other
+// fold built from nothing (a session back after it left, a push source's
+// session, one given whole from a snapshot) is Recount. The
 // facts are collected in order and handed to the recorder by the commit
 // that publishes what they folded, under the hub's lock: a scan's by the
 // Flush that ends it (a scan dropped, by Rescan or Reset, drops them: what
