@@ -166,3 +166,41 @@ func TestUsageOfASessionBackAfterItLeft(t *testing.T) {
 		})
 	}
 }
+
+// TestRemovedSessionEndsItsTurn: a push source that removes a session
+// (op remove) instead of telling session.stopped: its open turn ends as
+// cancelled and its open wait as stopped, at the hub's clock, instead of
+// staying open in the history for ever.
+func TestRemovedSessionEndsItsTurn(t *testing.T) {
+	t.Parallel()
+	s := running(t, filepath.Join(t.TempDir(), "h.db"), Options{})
+	now := base + 60_000
+	h := hub.New(hub.Options{Recorder: s, Now: func() time.Time { return time.UnixMilli(now) }})
+	if err := h.AddPush(agentbridge.SourceInfo{ID: "p", DisplayName: "p", EnvironmentVariables: []string{},
+		Harnesses: []agentbridge.Harness{{ID: "a", DisplayName: "a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	ev := func(e agentbridge.Event) agentbridge.Op {
+		return agentbridge.Op{Op: agentbridge.OpEvent, SessionID: "s1", Harness: "a", Event: e}
+	}
+	if err := h.Publish("p", []agentbridge.Op{
+		ev(agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t1", OccurredAt: base}),
+		ev(agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w1", State: agentbridge.StatusWaiting, Reason: "Allow?", OccurredAt: base + 1000}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Publish("p", []agentbridge.Op{{Op: agentbridge.OpRemove, SessionID: "s1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := sessions(t, s, Query{})
+	if len(got) != 1 || len(got[0].Turns) != 1 || len(got[0].Turns[0].Waits) != 1 {
+		t.Fatalf("sessions %+v, want one with one turn and its wait", got)
+	}
+	tu, w := got[0].Turns[0], got[0].Turns[0].Waits[0]
+	if tu.EndedAt != now || tu.Outcome != agentbridge.OutcomeCancelled || w.EndedAt != now || w.Answered != agentbridge.WaitStopped {
+		t.Errorf("turn ended %d %q, wait ended %d %q; want both at %d, cancelled and stopped", tu.EndedAt, tu.Outcome, w.EndedAt, w.Answered, now)
+	}
+}

@@ -13,7 +13,9 @@ type Recorder interface {
 
 // Fact is one event the hub folded into a session, or a change of a
 // session that came without one (a remote's upsert, a session given
-// whole: Event.Kind ""), as a Recorder sees it.
+// whole: Event.Kind ""), as a Recorder sees it; a session a source
+// removes without a session.stopped (Sink.Remove, a push source's remove)
+// is told as a session.stopped the hub makes at its clock.
 type Fact struct {
 	Host      string // the remote that reported it; "" for this bridge
 	Source    string
@@ -102,6 +104,19 @@ func (p *publisher) record(w *work, e *agentbridge.Event, at int64, hook bool) {
 		}
 		p.told[w.id] = struct{}{}
 	}
+}
+
+// recordLeft notes that w leaves the store without having stopped
+// (Remove, a push source's remove): the fact of a session.stopped the hub
+// makes at its clock, so that a recorder ends the turn and waits it holds
+// open, as the session's own session.stopped would have. p.mu must be held
+// and the hub must have a recorder.
+func (p *publisher) recordLeft(w *work) {
+	if w.fold == nil || w.fold.Stopped() {
+		return
+	}
+	e := agentbridge.Event{Kind: agentbridge.KindSessionStopped}
+	p.record(w, &e, p.h.now().UnixMilli(), false)
 }
 
 // recordWhole notes the fact of w, a session given whole (its shown

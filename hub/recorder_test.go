@@ -411,9 +411,52 @@ func TestRecorderSessionBackAfterItLeftIsNotFresh(t *testing.T) {
 	s.Flush()
 	want := []string{
 		"/src/s1 turn.started fresh", "/src/s1 session.stopped", "/src/s2 turn.started fresh",
+		"/src/s2 session.stopped", // Remove: the hub's, at its clock
 		"/src/s1 turn.started recount", "/src/s2 turn.started recount", "/src/s3 turn.started fresh",
 	}
 	if diff := cmp.Diff(want, brief(rec.facts())); diff != "" {
 		t.Errorf("facts (-want +got):\n%s", diff)
+	}
+}
+
+// TestRecorderRemovedSessionStops: a session that leaves without a
+// session.stopped (a push source's remove, Sink.Remove) is told as one,
+// made at the hub's clock, so that a recorder ends its open turn and
+// waits; one that stopped already, or a remove of nothing, tells nothing
+// more; a refused batch's remove tells nothing.
+func TestRecorderRemovedSessionStops(t *testing.T) {
+	rec := &recorder{}
+	h := newHub(t, Options{Recorder: rec})
+	if err := h.AddPush(info("p", "a")); err != nil {
+		t.Fatal(err)
+	}
+	ev := func(id string, kind agentbridge.EventKind) agentbridge.Op {
+		e := agentbridge.Event{Kind: kind, OccurredAt: 10}
+		if kind == agentbridge.KindTurnStarted {
+			e.TurnID = "t"
+		}
+		return agentbridge.Op{Op: agentbridge.OpEvent, SessionID: id, Harness: "a", Event: e}
+	}
+	remove := func(id string) agentbridge.Op { return agentbridge.Op{Op: agentbridge.OpRemove, SessionID: id} }
+	if err := h.Publish("p", []agentbridge.Op{ev("s1", agentbridge.KindTurnStarted), ev("s2", agentbridge.KindTurnStarted)}); err != nil {
+		t.Fatal(err)
+	}
+	rec.facts()
+	bad := agentbridge.Op{Op: agentbridge.OpEvent, SessionID: "s1", Event: agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "nope"}}
+	if err := h.Publish("p", []agentbridge.Op{remove("s1"), bad}); err == nil {
+		t.Fatal("a batch with a bad event was applied")
+	}
+	if got := rec.facts(); len(got) != 0 {
+		t.Errorf("a refused batch told %v", brief(got))
+	}
+	if err := h.Publish("p", []agentbridge.Op{remove("s1"), ev("s2", agentbridge.KindSessionStopped), remove("s2"), remove("none")}); err != nil {
+		t.Fatal(err)
+	}
+	got := rec.facts()
+	if diff := cmp.Diff([]string{"/p/s1 session.stopped", "/p/s2 session.stopped"}, brief(got)); diff != "" {
+		t.Fatalf("facts (-want +got):\n%s", diff)
+	}
+	if got[0].Event.OccurredAt != nowMs {
+		t.Errorf("the remove's session.stopped at %d, want the hub's clock %d", got[0].Event.OccurredAt, nowMs)
 	}
 }

@@ -208,9 +208,13 @@ func (p *publisher) Remove(sessionID string) error {
 }
 
 // forget takes a session out of the store (its clock stamps kept), with a
-// remove record at the next commit outside a scan. p.mu must be held.
+// remove record at the next commit outside a scan; outside a scan a
+// recorder is told it stopped (recordLeft). p.mu must be held.
 func (p *publisher) forget(id string) {
 	if w := p.get(id); w != nil {
+		if p.h.rec != nil && p.scan == nil {
+			p.recordLeft(w)
+		}
 		delete(p.cur(), id)
 		p.keepStamps(w)
 		if w.ref != nil {
