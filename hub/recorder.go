@@ -14,8 +14,9 @@ type Recorder interface {
 // Fact is one event the hub folded into a session, or a change of a
 // session that came without one (a remote's upsert, a session given
 // whole: Event.Kind ""), as a Recorder sees it; a session a source
-// removes without a session.stopped (Sink.Remove, a push source's remove)
-// is told as a session.stopped the hub makes at its clock.
+// removes without a session.stopped (Sink.Remove, a push source's remove,
+// a reset that leaves it out) is told as a session.stopped the hub makes
+// at its clock.
 type Fact struct {
 	Host      string // the remote that reported it; "" for this bridge
 	Source    string
@@ -107,7 +108,7 @@ func (p *publisher) record(w *work, e *agentbridge.Event, at int64, hook bool) {
 }
 
 // recordLeft notes that w leaves the store without having stopped
-// (Remove, a push source's remove): the fact of a session.stopped the hub
+// (Remove, a push source's remove, a reset without it): the fact of a session.stopped the hub
 // makes at its clock, so that a recorder ends the turn and waits it holds
 // open, as the session's own session.stopped would have. p.mu must be held
 // and the hub must have a recorder.

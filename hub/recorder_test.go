@@ -243,6 +243,9 @@ func TestRecorderSessionsGivenWhole(t *testing.T) {
 	want := []Fact{
 		{Source: "src", SessionID: "s1", Harness: "a", Event: agentbridge.Event{OccurredAt: nowMs}, Status: agentbridge.StatusIdle, Model: "gpt-5", Cwd: "/work/app", Title: "Port the CLI", Usage: use.Usage},
 		{Source: "src", SessionID: "s2", Harness: "b", Event: agentbridge.Event{OccurredAt: nowMs}, Status: agentbridge.StatusRunning},
+		// the reset left s1 out: gone
+		{Source: "src", SessionID: "s1", Harness: "a", Event: agentbridge.Event{Kind: agentbridge.KindSessionStopped, OccurredAt: nowMs},
+			Status: agentbridge.StatusIdle, Model: "gpt-5", Cwd: "/work/app", Title: "Port the CLI", Usage: use.Usage},
 	}
 	if diff := cmp.Diff(want, rec.facts()); diff != "" {
 		t.Errorf("facts (-want +got):\n%s", diff)
@@ -420,7 +423,8 @@ func TestRecorderSessionBackAfterItLeftIsNotFresh(t *testing.T) {
 }
 
 // TestRecorderRemovedSessionStops: a session that leaves without a
-// session.stopped (a push source's remove, Sink.Remove) is told as one,
+// session.stopped (a push source's remove or a reset without it,
+// Sink.Remove) is told as one,
 // made at the hub's clock, so that a recorder ends its open turn and
 // waits; one that stopped already, or a remove of nothing, tells nothing
 // more; a refused batch's remove tells nothing.
@@ -458,5 +462,17 @@ func TestRecorderRemovedSessionStops(t *testing.T) {
 	}
 	if got[0].Event.OccurredAt != nowMs {
 		t.Errorf("the remove's session.stopped at %d, want the hub's clock %d", got[0].Event.OccurredAt, nowMs)
+	}
+	// a reset leaves out the sessions that are gone: s3 and s4 stop, s5 stays
+	if err := h.Publish("p", []agentbridge.Op{ev("s3", agentbridge.KindTurnStarted), ev("s4", agentbridge.KindTurnStarted), ev("s5", agentbridge.KindTurnStarted)}); err != nil {
+		t.Fatal(err)
+	}
+	rec.facts()
+	reset := agentbridge.Op{Op: agentbridge.OpReset, Sessions: []agentbridge.Snapshot{{ID: "s5", Harness: "a", Status: agentbridge.StatusRunning}}}
+	if err := h.Publish("p", []agentbridge.Op{reset}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"/p/s5 (whole) recount", "/p/s3 session.stopped", "/p/s4 session.stopped"}, brief(rec.facts())); diff != "" {
+		t.Errorf("facts of a reset (-want +got):\n%s", diff)
 	}
 }

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/agentbridge/agentbridge"
@@ -356,6 +357,13 @@ func (p *publisher) reset(t *txn, prefix string, ws []*work, strict bool) []vali
 	for _, w := range ws {
 		p.take(w)
 		next[w.id] = w
+	}
+	if p.h.rec != nil && p.scan == nil { // the sessions the reset leaves out are gone
+		for _, id := range slices.Sorted(maps.Keys(p.work)) {
+			if next[id] == nil {
+				p.recordLeft(p.get(id))
+			}
+		}
 	}
 	if p.open != 0 && p.replaced == nil {
 		p.replaced = p.work // what a batch that is not kept goes back to
