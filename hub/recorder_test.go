@@ -476,3 +476,44 @@ func TestRecorderRemovedSessionStops(t *testing.T) {
 		t.Errorf("facts of a reset (-want +got):\n%s", diff)
 	}
 }
+
+// TestRecorderRemoteSessionGone: a remote's session that goes without a
+// session.stopped reaching this bridge (a remove record, or a reset that
+// leaves it out: it ended while the remote was out of reach) is told as a
+// session.stopped at the hub's clock; one the remote told stopped, or a
+// remote out of reach (Leave: its sessions may go on), tells nothing more.
+func TestRecorderRemoteSessionGone(t *testing.T) {
+	rec := &recorder{}
+	h := newHub(t, Options{Recorder: rec})
+	running(t, h, newFake(info("claude-code", "claude-code")))
+	r, err := h.AddRemote("devbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := func(id string) agentbridge.Snapshot {
+		return agentbridge.Snapshot{ID: id, Harness: "claude-code", Status: agentbridge.StatusRunning}
+	}
+	r.Apply([]RemoteRecord{{Name: agentbridge.RecordReset, Source: "claude-code",
+		Sessions: []agentbridge.Snapshot{snap("r1"), snap("r2"), snap("r3"), snap("r4")}}})
+	rec.facts()
+	r.Apply([]RemoteRecord{
+		{Name: agentbridge.RecordLifecycle, Source: "claude-code", SessionID: "r1", Event: agentbridge.Event{Kind: agentbridge.KindSessionStopped, OccurredAt: 70}},
+		{Name: agentbridge.RecordRemove, Source: "claude-code", SessionID: "r1"},
+		{Name: agentbridge.RecordRemove, Source: "claude-code", SessionID: "r2"},
+		{Name: agentbridge.RecordRemove, Source: "claude-code", SessionID: "never"},
+	})
+	r.Apply([]RemoteRecord{{Name: agentbridge.RecordReset, Source: "claude-code", Sessions: []agentbridge.Snapshot{snap("r4")}}})
+	got := rec.facts()
+	want := []string{"devbox/claude-code/r1 session.stopped", "devbox/claude-code/r2 session.stopped",
+		"devbox/claude-code/r3 session.stopped", "devbox/claude-code/r4 (whole)"}
+	if diff := cmp.Diff(want, brief(got)); diff != "" {
+		t.Fatalf("facts (-want +got):\n%s", diff)
+	}
+	if got[1].Event.OccurredAt != nowMs || got[1].Host != "devbox" || got[1].Status != agentbridge.StatusRunning {
+		t.Errorf("r2's stop: %+v, want at the hub's clock with the session as held", got[1])
+	}
+	r.Leave()
+	if got := rec.facts(); len(got) != 0 {
+		t.Errorf("Leave told %v", brief(got))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/text"
@@ -236,7 +237,9 @@ func checkRemote(snap *agentbridge.Snapshot) bool {
 // the hub holds, in view or not, and each session a reset or upsert of
 // the batch makes the hub hold (Event.Kind "", with the remote's usage
 // totals) is a Fact with Host set, handed out by the commit of its source;
-// remotes carry no folds, so none is Fresh.
+// remotes carry no folds, so none is Fresh. A held session that a remove
+// record or a reset takes away without its session.stopped having come is
+// told as one (goneFact).
 func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 	n := len(recs)
 	skip := make([]bool, n)
@@ -337,6 +340,9 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 		}
 		switch rc.Name {
 		case agentbridge.RecordReset:
+			if h.rec != nil {
+				r.goneFacts(t, s, rc.Sessions, now)
+			}
 			r.n -= len(s.all)
 			clear(s.all)
 			vis := map[string]*sess{}
@@ -374,7 +380,10 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 				t.remove(id)
 			}
 		case agentbridge.RecordRemove:
-			if s.all[rc.SessionID] != nil {
+			if held := s.all[rc.SessionID]; held != nil {
+				if h.rec != nil && !held.stopped {
+					t.facts = append(t.facts, goneFact(r.id, s.info.ID, held, now))
+				}
 				delete(s.all, rc.SessionID)
 				r.n--
 				r.capped = r.capped && r.n >= MaxRemoteSessions
@@ -383,6 +392,9 @@ func (r *Remote) Apply(recs []RemoteRecord) (rejected int) {
 		case agentbridge.RecordLifecycle:
 			if h.rec != nil {
 				r.lifecycleFact(t, s, rc, after[i], now)
+				if held := s.all[rc.SessionID]; held != nil && rc.Event.Kind == agentbridge.KindSessionStopped {
+					held.stopped = true // its remove tells the recorder nothing more
+				}
 			}
 			snap := after[i]
 			if snap == nil || !h.visible(s, snap) {
@@ -422,6 +434,36 @@ func (r *Remote) room() bool {
 		r.h.commit(t)
 	}
 	return false
+}
+
+// goneFacts notes in t that the sessions of s a reset leaves out (kept:
+// the sessions it keeps) are gone, in order of id: they ended while the
+// remote was out of reach, or were removed there. h.mu must be held and
+// the hub must have a recorder.
+func (r *Remote) goneFacts(t *txn, s *source, kept []agentbridge.Snapshot, now int64) {
+	if len(s.all) == 0 {
+		return
+	}
+	in := make(map[string]bool, len(kept))
+	for i := range kept {
+		in[kept[i].ID] = true
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.all)) {
+		if held := s.all[id]; !in[id] && !held.stopped {
+			t.facts = append(t.facts, goneFact(r.id, s.info.ID, held, now))
+		}
+	}
+}
+
+// goneFact is the fact of a remote's session that left this bridge
+// without its session.stopped reaching it (a remove record, a reset that
+// leaves it out): a session.stopped at now, the hub's clock, so that a
+// recorder ends its open turn and waits. A remote out of reach (Leave)
+// tells none: its sessions may go on.
+func goneFact(host, source string, held *sess, now int64) Fact {
+	f := wholeFact(host, source, &held.snap, held.act, held.ended, now)
+	f.Event.Kind = agentbridge.KindSessionStopped
+	return f
 }
 
 // lifecycleFact notes the fact of a remote's lifecycle record in t, in

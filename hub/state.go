@@ -152,6 +152,9 @@ type sess struct {
 	snap  agentbridge.Snapshot
 	act   *agentbridge.Activity // nil: none; never changed once stored
 	ended *agentbridge.Ended    // nil: not ended; never changed once stored
+	// stopped: a remote's session whose session.stopped a recorder was
+	// told (remote.go; under the hub's lock)
+	stopped bool
 }
 
 // New returns an empty hub.
