@@ -308,7 +308,10 @@ func TestRecorderPushBatches(t *testing.T) {
 	}
 }
 
-func TestRecorderRemoteFactsCarryTheHost(t *testing.T) {
+// recordedRemote is a hub with a recorder, a running claude-code source
+// and the remote devbox.
+func recordedRemote(t *testing.T) (*recorder, *Remote) {
+	t.Helper()
 	rec := &recorder{}
 	h := newHub(t, Options{Recorder: rec})
 	running(t, h, newFake(info("claude-code", "claude-code")))
@@ -316,6 +319,11 @@ func TestRecorderRemoteFactsCarryTheHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rec, r
+}
+
+func TestRecorderRemoteFactsCarryTheHost(t *testing.T) {
+	rec, r := recordedRemote(t)
 	act := map[string]*agentbridge.Activity{"r1": {Usage: &agentbridge.Usage{InputTokens: 40, OutputTokens: 2}}}
 	up := agentbridge.Snapshot{ID: "r1", Harness: "claude-code", Status: agentbridge.StatusRunning, Model: "claude-opus-4", Cwd: "/srv/api", Title: "Tune the cache"}
 	r.Apply([]RemoteRecord{
@@ -483,13 +491,7 @@ func TestRecorderRemovedSessionStops(t *testing.T) {
 // session.stopped at the hub's clock; one the remote told stopped, or a
 // remote out of reach (Leave: its sessions may go on), tells nothing more.
 func TestRecorderRemoteSessionGone(t *testing.T) {
-	rec := &recorder{}
-	h := newHub(t, Options{Recorder: rec})
-	running(t, h, newFake(info("claude-code", "claude-code")))
-	r, err := h.AddRemote("devbox")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, r := recordedRemote(t)
 	snap := func(id string) agentbridge.Snapshot {
 		return agentbridge.Snapshot{ID: id, Harness: "claude-code", Status: agentbridge.StatusRunning}
 	}
