@@ -7,8 +7,9 @@ package history
 
 import "time"
 
-// Query selects sessions of the history: those with an event in
-// [From, To), filtered by the fields set (empty: all).
+// Query selects sessions of the history: those whose span (first to last
+// event) meets [From, To) — first event before To, last at or after From
+// — filtered by the fields set (empty: all).
 type Query struct {
 	From, To time.Time
 	Project  string // the project root (agentbridge.HistorySession.Project)

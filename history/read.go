@@ -65,7 +65,7 @@ func rangeMs(q Query) (from, to int64) {
 	return from, to
 }
 
-// Sessions lists the sessions with an event in [q.From, q.To) that match
+// Sessions lists the sessions whose span meets [q.From, q.To) (Query) that match
 // q's filters, newest (last event) first, at most q.Limit, each with its
 // last q.Turns turns, their waits, usage and cost. ActiveMs and WaitingMs
 // sum the session's ended turns and waits (all of them, not only the
