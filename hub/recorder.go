@@ -110,12 +110,16 @@ func (p *publisher) record(w *work, e *agentbridge.Event, at int64, hook bool) {
 // recordLeft notes that w leaves the store without having stopped
 // (Remove, a push source's remove, a reset without it): the fact of a session.stopped the hub
 // makes at its clock, so that a recorder ends the turn and waits it holds
-// open, as the session's own session.stopped would have. p.mu must be held
-// and the hub must have a recorder.
+// open, as the session's own session.stopped would have. It is never
+// Fresh: a journal read again (Restart) and gone before it told anything
+// tells nothing again, so the recorder keeps what it holds (the empty
+// fold's fact is Recount). p.mu must be held and the hub must have a
+// recorder.
 func (p *publisher) recordLeft(w *work) {
 	if w.fold == nil || w.fold.Stopped() {
 		return
 	}
+	w.fresh = false
 	e := agentbridge.Event{Kind: agentbridge.KindSessionStopped}
 	p.record(w, &e, p.h.now().UnixMilli(), false)
 }

@@ -519,3 +519,21 @@ func TestRecorderRemoteSessionGone(t *testing.T) {
 		t.Errorf("Leave told %v", brief(got))
 	}
 }
+
+// TestRecorderRemovedAfterRestart: a session whose journal is read again
+// (Restart) and removed before telling anything stops without being
+// Fresh: nothing is told again, so a recorder must keep what it holds
+// (and the fold counts from zero: Recount).
+func TestRecorderRemovedAfterRestart(t *testing.T) {
+	rec := &recorder{}
+	_, s, _ := sinkOf(t, Options{Recorder: rec})
+	mustFold(t, s, "s1", "a", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "t0", OccurredAt: 1})
+	s.Flush()
+	s.Restart("s1")
+	if err := s.Remove("s1"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"/src/s1 turn.started fresh", "/src/s1 session.stopped recount"}, brief(rec.facts())); diff != "" {
+		t.Errorf("facts (-want +got):\n%s", diff)
+	}
+}
