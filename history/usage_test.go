@@ -147,6 +147,7 @@ func TestPruneOfASessionStillGoing(t *testing.T) {
 	if res, err := s.Prune(context.Background(), time.UnixMilli(base+1)); err != nil || res.Sessions != 1 {
 		t.Fatalf("Prune = %+v, %v; want the session removed", res, err)
 	}
+	s.Answered("", "x", "1", base+2) // makes nothing, forgets nothing
 	record(t, s, ss.fact(base+3600_000, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Usage: use(10, 1, 0, 0)}))
 	got := sessions(t, s, Query{})
 	if want := (agentbridge.Usage{InputTokens: 10, OutputTokens: 1}); len(got) != 1 || got[0].Usage != want {

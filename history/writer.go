@@ -401,10 +401,13 @@ func (w *txn) state(k sessionKey, create bool) (*sessionState, error) {
 	if st != nil && !st.checked {
 		var one int
 		err := w.one("SELECT 1 FROM sessions WHERE sid=?", []any{st.sid}, &one)
-		if errors.Is(err, sql.ErrNoRows) {
+		switch {
+		case errors.Is(err, sql.ErrNoRows) && !create:
+			return nil, nil // its state stays for the fact that makes it again
+		case errors.Is(err, sql.ErrNoRows):
 			delete(w.sessions, k)
 			pruned, st = st, nil
-		} else if err != nil {
+		case err != nil:
 			return nil, fmt.Errorf("check a session: %w", err)
 		}
 	}
