@@ -412,8 +412,8 @@ func TestProjectRule(t *testing.T) {
 		filepath.Join(base, "none/y"):   filepath.Join(base, "none/y"),
 		"relative/dir":                  "relative/dir",
 	} {
-		if got := repoRoot(cwd); got != want {
-			t.Errorf("repoRoot(%q) = %q, want %q", cwd, got, want)
+		if got := ProjectRoot(cwd); got != want {
+			t.Errorf("ProjectRoot(%q) = %q, want %q", cwd, got, want)
 		}
 	}
 }

@@ -786,7 +786,7 @@ func (w *txn) projectOf(host, cwd string) string {
 	}
 	find := w.o.Project
 	if find == nil {
-		find = repoRoot
+		find = ProjectRoot
 	}
 	p := find(cwd)
 	if len(w.projects) >= maxProjects {
@@ -796,11 +796,11 @@ func (w *txn) projectOf(host, cwd string) string {
 	return p
 }
 
-// repoRoot is the default project rule: the nearest directory at or above
-// cwd that holds a .git entry (a repository's or a linked worktree's top),
-// else cwd itself. Only Lstat runs: nothing is opened, so no hostile
-// directory can hang it.
-func repoRoot(cwd string) string {
+// ProjectRoot is the history's default project rule (Options.Project):
+// the nearest directory at or above cwd that holds a .git entry (a
+// repository's or a linked worktree's top), else cwd itself. Only Lstat
+// runs: nothing is opened, so no hostile directory can hang it.
+func ProjectRoot(cwd string) string {
 	if !validate.ValidCwd(cwd) {
 		return cwd
 	}

@@ -31,7 +31,7 @@ type historyFilter struct {
 
 func (f *historyFilter) register(fs *pflag.FlagSet, since string) {
 	fs.StringVar(&f.since, "since", since, "how far back: a length of `time` before now (7d, 12h), an RFC 3339 time or epoch ms")
-	fs.StringVar(&f.project, "project", "", "only sessions of this project `dir` (its root: the repository's top)")
+	fs.StringVar(&f.project, "project", "", "only sessions of the project `dir` is in (its root: the repository's top, as the history keeps it)")
 	fs.StringVar(&f.harness, "harness", "", "only sessions of this harness `id`")
 	fs.StringVar(&f.source, "source", "", "only sessions of this source `id`")
 	fs.StringVar(&f.host, "host", "", "only sessions of this `host`: a remote's id, or local")
@@ -61,7 +61,7 @@ func (f *historyFilter) filter(now time.Time) (client.HistoryFilter, error) {
 		if err != nil {
 			return hf, fmt.Errorf("--project: %w", err)
 		}
-		hf.Project = p
+		hf.Project = history.ProjectRoot(p) // the project a directory of it is in, as the history keeps it
 	}
 	if f.outcome != "" && !slices.Contains([]string{"success", "error", "cancelled", "running"}, f.outcome) {
 		return hf, usagef("--outcome: %q is not success, error, cancelled or running", f.outcome)

@@ -237,3 +237,32 @@ func TestParseSince(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryProjectFromASubdirectory: --project names a directory of a
+// project, not only its root: run from inside a repository (--project .),
+// the filter is the repository's top, as the history keeps the sessions'
+// projects, so it does not come back empty.
+func TestHistoryProjectFromASubdirectory(t *testing.T) {
+	repo := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(repo, ".git"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(repo, "cmd", "tool")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h := cliHistory()
+	b := bridgetest.Start(t, bridgetest.Options{History: h})
+	env := testEnv(t, "AGENTBRIDGE_TOKEN="+bridgetest.Token, "TZ=UTC")
+	for _, args := range [][]string{{"history", "--project", sub}, {"usage", "--project", sub}} {
+		if _, errs, code := runHistoryCLI(t, b.Addr, env, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+	}
+	if q := h.Queries(); len(q) != 1 || q[0].Project != repo {
+		t.Errorf("history queries %+v, want one for the project %s", q, repo)
+	}
+	if q := h.UsageQueries(); len(q) != 1 || q[0].Project != repo {
+		t.Errorf("usage queries %+v, want one for the project %s", q, repo)
+	}
+}
