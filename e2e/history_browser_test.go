@@ -280,12 +280,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// chartData is what a chart shows: its labels and each dataset's label and
-// numbers (a floating bar's [start, end] pairs flattened, no point -1).
+// chartData is what a chart shows: its labels and each dataset's label,
+// key (the agent's harness, "" for none) and numbers (a floating bar's
+// [start, end] pairs flattened, no point -1).
 type chartData struct {
 	Labels   []string
 	Datasets []struct {
 		Label string
+		Key   string
 		Data  []float64
 		Color string
 	}
@@ -296,7 +298,7 @@ func readChart(t *testing.T, ctx context.Context, canvas string) chartData {
 	t.Helper()
 	var d chartData
 	js := `(() => { const c = Chart.getChart(document.getElementById(` + jsString(canvas) + `)); if (!c) return null;
-	  return { labels: c.data.labels.map(String), datasets: c.data.datasets.map(ds => ({ label: ds.label,
+	  return { labels: c.data.labels.map(String), datasets: c.data.datasets.map(ds => ({ label: ds.label, key: ds.key ?? '',
 	    data: ds.data.flatMap(p => p === null ? [-1] : typeof p === 'object' ? p.x : [p]),
 	    color: typeof ds.backgroundColor === 'string' ? ds.backgroundColor : '' })) }; })()`
 	raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](js))
@@ -357,8 +359,8 @@ func evalString(t *testing.T, ctx context.Context, expr string) string {
 // answering known usage and sessions, and checks what the charts plot,
 // the sessions table, a session's timeline, the range picker, the dark
 // theme, a narrow screen, and the empty and history-off states; its
-// screenshots must show the charts (not a blank page). With
-// AGENTBRIDGE_SCREENSHOT=1 it writes docs/history.png.
+// screenshots must show the charts (not a blank page). (docs/history.png
+// is TestHistoryViewOfReplay's, of a real bridge's history.)
 func TestHistoryView(t *testing.T) {
 	ctx := newTab(t)
 	f, base := startFakeHistory(t)
@@ -518,22 +520,6 @@ func TestHistoryView(t *testing.T) {
 			}
 		}
 	})
-
-	if os.Getenv("AGENTBRIDGE_SCREENSHOT") != "" {
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(1360, 940), chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`)); err != nil {
-			t.Fatal(err)
-		}
-		waitJS(t, ctx, "the charts to fit the taller window", `Chart.getChart(document.getElementById('chart-tokens')).width > 0`)
-		dst := filepath.Join(repoRoot, "docs", "history.png")
-		b := shot(t, ctx, chromedp.CaptureScreenshot(), "history-docs.png")
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", dst)
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(1360, 860)); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	t.Run("the light charts are drawn", func(t *testing.T) {
 		b := shot(t, ctx, chromedp.Screenshot(chromedp.CSS(`#chart-tokens`)), "history-tokens-light.png")

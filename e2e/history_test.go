@@ -52,20 +52,7 @@ func TestHistoryReplayMatchesJournalsAcrossKill(t *testing.T) {
 	// their history, with the tokens its journal records.
 	want := journalUsage(t, ref.journals)
 	for _, r := range []*replayed{ref, killed, restarted} {
-		retry(t, r.name+": GET /v1/usage?by=day&split=harness equal to the journals' sums", func() string {
-			u, err := r.getUsage()
-			if err != nil {
-				return err.Error()
-			}
-			return usageDiff(want, u)
-		})
-		retry(t, r.name+": GET /v1/history with every journal's session and its tokens", func() string {
-			h, err := r.getHistory()
-			if err != nil {
-				return err.Error()
-			}
-			return sessionsDiff(t, r.journals, h)
-		})
+		r.waitJournals(t, want)
 	}
 
 	// The killed bridge, and the restarted one, have the same turns and
@@ -118,6 +105,7 @@ func TestHistoryReplayMatchesJournalsAcrossKill(t *testing.T) {
 // replayed is a bridge a replay ran through.
 type replayed struct {
 	name     string
+	b        *bridge
 	c        *client.Client
 	journals []*journal
 	work     string // the directory the agents' directories are under
@@ -140,7 +128,7 @@ func replayDay(t *testing.T, stop syscall.Signal) *replayed {
 		r.name = "restarted"
 	}
 	b := newBridge(t, historyConfig)
-	r.c = client.New(b.addr, b.token)
+	r.b, r.c = b, client.New(b.addr, b.token)
 	r.work = t.TempDir()
 	r.journals = loadJournals(t, b.home(), r.work)
 	for _, j := range r.journals {
@@ -208,6 +196,27 @@ func replayDay(t *testing.T, stop syscall.Signal) *replayed {
 	b.start()
 	write(3*n/4, n)
 	return r
+}
+
+// waitJournals waits until r's GET /v1/usage?by=day&split=harness equals
+// the journals' sums want, and its GET /v1/history has every journal's
+// session with the tokens its journal records.
+func (r *replayed) waitJournals(t *testing.T, want map[rowKey]expectedRow) {
+	t.Helper()
+	retry(t, r.name+": GET /v1/usage?by=day&split=harness equal to the journals' sums", func() string {
+		u, err := r.getUsage()
+		if err != nil {
+			return err.Error()
+		}
+		return usageDiff(want, u)
+	})
+	retry(t, r.name+": GET /v1/history with every journal's session and its tokens", func() string {
+		h, err := r.getHistory()
+		if err != nil {
+			return err.Error()
+		}
+		return sessionsDiff(t, r.journals, h)
+	})
 }
 
 // getUsage returns GET /v1/usage?by=day&split=harness&tz=UTC.
