@@ -224,6 +224,15 @@ export function formatCost(usd) {
   return `~$${Math.round(usd).toLocaleString('en-US')}`;
 }
 
+/**
+ * Words for dollars on a cost axis: "$0.00", "$1.20", "$12": two decimals
+ * below $10, so that neighbouring ticks never read the same.
+ */
+export function formatCostTick(usd) {
+  const v = Number(usd);
+  return `$${v < 10 ? v.toFixed(2) : v.toFixed(0)}`;
+}
+
 const STEPS_MS = [1, 5, 10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400].map((s) => s * 1000);
 
 /**
@@ -237,9 +246,10 @@ export function timeStep(spanMs, maxTicks = 8) {
   return Math.ceil(spanMs / maxTicks / day) * day;
 }
 
-/** Words for minutes on an axis: "0", "45m", "1h", "1h 30m". */
+/** Words for minutes on an axis: "0", "30s", "45m", "1h", "1h 30m". */
 export function formatMinutes(min) {
   if (!Number.isFinite(min) || min <= 0) return '0';
+  if (min < 1) return `${Math.round(min * 60)}s`;
   const total = Math.round(min);
   if (total < 60) return `${total}m`;
   const h = Math.floor(total / 60);

@@ -13,6 +13,7 @@ import {
   TURN_OUTCOMES,
   UNPRICED_MARK,
   formatCost,
+  formatCostTick,
   formatHash,
   formatMinutes,
   historyKey,
@@ -57,9 +58,9 @@ function fade(color, alpha) {
   return `rgba(${n >> 16}, ${(n >> 8) & 255}, ${n & 255}, ${alpha})`;
 }
 
-function clock(ms, withDay) {
+function clock(ms, withDay, withSeconds = false) {
   const d = new Date(ms);
-  const time = d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', hour12: false });
+  const time = d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', ...(withSeconds ? { second: '2-digit' } : {}), hour12: false });
   return withDay ? `${d.toLocaleDateString([], { month: 'short', day: 'numeric' })} ${time}` : time;
 }
 
@@ -227,7 +228,7 @@ export function initHistory({ client, agentLabel = (id) => id }) {
     tok.plugins.tooltip.callbacks = { label: (c) => `${c.dataset.label}: ${formatTokens(c.parsed.y)} tokens` };
     chart('chart-tokens', { type: 'bar', data: { labels: s.labels, datasets: bars(s.tokens, t) }, options: tok });
 
-    const cost = baseOptions(t, { y: { ticks: { color: t.text, callback: (v) => `$${Number(v).toFixed(v < 1 ? 2 : 0)}` } } });
+    const cost = baseOptions(t, { y: { ticks: { color: t.text, callback: formatCostTick } } });
     cost.plugins.tooltip.callbacks = {
       label: (c) =>
         c.dataset.type === 'line' ? `${formatTokens(s.unpriced[c.dataIndex])} tokens with no known price, not counted` : `${c.dataset.label}: ${formatCost(c.parsed.y)}`,
@@ -356,7 +357,7 @@ export function initHistory({ client, agentLabel = (id) => id }) {
       min: tl.min,
       max: tl.max,
       grid: { color: t.grid },
-      ticks: { color: t.text, stepSize: step, includeBounds: false, autoSkip: true, callback: (v) => clock(v, multiDay) },
+      ticks: { color: t.text, stepSize: step, includeBounds: false, autoSkip: true, callback: (v) => clock(v, multiDay, step < 60000) },
     };
     opts.scales.y = { ...opts.scales.y, type: 'category', labels: ['Turns', 'Waits'], beginAtZero: false, grid: { display: false } };
     opts.plugins.tooltip.callbacks = {

@@ -8,6 +8,7 @@ import {
   dayLabel,
   formatCost,
   formatMinutes,
+  formatCostTick,
   formatHash,
   parseHash,
   pricesWords,
@@ -269,12 +270,18 @@ test('axis steps and minutes read as a clock would', async (t) => {
   const words = [
     [0, '0'],
     [-3, '0'],
+    [0.25, '15s'],
+    [0.5, '30s'],
     [5, '5m'],
     [59.6, '1h'],
     [62, '1h 02m'],
     [120, '2h'],
   ];
   for (const [m, want] of words) await t.test(`${m} minutes`, () => assert.equal(formatMinutes(m), want));
+  // neighbouring cost ticks never read the same
+  for (const [v, want] of [[0, '$0.00'], [0.2, '$0.20'], [1.2, '$1.20'], [1.4, '$1.40'], [9.5, '$9.50'], [12, '$12'], [150, '$150']]) {
+    await t.test(`cost tick ${v}`, () => assert.equal(formatCostTick(v), want));
+  }
 });
 
 test('the client asks for usage and history with the token, and reports history off', async (t) => {
