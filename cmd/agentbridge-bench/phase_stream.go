@@ -36,7 +36,7 @@ func phaseStream(cfg *config, root string) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, url, err := startServing(c)
+	b, url, err := startServing(cfg, c)
 	if err != nil {
 		return nil, err
 	}
