@@ -41,6 +41,7 @@ type bridge struct {
 
 	hist     *history.Store // nil: the history is off
 	histReg  *prometheus.Registry
+	histOpen [2]time.Duration // history.Open's wall and CPU time
 	histStop context.CancelFunc
 	histDone chan struct{}
 }
@@ -86,10 +87,12 @@ func (b *bridge) openHistory(cfg *config, log *slog.Logger) error {
 		return errors.New("history on without a state directory")
 	}
 	b.histReg = prometheus.NewRegistry()
+	t0, c0 := time.Now(), cpuTime()
 	st, err := history.Open(filepath.Join(cfg.stateDir, "history.db"), history.Options{Logger: log, Registry: b.histReg})
 	if err != nil {
 		return fmt.Errorf("open the history: %w", err)
 	}
+	b.histOpen = [2]time.Duration{time.Since(t0), cpuTime() - c0}
 	ctx, stop := context.WithCancel(context.Background())
 	b.hist, b.histStop, b.histDone = st, stop, make(chan struct{})
 	go func() {

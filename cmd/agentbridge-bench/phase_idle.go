@@ -164,13 +164,15 @@ func phaseRSS(cfg *config, c *corpus) ([]row, error) {
 		<-cl.ready
 	}
 	time.Sleep(cfg.settle)
-	rss, hwm := memStatus()
+	mem := memNow()
+	rss, hwm := mem.rss, mem.hwm
 	var m runtimeMem
 	m.read()
 	mib := func(n uint64) float64 { return float64(n) / (1 << 20) }
 	return []row{{
-		Measure:  fmt.Sprintf("memory with %d live sessions and %d stream clients", c.Recent, cfg.RSSClients),
-		Bridge:   fmt.Sprintf("VmRSS %.1f MiB, VmHWM %.1f MiB (Go heap in use %.1f MiB)", mib(rss), mib(hwm), mib(m.heapInuse)),
+		Measure: fmt.Sprintf("memory with %d live sessions and %d stream clients", c.Recent, cfg.RSSClients),
+		Bridge: fmt.Sprintf("VmRSS %.1f MiB (%.1f anonymous, %.1f file pages), VmHWM %.1f MiB (Go heap in use %.1f MiB)",
+			mib(rss), mib(mem.anon), mib(mem.file), mib(hwm), mib(m.heapInuse)),
 		Baseline: fmt.Sprintf("%.1f MiB (this process before the bridge started)", mib(rss0)),
 		Ratio:    fmt.Sprintf("%.1f× the baseline", float64(rss)/float64(rss0)),
 		Target:   "RSS ≤ 80 MiB",
