@@ -145,7 +145,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run: "+strings.Join(allPhases, ","))
 	fs.StringVar(&cfg.Dir, "dir", "", "where to make the temporary corpora (default: the system temp dir)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the generated corpora")
-	fs.StringVar(&cfg.Profile, "profile", "", "write a CPU profile per phase (and a heap profile for rss) into this directory")
+	fs.StringVar(&cfg.Profile, "profile", "", "write a CPU profile per phase (and a heap profile for rss and turns-rss) into this directory")
 	fs.StringVar(&cfg.IdleTrace, "idle-trace", "", "write a runtime trace of the bridge's idle window to this file (go tool trace FILE)")
 	fs.BoolVar(&cfg.InProcess, "inprocess", false, "run every phase in this process instead of a child process each")
 	fs.IntVar(&cfg.Turns, "turns", 40, "turns per journal of the turn-heavy workload (two records each)")
@@ -493,20 +493,18 @@ func runPhase(cfg *config, ph string, c *corpus) ([]row, error) {
 		rows, err = phaseLatency(cfg, c.Root, true)
 	case "turns-idle":
 		rows, err = phaseIdle(cfg, c)
-	case "turns-rss":
+	case "turns-rss", "rss":
 		rows, err = phaseRSS(cfg, c)
-	case "fanout":
-		rows, err = phaseFanout(cfg)
-	case "idle":
-		rows, err = phaseIdle(cfg, c)
-	case "rss":
-		rows, err = phaseRSS(cfg, c)
-		if err == nil && cfg.Profile != "" {
-			if f, ferr := os.Create(filepath.Join(cfg.Profile, "rss.heap.pprof")); ferr == nil {
+		if err == nil && cfg.Profile != "" && !cfg.bridgeOnly {
+			if f, ferr := os.Create(filepath.Join(cfg.Profile, ph+".heap.pprof")); ferr == nil {
 				_ = pprof.Lookup("heap").WriteTo(f, 0)
 				f.Close()
 			}
 		}
+	case "fanout":
+		rows, err = phaseFanout(cfg)
+	case "idle":
+		rows, err = phaseIdle(cfg, c)
 	default:
 		err = fmt.Errorf("unknown phase %q", ph)
 	}
