@@ -98,11 +98,11 @@ var allPhases = []string{"cold", "ingest", "stream", "latency", "fanout", "idle"
 var turnPhases = []string{"turns-cold", "turns-latency", "turns-idle", "turns-rss"}
 
 // historyPhases are the phases run again with the history off by default:
-// the live path (cold start, append → stream) and the idle bridge (CPU,
-// memory) of the normal workload, and the turn-heavy cold start, latency
-// and memory (its idle window would add a minute for what the normal
-// one already shows).
-var historyPhases = []string{"cold", "latency", "idle", "rss", "turns-cold", "turns-latency", "turns-rss"}
+// the live path (cold start, a large transcript streamed, append →
+// stream) and the idle bridge (CPU, memory) of the normal workload, and
+// the turn-heavy cold start, latency and memory (its idle window would add
+// a minute for what the normal one already shows).
+var historyPhases = []string{"cold", "stream", "latency", "idle", "rss", "turns-cold", "turns-latency", "turns-rss"}
 
 func main() {
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
