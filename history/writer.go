@@ -91,6 +91,10 @@ func (s *Store) Sync(ctx context.Context) error {
 	done := make(chan error, 1)
 	s.push(item{sync: done})
 	select {
+	case s.now <- struct{}{}:
+	default:
+	}
+	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
@@ -112,11 +116,11 @@ func (s *Store) signal() {
 	}
 }
 
-// Run is the writer: it sleeps until something is recorded, then writes
-// everything queued in one transaction; it prunes sessions older than the
-// retention when it starts and every 24 hours after (a timer). When ctx
-// ends it writes what is still queued and returns nil; an error only when
-// it is already running.
+// Run is the writer: it sleeps until something is recorded, then, after
+// writeDelay (at once for a Sync), writes everything queued in one
+// transaction; it prunes sessions older than the retention when it starts
+// and every 24 hours after (a timer). When ctx ends it writes what is
+// still queued and returns nil; an error only when it is already running.
 func (s *Store) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.running {
@@ -128,12 +132,28 @@ func (s *Store) Run(ctx context.Context) error {
 	s.retain(ctx)
 	prune := time.NewTimer(pruneEvery)
 	defer prune.Stop()
+	delay := time.NewTimer(writeDelay) // armed by a wake
+	delay.Stop()
+	defer delay.Stop()
+	armed := false
 	for {
 		select {
 		case <-ctx.Done():
 			s.flush(ctx)
 			return nil
 		case <-s.wake:
+			if !armed {
+				delay.Reset(writeDelay)
+				armed = true
+			}
+		case <-delay.C:
+			armed = false
+			s.flush(ctx)
+		case <-s.now:
+			if armed {
+				delay.Stop()
+				armed = false
+			}
 			s.flush(ctx)
 		case <-prune.C:
 			s.retain(ctx)
@@ -160,6 +180,9 @@ func (s *Store) retain(ctx context.Context) {
 func (s *Store) flush(ctx context.Context) {
 	q, marks, lost := s.take()
 	defer s.giveBack(q)
+	if s.flushed != nil {
+		defer s.flushed()
+	}
 	switch {
 	case lost > 0 && !s.overflow:
 		s.overflow = true // once per overflow: the counter has every loss
