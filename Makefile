@@ -87,7 +87,7 @@ live-latest: ## the live suite against the newest version of each CLI on npm (no
 	cd e2e/live && AGENTBRIDGE_LIVE=1 AGENTBRIDGE_LIVE_LATEST=1 AGENTBRIDGE_LIVE_REPORT=$(abspath docs/live-latest.md) $(GO) test -count=1 -timeout 30m; \
 	status=$$?; echo "live-latest: results in docs/live-latest.md"; exit $$status
 
-bench: ## benchmarks and the end-to-end bench, each next to a baseline measured in the same run (~5-8 min)
+bench: ## benchmarks and the end-to-end bench, each next to a baseline measured in the same run, the bridge with its history against it off (~7-9 min)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) run ./cmd/agentbridge-bench
 

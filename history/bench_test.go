@@ -32,6 +32,52 @@ func BenchmarkRecord(b *testing.B) {
 	}
 }
 
+// BenchmarkRecordScan is a start-up scan's hand-out: one Record of the
+// facts of 20 sessions of 1,000 events each (turns, tools, waits, usage),
+// then the queue taken as the writer takes it. B/op over the facts is the
+// queue's memory per fact.
+func BenchmarkRecordScan(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "h.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	facts := scanFacts(20, 1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Record(facts)
+		q, _, _ := s.take()
+		s.giveBack(q)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(facts)), "ns/fact")
+}
+
+// scanFacts is what a scan of n journals of events events each hands out:
+// per session, turns of a prompt, a tool with a wait answered, a model
+// call's usage and an answer.
+func scanFacts(n, events int) []hub.Fact {
+	var facts []hub.Fact
+	for i := range n {
+		ss := &session{source: "claude", id: "00000000-0000-4000-8000-" + strconv.Itoa(100000000000+i), harness: "claude-code", fresh: true}
+		at := base + int64(i)*3600_000
+		facts = append(facts, ss.fact(at, agentbridge.Event{Kind: agentbridge.KindSessionStarted, Cwd: "/home/u/project", Model: "claude-sonnet-4-5"}))
+		for j := 0; len(facts) < (i+1)*events; j++ {
+			at += 10_000
+			id := strconv.Itoa(j)
+			facts = append(facts,
+				ss.fact(at, agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: "turn-" + id}),
+				ss.fact(at+1000, agentbridge.Event{Kind: agentbridge.KindToolStarted, ToolID: "toolu_01" + id, Name: "Bash"}),
+				ss.fact(at+2000, agentbridge.Event{Kind: agentbridge.KindWaitStarted, WaitID: "w" + id, State: agentbridge.StatusWaiting, Reason: "Allow Bash?"}),
+				ss.fact(at+3000, agentbridge.Event{Kind: agentbridge.KindWaitFinished, WaitID: "w" + id}),
+				ss.fact(at+4000, agentbridge.Event{Kind: agentbridge.KindToolFinished, ToolID: "toolu_01" + id, Outcome: agentbridge.OutcomeSuccess}),
+				ss.fact(at+5000, agentbridge.Event{Kind: agentbridge.KindAgentMetadata, Usage: use(1000, 100, 5000, 0)}),
+				ss.fact(at+6000, agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess}))
+		}
+		facts = facts[:(i+1)*events]
+	}
+	return facts
+}
+
 // BenchmarkWrite measures the writer: facts folded and written per
 // second, in batches the size of a busy commit.
 func BenchmarkWrite(b *testing.B) {

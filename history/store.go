@@ -16,17 +16,29 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	_ "modernc.org/sqlite" // the driver "sqlite"
 
-	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/internal/smallfile"
 )
 
-// MaxQueue bounds the facts recorded and not yet written. Past it, Record
-// drops the facts it is handed (counted in
+// MaxQueueBytes bounds the memory of the facts recorded and not yet
+// written (those queued and those the writer is writing), counted as the
+// compact records the queue keeps (about 130 bytes a fact: see queued).
+// Past it, Record drops the facts it is handed (counted in
 // agentbridge_history_dropped_facts_total, logged once per overflow): the
-// live path never waits for the disk. The writer takes the whole queue at
-// each wake, so the bound is only reached when the disk stalls for a long
-// time.
-const MaxQueue = 1 << 17
+// live path never waits for the disk. 64 MiB holds about half a million
+// facts: the start-up scans of a home with several hundred large recent
+// journals (one hand-out per source, each scan's facts at its end) with
+// room to spare; the writer takes the whole queue at each wake, so beyond
+// that the bound is only reached when the disk stalls for a long time.
+const MaxQueueBytes = 64 << 20
+
+// writeDelay is how long the writer waits, once woken, before it takes
+// the queue: a commit's facts are written a tenth of a second after it, so
+// that the write (a transaction, a few hundred µs of CPU) does not run
+// while the live path delivers the same commit to the stream clients, and
+// the facts of a busy tenth of a second go in one transaction. A timer
+// armed by a wake, never a poll: an idle writer sleeps. Sync and the end
+// of Run write at once.
+const writeDelay = 100 * time.Millisecond
 
 // pruneEvery is the period of the retention prune Run does (besides the
 // one at its start): a scheduled job, so a timer, not a poll.
@@ -63,17 +75,22 @@ type Store struct {
 	wdb *sql.DB // one connection, write transactions (BEGIN IMMEDIATE)
 	rdb *sql.DB // readers (query_only)
 
-	maxQueue int // MaxQueue (smaller in tests)
+	maxQueue int // MaxQueueBytes (smaller in tests)
 
-	mu    sync.Mutex // guards queue, spare, lost, freshLost, running
-	queue []item
-	spare []item // the last queue written, emptied, for reuse
-	lost  int    // facts dropped since the writer last looked
+	mu     sync.Mutex // guards queue, queued, flying, last, spare, lost, freshLost, running
+	queue  []item
+	queued int          // the memory of the queue's facts (handOutSize)
+	flying int          // the memory of the facts the writer took and is writing
+	last   *factSession // the session part of the last fact queued
+	spare  []item       // the last queue written, emptied, for reuse
+	lost   int          // facts dropped since the writer last looked
 	// freshLost maps a session whose Fresh fact was dropped to the place
 	// in queue where it was.
 	freshLost map[sessionKey]int
 	running   bool
 	wake      chan struct{} // cap 1: the queue has something
+	now       chan struct{} // cap 1: a Sync waits: write at once
+	flushed   func()        // tests: called after each write of the queue
 
 	dropped prometheus.Counter
 	written prometheus.Counter
@@ -91,7 +108,7 @@ type Store struct {
 // item is one entry of the writer's queue: a fact, a wait answered
 // through the bridge, or a Sync's marker.
 type item struct {
-	fact     hub.Fact
+	fact     queued
 	answered *answeredMark
 	sync     chan error
 }
@@ -130,7 +147,8 @@ func Open(path string, o Options) (*Store, error) {
 	s := &Store{
 		o: o, log: o.Logger, prices: pr,
 		wake:     make(chan struct{}, 1),
-		maxQueue: MaxQueue,
+		now:      make(chan struct{}, 1),
+		maxQueue: MaxQueueBytes,
 		sessions: map[sessionKey]*sessionState{},
 		projects: map[string]string{},
 	}

@@ -390,6 +390,45 @@ func TestRunWritesTheQueueAtItsEnd(t *testing.T) {
 	}
 }
 
+// TestRunWritesWithoutSync: facts recorded are written by the writer on
+// its own, after its delay (a timer armed by the wake), with no Sync.
+func TestRunWritesWithoutSync(t *testing.T) {
+	t.Parallel()
+	s, err := Open(filepath.Join(t.TempDir(), "h.db"), Options{Retention: -1, Project: func(cwd string) string { return cwd + "#root" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flushed := make(chan struct{}, 1)
+	s.flushed = func() {
+		select {
+		case flushed <- struct{}{}:
+		default:
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	s.Record(journal())
+	for {
+		<-flushed
+		if got := sessions(t, s, Query{}); len(got) == 1 {
+			if diff := cmp.Diff(wantJournal(), got[0]); diff != "" {
+				t.Errorf("history written by the writer alone (-want +got):\n%s", diff)
+			}
+			return
+		}
+	}
+}
+
 // TestProjectRule: the default project of a cwd is the nearest directory
 // at or above it holding a .git entry (a directory, or a linked
 // worktree's file), else the cwd itself; one that is not absolute and

@@ -173,8 +173,10 @@ func TestRetention(t *testing.T) {
 	}
 }
 
-// TestQueueBound: past MaxQueue waiting facts, Record drops (and counts)
-// instead of growing or blocking.
+// TestQueueBound: past MaxQueueBytes of facts waiting (queued, or taken
+// by the writer and not yet written), Record drops (and counts) instead of
+// growing or blocking; the facts the writer took count until it is done
+// with them.
 func TestQueueBound(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
@@ -184,15 +186,40 @@ func TestQueueBound(t *testing.T) {
 	}
 	defer s.Close()
 	facts := journal()
-	for range MaxQueue/len(facts) + 2 {
-		s.Record(facts)
+	// Records facts until some are dropped (or far more than the bound
+	// could hold were recorded), and returns how many are queued.
+	fill := func() (queued int) {
+		lost := s.lost
+		for range MaxQueueBytes/(len(facts)*itemSize) + 2 {
+			s.Record(facts)
+			s.mu.Lock()
+			dropped := s.lost > lost
+			s.mu.Unlock()
+			if dropped {
+				break
+			}
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.queued+s.flying > MaxQueueBytes || s.lost == 0 {
+			t.Errorf("%d + %d bytes waiting (max %d), lost %d: want the bound kept and the excess counted", s.queued, s.flying, MaxQueueBytes, s.lost)
+		}
+		return len(s.queue)
+	}
+	// The bound is reached within a hand-out's size: a few facts more or
+	// less fit in what is left.
+	full := fill()
+	q, _, lost := s.take() // the writer writes them: they still count
+	if n := fill(); n > len(facts) {
+		t.Errorf("%d facts queued while the writer holds a full queue, want at most %d", n, len(facts))
+	}
+	s.giveBack(q) // written: room again
+	if n := fill(); n < full-len(facts) {
+		t.Errorf("%d facts queued once the writer is done, want about %d as at first", n, full)
 	}
 	s.mu.Lock()
-	n, lost := len(s.queue), s.lost
+	lost += s.lost
 	s.mu.Unlock()
-	if n > MaxQueue || lost == 0 {
-		t.Errorf("queue %d (max %d), lost %d: want the bound kept and the excess counted", n, MaxQueue, lost)
-	}
 	if got := testCounter(s.dropped); got != float64(lost) {
 		t.Errorf("dropped counter = %v, want %d", got, lost)
 	}
@@ -217,6 +244,41 @@ func testCounter(c interface{ Write(*dto.Metric) error }) float64 {
 	return m.GetCounter().GetValue()
 }
 
+// TestHeavyStartUpLosesNothing: the start-up scans of a home with many
+// large recent journals hand their facts out in one Record per source, at
+// each scan's end: two hand-outs of 200 sessions of 1,000 events, the
+// second while the writer writes the first, are queued whole, in bounded
+// memory.
+func TestHeavyStartUpLosesNothing(t *testing.T) {
+	t.Parallel()
+	s, err := Open(filepath.Join(t.TempDir(), "h.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	claude := scanFacts(200, 1000)
+	codex := scanFacts(200, 1000)
+	for i := range codex {
+		codex[i].Source = "codex"
+	}
+	s.Record(claude)
+	q, _, _ := s.take() // the writer writes the first source's facts
+	s.Record(codex)
+	s.mu.Lock()
+	queued, held, lost := len(s.queue), s.queued+s.flying, s.lost
+	s.mu.Unlock()
+	if len(q) != len(claude) || queued != len(codex) || lost != 0 {
+		t.Fatalf("the writer holds %d facts and %d are queued (%d lost), want %d and %d, none lost",
+			len(q), queued, lost, len(claude), len(codex))
+	}
+	if per := held / (len(claude) + len(codex)); held > MaxQueueBytes || per > 160 {
+		t.Errorf("%d bytes held, %d a fact: want at most %d, and a compact record a fact", held, per, MaxQueueBytes)
+	}
+	if got := testCounter(s.dropped); got != 0 {
+		t.Errorf("dropped counter = %v, want 0", got)
+	}
+}
+
 // TestOverflowLosingAFreshFact: when the full queue drops a retelling's
 // Fresh fact, the retelling's facts that are kept replace what the
 // session's journal told before, instead of doubling it.
@@ -227,7 +289,14 @@ func TestOverflowLosingAFreshFact(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	s.maxQueue = 64
+	filler := &session{source: "x", id: "filler", harness: "x"}
+	fill := []hub.Fact{filler.fact(base, agentbridge.Event{Kind: agentbridge.KindAgentMetadata})}
+	s.maxQueue = 64 * handOutSize(nil, fill)
+	full := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.lost > 0
+	}
 	ctx := context.Background()
 	write := func() {
 		if q, marks, _ := s.take(); len(q) > 0 {
@@ -235,13 +304,13 @@ func TestOverflowLosingAFreshFact(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.carry(marks)
+			s.giveBack(q)
 		}
 	}
 	s.Record(journal())
 	write()
-	filler := &session{source: "x", id: "filler", harness: "x"}
-	for range s.maxQueue {
-		s.Record([]hub.Fact{filler.fact(base, agentbridge.Event{Kind: agentbridge.KindAgentMetadata})})
+	for !full() {
+		s.Record(fill)
 	}
 	retold := journal()
 	s.Record(retold[:5]) // dropped: the queue is full

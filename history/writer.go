@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/agentbridge/agentbridge"
@@ -34,16 +35,19 @@ const maxProjects = 4096
 
 var _ hub.Recorder = (*Store)(nil)
 
-// Record queues facts for the writer: it copies them under a mutex and
-// wakes the writer, and never blocks, does I/O or waits for the disk
-// (hub.Recorder). Past MaxQueue facts waiting, the facts are dropped and
-// counted; the writer logs the loss once per overflow.
+// Record queues facts for the writer: it keeps what the writer needs of
+// them (queued: their strings shared, not copied) under a mutex and wakes
+// the writer, in time linear in the facts, and never blocks, does I/O or
+// waits for the disk (hub.Recorder). When the facts would take the memory
+// of the facts not yet written past MaxQueueBytes, they are all dropped
+// and counted; the writer logs the loss once per overflow.
 func (s *Store) Record(facts []hub.Fact) {
 	if len(facts) == 0 {
 		return
 	}
 	s.mu.Lock()
-	if len(s.queue)+len(facts) > s.maxQueue {
+	size := handOutSize(s.last, facts)
+	if s.queued+s.flying+size > s.maxQueue {
 		s.lost += len(facts)
 		for i := range facts {
 			if facts[i].Fresh {
@@ -54,9 +58,8 @@ func (s *Store) Record(facts []hub.Fact) {
 		s.dropped.Add(float64(len(facts)))
 		return
 	}
-	for i := range facts {
-		s.queue = append(s.queue, item{fact: facts[i]})
-	}
+	s.queue, s.last = queue(slices.Grow(s.queue, len(facts)), s.last, facts)
+	s.queued += size
 	s.mu.Unlock()
 	s.signal()
 }
@@ -90,6 +93,10 @@ func (s *Store) Sync(ctx context.Context) error {
 	done := make(chan error, 1)
 	s.push(item{sync: done})
 	select {
+	case s.now <- struct{}{}:
+	default:
+	}
+	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
@@ -111,11 +118,11 @@ func (s *Store) signal() {
 	}
 }
 
-// Run is the writer: it sleeps until something is recorded, then writes
-// everything queued in one transaction; it prunes sessions older than the
-// retention when it starts and every 24 hours after (a timer). When ctx
-// ends it writes what is still queued and returns nil; an error only when
-// it is already running.
+// Run is the writer: it sleeps until something is recorded, then, after
+// writeDelay (at once for a Sync), writes everything queued in one
+// transaction; it prunes sessions older than the retention when it starts
+// and every 24 hours after (a timer). When ctx ends it writes what is
+// still queued and returns nil; an error only when it is already running.
 func (s *Store) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.running {
@@ -127,12 +134,28 @@ func (s *Store) Run(ctx context.Context) error {
 	s.retain(ctx)
 	prune := time.NewTimer(pruneEvery)
 	defer prune.Stop()
+	delay := time.NewTimer(writeDelay) // armed by a wake
+	delay.Stop()
+	defer delay.Stop()
+	armed := false
 	for {
 		select {
 		case <-ctx.Done():
 			s.flush(ctx)
 			return nil
 		case <-s.wake:
+			if !armed {
+				delay.Reset(writeDelay)
+				armed = true
+			}
+		case <-delay.C:
+			armed = false
+			s.flush(ctx)
+		case <-s.now:
+			if armed {
+				delay.Stop()
+				armed = false
+			}
 			s.flush(ctx)
 		case <-prune.C:
 			s.retain(ctx)
@@ -159,6 +182,9 @@ func (s *Store) retain(ctx context.Context) {
 func (s *Store) flush(ctx context.Context) {
 	q, marks, lost := s.take()
 	defer s.giveBack(q)
+	if s.flushed != nil {
+		defer s.flushed()
+	}
 	switch {
 	case lost > 0 && !s.overflow:
 		s.overflow = true // once per overflow: the counter has every loss
@@ -190,12 +216,15 @@ func (s *Store) flush(ctx context.Context) {
 }
 
 // take takes the queue (and the count of facts lost since the last take);
-// Record appends to the spare buffer meanwhile.
+// Record appends to the spare buffer meanwhile. The queue's memory counts
+// as the writer's (flying) until giveBack, or the next take (the writer
+// took it, so it is done with the one before).
 func (s *Store) take() ([]item, map[sessionKey]int, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, marks, lost := s.queue, s.freshLost, s.lost
 	s.queue, s.spare, s.freshLost, s.lost = s.spare, nil, nil, 0
+	s.flying, s.queued = s.queued, 0
 	return q, marks, lost
 }
 
@@ -218,15 +247,18 @@ func (s *Store) carry(marks map[sessionKey]int) {
 	}
 }
 
-// giveBack keeps a written queue, emptied, as the next spare buffer,
-// unless it grew past maxSpare.
+// giveBack releases a written queue's memory and keeps the queue,
+// emptied, as the next spare buffer, unless it grew past maxSpare.
 func (s *Store) giveBack(q []item) {
-	if cap(q) > maxSpare {
-		return
+	keep := cap(q) <= maxSpare
+	if keep {
+		clear(q) // no fact kept alive by the spare
 	}
-	clear(q) // no fact kept alive by the spare
 	s.mu.Lock()
-	s.spare = q[:0]
+	s.flying = 0
+	if keep {
+		s.spare = q[:0]
+	}
 	s.mu.Unlock()
 }
 
@@ -356,9 +388,9 @@ func (w *txn) apply(q []item, marks map[sessionKey]int) error {
 			err = w.answered(it.answered)
 		case it.sync == nil:
 			if len(marks) > 0 {
-				k := sessionKey{it.fact.Host, it.fact.Source, it.fact.SessionID}
+				k := it.fact.key()
 				if at, ok := marks[k]; ok && i >= at {
-					it.fact.Fresh = true
+					it.fact.fresh = true
 					delete(marks, k)
 				}
 			}
@@ -540,19 +572,18 @@ func (w *txn) openWaits(st *sessionState) error {
 }
 
 // fact folds one fact.
-func (w *txn) fact(f *hub.Fact) error {
-	st, err := w.state(sessionKey{f.Host, f.Source, f.SessionID}, true)
+func (w *txn) fact(f *queued) error {
+	st, err := w.state(f.key(), true)
 	if err != nil {
 		return err
 	}
-	if f.Fresh {
+	if f.fresh {
 		if err := w.fresh(st); err != nil {
 			return err
 		}
 	}
-	e := &f.Event
-	t := e.OccurredAt
-	if t == 0 || e.Kind == "" && st.lastAt != 0 {
+	t := f.at
+	if t == 0 || f.kind == kindNone && st.lastAt != 0 {
 		// Undated, or a session given whole again (a reset, a remote's
 		// upsert: no new activity): the session's last known time.
 		t = st.lastAt
@@ -563,23 +594,24 @@ func (w *txn) fact(f *hub.Fact) error {
 		}
 		st.lastAt = max(st.lastAt, t)
 	}
-	setIf(&st.harness, f.Harness)
-	setIf(&st.title, f.Title)
-	setIf(&st.model, f.Model)
-	if f.Cwd != "" && f.Cwd != st.cwd || st.project == "" && st.cwd != "" {
-		setIf(&st.cwd, f.Cwd)
-		st.project = w.projectOf(f.Host, st.cwd)
+	who := f.who
+	setIf(&st.harness, who.harness)
+	setIf(&st.title, who.title)
+	setIf(&st.model, who.model)
+	if who.cwd != "" && who.cwd != st.cwd || st.project == "" && st.cwd != "" {
+		setIf(&st.cwd, who.cwd)
+		st.project = w.projectOf(who.host, st.cwd)
 	}
 	st.ended = sql.NullString{}
-	if f.Ended != nil {
-		b, err := json.Marshal(f.Ended)
+	if f.ended != nil {
+		b, err := json.Marshal(f.ended)
 		if err != nil {
 			return fmt.Errorf("encode an end: %w", err)
 		}
 		st.ended = sql.NullString{String: string(b), Valid: true}
 	}
-	if st.turn != nil && f.Model != "" && st.turn.model != f.Model {
-		st.turn.model, st.turnDirty = f.Model, true
+	if st.turn != nil && who.model != "" && st.turn.model != who.model {
+		st.turn.model, st.turnDirty = who.model, true
 	}
 	// Usage first: the counts an agent.done carries are its turn's.
 	if err := w.usage(st, f, t); err != nil {
@@ -593,7 +625,7 @@ func (w *txn) fact(f *hub.Fact) error {
 	// no wait.finished). A wait newer than the fact stays: a journal told
 	// again from its start (Fresh) reaches it later, while its hook is not
 	// told again.
-	if f.Status != "" && f.Status != agentbridge.StatusWaiting && f.Status != agentbridge.StatusBlocked {
+	if f.closes {
 		return w.endWaits(st, t, agentbridge.WaitAnswered)
 	}
 	return nil
@@ -603,20 +635,20 @@ func (w *txn) fact(f *hub.Fact) error {
 // of the fold's totals since then (a fold built anew, Recount, counts from
 // zero again), or, when the event's report gives the session's totals
 // (Total), the change of the usage counted so far.
-func (w *txn) usage(st *sessionState, f *hub.Fact, t int64) error {
-	if f.Recount {
+func (w *txn) usage(st *sessionState, f *queued, t int64) error {
+	if f.recount {
 		st.seen = agentbridge.Usage{}
 	}
-	d := f.Usage.Sub(st.seen)
-	if r := f.Event.Usage; r != nil && r.Total {
-		d = f.Usage.Sub(st.usage)
+	d := f.usage.Sub(st.seen)
+	if f.total {
+		d = f.usage.Sub(st.usage)
 	}
-	st.seen = f.Usage
+	st.seen = f.usage
 	if d == (agentbridge.Usage{}) {
 		return nil
 	}
 	if _, err := w.exec(`INSERT INTO usage (sid, turn, at, model, input, output, cache_read, cache_write)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, st.sid, st.turnIdx(), t, f.Model,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, st.sid, st.turnIdx(), t, f.who.model,
 		d.InputTokens, d.OutputTokens, d.CacheReadTokens, d.CacheWriteTokens); err != nil {
 		return fmt.Errorf("add usage: %w", err)
 	}
@@ -625,63 +657,62 @@ func (w *txn) usage(st *sessionState, f *hub.Fact, t int64) error {
 }
 
 // event folds the fact's event at t.
-func (w *txn) event(st *sessionState, f *hub.Fact, t int64) error {
-	e := &f.Event
-	switch e.Kind {
-	case agentbridge.KindTurnStarted:
+func (w *txn) event(st *sessionState, f *queued, t int64) error {
+	switch f.kind {
+	case kindTurnStarted:
 		if err := w.endTurn(st, t, "", agentbridge.WaitTurnEnded); err != nil {
 			return err
 		}
-		st.turn = &openTurn{idx: st.nextTurn, model: f.Model}
+		st.turn = &openTurn{idx: st.nextTurn, model: f.who.model}
 		st.nextTurn++
 		if _, err := w.exec(`INSERT INTO turns (sid, idx, turn_id, started_at, model) VALUES (?, ?, ?, ?, ?)`,
-			st.sid, st.turn.idx, e.TurnID, t, f.Model); err != nil {
+			st.sid, st.turn.idx, f.id, t, f.who.model); err != nil {
 			return fmt.Errorf("add a turn: %w", err)
 		}
-	case agentbridge.KindAgentDone:
-		return w.endTurn(st, t, e.Outcome, agentbridge.WaitTurnEnded)
-	case agentbridge.KindAgentExited:
+	case kindAgentDone:
+		return w.endTurn(st, t, agentbridge.Outcome(f.word), agentbridge.WaitTurnEnded)
+	case kindAgentExited:
 		return w.endTurn(st, t, agentbridge.OutcomeCancelled, agentbridge.WaitExited)
-	case agentbridge.KindSessionStopped:
+	case kindSessionStopped:
 		return w.endTurn(st, t, agentbridge.OutcomeCancelled, agentbridge.WaitStopped)
-	case agentbridge.KindToolStarted:
-		if _, open := st.tools[e.ToolID]; open {
+	case kindToolStarted:
+		if _, open := st.tools[f.id]; open {
 			return nil
 		}
 		var tid int64
 		if err := w.one(`INSERT INTO tools (sid, turn, tool_id, name, started_at) VALUES (?, ?, ?, ?, ?) RETURNING tid`,
-			[]any{st.sid, st.turnIdx(), e.ToolID, e.Name, t}, &tid); err != nil {
+			[]any{st.sid, st.turnIdx(), f.id, f.text, t}, &tid); err != nil {
 			return fmt.Errorf("add a tool: %w", err)
 		}
-		st.tools[e.ToolID] = tid
+		st.tools[f.id] = tid
 		if st.turn != nil {
 			st.turn.tools++
 			st.turnDirty = true
 		}
-	case agentbridge.KindToolFinished:
-		tid, open := st.tools[e.ToolID]
+	case kindToolFinished:
+		tid, open := st.tools[f.id]
 		if !open {
 			return nil
 		}
-		delete(st.tools, e.ToolID)
-		if _, err := w.exec("UPDATE tools SET ended_at=?, outcome=? WHERE tid=?", t, e.Outcome, tid); err != nil {
+		delete(st.tools, f.id)
+		if _, err := w.exec("UPDATE tools SET ended_at=?, outcome=? WHERE tid=?", t, f.word, tid); err != nil {
 			return fmt.Errorf("end a tool: %w", err)
 		}
-	case agentbridge.KindWaitStarted:
+	case kindWaitStarted:
 		for _, ow := range st.waits {
-			if ow.id == e.WaitID {
+			if ow.id == f.id {
 				return nil
 			}
 		}
-		ow := openWait{id: e.WaitID, at: t}
+		ow := openWait{id: f.id, at: t}
 		if err := w.one(`INSERT INTO waits (sid, turn, wait_id, state, reason, started_at, journal)
-			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING wid`, []any{st.sid, st.turnIdx(), e.WaitID, e.State, e.Reason, t, !f.Hook}, &ow.wid); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING wid`, []any{st.sid, st.turnIdx(), f.id, f.word, f.text, t, !f.hook}, &ow.wid); err != nil {
 			return fmt.Errorf("add a wait: %w", err)
 		}
 		st.waits = append(st.waits, ow)
-	case agentbridge.KindWaitFinished:
+	case kindWaitFinished:
 		for i, ow := range st.waits {
-			if ow.id == e.WaitID {
+			if ow.id == f.id {
 				st.waits = append(st.waits[:i], st.waits[i+1:]...)
 				return w.endWait(ow, t, agentbridge.WaitAnswered)
 			}

@@ -136,9 +136,26 @@ func copyTree(from, to string) error {
 	})
 }
 
+// comparison names the other side of a compared phase in the table.
+type comparison struct {
+	against string // appended to the measure
+	other   string // follows the other side's figure
+	miss    string // follows the ratio in a missed verdict
+}
+
+// revisionComparison compares with the bridge of the baseline revision.
+func revisionComparison(rev string) comparison {
+	return comparison{against: ", against the bridge of " + rev, other: "(same phase, corpus and bench program)", miss: "the baseline revision"}
+}
+
+// historyComparison compares the bridge keeping its history with the same
+// bridge with the history off (history.enabled: false).
+var historyComparison = comparison{against: ", history on vs off (same run)",
+	other: "with history.enabled: false (same phase and corpus, right after)", miss: "history off"}
+
 // compareRows turns the rows of a phase run on this tree's bridge (got)
-// and on the baseline revision's (was) into one row per compared figure.
-func compareRows(got, was []row, rev string) []row {
+// and on the other side of cmp (was) into one row per compared figure.
+func compareRows(got, was []row, cmp comparison) []row {
 	var out []row
 	for i, g := range got {
 		if g.Figure == 0 || i >= len(was) || was[i].Figure == 0 {
@@ -152,12 +169,12 @@ func compareRows(got, was []row, rev string) []row {
 			tol += fmt.Sprintf(" or ≤ %+.1f %s", g.Floor, g.Unit)
 		}
 		out = append(out, row{
-			Measure:  g.Measure + ", against the bridge of " + rev,
+			Measure:  g.Measure + cmp.against,
 			Bridge:   fmt.Sprintf("%.1f %s", g.Figure, g.Unit),
-			Baseline: fmt.Sprintf("%.1f %s (same phase, corpus and bench program)", w.Figure, w.Unit),
+			Baseline: fmt.Sprintf("%.1f %s %s", w.Figure, w.Unit, cmp.other),
 			Ratio:    fmt.Sprintf("%.2f×", r),
 			Target:   "no regression (" + tol + ")",
-			Verdict:  verdict(ok, fmt.Sprintf("%.2f× the baseline revision", r)),
+			Verdict:  verdict(ok, fmt.Sprintf("%.2f× %s", r, cmp.miss)),
 		})
 	}
 	return out

@@ -9,13 +9,17 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/agentbridge/agentbridge"
 	"github.com/agentbridge/agentbridge/client"
+	"github.com/agentbridge/agentbridge/history"
 	"github.com/agentbridge/agentbridge/hub"
 	"github.com/agentbridge/agentbridge/sources/claudecode"
 	"github.com/agentbridge/agentbridge/sources/codex"
@@ -24,7 +28,8 @@ import (
 
 // bridge is the real hub with the Claude Code and Codex sources, run
 // in-process over a corpus, optionally with the real SSE handler on a
-// loopback server.
+// loopback server, and with the history kept as the bridge keeps it by
+// default (history.enabled) unless the run turned it off.
 type bridge struct {
 	hub    *hub.Hub
 	sub    *hub.Subscription // opened before Run: sees the sources' resets
@@ -33,20 +38,40 @@ type bridge struct {
 	srv    *httptest.Server
 	// sessions counts the sessions of each source's first live reset.
 	sessions map[string]int
+
+	hist     *history.Store // nil: the history is off
+	histReg  *prometheus.Registry
+	histOpen [2]time.Duration // history.Open's wall and CPU time
+	histStop context.CancelFunc
+	histDone chan struct{}
 }
 
 // startBridge builds the hub with both sources over c and runs it. queue
-// is the hub's per-subscriber queue (0: the default).
-func startBridge(c *corpus, queue int) (*bridge, error) {
+// is the hub's per-subscriber queue (0: the default). With cfg.History
+// the hub records into a history store at cfg.stateDir/history.db (the
+// same database for every bridge of a phase: a start after the first is
+// a restart over a kept history), as agentbridge serve wires it.
+func startBridge(cfg *config, c *corpus, queue int) (*bridge, error) {
 	log := slog.New(slog.DiscardHandler)
-	h := hub.New(hub.Options{Logger: log, QueueSize: queue})
-	if err := h.Add(claudecode.New(claudecode.Options{Home: c.ClaudeDir, Logger: log})); err != nil {
-		return nil, fmt.Errorf("add claude-code source: %w", err)
+	b := &bridge{done: make(chan struct{}), sessions: map[string]int{}}
+	o := hub.Options{Logger: log, QueueSize: queue}
+	if cfg.History {
+		if err := b.openHistory(cfg, log); err != nil {
+			return nil, err
+		}
+		o.Recorder = b.hist
 	}
-	if err := h.Add(codex.New(codex.Options{Home: c.CodexHome, Logger: log})); err != nil {
-		return nil, fmt.Errorf("add codex source: %w", err)
+	h := hub.New(o)
+	for _, src := range []hub.Source{
+		claudecode.New(claudecode.Options{Home: c.ClaudeDir, Logger: log}),
+		codex.New(codex.Options{Home: c.CodexHome, Logger: log}),
+	} {
+		if err := h.Add(src); err != nil {
+			b.stopHistory()
+			return nil, fmt.Errorf("add source %s: %w", src.Info().ID, err)
+		}
 	}
-	b := &bridge{hub: h, sub: h.Subscribe(0, false, agentbridge.Filter{}), done: make(chan struct{}), sessions: map[string]int{}}
+	b.hub, b.sub = h, h.Subscribe(0, false, agentbridge.Filter{})
 	ctx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
 	go func() {
@@ -56,10 +81,69 @@ func startBridge(c *corpus, queue int) (*bridge, error) {
 	return b, nil
 }
 
+// openHistory opens the phase's history database and runs its writer.
+func (b *bridge) openHistory(cfg *config, log *slog.Logger) error {
+	if cfg.stateDir == "" {
+		return errors.New("history on without a state directory")
+	}
+	b.histReg = prometheus.NewRegistry()
+	t0, c0 := time.Now(), cpuTime()
+	st, err := history.Open(filepath.Join(cfg.stateDir, "history.db"), history.Options{Logger: log, Registry: b.histReg})
+	if err != nil {
+		return fmt.Errorf("open the history: %w", err)
+	}
+	b.histOpen = [2]time.Duration{time.Since(t0), cpuTime() - c0}
+	ctx, stop := context.WithCancel(context.Background())
+	b.hist, b.histStop, b.histDone = st, stop, make(chan struct{})
+	go func() {
+		defer close(b.histDone)
+		_ = st.Run(ctx)
+	}()
+	return nil
+}
+
+// stopHistory ends the history's writer (it writes what is queued) and
+// closes the database, as serve does after the sources ended.
+func (b *bridge) stopHistory() {
+	if b.hist == nil {
+		return
+	}
+	b.histStop()
+	<-b.histDone
+	_ = b.hist.Close()
+	b.hist = nil
+}
+
+// historyCounts are the history's own counters (its Prometheus metrics).
+type historyCounts struct{ written, dropped float64 }
+
+// historyCounts reads the history's counters of written and dropped
+// facts, as /metrics shows them.
+func (b *bridge) historyCounts() (historyCounts, error) {
+	var hc historyCounts
+	mfs, err := b.histReg.Gather()
+	if err != nil {
+		return hc, fmt.Errorf("history metrics: %w", err)
+	}
+	for _, mf := range mfs {
+		if len(mf.GetMetric()) == 0 {
+			continue
+		}
+		v := mf.GetMetric()[0].GetCounter().GetValue()
+		switch mf.GetName() {
+		case "agentbridge_history_written_facts_total":
+			hc.written = v
+		case "agentbridge_history_dropped_facts_total":
+			hc.dropped = v
+		}
+	}
+	return hc, nil
+}
+
 // startReady is startBridge that also waits (up to timeout) until the
 // sources are ready; on an error nothing is left running.
-func startReady(c *corpus, queue int, timeout time.Duration) (*bridge, error) {
-	b, err := startBridge(c, queue)
+func startReady(cfg *config, c *corpus, queue int, timeout time.Duration) (*bridge, error) {
+	b, err := startBridge(cfg, c, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -72,8 +156,8 @@ func startReady(c *corpus, queue int, timeout time.Duration) (*bridge, error) {
 
 // startServing starts a ready bridge over c that serves the stream (its
 // URL is returned) and no longer feeds the bench's own subscription.
-func startServing(c *corpus) (*bridge, string, error) {
-	b, err := startReady(c, 0, 5*time.Minute)
+func startServing(cfg *config, c *corpus) (*bridge, string, error) {
+	b, err := startReady(cfg, c, 0, 5*time.Minute)
 	if err != nil {
 		return nil, "", err
 	}
@@ -145,7 +229,8 @@ func (b *bridge) serve(o sse.Options) string {
 	return b.srv.URL
 }
 
-// stop ends the sources and the server and waits for them.
+// stop ends the sources and the server and waits for them, then the
+// history's writer.
 func (b *bridge) stop() {
 	b.sub.Close()
 	if b.srv != nil {
@@ -154,6 +239,7 @@ func (b *bridge) stop() {
 	}
 	b.cancel()
 	<-b.done
+	b.stopHistory()
 }
 
 // sseClient is one stream client over loopback that counts events and

@@ -22,7 +22,12 @@
 //     workload (turns.go: journals in which every two records make a
 //     turn), each also against the bridge of a baseline revision
 //     (-baseline, baseline.go): the same phase, corpus and bench program,
-//     built with that revision's packages, in the same run.
+//     built with that revision's packages, in the same run;
+//   - every phase with the history kept (the bridge's default,
+//     history.enabled) and, for -history-phases, the same phase again with
+//     it off, right after, in the same run (history.go); and how long the
+//     history's writer takes after a cold start, and whether it dropped
+//     facts.
 //
 // Each phase runs in a fresh child process (the same binary), so that one
 // phase's heap and goroutines do not colour the next one's numbers.
@@ -72,13 +77,17 @@ type config struct {
 	Turns        int    // turns per journal of the turn-heavy workload
 	Baseline     string // revision whose bridge the baseline phases also run ("" none)
 	BasePhases   []string
+	History      bool     // the bridge keeps its history (history.enabled)
+	HistPhases   []string // phases run again with the history off, to compare
 
 	ingestBytes int           // IngestMB in bytes (tests set less)
 	streamBytes int           // StreamMB in bytes (tests set less)
 	settle      time.Duration // pause before idle and memory readings (tests set less)
 
-	phase  string // child: the phase to run
-	corpus string // child: the corpus description file
+	phase      string // child: the phase to run
+	corpus     string // child: the corpus description file
+	bridgeOnly bool   // child: measure the bridge only, not the phase's own baseline (a comparison run)
+	stateDir   string // the phase's state directory (the history's database), made by runPhase
 }
 
 var allPhases = []string{"cold", "ingest", "stream", "latency", "fanout", "idle", "rss",
@@ -87,6 +96,13 @@ var allPhases = []string{"cold", "ingest", "stream", "latency", "fanout", "idle"
 // turnPhases are the phases of the turn-heavy workload, which -baseline
 // runs on the baseline revision's bridge too by default.
 var turnPhases = []string{"turns-cold", "turns-latency", "turns-idle", "turns-rss"}
+
+// historyPhases are the phases run again with the history off by default:
+// the live path (cold start, a large transcript streamed, append →
+// stream) and the idle bridge (CPU, memory) of the normal workload, and
+// the turn-heavy cold start, latency and memory (its idle window would add
+// a minute for what the normal one already shows).
+var historyPhases = []string{"cold", "stream", "latency", "idle", "rss", "turns-cold", "turns-latency", "turns-rss"}
 
 func main() {
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
@@ -129,15 +145,19 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	phases := fs.String("phases", strings.Join(allPhases, ","), "phases to run: "+strings.Join(allPhases, ","))
 	fs.StringVar(&cfg.Dir, "dir", "", "where to make the temporary corpora (default: the system temp dir)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the generated corpora")
-	fs.StringVar(&cfg.Profile, "profile", "", "write a CPU profile per phase (and a heap profile for rss) into this directory")
+	fs.StringVar(&cfg.Profile, "profile", "", "write a CPU profile per phase (and a heap profile for rss and turns-rss) into this directory")
 	fs.StringVar(&cfg.IdleTrace, "idle-trace", "", "write a runtime trace of the bridge's idle window to this file (go tool trace FILE)")
 	fs.BoolVar(&cfg.InProcess, "inprocess", false, "run every phase in this process instead of a child process each")
 	fs.IntVar(&cfg.Turns, "turns", 40, "turns per journal of the turn-heavy workload (two records each)")
 	fs.StringVar(&cfg.Baseline, "baseline", "auto", "git revision whose bridge the -baseline-phases also run, in the same run (auto: the merge-base with main, or HEAD~ on main itself; none: no such baseline)")
 	basePhases := fs.String("baseline-phases", strings.Join(turnPhases, ","), "phases run on the -baseline revision's bridge too")
+	fs.BoolVar(&cfg.History, "history", true, "the bridge keeps its history, as agentbridge serve does by default (false: history.enabled false in every phase)")
+	histPhases := fs.String("history-phases", strings.Join(historyPhases, ","), "phases run again with the history off, right after, to compare (none: no comparison)")
 	fs.StringVar(&cfg.phase, "phase", "", "internal: run one phase (child process)")
 	fs.StringVar(&cfg.corpus, "corpus", "", "internal: the corpus description of the phase")
-	if err := fs.Parse(args); err != nil {
+	fs.BoolVar(&cfg.bridgeOnly, "bridge-only", false, "internal: measure only the bridge (a comparison run)")
+	err := fs.Parse(args)
+	if err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -188,14 +208,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if cfg.Baseline == "none" {
 		cfg.Baseline = ""
 	}
-	for _, p := range strings.Split(*basePhases, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		if !contains(allPhases, p) {
-			return nil, fmt.Errorf("-baseline-phases: unknown phase %q", p)
-		}
-		cfg.BasePhases = append(cfg.BasePhases, p)
+	if cfg.BasePhases, err = phaseList("-baseline-phases", *basePhases); err != nil {
+		return nil, err
+	}
+	if *histPhases == "none" {
+		*histPhases = ""
+	}
+	if cfg.HistPhases, err = phaseList("-history-phases", *histPhases); err != nil {
+		return nil, err
 	}
 	switch {
 	case cfg.Turns < 1:
@@ -208,6 +228,21 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("-idle and -append-gap must be positive")
 	}
 	return cfg, nil
+}
+
+// phaseList parses a comma-separated list of phases given to flag.
+func phaseList(flag, list string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !contains(allPhases, p) {
+			return nil, fmt.Errorf("%s: unknown phase %q", flag, p)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // hasAny reports whether list holds any of want.
@@ -319,11 +354,28 @@ func run(cfg *config, stdout, stderr io.Writer) error {
 		rows = append(rows, got...)
 		if base != nil && contains(cfg.BasePhases, ph) {
 			fmt.Fprintf(stderr, "phase %s on the bridge of %s…\n", ph, base.rev)
-			was, err := runChild(cfg, base.exe, ph, c, root, stderr)
+			bc := *cfg
+			bc.bridgeOnly = true
+			was, err := runChild(&bc, base.exe, ph, c, root, stderr)
 			if err != nil {
 				return fmt.Errorf("phase %s on the bridge of %s: %w", ph, base.rev, err)
 			}
-			rows = append(rows, compareRows(got, was, base.rev)...)
+			rows = append(rows, compareRows(got, was, revisionComparison(base.rev))...)
+		}
+		if cfg.History && contains(cfg.HistPhases, ph) {
+			fmt.Fprintf(stderr, "phase %s with the history off…\n", ph)
+			off := *cfg
+			off.History, off.bridgeOnly = false, true
+			var was []row
+			if cfg.InProcess {
+				was, err = runPhase(&off, ph, c)
+			} else {
+				was, err = runChild(&off, "", ph, c, root, stderr)
+			}
+			if err != nil {
+				return fmt.Errorf("phase %s with the history off: %w", ph, err)
+			}
+			rows = append(rows, compareRows(got, was, historyComparison)...)
 		}
 	}
 	printTable(stdout, cfg, rows, time.Since(started))
@@ -364,6 +416,9 @@ func childArgs(cfg *config, ph, desc string) []string {
 	}
 	return []string{
 		"-phase", ph, "-corpus", desc,
+		"-dir", cfg.Dir,
+		"-history=" + strconv.FormatBool(cfg.History),
+		"-bridge-only=" + strconv.FormatBool(cfg.bridgeOnly),
 		"-ingest-mb", strconv.Itoa(cfg.IngestMB),
 		"-stream-mb", strconv.Itoa(cfg.StreamMB),
 		"-appends", strconv.Itoa(cfg.Appends),
@@ -397,9 +452,20 @@ func child(cfg *config, stdout io.Writer) error {
 	return json.NewEncoder(stdout).Encode(rows)
 }
 
-// runPhase runs one phase here, with a CPU profile when asked.
+// runPhase runs one phase here, with a CPU profile when asked, and with
+// its state directory (removed after) when the history is on.
 func runPhase(cfg *config, ph string, c *corpus) ([]row, error) {
-	if cfg.Profile != "" {
+	if cfg.History {
+		dir, err := os.MkdirTemp(cfg.Dir, "agentbridge-bench-state-")
+		if err != nil {
+			return nil, fmt.Errorf("state dir: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		pc := *cfg
+		pc.stateDir = dir
+		cfg = &pc
+	}
+	if cfg.Profile != "" && !cfg.bridgeOnly {
 		f, err := os.Create(filepath.Join(cfg.Profile, ph+".cpu.pprof"))
 		if err != nil {
 			return nil, fmt.Errorf("profile: %w", err)
@@ -427,20 +493,18 @@ func runPhase(cfg *config, ph string, c *corpus) ([]row, error) {
 		rows, err = phaseLatency(cfg, c.Root, true)
 	case "turns-idle":
 		rows, err = phaseIdle(cfg, c)
-	case "turns-rss":
+	case "turns-rss", "rss":
 		rows, err = phaseRSS(cfg, c)
-	case "fanout":
-		rows, err = phaseFanout(cfg)
-	case "idle":
-		rows, err = phaseIdle(cfg, c)
-	case "rss":
-		rows, err = phaseRSS(cfg, c)
-		if err == nil && cfg.Profile != "" {
-			if f, ferr := os.Create(filepath.Join(cfg.Profile, "rss.heap.pprof")); ferr == nil {
+		if err == nil && cfg.Profile != "" && !cfg.bridgeOnly {
+			if f, ferr := os.Create(filepath.Join(cfg.Profile, ph+".heap.pprof")); ferr == nil {
 				_ = pprof.Lookup("heap").WriteTo(f, 0)
 				f.Close()
 			}
 		}
+	case "fanout":
+		rows, err = phaseFanout(cfg)
+	case "idle":
+		rows, err = phaseIdle(cfg, c)
 	default:
 		err = fmt.Errorf("unknown phase %q", ph)
 	}

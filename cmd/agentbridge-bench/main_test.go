@@ -99,7 +99,7 @@ func TestGeneratedJournalsBecomeSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := startBridge(c, 0)
+	b, err := startBridge(&config{}, c, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,13 +153,20 @@ func TestPhasesSmall(t *testing.T) {
 	for _, want := range []string{"cold start to ready", "ingest of one live Claude Code", "ingest of the same Codex rollout",
 		"stream client reading", "append → stream latency", "delivered to 3 stream client", "encoded per event", "idle over", "memory with 6 live sessions",
 		"turn-heavy (a turn per two records, 3 turns per journal): cold start", "turn-heavy (a turn per two records, 3 turns per journal): append → stream latency",
-		"turn-heavy (a turn per two records, 3 turns per journal): idle", "turn-heavy (a turn per two records, 3 turns per journal): memory"} {
+		"turn-heavy (a turn per two records, 3 turns per journal): idle", "turn-heavy (a turn per two records, 3 turns per journal): memory",
+		"history after the cold start", "cold start to ready (6 old + 4 recent journals, 0 MiB) vs decoding all once, history on vs off",
+		"append → stream latency, p50 / p99 / max (5 appends", "idle over 200ms: 10 journals in", "memory with 6 live sessions and 2 stream clients, history on vs off"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
 	}
-	if n := strings.Count(table, "\n| "); n != 19 {
-		t.Errorf("table has %d rows, want 19:\n%s", n, table)
+	// 19 rows of the phases, a history row per cold start phase and a
+	// history on vs off row per -history-phases phase.
+	if n := strings.Count(table, "\n| "); n != 19+2+len(historyPhases) {
+		t.Errorf("table has %d rows, want %d:\n%s", n, 19+2+len(historyPhases), table)
+	}
+	if n := strings.Count(table, "history on vs off (same run)"); n != len(historyPhases) {
+		t.Errorf("%d rows compare history on and off, want %d:\n%s", n, len(historyPhases), table)
 	}
 	// The corpora are gone.
 	left, _ := filepath.Glob(filepath.Join(cfg.Dir, "*"))

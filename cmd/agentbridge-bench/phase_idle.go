@@ -18,29 +18,19 @@ import (
 // ---- idle ----
 
 func phaseIdle(cfg *config, c *corpus) ([]row, error) {
-	// Baseline: a bare fsnotify watcher on every directory of the corpus,
-	// doing nothing else.
-	w, err := fsnotify.NewWatcher()
+	var baseCPU time.Duration
+	var baseWakes, baseSysmon uint64
+	dirs, err := dirsUnder(c.Root)
 	if err != nil {
-		return nil, fmt.Errorf("fsnotify: %w", err)
+		return nil, err
 	}
-	dirs := 0
-	err = filepath.WalkDir(c.Root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs++
-			return w.Add(p)
+	if !cfg.bridgeOnly {
+		if baseCPU, baseWakes, baseSysmon, err = bareIdle(cfg, dirs); err != nil {
+			return nil, err
 		}
-		return err
-	})
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("watch corpus: %w", err)
 	}
-	time.Sleep(cfg.settle)
-	baseCPU, baseWakes, baseSysmon := measureIdle(cfg.Idle, "bare fsnotify watcher", "")
-	w.Close()
 
-	b, url, err := startServing(c)
+	b, url, err := startServing(cfg, c)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +50,7 @@ func phaseIdle(cfg *config, c *corpus) ([]row, error) {
 	pings := cl.pings.Load() - pings0
 	share := cpu.Seconds() / cfg.Idle.Seconds()
 	return []row{{
-		Measure: fmt.Sprintf("idle over %v: %d journals in %d directories watched, 1 stream client", cfg.Idle, c.Old+c.Recent, dirs),
+		Measure: fmt.Sprintf("idle over %v: %d journals in %d directories watched, 1 stream client", cfg.Idle, c.Old+c.Recent, len(dirs)),
 		Bridge: fmt.Sprintf("%.1f ms CPU (%.3f%% of a core), %d context switches (%d of them the Go runtime's sysmon thread), %d heartbeat(s) sent",
 			float64(cpu.Microseconds())/1000, 100*share, wakes, sysmon, pings),
 		Baseline: fmt.Sprintf("%.1f ms CPU, %d context switches (%d sysmon) (bare fsnotify watcher on the same directories)",
@@ -72,6 +62,39 @@ func phaseIdle(cfg *config, c *corpus) ([]row, error) {
 		// Under a thousandth of a core either way is the target met: noise.
 		Figure: msf(cpu), Unit: "ms CPU", Slack: 1.5, Floor: cfg.Idle.Seconds(),
 	}}, nil
+}
+
+// dirsUnder lists the directories under root (root included).
+func dirsUnder(root string) ([]string, error) {
+	var dirs []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("walk corpus: %w", err)
+	}
+	return dirs, nil
+}
+
+// bareIdle is the idle phase's baseline: a bare fsnotify watcher on dirs,
+// doing nothing else.
+func bareIdle(cfg *config, dirs []string) (cpu time.Duration, wakes, sysmon uint64, err error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("fsnotify: %w", err)
+	}
+	defer w.Close()
+	for _, d := range dirs {
+		if err := w.Add(d); err != nil {
+			return 0, 0, 0, fmt.Errorf("watch corpus: %w", err)
+		}
+	}
+	time.Sleep(cfg.settle)
+	cpu, wakes, sysmon = measureIdle(cfg.Idle, "bare fsnotify watcher", "")
+	return cpu, wakes, sysmon, nil
 }
 
 // measureIdle sleeps for d and returns the process's CPU time and context
@@ -117,7 +140,7 @@ func measureIdle(d time.Duration, what, trace string) (cpu time.Duration, switch
 func phaseRSS(cfg *config, c *corpus) ([]row, error) {
 	runtime.GC()
 	rss0, _ := memStatus()
-	b, url, err := startServing(c)
+	b, url, err := startServing(cfg, c)
 	if err != nil {
 		return nil, err
 	}
@@ -141,13 +164,15 @@ func phaseRSS(cfg *config, c *corpus) ([]row, error) {
 		<-cl.ready
 	}
 	time.Sleep(cfg.settle)
-	rss, hwm := memStatus()
+	mem := memNow()
+	rss, hwm := mem.rss, mem.hwm
 	var m runtimeMem
 	m.read()
 	mib := func(n uint64) float64 { return float64(n) / (1 << 20) }
 	return []row{{
-		Measure:  fmt.Sprintf("memory with %d live sessions and %d stream clients", c.Recent, cfg.RSSClients),
-		Bridge:   fmt.Sprintf("VmRSS %.1f MiB, VmHWM %.1f MiB (Go heap in use %.1f MiB)", mib(rss), mib(hwm), mib(m.heapInuse)),
+		Measure: fmt.Sprintf("memory with %d live sessions and %d stream clients", c.Recent, cfg.RSSClients),
+		Bridge: fmt.Sprintf("VmRSS %.1f MiB (%.1f anonymous, %.1f file pages), VmHWM %.1f MiB (Go heap in use %.1f MiB)",
+			mib(rss), mib(mem.anon), mib(mem.file), mib(hwm), mib(m.heapInuse)),
 		Baseline: fmt.Sprintf("%.1f MiB (this process before the bridge started)", mib(rss0)),
 		Ratio:    fmt.Sprintf("%.1f× the baseline", float64(rss)/float64(rss0)),
 		Target:   "RSS ≤ 80 MiB",

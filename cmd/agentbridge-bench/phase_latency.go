@@ -136,11 +136,13 @@ func phaseLatency(cfg *config, root string, turns bool) ([]row, error) {
 	}
 
 	// Baseline: a bare fsnotify reader of the same writes.
-	bare, err := bareLatency(cfg, dir, line)
-	if err != nil {
-		return nil, err
+	bare := []time.Duration{0}
+	if !cfg.bridgeOnly {
+		if bare, err = bareLatency(cfg, dir, line); err != nil {
+			return nil, err
+		}
 	}
-	b, err := startReady(c, 0, time.Minute)
+	b, err := startReady(cfg, c, 0, time.Minute)
 	if err != nil {
 		return nil, err
 	}

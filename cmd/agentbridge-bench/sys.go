@@ -70,11 +70,22 @@ func ctxSwitches() uint64 {
 	return n
 }
 
+// memory is this process's memory in bytes, from /proc/self/status:
+// VmRSS, VmHWM, and RssAnon and RssFile, the parts of VmRSS that are
+// anonymous memory (heaps) and file pages (the binary's code).
+type memory struct{ rss, hwm, anon, file uint64 }
+
 // memStatus returns VmRSS and VmHWM of this process in bytes.
 func memStatus() (rss, hwm uint64) {
+	m := memNow()
+	return m.rss, m.hwm
+}
+
+// memNow reads the process's memory.
+func memNow() (m memory) {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
-		return 0, 0
+		return m
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -90,12 +101,16 @@ func memStatus() (rss, hwm uint64) {
 		n, _ := strconv.ParseUint(fs[0], 10, 64)
 		switch k {
 		case "VmRSS":
-			rss = n << 10
+			m.rss = n << 10
 		case "VmHWM":
-			hwm = n << 10
+			m.hwm = n << 10
+		case "RssAnon":
+			m.anon = n << 10
+		case "RssFile":
+			m.file = n << 10
 		}
 	}
-	return rss, hwm
+	return m
 }
 
 // machine describes where the bench ran.

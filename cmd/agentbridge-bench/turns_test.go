@@ -105,7 +105,7 @@ func TestPromptTurnCarriesTheMarker(t *testing.T) {
 func TestCompareRows(t *testing.T) {
 	got := []row{{Measure: "a", Figure: 130, Unit: "ms", Slack: 1.25}, {Measure: "b"}, {Measure: "c", Figure: 3, Unit: "ms", Slack: 1.5, Floor: 1}}
 	was := []row{{Measure: "a", Figure: 100}, {Measure: "b"}, {Measure: "c", Figure: 1}}
-	out := compareRows(got, was, "abc")
+	out := compareRows(got, was, revisionComparison("abc"))
 	if len(out) != 2 {
 		t.Fatalf("%d rows, want 2: %+v", len(out), out)
 	}
@@ -115,7 +115,7 @@ func TestCompareRows(t *testing.T) {
 	if !strings.HasPrefix(out[1].Verdict, "missed") {
 		t.Errorf("3× and 2 ms over a floor of 1 ms: %+v", out[1])
 	}
-	out = compareRows([]row{{Figure: 1.9, Slack: 1.5, Floor: 1}}, []row{{Figure: 1}}, "abc")
+	out = compareRows([]row{{Figure: 1.9, Slack: 1.5, Floor: 1}}, []row{{Figure: 1}}, historyComparison)
 	if out[0].Verdict != "met" {
 		t.Errorf("within the floor: %+v", out[0])
 	}
