@@ -172,6 +172,27 @@ func (p *publisher) hand(t *txn, ending bool) {
 	p.dropFacts()
 }
 
+// maxScanFacts is how many facts a scan holds before it hands them out
+// (spillScan); it also bounds the buffer a publisher keeps for its facts
+// between commits.
+const maxScanFacts = 4096
+
+// spillScan hands the facts a scan holds to the recorder before the scan
+// ends: a start-up scan of a large home would otherwise hold every fact
+// of every journal it reads until its end. What a scan tells is told from
+// each journal's start (Fresh), so a scan dropped after this (Rescan,
+// Reset) leaves nothing a recorder keeps wrong: the scan that replaces it
+// tells each of its sessions again. p.mu must be held, the hub's lock not.
+func (p *publisher) spillScan() {
+	h := p.h
+	h.mu.Lock()
+	if p.src.ctx.Err() == nil {
+		h.rec.Record(p.facts)
+	}
+	h.mu.Unlock()
+	p.dropFacts()
+}
+
 // dropFacts forgets the facts collected so far (a scan dropped, a source
 // shutting down) and keeps the buffer. p.mu must be held.
 func (p *publisher) dropFacts() {

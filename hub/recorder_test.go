@@ -537,3 +537,42 @@ func TestRecorderRemovedAfterRestart(t *testing.T) {
 		t.Errorf("facts (-want +got):\n%s", diff)
 	}
 }
+
+// TestRecorderLargeScanHandsOutAsItGoes: a scan holds at most maxScanFacts
+// facts; beyond that it hands them out before its end (a start-up scan of
+// a large home would otherwise hold them all), in order, each session's
+// first one Fresh, and the publisher keeps no huge buffer after.
+func TestRecorderLargeScanHandsOutAsItGoes(t *testing.T) {
+	rec := &recorder{}
+	_, s, _ := sinkOf(t, Options{Recorder: rec})
+	p := s.(*publisher)
+	const sessions, turns = 3, maxScanFacts // 3 × maxScanFacts turn.started + agent.done pairs
+	s.Rescan()
+	for i := range sessions {
+		id := fmt.Sprintf("s%d", i)
+		for n := range turns {
+			mustFold(t, s, id, "a", agentbridge.Event{Kind: agentbridge.KindTurnStarted, TurnID: fmt.Sprint(n), OccurredAt: int64(2*n + 1)})
+			mustFold(t, s, id, "", agentbridge.Event{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess, OccurredAt: int64(2*n + 2)})
+		}
+	}
+	before := rec.facts()
+	if len(before) < sessions*2*turns-maxScanFacts {
+		t.Fatalf("the scan handed out %d facts before its end, want all but at most %d of %d", len(before), maxScanFacts, sessions*2*turns)
+	}
+	s.Flush()
+	all := append(before, rec.facts()...)
+	if len(all) != sessions*2*turns {
+		t.Fatalf("the scan handed out %d facts in all, want %d", len(all), sessions*2*turns)
+	}
+	for i, f := range all {
+		n := i % (2 * turns)
+		if want := fmt.Sprintf("s%d", i/(2*turns)); f.SessionID != want || f.Event.OccurredAt != int64(n+1) || f.Fresh != (n == 0) {
+			t.Fatalf("fact %d: %s at %d fresh %v, want %s at %d fresh %v", i, f.SessionID, f.Event.OccurredAt, f.Fresh, want, n+1, n == 0)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := cap(p.facts); c > 2*maxScanFacts {
+		t.Errorf("the publisher keeps a buffer of %d facts after the scan, want at most about %d", c, maxScanFacts)
+	}
+}

@@ -73,8 +73,9 @@ import (
 // session, one given whole from a snapshot) is Recount. The
 // facts are collected in order and handed to the recorder by the commit
 // that publishes what they folded, under the hub's lock: a scan's by the
-// Flush that ends it (a scan dropped, by Rescan or Reset, drops them: what
-// replaces it tells them again), a restarted session's by the next commit,
+// Flush that ends it, or as it goes once it holds maxScanFacts (a scan
+// dropped, by Rescan or Reset, drops those it holds: what replaces it
+// tells them again), a restarted session's by the next commit,
 // a push batch's only when the batch is kept; a source shutting down drops
 // them with its records. Without a recorder no fact is made.
 //
@@ -372,6 +373,9 @@ func (p *publisher) fold(id, harness string, e agentbridge.Event, in intake) []v
 	}
 	if p.h.rec != nil { // e: as given, but for an agent.exited's time
 		p.record(w, &e, foldedAt(e.OccurredAt, readAt, at), false)
+		if p.scan != nil && !in.locked && len(p.facts) >= maxScanFacts {
+			p.spillScan()
+		}
 	}
 	if undated {
 		if w.undated == len(w.reads) && len(w.reads) < maxStamps {

@@ -37,8 +37,8 @@ func (p *publisher) commit(all bool) {
 	t := h.begin(p.src)
 	p.flush(t, ready, scan, show)
 	h.commit(t)
-	if len(p.facts) == 0 && cap(t.facts) > cap(p.facts) {
-		p.facts = t.facts[:0] // the buffer flush lent t, emptied by the recorder
+	if len(p.facts) == 0 && cap(t.facts) > cap(p.facts) && cap(t.facts) <= maxScanFacts {
+		p.facts = t.facts[:0] // the buffer flush lent t, emptied by the recorder (a huge one is let go)
 	}
 }
 
