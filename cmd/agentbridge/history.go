@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -383,6 +384,9 @@ func (a *app) historyExport(ctx context.Context, fs *pflag.FlagSet, o exportOpti
 	if err != nil {
 		return err
 	}
+	if n := exportedSessions(b, o.format); n >= q.Limit && q.Limit > 0 {
+		fmt.Fprintf(a.stderr, "agentbridge history export: stopped at %d sessions (the newest of the range); narrow it (--since, --project, --harness) to export the rest\n", n)
+	}
 	if o.output == "" || o.output == "-" {
 		_, err := a.stdout.Write(b)
 		return err
@@ -577,4 +581,29 @@ func writeUsageTable(w io.Writer, t agentbridge.UsageTable, home string) error {
 	}
 	add(t.Total, "TOTAL")
 	return writeAligned(w, rows, costNote(asOf))
+}
+
+// exportedSessions counts the sessions of an export (GET /v1/history's
+// answer as JSON or CSV); -1 when it cannot be read.
+func exportedSessions(b []byte, format string) int {
+	if format == "json" {
+		var body struct {
+			Sessions []json.RawMessage `json:"sessions"`
+		}
+		if json.Unmarshal(b, &body) != nil {
+			return -1
+		}
+		return len(body.Sessions)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil || len(rows) == 0 {
+		return -1
+	}
+	seen := map[[3]string]bool{}
+	for _, r := range rows[1:] {
+		if len(r) >= 3 {
+			seen[[3]string{r[0], r[1], r[2]}] = true // host, source, session_id
+		}
+	}
+	return len(seen)
 }

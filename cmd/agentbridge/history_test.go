@@ -126,6 +126,16 @@ func TestHistoryExportAndPrune(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, `{"sessions":[`) {
 		t.Errorf("export --format json: exit %d %s\n%.200s", code, errs, out)
 	}
+	if strings.Contains(errs, "stopped at") {
+		t.Errorf("an export under its limit says it stopped: %s", errs)
+	}
+	// an export that reached its limit says so (the bridge's fake has 2)
+	for _, format := range []string{"csv", "json"} {
+		_, errs, code = runHistoryCLI(t, b.Addr, env, "history", "export", "--format", format, "--limit", "2")
+		if code != 0 || !strings.Contains(errs, "stopped at 2 sessions") {
+			t.Errorf("export --format %s --limit 2: exit %d, stderr %q; want it to say it stopped at 2 sessions", format, code, errs)
+		}
+	}
 
 	out, errs, code = runHistoryCLI(t, b.Addr, env, "history", "prune")
 	if code != 0 || out != "removed 4 sessions and 17 turns older than 30d\n" {
