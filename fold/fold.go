@@ -29,10 +29,11 @@ const (
 // The fold (docs/contract.md section 2), with the choices the contract leaves open:
 //
 //   - session.started: the session is known. Its status becomes idle and
-//     its end is cleared when it had ended (a new process) or had no
-//     status; otherwise the status is kept (a source that re-reads a
-//     journal must not send a running session back to idle). Given title,
-//     model, cwd and pid replace the current ones.
+//     its end is cleared when it had ended (a new process: the dead
+//     process's turn is over too, see below) or had no status; otherwise
+//     the status and the turn are kept (a source that re-reads a journal
+//     must not send a running session back to idle). Given title, model,
+//     cwd and pid replace the current ones.
 //   - agent.metadata: a given title or model replaces the current one;
 //     promptText becomes the title only while there is none (bounded to
 //     validate.MaxTitle). agentId changes nothing shown.
@@ -78,6 +79,15 @@ const (
 //     or wait.started bring the session back (a resumed process) and clear
 //     its end, session.started makes it idle and clears its end.
 //
+// The turn a mapper reads (View.InTurn), beside the snapshot: turn.started
+// opens it; agent.done ends it; agent.exited does not (the dead process's
+// last lines, read after its exit, may still tell how it ended: an
+// agent.done then ends it, and the end stays); session.started after
+// agent.exited ends it (a new process took the session up: no line of
+// the new process goes on with the dead one's turn). View.Exited tells
+// whether the process ended, and when: from agent.exited until an event
+// clears the end.
+//
 // Activity (Session.Activity), beside the snapshot and folded with it:
 //
 //   - statusSince: the occurredAt of the event that changed the status (a
@@ -102,7 +112,7 @@ const (
 // invalid_array. The fold never reads a clock.
 //
 // View (view.go) is what a source's mapper reads of the fold: whether a
-// turn is open (turn.started opens it, agent.done closes it) and the open
+// turn is open (above), whether and when the process ended, and the open
 // tools and running subagents.
 //
 // Hooks (Session.Hook, hook.go) are the second signal folded here,
@@ -110,7 +120,7 @@ const (
 // state stale.
 type Session struct {
 	snap    agentbridge.Snapshot
-	ended   *agentbridge.Ended // nil: not ended; never changed once set
+	ended   *agentbridge.Ended // nil: not ended (View.Exited); never changed once set
 	waits   []openWait         // open waits, oldest first
 	tools   []openTool         // open tools, oldest first
 	stopped bool
@@ -477,6 +487,7 @@ func (s *Session) fold(e *agentbridge.Event) {
 		if s.snap.Status == "" || s.ended != nil {
 			s.closeAll()
 			s.ended = nil
+			s.inTurn = false // a new process: the dead one's turn is over
 			s.statusSince = s.at
 			s.setStatus(agentbridge.StatusIdle)
 		}

@@ -4,8 +4,8 @@ import "github.com/agentbridge/agentbridge"
 
 // View is the read-only part of a session's fold that a source's mapper
 // reads to interpret the next line of the session's journal: whether a
-// turn is open and which tools and subagents the journal's events opened
-// and have not closed. A mapper keeps only what the journal's format
+// turn is open, whether the process ended, and which tools and subagents
+// the journal's events opened and have not closed. A mapper keeps only what the journal's format
 // needs (ids to interpret later lines, a cwd, …) and takes this state
 // from the fold, so that the two cannot drift apart (an agent.exited the
 // bridge folds when the process ends closes tools the journal never
@@ -19,9 +19,18 @@ import "github.com/agentbridge/agentbridge"
 // handed; see hub.Sink.)
 type View interface {
 	// InTurn reports whether a turn.started was folded and no agent.done
-	// since. agent.exited does not end it: the journal may still tell
-	// how the turn ended (its last lines read after the process's exit).
+	// since, nor a session.started after an agent.exited. agent.exited
+	// does not end it: the journal may still tell how the turn ended (its
+	// last lines read after the process's exit). session.started after it
+	// does: a new process took the session up (a resumed session), and a
+	// line of its own that no prompt opened is not the dead turn's.
 	InTurn() bool
+	// Exited reports whether the session's process ended (agent.exited
+	// folded, and no session.started, turn.started, tool.started or
+	// wait.started since, which a new process brings), and at when: the
+	// agent.exited's occurredAt (epoch ms; the hub stamps one when the
+	// source gave none), 0 when unknown.
+	Exited() (at int64, ok bool)
 	// OpenTools appends the ids of the open tools to dst, oldest first.
 	OpenTools(dst []string) []string
 	// ToolOpen reports whether tool id is open.
@@ -46,6 +55,7 @@ func ViewOf(s *Session) View {
 type empty struct{}
 
 func (empty) InTurn() bool                    { return false }
+func (empty) Exited() (int64, bool)           { return 0, false }
 func (empty) OpenTools(dst []string) []string { return dst }
 func (empty) ToolOpen(string) bool            { return false }
 func (empty) SubagentRunning(string) bool     { return false }
@@ -54,6 +64,14 @@ func (empty) RunningSubagents(dst []string) []string { return dst }
 
 // InTurn implements View.
 func (s *Session) InTurn() bool { return s.inTurn }
+
+// Exited implements View.
+func (s *Session) Exited() (at int64, ok bool) {
+	if s.ended == nil {
+		return 0, false
+	}
+	return s.ended.At, true
+}
 
 // OpenTools implements View.
 func (s *Session) OpenTools(dst []string) []string {

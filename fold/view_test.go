@@ -83,3 +83,58 @@ func TestHooksLeaveTheView(t *testing.T) {
 	}
 	want("the turn's end")
 }
+
+// TestViewAcrossTheProcess: what the view says of the open turn and of the
+// process across an exit and a revival. agent.exited keeps the turn open
+// (the dead process's last lines, read after its exit, may still end it)
+// and tells when the process ended; session.started after an exit is a new
+// process (a resumed session): the dead process's turn is over, so a line
+// of the new process that no prompt opened starts a turn of its own
+// instead of going on with it.
+func TestViewAcrossTheProcess(t *testing.T) {
+	turn := E{Kind: agentbridge.KindTurnStarted, TurnID: "u1", OccurredAt: 10}
+	tool := E{Kind: agentbridge.KindToolStarted, ToolID: "t1", Name: "Read", OccurredAt: 11}
+	exited := E{Kind: agentbridge.KindAgentExited, OccurredAt: 20}
+	revived := E{Kind: agentbridge.KindSessionStarted, PID: 42}
+	done := E{Kind: agentbridge.KindAgentDone, Outcome: agentbridge.OutcomeSuccess, OccurredAt: 30}
+	for _, c := range []struct {
+		name    string
+		events  []E
+		inTurn  bool
+		exitAt  int64 // when ok
+		exited  bool
+		lastRun agentbridge.LastTurn
+	}{
+		{"no events", nil, false, 0, false, ""},
+		{"a turn", []E{turn, tool}, true, 0, false, ""},
+		{"a turn, the process ends", []E{turn, tool, exited}, true, 20, true, ""},
+		{"an exit with no time", []E{turn, {Kind: agentbridge.KindAgentExited}}, true, 0, true, ""},
+		{"the dead process's last line ends its turn", []E{turn, exited, done}, false, 20, true, agentbridge.LastTurnCompleted},
+		{"a new process takes the session up", []E{turn, tool, exited, revived}, false, 0, false, ""},
+		{"the new process's turn", []E{turn, exited, revived, {Kind: agentbridge.KindTurnStarted, TurnID: "u2", OccurredAt: 40}}, true, 0, false, ""},
+		{"a turn after the exit is a resumed process's", []E{turn, exited, {Kind: agentbridge.KindTurnStarted, TurnID: "u2", OccurredAt: 40}}, true, 0, false, ""},
+		{"session.started of a live process keeps its turn", []E{turn, revived}, true, 0, false, ""},
+		{"idle, the process ends", []E{turn, done, exited}, false, 20, true, agentbridge.LastTurnCompleted},
+		{"a new process of an idle session", []E{turn, done, exited, revived}, false, 0, false, agentbridge.LastTurnCompleted},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := NewSession("s1", "cursor")
+			for _, e := range c.events {
+				if is := s.Apply(e); len(is) > 0 {
+					t.Fatalf("%s: %+v", e.Kind, is)
+				}
+			}
+			v := ViewOf(s)
+			at, ok := v.Exited()
+			if v.InTurn() != c.inTurn || ok != c.exited || at != c.exitAt {
+				t.Errorf("InTurn %v, Exited (%d, %v); want %v, (%d, %v)", v.InTurn(), at, ok, c.inTurn, c.exitAt, c.exited)
+			}
+			if got := s.Snapshot().LastTurn; got != c.lastRun {
+				t.Errorf("last turn %q, want %q", got, c.lastRun)
+			}
+		})
+	}
+	if at, ok := ViewOf(nil).Exited(); ok || at != 0 {
+		t.Errorf("the view of an unknown session says its process ended (%d)", at)
+	}
+}

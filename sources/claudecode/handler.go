@@ -53,7 +53,7 @@ type session struct {
 	m       *Mapper
 	pid     int  // bound live process (registry), 0: none
 	hasFile bool // its transcript exists
-	exited  bool // the mapper was told the bound process exited
+	exited  bool // the mapper ended its bound process itself (Mapper.Exited)
 
 	// version: the Claude Code version its records named last
 	version string
@@ -144,7 +144,6 @@ type lineFile struct {
 func (h *handler) rootLine(id string, line []byte) {
 	se := h.session(id)
 	se.hasFile = true
-	h.syncExit(id, se)
 	evs, err := se.m.Line(line)
 	if err != nil {
 		h.ss.BadLine(sources.CodeInvalidJSON)
@@ -365,27 +364,6 @@ func (h *handler) publish(id string, se *session, evs []agentbridge.Event) {
 	}
 }
 
-// syncExit tells the mapper that the fold already ended its bound process
-// (Sessions saw the process end first, through the pidfd, and folded
-// agent.exited), and marks the session exited so that the registry's word
-// of the same end folds no second agent.exited. The view shows the
-// fold's tools and subagents closed; what it cannot show the mapper keeps
-// and ends here (Mapper.ExitFolded): when the process was seen gone,
-// which tells the lines it wrote before (its late tail, LateExit) from a
-// later process's; the turn that tail goes on; the waits the mapper
-// opened (a View never shows waits: hooks fold them from another
-// goroutine). A view that told whether and when the process ended would
-// make it needless.
-func (h *handler) syncExit(id string, se *session) {
-	if se.pid == 0 || se.exited {
-		return
-	}
-	if h.ss.Exited(id) {
-		se.exited = true
-		se.m.ExitFolded(time.Now().UnixMilli())
-	}
-}
-
 // ---- the registry ----
 
 func (h *handler) registryExists() bool {
@@ -450,10 +428,12 @@ func isAgent(pid int) bool {
 	return !proc.Alive(pid, 0) || Agent.Match(proc.Root, pid)
 }
 
-// exit reports the end of a session's process.
+// exit reports the end of a session's process, unless the bridge already
+// folded it (Sessions saw the process end through its pidfd first: the
+// mapper reads that end from the view).
 func (h *handler) exit(id string, se *session) {
 	se.pid = 0
-	if se.exited {
+	if se.exited || h.ss.Exited(id) {
 		return
 	}
 	se.exited = true
@@ -475,7 +455,6 @@ func (h *handler) applyRegistry(rp *regProc, prev string) {
 		}
 	}
 	se := h.session(rp.id)
-	h.syncExit(rp.id, se)
 	if se.pid != pid {
 		// A new process (or one that took up a session whose process
 		// exited: claude --resume): session.started with its pid binds it,

@@ -34,11 +34,10 @@ func (h *handler) watchIdle(rp *regProc, se *session) {
 
 // endLateTails exits again the sessions that lines of their exited
 // process, read after the exit, moved (Mapper.LateExit): at the end of a
-// batch, once the tail is read. (A flag check per exited session.)
+// batch, once the tail is read. (A flag check per session: the exit may
+// be the mapper's own or one it read from the fold's view.)
 func (h *handler) endLateTails() {
 	for id, se := range h.sessions {
-		if se.exited {
-			h.publish(id, se, se.m.LateExit())
-		}
+		h.publish(id, se, se.m.LateExit())
 	}
 }

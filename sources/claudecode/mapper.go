@@ -97,7 +97,11 @@ type Mapper struct {
 	// goneAt is when the bound process was seen gone (epoch ms; 0: not
 	// gone). Records stamped no later were written by that process and
 	// read after its exit: they no longer start or end anything.
-	goneAt    int64
+	goneAt int64
+	// exitKnown: the mapper ended what it keeps of its bound process
+	// (endProcess), told by the caller (Gone, Exited) or read from the
+	// view (load); a new process (SetOrigin) clears it.
+	exitKnown bool
 	lateMoved bool   // a line of that tail moved the session out of exited
 	late      bool   // the record being read is of that tail
 	exitTurn  string // the turn open when the process was seen gone
@@ -171,8 +175,20 @@ func NewMapper(sessionID string, o MapperOptions) *Mapper {
 // subagents run, and forgets what the mapper kept of the others (the fold
 // closed them: an agent.exited, a restart, a refused event). Every call
 // that maps something calls it first.
+//
+// It also reads from the view whether the bridge ended the bound process
+// (the registry's, SetOrigin) itself: agent.exited folded when Sessions
+// saw it end through its pidfd before the registry said so. The mapper
+// then ends what it keeps of the process (endProcess) and takes the
+// exit's time (the hub's stamp) as when the process was seen gone (Gone),
+// which tells the lines it wrote before (its late tail, LateExit) from a
+// later process's.
 func (m *Mapper) load() {
 	v := m.view()
+	if at, ok := v.Exited(); ok && m.pid != 0 && !m.exitKnown {
+		m.Gone(at)
+		m.endProcess()
+	}
 	m.toolOrder = slices.DeleteFunc(v.OpenTools(m.toolOrder[:0]), func(id string) bool { return m.tools[id] == nil })
 	if len(m.tools) > len(m.toolOrder) {
 		maps.DeleteFunc(m.tools, func(id string, _ *openTool) bool { return !slices.Contains(m.toolOrder, id) })
@@ -385,8 +401,9 @@ func (m *Mapper) LastAt() int64 { return m.lastAt }
 // start time (epoch ms). After the start it only updates what a later
 // Restate reports.
 func (m *Mapper) SetOrigin(pid int, cwd string, startedAt int64) {
+	m.load() // the end of the process before, when the bridge folded it
 	m.pid, m.startAt = pid, startedAt
-	m.goneAt, m.lateMoved, m.exitTurn = 0, false, ""
+	m.goneAt, m.lateMoved, m.exitTurn, m.exitKnown = 0, false, "", false
 	if m.cwd == "" {
 		m.cwd = validate.CleanCwd(cwd)
 	}

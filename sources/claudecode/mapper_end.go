@@ -73,7 +73,7 @@ func (m *Mapper) subDone(id string, outcome agentbridge.Outcome, at int64) {
 // caller's clock): transcript lines read later but stamped no later were
 // written by that process before it died (see LateExit). A new process
 // (SetOrigin) clears it.
-func (m *Mapper) Gone(at int64) { m.goneAt = at }
+func (m *Mapper) Gone(at int64) { m.goneAt, m.exitKnown = at, true }
 
 // Exited ends the session's process: every subagent still running is
 // cancelled, then agent.exited (which closes open waits and tools). at is
@@ -106,28 +106,20 @@ func (m *Mapper) exit(at int64, exitCode *int, signal string) {
 	m.emit(agentbridge.Event{Kind: agentbridge.KindAgentExited, OccurredAt: at, ExitCode: exitCode, Signal: signal})
 }
 
-// endProcess ends what the mapper keeps of a process that ended. The
-// fold's agent.exited closes the tools, subagents and waits, and the view
-// shows the tools and subagents closed; the rest is the mapper's: the
-// open turn, which the process's late tail (see Gone) goes on under its
-// own id; the waits it opened (the registry's, a job's), which a View
-// never shows; the registry's state.
+// endProcess ends what the mapper keeps of a process that ended, and
+// marks the end known (exitKnown). The fold's agent.exited closes the
+// tools, subagents and waits, and the view shows the tools and subagents
+// closed; the rest is the mapper's: the open turn, which the process's
+// late tail (see Gone) goes on under its own id; the waits it opened (the
+// registry's, a job's), which a View never shows; the registry's state.
 func (m *Mapper) endProcess() {
+	m.exitKnown = true
 	if m.turn != "" {
 		m.exitTurn, m.turn = m.turn, ""
 	}
 	m.regWait, m.regWaitTool, m.jobWait = "", "", ""
 	m.reg = RegistryState{}
 	m.lateMoved = false
-}
-
-// ExitFolded tells the mapper that the bridge folded its process's end
-// itself (agent.exited: Sessions saw the process end through its pidfd
-// before the registry did), at epoch ms at (the caller's clock, as for
-// Gone). It returns no events: the fold closed what was open.
-func (m *Mapper) ExitFolded(at int64) {
-	m.Gone(at)
-	m.endProcess()
 }
 
 // LateExit ends the session again when lines its exited process wrote,

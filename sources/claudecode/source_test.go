@@ -106,6 +106,32 @@ func TestRegistryRemovedExits(t *testing.T) {
 	}
 }
 
+// TestKilledThenRegistryRemoved: the bridge saw the process end through
+// its pidfd (a killed claude leaves its registry file); the registry file
+// removed later says the same end again, which folds no second
+// agent.exited (the session's end keeps its time).
+func TestKilledThenRegistryRemoved(t *testing.T) {
+	e := startLive(t, nil)
+	const sid = "cececece-0000-4000-8000-000000000009"
+	path, pid := e.killedMidTurn(t, sid, prompt(sid, 1, "p", "go"))
+	if err := os.Remove(filepath.Join(e.dir, "sessions", fmt.Sprintf("%d.json", pid))); err != nil {
+		t.Fatal(err)
+	}
+	e.append(path, rec(sid, 2, "custom-title", `"customTitle":"after the removal"`))
+	e.view.waitFor(t, "a later line", sid, func(s agentbridge.Snapshot, ok bool) bool { return ok && s.Title == "after the removal" })
+	e.view.mu.Lock()
+	exits := 0
+	for _, k := range e.view.kinds {
+		if k == agentbridge.KindAgentExited {
+			exits++
+		}
+	}
+	e.view.mu.Unlock()
+	if exits != 1 {
+		t.Errorf("%d agent.exited; want 1", exits)
+	}
+}
+
 // TestStartupScan: at start only recent transcripts and those of live
 // processes are read; a session no live process writes is reported exited
 // (and dropped when it ended long ago); subagent transcripts never become
@@ -274,6 +300,31 @@ func TestResumeAfterExit(t *testing.T) {
 	e.view.waitFor(t, "second process killed", sid, status(sourcestest.StatusExited))
 }
 
+// TestResumeMidTurnAfterKill: a process killed in the middle of a turn
+// (the bridge sees it end through its pidfd; it leaves its registry file)
+// and a new process that takes the session up (claude --resume) before
+// any line is read: the dead process's turn is over, so the new process's
+// first reply, with no prompt before it, opens a turn of its own instead
+// of going on with the dead one.
+func TestResumeMidTurnAfterKill(t *testing.T) {
+	e := startLive(t, nil)
+	const sid = "cdcdcdcd-0000-4000-8000-000000000008"
+	path, _ := e.killedMidTurn(t, sid, prompt(sid, 1, "p", "go"), toolUse(sid, 2, "toolu_a", "Bash", `{"command":"ls"}`))
+	p2 := helper(t)
+	e.registry(p2.Process.Pid, sid, "busy", "", 2)
+	e.view.waitFor(t, "resumed", sid, func(s agentbridge.Snapshot, ok bool) bool {
+		return ok && s.PID == p2.Process.Pid && s.Status == agentbridge.StatusIdle
+	})
+	e.append(path, toolUse(sid, 5, "toolu_b", "Read", `{"file_path":"/work/proj/a"}`))
+	e.view.waitFor(t, "the new process's reply", sid, func(s agentbridge.Snapshot, ok bool) bool { return ok && s.Tool == "Read" })
+	e.view.mu.Lock()
+	turns := e.view.turns[sid]
+	e.view.mu.Unlock()
+	if turns != 2 {
+		t.Errorf("%d turns started; want 2: the dead process's and the new process's own", turns)
+	}
+}
+
 // TestOwnSubagentTranscript: a 2.1.2+ subagent transcript that no parent
 // tool names (no toolUseId in its sidecar, no open Agent tool) is shown as
 // a subagent of its own and ends with its transcript's turn.
@@ -366,19 +417,12 @@ func TestHomeAppearsLater(t *testing.T) {
 // pidfd; a killed claude leaves its registry file) before it reads the
 // transcript's last lines, which the process wrote before it died. They
 // still tell how its turn went (a tool ran, the turn completed), and the
-// session then ends exited again, not idle with no process (syncExit).
+// session then ends exited again, not idle with no process (the mapper
+// reads the end the bridge folded from the fold's view).
 func TestTailAfterTheProcessDied(t *testing.T) {
 	e := startLive(t, nil)
-	p := helper(t)
 	const sid = "abababab-0000-4000-8000-000000000007"
-	path := filepath.Join("projects", "-work-proj", sid+".jsonl")
-	e.registry(p.Process.Pid, sid, "busy", "", 1)
-	e.append(path, prompt(sid, 1, "p", "go"))
-	e.view.waitFor(t, "running", sid, status(agentbridge.StatusRunning))
-	if err := p.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	e.view.waitFor(t, "killed", sid, status(sourcestest.StatusExited))
+	path, _ := e.killedMidTurn(t, sid, prompt(sid, 1, "p", "go"))
 	e.append(path, toolUse(sid, 2, "toolu_a", "Bash", `{"command":"ls"}`), toolResult(sid, 3, "toolu_a", "ok", false, ""),
 		reply(sid, 4, "done", "end_turn"))
 	e.view.waitFor(t, "the tail read", sid, func(s agentbridge.Snapshot, ok bool) bool {
@@ -390,4 +434,23 @@ func TestTailAfterTheProcessDied(t *testing.T) {
 	if s.Status != sourcestest.StatusExited || s.Tool != "" {
 		t.Errorf("after the tail: status %q, tool %q; want exited, none", s.Status, s.Tool)
 	}
+}
+
+// killedMidTurn starts a stand-in claude bound to session sid (its
+// registry says busy), appends lines to its transcript, waits for the
+// session running, kills the process (which leaves its registry file) and
+// waits for the session exited. It returns the transcript's path and the
+// process's pid.
+func (e *liveEnv) killedMidTurn(t *testing.T, sid string, lines ...string) (path string, pid int) {
+	t.Helper()
+	p := helper(t)
+	path = filepath.Join("projects", "-work-proj", sid+".jsonl")
+	e.registry(p.Process.Pid, sid, "busy", "", 1)
+	e.append(path, lines...)
+	e.view.waitFor(t, "running", sid, status(agentbridge.StatusRunning))
+	if err := p.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	e.view.waitFor(t, "killed", sid, status(sourcestest.StatusExited))
+	return path, p.Process.Pid
 }

@@ -25,23 +25,40 @@ func TestLinesAfterTheExit(t *testing.T) {
 	lines := []string{
 		`{"uuid":"u1","sessionId":"s1","type":"user","message":{"parts":[{"text":"touch a file"}]}}`,
 		`{"uuid":"a1","sessionId":"s1","type":"assistant","message":{"parts":[{"functionCall":{"id":"c1","name":"run_shell_command","args":{"command":"touch x"}}}]}}`,
-		"exit",
+		sourcestest.Exit,
 		`{"uuid":"r1","sessionId":"s1","type":"tool_result","toolCallResult":{"callId":"c1","status":"success"}}`,
 		`{"uuid":"a2","sessionId":"s1","type":"assistant","message":{"parts":[{"text":"done"}]}}`,
 	}
-	for i, l := range lines {
-		evs := []agentbridge.Event{{Kind: agentbridge.KindAgentExited}}
-		if l != "exit" {
-			evs, _ = Map("s1", s, []byte(l), &st)
-		}
-		for _, e := range evs {
-			if is := s.Apply(e); len(is) > 0 {
-				t.Errorf("line %d: the fold refused %s: %+v", i+1, e.Kind, is)
-			}
-		}
-	}
+	sourcestest.FoldLines(t, s, lines, func(_ int, l []byte) []agentbridge.Event {
+		evs, _ := Map("s1", s, l, &st)
+		return evs
+	})
 	if snap := s.Snapshot(); snap.LastTurn != agentbridge.LastTurnCompleted || snap.Tool != "" {
 		t.Errorf("last turn %q, tool %q; want completed, none", snap.LastTurn, snap.Tool)
+	}
+}
+
+// TestResumedSessionLeavesTheDeadTurn: a session whose process ended in
+// the middle of a turn and that a new process took up (qwen --resume; the
+// bridge folds session.started with the new pid) is idle; a reply of the
+// new process with no prompt before it does not go on with the dead
+// process's turn (no tool shown running in it).
+func TestResumedSessionLeavesTheDeadTurn(t *testing.T) {
+	s := fold.NewSession("s1", Harness)
+	var st State
+	lines := []string{
+		`{"uuid":"u1","sessionId":"s1","type":"user","message":{"parts":[{"text":"touch a file"}]}}`,
+		`{"uuid":"a1","sessionId":"s1","type":"assistant","message":{"parts":[{"functionCall":{"id":"c1","name":"run_shell_command","args":{"command":"touch x"}}}]}}`,
+		sourcestest.Exit,
+		sourcestest.Resume,
+		`{"uuid":"a2","sessionId":"s1","type":"assistant","message":{"parts":[{"functionCall":{"id":"c2","name":"read_file","args":{}}}]}}`,
+	}
+	sourcestest.FoldLines(t, s, lines, func(_ int, l []byte) []agentbridge.Event {
+		evs, _ := Map("s1", s, l, &st)
+		return evs
+	})
+	if snap := s.Snapshot(); snap.Status != agentbridge.StatusIdle || snap.Tool != "" {
+		t.Errorf("status %q, tool %q; want idle, none", snap.Status, snap.Tool)
 	}
 }
 
