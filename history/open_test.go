@@ -9,9 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/internal/testenv"
 )
 
 // TestOpenHostile: whatever sits at the database's path, Open answers at
@@ -37,8 +38,8 @@ func TestOpenHostile(t *testing.T) {
 		want string
 		is   error
 	}{
-		{"FIFO", func(t *testing.T, p string) { mkfifo(t, p) }, "FIFO", nil},
-		{"FIFO as its WAL", func(t *testing.T, p string) { mkfifo(t, p+"-wal") }, "FIFO", nil},
+		{"FIFO", func(t *testing.T, p string) { testenv.FIFO(t, p) }, "FIFO", nil},
+		{"FIFO as its WAL", func(t *testing.T, p string) { testenv.FIFO(t, p+"-wal") }, "FIFO", nil},
 		{"directory", func(t *testing.T, p string) { mkdir(t, p) }, "a directory", nil},
 		{"symlink", func(t *testing.T, p string) {
 			sqlite(t, p+".real", "CREATE TABLE x (a)")
@@ -47,7 +48,7 @@ func TestOpenHostile(t *testing.T) {
 			}
 		}, "symbolic link", nil},
 		{"symlink to a FIFO", func(t *testing.T, p string) {
-			mkfifo(t, p+".fifo")
+			testenv.FIFO(t, p+".fifo")
 			if err := os.Symlink(p+".fifo", p); err != nil {
 				t.Fatal(err)
 			}
@@ -87,8 +88,8 @@ func TestOpenHostile(t *testing.T) {
 			select {
 			case err = <-done:
 			case <-time.After(time.Minute):
-				release(p)
-				release(p + "-wal")
+				testenv.Release(p)
+				testenv.Release(p + "-wal")
 				t.Fatal("Open hangs")
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -174,21 +175,5 @@ func mkdir(t *testing.T, p string) {
 	t.Helper()
 	if err := os.Mkdir(p, 0o700); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func mkfifo(t *testing.T, p string) {
-	t.Helper()
-	if err := syscall.Mkfifo(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { release(p) })
-}
-
-// release opens a FIFO for writing without blocking, ending a reader's
-// wait in an open, so that a failed test can end.
-func release(p string) {
-	if f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-		f.Close()
 	}
 }

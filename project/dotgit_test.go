@@ -4,9 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentbridge/agentbridge/internal/testenv"
 )
 
 // TestContainsHostileDotGit: a .git (or the commondir it leads to) that is
@@ -20,8 +21,8 @@ func TestContainsHostileDotGit(t *testing.T) {
 		name string
 		make func(t *testing.T, p string)
 	}{
-		{"FIFO", func(t *testing.T, p string) { mkfifo(t, p) }},
-		{"symlink to a FIFO", func(t *testing.T, p string) { mkfifo(t, p+".fifo"); symlink(t, p+".fifo", p) }},
+		{"FIFO", func(t *testing.T, p string) { testenv.FIFO(t, p) }},
+		{"symlink to a FIFO", func(t *testing.T, p string) { testenv.FIFO(t, p+".fifo"); symlink(t, p+".fifo", p) }},
 		{"symlink to /dev/zero", func(t *testing.T, p string) { symlink(t, "/dev/zero", p) }},
 		{"sparse 4 GiB", func(t *testing.T, p string) { sparse(t, p, 4<<30) }},
 		{"gitdir line past 4 KiB", func(t *testing.T, p string) {
@@ -43,13 +44,13 @@ func TestContainsHostileDotGit(t *testing.T) {
 			"repo/.git/worktrees/w/": "",
 			"wt/w/.git":              "gitdir: ../../repo/.git/worktrees/w\n",
 		})
-		mkfifo(t, filepath.Join(base, "repo/.git/worktrees/w/commondir"))
+		testenv.FIFO(t, filepath.Join(base, "repo/.git/worktrees/w/commondir"))
 		done := make(chan bool, 1)
 		go func() { done <- Contains(filepath.Join(base, "repo"), filepath.Join(base, "wt/w")) }()
 		select {
 		case <-done: // answered (false or true: the worktree's gitdir is still inside repo's .git)
 		case <-time.After(time.Minute):
-			release(filepath.Join(base, "repo/.git/worktrees/w/commondir"))
+			testenv.Release(filepath.Join(base, "repo/.git/worktrees/w/commondir"))
 			t.Fatal("Contains hangs on a commondir that is a FIFO")
 		}
 	})
@@ -68,22 +69,6 @@ func answersFalse(t *testing.T, f func() bool) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("Contains hangs on a hostile .git")
-	}
-}
-
-func mkfifo(t *testing.T, p string) {
-	t.Helper()
-	if err := syscall.Mkfifo(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { release(p) })
-}
-
-// release opens a FIFO for writing without blocking, ending a reader's
-// wait in an open (the old code's hang) so that a failed test can exit.
-func release(p string) {
-	if f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-		f.Close()
 	}
 }
 
