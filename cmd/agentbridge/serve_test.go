@@ -51,10 +51,11 @@ func startServe(t *testing.T, env []string, args ...string) (dashboard *url.URL,
 	return s.URL, func() error { return s.Stop(t) }, s.Stderr
 }
 
-func TestServeAnswersAndShutsDown(t *testing.T) {
-	t.Parallel()
-	home := t.TempDir()
-	env := []string{"HOME=" + home}
+// pushHome makes a home whose configuration declares the push source
+// example-push (harness example-agent), and the environment naming it.
+func pushHome(t *testing.T) (home string, env []string) {
+	t.Helper()
+	home = t.TempDir()
 	cfgDir := filepath.Join(home, ".config", "agentbridge")
 	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
 		t.Fatal(err)
@@ -63,6 +64,12 @@ func TestServeAnswersAndShutsDown(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return home, []string{"HOME=" + home}
+}
+
+func TestServeAnswersAndShutsDown(t *testing.T) {
+	t.Parallel()
+	home, env := pushHome(t)
 	u, stop, stderr := startServe(t, env, "--listen", "127.0.0.1:0")
 
 	if u.Port() == "0" || u.Hostname() != "127.0.0.1" {
@@ -433,16 +440,7 @@ func TestServeFallsBackWhenTheAddressIsTaken(t *testing.T) {
 // history routes answer history-off.
 func TestServeKeepsHistoryAcrossRestarts(t *testing.T) {
 	t.Parallel()
-	home := t.TempDir()
-	env := []string{"HOME=" + home}
-	cfgDir := filepath.Join(home, ".config", "agentbridge")
-	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	yaml := "push:\n  - id: example-push\n    displayName: Example Agent\n    harnesses:\n      - {id: example-agent, displayName: Example Agent}\n"
-	if err := os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	_, env := pushHome(t)
 	now := time.Now().UnixMilli()
 	ev := func(e agentbridge.Event) map[string]any {
 		return map[string]any{"op": "event", "sessionId": "s1", "harness": "example-agent", "event": e}
