@@ -98,8 +98,9 @@ func (p *publisher) record(w *work, e *agentbridge.Event, at int64, hook bool) {
 		Fresh: w.fresh, Recount: w.anew && !w.fresh, Hook: hook,
 		Status: f.Status(), Model: f.Model(), Cwd: f.Cwd(), Title: f.Title(), Usage: f.Usage(), Ended: f.Ended()})
 	p.facts[len(p.facts)-1].Event.OccurredAt = at
+	first := w.anew // a fold's first fact: note the session once, not per event
 	w.fresh, w.anew = false, false
-	if p.rebuilds && len(p.told) < maxTold {
+	if first && p.rebuilds && len(p.told) < maxTold {
 		if p.told == nil {
 			p.told = map[string]struct{}{}
 		}
