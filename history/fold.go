@@ -8,11 +8,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/agentbridge/agentbridge"
-	"github.com/agentbridge/agentbridge/validate"
+	"github.com/agentbridge/agentbridge/project"
 )
 
 // fact folds one fact.
@@ -273,20 +271,12 @@ func (w *txn) projectOf(host, cwd string) string {
 
 // ProjectRoot is the history's default project rule (Options.Project):
 // the nearest directory at or above cwd that holds a .git entry (a
-// repository's or a linked worktree's top), else cwd itself. Only Lstat
-// runs: nothing is opened, so no hostile directory can hang it.
+// repository's or a linked worktree's top: project.Root), else cwd
+// itself. Only stat runs: nothing is opened, so no hostile directory can
+// hang it.
 func ProjectRoot(cwd string) string {
-	if !validate.ValidCwd(cwd) {
-		return cwd
+	if root, ok := project.Root(cwd); ok {
+		return root
 	}
-	for dir := cwd; ; {
-		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return cwd
-		}
-		dir = parent
-	}
+	return cwd
 }

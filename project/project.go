@@ -83,28 +83,49 @@ type repo struct {
 	rel    string // the path relative to its worktree's top, "." for the top
 }
 
-// find walks up from dir to the nearest .git and names the repository it
-// belongs to.
-func find(dir string) (repo, bool) {
+// Root returns the top of the worktree cwd is in: the nearest directory,
+// at or above cwd, with a .git entry (a linked worktree is a top of its
+// own). ok is false when there is none, or cwd is not an absolute, clean
+// path.
+func Root(cwd string) (root string, ok bool) {
+	if !valid(cwd) {
+		return "", false
+	}
+	top, _, ok := nearestGit(cwd)
+	return top, ok
+}
+
+// nearestGit walks up from dir to the nearest directory with a .git entry
+// and returns it and the entry's information.
+func nearestGit(dir string) (string, os.FileInfo, bool) {
 	for top := dir; ; {
-		dotgit := filepath.Join(top, ".git")
-		if fi, err := os.Stat(dotgit); err == nil {
-			common, ok := commonDir(top, dotgit, fi.IsDir())
-			if !ok {
-				return repo{}, false
-			}
-			rel, err := filepath.Rel(top, dir)
-			if err != nil {
-				return repo{}, false
-			}
-			return repo{common: common, rel: rel}, true
+		if fi, err := os.Stat(filepath.Join(top, ".git")); err == nil {
+			return top, fi, true
 		}
 		parent := filepath.Dir(top)
 		if parent == top {
-			return repo{}, false
+			return "", nil, false
 		}
 		top = parent
 	}
+}
+
+// find walks up from dir to the nearest .git and names the repository it
+// belongs to.
+func find(dir string) (repo, bool) {
+	top, fi, ok := nearestGit(dir)
+	if !ok {
+		return repo{}, false
+	}
+	common, ok := commonDir(top, filepath.Join(top, ".git"), fi.IsDir())
+	if !ok {
+		return repo{}, false
+	}
+	rel, err := filepath.Rel(top, dir)
+	if err != nil {
+		return repo{}, false
+	}
+	return repo{common: common, rel: rel}, true
 }
 
 // commonDir returns the shared repository directory of the worktree at top,

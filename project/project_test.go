@@ -270,3 +270,33 @@ func BenchmarkContains(b *testing.B) {
 		})
 	}
 }
+
+// TestRoot: the top of the worktree a directory is in is the nearest
+// directory with a .git entry (a directory, or a linked worktree's file);
+// none, or a path that is not absolute and clean, is not ok.
+func TestRoot(t *testing.T) {
+	base := t.TempDir()
+	for _, d := range []string{"repo/.git", "repo/pkg/deep", "wt/sub", "plain/x"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(base, "wt/.git"), []byte("gitdir: /nowhere\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cwd, want string
+		ok        bool
+	}{
+		{filepath.Join(base, "repo"), filepath.Join(base, "repo"), true},
+		{filepath.Join(base, "repo/pkg/deep"), filepath.Join(base, "repo"), true},
+		{filepath.Join(base, "wt/sub"), filepath.Join(base, "wt"), true},
+		{filepath.Join(base, "plain/x"), "", false},
+		{"relative/dir", "", false},
+		{filepath.Join(base, "repo") + "/../repo", "", false},
+	} {
+		if got, ok := Root(c.cwd); got != c.want || ok != c.ok {
+			t.Errorf("Root(%q) = %q, %v; want %q, %v", c.cwd, got, ok, c.want, c.ok)
+		}
+	}
+}
